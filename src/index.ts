@@ -1,0 +1,2 @@
+export { XcompactError } from './errors';
+export * from './session/index';

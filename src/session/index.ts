@@ -1,0 +1,10 @@
+export * from './events';
+export * from './errors';
+export { toChatMessage, type ChatMessage } from './derive';
+export type { SurfaceView, SurfaceChange } from './surface';
+export { Session, type SessionOptions, type SessionListener, type LockState, type RecoveryReport } from './session';
+export { checkSessionId, type SessionStore, type StoredLog, type LogWriter, type LoadReport } from './store';
+export { MemoryStore } from './stores/memory';
+export { JsonlStore, type JsonlStoreOptions } from './stores/jsonl';
+export { SessionWriter, usageFromOpenAI, type RequestEnvelope, type AssistantReply, type UserContent } from './writer';
+export { importPiTranscript, importPiFile, PiImportError, type PiImportReport, type PiImportOptions } from './import-pi';

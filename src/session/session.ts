@@ -1,0 +1,499 @@
+/**
+ * Session: the append-only event log and every projection folded from it.
+ *
+ * `append` is synchronous and transactional: it validates the event and plans the
+ * surface change against the current state, and only then commits (log, surface,
+ * turn/step and lock state), queues the line for the store and notifies observers.
+ * A rejected append throws a SessionRuleError and changes nothing.
+ */
+import { SessionRuleError, StoreError } from './errors';
+import type { ChatMessage } from './derive';
+import {
+  EventDataSchemas,
+  StoredEventSchema,
+  isSurfaceType,
+  type AppendInput,
+  type EventType,
+  type SessionEvent,
+  type SurfaceEvent,
+} from './events';
+import { Surface, type SurfaceChange, type SurfacePlan, type SurfaceView } from './surface';
+import type { LoadReport, LogWriter, SessionStore } from './store';
+
+export type SessionListener = (event: SessionEvent, change: SurfaceChange | undefined) => void;
+
+export interface SessionOptions {
+  /** Clock for event times (ms since epoch). */
+  now?: () => number;
+  /** Called when an observer throws; the append itself has already committed. */
+  onListenerError?: (error: unknown) => void;
+}
+
+export type LockState =
+  | { held: false; staleOrphans: readonly number[] }
+  | {
+      held: true;
+      startSeq: number;
+      turn: number | null;
+      trigger: 'pressure' | 'overflow' | 'manual';
+      /** Started before this Session object was opened: left behind by a process that stopped. */
+      orphan: boolean;
+      staleOrphans: readonly number[];
+    };
+
+export interface RecoveryReport {
+  /** Calls that never got a result; each now has an error result saying so. */
+  closedCalls: string[];
+  closedStep: boolean;
+  closedTurn: boolean;
+  /** Seq of the orphan `compaction/start` made stale by a `session/end-seed`, if any. */
+  clearedLock: number | undefined;
+}
+
+type Planned = { type: EventType; data: unknown; surfacePlan: SurfacePlan | undefined };
+
+const INTERRUPTED_RESULT =
+  'Tool call interrupted: the process stopped before this result was recorded. The call may or may not have run.';
+
+function formatZodIssues(type: string, issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
+  return issues.map((i) => `${type} data${i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('')}: ${i.message}`).join('; ');
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value as Record<string, unknown>)) deepFreeze(v);
+  }
+  return value;
+}
+
+export class Session {
+  readonly id: string;
+  /** What the store found on open (a dropped torn tail, for instance). */
+  readonly loadReport: LoadReport;
+
+  private readonly log: SessionEvent[] = [];
+  private readonly surfaceState: Surface;
+  private readonly listeners = new Set<SessionListener>();
+  private readonly now: () => number;
+  private readonly onListenerError: (error: unknown) => void;
+  private writer: LogWriter | undefined;
+  private replaying = false;
+  private opened = 0;
+
+  private turnOpen: number | null = null;
+  private lastTurnNo = -1;
+  private stepOpen: { turn: number; step: number } | null = null;
+  private lastStepNo = -1;
+  private lockStart: SessionEvent<'compaction/start'> | undefined;
+  private readonly stale: number[] = [];
+  private headerSeq: number | undefined;
+  private usageSeq: number | undefined;
+
+  private constructor(id: string, options: SessionOptions, loadReport: LoadReport) {
+    this.id = id;
+    this.loadReport = loadReport;
+    this.now = options.now ?? Date.now;
+    this.onListenerError = options.onListenerError ?? ((e) => console.error('xcompact: a session listener threw', e));
+    this.surfaceState = new Surface((seq) => this.event(seq));
+  }
+
+  /** A session that lives in memory only (tests, one-shot tools). */
+  static inMemory(id = 'memory', options: SessionOptions = {}): Session {
+    return new Session(id, options, {});
+  }
+
+  /**
+   * Opens (or creates) a session from a store: replays every stored line through the log
+   * rules, so every projection is rebuilt exactly as it was. A line that breaks a rule is
+   * a StoreError naming the file and line.
+   */
+  static async open(store: SessionStore, id: string, options: SessionOptions = {}): Promise<Session> {
+    const stored = await store.open(id);
+    const session = new Session(id, options, stored.report);
+    session.replaying = true;
+    try {
+      for (const { line, value } of stored.records) {
+        try {
+          session.replay(value);
+        } catch (err) {
+          const why = err instanceof Error ? err.message : String(err);
+          throw new StoreError('store-corrupt', `${stored.location}:${line}: ${why}`, {
+            file: stored.location,
+            line,
+            cause: err,
+          });
+        }
+      }
+    } catch (err) {
+      await stored.writer.close().catch(() => undefined);
+      throw err;
+    } finally {
+      session.replaying = false;
+    }
+    session.opened = session.log.length;
+    session.writer = stored.writer;
+    return session;
+  }
+
+  // -------------------------------------------------------------------------
+  // Reading
+
+  get length(): number {
+    return this.log.length;
+  }
+
+  /** Number of events replayed from the store when this session was opened. */
+  get openedLength(): number {
+    return this.opened;
+  }
+
+  event(seq: number): SessionEvent {
+    const e = this.log[seq];
+    if (e === undefined) throw new RangeError(`no event with seq ${seq}: the log has ${this.log.length} events`);
+    return e;
+  }
+
+  /** The whole log, read-only and without a copy. */
+  events(): readonly SessionEvent[] {
+    return this.log;
+  }
+
+  get surface(): SurfaceView {
+    return this.surfaceState;
+  }
+
+  /** OpenAI chat-completions messages for the current surface, ready to send. */
+  deriveMessages(): readonly ChatMessage[] {
+    return this.surfaceState.messagesView();
+  }
+
+  /** The derived message of one surface position (cached per node). */
+  messageAt(position: number): ChatMessage {
+    return this.surfaceState.messageAt(position);
+  }
+
+  /** Is the cut just before surface node `seq` tool-pairing balanced? */
+  balancedBefore(seq: number): boolean {
+    return this.surfaceState.balancedAt(this.surfacePosition(seq));
+  }
+
+  /** Is the cut just after surface node `seq` tool-pairing balanced? */
+  balancedAfter(seq: number): boolean {
+    return this.surfaceState.balancedAt(this.surfacePosition(seq) + 1);
+  }
+
+  balancedCuts(): number[] {
+    return this.surfaceState.balancedCuts();
+  }
+
+  get lock(): LockState {
+    const l = this.lockStart;
+    if (!l) return { held: false, staleOrphans: this.stale };
+    return {
+      held: true,
+      startSeq: l.seq,
+      turn: l.data.turn,
+      trigger: l.data.trigger,
+      orphan: l.seq < this.opened,
+      staleOrphans: this.stale,
+    };
+  }
+
+  get openTurn(): number | null {
+    return this.turnOpen;
+  }
+
+  get lastTurn(): number {
+    return this.lastTurnNo;
+  }
+
+  get openStep(): { turn: number; step: number } | null {
+    return this.stepOpen;
+  }
+
+  get lastStep(): number {
+    return this.lastStepNo;
+  }
+
+  /** The latest `request/header`: what the last request was routed to and built with. */
+  get latestHeader(): SessionEvent<'request/header'> | undefined {
+    return this.headerSeq === undefined ? undefined : (this.log[this.headerSeq] as SessionEvent<'request/header'>);
+  }
+
+  /** The latest `assistant/message` that carried provider usage. */
+  get latestUsage(): SessionEvent<'assistant/message'> | undefined {
+    return this.usageSeq === undefined ? undefined : (this.log[this.usageSeq] as SessionEvent<'assistant/message'>);
+  }
+
+  /** True when the log ends mid-flight: pending tool calls, an open step or turn, or a live lock. */
+  get needsRecovery(): boolean {
+    return this.surfaceState.pendingCalls().length > 0 || this.stepOpen !== null || this.turnOpen !== null || this.lockStart !== undefined;
+  }
+
+  // -------------------------------------------------------------------------
+  // Writing
+
+  subscribe(listener: SessionListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  append<T extends EventType>(input: AppendInput<T>): SessionEvent<T> {
+    const failure = this.writer?.failure;
+    if (failure) {
+      throw new StoreError('store-io', `session "${this.id}" cannot take more events: an earlier write failed (${failure.message}).`, {
+        cause: failure,
+      });
+    }
+    const seq = this.log.length;
+    const planned = this.plan(seq, input.type, input.data, input.surfaceOp, input.sourceEventSeqs);
+    return this.commit(seq, new Date(this.now()).toISOString(), input.surfaceOp, input.sourceEventSeqs, planned) as SessionEvent<T>;
+  }
+
+  /** Resolves when every appended event is durable in the store. */
+  async flush(): Promise<void> {
+    await this.writer?.flush();
+  }
+
+  /** Flushes and releases the store's hold on this session. */
+  async close(): Promise<void> {
+    const w = this.writer;
+    this.writer = undefined;
+    await w?.close();
+  }
+
+  /**
+   * Brings a log left mid-flight by a stopped process back to a state an agent can continue
+   * from: each call without a result gets an error result saying it was interrupted, an open
+   * step and turn are closed as `interrupted`, and a live compaction lock is made stale with
+   * `session/end-seed`. Call it right after `Session.open` when the previous process did not
+   * shut down cleanly (`needsRecovery` tells). Never call it while this process is mid-turn.
+   */
+  recover(): RecoveryReport {
+    const report: RecoveryReport = { closedCalls: [], closedStep: false, closedTurn: false, clearedLock: undefined };
+    for (const callId of this.surfaceState.pendingCalls()) {
+      this.append({
+        type: 'tool/result',
+        data: { callId, content: [{ type: 'text', text: INTERRUPTED_RESULT }], isError: true },
+        surfaceOp: 'append',
+      });
+      report.closedCalls.push(callId);
+    }
+    if (this.stepOpen) {
+      this.append({ type: 'step/end', data: { ...this.stepOpen, reason: 'interrupted' } });
+      report.closedStep = true;
+    }
+    if (this.turnOpen !== null) {
+      this.append({ type: 'turn/end', data: { turn: this.turnOpen, reason: 'interrupted' } });
+      report.closedTurn = true;
+    }
+    if (this.lockStart) {
+      report.clearedLock = this.lockStart.seq;
+      this.append({ type: 'session/end-seed', data: { reason: 'recover' } });
+    }
+    return report;
+  }
+
+  // -------------------------------------------------------------------------
+  // Internals
+
+  private surfacePosition(seq: number): number {
+    const p = this.surfaceState.positionOf(seq);
+    if (p === undefined) {
+      throw new SessionRuleError('not-on-surface', `seq ${seq} is not a current surface node (not a message, or shadowed by a replacement).`);
+    }
+    return p;
+  }
+
+  private replay(value: unknown): void {
+    const shape = StoredEventSchema.safeParse(value);
+    if (!shape.success) throw new SessionRuleError('stored-shape', formatZodIssues('stored event', shape.error.issues));
+    const e = shape.data;
+    if (e.seq !== this.log.length) {
+      throw new SessionRuleError('seq-position', `event has seq ${e.seq} but is at log position ${this.log.length}.`);
+    }
+    const planned = this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs);
+    this.commit(e.seq, e.time, e.surfaceOp, e.sourceEventSeqs, planned);
+  }
+
+  private plan(
+    seq: number,
+    type: EventType,
+    rawData: unknown,
+    surfaceOp: AppendInput['surfaceOp'],
+    sourceEventSeqs: readonly number[] | undefined,
+  ): Planned {
+    const schema = EventDataSchemas[type] as (typeof EventDataSchemas)[EventType] | undefined;
+    if (!schema) throw new SessionRuleError('unknown-type', `unknown event type ${JSON.stringify(type)}.`);
+    const parsed = schema.safeParse(rawData);
+    if (!parsed.success) throw new SessionRuleError('invalid-data', formatZodIssues(type, parsed.error.issues));
+    const data = parsed.data as never;
+    this.checkProvenance(seq, type, surfaceOp, sourceEventSeqs);
+
+    if (isSurfaceType(type)) {
+      if (surfaceOp === undefined) {
+        throw new SessionRuleError('missing-surface-op', `${type} is a surface event and must carry surfaceOp ('append' or a replace).`);
+      }
+      const ev = { type, data } as { type: SurfaceEvent['type']; data: SurfaceEvent['data'] };
+      const surfacePlan =
+        surfaceOp === 'append' ? this.surfaceState.planAppend(ev) : this.surfaceState.planReplace(surfaceOp, ev, sourceEventSeqs);
+      return { type, data, surfacePlan };
+    }
+    this.checkStructure(type, data);
+    return { type, data, surfacePlan: undefined };
+  }
+
+  private checkProvenance(
+    seq: number,
+    type: EventType,
+    surfaceOp: AppendInput['surfaceOp'],
+    sourceEventSeqs: readonly number[] | undefined,
+  ): void {
+    if (!isSurfaceType(type)) {
+      if (surfaceOp !== undefined || sourceEventSeqs !== undefined) {
+        throw new SessionRuleError('log-only-event', `${type} is a log-only event: it carries neither surfaceOp nor sourceEventSeqs.`);
+      }
+      return;
+    }
+    if (sourceEventSeqs === undefined) return;
+    if (sourceEventSeqs.length === 0 && type !== 'assistant/message') {
+      throw new SessionRuleError('source-seqs', `sourceEventSeqs of ${type} must not be empty (only an assistant/message may say [] for a known empty stream).`);
+    }
+    const seen = new Set<number>();
+    for (const s of sourceEventSeqs) {
+      if (!Number.isInteger(s) || s < 0 || s >= seq) {
+        throw new SessionRuleError('source-seqs', `sourceEventSeqs entry ${s} must be an earlier seq (0..${seq - 1}).`);
+      }
+      if (seen.has(s)) throw new SessionRuleError('source-seqs', `sourceEventSeqs names seq ${s} twice.`);
+      seen.add(s);
+    }
+  }
+
+  private checkStructure(type: EventType, data: never): void {
+    switch (type) {
+      case 'turn/start': {
+        const d = data as { turn: number };
+        if (this.turnOpen !== null) throw new SessionRuleError('turn-already-open', `turn/start ${d.turn}: turn ${this.turnOpen} is still open; end it first.`);
+        if (d.turn <= this.lastTurnNo) throw new SessionRuleError('turn-number', `turn/start ${d.turn}: turn numbers must increase (last was ${this.lastTurnNo}).`);
+        return;
+      }
+      case 'turn/end': {
+        const d = data as { turn: number };
+        if (this.turnOpen !== d.turn) throw new SessionRuleError('turn-not-open', `turn/end ${d.turn}: the open turn is ${this.turnOpen ?? 'none'}.`);
+        if (this.stepOpen) throw new SessionRuleError('step-still-open', `turn/end ${d.turn}: step ${this.stepOpen.step} is still open; end it first.`);
+        return;
+      }
+      case 'step/start': {
+        const d = data as { turn: number; step: number };
+        if (this.turnOpen !== d.turn) throw new SessionRuleError('step-outside-turn', `step/start ${d.turn}.${d.step}: the open turn is ${this.turnOpen ?? 'none'}.`);
+        if (this.stepOpen) throw new SessionRuleError('step-already-open', `step/start ${d.turn}.${d.step}: step ${this.stepOpen.step} is still open.`);
+        if (d.step <= this.lastStepNo) throw new SessionRuleError('step-number', `step/start ${d.turn}.${d.step}: step numbers must increase within a turn (last was ${this.lastStepNo}).`);
+        return;
+      }
+      case 'step/end': {
+        const d = data as { turn: number; step: number };
+        if (!this.stepOpen || this.stepOpen.turn !== d.turn || this.stepOpen.step !== d.step) {
+          throw new SessionRuleError('step-not-open', `step/end ${d.turn}.${d.step}: the open step is ${this.stepOpen ? `${this.stepOpen.turn}.${this.stepOpen.step}` : 'none'}.`);
+        }
+        return;
+      }
+      case 'compaction/start': {
+        const d = data as { turn: number | null };
+        if (this.lockStart) {
+          throw new SessionRuleError('compaction-locked', `compaction/start: compaction ${this.lockStart.seq} is still open (no compaction/end yet).`);
+        }
+        if (d.turn !== this.turnOpen) {
+          throw new SessionRuleError('compaction-turn', `compaction/start names turn ${d.turn ?? 'null'} but the open turn is ${this.turnOpen ?? 'none (use null)'}.`);
+        }
+        return;
+      }
+      case 'compaction/summary':
+      case 'compaction/end': {
+        if (!this.lockStart) throw new SessionRuleError('no-compaction-open', `${type}: there is no open compaction/start to belong to.`);
+        const d = data as { turn?: number | null };
+        if (type === 'compaction/end' && d.turn !== this.lockStart.data.turn) {
+          throw new SessionRuleError('compaction-turn', `compaction/end names turn ${d.turn ?? 'null'} but its compaction/start (${this.lockStart.seq}) names ${this.lockStart.data.turn ?? 'null'}.`);
+        }
+        return;
+      }
+      case 'compaction/prune': {
+        const d = data as { targetSeq: number; callId: string };
+        const p = this.surfaceState.positionOf(d.targetSeq);
+        const target = p === undefined ? undefined : this.log[d.targetSeq];
+        if (!target || target.type !== 'tool/result' || target.data.callId !== d.callId) {
+          throw new SessionRuleError('prune-target', `compaction/prune: seq ${d.targetSeq} is not a current tool/result node for call "${d.callId}".`);
+        }
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  private commit(
+    seq: number,
+    time: string,
+    surfaceOp: AppendInput['surfaceOp'],
+    sourceEventSeqs: readonly number[] | undefined,
+    planned: Planned,
+  ): SessionEvent {
+    const raw: Record<string, unknown> = { seq, type: planned.type, time, data: planned.data };
+    if (surfaceOp !== undefined) raw.surfaceOp = typeof surfaceOp === 'string' ? surfaceOp : { ...surfaceOp };
+    if (sourceEventSeqs !== undefined) raw.sourceEventSeqs = [...sourceEventSeqs];
+    const event = deepFreeze(raw) as unknown as SessionEvent;
+    this.log.push(event);
+
+    let change: SurfaceChange | undefined;
+    if (planned.surfacePlan) change = this.surfaceState.commit(planned.surfacePlan, event as SurfaceEvent);
+    this.foldStructure(event);
+    if (!this.replaying) this.writer?.append(event);
+
+    for (const listener of this.listeners) {
+      try {
+        listener(event, change);
+      } catch (err) {
+        this.onListenerError(err);
+      }
+    }
+    return event;
+  }
+
+  private foldStructure(e: SessionEvent): void {
+    switch (e.type) {
+      case 'turn/start':
+        this.turnOpen = e.data.turn;
+        this.lastTurnNo = e.data.turn;
+        this.lastStepNo = -1;
+        return;
+      case 'turn/end':
+        this.turnOpen = null;
+        return;
+      case 'step/start':
+        this.stepOpen = { turn: e.data.turn, step: e.data.step };
+        this.lastStepNo = e.data.step;
+        return;
+      case 'step/end':
+        this.stepOpen = null;
+        return;
+      case 'compaction/start':
+        this.lockStart = e;
+        return;
+      case 'compaction/end':
+        this.lockStart = undefined;
+        return;
+      case 'session/end-seed':
+        if (this.lockStart) this.stale.push(this.lockStart.seq);
+        this.lockStart = undefined;
+        return;
+      case 'request/header':
+        this.headerSeq = e.seq;
+        return;
+      case 'assistant/message':
+        if (e.data.usage) this.usageSeq = e.seq;
+        return;
+      default:
+        return;
+    }
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Where a session's log lives. A store opens one session at a time per id, hands back the
+ * stored lines (not yet checked against the log rules: the Session does that on replay)
+ * and a writer that persists appends in order.
+ */
+import type { SessionEvent } from './events';
+
+export interface LoadReport {
+  /** A last line cut short by a crash: dropped (and kept aside by stores that can), never merged. */
+  tornTail?: { line: number; bytes: number; keptAt?: string };
+}
+
+export interface StoredLog {
+  /** Parsed lines in order. `line` is 1-based, for error messages. */
+  readonly records: ReadonlyArray<{ line: number; value: unknown }>;
+  readonly report: LoadReport;
+  /** Where the records came from, for error messages (a file path, or `memory:<id>`). */
+  readonly location: string;
+  readonly writer: LogWriter;
+}
+
+export interface LogWriter {
+  /** Queue one committed event for persistence. Synchronous; order is preserved. */
+  append(event: SessionEvent): void;
+  /** Resolves when everything appended so far is durable; rejects with the first write error. */
+  flush(): Promise<void>;
+  /** Flushes, then releases the session for other writers. */
+  close(): Promise<void>;
+  /** The first write error, once one happened: further appends are refused. */
+  readonly failure: Error | undefined;
+}
+
+export interface SessionStore {
+  open(id: string): Promise<StoredLog>;
+}
+
+/** Session ids become file names: keep them to a portable alphabet. */
+export function checkSessionId(id: string): void {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id)) {
+    throw new TypeError(
+      `session id ${JSON.stringify(id)} is not allowed: use 1-128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit.`,
+    );
+  }
+}

@@ -1,0 +1,293 @@
+/**
+ * The surface: the ordered projection of the log the model sees, with the indexes that
+ * make every question about it cheap: position of a node, its derived message, and
+ * tool-pairing balance at every cut.
+ *
+ * Balance is matched by call id. Cut p (between node p-1 and node p) is balanced when
+ * every tool call in nodes [0, p) has its result in nodes [0, p). Because a result may
+ * only be appended for a pending call, a balanced cut also has no result after it that
+ * answers a call before it, so a parallel-call batch and its results form one unit.
+ *
+ * Everything here is incremental: an append folds one node; log-only growth touches
+ * nothing; a replace splices the indexes (it reads only the shadowed events).
+ */
+import { SessionRuleError } from './errors';
+import { toChatMessage, type ChatMessage } from './derive';
+import { toolCallsOf, type ReplaceOp, type SessionEvent, type SurfaceEvent } from './events';
+
+export type SurfacePlan =
+  | { kind: 'append' }
+  | {
+      kind: 'replace';
+      startPos: number;
+      endPos: number;
+      shadowed: number[];
+      /** A single-node rewrite that changes content only: structure and balance stay as they are. */
+      contentOnly: boolean;
+    };
+
+export type SurfaceChange =
+  | { kind: 'append'; position: number; seq: number }
+  | { kind: 'replace'; position: number; seq: number; shadowed: readonly number[]; generation: number };
+
+/** Read-only view handed to callers; the session owns the mutable instance. */
+export interface SurfaceView {
+  readonly length: number;
+  readonly replaceGeneration: number;
+  seqAt(position: number): number;
+  positionOf(seq: number): number | undefined;
+  has(seq: number): boolean;
+  /** Surface seqs in order. Iterates without copying. */
+  seqs(): IterableIterator<number>;
+  /** Seqs of a position range [from, to), copied. */
+  slice(from: number, to?: number): number[];
+  /** Is the cut before `position` (0 ≤ position ≤ length) tool-pairing balanced? */
+  balancedAt(position: number): boolean;
+  /** Positions of every balanced cut, ascending (0 is always one). */
+  balancedCuts(): number[];
+  /** Call ids still waiting for their result, in call order. */
+  pendingCalls(): string[];
+  /** The seqs a replacement shadowed, by the replacing event's seq. */
+  shadowedBy(seq: number): readonly number[] | undefined;
+}
+
+export class Surface implements SurfaceView {
+  private readonly nodes: number[] = [];
+  private readonly pos = new Map<number, number>();
+  private messages: (ChatMessage | undefined)[] = [];
+  /** cuts[p]: is the cut before node p balanced. Length is nodes.length + 1. */
+  private readonly cuts: boolean[] = [true];
+  /** callId → seq of the assistant node that made the call, while its result is missing. */
+  private readonly pending = new Map<string, number>();
+  /** Every call id currently on the surface (answered or not), to refuse duplicates. */
+  private readonly callIds = new Set<string>();
+  private readonly shadowMap = new Map<number, readonly number[]>();
+  private generation = 0;
+  private frozenMessages: readonly ChatMessage[] | undefined;
+
+  constructor(private readonly eventAt: (seq: number) => SessionEvent) {}
+
+  get length(): number {
+    return this.nodes.length;
+  }
+
+  get replaceGeneration(): number {
+    return this.generation;
+  }
+
+  seqAt(position: number): number {
+    const seq = this.nodes[position];
+    if (seq === undefined) throw new RangeError(`surface position ${position} is outside 0..${this.nodes.length - 1}`);
+    return seq;
+  }
+
+  positionOf(seq: number): number | undefined {
+    return this.pos.get(seq);
+  }
+
+  has(seq: number): boolean {
+    return this.pos.has(seq);
+  }
+
+  seqs(): IterableIterator<number> {
+    return this.nodes.values();
+  }
+
+  slice(from: number, to?: number): number[] {
+    return this.nodes.slice(from, to);
+  }
+
+  balancedAt(position: number): boolean {
+    return this.cuts[position] ?? false;
+  }
+
+  balancedCuts(): number[] {
+    const out: number[] = [];
+    for (let p = 0; p < this.cuts.length; p++) if (this.cuts[p]) out.push(p);
+    return out;
+  }
+
+  pendingCalls(): string[] {
+    return [...this.pending.keys()];
+  }
+
+  shadowedBy(seq: number): readonly number[] | undefined {
+    return this.shadowMap.get(seq);
+  }
+
+  /** Derived chat messages of the whole surface; each node is converted once and cached. */
+  messagesView(): readonly ChatMessage[] {
+    if (this.frozenMessages) return this.frozenMessages;
+    for (let p = 0; p < this.nodes.length; p++) {
+      if (this.messages[p] === undefined) this.messages[p] = toChatMessage(this.eventAt(this.nodes[p]!) as SurfaceEvent);
+    }
+    this.frozenMessages = Object.freeze(this.messages.slice() as ChatMessage[]);
+    return this.frozenMessages;
+  }
+
+  /** The derived message of one node (cached). */
+  messageAt(position: number): ChatMessage {
+    let m = this.messages[position];
+    if (m === undefined) {
+      m = toChatMessage(this.eventAt(this.seqAt(position)) as SurfaceEvent);
+      this.messages[position] = m;
+    }
+    return m;
+  }
+
+  // -------------------------------------------------------------------------
+  // Planning: pure checks, no mutation. Throws SessionRuleError.
+
+  planAppend(event: { type: SurfaceEvent['type']; data: SurfaceEvent['data'] }): SurfacePlan {
+    if (event.type === 'tool/result') {
+      const callId = (event.data as { callId: string }).callId;
+      if (!this.pending.has(callId)) {
+        const why = this.callIds.has(callId) ? 'that call already has its result on the surface' : 'no tool call with that id is on the surface';
+        throw new SessionRuleError(
+          'orphan-tool-result',
+          `tool/result for call "${callId}" cannot be appended: ${why}. A tool result must answer a pending call of an earlier assistant/message.`,
+        );
+      }
+      return { kind: 'append' };
+    }
+    if (this.pending.size > 0) {
+      throw new SessionRuleError(
+        'pending-tool-calls',
+        `${event.type} cannot be appended while tool calls ${[...this.pending.keys()].map((c) => `"${c}"`).join(', ')} wait for results: append a tool/result for each first (isError: true for a call that was aborted).`,
+      );
+    }
+    if (event.type === 'assistant/message') {
+      const seen = new Set<string>();
+      for (const b of (event.data as SessionEvent<'assistant/message'>['data']).content) {
+        if (b.type !== 'tool-call') continue;
+        if (seen.has(b.id) || this.callIds.has(b.id)) {
+          throw new SessionRuleError(
+            'duplicate-tool-call-id',
+            `assistant/message repeats tool call id "${b.id}", which is already on the surface: every tool call needs a unique id.`,
+          );
+        }
+        seen.add(b.id);
+      }
+    }
+    return { kind: 'append' };
+  }
+
+  planReplace(
+    op: ReplaceOp,
+    event: { type: SurfaceEvent['type']; data: SurfaceEvent['data'] },
+    sourceEventSeqs: readonly number[] | undefined,
+  ): SurfacePlan {
+    const startPos = this.pos.get(op.start);
+    const endPos = this.pos.get(op.end);
+    if (startPos === undefined || endPos === undefined) {
+      const missing = startPos === undefined ? op.start : op.end;
+      throw new SessionRuleError(
+        'replace-not-on-surface',
+        `replace {start: ${op.start}, end: ${op.end}} names seq ${missing}, which is not a current surface node (never a message, or already shadowed).`,
+      );
+    }
+    if (startPos > endPos) {
+      throw new SessionRuleError(
+        'replace-order',
+        `replace {start: ${op.start}, end: ${op.end}}: start is at surface position ${startPos}, after end at ${endPos}. Spans are in surface order, not seq order.`,
+      );
+    }
+    const shadowed = this.nodes.slice(startPos, endPos + 1);
+    const sources = new Set(sourceEventSeqs ?? []);
+    const uncovered = shadowed.filter((s) => !sources.has(s));
+    if (uncovered.length > 0) {
+      throw new SessionRuleError(
+        'replace-provenance',
+        `replace shadows seqs ${uncovered.join(', ')} that sourceEventSeqs does not name: provenance must cover every shadowed node.`,
+      );
+    }
+
+    const first = this.eventAt(shadowed[0]!);
+    if (event.type === 'tool/result') {
+      const data = event.data as SessionEvent<'tool/result'>['data'];
+      if (shadowed.length !== 1 || first.type !== 'tool/result') {
+        throw new SessionRuleError(
+          'tool-result-replacement',
+          `a tool/result replacement must shadow exactly one tool/result node; this one spans ${shadowed.length} node(s) starting with ${first.type}.`,
+        );
+      }
+      const old = first.data;
+      if (old.callId !== data.callId || old.toolName !== data.toolName || old.isError !== data.isError) {
+        throw new SessionRuleError(
+          'tool-result-replacement',
+          `a tool/result replacement may change content only: callId, toolName and isError must stay ${JSON.stringify({ callId: old.callId, toolName: old.toolName, isError: old.isError })}.`,
+        );
+      }
+      return { kind: 'replace', startPos, endPos, shadowed, contentOnly: true };
+    }
+
+    const systemHead = this.nodes.length > 0 && this.eventAt(this.nodes[0]!).type === 'system/message';
+    if (systemHead && startPos === 0) {
+      if (event.type === 'system/message' && endPos === 0) {
+        // A system prompt update: node 0 stays a system node, only its text changes.
+        return { kind: 'replace', startPos, endPos, shadowed, contentOnly: true };
+      }
+      throw new SessionRuleError(
+        'system-node-shadowed',
+        `replace {start: ${op.start}, end: ${op.end}} would shadow the system prompt at surface node 0; start the span at node 1.`,
+      );
+    }
+    if (!this.cuts[startPos] || !this.cuts[endPos + 1]) {
+      const side = !this.cuts[startPos] ? 'before start' : 'after end';
+      throw new SessionRuleError(
+        'replace-unbalanced',
+        `replace {start: ${op.start}, end: ${op.end}} is not tool-pairing balanced ${side}: it would split a tool call from its result. Widen the span to whole units.`,
+      );
+    }
+    if (event.type === 'assistant/message' && toolCallsOf({ type: event.type, data: event.data } as SessionEvent).length > 0) {
+      throw new SessionRuleError(
+        'replace-adds-tool-calls',
+        'a replacement assistant/message may not carry tool calls: calls enter the surface only by append, followed by their results.',
+      );
+    }
+    return { kind: 'replace', startPos, endPos, shadowed, contentOnly: false };
+  }
+
+  // -------------------------------------------------------------------------
+  // Commit: applies a plan made against the current state. Never throws.
+
+  commit(plan: SurfacePlan, event: SurfaceEvent): SurfaceChange {
+    this.frozenMessages = undefined;
+    if (plan.kind === 'append') {
+      const position = this.nodes.length;
+      this.nodes.push(event.seq);
+      this.pos.set(event.seq, position);
+      this.messages.push(undefined);
+      this.fold(event);
+      this.cuts.push(this.pending.size === 0);
+      return { kind: 'append', position, seq: event.seq };
+    }
+
+    const { startPos, endPos, shadowed } = plan;
+    const count = endPos - startPos + 1;
+    this.nodes.splice(startPos, count, event.seq);
+    this.messages.splice(startPos, count, undefined);
+    for (const s of shadowed) this.pos.delete(s);
+    for (let p = startPos; p < this.nodes.length; p++) this.pos.set(this.nodes[p]!, p);
+    if (!plan.contentOnly) {
+      // The span was balanced on both sides and the new node has no calls: its interior cuts vanish.
+      this.cuts.splice(startPos + 1, count, true);
+      for (const s of shadowed) for (const call of toolCallsOf(this.eventAt(s))) this.callIds.delete(call.id);
+    }
+    this.shadowMap.set(event.seq, Object.freeze(shadowed));
+    this.generation++;
+    return { kind: 'replace', position: startPos, seq: event.seq, shadowed: shadowed, generation: this.generation };
+  }
+
+  private fold(event: SurfaceEvent): void {
+    if (event.type === 'assistant/message') {
+      for (const b of event.data.content) {
+        if (b.type !== 'tool-call') continue;
+        this.pending.set(b.id, event.seq);
+        this.callIds.add(b.id);
+      }
+    } else if (event.type === 'tool/result') {
+      this.pending.delete(event.data.callId);
+    }
+  }
+}

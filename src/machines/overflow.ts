@@ -1,0 +1,189 @@
+/**
+ * Overflow recovery: the provider rejected a request as too long.
+ *
+ *   classifying ─ not an overflow / recovery off / retries used up / cancelled ▶ declined
+ *   probingLock ─ another compaction holds the lock ▶ declined   (checked before pruning)
+ *       │ free: snapshot replaceGeneration
+ *   pruning (every oversized result, the newest included: the request must fit)
+ *   selecting (maximal balanced head: only the newest unit stays) ─ nothing ▶ deciding
+ *   compacting (transaction)
+ *   deciding ─ generation advanced and not cancelled ▶ retry
+ *            └ otherwise ▶ declined (the caller keeps the original error)
+ */
+import { assign, sendTo, setup } from 'xstate';
+import type { RequestErrorClass } from '../services/overflow';
+import type { RangeSelection } from '../services/range';
+import { transactionMachine } from './transaction';
+import { notProvided, outputOf, type LockProbe, type PruneSummary, type TransactionOutput } from './types';
+
+export interface OverflowInput {
+  error: unknown;
+  /** Overflow retries already granted since the last successful assistant message. */
+  retriesUsed: number;
+  maxRetries: number;
+  /** `auto: false` turns overflow recovery off along with pressure compaction. */
+  auto: boolean;
+  /** The caller's signal was already aborted when the error was reported. */
+  aborted: boolean;
+  turn: number | null;
+}
+
+export type DeclineReason = 'not-overflow' | 'disabled' | 'retries-exhausted' | 'busy' | 'no-progress' | 'cancelled' | 'internal';
+
+export type OverflowOutput =
+  | { action: 'retry'; classification: RequestErrorClass; prune: PruneSummary | undefined; transaction: TransactionOutput | undefined }
+  | {
+      action: 'fail';
+      reason: DeclineReason;
+      classification: RequestErrorClass | undefined;
+      prune: PruneSummary | undefined;
+      transaction: TransactionOutput | undefined;
+    };
+
+interface OverflowContext {
+  error: unknown;
+  retriesUsed: number;
+  maxRetries: number;
+  auto: boolean;
+  cancelled: boolean;
+  turn: number | null;
+  classification: RequestErrorClass | undefined;
+  generationBefore: number | undefined;
+  prune: PruneSummary | undefined;
+  range: RangeSelection | undefined;
+  transaction: TransactionOutput | undefined;
+  reason: DeclineReason | undefined;
+}
+
+export type OverflowEvent = { type: 'cancel' };
+
+export const overflowMachine = setup({
+  types: {
+    context: {} as OverflowContext,
+    events: {} as OverflowEvent,
+    input: {} as OverflowInput,
+    output: {} as OverflowOutput,
+  },
+  actors: {
+    classify: notProvided<RequestErrorClass, { error: unknown }>('classify'),
+    probeLock: notProvided<LockProbe, { purpose: 'admit' | 'decide' }>('probeLock'),
+    prune: notProvided<PruneSummary, { trigger: 'overflow' }>('prune'),
+    selectRange: notProvided<RangeSelection | null, { purpose: 'overflow'; attempt: number }>('selectRange'),
+    transaction: transactionMachine,
+  },
+  guards: {
+    'not a context overflow': ({ event }) => outputOf<RequestErrorClass>(event).kind !== 'context-overflow',
+    'recovery is disabled': ({ context }) => !context.auto || context.maxRetries === 0,
+    'retries are used up': ({ context }) => context.retriesUsed >= context.maxRetries,
+    'cancelled': ({ context }) => context.cancelled,
+    'lock is held': ({ event }) => outputOf<LockProbe>(event).held,
+    'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
+    'generation advanced': ({ context, event }) =>
+      !context.cancelled && context.generationBefore !== undefined && outputOf<LockProbe>(event).generation > context.generationBefore,
+  },
+  actions: {
+    'remember classification': assign({ classification: ({ event }) => outputOf<RequestErrorClass>(event) }),
+    'snapshot generation': assign({ generationBefore: ({ event }) => outputOf<LockProbe>(event).generation }),
+    'remember prune': assign({ prune: ({ event }) => outputOf<PruneSummary>(event) }),
+    'remember range': assign({ range: ({ event }) => outputOf<RangeSelection>(event) }),
+    'remember transaction': assign({ transaction: ({ event }) => outputOf<TransactionOutput>(event) }),
+    'mark cancelled': assign({ cancelled: true }),
+    'forward cancel': sendTo('transaction', { type: 'cancel' }),
+    decline: assign({ reason: (_, params: { reason: DeclineReason }) => params.reason }),
+    'decline after recovery': assign({ reason: ({ context }): DeclineReason => (context.cancelled ? 'cancelled' : 'no-progress') }),
+  },
+}).createMachine({
+  id: 'overflow',
+  context: ({ input }) => ({
+    error: input.error,
+    retriesUsed: input.retriesUsed,
+    maxRetries: input.maxRetries,
+    auto: input.auto,
+    cancelled: input.aborted,
+    turn: input.turn,
+    classification: undefined,
+    generationBefore: undefined,
+    prune: undefined,
+    range: undefined,
+    transaction: undefined,
+    reason: undefined,
+  }),
+  initial: 'classifying',
+  // Cancellation never interrupts a step that already wrote; it stops the next one from authorising a retry.
+  on: { cancel: { actions: 'mark cancelled' } },
+  states: {
+    classifying: {
+      invoke: {
+        src: 'classify',
+        input: ({ context }) => ({ error: context.error }),
+        onDone: [
+          { guard: 'not a context overflow', target: 'declined', actions: ['remember classification', { type: 'decline', params: { reason: 'not-overflow' } }] },
+          { guard: 'recovery is disabled', target: 'declined', actions: ['remember classification', { type: 'decline', params: { reason: 'disabled' } }] },
+          { guard: 'retries are used up', target: 'declined', actions: ['remember classification', { type: 'decline', params: { reason: 'retries-exhausted' } }] },
+          { guard: 'cancelled', target: 'declined', actions: ['remember classification', { type: 'decline', params: { reason: 'cancelled' } }] },
+          { target: 'probingLock', actions: 'remember classification' },
+        ],
+        onError: { target: 'declined', actions: { type: 'decline', params: { reason: 'internal' } } },
+      },
+    },
+    probingLock: {
+      invoke: {
+        src: 'probeLock',
+        input: { purpose: 'admit' },
+        onDone: [
+          { guard: 'lock is held', target: 'declined', actions: { type: 'decline', params: { reason: 'busy' } } },
+          { target: 'pruning', actions: 'snapshot generation' },
+        ],
+        onError: { target: 'declined', actions: { type: 'decline', params: { reason: 'internal' } } },
+      },
+    },
+    pruning: {
+      invoke: {
+        src: 'prune',
+        input: { trigger: 'overflow' },
+        onDone: { target: 'selecting', actions: 'remember prune' },
+        onError: { target: 'deciding' },
+      },
+    },
+    selecting: {
+      invoke: {
+        src: 'selectRange',
+        input: { purpose: 'overflow', attempt: 1 },
+        onDone: [
+          { guard: 'nothing to compact', target: 'deciding' },
+          { target: 'compacting', actions: 'remember range' },
+        ],
+        onError: { target: 'deciding' },
+      },
+    },
+    compacting: {
+      invoke: {
+        id: 'transaction',
+        src: 'transaction',
+        input: ({ context }) => ({ trigger: 'overflow' as const, mode: 'automatic' as const, range: context.range!, turn: context.turn }),
+        onDone: { target: 'deciding', actions: 'remember transaction' },
+      },
+      on: { cancel: { actions: ['mark cancelled', 'forward cancel'] } },
+    },
+    deciding: {
+      invoke: {
+        src: 'probeLock',
+        input: { purpose: 'decide' },
+        onDone: [{ guard: 'generation advanced', target: 'retry' }, { target: 'declined', actions: 'decline after recovery' }],
+        onError: { target: 'declined', actions: { type: 'decline', params: { reason: 'internal' } } },
+      },
+    },
+    retry: { type: 'final' },
+    declined: { type: 'final' },
+  },
+  output: ({ context }): OverflowOutput =>
+    context.reason === undefined && context.classification
+      ? { action: 'retry', classification: context.classification, prune: context.prune, transaction: context.transaction }
+      : {
+          action: 'fail',
+          reason: context.reason ?? 'internal',
+          classification: context.classification,
+          prune: context.prune,
+          transaction: context.transaction,
+        },
+});

@@ -1,0 +1,239 @@
+/**
+ * Pressure compaction, run after every successful step (before `step/end`, so also in the
+ * middle of a tool loop).
+ *
+ *   measuring ─ unrouted / misconfigured ▶ skipped      ─ below threshold ▶ below
+ *       │ at or above threshold
+ *   pruning (if enabled) ▶ remeasuringAfterPrune ─ below ▶ relievedByPruning (no model call)
+ *   selecting ─ nothing to compact ▶ stuck
+ *   compacting (transaction) ─ failed ▶ failed
+ *   remeasuring ─ below ▶ compacted
+ *       └ above, attempts left ▶ selecting (the retry merges from the head)
+ *       └ above, none left ▶ failed ("still above threshold after N attempts")
+ */
+import { assign, sendTo, setup } from 'xstate';
+import type { RangeSelection } from '../services/range';
+import { transactionMachine } from './transaction';
+import {
+  errorOf,
+  notProvided,
+  outputOf,
+  toErrorInfo,
+  type ErrorInfo,
+  type PressureReading,
+  type PruneSummary,
+  type ReadingResult,
+  type TransactionOutput,
+} from './types';
+
+export interface PressureInput {
+  turn: number | null;
+  pruneEnabled: boolean;
+  /** 1 + compactionRetries. */
+  maxAttempts: number;
+}
+
+export type PressureStatus =
+  | 'skipped' // no routed model yet, or the model's budget cannot be resolved
+  | 'below' // under the threshold: nothing to do
+  | 'relieved-by-pruning' // pruning alone brought pressure under the threshold
+  | 'compacted' // one or more checkpoints brought it under
+  | 'stuck' // above the threshold with nothing compactable (one indivisible unit)
+  | 'failed' // a transaction failed, or pressure stayed above after every attempt
+  | 'cancelled';
+
+export interface PressureOutput {
+  status: PressureStatus;
+  before: PressureReading | undefined;
+  after: PressureReading | undefined;
+  skipped: Extract<ReadingResult, { kind: 'misconfigured' }> | undefined;
+  prune: PruneSummary | undefined;
+  transactions: TransactionOutput[];
+  error: ErrorInfo | undefined;
+}
+
+interface PressureContext extends PressureInput {
+  attempts: number;
+  before: PressureReading | undefined;
+  last: PressureReading | undefined;
+  skipped: PressureOutput['skipped'];
+  prune: PruneSummary | undefined;
+  range: RangeSelection | undefined;
+  transactions: TransactionOutput[];
+  error: ErrorInfo | undefined;
+  status: PressureStatus;
+}
+
+export type PressureEvent = { type: 'cancel' };
+
+function reading(event: { type: string }): PressureReading | undefined {
+  const r = outputOf<ReadingResult>(event);
+  return r.kind === 'reading' ? r.reading : undefined;
+}
+
+function isBelow(r: PressureReading | undefined): boolean {
+  return r !== undefined && r.totalTokens < r.threshold;
+}
+
+export const pressureMachine = setup({
+  types: {
+    context: {} as PressureContext,
+    events: {} as PressureEvent,
+    input: {} as PressureInput,
+    output: {} as PressureOutput,
+  },
+  actors: {
+    measure: notProvided<ReadingResult, { phase: 'initial' | 'after-prune' | 'after-compaction' }>('measure'),
+    prune: notProvided<PruneSummary, { trigger: 'pressure' }>('prune'),
+    selectRange: notProvided<RangeSelection | null, { purpose: 'pressure'; attempt: number }>('selectRange'),
+    transaction: transactionMachine,
+  },
+  guards: {
+    'no routed model yet': ({ event }) => outputOf<ReadingResult>(event).kind === 'unrouted',
+    'budget cannot be resolved': ({ event }) => outputOf<ReadingResult>(event).kind === 'misconfigured',
+    'below threshold': ({ event }) => isBelow(reading(event)),
+    'pruning is enabled': ({ context }) => context.pruneEnabled,
+    'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
+    'transaction committed': ({ event }) => outputOf<TransactionOutput>(event).status === 'committed',
+    'transaction was cancelled': ({ event }) => {
+      const out = outputOf<TransactionOutput>(event);
+      return out.status === 'failed' && out.error.code === 'cancelled';
+    },
+    'attempts left': ({ context }) => context.attempts < context.maxAttempts,
+  },
+  actions: {
+    'remember first reading': assign({
+      before: ({ event }) => reading(event),
+      last: ({ event }) => reading(event),
+    }),
+    'remember reading': assign({ last: ({ event }) => reading(event) }),
+    'remember misconfiguration': assign({
+      skipped: ({ event }) => outputOf<ReadingResult>(event) as PressureOutput['skipped'],
+    }),
+    'remember prune': assign({ prune: ({ event }) => outputOf<PruneSummary>(event) }),
+    'remember range': assign({ range: ({ event }) => outputOf<RangeSelection>(event) ?? undefined, attempts: ({ context }) => context.attempts + 1 }),
+    'remember transaction': assign({ transactions: ({ context, event }) => [...context.transactions, outputOf<TransactionOutput>(event)] }),
+    'fail from transaction': assign({
+      error: ({ event }) => {
+        const out = outputOf<TransactionOutput>(event);
+        return out.status === 'failed' ? out.error : undefined;
+      },
+    }),
+    'fail still above threshold': assign({
+      error: ({ context, event }) => {
+        const r = reading(event) ?? context.last;
+        return {
+          code: 'still-above-threshold',
+          message: `still above threshold after ${context.attempts} attempt(s) (${r?.totalTokens ?? '?'} ≥ ${r?.threshold ?? '?'})`,
+        } satisfies ErrorInfo;
+      },
+    }),
+    'fail from service': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'internal') }),
+    'forward cancel': sendTo('transaction', { type: 'cancel' }),
+    'set status': assign({ status: (_, params: { status: PressureStatus }) => params.status }),
+  },
+}).createMachine({
+  id: 'pressure',
+  context: ({ input }) => ({
+    ...input,
+    attempts: 0,
+    before: undefined,
+    last: undefined,
+    skipped: undefined,
+    prune: undefined,
+    range: undefined,
+    transactions: [],
+    error: undefined,
+    status: 'failed',
+  }),
+  initial: 'measuring',
+  on: { cancel: { target: '.cancelled' } },
+  states: {
+    measuring: {
+      invoke: {
+        src: 'measure',
+        input: { phase: 'initial' },
+        onDone: [
+          { guard: 'no routed model yet', target: 'skipped' },
+          { guard: 'budget cannot be resolved', target: 'skipped', actions: 'remember misconfiguration' },
+          { guard: 'below threshold', target: 'below', actions: 'remember first reading' },
+          { guard: 'pruning is enabled', target: 'pruning', actions: 'remember first reading' },
+          { target: 'selecting', actions: 'remember first reading' },
+        ],
+        onError: { target: 'failed', actions: 'fail from service' },
+      },
+    },
+    pruning: {
+      invoke: {
+        src: 'prune',
+        input: { trigger: 'pressure' },
+        onDone: { target: 'remeasuringAfterPrune', actions: 'remember prune' },
+        onError: { target: 'failed', actions: 'fail from service' },
+      },
+    },
+    remeasuringAfterPrune: {
+      invoke: {
+        src: 'measure',
+        input: { phase: 'after-prune' },
+        onDone: [
+          { guard: 'below threshold', target: 'relievedByPruning', actions: 'remember reading' },
+          { target: 'selecting', actions: 'remember reading' },
+        ],
+        onError: { target: 'failed', actions: 'fail from service' },
+      },
+    },
+    selecting: {
+      invoke: {
+        src: 'selectRange',
+        input: ({ context }) => ({ purpose: 'pressure' as const, attempt: context.attempts + 1 }),
+        onDone: [
+          { guard: 'nothing to compact', target: 'stuck' },
+          { target: 'compacting', actions: 'remember range' },
+        ],
+        onError: { target: 'failed', actions: 'fail from service' },
+      },
+    },
+    compacting: {
+      invoke: {
+        id: 'transaction',
+        src: 'transaction',
+        input: ({ context }) => ({ trigger: 'pressure' as const, mode: 'automatic' as const, range: context.range!, turn: context.turn }),
+        onDone: [
+          { guard: 'transaction committed', target: 'remeasuring', actions: 'remember transaction' },
+          { guard: 'transaction was cancelled', target: 'cancelled', actions: ['remember transaction', 'fail from transaction'] },
+          { target: 'failed', actions: ['remember transaction', 'fail from transaction'] },
+        ],
+      },
+      // The transaction closes its own bracket on cancel; this chart waits for it.
+      on: { cancel: { actions: 'forward cancel' } },
+    },
+    remeasuring: {
+      invoke: {
+        src: 'measure',
+        input: { phase: 'after-compaction' },
+        onDone: [
+          { guard: 'below threshold', target: 'compacted', actions: 'remember reading' },
+          { guard: 'attempts left', target: 'selecting', actions: 'remember reading' },
+          { target: 'failed', actions: ['remember reading', 'fail still above threshold'] },
+        ],
+        onError: { target: 'failed', actions: 'fail from service' },
+      },
+    },
+    skipped: { type: 'final', entry: { type: 'set status', params: { status: 'skipped' } } },
+    below: { type: 'final', entry: { type: 'set status', params: { status: 'below' } } },
+    relievedByPruning: { type: 'final', entry: { type: 'set status', params: { status: 'relieved-by-pruning' } } },
+    stuck: { type: 'final', entry: { type: 'set status', params: { status: 'stuck' } } },
+    compacted: { type: 'final', entry: { type: 'set status', params: { status: 'compacted' } } },
+    failed: { type: 'final', entry: { type: 'set status', params: { status: 'failed' } } },
+    cancelled: { type: 'final', entry: { type: 'set status', params: { status: 'cancelled' } } },
+  },
+  output: ({ context }) => ({
+    status: context.status,
+    before: context.before,
+    after: context.last,
+    skipped: context.skipped,
+    prune: context.prune,
+    transactions: context.transactions,
+    error: context.error,
+  }),
+});

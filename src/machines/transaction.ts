@@ -1,0 +1,239 @@
+/**
+ * The compaction transaction: one span condensed into one checkpoint, bracketed in the log.
+ *
+ *   validating ─ lock held ─────────────────────────────────────────▶ rejected (nothing written)
+ *       │ span ok, lock free
+ *   opening (append compaction/start: the lock)
+ *   summarizing (invoked, cancellable) ── cancel / error ─┐
+ *   revalidating ── changed / no shrink / no progress ────┤
+ *   committing (compaction/summary + checkpoint + end) ───┤ error
+ *   flushing ── error ─▶ persistenceFailed                 ▼
+ *   committed                                   closing (one compaction/end {error} attempt) ─▶ failed
+ *
+ * A summary that arrives after `cancel` is never committed: leaving `summarizing` stops
+ * the summarize actor (its signal aborts) and its late result is dropped with it.
+ */
+import { assign, setup } from 'xstate';
+import type { RangeSelection } from '../services/range';
+import {
+  errorOf,
+  notProvided,
+  outputOf,
+  toErrorInfo,
+  type CommitRecord,
+  type ErrorInfo,
+  type Mode,
+  type SpanCheck,
+  type SummaryOutcome,
+  type TransactionInput,
+  type TransactionOutput,
+  type Trigger,
+  type Verdict,
+} from './types';
+
+export interface TransactionContext {
+  trigger: Trigger;
+  mode: Mode;
+  range: RangeSelection;
+  turn: number | null;
+  focus: string | undefined;
+  snapshot: SpanCheck['snapshot'] | undefined;
+  startSeq: number | undefined;
+  summary: SummaryOutcome | undefined;
+  commit: CommitRecord | undefined;
+  error: ErrorInfo | undefined;
+}
+
+export type TransactionEvent = { type: 'cancel' };
+
+export type TransactionActorInputs = {
+  validateSpan: { range: RangeSelection; mode: Mode };
+  openBracket: { trigger: Trigger; turn: number | null; range: RangeSelection };
+  summarize: { range: RangeSelection; focus: string | undefined; trigger: Trigger };
+  revalidate: { range: RangeSelection; mode: Mode; snapshot: SpanCheck['snapshot']; summary: SummaryOutcome };
+  commit: { range: RangeSelection; startSeq: number; summary: SummaryOutcome; turn: number | null };
+  flush: { trigger: Trigger };
+  closeWithError: { startSeq: number; turn: number | null; error: ErrorInfo };
+};
+
+export const transactionMachine = setup({
+  types: {
+    context: {} as TransactionContext,
+    events: {} as TransactionEvent,
+    input: {} as TransactionInput,
+    output: {} as TransactionOutput,
+  },
+  actors: {
+    validateSpan: notProvided<SpanCheck, TransactionActorInputs['validateSpan']>('validateSpan'),
+    openBracket: notProvided<{ startSeq: number }, TransactionActorInputs['openBracket']>('openBracket'),
+    summarize: notProvided<SummaryOutcome, TransactionActorInputs['summarize']>('summarize'),
+    revalidate: notProvided<Verdict, TransactionActorInputs['revalidate']>('revalidate'),
+    commit: notProvided<CommitRecord, TransactionActorInputs['commit']>('commit'),
+    flush: notProvided<void, TransactionActorInputs['flush']>('flush'),
+    closeWithError: notProvided<void, TransactionActorInputs['closeWithError']>('closeWithError'),
+  },
+  guards: {
+    'lock is held': ({ event }) => outputOf<SpanCheck>(event).lockHeld,
+    'surface changed': ({ event }) => !outputOf<Verdict>(event).stable,
+    'checkpoint does not shrink the span': ({ event }) => {
+      const v = outputOf<Verdict>(event);
+      return v.checkpointTokens >= v.spanTokens;
+    },
+    'too little progress': ({ event }) => {
+      const v = outputOf<Verdict>(event);
+      return v.spanTokens - v.checkpointTokens < v.requiredTokens;
+    },
+  },
+  actions: {
+    'remember snapshot': assign({ snapshot: ({ event }) => outputOf<SpanCheck>(event).snapshot }),
+    'remember start': assign({ startSeq: ({ event }) => outputOf<{ startSeq: number }>(event).startSeq }),
+    'remember summary': assign({ summary: ({ event }) => outputOf<SummaryOutcome>(event) }),
+    'remember commit': assign({ commit: ({ event }) => outputOf<CommitRecord>(event) }),
+    'fail busy': assign({
+      error: () => ({ code: 'busy', message: 'another compaction holds the lock (an unmatched compaction/start)' }) satisfies ErrorInfo,
+    }),
+    'fail changed': assign({
+      error: () => ({ code: 'changed', message: 'the surface changed while the summary was written; nothing was committed' }) satisfies ErrorInfo,
+    }),
+    'fail no shrink': assign({
+      error: ({ event }) => {
+        const v = outputOf<Verdict>(event);
+        return {
+          code: 'summary',
+          cause: 'summary-no-shrink',
+          message: `the checkpoint (${v.checkpointTokens} tokens) is not smaller than the span it replaces (${v.spanTokens} tokens)`,
+        } satisfies ErrorInfo;
+      },
+    }),
+    'fail no progress': assign({
+      error: ({ event }) => {
+        const v = outputOf<Verdict>(event);
+        return {
+          code: 'no-progress',
+          message: `the checkpoint would free ${v.spanTokens - v.checkpointTokens} tokens, less than the required ${v.requiredTokens} (minProgressRatio of ${v.spanTokens})`,
+        } satisfies ErrorInfo;
+      },
+    }),
+    'fail cancelled': assign({
+      error: () => ({ code: 'cancelled', message: 'the compaction was cancelled' }) satisfies ErrorInfo,
+    }),
+    'fail from span check': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'changed') }),
+    'fail from bracket': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'commit') }),
+    'fail from summarizer': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'summary') }),
+    'fail from revalidation': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'changed') }),
+    'fail from commit': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'commit') }),
+    'fail from flush': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'persistence') }),
+    notify: (_, _params: { what: 'started' | 'committed' | 'failed' }) => {
+      // Provided by the engine: tells the host what happened. A no-op in a bare chart.
+    },
+  },
+}).createMachine({
+  id: 'transaction',
+  context: ({ input }) => ({
+    trigger: input.trigger,
+    mode: input.mode,
+    range: input.range,
+    turn: input.turn,
+    focus: input.focus,
+    snapshot: undefined,
+    startSeq: undefined,
+    summary: undefined,
+    commit: undefined,
+    error: undefined,
+  }),
+  initial: 'validating',
+  states: {
+    validating: {
+      invoke: {
+        src: 'validateSpan',
+        input: ({ context }) => ({ range: context.range, mode: context.mode }),
+        onDone: [
+          { guard: 'lock is held', target: 'rejected', actions: 'fail busy' },
+          { target: 'opening', actions: 'remember snapshot' },
+        ],
+        onError: { target: 'rejected', actions: 'fail from span check' },
+      },
+    },
+    opening: {
+      invoke: {
+        src: 'openBracket',
+        input: ({ context }) => ({ trigger: context.trigger, turn: context.turn, range: context.range }),
+        onDone: { target: 'summarizing', actions: ['remember start', { type: 'notify', params: { what: 'started' } }] },
+        onError: { target: 'rejected', actions: 'fail from bracket' },
+      },
+    },
+    summarizing: {
+      invoke: {
+        src: 'summarize',
+        input: ({ context }) => ({ range: context.range, focus: context.focus, trigger: context.trigger }),
+        onDone: { target: 'revalidating', actions: 'remember summary' },
+        onError: { target: 'closing', actions: 'fail from summarizer' },
+      },
+      on: { cancel: { target: 'closing', actions: 'fail cancelled' } },
+    },
+    revalidating: {
+      invoke: {
+        src: 'revalidate',
+        input: ({ context }) => ({
+          range: context.range,
+          mode: context.mode,
+          snapshot: context.snapshot!,
+          summary: context.summary!,
+        }),
+        onDone: [
+          { guard: 'surface changed', target: 'closing', actions: 'fail changed' },
+          { guard: 'checkpoint does not shrink the span', target: 'closing', actions: 'fail no shrink' },
+          { guard: 'too little progress', target: 'closing', actions: 'fail no progress' },
+          { target: 'committing' },
+        ],
+        onError: { target: 'closing', actions: 'fail from revalidation' },
+      },
+      on: { cancel: { target: 'closing', actions: 'fail cancelled' } },
+    },
+    committing: {
+      // The commit appends its three events with no await in between; cancel is too late here.
+      invoke: {
+        src: 'commit',
+        input: ({ context }) => ({
+          range: context.range,
+          startSeq: context.startSeq!,
+          summary: context.summary!,
+          turn: context.turn,
+        }),
+        onDone: { target: 'flushing', actions: 'remember commit' },
+        onError: { target: 'closing', actions: 'fail from commit' },
+      },
+    },
+    flushing: {
+      invoke: {
+        src: 'flush',
+        input: ({ context }) => ({ trigger: context.trigger }),
+        onDone: { target: 'committed', actions: { type: 'notify', params: { what: 'committed' } } },
+        onError: { target: 'persistenceFailed', actions: ['fail from flush', { type: 'notify', params: { what: 'failed' } }] },
+      },
+    },
+    closing: {
+      invoke: {
+        src: 'closeWithError',
+        input: ({ context }) => ({ startSeq: context.startSeq!, turn: context.turn, error: context.error! }),
+        onDone: { target: 'failed', actions: { type: 'notify', params: { what: 'failed' } } },
+        // Even a failed close ends here: the orphan compaction/start then keeps reporting busy.
+        onError: { target: 'failed', actions: { type: 'notify', params: { what: 'failed' } } },
+      },
+    },
+    committed: { type: 'final' },
+    persistenceFailed: { type: 'final' },
+    failed: { type: 'final' },
+    rejected: { type: 'final' },
+  },
+  output: ({ context }): TransactionOutput =>
+    context.commit && !context.error
+      ? { status: 'committed', trigger: context.trigger, range: context.range, commit: context.commit, summary: context.summary! }
+      : {
+          status: 'failed',
+          trigger: context.trigger,
+          range: context.range,
+          error: context.error ?? { code: 'internal', message: 'the transaction ended without a result' },
+          startSeq: context.startSeq,
+        },
+});

@@ -1,0 +1,220 @@
+/**
+ * TokenMeter: the request's size in tokens, kept up to date incrementally.
+ *
+ * Each surface node is priced once, from the message that is actually sent (so the
+ * estimate measures what the serializer produces), and cached by seq. A measurement folds
+ * only the events appended since the previous one: an append adds its node's price, a
+ * replace subtracts the shadowed nodes and adds the new one. Nothing copies the surface.
+ *
+ * Pressure is anchored to the provider: after a response that reported usage, the total
+ * is that usage plus the priced growth since. The anchor is dropped when the request can
+ * no longer be compared with the one the provider counted: a replace on the surface, or
+ * a changed tool list.
+ */
+import { toChatMessage, type ChatMessage } from '../session/derive';
+import type { SessionEvent, SurfaceEvent } from '../session/events';
+import { isSurfaceType } from '../session/events';
+import type { Session } from '../session/session';
+import { messageOverhead, type Tokenizer, type TokenizerName } from './tokenizer';
+
+/** OpenAI prices a 1024×1024 high-detail image at 765 tokens and any low-detail one at 85. */
+export const IMAGE_TOKENS = { low: 85, high: 765 } as const;
+
+export interface NodePrices {
+  /** Number of surface nodes priced. */
+  readonly length: number;
+  /** Price of the surface node at `position`. */
+  priceAt(position: number): number;
+  /** Price of a current surface node by seq. */
+  priceOf(seq: number): number;
+}
+
+export interface Measurement {
+  /** The figure pressure is judged on: anchored to provider usage when possible. */
+  totalTokens: number;
+  /** Our own estimate of the whole request: envelope + surface. */
+  estimatedTokens: number;
+  surfaceTokens: number;
+  /** Tool definitions and the per-request template cost (the system prompt is surface node 0). */
+  envelopeTokens: number;
+  anchor: { seq: number; providerTokens: number; growthTokens: number } | undefined;
+  tokenizer: TokenizerName;
+  /** Log length the measurement reflects. */
+  logLength: number;
+  prices: NodePrices;
+}
+
+export interface TokenMeterOptions {
+  /** Picks the tokenizer for the model a request header routes to (undefined before any header). */
+  tokenizerFor: (header: SessionEvent<'request/header'> | undefined) => Tokenizer;
+}
+
+interface Anchor {
+  seq: number;
+  providerTokens: number;
+  /** Surface total right after the anchoring assistant message was folded. */
+  surfaceAtAnchor: number;
+}
+
+export class TokenMeter implements NodePrices {
+  private readonly prices = new Map<number, number>();
+  private folded = 0;
+  private surfaceTotal = 0;
+  private envelope = 0;
+  private toolsJson: string | undefined;
+  private anchor: Anchor | undefined;
+  private tokenizer: Tokenizer;
+
+  constructor(
+    private readonly session: Session,
+    private readonly options: TokenMeterOptions,
+  ) {
+    this.tokenizer = options.tokenizerFor(undefined);
+    this.envelope = this.tokenizer.overhead.perRequest;
+  }
+
+  get length(): number {
+    this.fold();
+    return this.session.surface.length;
+  }
+
+  priceAt(position: number): number {
+    return this.priceOf(this.session.surface.seqAt(position));
+  }
+
+  priceOf(seq: number): number {
+    this.fold();
+    const p = this.prices.get(seq);
+    if (p === undefined) throw new RangeError(`seq ${seq} is not a priced surface node`);
+    return p;
+  }
+
+  /** Price of a node that is not (yet) on the surface, e.g. a checkpoint or a pruned result. */
+  priceEvent(event: Pick<SurfaceEvent, 'type' | 'data'>): number {
+    return this.priceMessage(toChatMessage(event as SurfaceEvent), blockCount(event));
+  }
+
+  /** Price of a text sent as one user message (what a checkpoint costs). */
+  priceUserText(text: string): number {
+    return this.priceEvent({ type: 'user/message', data: { content: [{ type: 'text', text }] } });
+  }
+
+  /** Token count of a plain text with the current tokenizer. */
+  countText(text: string): number {
+    return this.tokenizer.count(text);
+  }
+
+  get currentTokenizer(): Tokenizer {
+    return this.tokenizer;
+  }
+
+  measure(): Measurement {
+    this.fold();
+    const estimated = this.envelope + this.surfaceTotal;
+    let total = estimated;
+    let anchor: Measurement['anchor'];
+    if (this.anchor) {
+      const growth = this.surfaceTotal - this.anchor.surfaceAtAnchor;
+      total = this.anchor.providerTokens + growth;
+      anchor = { seq: this.anchor.seq, providerTokens: this.anchor.providerTokens, growthTokens: growth };
+    }
+    return {
+      totalTokens: Math.max(0, total),
+      estimatedTokens: estimated,
+      surfaceTokens: this.surfaceTotal,
+      envelopeTokens: this.envelope,
+      anchor,
+      tokenizer: this.tokenizer.name,
+      logLength: this.folded,
+      prices: this,
+    };
+  }
+
+  // -------------------------------------------------------------------------
+
+  private fold(): void {
+    const end = this.session.length;
+    while (this.folded < end) {
+      const e = this.session.event(this.folded);
+      this.folded++;
+      if (e.type === 'request/header') this.foldHeader(e);
+      else if (isSurfaceType(e.type)) this.foldSurface(e as SurfaceEvent);
+    }
+  }
+
+  private foldHeader(e: SessionEvent<'request/header'>): void {
+    const next = this.options.tokenizerFor(e);
+    if (next.name !== this.tokenizer.name) {
+      this.tokenizer = next;
+      this.reprice();
+    }
+    const json = e.data.tools.length === 0 ? '' : JSON.stringify(e.data.tools);
+    if (json !== this.toolsJson) {
+      if (this.toolsJson !== undefined) this.anchor = undefined;
+      this.toolsJson = json;
+    }
+    this.envelope = this.tokenizer.overhead.perRequest + (json === '' ? 0 : this.tokenizer.count(json));
+  }
+
+  private foldSurface(e: SurfaceEvent): void {
+    const price = this.priceEvent(e);
+    if (e.surfaceOp === 'append') {
+      this.prices.set(e.seq, price);
+      this.surfaceTotal += price;
+      if (e.type === 'assistant/message' && e.data.usage) {
+        const u = e.data.usage;
+        // Reasoning is billed as completion but never sent back, so it is not part of the next request.
+        const providerTokens = u.promptTokens + u.completionTokens - (u.reasoningTokens ?? 0);
+        this.anchor = { seq: e.seq, providerTokens, surfaceAtAnchor: this.surfaceTotal };
+      }
+      return;
+    }
+    // A replace: the session recorded which nodes it shadowed.
+    for (const s of this.session.surface.shadowedBy(e.seq) ?? []) {
+      this.surfaceTotal -= this.prices.get(s) ?? 0;
+      this.prices.delete(s);
+    }
+    this.prices.set(e.seq, price);
+    this.surfaceTotal += price;
+    this.anchor = undefined;
+  }
+
+  private reprice(): void {
+    this.prices.clear();
+    this.surfaceTotal = 0;
+    this.anchor = undefined;
+    for (const seq of this.session.surface.seqs()) {
+      if (seq >= this.folded) break;
+      const p = this.priceEvent(this.session.event(seq) as SurfaceEvent);
+      this.prices.set(seq, p);
+      this.surfaceTotal += p;
+    }
+  }
+
+  private priceMessage(message: ChatMessage, blocks: number): number {
+    const t = this.tokenizer;
+    let tokens = 0;
+    let toolCalls = 0;
+    const content = message.content;
+    if (typeof content === 'string') tokens += t.count(content);
+    else if (Array.isArray(content)) {
+      for (const part of content) {
+        if (part.type === 'text') tokens += t.count(part.text);
+        else if (part.type === 'image_url') tokens += part.image_url.detail === 'low' ? IMAGE_TOKENS.low : IMAGE_TOKENS.high;
+      }
+    }
+    if (message.role === 'assistant' && message.tool_calls) {
+      for (const call of message.tool_calls) {
+        if (call.type !== 'function') continue;
+        toolCalls++;
+        tokens += t.count(call.function.name) + t.count(call.function.arguments);
+      }
+    }
+    return tokens + messageOverhead(t.overhead, { role: message.role as 'system' | 'user' | 'assistant' | 'tool', toolCalls, blocks });
+  }
+}
+
+function blockCount(event: Pick<SurfaceEvent, 'type' | 'data'>): number {
+  if (event.type === 'system/message') return 1;
+  return (event.data as { content: ReadonlyArray<{ type: string }> }).content.filter((b) => b.type !== 'tool-call' && b.type !== 'reasoning').length;
+}

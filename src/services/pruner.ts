@@ -1,0 +1,424 @@
+/**
+ * Model-free pruning of oversized tool results (SPEC §7): keep the head and the tail of an
+ * oversized text, replace the middle with one marker line, and record each rewrite as a
+ * `compaction/prune` event followed by a content-only `tool/result` replacement.
+ *
+ * A service, not a policy: `planPrune` only reads and says what a pass would do (and why it
+ * would do nothing); `applyPrune` writes a plan. When to prune is the charts' decision.
+ *
+ * Decisions (each one is tested in test/pruner.test.ts):
+ *
+ * - **Per text block.** A result is oversized when one of its text blocks has more than
+ *   `thresholdChars` code points, and each such block is cut on its own (one marker per cut
+ *   block). Non-text blocks (images) and small text blocks are never touched, so the order of
+ *   blocks is kept without any bookkeeping, a marker never straddles a block boundary, and
+ *   idempotence is a local fact: every block of a pruned result is ≤ thresholdChars. The
+ *   price: a result split into many blocks that are each under the threshold is not pruned.
+ *   Tool output arrives as one text block in practice (the OpenAI tool message is a string),
+ *   so that case is rare; cutting across blocks would have to drop whole blocks and decide
+ *   where images between head and tail go, which "keep non-text blocks in order" forbids.
+ *   `charsBefore`/`charsAfter` report the whole result (all its text blocks).
+ *
+ * - **Code points.** Lengths are Unicode code points (a surrogate pair is one), and cuts
+ *   fall on code-point boundaries, so an emoji or a supplementary-plane CJK character is kept
+ *   whole or dropped whole, never split into a lone surrogate. Grapheme clusters made of
+ *   several code points (ZWJ emoji, flags, combining marks) may be cut between code points:
+ *   the result is still valid UTF-16, and the spec counts code points.
+ *
+ * - **Protected recent budget.** Walking from the surface tail over every node and summing
+ *   `pricing.priceOf`, a node is protected when the running total *including* it is
+ *   ≤ protectRecentTokens (it lies wholly inside the budget). A node that straddles the
+ *   budget's edge is not protected: otherwise one gigantic newest output (bigger than the
+ *   whole budget) could never be pruned, and overflow recovery would lose its cheapest step
+ *   exactly when it needs it.
+ *
+ * - **All eligible results, oldest first, in one pass.** A prune rewrites history: the
+ *   provider's prompt cache misses from the first rewritten node on, whatever is rewritten
+ *   after it. So a pass takes every eligible oversized result at once (a later second pass
+ *   would cost a second miss), and the minimum-reclaim check is made on the pass as a whole.
+ *   Pairs are appended in surface order (oldest first) so the log reads in prompt order and
+ *   a process that dies mid-pass leaves a prefix of the pass: the oldest rewrites, which
+ *   already paid for the cache miss. A result whose rewrite would not free tokens is left
+ *   alone: it would cost a miss for nothing.
+ *
+ * - **Worth it, or nothing.** A pass that frees fewer than `minReclaimTokens` tokens (or none)
+ *   writes nothing and says `below-min-reclaim`.
+ */
+import { XcompactError } from '../errors.js';
+import {
+  EventDataSchemas,
+  toolCallsOf,
+  type EventData,
+  type SessionEvent,
+} from '../session/events.js';
+import type { Session } from '../session/session.js';
+
+// ---------------------------------------------------------------------------
+// Types
+
+export interface PruneSettings {
+  /** A text block with more code points than this is oversized. */
+  thresholdChars: number;
+  /** Code points kept from the start of an oversized block. */
+  headChars: number;
+  /** Code points kept from the end of an oversized block. */
+  tailChars: number;
+  /** The newest nodes inside this token budget (counted from the surface tail) are never pruned. */
+  protectRecentTokens: number;
+  /** A pass that would free fewer tokens than this does nothing. */
+  minReclaimTokens: number;
+  /** Tool names never pruned (matched against the result's toolName, else the call's name). */
+  neverPrune: readonly string[];
+}
+
+/** Exact per-node token prices (the token meter provides them, cached). */
+export interface Pricing {
+  /** Price of a current surface node. */
+  priceOf(seq: number): number;
+  /** Price of a node that is not appended yet. */
+  priceEvent(event: { type: 'tool/result'; data: EventData<'tool/result'> }): number;
+}
+
+type ToolResultContent = EventData<'tool/result'>['content'];
+
+export interface PruneTarget {
+  /** The tool/result node to replace. */
+  readonly seq: number;
+  readonly callId: string;
+  /** The result's toolName, else the name of the call it answers. */
+  readonly toolName?: string;
+  /** The content the plan was made from: applyPrune checks the node still has exactly this. */
+  readonly contentBefore: ToolResultContent;
+  /** The pruned content. */
+  readonly content: ToolResultContent;
+  readonly charsBefore: number;
+  readonly charsAfter: number;
+  readonly tokensBefore: number;
+  readonly tokensAfter: number;
+}
+
+/**
+ * Why a pass writes nothing: `nothing-oversized` — no oversized result that may be pruned
+ * (there may be oversized ones that are protected or in neverPrune: see `kept`);
+ * `below-min-reclaim` — the eligible ones would free fewer than minReclaimTokens (or none).
+ */
+export type PruneSkip = 'nothing-oversized' | 'below-min-reclaim';
+
+/** Why an oversized result is left as it is. */
+export type PruneKeepReason = 'protected-recent' | 'never-prune' | 'no-gain';
+
+export interface PrunePlan {
+  /** What applyPrune will rewrite, in surface order (oldest first). Empty when skipped. */
+  readonly targets: readonly PruneTarget[];
+  /** Tokens the pass frees (0 when skipped). */
+  readonly tokensFreed: number;
+  /** Tokens the eligible oversized results would free: tells how far a skipped pass was from minReclaimTokens. */
+  readonly reclaimableTokens: number;
+  /** Oversized results left alone, and why. */
+  readonly kept: ReadonlyArray<{ readonly seq: number; readonly callId: string; readonly reason: PruneKeepReason }>;
+  readonly skipped?: PruneSkip;
+}
+
+export interface PruneResult {
+  pruned: Array<{
+    /** The original node. */
+    seq: number;
+    replacementSeq: number;
+    callId: string;
+    toolName?: string;
+    charsBefore: number;
+    charsAfter: number;
+    tokensBefore: number;
+    tokensAfter: number;
+  }>;
+  tokensFreed: number;
+  skipped?: PruneSkip;
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+
+/** Settings that cannot give an idempotent prune (or are not counts at all). */
+export class PruneSettingsError extends XcompactError {
+  constructor(message: string) {
+    super('prune-settings', message);
+  }
+}
+
+/** The pricing returned something that is not a token count. */
+export class PrunePricingError extends XcompactError {
+  constructor(message: string) {
+    super('prune-pricing', message);
+  }
+}
+
+/** The session changed since the plan was made (or the plan is not from this session); nothing was written. */
+export class PrunePlanStaleError extends XcompactError {
+  readonly seq: number;
+
+  constructor(seq: number, message: string) {
+    super('prune-plan-stale', message);
+    this.seq = seq;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Marker and code points
+
+/**
+ * Upper bound of the marker's length in code points, for any count a JavaScript string can
+ * have. The config layer checks headChars + PRUNE_MARKER_MAX_CHARS + tailChars ≤ thresholdChars,
+ * which makes every pruned block ≤ thresholdChars, hence a second pass a no-op.
+ */
+export const PRUNE_MARKER_MAX_CHARS = 64;
+
+/** The line that replaces the middle of a pruned text. */
+export function pruneMarker(removedChars: number): string {
+  return `\n[… ${removedChars} characters pruned by xcompact …]\n`;
+}
+
+function isHigh(c: number): boolean {
+  return c >= 0xd800 && c <= 0xdbff;
+}
+
+function isLow(c: number): boolean {
+  return c >= 0xdc00 && c <= 0xdfff;
+}
+
+/** Code points of `s`, as `for…of` counts them (a well-formed pair is one, a lone surrogate is one). */
+export function codePointLength(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    if (isHigh(s.charCodeAt(i)) && i + 1 < s.length && isLow(s.charCodeAt(i + 1))) i++;
+    n++;
+  }
+  return n;
+}
+
+/** UTF-16 index just after the first `k` code points. */
+function indexAfter(s: string, k: number): number {
+  let i = 0;
+  for (let n = 0; n < k && i < s.length; n++) {
+    i += isHigh(s.charCodeAt(i)) && i + 1 < s.length && isLow(s.charCodeAt(i + 1)) ? 2 : 1;
+  }
+  return i;
+}
+
+/** UTF-16 index where the last `k` code points start. */
+function indexBeforeLast(s: string, k: number): number {
+  let j = s.length;
+  for (let n = 0; n < k && j > 0; n++) {
+    j -= j >= 2 && isLow(s.charCodeAt(j - 1)) && isHigh(s.charCodeAt(j - 2)) ? 2 : 1;
+  }
+  return j;
+}
+
+function checkCount(name: string, value: unknown): void {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new PruneSettingsError(`${name} must be an integer ≥ 0, got ${String(value)}.`);
+  }
+}
+
+/**
+ * Keeps the first `headChars` and the last `tailChars` code points of `text` and puts one
+ * marker line saying how many were removed between them. Returns `text` unchanged when that
+ * would not make it shorter (nothing in the middle, or a middle shorter than the marker).
+ */
+export function truncateMiddle(text: string, s: { headChars: number; tailChars: number }): string {
+  checkCount('headChars', s.headChars);
+  checkCount('tailChars', s.tailChars);
+  const removed = codePointLength(text) - s.headChars - s.tailChars;
+  if (removed <= 0) return text;
+  const marker = pruneMarker(removed);
+  if (codePointLength(marker) >= removed) return text;
+  return text.slice(0, indexAfter(text, s.headChars)) + marker + text.slice(indexBeforeLast(text, s.tailChars));
+}
+
+// ---------------------------------------------------------------------------
+// Planning
+
+function checkSettings(s: PruneSettings): void {
+  for (const key of ['thresholdChars', 'headChars', 'tailChars', 'protectRecentTokens', 'minReclaimTokens'] as const) {
+    checkCount(key, s[key]);
+  }
+  if (s.headChars + PRUNE_MARKER_MAX_CHARS + s.tailChars > s.thresholdChars) {
+    throw new PruneSettingsError(
+      `headChars (${s.headChars}) + marker reserve (${PRUNE_MARKER_MAX_CHARS}) + tailChars (${s.tailChars}) exceeds thresholdChars (${s.thresholdChars}): a pruned text would still be oversized and every pass would prune it again. Lower headChars/tailChars or raise thresholdChars.`,
+    );
+  }
+}
+
+function price(what: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new PrunePricingError(`pricing returned ${String(value)} for ${what}: a price must be an integer token count ≥ 0.`);
+  }
+  return value;
+}
+
+function textChars(content: ToolResultContent): number {
+  let n = 0;
+  for (const b of content) if (b.type === 'text') n += codePointLength(b.text);
+  return n;
+}
+
+/** A block is oversized by its code points; its UTF-16 length bounds them, so short blocks skip the count. */
+function oversized(text: string, threshold: number): boolean {
+  return text.length > threshold && codePointLength(text) > threshold;
+}
+
+/** Seqs of the surface nodes that lie wholly within the newest `budget` tokens. */
+function protectedSeqs(session: Session, budget: number, pricing: Pricing): Set<number> {
+  const out = new Set<number>();
+  const surface = session.surface;
+  let total = 0;
+  for (let p = surface.length - 1; p >= 0; p--) {
+    const seq = surface.seqAt(p);
+    total += price(`surface node ${seq}`, pricing.priceOf(seq));
+    if (total > budget) break;
+    out.add(seq);
+  }
+  return out;
+}
+
+/** Reads the session and says what a prune pass would do. Writes nothing. */
+export function planPrune(session: Session, settings: PruneSettings, pricing: Pricing): PrunePlan {
+  checkSettings(settings);
+  const never = new Set(settings.neverPrune);
+  const recent = protectedSeqs(session, settings.protectRecentTokens, pricing);
+  const callNames = new Map<string, string>();
+  const targets: PruneTarget[] = [];
+  const kept: Array<{ seq: number; callId: string; reason: PruneKeepReason }> = [];
+  let reclaimable = 0;
+
+  for (const seq of session.surface.seqs()) {
+    const event = session.event(seq);
+    if (event.type === 'assistant/message') {
+      for (const call of toolCallsOf(event)) callNames.set(call.id, call.name);
+      continue;
+    }
+    if (event.type !== 'tool/result') continue;
+    const data = event.data;
+    if (!data.content.some((b) => b.type === 'text' && oversized(b.text, settings.thresholdChars))) continue;
+
+    const toolName = data.toolName ?? callNames.get(data.callId);
+    if (toolName !== undefined && never.has(toolName)) {
+      kept.push({ seq, callId: data.callId, reason: 'never-prune' });
+      continue;
+    }
+    if (recent.has(seq)) {
+      kept.push({ seq, callId: data.callId, reason: 'protected-recent' });
+      continue;
+    }
+
+    const content = data.content.map((b) =>
+      b.type === 'text' && oversized(b.text, settings.thresholdChars) ? { type: 'text' as const, text: truncateMiddle(b.text, settings) } : b,
+    );
+    const tokensBefore = price(`surface node ${seq}`, pricing.priceOf(seq));
+    const tokensAfter = price(`the pruned replacement of ${seq}`, pricing.priceEvent({ type: 'tool/result', data: { ...data, content } }));
+    if (tokensAfter >= tokensBefore) {
+      kept.push({ seq, callId: data.callId, reason: 'no-gain' });
+      continue;
+    }
+    reclaimable += tokensBefore - tokensAfter;
+    const target: PruneTarget = {
+      seq,
+      callId: data.callId,
+      ...(toolName !== undefined ? { toolName } : {}),
+      contentBefore: data.content,
+      content: Object.freeze(content.map((b) => Object.freeze(b))) as ToolResultContent,
+      charsBefore: textChars(data.content),
+      charsAfter: textChars(content),
+      tokensBefore,
+      tokensAfter,
+    };
+    targets.push(Object.freeze(target));
+  }
+
+  const keptFrozen = Object.freeze(kept.map((k) => Object.freeze(k)));
+  if (targets.length === 0 && kept.every((k) => k.reason !== 'no-gain')) {
+    return Object.freeze({ targets: [], tokensFreed: 0, reclaimableTokens: 0, kept: keptFrozen, skipped: 'nothing-oversized' as const });
+  }
+  if (reclaimable === 0 || reclaimable < settings.minReclaimTokens) {
+    return Object.freeze({ targets: [], tokensFreed: 0, reclaimableTokens: reclaimable, kept: keptFrozen, skipped: 'below-min-reclaim' as const });
+  }
+  return Object.freeze({ targets: Object.freeze(targets), tokensFreed: reclaimable, reclaimableTokens: reclaimable, kept: keptFrozen });
+}
+
+// ---------------------------------------------------------------------------
+// Applying
+
+function sameContent(a: ToolResultContent, b: ToolResultContent): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.type !== y.type) return false;
+    if (x.type === 'text' && x.text !== (y as typeof x).text) return false;
+    if (x.type === 'image' && (x.url !== (y as typeof x).url || x.detail !== (y as typeof x).detail)) return false;
+  }
+  return true;
+}
+
+/**
+ * Writes a plan: per target, `compaction/prune` then the `tool/result` that replaces exactly
+ * that node, identical except for its content. Every target is checked against the session
+ * (still a current tool/result with the planned content) and every event is validated before
+ * the first append, so a stale or malformed plan throws PrunePlanStaleError with the log untouched.
+ */
+export function applyPrune(session: Session, plan: PrunePlan): PruneResult {
+  const seen = new Set<number>();
+  const writes: Array<{ target: PruneTarget; prune: EventData<'compaction/prune'>; replacement: EventData<'tool/result'> }> = [];
+  for (const target of plan.targets) {
+    const stale = (why: string): PrunePlanStaleError =>
+      new PrunePlanStaleError(target.seq, `prune plan is stale: seq ${target.seq} (call "${target.callId}") ${why}. Plan again from the current session; nothing was written.`);
+    if (seen.has(target.seq)) throw stale('is named twice in the plan');
+    seen.add(target.seq);
+    if (!session.surface.has(target.seq)) throw stale('is no longer a current surface node (shadowed, or never on this surface)');
+    const event = session.event(target.seq) as SessionEvent;
+    if (event.type !== 'tool/result') throw stale(`is a ${event.type}, not a tool/result`);
+    if (event.data.callId !== target.callId) throw stale(`answers call "${event.data.callId}"`);
+    if (!sameContent(event.data.content, target.contentBefore)) throw stale('has different content than the plan was made from');
+
+    const prune: EventData<'compaction/prune'> = {
+      targetSeq: target.seq,
+      callId: target.callId,
+      tokensBefore: target.tokensBefore,
+      tokensAfter: target.tokensAfter,
+      charsBefore: target.charsBefore,
+      charsAfter: target.charsAfter,
+    };
+    const replacement: EventData<'tool/result'> = { ...event.data, content: target.content.map((b) => ({ ...b })) };
+    const bad = !EventDataSchemas['compaction/prune'].safeParse(prune).success
+      ? 'compaction/prune'
+      : !EventDataSchemas['tool/result'].safeParse(replacement).success
+        ? 'tool/result replacement'
+        : undefined;
+    if (bad) throw stale(`would get a malformed ${bad} event`);
+    writes.push({ target, prune, replacement });
+  }
+
+  const result: PruneResult = { pruned: [], tokensFreed: 0 };
+  if (plan.skipped) result.skipped = plan.skipped;
+  for (const { target, prune, replacement } of writes) {
+    const pruneEvent = session.append({ type: 'compaction/prune', data: prune });
+    const replaced = session.append({
+      type: 'tool/result',
+      data: replacement,
+      surfaceOp: { op: 'replace', start: target.seq, end: target.seq },
+      sourceEventSeqs: [target.seq, pruneEvent.seq],
+    });
+    result.pruned.push({
+      seq: target.seq,
+      replacementSeq: replaced.seq,
+      callId: target.callId,
+      ...(target.toolName !== undefined ? { toolName: target.toolName } : {}),
+      charsBefore: target.charsBefore,
+      charsAfter: target.charsAfter,
+      tokensBefore: target.tokensBefore,
+      tokensAfter: target.tokensAfter,
+    });
+    result.tokensFreed += target.tokensBefore - target.tokensAfter;
+  }
+  return result;
+}

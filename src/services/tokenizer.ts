@@ -1,0 +1,53 @@
+/**
+ * Tokenizer service: exact or estimated token counts per text, plus each tokenizer's chat
+ * template overhead. Heavy tables load on the first request of a tokenizer, never at import.
+ */
+import { createHeuristicTokenizer, createUtf8BytesTokenizer } from './tokenizers/approximate.js';
+import { createDeepseekV3Tokenizer } from './tokenizers/deepseek.js';
+import { TokenizerUnavailableError } from './tokenizers/errors.js';
+import { createGptTokenizer } from './tokenizers/gpt.js';
+import { TOKENIZER_NAMES, type Tokenizer, type TokenizerName } from './tokenizers/types.js';
+
+export { TOKENIZER_NAMES, messageOverhead } from './tokenizers/types.js';
+export type { ChatOverhead, ChatRole, MessageShape, Tokenizer, TokenizerName } from './tokenizers/types.js';
+export { TokenizerUnavailableError } from './tokenizers/errors.js';
+export { utf8ByteLength } from './tokenizers/approximate.js';
+export {
+  DEEPSEEK_V3_CHAT_OVERHEAD,
+  HEURISTIC_OVERHEAD,
+  OPENAI_CHAT_OVERHEAD,
+  UTF8_BYTES_OVERHEAD,
+} from './tokenizers/overhead.js';
+
+const FACTORIES: Record<TokenizerName, () => Tokenizer> = {
+  o200k_base: () => createGptTokenizer('o200k_base'),
+  cl100k_base: () => createGptTokenizer('cl100k_base'),
+  'deepseek-v3': () => createDeepseekV3Tokenizer(),
+  heuristic: createHeuristicTokenizer,
+  'utf8-bytes': createUtf8BytesTokenizer,
+};
+
+const instances = new Map<TokenizerName, Tokenizer>();
+
+/**
+ * The shared instance of a tokenizer, created on first request (synchronously).
+ * Throws TokenizerUnavailableError for an unknown name or when an optional package is missing;
+ * a failed load is not cached, so installing the package and asking again works.
+ */
+export function getTokenizer(name: TokenizerName): Tokenizer {
+  const existing = instances.get(name);
+  if (existing) return existing;
+  if (!isTokenizerName(name)) {
+    throw new TokenizerUnavailableError(
+      String(name),
+      `unknown tokenizer ${JSON.stringify(name)}: use one of ${TOKENIZER_NAMES.map((n) => `'${n}'`).join(', ')}`,
+    );
+  }
+  const created = FACTORIES[name]();
+  instances.set(name, created);
+  return created;
+}
+
+export function isTokenizerName(value: unknown): value is TokenizerName {
+  return typeof value === 'string' && (TOKENIZER_NAMES as readonly string[]).includes(value);
+}

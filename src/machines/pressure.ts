@@ -5,13 +5,13 @@
  *   measuring ─ unrouted / misconfigured ▶ skipped      ─ below threshold ▶ below
  *       │ at or above threshold
  *   pruning (if enabled) ▶ remeasuringAfterPrune ─ below ▶ relievedByPruning (no model call)
- *   selecting ─ nothing to compact ▶ stuck
+ *   selecting ─ nothing to compact ▶ stuck (first attempt) / failed (a retry with nothing new)
  *   compacting (transaction) ─ failed ▶ failed
  *   remeasuring ─ below ▶ compacted
  *       └ above, attempts left ▶ selecting (the retry merges from the head)
  *       └ above, none left ▶ failed ("still above threshold after N attempts")
  */
-import { assign, sendTo, setup } from 'xstate';
+import { and, assign, sendTo, setup } from 'xstate';
 import type { RangeSelection } from '../services/range';
 import { transactionMachine } from './transaction';
 import {
@@ -67,8 +67,8 @@ interface PressureContext extends PressureInput {
 export type PressureEvent = { type: 'cancel' };
 
 function reading(event: { type: string }): PressureReading | undefined {
-  const r = outputOf<ReadingResult>(event);
-  return r.kind === 'reading' ? r.reading : undefined;
+  const r = outputOf<ReadingResult | null>(event);
+  return r && r.kind === 'reading' ? r.reading : undefined;
 }
 
 function isBelow(r: PressureReading | undefined): boolean {
@@ -100,6 +100,7 @@ export const pressureMachine = setup({
       return out.status === 'failed' && out.error.code === 'cancelled';
     },
     'attempts left': ({ context }) => context.attempts < context.maxAttempts,
+    'no attempt made yet': ({ context }) => context.attempts === 0,
   },
   actions: {
     'remember first reading': assign({
@@ -187,7 +188,9 @@ export const pressureMachine = setup({
         src: 'selectRange',
         input: ({ context }) => ({ purpose: 'pressure' as const, attempt: context.attempts + 1 }),
         onDone: [
-          { guard: 'nothing to compact', target: 'stuck' },
+          { guard: and(['nothing to compact', 'no attempt made yet']), target: 'stuck' },
+          // A retry with nothing new to fold in (a lone checkpoint) cannot bring pressure down.
+          { guard: 'nothing to compact', target: 'failed', actions: 'fail still above threshold' },
           { target: 'compacting', actions: 'remember range' },
         ],
         onError: { target: 'failed', actions: 'fail from service' },

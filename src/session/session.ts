@@ -6,16 +6,19 @@
  * turn/step and lock state), queues the line for the store and notifies observers.
  * A rejected append throws a SessionRuleError and changes nothing.
  */
-import { SessionRuleError, StoreError } from './errors';
+import { z } from 'zod';
+import { SessionRuleError, StoreError, type StoreErrorCode } from './errors';
 import type { ChatMessage } from './derive';
 import {
   EventDataSchemas,
   StoredEventSchema,
+  SurfaceOpSchema,
   isSurfaceType,
   type AppendInput,
   type EventType,
   type SessionEvent,
   type SurfaceEvent,
+  type SurfaceOp,
 } from './events';
 import { Surface, type SurfaceChange, type SurfacePlan, type SurfaceView } from './surface';
 import type { LoadReport, LogWriter, SessionStore } from './store';
@@ -50,13 +53,35 @@ export interface RecoveryReport {
   clearedLock: number | undefined;
 }
 
-type Planned = { type: EventType; data: unknown; surfacePlan: SurfacePlan | undefined };
+type Planned = {
+  type: EventType;
+  data: unknown;
+  /** surfaceOp and sourceEventSeqs as validated: what is committed and stored. */
+  surfaceOp: SurfaceOp | undefined;
+  sourceEventSeqs: readonly number[] | undefined;
+  surfacePlan: SurfacePlan | undefined;
+};
+
+const SourceSeqsSchema = z.array(z.number().int().min(0));
 
 const INTERRUPTED_RESULT =
   'Tool call interrupted: the process stopped before this result was recorded. The call may or may not have run.';
 
 function formatZodIssues(type: string, issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
   return issues.map((i) => `${type} data${i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('')}: ${i.message}`).join('; ');
+}
+
+/**
+ * Tool definitions are free-form JSON: copy them through JSON so the log neither shares (and
+ * freezes) the caller's objects nor holds values a reopen would read back differently
+ * (undefined, Dates, class instances). Not JSON at all (BigInt, cycles) is a rejected append.
+ */
+function normaliseTools(data: { tools: Record<string, unknown>[] }): void {
+  try {
+    data.tools = JSON.parse(JSON.stringify(data.tools)) as Record<string, unknown>[];
+  } catch (err) {
+    throw new SessionRuleError('invalid-data', `request/header data.tools must be plain JSON: ${(err as Error).message}`);
+  }
 }
 
 function deepFreeze<T>(value: T): T {
@@ -75,6 +100,8 @@ export class Session {
   private readonly log: SessionEvent[] = [];
   private readonly surfaceState: Surface;
   private readonly listeners = new Set<SessionListener>();
+  private readonly outbox: Array<[SessionEvent, SurfaceChange | undefined]> = [];
+  private notifying = false;
   private readonly now: () => number;
   private readonly onListenerError: (error: unknown) => void;
   private writer: LogWriter | undefined;
@@ -86,7 +113,9 @@ export class Session {
   private stepOpen: { turn: number; step: number } | null = null;
   private lastStepNo = -1;
   private lockStart: SessionEvent<'compaction/start'> | undefined;
-  private readonly stale: number[] = [];
+  /** Replaced (never mutated) on change, so `lock` can hand it out without a copy. */
+  private stale: readonly number[] = Object.freeze([]);
+  private closed = false;
   private headerSeq: number | undefined;
   private usageSeq: number | undefined;
 
@@ -240,15 +269,22 @@ export class Session {
   }
 
   append<T extends EventType>(input: AppendInput<T>): SessionEvent<T> {
+    if (this.closed) {
+      // Without this an append after close() would commit in memory and never reach the store.
+      throw new StoreError('store-closed', `session "${this.id}" was closed; reopen it with Session.open to append.`);
+    }
     const failure = this.writer?.failure;
     if (failure) {
-      throw new StoreError('store-io', `session "${this.id}" cannot take more events: an earlier write failed (${failure.message}).`, {
+      // Keep the failure's own code (store-interleaved, store-io, …) so callers can branch on it.
+      const code: StoreErrorCode = failure instanceof StoreError ? (failure.code as StoreErrorCode) : 'store-io';
+      throw new StoreError(code, `session "${this.id}" cannot take more events: an earlier write failed (${failure.message}).`, {
         cause: failure,
+        ...(failure instanceof StoreError && failure.file !== undefined ? { file: failure.file } : {}),
       });
     }
     const seq = this.log.length;
     const planned = this.plan(seq, input.type, input.data, input.surfaceOp, input.sourceEventSeqs);
-    return this.commit(seq, new Date(this.now()).toISOString(), input.surfaceOp, input.sourceEventSeqs, planned) as SessionEvent<T>;
+    return this.commit(seq, new Date(this.now()).toISOString(), planned) as SessionEvent<T>;
   }
 
   /** Resolves when every appended event is durable in the store. */
@@ -258,6 +294,7 @@ export class Session {
 
   /** Flushes and releases the store's hold on this session. */
   async close(): Promise<void> {
+    this.closed = true;
     const w = this.writer;
     this.writer = undefined;
     await w?.close();
@@ -314,21 +351,39 @@ export class Session {
       throw new SessionRuleError('seq-position', `event has seq ${e.seq} but is at log position ${this.log.length}.`);
     }
     const planned = this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs);
-    this.commit(e.seq, e.time, e.surfaceOp, e.sourceEventSeqs, planned);
+    this.commit(e.seq, e.time, planned);
   }
 
   private plan(
     seq: number,
     type: EventType,
     rawData: unknown,
-    surfaceOp: AppendInput['surfaceOp'],
-    sourceEventSeqs: readonly number[] | undefined,
+    rawSurfaceOp: unknown,
+    rawSourceEventSeqs: unknown,
   ): Planned {
-    const schema = EventDataSchemas[type] as (typeof EventDataSchemas)[EventType] | undefined;
+    // Own keys only: a type like "toString" must be a rule error, not a TypeError.
+    const schema = Object.hasOwn(EventDataSchemas, type) ? EventDataSchemas[type] : undefined;
     if (!schema) throw new SessionRuleError('unknown-type', `unknown event type ${JSON.stringify(type)}.`);
     const parsed = schema.safeParse(rawData);
     if (!parsed.success) throw new SessionRuleError('invalid-data', formatZodIssues(type, parsed.error.issues));
+    if (type === 'request/header') normaliseTools(parsed.data as { tools: Record<string, unknown>[] });
     const data = parsed.data as never;
+    // Checked here, not only on replay: a shape accepted live but refused by StoredEventSchema
+    // would make the session file impossible to reopen.
+    let surfaceOp: SurfaceOp | undefined;
+    if (rawSurfaceOp !== undefined) {
+      const op = SurfaceOpSchema.safeParse(rawSurfaceOp);
+      if (!op.success) {
+        throw new SessionRuleError('surface-op-shape', `surfaceOp must be 'append' or {op: 'replace', start, end} with seqs ≥ 0 and no other keys; got ${JSON.stringify(rawSurfaceOp)}.`);
+      }
+      surfaceOp = op.data;
+    }
+    let sourceEventSeqs: readonly number[] | undefined;
+    if (rawSourceEventSeqs !== undefined) {
+      const seqs = SourceSeqsSchema.safeParse(rawSourceEventSeqs);
+      if (!seqs.success) throw new SessionRuleError('source-seqs', `sourceEventSeqs must be an array of seqs (integers ≥ 0); got ${JSON.stringify(rawSourceEventSeqs)}.`);
+      sourceEventSeqs = seqs.data;
+    }
     this.checkProvenance(seq, type, surfaceOp, sourceEventSeqs);
 
     if (isSurfaceType(type)) {
@@ -338,10 +393,10 @@ export class Session {
       const ev = { type, data } as { type: SurfaceEvent['type']; data: SurfaceEvent['data'] };
       const surfacePlan =
         surfaceOp === 'append' ? this.surfaceState.planAppend(ev) : this.surfaceState.planReplace(surfaceOp, ev, sourceEventSeqs);
-      return { type, data, surfacePlan };
+      return { type, data, surfaceOp, sourceEventSeqs, surfacePlan };
     }
     this.checkStructure(type, data);
-    return { type, data, surfacePlan: undefined };
+    return { type, data, surfaceOp, sourceEventSeqs, surfacePlan: undefined };
   }
 
   private checkProvenance(
@@ -431,13 +486,8 @@ export class Session {
     }
   }
 
-  private commit(
-    seq: number,
-    time: string,
-    surfaceOp: AppendInput['surfaceOp'],
-    sourceEventSeqs: readonly number[] | undefined,
-    planned: Planned,
-  ): SessionEvent {
+  private commit(seq: number, time: string, planned: Planned): SessionEvent {
+    const { surfaceOp, sourceEventSeqs } = planned;
     const raw: Record<string, unknown> = { seq, type: planned.type, time, data: planned.data };
     if (surfaceOp !== undefined) raw.surfaceOp = typeof surfaceOp === 'string' ? surfaceOp : { ...surfaceOp };
     if (sourceEventSeqs !== undefined) raw.sourceEventSeqs = [...sourceEventSeqs];
@@ -449,14 +499,31 @@ export class Session {
     this.foldStructure(event);
     if (!this.replaying) this.writer?.append(event);
 
-    for (const listener of this.listeners) {
-      try {
-        listener(event, change);
-      } catch (err) {
-        this.onListenerError(err);
-      }
-    }
+    this.notify(event, change);
     return event;
+  }
+
+  /**
+   * Observers see events in log order, each once, even when an observer appends: an append
+   * made from inside a listener is delivered after the current event reached every listener.
+   */
+  private notify(event: SessionEvent, change: SurfaceChange | undefined): void {
+    this.outbox.push([event, change]);
+    if (this.notifying) return;
+    this.notifying = true;
+    try {
+      for (let next = this.outbox.shift(); next; next = this.outbox.shift()) {
+        for (const listener of this.listeners) {
+          try {
+            listener(next[0], next[1]);
+          } catch (err) {
+            this.onListenerError(err);
+          }
+        }
+      }
+    } finally {
+      this.notifying = false;
+    }
   }
 
   private foldStructure(e: SessionEvent): void {
@@ -483,7 +550,7 @@ export class Session {
         this.lockStart = undefined;
         return;
       case 'session/end-seed':
-        if (this.lockStart) this.stale.push(this.lockStart.seq);
+        if (this.lockStart) this.stale = Object.freeze([...this.stale, this.lockStart.seq]);
         this.lockStart = undefined;
         return;
       case 'request/header':

@@ -26,6 +26,22 @@ export type SurfacePlan =
       contentOnly: boolean;
     };
 
+/**
+ * Cached messages are shared by every deriveMessages() array: frozen, so a caller that edits
+ * one (to truncate it for a request, say) gets a TypeError instead of corrupting the cache.
+ */
+function frozenMessage(event: SessionEvent): ChatMessage {
+  return deepFreeze(toChatMessage(event as SurfaceEvent));
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value as Record<string, unknown>)) deepFreeze(v);
+  }
+  return value;
+}
+
 export type SurfaceChange =
   | { kind: 'append'; position: number; seq: number }
   | { kind: 'replace'; position: number; seq: number; shadowed: readonly number[]; generation: number };
@@ -119,7 +135,7 @@ export class Surface implements SurfaceView {
   messagesView(): readonly ChatMessage[] {
     if (this.frozenMessages) return this.frozenMessages;
     for (let p = 0; p < this.nodes.length; p++) {
-      if (this.messages[p] === undefined) this.messages[p] = toChatMessage(this.eventAt(this.nodes[p]!) as SurfaceEvent);
+      if (this.messages[p] === undefined) this.messages[p] = frozenMessage(this.eventAt(this.nodes[p]!));
     }
     this.frozenMessages = Object.freeze(this.messages.slice() as ChatMessage[]);
     return this.frozenMessages;
@@ -129,7 +145,7 @@ export class Surface implements SurfaceView {
   messageAt(position: number): ChatMessage {
     let m = this.messages[position];
     if (m === undefined) {
-      m = toChatMessage(this.eventAt(this.seqAt(position)) as SurfaceEvent);
+      m = frozenMessage(this.eventAt(this.seqAt(position)));
       this.messages[position] = m;
     }
     return m;
@@ -212,7 +228,7 @@ export class Surface implements SurfaceView {
         );
       }
       const old = first.data;
-      if (old.callId !== data.callId || old.toolName !== data.toolName || old.isError !== data.isError) {
+      if (old.callId !== data.callId || old.toolName !== data.toolName || (old.isError ?? false) !== (data.isError ?? false)) {
         throw new SessionRuleError(
           'tool-result-replacement',
           `a tool/result replacement may change content only: callId, toolName and isError must stay ${JSON.stringify({ callId: old.callId, toolName: old.toolName, isError: old.isError })}.`,
@@ -268,7 +284,9 @@ export class Surface implements SurfaceView {
     this.nodes.splice(startPos, count, event.seq);
     this.messages.splice(startPos, count, undefined);
     for (const s of shadowed) this.pos.delete(s);
-    for (let p = startPos; p < this.nodes.length; p++) this.pos.set(this.nodes[p]!, p);
+    // A one-node replace (prune, prompt update) moves nothing: only the new node needs an index.
+    if (count === 1) this.pos.set(event.seq, startPos);
+    else for (let p = startPos; p < this.nodes.length; p++) this.pos.set(this.nodes[p]!, p);
     if (!plan.contentOnly) {
       // The span was balanced on both sides and the new node has no calls: its interior cuts vanish.
       this.cuts.splice(startPos + 1, count, true);

@@ -231,6 +231,15 @@ class JsonlWriter implements LogWriter {
     const fh = await fs.open(this.file, fsc.O_RDWR | fsc.O_CREAT, 0o644);
     this.handle = fh;
     if (this.torn) {
+      // Cut only what we saw at open: bytes appended since then belong to another writer.
+      const { size } = await fh.stat();
+      if (size !== this.offset + this.torn.bytes.length) {
+        throw new StoreError(
+          'store-interleaved',
+          `${this.file} is ${size} bytes but was ${this.offset + this.torn.bytes.length} when opened: another writer appended to the session. Stopped writing to avoid interleaved lines.`,
+          { file: this.file },
+        );
+      }
       // Keep the torn bytes aside before cutting them off: nothing is thrown away.
       await fs.writeFile(this.torn.keptAt, this.torn.bytes);
       await fh.truncate(this.offset);

@@ -1,0 +1,468 @@
+/**
+ * The surface projection: append rules for tool calls and results, positional replace with
+ * its provenance and balance rules, tool-pairing balance by call id, and deriveMessages().
+ */
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Session, type AppendInput, type SessionEvent } from '../src/session/index.js';
+import { toChatMessage } from '../src/session/derive.js';
+import { openAIMessageProblems } from './helpers/openai-validator.js';
+import { referenceCuts, referencePending, referenceSurface } from './helpers/reference.js';
+import {
+  BACKENDS,
+  appendAll,
+  assistant,
+  checkpoint,
+  expectRejected,
+  expectRule,
+  header,
+  openHarness,
+  removeTempDirs,
+  replace,
+  result,
+  stepEnd,
+  stepStart,
+  system,
+  turnEnd,
+  turnStart,
+  user,
+  userParts,
+  type Harness,
+} from './helpers/session.js';
+
+afterAll(removeTempDirs);
+
+/** The incremental answers must equal the from-scratch ones. */
+function expectMatchesReference(s: Session): void {
+  const seqs = s.surface.slice(0);
+  expect(seqs).toEqual(referenceSurface(s.events()));
+  const at = (q: number) => s.event(q);
+  expect(s.balancedCuts()).toEqual(referenceCuts(seqs, at));
+  expect(s.surface.pendingCalls()).toEqual(referencePending(seqs, at));
+  expect(s.deriveMessages()).toEqual(seqs.map((q) => toChatMessage(s.event(q) as never)));
+  seqs.forEach((q, p) => expect(s.surface.positionOf(q)).toBe(p));
+}
+
+describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
+  let h: Harness;
+  let s: Session;
+  beforeEach(async () => {
+    h = await openHarness(backend);
+    s = h.session;
+  });
+  afterEach(async () => {
+    await h.dispose();
+  });
+
+  describe('tool calls and results', () => {
+    it('a result answers a pending call; results of a parallel batch may come in any order', () => {
+      appendAll(s, [user('u'), assistant('', ['a', 'b', 'c'])]);
+      expect(s.surface.pendingCalls()).toEqual(['a', 'b', 'c']);
+      appendAll(s, [result('c'), result('a')]);
+      expect(s.surface.pendingCalls()).toEqual(['b']);
+      s.append(result('b'));
+      expect(s.surface.pendingCalls()).toEqual([]);
+      s.append(user('next'));
+      expectMatchesReference(s);
+    });
+
+    it('rejects an orphan result: no such call, or a call already answered', async () => {
+      s.append(user('u'));
+      const e = await expectRejected(h, result('nope'), 'orphan-tool-result');
+      expect(e.message).toContain('"nope"');
+      appendAll(s, [assistant('', ['a', 'b']), result('a')]);
+      const again = await expectRejected(h, result('a', 'twice'), 'orphan-tool-result');
+      expect(again.message).toContain('already has its result');
+    });
+
+    it('rejects a duplicate call id within a message or against a call on the surface', async () => {
+      s.append(user('u'));
+      await expectRejected(h, assistant('', ['x', 'x']), 'duplicate-tool-call-id');
+      appendAll(s, [assistant('', ['x']), result('x')]);
+      await expectRejected(h, assistant('', ['y', 'x']), 'duplicate-tool-call-id');
+    });
+
+    it('a call id shadowed by a checkpoint may be used again', () => {
+      appendAll(s, [user('u'), assistant('', ['x']), result('x'), user('v')]);
+      s.append(checkpoint(0, 2, [0, 1, 2]));
+      appendAll(s, [assistant('', ['x']), result('x')]);
+      expect(openAIMessageProblems(s.deriveMessages())).toEqual([]);
+      expectMatchesReference(s);
+    });
+
+    it('pending calls block every other message until answered; log-only events may still come', async () => {
+      appendAll(s, [system('s'), user('u'), assistant('', ['a', 'b']), result('b')]);
+      for (const input of [user('x'), assistant('y'), assistant('', ['z']), system('late')]) {
+        const e = await expectRejected(h, input, 'pending-tool-calls');
+        expect(e.message).toContain('"a"');
+      }
+      appendAll(s, [header(), turnStart(0), stepStart(0, 0), stepEnd(0, 0), turnEnd(0)]);
+      s.append(result('a'));
+      s.append(user('x'));
+      expect(s.surface.length).toBe(6);
+    });
+  });
+
+  describe('replace', () => {
+    /** system, then three user/assistant exchanges: seqs 0..6, positions equal seqs. */
+    function conversation(): void {
+      appendAll(s, [system('sys'), user('u1'), assistant('a1'), user('u2'), assistant('a2'), user('u3'), assistant('a3')]);
+    }
+
+    it('splices the span into one node, counts the generation, and remembers what it shadowed', () => {
+      conversation();
+      const changes: unknown[] = [];
+      s.subscribe((_e, change) => changes.push(change));
+      const cp = s.append(checkpoint(1, 4, [1, 2, 3, 4]));
+      expect(s.surface.slice(0)).toEqual([0, cp.seq, 5, 6]);
+      expect(s.surface.replaceGeneration).toBe(1);
+      expect(s.surface.shadowedBy(cp.seq)).toEqual([1, 2, 3, 4]);
+      expect([1, 2, 3, 4].map((q) => s.surface.has(q))).toEqual([false, false, false, false]);
+      expect(s.surface.positionOf(5)).toBe(2);
+      expect(changes).toEqual([{ kind: 'replace', position: 1, seq: cp.seq, shadowed: [1, 2, 3, 4], generation: 1 }]);
+      expect(s.length).toBe(8); // shadowed events stay in the log
+      expectMatchesReference(s);
+    });
+
+    it('orders a span by surface position, not seq: a checkpoint has a high seq at an old position', async () => {
+      conversation();
+      const cp = s.append(checkpoint(1, 2, [1, 2])); // seq 7 at position 1
+      expect(s.surface.slice(0)).toEqual([0, 7, 3, 4, 5, 6]);
+      // start (3) is numerically below end (7) but comes after it on the surface.
+      const e = await expectRejected(h, checkpoint(3, cp.seq, [3, cp.seq]), 'replace-order');
+      expect(e.message).toContain('surface order');
+      // start 7 > end 4 numerically, but 7 is at position 1 and 4 at position 3: a valid span.
+      const cp2 = s.append(checkpoint(cp.seq, 4, [cp.seq, 3, 4]));
+      expect(s.surface.slice(0)).toEqual([0, cp2.seq, 5, 6]);
+      expect(s.surface.shadowedBy(cp2.seq)).toEqual([7, 3, 4]);
+      expectMatchesReference(s);
+    });
+
+    it('names only current surface nodes: not log-only events, not shadowed nodes, not the future', async () => {
+      appendAll(s, [system('sys'), user('u1'), header(), assistant('a1')]);
+      await expectRejected(h, checkpoint(2, 3, [2, 3]), 'replace-not-on-surface');
+      await expectRejected(h, checkpoint(1, 9, [1, 3]), 'replace-not-on-surface');
+      s.append(checkpoint(1, 3, [1, 3]));
+      await expectRejected(h, checkpoint(1, 1, [1]), 'replace-not-on-surface');
+    });
+
+    it('sourceEventSeqs must cover every shadowed node, the checkpoint included', async () => {
+      conversation();
+      const e = await expectRejected(h, checkpoint(1, 4, [1, 2, 4]), 'replace-provenance');
+      expect(e.message).toContain('3');
+      await expectRejected(h, { ...checkpoint(1, 2, [1, 2]), sourceEventSeqs: undefined }, 'replace-provenance');
+      const cp = s.append(checkpoint(1, 2, [1, 2]));
+      // Naming what the old checkpoint shadowed does not cover the checkpoint itself.
+      await expectRejected(h, checkpoint(cp.seq, 4, [1, 2, 3, 4]), 'replace-provenance');
+      s.append(checkpoint(cp.seq, 4, [cp.seq, 3, 4]));
+    });
+
+    it('never shadows the system prompt at node 0', async () => {
+      conversation();
+      await expectRejected(h, checkpoint(0, 2, [0, 1, 2]), 'system-node-shadowed');
+      await expectRejected(h, replace(user('not a prompt'), 0, 0, [0]), 'system-node-shadowed');
+      await expectRejected(h, replace(system('prompt over more'), 0, 1, [0, 1]), 'system-node-shadowed');
+    });
+
+    it('a system/message replacing exactly node 0 is a prompt update', () => {
+      conversation();
+      const cutsBefore = s.balancedCuts();
+      const upd = s.append(replace(system('sys v2'), 0, 0, [0]));
+      expect(s.surface.slice(0)).toEqual([upd.seq, 1, 2, 3, 4, 5, 6]);
+      expect(s.deriveMessages()[0]).toEqual({ role: 'system', content: 'sys v2' });
+      expect(s.surface.replaceGeneration).toBe(1);
+      expect(s.balancedCuts()).toEqual(cutsBefore);
+      expectMatchesReference(s);
+    });
+
+    it('without a system prompt node 0 is an ordinary node', () => {
+      appendAll(s, [user('u1'), assistant('a1'), user('u2')]);
+      const cp = s.append(checkpoint(0, 1, [0, 1]));
+      expect(s.surface.slice(0)).toEqual([cp.seq, 2]);
+      expectMatchesReference(s);
+    });
+
+    it('refuses a span that would split a tool call from its result, on either side', async () => {
+      appendAll(s, [system('sys'), user('u1'), assistant('', ['a', 'b']), result('a'), result('b'), user('u2')]);
+      // seqs: 2 = calls, 3 = result a, 4 = result b
+      const before = await expectRejected(h, checkpoint(4, 5, [4, 5]), 'replace-unbalanced');
+      expect(before.message).toContain('before start');
+      const after = await expectRejected(h, checkpoint(1, 3, [1, 2, 3]), 'replace-unbalanced');
+      expect(after.message).toContain('after end');
+      await expectRejected(h, checkpoint(1, 2, [1, 2]), 'replace-unbalanced');
+      await expectRejected(h, replace(user('not a result'), 3, 3, [3]), 'replace-unbalanced');
+      s.append(checkpoint(1, 4, [1, 2, 3, 4]));
+      expect(openAIMessageProblems(s.deriveMessages())).toEqual([]);
+      expectMatchesReference(s);
+    });
+
+    it('a replacement assistant/message may not carry tool calls; one without calls is fine', async () => {
+      conversation();
+      await expectRejected(h, replace(assistant('', ['new']), 1, 2, [1, 2]), 'replace-adds-tool-calls');
+      s.append(replace(assistant('merged'), 1, 2, [1, 2]));
+      expect(s.deriveMessages()[1]).toEqual({ role: 'assistant', content: 'merged' });
+    });
+
+    it('may replace a balanced span before calls that are still pending', () => {
+      appendAll(s, [system('sys'), user('u1'), assistant('a1'), user('u2'), assistant('', ['p'])]);
+      s.append(checkpoint(1, 2, [1, 2]));
+      expect(s.surface.pendingCalls()).toEqual(['p']);
+      expectMatchesReference(s);
+      s.append(result('p'));
+      expect(openAIMessageProblems(s.deriveMessages())).toEqual([]);
+    });
+  });
+
+  describe('tool/result replacement', () => {
+    beforeEach(() => {
+      appendAll(s, [system('sys'), user('u'), assistant('', ['a', 'b']), result('a', 'A'.repeat(50), { toolName: 'read' }), result('b', 'B', { isError: true })]);
+      // seqs: 3 = result a (toolName read), 4 = result b (isError)
+    });
+
+    it('rewrites the content of exactly one result in place', () => {
+      const cuts = s.balancedCuts();
+      const r = s.append(replace(result('a', 'AAA…A', { toolName: 'read' }), 3, 3, [3]));
+      expect(s.surface.slice(0)).toEqual([0, 1, 2, r.seq, 4]);
+      expect(s.deriveMessages()[3]).toEqual({ role: 'tool', tool_call_id: 'a', content: 'AAA…A' });
+      expect(s.balancedCuts()).toEqual(cuts);
+      expect(s.surface.replaceGeneration).toBe(1);
+      // and again: a pruned result can be pruned further
+      s.append(replace(result('a', '…', { toolName: 'read' }), r.seq, r.seq, [r.seq, 3]));
+      expectMatchesReference(s);
+    });
+
+    it('works while other calls of the batch are still pending', () => {
+      appendAll(s, [user('v'), assistant('', ['c', 'd']), result('d', 'D'.repeat(30))]);
+      s.append(replace(result('d', 'D…'), 7, 7, [7]));
+      expect(s.surface.pendingCalls()).toEqual(['c']);
+      expectMatchesReference(s);
+    });
+
+    it('must shadow exactly one tool/result node', async () => {
+      const e = await expectRejected(h, replace(result('a', 'x', { toolName: 'read' }), 3, 4, [3, 4]), 'tool-result-replacement');
+      expect(e.message).toContain('exactly one');
+      await expectRejected(h, replace(result('a', 'x', { toolName: 'read' }), 1, 1, [1]), 'tool-result-replacement');
+    });
+
+    it('may change content only: callId, toolName and isError must match', async () => {
+      await expectRejected(h, replace(result('b', 'x', { toolName: 'read' }), 3, 3, [3]), 'tool-result-replacement');
+      await expectRejected(h, replace(result('a', 'x'), 3, 3, [3]), 'tool-result-replacement');
+      await expectRejected(h, replace(result('a', 'x', { toolName: 'write' }), 3, 3, [3]), 'tool-result-replacement');
+      await expectRejected(h, replace(result('a', 'x', { toolName: 'read', isError: true }), 3, 3, [3]), 'tool-result-replacement');
+      await expectRejected(h, replace(result('b', 'x'), 4, 4, [4]), 'tool-result-replacement'); // isError dropped
+      s.append(replace(result('b', 'x', { isError: true }), 4, 4, [4]));
+    });
+  });
+});
+
+describe('balance', () => {
+  it('balancedBefore / balancedAfter by seq, and balancedCuts by position', () => {
+    const s = Session.inMemory();
+    appendAll(s, [system('sys'), user('u'), assistant('', ['a', 'b']), result('b'), result('a'), assistant('done'), header()]);
+    // positions 0..5 hold seqs 0..5
+    expect(s.balancedCuts()).toEqual([0, 1, 2, 5, 6]);
+    expect(s.balancedBefore(2)).toBe(true);
+    expect(s.balancedAfter(2)).toBe(false);
+    expect(s.balancedBefore(4)).toBe(false); // between the two results of one batch
+    expect(s.balancedAfter(3)).toBe(false);
+    expect(s.balancedAfter(4)).toBe(true);
+    expect(s.balancedAfter(5)).toBe(true);
+    expect(s.surface.balancedAt(0)).toBe(true);
+    expect(s.surface.balancedAt(99)).toBe(false);
+    expectRule(() => s.balancedBefore(6), 'not-on-surface'); // a request/header
+    expectRule(() => s.balancedAfter(42), 'not-on-surface');
+    expectMatchesReference(s);
+  });
+
+  it('an empty surface has the single balanced cut 0', () => {
+    const s = Session.inMemory();
+    expect(s.balancedCuts()).toEqual([0]);
+    s.append(turnStart(0));
+    expect(s.balancedCuts()).toEqual([0]);
+  });
+
+  it('a parallel batch is one unit: no balanced cut between its results, whatever their order', () => {
+    const s = Session.inMemory();
+    s.append(user('u'));
+    s.append(assistant('', ['c1', 'c2', 'c3', 'c4']));
+    for (const id of ['c3', 'c1', 'c4']) {
+      s.append(result(id));
+      expect(s.balancedCuts()).toEqual([0, 1]);
+    }
+    s.append(result('c2'));
+    expect(s.balancedCuts()).toEqual([0, 1, 6]);
+    expectMatchesReference(s);
+  });
+
+  it('after replaces the incremental cuts equal a from-scratch fold', () => {
+    const s = Session.inMemory();
+    appendAll(s, [system('sys'), user('u1'), assistant('', ['a']), result('a'), assistant('', ['b', 'c']), result('c'), result('b')]);
+    appendAll(s, [user('u2'), assistant('', ['d']), result('d'), user('u3'), assistant('', ['e', 'f']), result('e')]);
+    expectMatchesReference(s);
+    s.append(replace(result('c', 'pruned'), 5, 5, [5]));
+    expectMatchesReference(s);
+    // the pruned result (seq 13) stands where seq 5 was: provenance names it, not 5
+    expectRule(() => s.append(checkpoint(1, 6, [1, 2, 3, 4, 5, 6])), 'replace-provenance');
+    const cp = s.append(checkpoint(1, 6, [1, 2, 3, 4, 13, 6]));
+    expectMatchesReference(s);
+    s.append(checkpoint(cp.seq, 9, [cp.seq, 7, 8, 9]));
+    expectMatchesReference(s);
+    s.append(result('f'));
+    expectMatchesReference(s);
+    expect(openAIMessageProblems(s.deriveMessages())).toEqual([]);
+  });
+
+  it('log-only growth reads no event, for balance or for messages', () => {
+    const s = Session.inMemory();
+    appendAll(s, [system('sys'), user('u'), assistant('', ['a']), result('a')]);
+    const messages = s.deriveMessages();
+    s.balancedCuts();
+    const reads = vi.spyOn(s, 'event');
+    for (let t = 0; t < 20; t++) appendAll(s, [turnStart(t), stepStart(t, 0), header(), stepEnd(t, 0), turnEnd(t)]);
+    expect(s.deriveMessages()).toBe(messages);
+    expect(s.balancedCuts()).toEqual([0, 1, 2, 4]);
+    expect(s.balancedAfter(3)).toBe(true);
+    expect(reads).not.toHaveBeenCalled();
+    // A surface append reads exactly the new node when messages are derived.
+    s.append(user('more'));
+    expect(reads).not.toHaveBeenCalled();
+    s.deriveMessages();
+    expect(reads).toHaveBeenCalledTimes(1);
+    expect(reads).toHaveBeenCalledWith(s.length - 1);
+  });
+});
+
+describe('deriveMessages', () => {
+  it('gives exact OpenAI chat-completions params for each kind of node', () => {
+    const s = Session.inMemory();
+    appendAll(s, [
+      system('You are terse.'),
+      user('plain text'),
+      {
+        type: 'user/message',
+        data: { content: [{ type: 'text', text: 'line 1' }, { type: 'text', text: 'line 2' }] },
+        surfaceOp: 'append',
+      },
+      userParts([
+        { type: 'text', text: 'look' },
+        { type: 'image', url: 'data:image/png;base64,AAAA' },
+        { type: 'image', url: 'https://example.com/a.png', detail: 'low' },
+      ]),
+      {
+        type: 'assistant/message',
+        data: {
+          content: [
+            { type: 'reasoning', text: 'secret thoughts' },
+            { type: 'tool-call', id: 'c1', name: 'read', arguments: '{"path":"a"}' },
+            { type: 'tool-call', id: 'c2', name: 'ls', arguments: '{}' },
+          ],
+        },
+        surfaceOp: 'append',
+      },
+      { type: 'tool/result', data: { callId: 'c2', toolName: 'ls', content: [{ type: 'text', text: 'a\nb' }] }, surfaceOp: 'append' },
+      {
+        type: 'tool/result',
+        data: { callId: 'c1', content: [{ type: 'text', text: 'x' }, { type: 'image', url: 'data:image/png;base64,BB' }], isError: true },
+        surfaceOp: 'append',
+      },
+      {
+        type: 'assistant/message',
+        data: {
+          content: [
+            { type: 'text', text: 'calling' },
+            { type: 'tool-call', id: 'c3', name: 'run', arguments: '{"cmd":"ls"}' },
+          ],
+        },
+        surfaceOp: 'append',
+      },
+      result('c3', ''),
+      { type: 'assistant/message', data: { content: [{ type: 'reasoning', text: 'only thinking' }] }, surfaceOp: 'append' },
+      { type: 'assistant/message', data: { content: [{ type: 'text', text: 'done' }, { type: 'text', text: 'really' }] }, surfaceOp: 'append' },
+    ] as AppendInput[]);
+    expect(s.deriveMessages()).toEqual([
+      { role: 'system', content: 'You are terse.' },
+      { role: 'user', content: 'plain text' },
+      { role: 'user', content: 'line 1\n\nline 2' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'look' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+          { type: 'image_url', image_url: { url: 'https://example.com/a.png', detail: 'low' } },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'c1', type: 'function', function: { name: 'read', arguments: '{"path":"a"}' } },
+          { id: 'c2', type: 'function', function: { name: 'ls', arguments: '{}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'c2', content: 'a\nb' },
+      { role: 'tool', tool_call_id: 'c1', content: 'x\n\n[image omitted: tool messages carry text only]' },
+      { role: 'assistant', content: 'calling', tool_calls: [{ id: 'c3', type: 'function', function: { name: 'run', arguments: '{"cmd":"ls"}' } }] },
+      { role: 'tool', tool_call_id: 'c3', content: '' },
+      { role: 'assistant', content: '' },
+      { role: 'assistant', content: 'done\n\nreally' },
+    ]);
+    expect(JSON.stringify(s.deriveMessages())).not.toContain('thinking');
+    expect(JSON.stringify(s.deriveMessages())).not.toContain('secret');
+    expect(openAIMessageProblems(s.deriveMessages())).toEqual([]);
+    expect(s.messageAt(4)).toBe(s.deriveMessages()[4]);
+    expect(() => s.messageAt(11)).toThrow(RangeError);
+  });
+
+  it('reuses the cached array while nothing changed; an append gives a new frozen array', () => {
+    const s = Session.inMemory();
+    appendAll(s, [system('s'), user('u')]);
+    const first = s.deriveMessages();
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(s.deriveMessages()).toBe(first);
+    s.append(header());
+    expect(s.deriveMessages()).toBe(first);
+    s.append(assistant('a'));
+    const second = s.deriveMessages();
+    expect(second).not.toBe(first);
+    expect(Object.isFrozen(second)).toBe(true);
+    expect(first).toHaveLength(2); // an earlier array is a stable snapshot
+    expect(second).toHaveLength(3);
+    expect(second[0]).toBe(first[0]); // nodes are converted once
+    expect(s.deriveMessages()).toBe(second);
+  });
+
+  it('a replace gives a new array; a message cannot be edited to corrupt the cache', () => {
+    const s = Session.inMemory();
+    appendAll(s, [system('s'), user('u1'), assistant('a1'), user('u2')]);
+    const before = s.deriveMessages();
+    expect(() => {
+      (before[1] as { content: string }).content = 'edited';
+    }).toThrow(TypeError);
+    s.append(checkpoint(1, 2, [1, 2], 'S'));
+    const after = s.deriveMessages();
+    expect(after).not.toBe(before);
+    expect(after.map((m) => m.role)).toEqual(['system', 'user', 'user']);
+    expect(after[1]).toEqual({ role: 'user', content: '<compacted-summary>\nS\n</compacted-summary>' });
+    expect(before).toHaveLength(4);
+  });
+});
+
+describe('replay rebuilds the same surface', () => {
+  it('events folded from scratch give the live projection', async () => {
+    const h = await openHarness('memory');
+    const s = h.session;
+    appendAll(s, [system('sys'), user('u1'), assistant('', ['a', 'b']), result('b'), result('a'), user('u2'), assistant('a2')]);
+    s.append(replace(result('a', 'pruned'), 4, 4, [4]));
+    s.append(checkpoint(1, 7, [1, 2, 3, 7, 5, 6]));
+    const live = { seqs: s.surface.slice(0), messages: s.deriveMessages(), cuts: s.balancedCuts() };
+    const r = await h.reopen();
+    expect({ seqs: r.surface.slice(0), messages: r.deriveMessages(), cuts: r.balancedCuts() }).toEqual(live);
+    expectMatchesReference(r);
+    await h.dispose();
+  });
+
+  it('events are SessionEvent values: the type guard of the log', () => {
+    const s = Session.inMemory();
+    const e: SessionEvent = s.append(user('x'));
+    expect(e.type).toBe('user/message');
+  });
+});

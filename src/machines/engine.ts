@@ -53,7 +53,7 @@ export type EngineEmitted =
   | { type: 'breaker.closed'; why: 'success' | 'cooldown' }
   | { type: 'capacity.missing'; provider: string; model: string; message: string };
 
-interface EngineContext extends EngineInput {
+export interface EngineContext extends EngineInput {
   current: { id: string; kind: 'pressure' | 'overflow' | 'manual' } | undefined;
   pending: EngineRequest | undefined;
   consecutiveFailures: number;

@@ -24,7 +24,7 @@ export type ManualOutput =
   | { status: 'nothing' }
   | { status: 'failed'; error: ErrorInfo; transaction: TransactionOutput | undefined };
 
-interface ManualContext extends ManualInput {
+export interface ManualContext extends ManualInput {
   range: RangeSelection | undefined;
   transaction: TransactionOutput | undefined;
   error: ErrorInfo | undefined;
@@ -32,7 +32,7 @@ interface ManualContext extends ManualInput {
 
 export type ManualEvent = { type: 'cancel' };
 
-interface Admission {
+export interface Admission {
   openTurn: number | null;
   lockHeld: boolean;
 }

@@ -40,7 +40,7 @@ export type OverflowOutput =
       transaction: TransactionOutput | undefined;
     };
 
-interface OverflowContext {
+export interface OverflowContext {
   error: unknown;
   retriesUsed: number;
   maxRetries: number;

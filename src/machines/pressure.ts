@@ -52,7 +52,7 @@ export interface PressureOutput {
   error: ErrorInfo | undefined;
 }
 
-interface PressureContext extends PressureInput {
+export interface PressureContext extends PressureInput {
   attempts: number;
   before: PressureReading | undefined;
   last: PressureReading | undefined;

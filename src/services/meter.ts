@@ -62,6 +62,8 @@ export class TokenMeter implements NodePrices {
   private surfaceTotal = 0;
   private envelope = 0;
   private toolsJson: string | undefined;
+  /** Token count of `toolsJson` with `tokenizer`, kept so an unchanged envelope is not recounted per header. */
+  private toolsTokens = 0;
   private anchor: Anchor | undefined;
   private tokenizer: Tokenizer;
 
@@ -89,9 +91,14 @@ export class TokenMeter implements NodePrices {
     return p;
   }
 
-  /** Price of a node that is not (yet) on the surface, e.g. a checkpoint or a pruned result. */
+  /**
+   * Price of a node that is not (yet) on the surface, e.g. a checkpoint or a pruned result,
+   * with the tokenizer of the latest request header (headers appended since the last
+   * measurement are folded first).
+   */
   priceEvent(event: Pick<SurfaceEvent, 'type' | 'data'>): number {
-    return this.priceMessage(toChatMessage(event as SurfaceEvent), blockCount(event));
+    this.fold();
+    return this.priceNode(event);
   }
 
   /** Price of a text sent as one user message (what a checkpoint costs). */
@@ -101,10 +108,12 @@ export class TokenMeter implements NodePrices {
 
   /** Token count of a plain text with the current tokenizer. */
   countText(text: string): number {
+    this.fold();
     return this.tokenizer.count(text);
   }
 
   get currentTokenizer(): Tokenizer {
+    this.fold();
     return this.tokenizer;
   }
 
@@ -136,35 +145,48 @@ export class TokenMeter implements NodePrices {
     const end = this.session.length;
     while (this.folded < end) {
       const e = this.session.event(this.folded);
-      this.folded++;
       if (e.type === 'request/header') this.foldHeader(e);
       else if (isSurfaceType(e.type)) this.foldSurface(e as SurfaceEvent);
+      // Counted only once folded: an event whose fold threw (tokenizerFor could not load a
+      // tokenizer) is retried by the next measurement instead of being skipped for good.
+      this.folded++;
     }
   }
 
   private foldHeader(e: SessionEvent<'request/header'>): void {
     const next = this.options.tokenizerFor(e);
-    if (next.name !== this.tokenizer.name) {
+    const retokenized = next.name !== this.tokenizer.name;
+    if (retokenized) {
       this.tokenizer = next;
       this.reprice();
     }
     const json = e.data.tools.length === 0 ? '' : JSON.stringify(e.data.tools);
-    if (json !== this.toolsJson) {
+    const changed = json !== this.toolsJson;
+    if (changed) {
       if (this.toolsJson !== undefined) this.anchor = undefined;
       this.toolsJson = json;
     }
-    this.envelope = this.tokenizer.overhead.perRequest + (json === '' ? 0 : this.tokenizer.count(json));
+    if (changed || retokenized) {
+      // The tool list is priced as one block (SPEC §2 heuristic: ceil(JSON(tools)/4) + 4).
+      const t = this.tokenizer;
+      this.toolsTokens = json === '' ? 0 : t.count(json) + (t.overhead.perBlock ?? 0);
+    }
+    this.envelope = this.tokenizer.overhead.perRequest + this.toolsTokens;
   }
 
   private foldSurface(e: SurfaceEvent): void {
-    const price = this.priceEvent(e);
+    const price = this.priceNode(e);
     if (e.surfaceOp === 'append') {
       this.prices.set(e.seq, price);
       this.surfaceTotal += price;
-      if (e.type === 'assistant/message' && e.data.usage) {
+      // A prompt of 0 tokens is no measurement: agents record all-zero usage on an aborted
+      // response (pi does), and anchoring on it would report the context as nearly empty. The
+      // previous anchor stays valid: this message's price is part of the growth since.
+      if (e.type === 'assistant/message' && e.data.usage && e.data.usage.promptTokens > 0) {
         const u = e.data.usage;
-        // Reasoning is billed as completion but never sent back, so it is not part of the next request.
-        const providerTokens = u.promptTokens + u.completionTokens - (u.reasoningTokens ?? 0);
+        // Reasoning is billed as completion but never sent back, so it is not part of the next
+        // request. It is part of the completion, so never subtract more than the completion.
+        const providerTokens = u.promptTokens + u.completionTokens - Math.min(u.reasoningTokens ?? 0, u.completionTokens);
         this.anchor = { seq: e.seq, providerTokens, surfaceAtAnchor: this.surfaceTotal };
       }
       return;
@@ -184,11 +206,18 @@ export class TokenMeter implements NodePrices {
     this.surfaceTotal = 0;
     this.anchor = undefined;
     for (const seq of this.session.surface.seqs()) {
-      if (seq >= this.folded) break;
-      const p = this.priceEvent(this.session.event(seq) as SurfaceEvent);
+      // Nodes appended after the event being folded are priced when their own append folds.
+      // Surface order is not seq order (a checkpoint has a high seq at an old position), so
+      // skip them rather than stop.
+      if (seq >= this.folded) continue;
+      const p = this.priceNode(this.session.event(seq) as SurfaceEvent);
       this.prices.set(seq, p);
       this.surfaceTotal += p;
     }
+  }
+
+  private priceNode(event: Pick<SurfaceEvent, 'type' | 'data'>): number {
+    return this.priceMessage(toChatMessage(event as SurfaceEvent), blockCount(event));
   }
 
   private priceMessage(message: ChatMessage, blocks: number): number {
@@ -214,7 +243,11 @@ export class TokenMeter implements NodePrices {
   }
 }
 
+/**
+ * Content blocks priced with `perBlock` (the reference heuristic only). The system prompt has
+ * no block charge: SPEC §2 prices it `ceil(len/4) + 4`, the +4 being its message framing.
+ */
 function blockCount(event: Pick<SurfaceEvent, 'type' | 'data'>): number {
-  if (event.type === 'system/message') return 1;
+  if (event.type === 'system/message') return 0;
   return (event.data as { content: ReadonlyArray<{ type: string }> }).content.filter((b) => b.type !== 'tool-call' && b.type !== 'reasoning').length;
 }

@@ -1,0 +1,44 @@
+/**
+ * `npm run bench`: every benchmark's `run()` in sequence, one section each. Sections are
+ * imported dynamically, so a benchmark file that does not exist (yet) is skipped with a note.
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const SECTIONS = [
+  { file: 'tokenizers.ts', title: 'Tokenizers: throughput and estimate error' },
+  { file: 'meter.ts', title: 'Token meter: per-step cost and accuracy against provider usage' },
+  { file: 'session.ts', title: 'Session model: appends, derivation, balance, JSONL' },
+] as const;
+
+export async function run(): Promise<void> {
+  const started = performance.now();
+  let failed = 0;
+  for (const { file, title } of SECTIONS) {
+    const url = new URL(`./${file}`, import.meta.url);
+    console.log(`\n${'='.repeat(100)}\n${title}  (bench/${file})\n${'='.repeat(100)}`);
+    if (!existsSync(fileURLToPath(url))) {
+      console.log(`skipped: bench/${file} does not exist`);
+      continue;
+    }
+    const section = performance.now();
+    try {
+      const mod = (await import(url.href)) as { run?: () => Promise<void> | void };
+      if (typeof mod.run !== 'function') {
+        console.log(`skipped: bench/${file} exports no run()`);
+        continue;
+      }
+      await mod.run();
+    } catch (err) {
+      failed++;
+      console.error(`bench/${file} failed:`, err);
+    }
+    console.log(`(${((performance.now() - section) / 1000).toFixed(1)} s)`);
+  }
+  console.log(`\nall benchmarks: ${((performance.now() - started) / 1000).toFixed(1)} s${failed > 0 ? `, ${failed} failed` : ''}`);
+  if (failed > 0) process.exitCode = 1;
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  await run();
+}

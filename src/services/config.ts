@@ -89,7 +89,9 @@ const FIELDS = {
   models: z.record(z.string(), ModelEntrySchema).default({}),
 };
 
-const FieldsSchema = z.strictObject(FIELDS);
+/** The config object before cross-field rules and resolution (its shape lists every field). */
+export const ConfigFieldsSchema = z.strictObject(FIELDS);
+const FieldsSchema = ConfigFieldsSchema;
 type Fields = z.output<typeof FieldsSchema>;
 type PolicyInput = z.output<typeof ModelPolicySchema>;
 

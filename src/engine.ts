@@ -540,8 +540,10 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
   const inFlight = new Set<(err: Error) => void>();
   const request = (make: (id: string) => EngineRequest, signal: AbortSignal | undefined): Promise<SettledResult> =>
     new Promise((resolve, reject) => {
-      if (actor.getSnapshot().status !== 'active') {
-        reject(new XcompactError('engine-stopped', 'the compaction engine was stopped; create a new one'));
+      const status = actor.getSnapshot().status;
+      if (status !== 'active') {
+        const why = status === 'error' ? `failed (${String(actor.getSnapshot().error)})` : 'was stopped';
+        reject(new XcompactError('engine-stopped', `the compaction engine ${why}; create a new one`));
         return;
       }
       const id = `r${++nextId}`;
@@ -601,6 +603,9 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
         opts.signal,
       );
       if (result.kind === 'pressure') return toAfterStep(result.output);
+      if (result.kind === 'error') {
+        return { status: 'failed', before: undefined, after: undefined, pruned: undefined, compactions: [], error: new CompactionError(result.error) };
+      }
       const status = result.kind === 'busy' ? 'busy' : result.kind === 'auto-off' ? 'auto-off' : 'paused';
       return { status, before: undefined, after: undefined, pruned: undefined, compactions: [], error: undefined };
     },
@@ -616,6 +621,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
         }),
         opts.signal,
       );
+      if (result.kind === 'error') return { kind: 'fail', error, reason: 'internal', classification: undefined };
       if (result.kind !== 'overflow') return { kind: 'fail', error, reason: 'busy', classification: undefined };
       const out = result.output;
       if (out.action === 'retry') return { kind: 'retry', classification: out.classification };
@@ -629,6 +635,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
         signal,
       );
       if (result.kind === 'busy') throw new CompactionError({ code: 'busy', message: `the engine is running ${result.running} compaction` });
+      if (result.kind === 'error') throw new CompactionError(result.error);
       if (result.kind !== 'manual') throw new CompactionError({ code: 'internal', message: `unexpected result ${result.kind}` });
       const out = result.output;
       if (out.status === 'nothing') return null;

@@ -449,3 +449,35 @@ describe('crash and recovery', () => {
     await reopened.close();
   });
 });
+
+describe('a chart that fails (a bug, not a service failure)', () => {
+  it('a throwing guard inside the transaction chart fails that compaction; the engine keeps working', async () => {
+    let broken = true;
+    const h = harness({
+      summarizer: recordingSummarizer(),
+      services: (d) => ({ validateSpan: (input) => (broken ? (undefined as never) : d.validateSpan(input)) }),
+    });
+    openTurn(h);
+    const { result, index } = await stepUntilPressure(h);
+    expect(result.status).toBe('failed');
+    expect(result.error!.code).toBe('internal');
+    broken = false;
+    const next = await h.step(index + 1);
+    expect(next.status).toBe('compacted');
+  });
+
+  it('a throwing guard inside the pressure chart settles the call with an internal error; the engine keeps working', async () => {
+    let broken = true;
+    const h = harness({
+      summarizer: recordingSummarizer(),
+      services: (d) => ({ measure: (input) => (broken ? (undefined as never) : d.measure(input)) }),
+    });
+    openTurn(h);
+    const r = await h.step(0);
+    expect(r.status).toBe('failed');
+    expect(r.error!.code).toBe('internal');
+    expect(h.engine.actor.getSnapshot().status).toBe('active');
+    broken = false;
+    expect((await h.step(1)).status).toBe('below');
+  });
+});

@@ -19,7 +19,7 @@ import { assign, emit, enqueueActions, raise, sendTo, setup, stateIn } from 'xst
 import { manualMachine, type ManualOutput } from './manual';
 import { overflowMachine, type OverflowOutput } from './overflow';
 import { pressureMachine, type PressureOutput } from './pressure';
-import { outputOf } from './types';
+import { errorOf, outputOf, toErrorInfo, type ErrorInfo } from './types';
 
 export interface EngineInput {
   auto: boolean;
@@ -45,7 +45,9 @@ export type SettledResult =
   | { kind: 'manual'; output: ManualOutput }
   | { kind: 'busy'; running: 'pressure' | 'overflow' | 'manual' }
   | { kind: 'auto-off' }
-  | { kind: 'paused'; consecutiveFailures: number };
+  | { kind: 'paused'; consecutiveFailures: number }
+  /** A chart itself failed (a bug, not a service failure): the engine stays usable. */
+  | { kind: 'error'; error: ErrorInfo };
 
 export type EngineEmitted =
   | { type: 'request.settled'; id: string; result: SettledResult }
@@ -126,6 +128,11 @@ export const engineMachine = setup({
         result: { kind, output: outputOf(event) } as SettledResult,
       };
     }),
+    'settle job with chart error': emit(({ context, event }) => ({
+      type: 'request.settled' as const,
+      id: context.current!.id,
+      result: { kind: 'error', error: toErrorInfo(errorOf(event), 'internal') } as SettledResult,
+    })),
     'finish job': assign({ current: undefined, pending: undefined }),
     'answer busy': emit(({ context, event }) => ({
       type: 'request.settled' as const,
@@ -209,6 +216,7 @@ export const engineMachine = setup({
               { guard: 'first warning for this model', target: 'idle', actions: ['warn missing capacity', 'settle job', 'finish job'] },
               { target: 'idle', actions: ['settle job', 'finish job'] },
             ],
+            onError: { target: 'idle', actions: ['settle job with chart error', 'finish job'] },
           },
         },
         overflow: {
@@ -239,6 +247,7 @@ export const engineMachine = setup({
               },
               { target: 'idle', actions: ['settle job', 'finish job'] },
             ],
+            onError: { target: 'idle', actions: ['settle job with chart error', 'finish job'] },
           },
         },
         manual: {
@@ -253,6 +262,7 @@ export const engineMachine = setup({
               { guard: 'manual compaction committed', target: 'idle', actions: ['report success to breaker', 'settle job', 'finish job'] },
               { target: 'idle', actions: ['settle job', 'finish job'] },
             ],
+            onError: { target: 'idle', actions: ['settle job with chart error', 'finish job'] },
           },
         },
       },

@@ -10,7 +10,7 @@
 import { assign, sendTo, setup } from 'xstate';
 import type { RangeSelection } from '../services/range';
 import { transactionMachine } from './transaction';
-import { notProvided, outputOf, type ErrorInfo, type TransactionOutput } from './types';
+import { errorOf, notProvided, outputOf, toErrorInfo, type ErrorInfo, type TransactionOutput } from './types';
 
 export interface ManualInput {
   /** The caller's signal was already aborted. */
@@ -79,6 +79,7 @@ export const manualMachine = setup({
     }),
     'forward cancel': sendTo('transaction', { type: 'cancel' }),
     'fail cancelled': assign({ error: (): ErrorInfo => ({ code: 'cancelled', message: 'the compaction was cancelled' }) }),
+    'fail internally': assign({ error: ({ event }): ErrorInfo => toErrorInfo(errorOf(event), 'internal') }),
   },
 }).createMachine({
   id: 'manual',
@@ -97,7 +98,7 @@ export const manualMachine = setup({
           { guard: 'lock is held', target: 'busy', actions: 'fail busy with lock' },
           { target: 'selecting' },
         ],
-        onError: { target: 'failed', actions: assign({ error: ({ event }) => ({ code: 'internal', message: String((event as { error?: unknown }).error) }) as ErrorInfo }) },
+        onError: { target: 'failed', actions: 'fail internally' },
       },
       on: { cancel: { target: 'cancelled', actions: 'fail cancelled' } },
     },
@@ -109,7 +110,7 @@ export const manualMachine = setup({
           { guard: 'nothing to compact', target: 'nothing' },
           { target: 'compacting', actions: 'remember range' },
         ],
-        onError: { target: 'failed', actions: assign({ error: ({ event }) => ({ code: 'internal', message: String((event as { error?: unknown }).error) }) as ErrorInfo }) },
+        onError: { target: 'failed', actions: 'fail internally' },
       },
       on: { cancel: { target: 'cancelled', actions: 'fail cancelled' } },
     },
@@ -128,6 +129,7 @@ export const manualMachine = setup({
           { guard: 'transaction committed', target: 'committed', actions: 'remember transaction' },
           { target: 'failed', actions: ['remember transaction', 'fail from transaction'] },
         ],
+        onError: { target: 'failed', actions: 'fail internally' },
       },
       on: { cancel: { actions: 'forward cancel' } },
     },

@@ -162,6 +162,8 @@ export const overflowMachine = setup({
         src: 'transaction',
         input: ({ context }) => ({ trigger: 'overflow' as const, mode: 'automatic' as const, range: context.range!, turn: context.turn }),
         onDone: { target: 'deciding', actions: 'remember transaction' },
+        // A bug inside the transaction chart: pruning may still have advanced the surface.
+        onError: { target: 'deciding' },
       },
       on: { cancel: { actions: ['mark cancelled', 'forward cancel'] } },
     },

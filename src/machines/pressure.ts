@@ -206,6 +206,8 @@ export const pressureMachine = setup({
           { guard: 'transaction was cancelled', target: 'cancelled', actions: ['remember transaction', 'fail from transaction'] },
           { target: 'failed', actions: ['remember transaction', 'fail from transaction'] },
         ],
+        // A bug inside the transaction chart itself (not a service failure, which it handles).
+        onError: { target: 'failed', actions: 'fail from service' },
       },
       // The transaction closes its own bracket on cancel; this chart waits for it.
       on: { cancel: { actions: 'forward cancel' } },

@@ -56,3 +56,16 @@ export { pressureMachine } from './machines/pressure';
 export { overflowMachine } from './machines/overflow';
 export { manualMachine } from './machines/manual';
 export { transactionMachine } from './machines/transaction';
+
+// Recording a compaction for the offline viewer (visualizer/index.html).
+export {
+  createTraceRecorder,
+  type Trace,
+  type TraceStep,
+  type TraceStateStep,
+  type TraceSessionStep,
+  type TraceActor,
+  type TraceTransition,
+  type TraceRecorder,
+  type TraceRecorderOptions,
+} from './trace';

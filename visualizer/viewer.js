@@ -1,0 +1,297 @@
+// The offline chart viewer: renders out/machines.js with the vendored Mermaid and replays
+// traces recorded by createTraceRecorder() (src/trace.ts). A classic script, not a module:
+// pages opened from file:// may not load modules or fetch files, but may load scripts.
+(function () {
+  'use strict';
+
+  const $ = (id) => document.getElementById(id);
+  const charts = window.XCOMPACT_CHARTS || [];
+  const chartById = new Map();
+  let trace = null;
+  let stateSteps = []; // indices into trace.steps of the 'state' steps
+  let pos = -1;
+
+  function fail(message) {
+    $('status').textContent = message;
+    $('status').className = 'error';
+    document.body.dataset.ready = 'error';
+    throw new Error(message);
+  }
+
+  // ---------------------------------------------------------------------------
+  // Charts
+
+  async function renderCharts() {
+    if (!window.XCOMPACT_CHARTS) fail('out/machines.js is missing: run `npm run visualize` in the repository.');
+    if (!window.mermaid) fail('vendor/mermaid.min.js is missing: run `npm run visualize` (it copies Mermaid from node_modules).');
+    window.mermaid.initialize({ startOnLoad: false, securityLevel: 'strict', theme: 'default' });
+    const main = $('charts');
+    for (const chart of charts) {
+      const section = document.createElement('section');
+      section.className = 'chart';
+      section.dataset.chart = chart.name;
+      section.hidden = true;
+      section.innerHTML =
+        '<h2></h2><p class="meta"></p><p class="actor-state"></p><div class="diagram"></div>' +
+        '<details><summary>Mermaid source</summary><pre></pre></details>';
+      section.querySelector('h2').textContent = chart.name;
+      section.querySelector('.meta').textContent = `${chart.source} · ${chart.states.length} states · ${chart.name}.stately.ts / .json / .mmd in visualizer/out/`;
+      section.querySelector('pre').textContent = chart.mermaid;
+      main.appendChild(section);
+
+      const tab = document.createElement('button');
+      tab.type = 'button';
+      tab.textContent = chart.name;
+      tab.dataset.chart = chart.name;
+      tab.addEventListener('click', () => selectChart(chart.name));
+      $('tabs').appendChild(tab);
+
+      const { svg } = await window.mermaid.render(`mmd-${chart.name}`, chart.mermaid);
+      section.querySelector('.diagram').innerHTML = svg;
+      annotate(chart, section, tab);
+      chartById.set(chart.id, chart);
+    }
+    $('status').remove();
+    const wanted = location.hash.slice(1);
+    selectChart(charts.some((c) => c.name === wanted) ? wanted : charts[0].name);
+    document.body.dataset.ready = 'true';
+  }
+
+  /** Tags every drawn state with `data-state` (its state node id) and finds each edge's path and label. */
+  function annotate(chart, section, tab) {
+    const reverse = new Map(Object.entries(chart.mermaidIds).map(([stateId, mid]) => [mid, stateId]));
+    const prefix = `mmd-${chart.name}-state-`;
+    chart.section = section;
+    chart.tab = tab;
+    chart.nodes = new Map();
+    chart.pathToId = new Map(chart.states.map((s) => [s.path, s.id]));
+    for (const g of section.querySelectorAll(`g[id^="${prefix}"]`)) {
+      const m = /^(.*)-\d+$/.exec(g.id.slice(prefix.length));
+      const stateId = m && reverse.get(m[1]);
+      if (!stateId) continue; // [*] pseudo-states and region dividers
+      g.dataset.state = stateId;
+      g.classList.add('xc-state');
+      chart.nodes.set(stateId, g);
+    }
+    chart.edgeEls = chart.edges.map((_, i) => {
+      const label = section.querySelector(`.edgeLabel .label[data-id="edge${i}"]`);
+      return { path: section.querySelector(`[id="mmd-${chart.name}-edge${i}"]`), label: label && label.closest('.edgeLabel') };
+    });
+  }
+
+  function selectChart(name) {
+    for (const chart of charts) {
+      if (!chart.section) continue;
+      chart.section.hidden = chart.name !== name;
+      chart.tab.classList.toggle('selected', chart.name === name);
+    }
+  }
+
+  /** The state node ids a state value makes active, the root included. */
+  function activeStates(chart, value) {
+    const out = [chart.pathToId.get('')];
+    const walk = (path, v) => {
+      if (typeof v === 'string') {
+        out.push(chart.pathToId.get(path.concat(v).join('.')));
+        return;
+      }
+      for (const [key, sub] of Object.entries(v)) {
+        out.push(chart.pathToId.get(path.concat(key).join('.')));
+        walk(path.concat(key), sub);
+      }
+    };
+    walk([], value);
+    return out.filter(Boolean);
+  }
+
+  function describeValue(value) {
+    if (typeof value === 'string') return value;
+    return Object.entries(value).map(([k, v]) => `${k}: ${describeValue(v)}`).join(', ');
+  }
+
+  // ---------------------------------------------------------------------------
+  // Replay
+
+  function loadTrace(data, origin) {
+    if (!data || data.format !== 'xcompact-trace' || !Array.isArray(data.steps)) {
+      $('trace-info').textContent = `${origin} is not an xcompact trace (expected {"format":"xcompact-trace", …}).`;
+      $('trace-info').className = 'hint error';
+      return;
+    }
+    trace = data;
+    stateSteps = [];
+    data.steps.forEach((s, i) => s.kind === 'state' && stateSteps.push(i));
+    const sessionCount = data.steps.length - stateSteps.length;
+    $('trace-info').className = 'hint';
+    $('trace-info').textContent = `${origin}: ${stateSteps.length} chart steps, ${sessionCount} session events, ${data.actors.length} actors.`;
+    buildTimeline();
+    document.body.dataset.traceSteps = String(stateSteps.length);
+    goto(0);
+  }
+
+  function actorLabel(id) {
+    const a = trace.actors.find((x) => x.id === id);
+    return a ? `${a.name === a.id ? 'root' : a.name} (${a.id})` : id;
+  }
+
+  function edgeFor(chart, t, target) {
+    return chart.edges.findIndex(
+      (e) => e.source === t.source && e.target === target && e.event === t.event && (e.guard || undefined) === (t.guard || undefined),
+    );
+  }
+
+  function transitionText(chart, step) {
+    if (step.transitions.length === 0) return step.cause === 'snapshot' ? 'started here' : '—';
+    return step.transitions
+      .map((t) => {
+        const to = t.target.length ? t.target.join(', ') : '(stays)';
+        const i = edgeFor(chart, t, t.target[0] || t.source);
+        const label = i >= 0 ? chart.edges[i].label : t.event + (t.guard ? ` [${t.guard}]` : '');
+        return `${t.source} → ${to} on ${label}`;
+      })
+      .join('; ');
+  }
+
+  function sessionText(s) {
+    let text = `#${s.seq} ${s.type}`;
+    if (s.surfaceOp === 'append') text += ' (appended to the surface)';
+    if (s.surfaceOp === 'replace') text += ` (replaces surface span #${s.replaces[0]} … #${s.replaces[1]})`;
+    return text;
+  }
+
+  function buildTimeline() {
+    const ol = $('timeline');
+    ol.textContent = '';
+    trace.steps.forEach((s, i) => {
+      const li = document.createElement('li');
+      li.dataset.index = String(i);
+      if (s.kind === 'state') {
+        li.className = 'tl-state';
+        li.textContent = `${s.machine}: ${describeValue(s.value)}${s.status === 'active' ? '' : ` (${s.status})`}`;
+        li.addEventListener('click', () => goto(stateSteps.indexOf(i)));
+      } else {
+        li.className = 'tl-session';
+        li.textContent = sessionText(s);
+      }
+      ol.appendChild(li);
+    });
+  }
+
+  function goto(p) {
+    if (!trace || stateSteps.length === 0) return;
+    pos = Math.max(0, Math.min(stateSteps.length - 1, p));
+    const index = stateSteps[pos];
+    const step = trace.steps[index];
+
+    // Each chart shows the latest state of the latest actor running it, up to this step.
+    const latest = new Map();
+    for (let k = 0; k <= index; k++) if (trace.steps[k].kind === 'state') latest.set(trace.steps[k].machine, trace.steps[k]);
+    for (const chart of charts) {
+      if (!chart.section) continue;
+      chart.section.querySelectorAll('.xc-active, .xc-taken').forEach((el) => el.classList.remove('xc-active', 'xc-taken'));
+      const s = latest.get(chart.id);
+      chart.section.classList.toggle('xc-current', s === step);
+      chart.tab.classList.toggle('has-state', Boolean(s));
+      chart.section.querySelector('.actor-state').textContent = s
+        ? `${actorLabel(s.actor)}: ${describeValue(s.value)} · ${s.status}${s === step ? '' : ' (as of an earlier step)'}`
+        : '';
+      if (!s) continue;
+      for (const id of activeStates(chart, s.value)) chart.nodes.get(id)?.classList.add('xc-active');
+    }
+
+    const chart = chartById.get(step.machine);
+    if (chart) {
+      for (const t of step.transitions) {
+        for (const target of t.target.length ? t.target : [t.source]) {
+          const el = chart.edgeEls[edgeFor(chart, t, target)];
+          if (el) [el.path, el.label].forEach((x) => x && x.classList.add('xc-taken'));
+        }
+      }
+      selectChart(chart.name);
+    }
+
+    $('step-detail').hidden = false;
+    $('step-machine').textContent = step.machine + (chart ? '' : ' (not a chart of this viewer: regenerate with npm run visualize)');
+    $('step-actor').textContent = actorLabel(step.actor);
+    $('step-event').textContent = step.event || '(eventless)';
+    $('step-transition').textContent = chart ? transitionText(chart, step) : '';
+    $('step-value').textContent = `${describeValue(step.value)} · ${step.status}`;
+
+    const writes = $('step-writes');
+    writes.textContent = '';
+    const written = [];
+    for (let k = index + 1; k < trace.steps.length && trace.steps[k].kind === 'session'; k++) written.push(k);
+    for (const k of written) {
+      const li = document.createElement('li');
+      li.dataset.seq = String(trace.steps[k].seq);
+      li.textContent = sessionText(trace.steps[k]);
+      writes.appendChild(li);
+    }
+    if (written.length === 0) writes.innerHTML = '<li class="none">none</li>';
+
+    for (const li of $('timeline').children) {
+      const k = Number(li.dataset.index);
+      li.classList.toggle('current', k === index);
+      li.classList.toggle('written', written.includes(k));
+    }
+    const ol = $('timeline');
+    const li = ol.children[index];
+    // Scroll the timeline box only (scrollIntoView would also scroll the controls out of view).
+    if (li.offsetTop < ol.scrollTop || li.offsetTop + li.offsetHeight > ol.scrollTop + ol.clientHeight) {
+      ol.scrollTop = li.offsetTop - ol.clientHeight / 2;
+    }
+    $('step-counter').textContent = `Step ${pos + 1} / ${stateSteps.length}`;
+    $('prev').disabled = pos === 0;
+    $('next').disabled = pos === stateSteps.length - 1;
+    document.body.dataset.step = String(pos);
+  }
+
+  function loadTraceScript(src) {
+    window.XCOMPACT_TRACE = undefined;
+    const script = document.createElement('script');
+    script.src = src;
+    script.onload = () => loadTrace(window.XCOMPACT_TRACE, src);
+    script.onerror = () => {
+      $('trace-info').textContent = `Could not load ${src} (a path relative to index.html, written by recorder.save('….js')).`;
+      $('trace-info').className = 'hint error';
+    };
+    document.body.appendChild(script);
+  }
+
+  function readTraceFile(file) {
+    const reader = new FileReader();
+    reader.onload = () => {
+      let text = String(reader.result).trim();
+      // Also accept the script form that recorder.save('….js') writes.
+      text = text.replace(/^(\/\/.*\n)*\s*window\.XCOMPACT_TRACE\s*=\s*/, '').replace(/;\s*$/, '');
+      try {
+        loadTrace(JSON.parse(text), file.name);
+      } catch (err) {
+        $('trace-info').textContent = `${file.name}: not JSON (${err.message})`;
+        $('trace-info').className = 'hint error';
+      }
+    };
+    reader.readAsText(file);
+  }
+
+  $('trace-file').addEventListener('change', (e) => e.target.files[0] && readTraceFile(e.target.files[0]));
+  $('load-sample').addEventListener('click', () => loadTraceScript('out/sample-trace.js'));
+  $('prev').addEventListener('click', () => goto(pos - 1));
+  $('next').addEventListener('click', () => goto(pos + 1));
+  document.addEventListener('keydown', (e) => {
+    if (e.target instanceof HTMLInputElement) return;
+    if (e.key === 'ArrowRight') goto(pos + 1);
+    if (e.key === 'ArrowLeft') goto(pos - 1);
+  });
+
+  window.xcompactViewer = { loadTrace, goto, activeStates: (name, value) => activeStates(charts.find((c) => c.name === name), value) };
+
+  renderCharts()
+    .then(() => {
+      const src = new URLSearchParams(location.search).get('trace');
+      if (src) loadTraceScript(src);
+    })
+    .catch((err) => {
+      if (document.body.dataset.ready !== 'error') fail(`Rendering failed: ${err && err.message ? err.message : err}`);
+    });
+})();

@@ -54,6 +54,12 @@ describe('README', () => {
     }
   });
 
+  it('shows the engine chart exactly as `npm run visualize` generates it', async () => {
+    const { readmeChartSection } = await import('../visualizer/export');
+    const mmd = readFileSync(new URL('../visualizer/out/engine.mmd', import.meta.url), 'utf8');
+    expect(readme, 'README engine chart is stale: run `npm run visualize`').toContain(readmeChartSection(mmd));
+  });
+
   it('holds the two fresh-machine commands', () => {
     expect(readme).toContain('npm ci && npm start');
     expect(readme).toContain('npm ci && npm test');

@@ -253,11 +253,14 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
 
   const selectService = (purpose: 'pressure' | 'overflow' | 'manual', attempt: number): RangeSelection | null => {
     const prices = meter.measure().prices;
-    if (purpose !== 'pressure') return selectRange(session, prices, { retainTokens: 0 });
+    // A span must cost at least twice an empty checkpoint, or no summary can shrink it.
+    const minSpanTokens = 2 * meter.priceUserText(frameCheckpoint(''));
+    if (purpose !== 'pressure') return selectRange(session, prices, { retainTokens: 0, minSpanTokens });
     const { retain } = budgetFor();
     // First attempt keeps small earlier checkpoints in place (warm cache); retries merge from the head.
     return selectRange(session, prices, {
       retainTokens: retain,
+      minSpanTokens,
       ...(attempt === 1 ? { stack: { maxCheckpoints: STACK_MAX_CHECKPOINTS, maxTokens: Math.floor(retain / 2) } } : {}),
     });
   };

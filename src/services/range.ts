@@ -35,6 +35,12 @@ export interface RangeSelection {
 
 export interface SelectOptions {
   retainTokens: number;
+  /**
+   * A span cheaper than this cannot pay for its own checkpoint (preamble, tags, a summary):
+   * a stacked span that small falls back to a head merge, and a head span that small is not
+   * selected at all, so no summarizer call is made only to fail the shrink check.
+   */
+  minSpanTokens?: number;
   /** Keep leading checkpoints in place while they are small; omit to merge from the head. */
   stack?: { maxCheckpoints: number; maxTokens: number };
 }
@@ -64,6 +70,12 @@ export function selectRange(session: Session, prices: NodePrices, options: Selec
   const cut = retainedCut(session, prices, options.retainTokens, head);
   if (cut <= head) return null;
 
+  const minSpan = options.minSpanTokens ?? 0;
+  const spanTokens = (from: number) => {
+    let t = 0;
+    for (let p = from; p < cut; p++) t += prices.priceAt(p);
+    return t;
+  };
   let start = head;
   if (options.stack) {
     let k = head;
@@ -73,14 +85,14 @@ export function selectRange(session: Session, prices: NodePrices, options: Selec
       k++;
     }
     const small = k - head < options.stack.maxCheckpoints && stackTokens <= options.stack.maxTokens;
-    if (small && k < cut) start = k;
+    if (small && k < cut && spanTokens(k) >= minSpan) start = k;
   }
   // A lone checkpoint holds nothing new to condense.
   if (cut - start === 1 && isCheckpoint(session.event(s.seqAt(start)))) return null;
+  const tokens = spanTokens(start);
+  if (tokens < minSpan) return null;
 
   const shadowed = s.slice(start, cut);
-  let tokens = 0;
-  for (let p = start; p < cut; p++) tokens += prices.priceAt(p);
   return {
     start: shadowed[0]!,
     end: shadowed[shadowed.length - 1]!,

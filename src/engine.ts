@@ -478,9 +478,11 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
             summary: context.summary!,
           });
           records.set(record.checkpointSeq, record);
+          started.delete(context.startSeq!);
           notify({ type: 'compaction.committed', ...record });
         } else {
           const t = context.startSeq === undefined ? undefined : started.get(context.startSeq);
+          if (context.startSeq !== undefined) started.delete(context.startSeq);
           notify({
             type: 'compaction.failed',
             trigger: context.trigger,
@@ -581,6 +583,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
     for (const t of out.transactions) {
       if (t.status === 'committed') {
         const r = records.get(t.commit.checkpointSeq);
+        records.delete(t.commit.checkpointSeq); // handed to the caller: nothing accumulates
         if (r) compactions.push(r);
       }
     }
@@ -627,6 +630,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       if (result.kind === 'error') return { kind: 'fail', error, reason: 'internal', classification: undefined };
       if (result.kind !== 'overflow') return { kind: 'fail', error, reason: 'busy', classification: undefined };
       const out = result.output;
+      if (out.transaction?.status === 'committed') records.delete(out.transaction.commit.checkpointSeq);
       if (out.action === 'retry') return { kind: 'retry', classification: out.classification };
       return { kind: 'fail', error, reason: out.reason, classification: out.classification };
     },
@@ -643,7 +647,9 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       const out = result.output;
       if (out.status === 'nothing') return null;
       if (out.status === 'failed') throw new CompactionError(out.error);
-      return records.get(out.transaction.commit.checkpointSeq) ?? recordOf(out.transaction);
+      const record = records.get(out.transaction.commit.checkpointSeq) ?? recordOf(out.transaction);
+      records.delete(out.transaction.commit.checkpointSeq);
+      return record;
     },
     measure() {
       const m = meter.measure();

@@ -79,8 +79,9 @@ export class CompactionError extends XcompactError {
   /** The underlying service error's code, e.g. 'summary-truncated'. */
   readonly causeCode: string | undefined;
 
-  constructor(info: ErrorInfo) {
-    super(info.code, info.message);
+  /** `cause` is the service error behind it (a SummarizerError, with the SDK error inside), when known. */
+  constructor(info: ErrorInfo, cause?: unknown) {
+    super(info.code, info.message, cause === undefined ? undefined : { cause });
     this.causeCode = info.cause;
   }
 }
@@ -162,6 +163,8 @@ export interface CompactionEngine {
 }
 
 const STACK_MAX_CHECKPOINTS = 4;
+/** Summary output cap when neither the config nor a resolvable budget gives one. */
+const FALLBACK_SUMMARY_MAX_TOKENS = 8192;
 
 export function createCompactionEngine(options: CompactionEngineOptions): CompactionEngine {
   const { session } = options;
@@ -301,13 +304,16 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       messages.push(session.messageAt(p));
       events.push(session.event(s.seqAt(p)) as SurfaceEvent);
     }
+    const targetInfo = modelInfoFor(config, target.provider, target.model);
     let maxTokens: number;
     try {
       maxTokens = budgetFor().maxTokens;
     } catch {
-      maxTokens = policyFor(config, target.provider, target.model).maxTokens;
+      // No resolvable budget (overflow recovery without capacity): an explicit cap, else a modest one.
+      maxTokens = policyFor(config, target.provider, target.model).maxTokens ?? FALLBACK_SUMMARY_MAX_TOKENS;
     }
-    const targetInfo = modelInfoFor(config, target.provider, target.model);
+    // Never ask for more output than the summarizer model gives: providers reject such requests.
+    if (targetInfo?.maxOutputTokens !== undefined) maxTokens = Math.min(maxTokens, targetInfo.maxOutputTokens);
     const targetTokenizer = getTokenizer(tokenizerName(target.provider, target.model));
     const request: SummaryRequest = {
       system,
@@ -325,6 +331,11 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
   };
 
   const started = new Map<number, { at: number; tokensBefore: number }>();
+  // The summarizer's own error of the running transaction: charts keep plain data, the facade
+  // hands the real error (with the SDK error inside) to the caller as the CompactionError's cause.
+  let lastSummaryError: unknown;
+  const compactionError = (info: ErrorInfo): CompactionError =>
+    new CompactionError(info, info.code === 'summary' || info.code === 'cancelled' ? lastSummaryError : undefined);
 
   const defaults: EngineServices = {
     measure: () => measureService(),
@@ -344,6 +355,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
     openBracket: (input) => {
       const tokensBefore = meter.measure().totalTokens;
       const e = session.append({ type: 'compaction/start', data: { turn: input.turn, trigger: input.trigger } });
+      lastSummaryError = undefined;
       started.set(e.seq, { at: now(), tokensBefore });
       return { startSeq: e.seq };
     },
@@ -356,6 +368,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
         if (r.usage) out.usage = r.usage;
         return out;
       } catch (err) {
+        lastSummaryError = err;
         if (err instanceof SummarizerError) {
           throw Object.assign(err, { chartCode: err.code === 'summary-cancelled' ? 'cancelled' : 'summary' });
         }
@@ -421,10 +434,20 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
   };
   const services: EngineServices = { ...defaults, ...(options.services?.(defaults) ?? {}) };
 
+  /** compaction/start seqs written by this engine's transactions (each removed once closed). */
+  const ownedStarts = new Set<number>();
+  session.subscribe((e) => {
+    if (e.type === 'compaction/end' || e.type === 'session/end-seed') ownedStarts.clear();
+  });
+
   // Each service becomes an invoked actor; sync services run inside the promise so a throw is an error event.
   const txActors = {
     validateSpan: fromPromise<SpanCheck, TransactionActorInputs['validateSpan']>(async ({ input }) => services.validateSpan(input)),
-    openBracket: fromPromise<{ startSeq: number }, TransactionActorInputs['openBracket']>(async ({ input }) => services.openBracket(input)),
+    openBracket: fromPromise<{ startSeq: number }, TransactionActorInputs['openBracket']>(async ({ input }) => {
+      const opened = await services.openBracket(input);
+      ownedStarts.add(opened.startSeq);
+      return opened;
+    }),
     summarize: fromPromise<SummaryOutcome, TransactionActorInputs['summarize']>(({ input, signal }) => services.summarize(input, signal)),
     revalidate: fromPromise<Verdict, TransactionActorInputs['revalidate']>(async ({ input }) => services.revalidate(input)),
     commit: fromPromise<CommitRecord, TransactionActorInputs['commit']>(async ({ input }) => services.commit(input)),
@@ -486,13 +509,30 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
           notify({
             type: 'compaction.failed',
             trigger: context.trigger,
-            error: new CompactionError(context.error ?? { code: 'internal', message: 'unknown failure' }),
+            error: compactionError(context.error ?? { code: 'internal', message: 'unknown failure' }),
             durationMs: t ? now() - t.at : 0,
           });
         }
       },
     },
   });
+
+  // A transaction chart that failed (a bug, not a service failure) cannot close its own bracket:
+  // its parent chart decides to release the lock, and this does the work.
+  const closeAbandonedBracket = () => {
+    const lock = session.lock;
+    // Only a lock this engine's own transaction took: never another writer's.
+    if (!lock.held || !ownedStarts.has(lock.startSeq)) return;
+    try {
+      session.append({
+        type: 'compaction/end',
+        data: { turn: lock.turn, error: { code: 'internal', message: 'the transaction chart failed; its compaction was abandoned' } },
+      });
+      session.flush().catch(() => undefined); // a store failure surfaces on the next flush
+    } catch {
+      // The append itself was refused: the orphan stays and later compactions report busy.
+    }
+  };
 
   const measure = fromPromise<ReadingResult, { phase: 'initial' | 'after-prune' | 'after-compaction' }>(async ({ input }) => services.measure(input));
   const pressure = pressureMachine.provide({
@@ -502,6 +542,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       selectRange: fromPromise<RangeSelection | null, { purpose: 'pressure'; attempt: number }>(async ({ input }) => services.selectRange(input)),
       transaction,
     },
+    actions: { 'close abandoned bracket': closeAbandonedBracket },
   });
   const probeLock = fromPromise<LockProbe, { purpose: 'admit' | 'decide' }>(async ({ input }) => services.probeLock(input));
   const overflow = overflowMachine.provide({
@@ -512,6 +553,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       selectRange: fromPromise<RangeSelection | null, { purpose: 'overflow'; attempt: number }>(async ({ input }) => services.selectRange(input)),
       transaction,
     },
+    actions: { 'close abandoned bracket': closeAbandonedBracket },
   });
   const manual = manualMachine.provide({
     actors: {
@@ -521,6 +563,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       selectRange: fromPromise<RangeSelection | null, { purpose: 'manual'; attempt: number }>(async ({ input }) => services.selectRange(input)),
       transaction,
     },
+    actions: { 'close abandoned bracket': closeAbandonedBracket },
   });
   const machine = engineMachine.provide({ actors: { pressure, overflow, manual } });
 
@@ -587,9 +630,9 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
         if (r) compactions.push(r);
       }
     }
-    if (out.status === 'skipped' && out.skipped) notify({ type: 'compaction.skipped', trigger: 'pressure', reason: out.skipped.message });
+    // (An unresolvable budget is told once per model by capacity.missing, not at every step.)
     if (out.status === 'stuck') notify({ type: 'compaction.skipped', trigger: 'pressure', reason: 'above the threshold, but nothing can be compacted (one indivisible unit)' });
-    return { status: out.status, before: out.before, after: out.after, pruned: out.prune, compactions, error: out.error ? new CompactionError(out.error) : undefined };
+    return { status: out.status, before: out.before, after: out.after, pruned: out.prune, compactions, error: out.error ? compactionError(out.error) : undefined };
   };
 
   const engine: CompactionEngine = {
@@ -646,7 +689,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       if (result.kind !== 'manual') throw new CompactionError({ code: 'internal', message: `unexpected result ${result.kind}` });
       const out = result.output;
       if (out.status === 'nothing') return null;
-      if (out.status === 'failed') throw new CompactionError(out.error);
+      if (out.status === 'failed') throw compactionError(out.error);
       const record = records.get(out.transaction.commit.checkpointSeq) ?? recordOf(out.transaction);
       records.delete(out.transaction.commit.checkpointSeq);
       return record;

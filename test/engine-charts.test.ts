@@ -481,3 +481,13 @@ describe('a chart that fails (a bug, not a service failure)', () => {
     expect((await h.step(1)).status).toBe('below');
   });
 });
+
+describe('errors a caller can act on', () => {
+  it('a failed summary hands over the summarizer error as the CompactionError cause', async () => {
+    const h = harness({ summarizer: failingSummarizer('summary-empty') });
+    openTurn(h);
+    const { result } = await stepUntilPressure(h);
+    expect(result.error).toBeInstanceOf(CompactionError);
+    expect(result.error!.cause).toMatchObject({ code: 'summary-empty', message: 'scripted summary-empty' });
+  });
+});

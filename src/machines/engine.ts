@@ -71,7 +71,10 @@ function automaticFailure(out: PressureOutput | OverflowOutput): boolean {
 }
 
 function automaticSuccess(out: PressureOutput | OverflowOutput): boolean {
-  if ('status' in out) return out.status === 'compacted' || out.status === 'relieved-by-pruning';
+  if ('status' in out) {
+    // A commit kept after a late cancel is a success too.
+    return out.status === 'compacted' || out.status === 'relieved-by-pruning' || out.transactions.some((t) => t.status === 'committed');
+  }
   return out.action === 'retry';
 }
 
@@ -199,6 +202,7 @@ export const engineMachine = setup({
             src: 'pressure',
             input: ({ context }) => ({
               turn: context.pending?.type === 'step.completed' ? context.pending.turn : null,
+              aborted: context.pending?.type === 'step.completed' ? context.pending.aborted : false,
               pruneEnabled: context.pruneEnabled,
               maxAttempts: context.maxAttempts,
             }),

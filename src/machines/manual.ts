@@ -78,6 +78,9 @@ export const manualMachine = setup({
       },
     }),
     'forward cancel': sendTo('transaction', { type: 'cancel' }),
+    'close abandoned bracket': () => {
+      // Provided by the engine: a transaction chart that failed may have left its lock taken.
+    },
     'fail cancelled': assign({ error: (): ErrorInfo => ({ code: 'cancelled', message: 'the compaction was cancelled' }) }),
     'fail internally': assign({ error: ({ event }): ErrorInfo => toErrorInfo(errorOf(event), 'internal') }),
   },
@@ -129,7 +132,7 @@ export const manualMachine = setup({
           { guard: 'transaction committed', target: 'committed', actions: 'remember transaction' },
           { target: 'failed', actions: ['remember transaction', 'fail from transaction'] },
         ],
-        onError: { target: 'failed', actions: 'fail internally' },
+        onError: { target: 'failed', actions: ['fail internally', 'close abandoned bracket'] },
       },
       on: { cancel: { actions: 'forward cancel' } },
     },

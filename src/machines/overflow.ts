@@ -89,6 +89,9 @@ export const overflowMachine = setup({
     'remember transaction': assign({ transaction: ({ event }) => outputOf<TransactionOutput>(event) }),
     'mark cancelled': assign({ cancelled: true }),
     'forward cancel': sendTo('transaction', { type: 'cancel' }),
+    'close abandoned bracket': () => {
+      // Provided by the engine: a transaction chart that failed may have left its lock taken.
+    },
     decline: assign({ reason: (_, params: { reason: DeclineReason }) => params.reason }),
     'decline after recovery': assign({ reason: ({ context }): DeclineReason => (context.cancelled ? 'cancelled' : 'no-progress') }),
   },
@@ -131,6 +134,7 @@ export const overflowMachine = setup({
         src: 'probeLock',
         input: { purpose: 'admit' },
         onDone: [
+          { guard: 'cancelled', target: 'declined', actions: { type: 'decline', params: { reason: 'cancelled' } } },
           { guard: 'lock is held', target: 'declined', actions: { type: 'decline', params: { reason: 'busy' } } },
           { target: 'pruning', actions: 'snapshot generation' },
         ],
@@ -141,7 +145,10 @@ export const overflowMachine = setup({
       invoke: {
         src: 'prune',
         input: { trigger: 'overflow' },
-        onDone: { target: 'selecting', actions: 'remember prune' },
+        onDone: [
+          { guard: 'cancelled', target: 'deciding', actions: 'remember prune' },
+          { target: 'selecting', actions: 'remember prune' },
+        ],
         onError: { target: 'deciding' },
       },
     },
@@ -150,6 +157,7 @@ export const overflowMachine = setup({
         src: 'selectRange',
         input: { purpose: 'overflow', attempt: 1 },
         onDone: [
+          { guard: 'cancelled', target: 'deciding' },
           { guard: 'nothing to compact', target: 'deciding' },
           { target: 'compacting', actions: 'remember range' },
         ],
@@ -163,7 +171,7 @@ export const overflowMachine = setup({
         input: ({ context }) => ({ trigger: 'overflow' as const, mode: 'automatic' as const, range: context.range!, turn: context.turn }),
         onDone: { target: 'deciding', actions: 'remember transaction' },
         // A bug inside the transaction chart: pruning may still have advanced the surface.
-        onError: { target: 'deciding' },
+        onError: { target: 'deciding', actions: 'close abandoned bracket' },
       },
       on: { cancel: { actions: ['mark cancelled', 'forward cancel'] } },
     },

@@ -2,6 +2,7 @@
  * Pressure compaction, run after every successful step (before `step/end`, so also in the
  * middle of a tool loop).
  *
+ *   checkingSignal ─ already aborted ▶ cancelled
  *   measuring ─ unrouted / misconfigured ▶ skipped      ─ below threshold ▶ below
  *       │ at or above threshold
  *   pruning (if enabled) ▶ remeasuringAfterPrune ─ below ▶ relievedByPruning (no model call)
@@ -28,6 +29,8 @@ import {
 
 export interface PressureInput {
   turn: number | null;
+  /** The caller's signal was already aborted when the step was reported. */
+  aborted: boolean;
   pruneEnabled: boolean;
   /** 1 + compactionRetries. */
   maxAttempts: number;
@@ -62,6 +65,8 @@ export interface PressureContext extends PressureInput {
   transactions: TransactionOutput[];
   error: ErrorInfo | undefined;
   status: PressureStatus;
+  /** A cancel arrived while a transaction was running: nothing new starts after it. */
+  cancelRequested: boolean;
 }
 
 export type PressureEvent = { type: 'cancel' };
@@ -89,6 +94,8 @@ export const pressureMachine = setup({
     transaction: transactionMachine,
   },
   guards: {
+    'signal already aborted': ({ context }) => context.aborted,
+    'cancel was requested': ({ context }) => context.cancelRequested,
     'no routed model yet': ({ event }) => outputOf<ReadingResult>(event).kind === 'unrouted',
     'budget cannot be resolved': ({ event }) => outputOf<ReadingResult>(event).kind === 'misconfigured',
     'below threshold': ({ event }) => isBelow(reading(event)),
@@ -131,6 +138,10 @@ export const pressureMachine = setup({
     }),
     'fail from service': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'internal') }),
     'forward cancel': sendTo('transaction', { type: 'cancel' }),
+    'remember cancel': assign({ cancelRequested: true }),
+    'close abandoned bracket': () => {
+      // Provided by the engine: a transaction chart that failed may have left its lock taken.
+    },
     'set status': assign({ status: (_, params: { status: PressureStatus }) => params.status }),
   },
 }).createMachine({
@@ -146,10 +157,14 @@ export const pressureMachine = setup({
     transactions: [],
     error: undefined,
     status: 'failed',
+    cancelRequested: false,
   }),
-  initial: 'measuring',
+  initial: 'checkingSignal',
   on: { cancel: { target: '.cancelled' } },
   states: {
+    checkingSignal: {
+      always: [{ guard: 'signal already aborted', target: 'cancelled' }, { target: 'measuring' }],
+    },
     measuring: {
       invoke: {
         src: 'measure',
@@ -202,15 +217,18 @@ export const pressureMachine = setup({
         src: 'transaction',
         input: ({ context }) => ({ trigger: 'pressure' as const, mode: 'automatic' as const, range: context.range!, turn: context.turn }),
         onDone: [
-          { guard: 'transaction committed', target: 'remeasuring', actions: 'remember transaction' },
           { guard: 'transaction was cancelled', target: 'cancelled', actions: ['remember transaction', 'fail from transaction'] },
+          // Cancelled too late to stop this commit: keep it, but start nothing after it.
+          { guard: and(['cancel was requested', 'transaction committed']), target: 'cancelled', actions: 'remember transaction' },
+          { guard: 'transaction committed', target: 'remeasuring', actions: 'remember transaction' },
+          // A failure of its own (even after a late cancel) is a failure: the breaker counts it.
           { target: 'failed', actions: ['remember transaction', 'fail from transaction'] },
         ],
         // A bug inside the transaction chart itself (not a service failure, which it handles).
-        onError: { target: 'failed', actions: 'fail from service' },
+        onError: { target: 'failed', actions: ['fail from service', 'close abandoned bracket'] },
       },
       // The transaction closes its own bracket on cancel; this chart waits for it.
-      on: { cancel: { actions: 'forward cancel' } },
+      on: { cancel: { actions: ['forward cancel', 'remember cancel'] } },
     },
     remeasuring: {
       invoke: {

@@ -1,7 +1,7 @@
 /**
  * The compaction transaction: one span condensed into one checkpoint, bracketed in the log.
  *
- *   validating ─ lock held ─────────────────────────────────────────▶ rejected (nothing written)
+ *   validating ─ lock held / cancelled ─────────────────────────────▶ rejected (nothing written)
  *       │ span ok, lock free
  *   opening (append compaction/start: the lock)
  *   summarizing (invoked, cancellable) ── cancel / error ─┐
@@ -42,6 +42,8 @@ export interface TransactionContext {
   summary: SummaryOutcome | undefined;
   commit: CommitRecord | undefined;
   error: ErrorInfo | undefined;
+  /** A cancel arrived while a step that cannot be interrupted was running. */
+  cancelRequested: boolean;
 }
 
 export type TransactionEvent = { type: 'cancel' };
@@ -73,6 +75,7 @@ export const transactionMachine = setup({
     closeWithError: notProvided<void, TransactionActorInputs['closeWithError']>('closeWithError'),
   },
   guards: {
+    'cancel was requested': ({ context }) => context.cancelRequested,
     'lock is held': ({ event }) => outputOf<SpanCheck>(event).lockHeld,
     'surface changed': ({ event }) => !outputOf<Verdict>(event).stable,
     'checkpoint does not shrink the span': ({ event }) => {
@@ -85,6 +88,7 @@ export const transactionMachine = setup({
     },
   },
   actions: {
+    'remember cancel': assign({ cancelRequested: true }),
     'remember snapshot': assign({ snapshot: ({ event }) => outputOf<SpanCheck>(event).snapshot }),
     'remember start': assign({ startSeq: ({ event }) => outputOf<{ startSeq: number }>(event).startSeq }),
     'remember summary': assign({ summary: ({ event }) => outputOf<SummaryOutcome>(event) }),
@@ -140,14 +144,19 @@ export const transactionMachine = setup({
     summary: undefined,
     commit: undefined,
     error: undefined,
+    cancelRequested: false,
   }),
   initial: 'validating',
+  // Steps that run to completion note a cancel; the next decision honours it. Waiting states
+  // (summarizing, revalidating) leave at once; after the commit began, it is too late.
+  on: { cancel: { actions: 'remember cancel' } },
   states: {
     validating: {
       invoke: {
         src: 'validateSpan',
         input: ({ context }) => ({ range: context.range, mode: context.mode }),
         onDone: [
+          { guard: 'cancel was requested', target: 'rejected', actions: 'fail cancelled' },
           { guard: 'lock is held', target: 'rejected', actions: 'fail busy' },
           { target: 'opening', actions: 'remember snapshot' },
         ],
@@ -158,7 +167,15 @@ export const transactionMachine = setup({
       invoke: {
         src: 'openBracket',
         input: ({ context }) => ({ trigger: context.trigger, turn: context.turn, range: context.range }),
-        onDone: { target: 'summarizing', actions: ['remember start', { type: 'notify', params: { what: 'started' } }] },
+        onDone: [
+          // The lock is taken: close it again rather than start a summary nobody wants.
+          {
+            guard: 'cancel was requested',
+            target: 'closing',
+            actions: ['remember start', { type: 'notify', params: { what: 'started' } }, 'fail cancelled'],
+          },
+          { target: 'summarizing', actions: ['remember start', { type: 'notify', params: { what: 'started' } }] },
+        ],
         onError: { target: 'rejected', actions: 'fail from bracket' },
       },
     },

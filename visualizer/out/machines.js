@@ -247,6 +247,10 @@ window.XCOMPACT_CHARTS = [
     "path": ""
    },
    {
+    "id": "pressure.checkingSignal",
+    "path": "checkingSignal"
+   },
+   {
     "id": "pressure.measuring",
     "path": "measuring"
    },
@@ -301,6 +305,7 @@ window.XCOMPACT_CHARTS = [
   ],
   "mermaidIds": {
    "pressure": "pressure",
+   "pressure.checkingSignal": "pressure__checkingSignal",
    "pressure.measuring": "pressure__measuring",
    "pressure.pruning": "pressure__pruning",
    "pressure.remeasuringAfterPrune": "pressure__remeasuringAfterPrune",
@@ -318,7 +323,7 @@ window.XCOMPACT_CHARTS = [
   "edges": [
    {
     "source": null,
-    "target": "pressure.measuring"
+    "target": "pressure.checkingSignal"
    },
    {
     "source": "pressure.skipped",
@@ -347,6 +352,19 @@ window.XCOMPACT_CHARTS = [
    {
     "source": "pressure.cancelled",
     "target": null
+   },
+   {
+    "source": "pressure.checkingSignal",
+    "target": "pressure.cancelled",
+    "event": "",
+    "guard": "signal already aborted",
+    "label": "always [signal already aborted]"
+   },
+   {
+    "source": "pressure.checkingSignal",
+    "target": "pressure.measuring",
+    "event": "",
+    "label": "always"
    },
    {
     "source": "pressure.measuring",
@@ -453,17 +471,24 @@ window.XCOMPACT_CHARTS = [
    },
    {
     "source": "pressure.compacting",
-    "target": "pressure.remeasuring",
+    "target": "pressure.cancelled",
     "event": "xstate.done.actor.transaction",
-    "guard": "transaction committed",
-    "label": "done: transaction [transaction committed]"
+    "guard": "transaction was cancelled",
+    "label": "done: transaction [transaction was cancelled]"
    },
    {
     "source": "pressure.compacting",
     "target": "pressure.cancelled",
     "event": "xstate.done.actor.transaction",
-    "guard": "transaction was cancelled",
-    "label": "done: transaction [transaction was cancelled]"
+    "guard": "cancel was requested & transaction committed",
+    "label": "done: transaction [cancel was requested & transaction committed]"
+   },
+   {
+    "source": "pressure.compacting",
+    "target": "pressure.remeasuring",
+    "event": "xstate.done.actor.transaction",
+    "guard": "transaction committed",
+    "label": "done: transaction [transaction committed]"
    },
    {
     "source": "pressure.compacting",
@@ -510,7 +535,7 @@ window.XCOMPACT_CHARTS = [
     "label": "cancel"
    }
   ],
-  "mermaid": "%% pressure: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"pressure\" as pressure {\n    [*] --> pressure__measuring\n    state \"measuring\" as pressure__measuring\n    pressure__measuring : invoke measure\n    state \"pruning\" as pressure__pruning\n    pressure__pruning : invoke prune\n    state \"remeasuringAfterPrune\" as pressure__remeasuringAfterPrune\n    pressure__remeasuringAfterPrune : invoke measure\n    state \"selecting\" as pressure__selecting\n    pressure__selecting : invoke selectRange\n    state \"compacting\" as pressure__compacting\n    pressure__compacting : invoke transaction\n    state \"remeasuring\" as pressure__remeasuring\n    pressure__remeasuring : invoke measure\n    state \"skipped\" as pressure__skipped\n    state \"below\" as pressure__below\n    state \"relievedByPruning\" as pressure__relievedByPruning\n    state \"stuck\" as pressure__stuck\n    state \"compacted\" as pressure__compacted\n    state \"failed\" as pressure__failed\n    state \"cancelled\" as pressure__cancelled\n    pressure__skipped --> [*]\n    pressure__below --> [*]\n    pressure__relievedByPruning --> [*]\n    pressure__stuck --> [*]\n    pressure__compacted --> [*]\n    pressure__failed --> [*]\n    pressure__cancelled --> [*]\n  }\n  pressure__measuring --> pressure__skipped : done: measure [no routed model yet]\n  pressure__measuring --> pressure__skipped : done: measure [budget cannot be resolved]\n  pressure__measuring --> pressure__below : done: measure [below threshold]\n  pressure__measuring --> pressure__pruning : done: measure [pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure\n  pressure__measuring --> pressure__failed : error: measure\n  pressure__pruning --> pressure__remeasuringAfterPrune : done: prune\n  pressure__pruning --> pressure__failed : error: prune\n  pressure__remeasuringAfterPrune --> pressure__relievedByPruning : done: measure [below threshold]\n  pressure__remeasuringAfterPrune --> pressure__selecting : done: measure\n  pressure__remeasuringAfterPrune --> pressure__failed : error: measure\n  pressure__selecting --> pressure__stuck : done: selectRange [nothing to compact & no attempt made yet]\n  pressure__selecting --> pressure__failed : done: selectRange [nothing to compact]\n  pressure__selecting --> pressure__compacting : done: selectRange\n  pressure__selecting --> pressure__failed : error: selectRange\n  pressure__compacting --> pressure__compacting : cancel\n  pressure__compacting --> pressure__remeasuring : done: transaction [transaction committed]\n  pressure__compacting --> pressure__cancelled : done: transaction [transaction was cancelled]\n  pressure__compacting --> pressure__failed : done: transaction\n  pressure__compacting --> pressure__failed : error: transaction\n  pressure__remeasuring --> pressure__compacted : done: measure [below threshold]\n  pressure__remeasuring --> pressure__selecting : done: measure [attempts left]\n  pressure__remeasuring --> pressure__failed : done: measure\n  pressure__remeasuring --> pressure__failed : error: measure\n  pressure --> pressure__cancelled : cancel\n"
+  "mermaid": "%% pressure: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"pressure\" as pressure {\n    [*] --> pressure__checkingSignal\n    state \"checkingSignal\" as pressure__checkingSignal\n    state \"measuring\" as pressure__measuring\n    pressure__measuring : invoke measure\n    state \"pruning\" as pressure__pruning\n    pressure__pruning : invoke prune\n    state \"remeasuringAfterPrune\" as pressure__remeasuringAfterPrune\n    pressure__remeasuringAfterPrune : invoke measure\n    state \"selecting\" as pressure__selecting\n    pressure__selecting : invoke selectRange\n    state \"compacting\" as pressure__compacting\n    pressure__compacting : invoke transaction\n    state \"remeasuring\" as pressure__remeasuring\n    pressure__remeasuring : invoke measure\n    state \"skipped\" as pressure__skipped\n    state \"below\" as pressure__below\n    state \"relievedByPruning\" as pressure__relievedByPruning\n    state \"stuck\" as pressure__stuck\n    state \"compacted\" as pressure__compacted\n    state \"failed\" as pressure__failed\n    state \"cancelled\" as pressure__cancelled\n    pressure__skipped --> [*]\n    pressure__below --> [*]\n    pressure__relievedByPruning --> [*]\n    pressure__stuck --> [*]\n    pressure__compacted --> [*]\n    pressure__failed --> [*]\n    pressure__cancelled --> [*]\n  }\n  pressure__checkingSignal --> pressure__cancelled : always [signal already aborted]\n  pressure__checkingSignal --> pressure__measuring : always\n  pressure__measuring --> pressure__skipped : done: measure [no routed model yet]\n  pressure__measuring --> pressure__skipped : done: measure [budget cannot be resolved]\n  pressure__measuring --> pressure__below : done: measure [below threshold]\n  pressure__measuring --> pressure__pruning : done: measure [pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure\n  pressure__measuring --> pressure__failed : error: measure\n  pressure__pruning --> pressure__remeasuringAfterPrune : done: prune\n  pressure__pruning --> pressure__failed : error: prune\n  pressure__remeasuringAfterPrune --> pressure__relievedByPruning : done: measure [below threshold]\n  pressure__remeasuringAfterPrune --> pressure__selecting : done: measure\n  pressure__remeasuringAfterPrune --> pressure__failed : error: measure\n  pressure__selecting --> pressure__stuck : done: selectRange [nothing to compact & no attempt made yet]\n  pressure__selecting --> pressure__failed : done: selectRange [nothing to compact]\n  pressure__selecting --> pressure__compacting : done: selectRange\n  pressure__selecting --> pressure__failed : error: selectRange\n  pressure__compacting --> pressure__compacting : cancel\n  pressure__compacting --> pressure__cancelled : done: transaction [transaction was cancelled]\n  pressure__compacting --> pressure__cancelled : done: transaction [cancel was requested & transaction committed]\n  pressure__compacting --> pressure__remeasuring : done: transaction [transaction committed]\n  pressure__compacting --> pressure__failed : done: transaction\n  pressure__compacting --> pressure__failed : error: transaction\n  pressure__remeasuring --> pressure__compacted : done: measure [below threshold]\n  pressure__remeasuring --> pressure__selecting : done: measure [attempts left]\n  pressure__remeasuring --> pressure__failed : done: measure\n  pressure__remeasuring --> pressure__failed : error: measure\n  pressure --> pressure__cancelled : cancel\n"
  },
  {
   "name": "overflow",
@@ -622,6 +647,13 @@ window.XCOMPACT_CHARTS = [
     "source": "overflow.probingLock",
     "target": "overflow.declined",
     "event": "xstate.done.actor.0.overflow.probingLock",
+    "guard": "cancelled",
+    "label": "done: probeLock [cancelled]"
+   },
+   {
+    "source": "overflow.probingLock",
+    "target": "overflow.declined",
+    "event": "xstate.done.actor.0.overflow.probingLock",
     "guard": "lock is held",
     "label": "done: probeLock [lock is held]"
    },
@@ -639,6 +671,13 @@ window.XCOMPACT_CHARTS = [
    },
    {
     "source": "overflow.pruning",
+    "target": "overflow.deciding",
+    "event": "xstate.done.actor.0.overflow.pruning",
+    "guard": "cancelled",
+    "label": "done: prune [cancelled]"
+   },
+   {
+    "source": "overflow.pruning",
     "target": "overflow.selecting",
     "event": "xstate.done.actor.0.overflow.pruning",
     "label": "done: prune"
@@ -648,6 +687,13 @@ window.XCOMPACT_CHARTS = [
     "target": "overflow.deciding",
     "event": "xstate.error.actor.0.overflow.pruning",
     "label": "error: prune"
+   },
+   {
+    "source": "overflow.selecting",
+    "target": "overflow.deciding",
+    "event": "xstate.done.actor.0.overflow.selecting",
+    "guard": "cancelled",
+    "label": "done: selectRange [cancelled]"
    },
    {
     "source": "overflow.selecting",
@@ -712,7 +758,7 @@ window.XCOMPACT_CHARTS = [
     "label": "cancel"
    }
   ],
-  "mermaid": "%% overflow: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"overflow\" as overflow {\n    [*] --> overflow__classifying\n    state \"classifying\" as overflow__classifying\n    overflow__classifying : invoke classify\n    state \"probingLock\" as overflow__probingLock\n    overflow__probingLock : invoke probeLock\n    state \"pruning\" as overflow__pruning\n    overflow__pruning : invoke prune\n    state \"selecting\" as overflow__selecting\n    overflow__selecting : invoke selectRange\n    state \"compacting\" as overflow__compacting\n    overflow__compacting : invoke transaction\n    state \"deciding\" as overflow__deciding\n    overflow__deciding : invoke probeLock\n    state \"retry\" as overflow__retry\n    state \"declined\" as overflow__declined\n    overflow__retry --> [*]\n    overflow__declined --> [*]\n  }\n  overflow__classifying --> overflow__declined : done: classify [not a context overflow]\n  overflow__classifying --> overflow__declined : done: classify [recovery is disabled]\n  overflow__classifying --> overflow__declined : done: classify [retries are used up]\n  overflow__classifying --> overflow__declined : done: classify [cancelled]\n  overflow__classifying --> overflow__probingLock : done: classify\n  overflow__classifying --> overflow__declined : error: classify\n  overflow__probingLock --> overflow__declined : done: probeLock [lock is held]\n  overflow__probingLock --> overflow__pruning : done: probeLock\n  overflow__probingLock --> overflow__declined : error: probeLock\n  overflow__pruning --> overflow__selecting : done: prune\n  overflow__pruning --> overflow__deciding : error: prune\n  overflow__selecting --> overflow__deciding : done: selectRange [nothing to compact]\n  overflow__selecting --> overflow__compacting : done: selectRange\n  overflow__selecting --> overflow__deciding : error: selectRange\n  overflow__compacting --> overflow__compacting : cancel\n  overflow__compacting --> overflow__deciding : done: transaction\n  overflow__compacting --> overflow__deciding : error: transaction\n  overflow__deciding --> overflow__retry : done: probeLock [generation advanced]\n  overflow__deciding --> overflow__declined : done: probeLock\n  overflow__deciding --> overflow__declined : error: probeLock\n  overflow --> overflow : cancel\n"
+  "mermaid": "%% overflow: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"overflow\" as overflow {\n    [*] --> overflow__classifying\n    state \"classifying\" as overflow__classifying\n    overflow__classifying : invoke classify\n    state \"probingLock\" as overflow__probingLock\n    overflow__probingLock : invoke probeLock\n    state \"pruning\" as overflow__pruning\n    overflow__pruning : invoke prune\n    state \"selecting\" as overflow__selecting\n    overflow__selecting : invoke selectRange\n    state \"compacting\" as overflow__compacting\n    overflow__compacting : invoke transaction\n    state \"deciding\" as overflow__deciding\n    overflow__deciding : invoke probeLock\n    state \"retry\" as overflow__retry\n    state \"declined\" as overflow__declined\n    overflow__retry --> [*]\n    overflow__declined --> [*]\n  }\n  overflow__classifying --> overflow__declined : done: classify [not a context overflow]\n  overflow__classifying --> overflow__declined : done: classify [recovery is disabled]\n  overflow__classifying --> overflow__declined : done: classify [retries are used up]\n  overflow__classifying --> overflow__declined : done: classify [cancelled]\n  overflow__classifying --> overflow__probingLock : done: classify\n  overflow__classifying --> overflow__declined : error: classify\n  overflow__probingLock --> overflow__declined : done: probeLock [cancelled]\n  overflow__probingLock --> overflow__declined : done: probeLock [lock is held]\n  overflow__probingLock --> overflow__pruning : done: probeLock\n  overflow__probingLock --> overflow__declined : error: probeLock\n  overflow__pruning --> overflow__deciding : done: prune [cancelled]\n  overflow__pruning --> overflow__selecting : done: prune\n  overflow__pruning --> overflow__deciding : error: prune\n  overflow__selecting --> overflow__deciding : done: selectRange [cancelled]\n  overflow__selecting --> overflow__deciding : done: selectRange [nothing to compact]\n  overflow__selecting --> overflow__compacting : done: selectRange\n  overflow__selecting --> overflow__deciding : error: selectRange\n  overflow__compacting --> overflow__compacting : cancel\n  overflow__compacting --> overflow__deciding : done: transaction\n  overflow__compacting --> overflow__deciding : error: transaction\n  overflow__deciding --> overflow__retry : done: probeLock [generation advanced]\n  overflow__deciding --> overflow__declined : done: probeLock\n  overflow__deciding --> overflow__declined : error: probeLock\n  overflow --> overflow : cancel\n"
  },
  {
   "name": "manual",
@@ -988,6 +1034,13 @@ window.XCOMPACT_CHARTS = [
     "source": "transaction.validating",
     "target": "transaction.rejected",
     "event": "xstate.done.actor.0.transaction.validating",
+    "guard": "cancel was requested",
+    "label": "done: validateSpan [cancel was requested]"
+   },
+   {
+    "source": "transaction.validating",
+    "target": "transaction.rejected",
+    "event": "xstate.done.actor.0.transaction.validating",
     "guard": "lock is held",
     "label": "done: validateSpan [lock is held]"
    },
@@ -1002,6 +1055,13 @@ window.XCOMPACT_CHARTS = [
     "target": "transaction.rejected",
     "event": "xstate.error.actor.0.transaction.validating",
     "label": "error: validateSpan"
+   },
+   {
+    "source": "transaction.opening",
+    "target": "transaction.closing",
+    "event": "xstate.done.actor.0.transaction.opening",
+    "guard": "cancel was requested",
+    "label": "done: openBracket [cancel was requested]"
    },
    {
     "source": "transaction.opening",
@@ -1107,8 +1167,14 @@ window.XCOMPACT_CHARTS = [
     "target": "transaction.failed",
     "event": "xstate.error.actor.0.transaction.closing",
     "label": "error: closeWithError"
+   },
+   {
+    "source": "transaction",
+    "target": "transaction",
+    "event": "cancel",
+    "label": "cancel"
    }
   ],
-  "mermaid": "%% transaction: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"transaction\" as transaction {\n    [*] --> transaction__validating\n    state \"validating\" as transaction__validating\n    transaction__validating : invoke validateSpan\n    state \"opening\" as transaction__opening\n    transaction__opening : invoke openBracket\n    state \"summarizing\" as transaction__summarizing\n    transaction__summarizing : invoke summarize\n    state \"revalidating\" as transaction__revalidating\n    transaction__revalidating : invoke revalidate\n    state \"committing\" as transaction__committing\n    transaction__committing : invoke commit\n    state \"flushing\" as transaction__flushing\n    transaction__flushing : invoke flush\n    state \"closing\" as transaction__closing\n    transaction__closing : invoke closeWithError\n    state \"committed\" as transaction__committed\n    state \"persistenceFailed\" as transaction__persistenceFailed\n    state \"failed\" as transaction__failed\n    state \"rejected\" as transaction__rejected\n    transaction__committed --> [*]\n    transaction__persistenceFailed --> [*]\n    transaction__failed --> [*]\n    transaction__rejected --> [*]\n  }\n  transaction__validating --> transaction__rejected : done: validateSpan [lock is held]\n  transaction__validating --> transaction__opening : done: validateSpan\n  transaction__validating --> transaction__rejected : error: validateSpan\n  transaction__opening --> transaction__summarizing : done: openBracket\n  transaction__opening --> transaction__rejected : error: openBracket\n  transaction__summarizing --> transaction__closing : cancel\n  transaction__summarizing --> transaction__revalidating : done: summarize\n  transaction__summarizing --> transaction__closing : error: summarize\n  transaction__revalidating --> transaction__closing : cancel\n  transaction__revalidating --> transaction__closing : done: revalidate [surface changed]\n  transaction__revalidating --> transaction__closing : done: revalidate [checkpoint does not shrink the span]\n  transaction__revalidating --> transaction__closing : done: revalidate [too little progress]\n  transaction__revalidating --> transaction__committing : done: revalidate\n  transaction__revalidating --> transaction__closing : error: revalidate\n  transaction__committing --> transaction__flushing : done: commit\n  transaction__committing --> transaction__closing : error: commit\n  transaction__flushing --> transaction__committed : done: flush\n  transaction__flushing --> transaction__persistenceFailed : error: flush\n  transaction__closing --> transaction__failed : done: closeWithError\n  transaction__closing --> transaction__failed : error: closeWithError\n"
+  "mermaid": "%% transaction: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"transaction\" as transaction {\n    [*] --> transaction__validating\n    state \"validating\" as transaction__validating\n    transaction__validating : invoke validateSpan\n    state \"opening\" as transaction__opening\n    transaction__opening : invoke openBracket\n    state \"summarizing\" as transaction__summarizing\n    transaction__summarizing : invoke summarize\n    state \"revalidating\" as transaction__revalidating\n    transaction__revalidating : invoke revalidate\n    state \"committing\" as transaction__committing\n    transaction__committing : invoke commit\n    state \"flushing\" as transaction__flushing\n    transaction__flushing : invoke flush\n    state \"closing\" as transaction__closing\n    transaction__closing : invoke closeWithError\n    state \"committed\" as transaction__committed\n    state \"persistenceFailed\" as transaction__persistenceFailed\n    state \"failed\" as transaction__failed\n    state \"rejected\" as transaction__rejected\n    transaction__committed --> [*]\n    transaction__persistenceFailed --> [*]\n    transaction__failed --> [*]\n    transaction__rejected --> [*]\n  }\n  transaction__validating --> transaction__rejected : done: validateSpan [cancel was requested]\n  transaction__validating --> transaction__rejected : done: validateSpan [lock is held]\n  transaction__validating --> transaction__opening : done: validateSpan\n  transaction__validating --> transaction__rejected : error: validateSpan\n  transaction__opening --> transaction__closing : done: openBracket [cancel was requested]\n  transaction__opening --> transaction__summarizing : done: openBracket\n  transaction__opening --> transaction__rejected : error: openBracket\n  transaction__summarizing --> transaction__closing : cancel\n  transaction__summarizing --> transaction__revalidating : done: summarize\n  transaction__summarizing --> transaction__closing : error: summarize\n  transaction__revalidating --> transaction__closing : cancel\n  transaction__revalidating --> transaction__closing : done: revalidate [surface changed]\n  transaction__revalidating --> transaction__closing : done: revalidate [checkpoint does not shrink the span]\n  transaction__revalidating --> transaction__closing : done: revalidate [too little progress]\n  transaction__revalidating --> transaction__committing : done: revalidate\n  transaction__revalidating --> transaction__closing : error: revalidate\n  transaction__committing --> transaction__flushing : done: commit\n  transaction__committing --> transaction__closing : error: commit\n  transaction__flushing --> transaction__committed : done: flush\n  transaction__flushing --> transaction__persistenceFailed : error: flush\n  transaction__closing --> transaction__failed : done: closeWithError\n  transaction__closing --> transaction__failed : error: closeWithError\n  transaction --> transaction : cancel\n"
  }
 ];

@@ -74,7 +74,10 @@ export const machine = createMachine({
             actions: ['remember transaction', 'fail from transaction'],
           },
         ],
-        onError: { target: 'failed', actions: 'fail internally' },
+        onError: {
+          target: 'failed',
+          actions: ['fail internally', 'close abandoned bracket'],
+        },
       },
       on: { cancel: { actions: 'forward cancel' } },
     },

@@ -66,6 +66,11 @@ export const machine = createMachine({
         input: { purpose: 'admit' },
         onDone: [
           {
+            guard: 'cancelled',
+            target: 'declined',
+            actions: { type: 'decline', params: { reason: 'cancelled' } },
+          },
+          {
             guard: 'lock is held',
             target: 'declined',
             actions: { type: 'decline', params: { reason: 'busy' } },
@@ -82,7 +87,14 @@ export const machine = createMachine({
       invoke: {
         src: 'prune',
         input: { trigger: 'overflow' },
-        onDone: { target: 'selecting', actions: 'remember prune' },
+        onDone: [
+          {
+            guard: 'cancelled',
+            target: 'deciding',
+            actions: 'remember prune',
+          },
+          { target: 'selecting', actions: 'remember prune' },
+        ],
         onError: { target: 'deciding' },
       },
     },
@@ -91,6 +103,7 @@ export const machine = createMachine({
         src: 'selectRange',
         input: { purpose: 'overflow', attempt: 1 },
         onDone: [
+          { guard: 'cancelled', target: 'deciding' },
           { guard: 'nothing to compact', target: 'deciding' },
           { target: 'compacting', actions: 'remember range' },
         ],
@@ -102,7 +115,7 @@ export const machine = createMachine({
         id: 'transaction',
         src: 'transaction',
         onDone: { target: 'deciding', actions: 'remember transaction' },
-        onError: { target: 'deciding' },
+        onError: { target: 'deciding', actions: 'close abandoned bracket' },
       },
       on: {
         cancel: { actions: ['mark cancelled', 'forward cancel'] },

@@ -10,9 +10,15 @@ import { createMachine } from 'xstate';
 
 export const machine = createMachine({
   id: 'pressure',
-  initial: 'measuring',
+  initial: 'checkingSignal',
   on: { cancel: { target: '.cancelled' } },
   states: {
+    checkingSignal: {
+      always: [
+        { guard: 'signal already aborted', target: 'cancelled' },
+        { target: 'measuring' },
+      ],
+    },
     measuring: {
       invoke: {
         src: 'measure',
@@ -89,23 +95,33 @@ export const machine = createMachine({
         src: 'transaction',
         onDone: [
           {
-            guard: 'transaction committed',
-            target: 'remeasuring',
-            actions: 'remember transaction',
-          },
-          {
             guard: 'transaction was cancelled',
             target: 'cancelled',
             actions: ['remember transaction', 'fail from transaction'],
+          },
+          {
+            guard: 'cancel was requested & transaction committed',
+            target: 'cancelled',
+            actions: 'remember transaction',
+          },
+          {
+            guard: 'transaction committed',
+            target: 'remeasuring',
+            actions: 'remember transaction',
           },
           {
             target: 'failed',
             actions: ['remember transaction', 'fail from transaction'],
           },
         ],
-        onError: { target: 'failed', actions: 'fail from service' },
+        onError: {
+          target: 'failed',
+          actions: ['fail from service', 'close abandoned bracket'],
+        },
       },
-      on: { cancel: { actions: 'forward cancel' } },
+      on: {
+        cancel: { actions: ['forward cancel', 'remember cancel'] },
+      },
     },
     remeasuring: {
       invoke: {

@@ -11,11 +11,17 @@ import { createMachine } from 'xstate';
 export const machine = createMachine({
   id: 'transaction',
   initial: 'validating',
+  on: { cancel: { actions: 'remember cancel' } },
   states: {
     validating: {
       invoke: {
         src: 'validateSpan',
         onDone: [
+          {
+            guard: 'cancel was requested',
+            target: 'rejected',
+            actions: 'fail cancelled',
+          },
           {
             guard: 'lock is held',
             target: 'rejected',
@@ -29,13 +35,24 @@ export const machine = createMachine({
     opening: {
       invoke: {
         src: 'openBracket',
-        onDone: {
-          target: 'summarizing',
-          actions: [
-            'remember start',
-            { type: 'notify', params: { what: 'started' } },
-          ],
-        },
+        onDone: [
+          {
+            guard: 'cancel was requested',
+            target: 'closing',
+            actions: [
+              'remember start',
+              { type: 'notify', params: { what: 'started' } },
+              'fail cancelled',
+            ],
+          },
+          {
+            target: 'summarizing',
+            actions: [
+              'remember start',
+              { type: 'notify', params: { what: 'started' } },
+            ],
+          },
+        ],
         onError: { target: 'rejected', actions: 'fail from bracket' },
       },
     },

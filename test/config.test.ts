@@ -3,6 +3,7 @@ import {
   BudgetError,
   ConfigError,
   ConfigSchema,
+  defaultHeadroom,
   PRUNE_MARKER_RESERVE,
   parseConfig,
   policyFor,
@@ -33,11 +34,12 @@ function onlyMessage(input: unknown): string {
 }
 
 describe('defaults (SPEC §3)', () => {
+  // headroomTokens and maxTokens stay unset: both resolve per model (defaultHeadroom(W)).
   const expected: CompactionConfig = {
     thresholdRatio: 0.8,
-    headroomTokens: 65_536,
+    headroomTokens: undefined,
     retainRatio: 0.16,
-    maxTokens: 65_536,
+    maxTokens: undefined,
     compactionRetries: 1,
     maxOverflowRetries: 1,
     auto: true,
@@ -61,9 +63,23 @@ describe('defaults (SPEC §3)', () => {
     expect(parseConfig({ retainRatio: 0.3 }).retainRatio).toBe(0.3);
   });
 
-  it('defaults maxTokens to headroomTokens', () => {
-    expect(parseConfig({ headroomTokens: 10_000 }).maxTokens).toBe(10_000);
-    expect(parseConfig({ headroomTokens: 10_000, maxTokens: 2048 }).maxTokens).toBe(2048);
+  it('defaults maxTokens to the resolved headroom', () => {
+    const route = { provider: 'p', model: 'm', contextWindow: 1_000_000 };
+    expect(resolveBudget({ ...route, config: parseConfig({ headroomTokens: 10_000 }) }).maxTokens).toBe(10_000);
+    expect(resolveBudget({ ...route, config: parseConfig({ headroomTokens: 10_000, maxTokens: 2048 }) }).maxTokens).toBe(2048);
+    expect(resolveBudget({ ...route, config: parseConfig({}) }).maxTokens).toBe(65_536);
+    expect(resolveBudget({ ...route, contextWindow: 32_768, config: parseConfig({}) }).maxTokens).toBe(4096);
+  });
+
+  it('an unset headroom is 65 536 tokens, but at most an eighth of the window', () => {
+    expect(defaultHeadroom(1_000_000)).toBe(65_536);
+    expect(defaultHeadroom(524_288)).toBe(65_536);
+    expect(defaultHeadroom(524_287)).toBe(65_535);
+    expect(defaultHeadroom(131_072)).toBe(16_384);
+    expect(defaultHeadroom(8192)).toBe(1024);
+    // A 32k local model gets automatic compaction out of the box: threshold min(26214, 32768 − 4096).
+    const b = resolveBudget({ config: parseConfig({}), provider: 'local', model: 'm', contextWindow: 32_768 });
+    expect(b).toMatchObject({ headroomTokens: 4096, pressureBudget: 28_672, threshold: 26_214 });
   });
 
   it('fills nested defaults when a nested object is partly given', () => {
@@ -244,7 +260,8 @@ describe('model policies', () => {
 
   it('maxTokens: explicit per-model cap, else explicit global cap, else the resolved headroom', () => {
     const policy = { provider: 'p', model: 'm', headroomTokens: 1000 };
-    expect(policyFor(parseConfig({ modelPolicies: [policy] }), 'p', 'm').maxTokens).toBe(1000);
+    expect(policyFor(parseConfig({ modelPolicies: [policy] }), 'p', 'm').maxTokens).toBeUndefined();
+    expect(resolveBudget({ config: parseConfig({ modelPolicies: [policy] }), provider: 'p', model: 'm', contextWindow: 100_000 }).maxTokens).toBe(1000);
     expect(policyFor(parseConfig({ maxTokens: 500, modelPolicies: [policy] }), 'p', 'm').maxTokens).toBe(500);
     expect(policyFor(parseConfig({ maxTokens: 500, modelPolicies: [{ ...policy, maxTokens: 700 }] }), 'p', 'm').maxTokens).toBe(700);
   });
@@ -358,8 +375,9 @@ describe('resolveBudget (SPEC §3)', () => {
   });
 
   it('no pressure budget when M ≤ headroom', () => {
-    expect(budget({ contextWindow: 65_537, config: parseConfig({ retainTokens: 0 }) })).toMatchObject({ pressureBudget: 1, threshold: 1 });
-    const error = budgetError({ contextWindow: 65_536 });
+    const headroom = (extra: object = {}) => parseConfig({ headroomTokens: 65_536, ...extra });
+    expect(budget({ contextWindow: 65_537, config: headroom({ retainTokens: 0 }) })).toMatchObject({ pressureBudget: 1, threshold: 1 });
+    const error = budgetError({ contextWindow: 65_536, config: headroom() });
     expect(error.code).toBe('no-pressure-budget');
     expect(error.message).toBe(
       'p/m: no pressure budget: message budget 65536 (window 65536 − output 0) − headroomTokens 65536 = 0 tokens: set headroomTokens below 65536, e.g. modelPolicies: [{ provider: "p", model: "m", headroomTokens: 16384 }]',
@@ -367,8 +385,8 @@ describe('resolveBudget (SPEC §3)', () => {
   });
 
   it('retain must be below the threshold', () => {
-    // W = 65 537: P = 1 → threshold 1, retain floor(65537 × 0.16) = 10485
-    const error = budgetError({ contextWindow: 65_537 });
+    // W = 65 537, headroom 65 536: P = 1 → threshold 1, retain floor(65537 × 0.16) = 10485
+    const error = budgetError({ contextWindow: 65_537, config: parseConfig({ headroomTokens: 65_536 }) });
     expect(error.code).toBe('retain-not-below-threshold');
     expect(error.message).toBe(
       'p/m: retained tail 10485 (floor(65537 × retainRatio 0.16)) must be below the threshold 1 (floor(min(65537 × thresholdRatio 0.8, 1))): lower retainTokens/retainRatio, raise thresholdRatio or lower headroomTokens',
@@ -392,7 +410,9 @@ describe('resolveBudget (SPEC §3)', () => {
       maxTokens: 1024,
       policy: { overridden: true },
     });
-    expect(() => resolveBudget({ config: withPolicy, provider: 'local', model: 'other', contextWindow: 32_768 })).toThrow(/no pressure budget/);
+    expect(() => resolveBudget({ config: { ...withPolicy, headroomTokens: 65_536 }, provider: 'local', model: 'other', contextWindow: 32_768 })).toThrow(/no pressure budget/);
+    // Without a policy the route gets the window-scaled headroom (32768 / 8), not the policy's 0.
+    expect(resolveBudget({ config: withPolicy, provider: 'local', model: 'other', contextWindow: 32_768 })).toMatchObject({ headroomTokens: 4096, policy: { overridden: false } });
   });
 
   it('prune defaults: protectRecentTokens = retain, minReclaimTokens = max(512, 2% of W)', () => {

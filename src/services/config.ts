@@ -15,6 +15,16 @@ import { TOKENIZER_NAMES, type TokenizerName } from './tokenizers/types.js';
 
 export const DEFAULT_THRESHOLD_RATIO = 0.8;
 export const DEFAULT_HEADROOM_TOKENS = 65_536;
+
+/**
+ * Headroom when none is configured: the reference's 65 536 tokens, but never more than an
+ * eighth of the window. A fixed 65 536 leaves no pressure budget at all below ~70k tokens, so
+ * every local model (llama.cpp, Ollama, vLLM at 8k–32k) would have no automatic compaction
+ * out of the box; for windows of 512k and more the two are the same.
+ */
+export function defaultHeadroom(window: number): number {
+  return Math.min(DEFAULT_HEADROOM_TOKENS, Math.floor(window / 8));
+}
 /** Applies only when neither retainRatio nor retainTokens is given (at any level). */
 export const DEFAULT_RETAIN_RATIO = 0.16;
 
@@ -75,7 +85,8 @@ const ModelEntrySchema = z.strictObject({
 const FIELDS = {
   ...POLICY_FIELDS,
   thresholdRatio: ratio().default(DEFAULT_THRESHOLD_RATIO),
-  headroomTokens: nonNegativeInt().default(DEFAULT_HEADROOM_TOKENS),
+  // No default here: an unset headroom scales with the window (defaultHeadroom) at budget time.
+  headroomTokens: nonNegativeInt().optional(),
   compactionRetries: nonNegativeInt().default(1),
   maxOverflowRetries: nonNegativeInt().default(1),
   auto: z.boolean().default(true),
@@ -110,12 +121,13 @@ export type CompactionConfig = z.output<typeof ConfigSchema>;
 /** A model policy after merging with the top level: every field resolved. */
 export interface ModelPolicy {
   thresholdRatio: number;
-  headroomTokens: number;
+  /** Undefined: defaultHeadroom(window), resolved per model by resolveBudget. */
+  headroomTokens: number | undefined;
   /** Exactly one of retainRatio and retainTokens is set. */
   retainRatio?: number;
   retainTokens?: number;
-  /** Summary output cap. */
-  maxTokens: number;
+  /** Summary output cap; undefined: the resolved headroom. */
+  maxTokens: number | undefined;
   compactionRetries: number;
   maxOverflowRetries: number;
   auto: boolean;
@@ -272,7 +284,7 @@ function scopeIssues(fields: CrossFields, policy: PolicyInput | undefined, at: P
   }
   const headroom = policy?.headroomTokens ?? fields.headroomTokens;
   const headroomSetHere = policy === undefined || policy.headroomTokens !== undefined;
-  if (headroom === 0 && headroomSetHere && mergedMaxTokens(fields, policy, headroom) === 0) {
+  if (headroom === 0 && headroomSetHere && mergedMaxTokens(fields, policy) === undefined) {
     issues.push({
       path: [...at, 'maxTokens'],
       message: `must be a positive integer when headroomTokens is 0 (maxTokens, the summary output cap, defaults to headroomTokens): set maxTokens, e.g. 8192, or raise headroomTokens`,
@@ -404,7 +416,7 @@ function mergePolicy(fields: MergeFields, policy: PolicyInput | undefined): Mode
     thresholdRatio: policy?.thresholdRatio ?? fields.thresholdRatio,
     headroomTokens,
     ...mergedRetention(fields, policy),
-    maxTokens: mergedMaxTokens(fields, policy, headroomTokens),
+    maxTokens: mergedMaxTokens(fields, policy),
     compactionRetries: policy?.compactionRetries ?? fields.compactionRetries,
     maxOverflowRetries: policy?.maxOverflowRetries ?? fields.maxOverflowRetries,
     auto: policy?.auto ?? fields.auto,
@@ -424,8 +436,9 @@ function retentionOf(scope: RetentionFields | undefined): Retention | undefined 
   return undefined;
 }
 
-function mergedMaxTokens(fields: { maxTokens?: number | undefined }, policy: { maxTokens?: number | undefined } | undefined, headroomTokens: number): number {
-  return policy?.maxTokens ?? fields.maxTokens ?? headroomTokens;
+/** An explicit cap, if any: an unset one follows the resolved headroom at budget time. */
+function mergedMaxTokens(fields: { maxTokens?: number | undefined }, policy: { maxTokens?: number | undefined } | undefined): number | undefined {
+  return policy?.maxTokens ?? fields.maxTokens;
 }
 
 /** The merged policy for a route: the exact provider/model override, else the top level. */
@@ -520,7 +533,7 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
     const fix = requestMaxTokens !== undefined ? `lower the request's max_tokens below ${W}` : `lower models[${JSON.stringify(route)}].maxOutputTokens below ${W}, or set max_tokens on the request`;
     fail('no-message-budget', `no message budget: window ${W} − output reservation ${O} (${outputSource}) = ${M} tokens: ${fix}`);
   }
-  const B = policy.headroomTokens;
+  const B = policy.headroomTokens ?? defaultHeadroom(W);
   const P = M - B;
   if (!(P > 0)) {
     fail(
@@ -545,7 +558,7 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
     pressureBudget: P,
     threshold,
     retain,
-    maxTokens: policy.maxTokens,
+    maxTokens: policy.maxTokens ?? B,
     protectRecentTokens: config.prune.protectRecentTokens ?? retain,
     minReclaimTokens: config.prune.minReclaimTokens ?? Math.max(512, floorProduct(W, 0.02)),
     policy,

@@ -81,7 +81,8 @@ export class OpenAISummarizer implements Summarizer {
     if (!Number.isInteger(options.maxRetries ?? 0) || (options.maxRetries ?? 0) < 0) {
       throw new TypeError(`OpenAISummarizer maxRetries must be an integer ≥ 0, got ${String(options.maxRetries)}`);
     }
-    this.client = withErrorBodyRecovery(options.client);
+    // A copy, so the caller's own client is not patched behind its back.
+    this.client = withErrorBodyRecovery(options.client.withOptions({}));
     this.maxRetries = options.maxRetries ?? 0;
     this.bounding = options.bounding ?? {};
   }

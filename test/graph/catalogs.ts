@@ -1,0 +1,424 @@
+/**
+ * Outcome catalogs: for each chart, the inputs it starts from and, for each invoked actor,
+ * the outputs and errors that make each guard branch the first to pass — the payloads the
+ * generator puts on `xstate.done.actor.*` / `xstate.error.actor.*` events.
+ *
+ * Each offer carries an outcome name (`service:outcome`). The runtime suites (see
+ * runner.ts and the *.test.ts files here) know how to make the real engine produce each
+ * named outcome, preferably by arranging the world, and say where they force one.
+ */
+import type { AnyMachineSnapshot } from 'xstate';
+import { engineMachine, type EngineInput } from '../../src/machines/engine';
+import { manualMachine, type ManualInput, type ManualOutput } from '../../src/machines/manual';
+import { overflowMachine, type OverflowInput, type OverflowOutput } from '../../src/machines/overflow';
+import { pressureMachine, type PressureInput, type PressureOutput } from '../../src/machines/pressure';
+import { transactionMachine } from '../../src/machines/transaction';
+import type { CommitRecord, PressureReading, SpanCheck, TransactionInput, TransactionOutput, Verdict } from '../../src/machines/types';
+import type { RangeSelection } from '../../src/services/range';
+import { activeAfterEvents, activeInvokes } from './model';
+import { generatePaths, type CatalogEvent, type Coverage, type MachineSpec } from './paths';
+
+// ---------------------------------------------------------------------------
+// Representative payloads
+
+export const RANGE: RangeSelection = { start: 2, end: 9, startPos: 2, endPos: 9, shadowed: [2, 3, 4, 5, 6, 7, 8, 9], tokens: 1000, contextPos: 1 };
+const SNAPSHOT: SpanCheck['snapshot'] = { generation: 0, surfaceLength: 12 };
+const COMMIT: CommitRecord = { startSeq: 20, summarySeq: 21, checkpointSeq: 22, endSeq: 23, shadowedCount: 8, spanTokens: 1000, checkpointTokens: 80 };
+const READING = (totalTokens: number): PressureReading => ({
+  provider: 'test',
+  model: 'small',
+  totalTokens,
+  threshold: 4000,
+  retainTokens: 1000,
+  contextWindow: 6000,
+});
+const error = (code: string, chartCode?: string) => Object.assign(new Error(`scripted ${code}`), { code, ...(chartCode ? { chartCode } : {}) });
+
+export const TX_COMMITTED: TransactionOutput = {
+  status: 'committed',
+  trigger: 'pressure',
+  range: RANGE,
+  commit: COMMIT,
+  summary: { text: 'summary', requests: 1 },
+};
+export const TX_FAILED: TransactionOutput = {
+  status: 'failed',
+  trigger: 'pressure',
+  range: RANGE,
+  error: { code: 'summary', message: 'summary failed', cause: 'summary-request' },
+  startSeq: 20,
+};
+export const TX_CANCELLED: TransactionOutput = {
+  status: 'failed',
+  trigger: 'pressure',
+  range: RANGE,
+  error: { code: 'cancelled', message: 'the compaction was cancelled' },
+  startSeq: 20,
+};
+
+type Offer = { outcome: string; output?: unknown; error?: unknown; states?: string[] };
+
+/** Done/error events for the invokes active in `snapshot`, from a table keyed by `src`. */
+function invokeOffers<Aux>(snapshot: AnyMachineSnapshot, table: Record<string, Offer[]>): Array<CatalogEvent<Aux>> {
+  const out: Array<CatalogEvent<Aux>> = [];
+  for (const inv of activeInvokes(snapshot)) {
+    for (const o of table[inv.src] ?? []) {
+      if (o.states && !o.states.includes(inv.state)) continue;
+      const event =
+        'error' in o ? { type: `xstate.error.actor.${inv.id}`, error: o.error, actorId: inv.id } : { type: `xstate.done.actor.${inv.id}`, output: o.output, actorId: inv.id };
+      out.push({ outcome: `${inv.src}:${o.outcome}`, event });
+    }
+  }
+  return out;
+}
+
+const active = (s: AnyMachineSnapshot) => s.status === 'active';
+
+// ---------------------------------------------------------------------------
+// transaction
+
+const verdict = (v: Partial<Verdict>): Verdict => ({ stable: true, spanTokens: 1000, checkpointTokens: 80, requiredTokens: 100, ...v });
+
+export const TRANSACTION_OFFERS: Record<string, Offer[]> = {
+  validateSpan: [
+    { outcome: 'lock-free', output: { lockHeld: false, snapshot: SNAPSHOT } satisfies SpanCheck },
+    { outcome: 'lock-held', output: { lockHeld: true, snapshot: SNAPSHOT } satisfies SpanCheck },
+    { outcome: 'span-invalid', error: error('span-invalid', 'changed') },
+  ],
+  openBracket: [
+    { outcome: 'opened', output: { startSeq: 20 } },
+    { outcome: 'append-refused', error: error('session-rule') },
+  ],
+  summarize: [
+    { outcome: 'summary', output: { text: 'summary', requests: 1 } },
+    { outcome: 'fails', error: error('summary-request', 'summary') },
+  ],
+  revalidate: [
+    { outcome: 'good', output: verdict({}) },
+    { outcome: 'surface-changed', output: verdict({ stable: false }) },
+    { outcome: 'no-shrink', output: verdict({ checkpointTokens: 1000 }) },
+    { outcome: 'too-little-progress', output: verdict({ checkpointTokens: 950 }) },
+    { outcome: 'throws', error: error('internal') },
+  ],
+  commit: [
+    { outcome: 'committed', output: COMMIT },
+    { outcome: 'refused', error: error('session-rule') },
+  ],
+  flush: [
+    { outcome: 'durable', output: undefined },
+    { outcome: 'store-fails', error: error('store-interleaved', 'persistence') },
+  ],
+  closeWithError: [
+    { outcome: 'closed', output: undefined },
+    { outcome: 'close-fails', error: error('store-interleaved') },
+  ],
+};
+
+export const TRANSACTION_INPUT: TransactionInput = { trigger: 'pressure', mode: 'automatic', range: RANGE, turn: 0 };
+
+export const transactionSpec: MachineSpec<undefined> = {
+  name: 'transaction',
+  machine: transactionMachine,
+  inputs: [{ label: 'automatic', input: TRANSACTION_INPUT }],
+  initialAux: undefined,
+  events: (s) => (active(s) ? [...invokeOffers<undefined>(s, TRANSACTION_OFFERS), { outcome: 'cancel', event: { type: 'cancel' } }] : []),
+  // A cancel noted while validating or opening is honoured by the next decision: part of the state.
+  project: (s) => JSON.stringify([s.value, s.context.cancelRequested]),
+  atRest: (s) => s.status === 'done',
+  maxDepth: 10,
+};
+
+// ---------------------------------------------------------------------------
+// pressure
+
+export const PRESSURE_OFFERS: Record<string, Offer[]> = {
+  measure: [
+    { outcome: 'above', output: { kind: 'reading', reading: READING(5000) } },
+    { outcome: 'below', output: { kind: 'reading', reading: READING(3000) } },
+    { outcome: 'unrouted', output: { kind: 'unrouted' }, states: ['measuring'] },
+    {
+      outcome: 'misconfigured',
+      output: { kind: 'misconfigured', provider: 'nowhere', model: 'mystery', code: 'budget-unknown-window', message: 'unknown window' },
+      states: ['measuring'],
+    },
+    { outcome: 'throws', error: error('internal') },
+  ],
+  prune: [
+    { outcome: 'pruned', output: { count: 1, tokensFreed: 900, generation: 1 } },
+    { outcome: 'throws', error: error('budget') },
+  ],
+  selectRange: [
+    { outcome: 'range', output: RANGE },
+    { outcome: 'nothing', output: null },
+    { outcome: 'throws', error: error('budget') },
+  ],
+  // After a cancel of this chart (forwarded and remembered), any outcome ends in `cancelled`; without
+  // one, `cancelled` is the transaction's own (the host's summarizer aborted: see tx-outcomes.ts).
+  transaction: [
+    { outcome: 'committed', output: TX_COMMITTED },
+    { outcome: 'cancelled', output: TX_CANCELLED },
+    { outcome: 'failed', output: TX_FAILED },
+    { outcome: 'chart-error', error: new TypeError('a transaction guard threw') },
+  ],
+};
+
+export const PRESSURE_INPUTS: Array<{ label: string; input: PressureInput }> = [
+  { label: 'prune on', input: { turn: 0, aborted: false, pruneEnabled: true, maxAttempts: 2 } },
+  { label: 'prune off', input: { turn: 0, aborted: false, pruneEnabled: false, maxAttempts: 2 } },
+  { label: 'aborted', input: { turn: 0, aborted: true, pruneEnabled: true, maxAttempts: 2 } },
+];
+
+export const pressureSpec: MachineSpec<undefined> = {
+  name: 'pressure',
+  machine: pressureMachine,
+  inputs: PRESSURE_INPUTS,
+  initialAux: undefined,
+  events: (s) => (active(s) ? [...invokeOffers<undefined>(s, PRESSURE_OFFERS), { outcome: 'cancel', event: { type: 'cancel' } }] : []),
+  // A cancel remembered while compacting decides how the transaction's outcome is taken: part of the state.
+  project: (s) => JSON.stringify([s.value, s.context.pruneEnabled, s.context.attempts, s.context.cancelRequested]),
+  atRest: (s) => s.status === 'done',
+  maxDepth: 12,
+};
+
+// ---------------------------------------------------------------------------
+// overflow
+
+export const OVERFLOW_OFFERS: Record<string, Offer[]> = {
+  classify: [
+    { outcome: 'overflow', output: { kind: 'context-overflow', provider: 'openai', message: 'maximum context length' } },
+    { outcome: 'other', output: { kind: 'other', message: 'Invalid tool_calls' } },
+    { outcome: 'throws', error: error('internal') },
+  ],
+  probeLock: [
+    { outcome: 'free', output: { held: false, generation: 0 }, states: ['probingLock'] },
+    { outcome: 'held', output: { held: true, generation: 0 }, states: ['probingLock'] },
+    // In deciding, whether the generation advanced follows from what was written (see overflowSpec).
+    { outcome: 'throws', error: error('internal') },
+  ],
+  prune: [
+    { outcome: 'pruned', output: { count: 1, tokensFreed: 900, generation: 1 } },
+    { outcome: 'nothing-to-prune', output: { count: 0, tokensFreed: 0, generation: 0 } },
+    { outcome: 'throws', error: error('store-closed') },
+  ],
+  selectRange: [
+    { outcome: 'range', output: RANGE },
+    { outcome: 'nothing', output: null },
+    { outcome: 'throws', error: error('internal') },
+  ],
+  transaction: [
+    { outcome: 'committed', output: { ...TX_COMMITTED, trigger: 'overflow' } },
+    { outcome: 'failed', output: { ...TX_FAILED, trigger: 'overflow' } },
+    { outcome: 'cancelled', output: { ...TX_CANCELLED, trigger: 'overflow' } },
+    { outcome: 'chart-error', error: new TypeError('a transaction guard threw') },
+  ],
+};
+
+const overflowInput = (over: Partial<OverflowInput>): OverflowInput => ({
+  error: new Error('context overflow'),
+  retriesUsed: 0,
+  maxRetries: 1,
+  auto: true,
+  aborted: false,
+  turn: 0,
+  ...over,
+});
+
+export const OVERFLOW_INPUTS: Array<{ label: string; input: OverflowInput }> = [
+  { label: 'recovery on', input: overflowInput({}) },
+  { label: 'auto off', input: overflowInput({ auto: false }) },
+  { label: 'retries used up', input: overflowInput({ retriesUsed: 1 }) },
+  { label: 'signal aborted', input: overflowInput({ aborted: true }) },
+];
+
+export const overflowSpec: MachineSpec<undefined> = {
+  name: 'overflow',
+  machine: overflowMachine,
+  inputs: OVERFLOW_INPUTS,
+  initialAux: undefined,
+  events: (s) => {
+    if (!active(s)) return [];
+    const offers = invokeOffers<undefined>(s, OVERFLOW_OFFERS);
+    if (s.matches('deciding')) {
+      // The world's generation advanced exactly when a prune or a commit wrote a replacement.
+      const advanced = (s.context.prune?.count ?? 0) > 0 || s.context.transaction?.status === 'committed';
+      const probe = activeInvokes(s).find((i) => i.src === 'probeLock')!;
+      offers.unshift({
+        outcome: advanced ? 'probeLock:advanced' : 'probeLock:unchanged',
+        event: { type: `xstate.done.actor.${probe.id}`, output: { held: false, generation: advanced ? 1 : 0 }, actorId: probe.id },
+      });
+    }
+    return [...offers, { outcome: 'cancel', event: { type: 'cancel' } }];
+  },
+  project: (s) =>
+    JSON.stringify([s.value, s.context.auto, s.context.retriesUsed, s.context.cancelled, (s.context.prune?.count ?? 0) > 0, s.context.transaction?.status]),
+  atRest: (s) => s.status === 'done',
+  maxDepth: 10,
+};
+
+// ---------------------------------------------------------------------------
+// manual
+
+export const MANUAL_OFFERS: Record<string, Offer[]> = {
+  checkAdmission: [
+    { outcome: 'admitted', output: { openTurn: null, lockHeld: false } },
+    { outcome: 'turn-open', output: { openTurn: 0, lockHeld: false } },
+    { outcome: 'lock-held', output: { openTurn: null, lockHeld: true } },
+    { outcome: 'throws', error: error('internal') },
+  ],
+  selectRange: [
+    { outcome: 'range', output: RANGE },
+    { outcome: 'nothing', output: null },
+    { outcome: 'throws', error: error('internal') },
+  ],
+  transaction: [
+    { outcome: 'committed', output: { ...TX_COMMITTED, trigger: 'manual' } },
+    { outcome: 'failed', output: { ...TX_FAILED, trigger: 'manual' } },
+    { outcome: 'chart-error', error: new TypeError('a transaction guard threw') },
+  ],
+};
+
+export const MANUAL_INPUTS: Array<{ label: string; input: ManualInput }> = [
+  { label: 'signal live', input: { aborted: false, abortReason: undefined, focus: undefined } },
+  { label: 'signal aborted', input: { aborted: true, abortReason: 'stop right there', focus: undefined } },
+];
+
+export const manualSpec: MachineSpec<undefined> = {
+  name: 'manual',
+  machine: manualMachine,
+  inputs: MANUAL_INPUTS,
+  initialAux: undefined,
+  events: (s) => (active(s) ? [...invokeOffers<undefined>(s, MANUAL_OFFERS), { outcome: 'cancel', event: { type: 'cancel' } }] : []),
+  project: (s) => JSON.stringify(s.value),
+  atRest: (s) => s.status === 'done',
+  maxDepth: 8,
+};
+
+// ---------------------------------------------------------------------------
+// engine: facade calls and job outcomes
+
+export interface EngineAux {
+  /** Requests made so far (ids r1, r2, …). */
+  requests: number;
+  /** The running job was cancelled: only its cancelled outcome can follow. */
+  cancelled: boolean;
+  /** Unknown models already warned about. */
+  warned: number;
+}
+
+const pressureOut = (over: Partial<PressureOutput>): PressureOutput => ({
+  status: 'below',
+  before: undefined,
+  after: undefined,
+  skipped: undefined,
+  prune: undefined,
+  transactions: [],
+  error: undefined,
+  ...over,
+});
+const overflowFail = (over: Partial<Extract<OverflowOutput, { action: 'fail' }>>): OverflowOutput => ({
+  action: 'fail',
+  reason: 'not-overflow',
+  classification: { kind: 'other', message: 'x' },
+  prune: undefined,
+  transaction: undefined,
+  ...over,
+});
+
+/** Job outcomes by running job kind: [outcome, output]. */
+export const JOB_OUTCOMES: Record<'pressure' | 'overflow' | 'manual', Array<[string, (aux: EngineAux) => unknown]>> = {
+  pressure: [
+    ['compacted', () => pressureOut({ status: 'compacted', transactions: [TX_COMMITTED] })],
+    ['failed', () => pressureOut({ status: 'failed', transactions: [TX_FAILED], error: TX_FAILED.status === 'failed' ? TX_FAILED.error : undefined })],
+    [
+      'unknown-model',
+      (aux) =>
+        pressureOut({
+          status: 'skipped',
+          skipped: { kind: 'misconfigured', provider: 'nowhere', model: `mystery-${aux.warned + 1}`, code: 'budget-unknown-window', message: 'unknown window' },
+        }),
+    ],
+    ['below', () => pressureOut({ status: 'below' })],
+  ],
+  overflow: [
+    ['retry', () => ({ action: 'retry', classification: { kind: 'context-overflow', provider: 'openai', message: 'x' }, prune: undefined, transaction: TX_COMMITTED }) satisfies OverflowOutput],
+    ['failed', () => overflowFail({ reason: 'no-progress', classification: { kind: 'context-overflow', provider: 'openai', message: 'x' }, transaction: TX_FAILED })],
+    ['not-overflow', () => overflowFail({})],
+  ],
+  manual: [
+    ['committed', () => ({ status: 'committed', transaction: TX_COMMITTED as Extract<TransactionOutput, { status: 'committed' }> }) satisfies ManualOutput],
+    ['failed', () => ({ status: 'failed', error: { code: 'summary', message: 'x' }, transaction: TX_FAILED }) satisfies ManualOutput],
+  ],
+};
+
+const CANCELLED_OUTPUT: Record<'pressure' | 'overflow' | 'manual', unknown> = {
+  pressure: pressureOut({ status: 'cancelled' }),
+  overflow: overflowFail({ reason: 'cancelled', classification: { kind: 'context-overflow', provider: 'openai', message: 'x' } }),
+  manual: { status: 'failed', error: { code: 'cancelled', message: 'the compaction was cancelled' }, transaction: undefined } satisfies ManualOutput,
+};
+
+export const ENGINE_INPUT: EngineInput = { auto: true, pruneEnabled: true, maxAttempts: 2, maxOverflowRetries: 1, failureLimit: 2, cooldownMs: 1000 };
+
+export const engineSpec: MachineSpec<EngineAux> = {
+  name: 'engine',
+  machine: engineMachine,
+  inputs: [
+    { label: 'auto', input: ENGINE_INPUT },
+    { label: 'auto off', input: { ...ENGINE_INPUT, auto: false } },
+  ],
+  initialAux: { requests: 0, cancelled: false, warned: 0 },
+  events: (s, aux) => {
+    const out: Array<CatalogEvent<EngineAux>> = [];
+    const id = `r${aux.requests + 1}`;
+    const made = { ...aux, requests: aux.requests + 1 };
+    const current = s.context.current as { id: string; kind: 'pressure' | 'overflow' | 'manual' } | undefined;
+    if (current) {
+      const done = (outcome: string, output: unknown, next: EngineAux): CatalogEvent<EngineAux> => ({
+        outcome: `${current.kind}:${outcome}`,
+        event: { type: 'xstate.done.actor.job', output, actorId: 'job' },
+        aux: next,
+      });
+      if (aux.cancelled) out.push(done('cancelled', CANCELLED_OUTPUT[current.kind], { ...aux, cancelled: false }));
+      else {
+        for (const [outcome, output] of JOB_OUTCOMES[current.kind]) {
+          out.push(done(outcome, output(aux), outcome === 'unknown-model' ? { ...aux, warned: aux.warned + 1 } : aux));
+        }
+        out.push({
+          outcome: `${current.kind}:chart-error`,
+          event: { type: 'xstate.error.actor.job', error: new TypeError(`a ${current.kind} guard threw`), actorId: 'job' },
+          aux,
+        });
+        out.push({ outcome: 'cancel', event: { type: 'cancel', id: current.id }, aux: { ...aux, cancelled: true } });
+      }
+    }
+    out.push({ outcome: 'afterStep', event: { type: 'step.completed', id, turn: 0, aborted: false }, aux: made });
+    out.push({
+      outcome: 'onRequestError',
+      event: { type: 'request.failed', id, error: new Error('overflow'), turn: 0, aborted: false, lastAssistantSeq: aux.requests },
+      aux: made,
+    });
+    out.push({ outcome: 'compactNow', event: { type: 'compact.requested', id, aborted: false, abortReason: undefined, focus: undefined }, aux: made });
+    for (const type of activeAfterEvents(s)) out.push({ outcome: 'cool-down elapses', event: { type } });
+    return out;
+  },
+  // Failures beyond the limit behave alike: the breaker's guard only asks whether the limit is reached.
+  project: (s, aux) =>
+    JSON.stringify([
+      s.value,
+      s.context.auto,
+      Math.min(s.context.consecutiveFailures, s.context.failureLimit),
+      (s.context.current as { kind?: string } | undefined)?.kind,
+      aux.cancelled,
+    ]),
+  atRest: (s) => (s.value as { work: string }).work === 'idle',
+  maxDepth: 8,
+};
+
+export const SPECS = [transactionSpec, pressureSpec, overflowSpec, manualSpec, engineSpec] as const;
+
+let cached: Map<string, Coverage> | undefined;
+
+/** Generated paths and static coverage of every chart (computed once per process). */
+export function allCoverage(): Map<string, Coverage> {
+  cached ??= new Map(SPECS.map((s) => [s.name, generatePaths(s as MachineSpec<unknown>)]));
+  return cached;
+}

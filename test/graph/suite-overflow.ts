@@ -1,0 +1,234 @@
+/**
+ * Overflow-recovery paths on the real engine: `onRequestError` with the SDK errors the local
+ * server really produced (an OpenAI context_length_exceeded 400, a non-overflow 400).
+ *
+ * Produced by the world: every classification (the error passed in; recovery off by
+ * config; retries used up by an earlier granted retry with no assistant message since; a
+ * revoked Proxy as the thrown value makes classification itself throw), the lock (an orphan
+ * compaction/start), pruning (an oversized tool result, or none), a prune that fails (the
+ * host closed the session: the prune's append is refused), selection (one unit only →
+ * nothing), the generation check (it advanced exactly when something was pruned or
+ * committed), cancel (the caller's signal, aborted while a call is held: the call then
+ * answers, and the decision after it honours the cancel).
+ * Forced: `probeLock` throws and `selectRange` throws (both only read the session; nothing
+ * makes them throw), and the transaction child's chart error (see tx-outcomes.ts).
+ */
+import { expect } from 'vitest';
+import { COMPACTION_CHECKPOINT_SOURCE } from '../../src/session/events';
+import type { TransitionInfo } from './model';
+import type { GeneratedPath, PathStep } from './paths';
+import {
+  expectLogOnlyGrew,
+  expectPathTaken,
+  expectReplays,
+  expectValidRequest,
+  markRun,
+  newEvents,
+  openWorld,
+  route,
+  startTurn,
+  summaryRequests,
+  takeLock,
+  toolStep,
+  type Server,
+  type World,
+  type WorldOptions,
+} from './runner';
+import { runTxSubscript, takeRange, txSubscriptName, type RunCtx } from './tx-outcomes';
+
+const OVERSIZED = Array.from({ length: 1500 }, (_, i) => `row ${i}: ok`).join('\n');
+
+interface Recipe {
+  options: WorldOptions;
+  build(w: World): Promise<void>;
+  error: unknown;
+}
+
+function revokedError(): unknown {
+  const { proxy, revoke } = Proxy.revocable(new Error('context overflow'), {});
+  revoke();
+  return proxy;
+}
+
+function worldFor(srv: Server, path: GeneratedPath): Recipe {
+  const o = path.steps.map((s) => s.outcome);
+  const options: WorldOptions = path.input === 'auto off' ? { config: { auto: false } } : {};
+  const prunable = o.includes('prune:pruned') || o.includes('prune:throws');
+  const error = o.includes('classify:other') ? srv.otherError : o.includes('classify:throws') ? revokedError() : srv.overflowError;
+  if (o.includes('selectRange:nothing')) {
+    // One unit after the system prompt: the newest unit always stays, so nothing is selectable.
+    return {
+      options,
+      error,
+      build: async (w) => {
+        w.writer.startTurn();
+        route(w);
+        toolStep(w, { open: true, result: OVERSIZED });
+      },
+    };
+  }
+  return {
+    options,
+    error,
+    build: async (w) => {
+      startTurn(w);
+      toolStep(w, prunable ? { result: OVERSIZED } : {});
+      toolStep(w);
+      toolStep(w, { open: true });
+      if (path.input === 'retries used up') {
+        // An earlier overflow got its retry; no assistant message has succeeded since.
+        w.ctl.setAuto();
+        expect((await w.engine.onRequestError(srv.overflowError)).kind).toBe('retry');
+        w.ctl.hold();
+      }
+      if (o.includes('probeLock:held')) takeLock(w);
+    },
+  };
+}
+
+const SERVICE_OF_STATE: Record<string, 'classify' | 'probeLock' | 'prune' | 'selectRange'> = {
+  classifying: 'classify',
+  probingLock: 'probeLock',
+  pruning: 'prune',
+  selecting: 'selectRange',
+  deciding: 'probeLock',
+};
+
+async function settleOverflowStep(w: World, step: PathStep, next: PathStep | undefined, ctx: RunCtx): Promise<boolean> {
+  const running = ctx.running;
+  const [service, outcome] = step.outcome.split(':') as [string, string | undefined];
+  if (step.outcome === 'cancel') {
+    if (step.from === 'compacting') {
+      await runTxSubscript(w, txSubscriptName(next!.outcome.split(':')[1]!, true), ctx);
+      return true;
+    }
+    // Cancel marks the context here: the held call answers the next step, whose decision honours it.
+    const call = await w.ctl.take(SERVICE_OF_STATE[step.from as string]!, running);
+    ctx.abort();
+    w.ctl.putBack(call);
+    return false;
+  }
+  if (service === 'transaction') {
+    await runTxSubscript(w, txSubscriptName(outcome!, false), ctx);
+    return false;
+  }
+  const call = await w.ctl.take(service as 'classify', running);
+  if (outcome === 'throws' && (service === 'probeLock' || service === 'selectRange')) {
+    // FORCED: both only read the session.
+    call.reject(Object.assign(new Error(`scripted ${service} failure`), { code: 'internal' }));
+    return false;
+  }
+  if (service === 'prune' && outcome === 'throws') {
+    // The host shut the session down while recovery ran.
+    await w.session.close();
+  }
+  const r = await call.runReal();
+  switch (step.outcome) {
+    case 'classify:overflow':
+      expect((r.output as { kind: string }).kind).toBe('context-overflow');
+      break;
+    case 'classify:other':
+      expect((r.output as { kind: string }).kind).not.toBe('context-overflow');
+      break;
+    case 'classify:throws':
+      expect(r.error).toBeInstanceOf(TypeError);
+      break;
+    case 'prune:pruned':
+      expect((r.output as { count: number }).count).toBeGreaterThan(0);
+      break;
+    case 'prune:nothing-to-prune':
+      expect((r.output as { count: number }).count).toBe(0);
+      break;
+    case 'prune:throws':
+      expect((r.error as { code?: string }).code).toBe('store-closed');
+      break;
+    case 'selectRange:range':
+    case 'selectRange:nothing':
+      ctx.range = (r.output as typeof ctx.range | null) ?? undefined;
+      expect(r.output === null).toBe(outcome === 'nothing');
+      break;
+    case 'probeLock:held':
+      expect((r.output as { held: boolean }).held).toBe(true);
+      break;
+    default:
+      break;
+  }
+  return false;
+}
+
+function expectedReason(path: GeneratedPath): string | undefined {
+  const o = path.steps.map((s) => s.outcome);
+  if (path.finalValue === 'retry') return undefined;
+  if (o.includes('cancel') || path.input === 'signal aborted') return 'cancelled';
+  if (o.includes('classify:other')) return 'not-overflow';
+  if (path.input === 'auto off') return 'disabled';
+  if (path.input === 'retries used up') return 'retries-exhausted';
+  if (o.includes('probeLock:held')) return 'busy';
+  if (o.includes('classify:throws') || o.includes('probeLock:throws')) return 'internal';
+  return 'no-progress';
+}
+
+export async function runOverflowPath(srv: Server, path: GeneratedPath, byKey: Map<string, TransitionInfo>): Promise<void> {
+  const recipe = worldFor(srv, path);
+  const hostCancels = path.steps.some((s) => s.outcome === 'transaction:cancelled') && !path.steps.some((s) => s.outcome === 'cancel');
+  const w = await openWorld(srv, { ...recipe.options, ...(hostCancels ? { hostSummarizer: true } : {}) });
+  await recipe.build(w);
+  const tokensBefore = w.engine.measure().totalTokens;
+  markRun(w);
+
+  const controller = new AbortController();
+  if (path.input === 'signal aborted') controller.abort(new Error('already aborted'));
+  const running = w.engine.onRequestError(recipe.error, { signal: controller.signal });
+  const ctx: RunCtx = { abort: () => controller.abort(new Error('user pressed Ctrl-C')), running, range: undefined, summaryFailure: 'http-500' };
+  for (let i = 0; i < path.steps.length; i++) {
+    if (path.steps[i]!.outcome === 'selectRange:range') {
+      await takeRange(w, ctx);
+      continue;
+    }
+    if (await settleOverflowStep(w, path.steps[i]!, path.steps[i + 1], ctx)) i++;
+  }
+  w.ctl.setAuto();
+  const action = await running;
+
+  expectPathTaken(w, path, byKey);
+
+  const o = path.steps.map((s) => s.outcome);
+  const reason = expectedReason(path);
+  if (reason === undefined) {
+    expect(action.kind).toBe('retry');
+    // Retry means the rebuilt request is smaller than the one the provider refused.
+    expect(w.engine.measure().totalTokens).toBeLessThan(tokensBefore);
+  } else {
+    expect(action).toMatchObject({ kind: 'fail', reason });
+    expect(action.kind === 'fail' && action.error).toBe(recipe.error);
+  }
+
+  expectLogOnlyGrew(w);
+  const added = newEvents(w);
+  const txs = o.filter((x) => x.startsWith('transaction:')).length;
+  const committed = o.filter((x) => x === 'transaction:committed').length;
+  const chartErrors = o.filter((x) => x === 'transaction:chart-error').length;
+  expect(added.filter((e) => e.type === 'compaction/prune').length > 0).toBe(o.includes('prune:pruned'));
+  expect(added.filter((e) => e.type === 'compaction/start')).toHaveLength(txs);
+  // Every bracket closed; one whose transaction chart broke is closed by the engine {internal}.
+  const ends = added.filter((e) => e.type === 'compaction/end');
+  expect(ends).toHaveLength(txs);
+  expect(ends.filter((e) => e.type === 'compaction/end' && e.data.error?.code === 'internal')).toHaveLength(chartErrors);
+  expect(added.filter((e) => e.type === 'user/message' && e.data.source === COMPACTION_CHECKPOINT_SOURCE)).toHaveLength(committed);
+  // Only the lock the world took stays held.
+  expect(w.session.lock.held).toBe(o.includes('probeLock:held'));
+  const cancelAt = path.steps.findIndex((s) => s.outcome === 'cancel');
+  if (cancelAt >= 0 && path.steps[cancelAt]!.from !== 'compacting') {
+    // Cancelled before the transaction: the step under way finished, nothing started after it.
+    const next = path.steps[cancelAt + 1]!.outcome.split(':')[0]!;
+    const services = w.ctl.calls.map((c) => c.service);
+    expect(services.slice(services.lastIndexOf(next as never) + 1).filter((x) => x !== 'probeLock')).toEqual([]);
+    expect(txs).toBe(0);
+  }
+  if (!o.includes('prune:pruned') && txs === 0) expect(added).toHaveLength(0);
+  expectValidRequest(w);
+  expect(summaryRequests(w)).toHaveLength(txs);
+
+  const reopened = await expectReplays(w);
+  await reopened.close();
+}

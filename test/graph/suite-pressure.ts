@@ -1,0 +1,292 @@
+/**
+ * Pressure paths on the real engine: `afterStep` over a world built for the path (see
+ * `worldFor`), each service call of the pressure chart settled as the path says, the
+ * transaction child driven by the sub-scripts of tx-outcomes.ts.
+ *
+ * Produced by the world: every measure reading (no header yet → unrouted, a header for an
+ * unknown model → misconfigured, steps until over/under the threshold, a huge result that
+ * pruning cuts, a newest unit bigger than the threshold, summaries that barely shrink),
+ * prune/selectRange failures (a request/header for an unknown model appended after the
+ * measurement: the budget can no longer be resolved), cancel (the caller's signal, aborted
+ * while a call is held, or already aborted when afterStep is called: input `aborted`), a
+ * transaction cancelled with no cancel of this chart (the host's own summarizer aborts its
+ * request: see tx-outcomes.ts).
+ * Forced: `measure` throws (the meter only throws on a bug; the call rejects), and the
+ * transaction child's chart error (see tx-outcomes.ts).
+ */
+import { expect } from 'vitest';
+import { COMPACTION_CHECKPOINT_SOURCE } from '../../src/session/events';
+import type { RangeSelection } from '../../src/services/range';
+import type { TransitionInfo } from './model';
+import type { GeneratedPath, PathStep } from './paths';
+import {
+  endTurn,
+  expectLogOnlyGrew,
+  expectPathTaken,
+  expectReplays,
+  expectValidRequest,
+  fillAbove,
+  fillBelow,
+  markRun,
+  newEvents,
+  openWorld,
+  pressureNow,
+  route,
+  startTurn,
+  summaryOfTokens,
+  summaryRequests,
+  textOfTokens,
+  toolStep,
+  type Server,
+  type World,
+  type WorldOptions,
+} from './runner';
+import { runTxSubscript, takeRange, txSubscriptName, type RunCtx } from './tx-outcomes';
+
+const STATUS: Record<string, string> = {
+  skipped: 'skipped',
+  below: 'below',
+  relievedByPruning: 'relieved-by-pruning',
+  stuck: 'stuck',
+  compacted: 'compacted',
+  failed: 'failed',
+  cancelled: 'cancelled',
+};
+
+const PRUNE_FAST = { thresholdChars: 2000, headChars: 800, tailChars: 400, protectRecentTokens: 0, minReclaimTokens: 1 };
+
+interface Recipe {
+  name: string;
+  options: WorldOptions;
+  build(w: World, srv: Server): Promise<void>;
+  summaryText?: (range: RangeSelection) => string;
+}
+
+function seq(outcomes: string[], ...pattern: string[]): boolean {
+  return outcomes.join(' ').includes(pattern.join(' '));
+}
+
+/** The world each path needs, read from its outcomes. */
+export function worldFor(path: GeneratedPath): Recipe {
+  const o = path.steps.map((s) => s.outcome);
+  const pruneOff = path.input === 'prune off' ? ({ pruner: false } as const) : {};
+  if (o[0] === 'measure:unrouted') {
+    return {
+      name: 'nothing routed yet',
+      options: pruneOff,
+      build: async (w) => {
+        w.writer.startTurn();
+        w.writer.user('Please fix the build.');
+      },
+    };
+  }
+  if (o[0] === 'measure:misconfigured') {
+    return { name: 'routed to an unknown model', options: pruneOff, build: async (w) => {
+      startTurn(w);
+      route(w, 'mystery');
+    } };
+  }
+  if (o[0] === 'measure:below') return { name: 'under the threshold', options: pruneOff, build: async (w) => fillBelow(w) };
+  if (seq(o, 'prune:pruned', 'measure:below')) {
+    return {
+      name: 'one huge result that pruning cuts',
+      options: { ...pruneOff, config: { prune: PRUNE_FAST } },
+      build: async (w) => {
+        toolStep(w, { result: 'x'.repeat(1500) });
+        toolStep(w, { open: true, result: Array.from({ length: 2500 }, (_, i) => `line${i}`).join(' ') });
+      },
+    };
+  }
+  const firstSelect = o.find((x) => x.startsWith('selectRange:'));
+  if (firstSelect === 'selectRange:nothing') {
+    return {
+      name: 'one indivisible message over the threshold',
+      options: pruneOff,
+      build: async (w) => {
+        w.writer.startTurn();
+        route(w);
+        w.writer.user(textOfTokens(pressureNow(w).threshold + 200));
+      },
+    };
+  }
+  if (seq(o, 'transaction:committed', 'measure:above', 'selectRange:nothing')) {
+    return {
+      name: 'a newest unit bigger than the threshold',
+      options: pruneOff,
+      build: async (w) => {
+        for (let i = 0; i < 5; i++) toolStep(w);
+        toolStep(w, { open: true, result: textOfTokens(pressureNow(w).threshold + 100) });
+      },
+    };
+  }
+  if (seq(o, 'transaction:committed', 'measure:above', 'selectRange:range')) {
+    return {
+      name: 'a small checkpoint at the head, then summaries that barely shrink',
+      options: { ...pruneOff, config: { minProgressRatio: 0 } },
+      build: async (w) => {
+        fillAbove(w);
+        w.ctl.setAuto();
+        const first = await w.engine.afterStep();
+        expect(first.status).toBe('compacted');
+        w.ctl.hold();
+        fillAbove(w, 150);
+      },
+      summaryText: (range) => summaryOfTokens(range.tokens - 15),
+    };
+  }
+  return { name: 'over the threshold', options: pruneOff, build: async (w) => fillAbove(w, 100) };
+}
+
+const SERVICE_OF_STATE: Record<string, 'measure' | 'prune' | 'selectRange'> = {
+  measuring: 'measure',
+  pruning: 'prune',
+  remeasuringAfterPrune: 'measure',
+  selecting: 'selectRange',
+  remeasuring: 'measure',
+};
+
+/** A header for a model the registry does not know: the budget cannot be resolved any more. */
+function unroute(w: World): void {
+  route(w, 'unknown-after-measuring');
+}
+
+async function settlePressureStep(w: World, step: PathStep, next: PathStep | undefined, ctx: RunCtx): Promise<boolean> {
+  const running = ctx.running;
+  const [service, outcome] = step.outcome.split(':') as [string, string | undefined];
+  if (step.outcome === 'cancel') {
+    if (step.from === 'compacting') {
+      // Forwarded to the transaction and remembered: whatever it ends with, nothing new starts.
+      await runTxSubscript(w, txSubscriptName(next!.outcome.split(':')[1]!, true), ctx);
+      return true; // the next step (the transaction's outcome) is done too
+    }
+    const call = await w.ctl.take(SERVICE_OF_STATE[step.from as string]!, running);
+    ctx.abort();
+    await call.runReal(); // answered after the chart left the state: dropped
+    return false;
+  }
+  if (service === 'transaction') {
+    await runTxSubscript(w, txSubscriptName(outcome!, false), ctx);
+    return false;
+  }
+  if (service === 'measure') {
+    const call = await w.ctl.take('measure', running);
+    // FORCED: the meter throws only on a bug.
+    if (outcome === 'throws') return void call.reject(Object.assign(new Error('scripted meter failure'), { code: 'internal' })), false;
+    await call.runReal();
+    const r = call.output as { kind: string; reading?: { totalTokens: number; threshold: number } };
+    if (outcome === 'above') expect(r.reading!.totalTokens).toBeGreaterThanOrEqual(r.reading!.threshold);
+    else if (outcome === 'below') expect(r.reading!.totalTokens).toBeLessThan(r.reading!.threshold);
+    else expect(r.kind).toBe(outcome);
+    return false;
+  }
+  if (service === 'prune' || service === 'selectRange') {
+    if (outcome === 'throws') {
+      const call = await w.ctl.take(service, running);
+      unroute(w);
+      const r = await call.runReal();
+      expect((r.error as { code?: string }).code).toBe('no-context-capacity');
+      return false;
+    }
+    if (service === 'prune') await (await w.ctl.take('prune', running)).runReal();
+    else {
+      const call = await takeRange(w, ctx);
+      expect(call.output === null).toBe(outcome === 'nothing');
+    }
+    return false;
+  }
+  throw new Error(`no runtime production for pressure outcome ${step.outcome}`);
+}
+
+export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: Map<string, TransitionInfo>): Promise<void> {
+  const recipe = worldFor(path);
+  const o = path.steps.map((s) => s.outcome);
+  const hostCancels = o.includes('transaction:cancelled') && !o.includes('cancel');
+  const w = await openWorld(srv, { ...recipe.options, ...(hostCancels ? { hostSummarizer: true } : {}) });
+  await recipe.build(w, srv);
+  const messagesBefore = JSON.stringify(w.session.deriveMessages());
+  markRun(w);
+
+  const controller = new AbortController();
+  // The step was reported with a signal the caller had already aborted.
+  if (path.input === 'aborted') controller.abort(new Error('aborted before afterStep'));
+  const running = w.engine.afterStep({ signal: controller.signal });
+  const ctx: RunCtx = {
+    abort: () => controller.abort(new Error('user pressed Ctrl-C')),
+    running,
+    range: undefined,
+    summaryFailure: 'http-500',
+    ...(recipe.summaryText ? { summaryText: recipe.summaryText } : {}),
+  };
+  for (let i = 0; i < path.steps.length; i++) {
+    const skipNext = await settlePressureStep(w, path.steps[i]!, path.steps[i + 1], ctx);
+    if (skipNext) i++;
+  }
+  w.ctl.setAuto();
+  const result = await running;
+  if (path.input === 'aborted') {
+    // Nothing ran: no service was called, nothing was written or asked of the server.
+    expect(w.ctl.calls).toHaveLength(0);
+    expect(newEvents(w)).toHaveLength(0);
+  }
+  endTurn(w);
+
+  expectPathTaken(w, path, byKey);
+
+  // The facade's answer.
+  const final = path.finalValue as string;
+  expect(result.status, recipe.name).toBe(STATUS[final]);
+  if (final === 'failed') {
+    const code = o.some((x) => x.endsWith(':throws') || x === 'transaction:chart-error')
+      ? 'internal'
+      : o.includes('transaction:failed')
+        ? 'summary'
+        : 'still-above-threshold';
+    expect(result.error?.code).toBe(code);
+  } else if (final === 'cancelled') {
+    // Cancelled before or between steps: no error; a transaction that was cancelled reports it,
+    // one that committed anyway is kept (and reported below) with no error.
+    const txCancelled = o.includes('transaction:cancelled');
+    expect(result.error?.code).toBe(txCancelled ? 'cancelled' : undefined);
+  } else {
+    expect(result.error).toBeUndefined();
+  }
+  if (final === 'relievedByPruning') expect(result.pruned!.count).toBeGreaterThan(0);
+  if (o[0] === 'measure:misconfigured') {
+    expect(w.notes.filter((n) => n.type === 'capacity.missing')).toHaveLength(1);
+    expect(result.before).toBeUndefined();
+  }
+
+  // The log: one closed bracket per transaction; one whose chart broke is closed by the engine.
+  expectLogOnlyGrew(w);
+  const added = newEvents(w);
+  const txs = o.filter((x) => x.startsWith('transaction:')).length;
+  const committed = o.filter((x) => x === 'transaction:committed').length;
+  const chartErrors = o.filter((x) => x === 'transaction:chart-error').length;
+  expect(added.filter((e) => e.type === 'compaction/start')).toHaveLength(txs);
+  const ends = added.filter((e) => e.type === 'compaction/end');
+  expect(ends).toHaveLength(txs);
+  const endErrors = ends.map((e) => (e.type === 'compaction/end' ? e.data.error?.code : undefined)).filter((c) => c !== undefined);
+  expect(endErrors.filter((c) => c === 'internal')).toHaveLength(chartErrors);
+  if (o.includes('transaction:cancelled')) expect(endErrors).toContain('cancelled');
+  if (o.includes('transaction:failed')) expect(endErrors).toContain('summary');
+  expect(added.filter((e) => e.type === 'user/message' && e.data.source === COMPACTION_CHECKPOINT_SOURCE)).toHaveLength(committed);
+  expect(result.compactions).toHaveLength(committed);
+  for (const c of result.compactions) expect(c.checkpointTokens).toBeLessThan(c.spanTokens);
+  if (final === 'relievedByPruning') expect(added.map((e) => e.type)).toContain('compaction/prune');
+  // Every bracket is closed, a broken transaction chart's too: the lock is released.
+  expect(w.session.lock.held).toBe(false);
+  if (o.includes('cancel') && o.at(-1)?.startsWith('transaction:')) {
+    // Cancelled while compacting: whatever the transaction did, nothing started after it (no remeasure, no retry).
+    const services = w.ctl.calls.map((c) => c.service);
+    expect(['flush', 'closeWithError']).toContain(services.at(-1));
+    expect(services.filter((x) => x === 'selectRange')).toHaveLength(1);
+  }
+  if (committed === 0 && !added.some((e) => e.type === 'compaction/prune')) expect(JSON.stringify(w.session.deriveMessages())).toBe(messagesBefore);
+  expectValidRequest(w);
+
+  // The server got one summary request per transaction that reached the summarizer.
+  expect(summaryRequests(w)).toHaveLength(txs);
+
+  const reopened = await expectReplays(w);
+  await reopened.close();
+}

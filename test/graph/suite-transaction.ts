@@ -1,0 +1,155 @@
+/**
+ * Transaction paths on the real engine. Host: pressure compaction (`afterStep`) with
+ * pruning off, over a session filled past the threshold; the host's own calls (measure,
+ * selectRange) run for real, every transaction call is settled as the path says
+ * (see tx-outcomes.ts for how each outcome is produced).
+ */
+import { expect } from 'vitest';
+import { COMPACTION_CHECKPOINT_SOURCE } from '../../src/session/events';
+import { Session } from '../../src/session/session';
+import type { TransitionInfo } from './model';
+import type { GeneratedPath } from './paths';
+import {
+  expectLogOnlyGrew,
+  expectPathTaken,
+  expectReplays,
+  expectValidRequest,
+  fillAbove,
+  markRun,
+  newEvents,
+  openWorld,
+  summaryRequests,
+  type Server,
+} from './runner';
+import { settleTxStep, takeRange, type RunCtx } from './tx-outcomes';
+
+const BRACKET = ['compaction/start', 'compaction/summary', 'user/message', 'compaction/end'];
+
+/** The error code the facade reports, by the outcome that decided the path. */
+const DECISIVE: Record<string, { code: string; cause?: string }> = {
+  'validateSpan:lock-held': { code: 'busy' },
+  'validateSpan:span-invalid': { code: 'changed', cause: 'span-invalid' },
+  'openBracket:append-refused': { code: 'commit', cause: 'session-rule' },
+  'summarize:fails': { code: 'summary', cause: 'summary-truncated' },
+  cancel: { code: 'cancelled' },
+  'revalidate:surface-changed': { code: 'changed' },
+  'revalidate:no-shrink': { code: 'summary', cause: 'summary-no-shrink' },
+  'revalidate:too-little-progress': { code: 'no-progress' },
+  'revalidate:throws': { code: 'changed', cause: 'internal' },
+  'commit:refused': { code: 'commit', cause: 'session-rule' },
+  'flush:store-fails': { code: 'persistence', cause: 'store-interleaved' },
+};
+
+export async function runTransactionPath(srv: Server, path: GeneratedPath, byKey: Map<string, TransitionInfo>): Promise<void> {
+  const outcomes = path.steps.map((s) => s.outcome);
+  const w = await openWorld(srv, {
+    pruner: false,
+    config: outcomes.includes('revalidate:too-little-progress') ? { minProgressRatio: 0.9 } : {},
+  });
+  fillAbove(w, 100);
+  const messagesBefore = JSON.stringify(w.session.deriveMessages());
+  markRun(w);
+
+  const controller = new AbortController();
+  const running = w.engine.afterStep({ signal: controller.signal });
+  const ctx: RunCtx = { abort: () => controller.abort(new Error('user pressed Ctrl-C')), running, range: undefined, summaryFailure: 'length' };
+  await (await w.ctl.take('measure', running)).runReal();
+  await takeRange(w, ctx);
+  for (let i = 0; i < path.steps.length; i++) await settleTxStep(w, path.steps[i]!, path.steps[i + 1], ctx);
+  w.ctl.setAuto();
+  const result = await running;
+
+  // The real chart took the generated path.
+  expectPathTaken(w, path, byKey);
+
+  // The facade's answer.
+  const final = path.finalValue as string;
+  const decisive = outcomes.find((o) => DECISIVE[o]);
+  if (final === 'committed') {
+    expect(result.status).toBe('compacted');
+    expect(result.compactions).toHaveLength(1);
+    expect(result.compactions[0]!.tokensAfter).toBeLessThan(result.compactions[0]!.tokensBefore);
+  } else {
+    const want = DECISIVE[decisive!]!;
+    expect(result.status).toBe(want.code === 'cancelled' ? 'cancelled' : 'failed');
+    expect(result.error?.code).toBe(want.code);
+    if (want.cause) expect(result.error?.causeCode).toBe(want.cause);
+  }
+
+  // The log: only grew; the bracket as the path says.
+  expectLogOnlyGrew(w);
+  const added = newEvents(w);
+  const types = added.map((e) => e.type);
+  const starts = types.filter((t) => t === 'compaction/start').length;
+  const ends = added.filter((e) => e.type === 'compaction/end');
+  const arrangedLocks = outcomes.filter((o) => o === 'validateSpan:lock-held' || o === 'openBracket:append-refused').length;
+  const checkpoints = added.filter((e) => e.type === 'user/message' && e.data.source === COMPACTION_CHECKPOINT_SOURCE);
+  if (final === 'committed' || final === 'persistenceFailed') {
+    const at = types.indexOf('compaction/start');
+    expect(types.slice(at, at + 4)).toEqual(BRACKET);
+    expect(checkpoints).toHaveLength(1);
+  } else if (final === 'rejected') {
+    // Nothing written by the engine: only the lock the world took.
+    expect(starts).toBe(arrangedLocks);
+    expect(ends).toHaveLength(0);
+    expect(checkpoints).toHaveLength(0);
+  } else {
+    // A failed transaction: its own start and exactly one compaction/end {error}.
+    expect(starts).toBe(1);
+    expect(ends).toHaveLength(1);
+    const end = ends[0]!;
+    expect(end.type === 'compaction/end' && end.data.error?.code).toBe(DECISIVE[decisive!]!.code);
+    expect(checkpoints).toHaveLength(0);
+    // A summary event only where the commit itself was refused half-way (see the report).
+    expect(types.includes('compaction/summary')).toBe(outcomes.includes('commit:refused'));
+    expect(w.session.lock.held).toBe(false);
+  }
+  // A cancel noted while a step ran to completion is honoured by the next decision.
+  const cancelFrom = path.steps.find((s) => s.outcome === 'cancel')?.from;
+  if (cancelFrom === 'validating') expect(added).toHaveLength(0);
+  if (cancelFrom === 'opening') expect(types).toEqual(['compaction/start', 'compaction/end']);
+
+  // What a listener heard: a start once the bracket opened (not when it is closed at once on a
+  // cancel), then exactly one committed or failed; a rejected transaction tells nothing.
+  const heard = (type: string) => w.notes.filter((n) => n.type === type).length;
+  // Every bracket that was opened is announced, even one a cancel closes straight away.
+  expect(heard('compaction.started')).toBe(outcomes.includes('openBracket:opened') ? 1 : 0);
+  expect(heard('compaction.committed')).toBe(final === 'committed' ? 1 : 0);
+  expect(heard('compaction.failed')).toBe(final === 'failed' || final === 'persistenceFailed' ? 1 : 0);
+  const failedNote = w.notes.find((n) => n.type === 'compaction.failed');
+  if (failedNote && failedNote.type === 'compaction.failed' && final === 'failed') expect(failedNote.error.code).toBe(DECISIVE[decisive!]!.code);
+
+  if (final !== 'committed' && final !== 'persistenceFailed' && !outcomes.includes('revalidate:surface-changed')) {
+    const rewritten = outcomes.includes('validateSpan:span-invalid') || outcomes.includes('commit:refused');
+    if (!rewritten) expect(JSON.stringify(w.session.deriveMessages())).toBe(messagesBefore);
+  }
+  expectValidRequest(w);
+
+  // What the server received: one summary request per summarize call, each ending with the instruction.
+  const summarizeSteps = outcomes.filter((o) => o.startsWith('summarize:')).length + (path.steps.some((s) => s.outcome === 'cancel' && s.from === 'summarizing') ? 1 : 0);
+  const requests = summaryRequests(w);
+  expect(requests).toHaveLength(summarizeSteps);
+  for (const r of requests) {
+    const body = r.json as { messages: Array<{ role: string; content: unknown }>; stream: boolean };
+    expect(body.stream).toBe(true);
+    expect(body.messages[0]).toMatchObject({ role: 'system' });
+    expect(body.messages.at(-1)!.role).toBe('user');
+  }
+
+  // Durable: the store replays the same log, or, when the store broke, keeps what was flushed.
+  const storeBroke = outcomes.includes('flush:store-fails') || outcomes.includes('closeWithError:close-fails');
+  if (!storeBroke) {
+    const reopened = await expectReplays(w);
+    expect(reopened.lock.held).toBe(outcomes.includes('validateSpan:lock-held') || outcomes.includes('openBracket:append-refused'));
+    await reopened.close();
+  } else {
+    w.engine.stop();
+    await w.session.close().catch(() => undefined);
+    const reopened = await Session.open(w.store, w.id);
+    expect(reopened.loadReport.tornTail).toBeDefined();
+    // The compaction/start was durable, its end was not: an orphan lock, the surface as before.
+    expect(reopened.lock).toMatchObject({ held: true, orphan: true });
+    expect(JSON.stringify(reopened.deriveMessages())).toBe(messagesBefore);
+    await reopened.close();
+  }
+}

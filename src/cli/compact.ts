@@ -1,0 +1,295 @@
+/**
+ * `xcompact compact <file>`: one manual compaction (the `/compact` of SPEC §9) of a stored
+ * session or of an OpenAI chat-messages file, written to a new file. The input's bytes are
+ * never changed unless --in-place, and then only appended to (the log is append-only).
+ */
+import { rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import OpenAI, { APIConnectionError, AuthenticationError, NotFoundError, PermissionDeniedError } from 'openai';
+import { CompactionError, createCompactionEngine } from '../engine';
+import { importPiTranscript } from '../session/import-pi';
+import { Session } from '../session/session';
+import { JsonlStore } from '../session/stores/jsonl';
+import { checkSessionId } from '../session/store';
+import { modelInfoFor } from '../services/config';
+import { SummarizerError, type Summarizer } from '../services/summarizer';
+import { ExtractiveSummarizer } from '../services/summarizers/extractive';
+import { OpenAISummarizer } from '../services/summarizers/openai';
+import { loadConfig } from './config-file';
+import { CliError } from './errors';
+import { detectFormat, jsonErrorLocation, loadSessionReadOnly, parseRoute, readInput } from './load';
+import { importChatMessages, parseMessagesFile } from './messages';
+import { fmt, pct, seconds } from './ui';
+
+export interface CompactOptions {
+  summarizer: 'openai' | 'extractive';
+  baseUrl?: string;
+  model?: string;
+  apiKeyEnv: string;
+  contextWindow?: number;
+  maxTokens: number;
+  focus?: string;
+  output?: string;
+  inPlace?: boolean;
+  force?: boolean;
+  recover?: boolean;
+  config?: string;
+}
+
+export interface CompactResult {
+  output: string;
+  compacted: boolean;
+  tokensBefore: number;
+  tokensAfter: number;
+  shadowedNodes: number;
+}
+
+const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+
+export async function runCompact(file: string, options: CompactOptions, out: NodeJS.WritableStream = process.stdout): Promise<CompactResult> {
+  const bytes = await readInput(file);
+  const format = detectFormat(file, bytes);
+  const config = loadConfig(options.config, file);
+  if (options.inPlace && options.output) throw new CliError('--in-place and --output exclude each other: pick one.', 2);
+  if (options.inPlace && format === 'pi') {
+    throw new CliError(`${file} is a pi transcript: it cannot be compacted in place (the result is an xcompact session); drop --in-place to write <name>.compacted.jsonl.`, 2);
+  }
+
+  // ---- where the result goes
+  const input = resolve(file);
+  const stem = basename(input).replace(/\.(jsonl|json)$/i, '');
+  const output = options.inPlace
+    ? input
+    : resolve(options.output ?? join(dirname(input), `${stem}.compacted.${format === 'messages' ? 'json' : 'jsonl'}`));
+  if (!options.inPlace) {
+    if (output === input) throw new CliError(`--output ${options.output} is the input file: pass --in-place to compact the input itself, or choose another --output.`, 2);
+    if (existsSync(output) && !options.force) throw new CliError(`${output} already exists: pass --force to overwrite it, or choose another --output.`, 2);
+    if (format !== 'messages' && !output.endsWith('.jsonl')) throw new CliError(`--output ${output} must end in .jsonl: the result is a session log.`, 2);
+  }
+
+  // ---- the summarizer and the model it runs on
+  const summarizationRoute = options.model ? parseRoute(options.model) : undefined;
+  const models: Record<string, { contextWindow: number }> = {};
+  let summarizer: Summarizer;
+  let lastSummarizerError: unknown;
+  let baseURL = '';
+  if (options.summarizer === 'openai') {
+    baseURL = options.baseUrl ?? process.env.OPENAI_BASE_URL ?? DEFAULT_BASE_URL;
+    let url: URL;
+    try {
+      url = new URL(baseURL);
+    } catch {
+      throw new CliError(`--base-url "${baseURL}" is not a URL: pass e.g. https://api.deepseek.com/v1 or http://127.0.0.1:8080/v1.`, 2);
+    }
+    const apiKey = process.env[options.apiKeyEnv];
+    const local = ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(url.hostname);
+    if (!apiKey && !local) {
+      throw new CliError(
+        `no API key: the environment variable ${options.apiKeyEnv} is not set; export it, name another with --api-key-env, or use --summarizer extractive (no network).`,
+        2,
+      );
+    }
+    const client = new OpenAI({ baseURL, apiKey: apiKey || 'not-needed', maxRetries: 0, timeout: 120_000 });
+    const inner = new OpenAISummarizer({ client });
+    summarizer = {
+      name: inner.name,
+      async summarize(request, signal) {
+        try {
+          return await inner.summarize(request, signal);
+        } catch (err) {
+          lastSummarizerError = err;
+          throw err;
+        }
+      },
+    };
+  } else {
+    summarizer = new ExtractiveSummarizer();
+  }
+
+  // ---- the session
+  let session: Session;
+  let messagesFile: ReturnType<typeof parseMessagesFile> | undefined;
+  let cleanupOutput = false;
+  if (format === 'messages') {
+    const text = bytes.toString('utf8');
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      const at = jsonErrorLocation(text, err as Error);
+      throw new CliError(`${file}${at ? `:${at.line}:${at.column}` : ''}: not valid JSON (${(err as Error).message}); fix the file and run again.`);
+    }
+    messagesFile = parseMessagesFile(file, value);
+    // The conversation's own model (bare OpenAI names are taken as openai/<name>); else the summarizer's.
+    const route = (messagesFile.model ? parseRoute(messagesFile.model) : undefined) ?? summarizationRoute ?? { provider: 'unknown', model: 'unknown' };
+    session = Session.inMemory('messages');
+    importChatMessages(session, file, messagesFile, route);
+  } else if (format === 'pi') {
+    const sessionId = sessionIdFor(output);
+    await rm(output, { force: true });
+    session = await Session.open(new JsonlStore(dirname(output), { sync: true }), sessionId);
+    cleanupOutput = true;
+    try {
+      importPiTranscript(session, bytes.toString('utf8'));
+    } catch (err) {
+      await session.close().catch(() => undefined);
+      await rm(output, { force: true });
+      throw new CliError(`${file}: ${(err as Error).message}; the transcript could not be imported.`, 1, { cause: err });
+    }
+  } else {
+    // Replay read-only first: a bad line is reported against the input, not a copy.
+    const { session: checked } = await loadSessionReadOnly(file, bytes, 'xcompact');
+    const torn = checked.loadReport.tornTail;
+    const sessionId = sessionIdFor(output);
+    if (!options.inPlace) {
+      // The copy ends at the last complete line: a torn tail (a crash mid-write) is not carried over.
+      await writeFile(output, bytes.subarray(0, bytes.lastIndexOf(0x0a) + 1));
+      cleanupOutput = true;
+      if (torn) out.write(`note: ${file} ends with a torn line ${torn.line} (${torn.bytes} bytes, a crash mid-write); it is not part of the output.\n`);
+    }
+    try {
+      session = await Session.open(new JsonlStore(dirname(output)), sessionId);
+    } catch (err) {
+      if (cleanupOutput) await rm(output, { force: true });
+      throw err;
+    }
+  }
+
+  const fail = async (err: unknown): Promise<never> => {
+    await session.close().catch(() => undefined);
+    if (cleanupOutput) await rm(output, { force: true });
+    throw err;
+  };
+
+  if (session.needsRecovery) {
+    if (!options.recover) {
+      const why = [
+        session.openTurn !== null ? `turn ${session.openTurn} is open` : undefined,
+        session.surface.pendingCalls().length ? `${session.surface.pendingCalls().length} tool call(s) have no result` : undefined,
+        session.lock.held ? `an orphan compaction/start (seq ${session.lock.startSeq}) holds the lock` : undefined,
+      ]
+        .filter(Boolean)
+        .join(', ');
+      await fail(new CliError(`${file} ends mid-flight (${why}), as a crashed agent leaves it; pass --recover to close it as interrupted before compacting.`, 2));
+    }
+    session.recover();
+  }
+
+  // ---- the engine: the summarization target and its window
+  const header = session.latestHeader;
+  const target = summarizationRoute ?? (header ? { provider: header.data.provider, model: header.data.model } : undefined);
+  if (!target || (options.summarizer === 'openai' && target.provider === 'unknown')) {
+    await fail(new CliError(`${file} names no model, so there is none to summarize with: pass --model provider/model (e.g. openai/gpt-4o-mini).`, 2));
+  }
+  const key = `${target!.provider}/${target!.model}`;
+  if (options.contextWindow) models[key] = { contextWindow: options.contextWindow };
+  const engineConfig = {
+    ...config.input,
+    maxTokens: options.maxTokens,
+    ...(summarizationRoute ? { summarizationProvider: summarizationRoute.provider, summarizationModel: summarizationRoute.model } : {}),
+  };
+  let engine;
+  try {
+    engine = createCompactionEngine({ session, summarizer, config: engineConfig, models });
+  } catch (err) {
+    return fail(err);
+  }
+  if (options.summarizer === 'openai' && modelInfoFor(engine.config, target!.provider, target!.model) === undefined) {
+    engine.stop();
+    await fail(
+      new CliError(
+        `unknown model ${key}: its context window is not known, and the summary request must fit it; pass --context-window <tokens> (or --config with models["${key}"]).`,
+        2,
+      ),
+    );
+  }
+
+  const before = engine.measure();
+  const started = Date.now();
+  let record;
+  try {
+    record = await engine.compactNow(options.focus ? { focus: options.focus } : {});
+  } catch (err) {
+    engine.stop();
+    return fail(explainCompactionError(err, lastSummarizerError, baseURL, key, options.apiKeyEnv));
+  }
+  engine.stop();
+  const after = engine.measure();
+
+  if (!record) {
+    await session.close();
+    if (cleanupOutput) await rm(output, { force: true });
+    out.write(
+      `nothing to compact in ${file}: the newest message (or tool batch) is always kept, and what precedes it is too small to pay for a checkpoint; no output written.\n`,
+    );
+    return { output, compacted: false, tokensBefore: before.totalTokens, tokensAfter: after.totalTokens, shadowedNodes: 0 };
+  }
+
+  if (messagesFile) {
+    const messages = [...session.deriveMessages()];
+    // Everything but the messages is written back as it was (model, tools, other fields).
+    const result = messagesFile.bare ? messages : { ...(JSON.parse(bytes.toString('utf8')) as Record<string, unknown>), messages };
+    await writeFile(output, `${JSON.stringify(result, null, 2)}\n`);
+  }
+  await session.close();
+
+  const u = record.summarizer.usage;
+  out.write(
+    `compacted ${record.shadowedNodes} messages into 1 checkpoint: ${fmt(record.tokensBefore)} → ${fmt(record.tokensAfter)} tokens ` +
+      `(−${pct(record.tokensBefore - record.tokensAfter, record.tokensBefore)}) in ${seconds(Date.now() - started)} with the ${summarizer.name} summarizer` +
+      `${record.summarizer.model ? ` (${record.summarizer.provider ? `${record.summarizer.provider}/` : ''}${record.summarizer.model})` : ''}` +
+      `${u ? `, ${fmt(u.promptTokens)} prompt tokens (${pct(u.cachedTokens ?? 0, u.promptTokens)} cached)` : ''}\n` +
+      `wrote ${output}${options.inPlace ? ' (appended in place)' : ''}\n`,
+  );
+  return { output, compacted: true, tokensBefore: record.tokensBefore, tokensAfter: record.tokensAfter, shadowedNodes: record.shadowedNodes };
+}
+
+function sessionIdFor(output: string): string {
+  const id = basename(output).replace(/\.jsonl$/i, '');
+  try {
+    checkSessionId(id);
+  } catch {
+    throw new CliError(`the session file name "${basename(output)}" is not usable: name it with letters, digits, '.', '_' or '-' and end it in .jsonl (e.g. --output my-session.compacted.jsonl).`, 2);
+  }
+  return id;
+}
+
+/** The summarizer's failure, in the words a user needs: which endpoint, what went wrong, what to do. */
+function explainCompactionError(err: unknown, summarizerError: unknown, baseURL: string, model: string, apiKeyEnv: string): unknown {
+  if (!(err instanceof CompactionError)) return err;
+  const cause = summarizerError instanceof SummarizerError ? summarizerError.cause : undefined;
+  if (cause instanceof APIConnectionError) {
+    const code = errnoIn(cause);
+    if (code === 'ECONNREFUSED') return new CliError(`cannot reach ${baseURL}: connection refused — is the server running? Check --base-url.`, 1, { cause: err });
+    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new CliError(`cannot reach ${baseURL}: the host name does not resolve; check --base-url.`, 1, { cause: err });
+    return new CliError(`cannot reach ${baseURL}: ${deepestMessage(cause)}${code ? ` (${code})` : ''}; check --base-url and your network.`, 1, { cause: err });
+  }
+  if (cause instanceof AuthenticationError || cause instanceof PermissionDeniedError) {
+    return new CliError(`${baseURL} rejected the API key from $${apiKeyEnv} (${cause.status}): check the key, or name the right variable with --api-key-env.`, 1, { cause: err });
+  }
+  if (cause instanceof NotFoundError) {
+    return new CliError(`${baseURL} answered 404 for model "${model.slice(model.indexOf('/') + 1)}": pass --model provider/model with a model this endpoint serves (and check --base-url ends in /v1).`, 1, { cause: err });
+  }
+  return new CliError(`compaction failed (${err.code}${err.causeCode ? `/${err.causeCode}` : ''}): ${err.message}`, 1, { cause: err });
+}
+
+function deepestMessage(err: unknown): string {
+  let e: unknown = err;
+  let message = '';
+  for (let i = 0; i < 5 && e instanceof Error; i++) {
+    message = e.message.replace(/\.$/, '');
+    e = e.cause;
+  }
+  return message;
+}
+
+function errnoIn(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e; i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

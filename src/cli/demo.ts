@@ -1,0 +1,370 @@
+/**
+ * `xcompact demo`: a scripted coding agent works on a long task against the built-in local
+ * OpenAI-compatible server, with a small context window, while the compaction engine keeps
+ * every request under it. Everything goes over real HTTP through the `openai` SDK — the
+ * agent's requests, the summary requests of the OpenAISummarizer, and one deliberate
+ * context-overflow 400 — so the demo exercises the same path as a real deployment.
+ *
+ * The agent loop below is the one DESIGN.md describes (and examples/agent-loop.ts shows
+ * with real tools): per turn startTurn/user; per step startStep → request header → call →
+ * assistant → tool results → afterStep → endStep; a failed request goes to onRequestError
+ * and is rebuilt from the session on `retry`; `/compact` between turns calls compactNow.
+ */
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join, relative, resolve } from 'node:path';
+import OpenAI from 'openai';
+import type { ChatCompletion } from 'openai/resources/chat/completions';
+import { createScriptedCoder } from '../agent/scripted-coder';
+import { planTask, TASK_PROMPTS } from '../agent/plan';
+import { generateProject } from '../agent/project';
+import { DEMO_TOOLS, SimulatedWorkspace } from '../agent/simulated-tools';
+import { createCompactionEngine, type CompactionRecord, type EngineNotification } from '../engine';
+import { toChatMessage } from '../session/derive';
+import type { SurfaceEvent } from '../session/events';
+import { Session } from '../session/session';
+import { JsonlStore } from '../session/stores/jsonl';
+import { SessionWriter } from '../session/writer';
+import { getTokenizer } from '../services/tokenizer';
+import { withErrorBodyRecovery } from '../services/overflow';
+import { startOpenAIServer } from '../testing/openai-server';
+import { createTraceRecorder } from '../trace';
+import { CliError } from './errors';
+import { bar, createSpinner, createStyle, fmt, pct, seconds, table, truncate, useColor, type Output } from './ui';
+
+export interface DemoOptions {
+  steps: number;
+  window: number;
+  out: string;
+  seed: number;
+  quiet: boolean;
+  color: boolean;
+}
+
+export interface DemoReport {
+  steps: number;
+  turns: number;
+  requests: { total: number; agent: number; summary: number; rejected: number };
+  compactions: { total: number; byTrigger: Record<string, number>; failed: number };
+  prunes: { results: number; tokensFreed: number };
+  peakTokens: number;
+  threshold: number;
+  window: number;
+  tokensSaved: number;
+  fullHistoryTokens: number;
+  summary: { promptTokens: number; cachedTokens: number };
+  overflowRecoveries: number;
+  sessionFile: string;
+  traceFile: string;
+  configFile: string;
+  events: number;
+  durationMs: number;
+}
+
+const PROVIDER = 'local';
+const MODEL = 'demo-coder';
+const SYSTEM_PROMPT =
+  'You are fetchkit-agent, a careful coding agent working in the fetchkit repository. Use the tools to read files, run commands and edit code. ' +
+  'Make small, verified changes; run the tests after each fix; answer with a short summary when the task is done.';
+
+export async function runDemo(options: DemoOptions, out: Output = process.stdout): Promise<DemoReport> {
+  const started = performance.now();
+  if (!Number.isInteger(options.steps) || options.steps < 8 || options.steps > 2000) {
+    throw new CliError(`--steps ${options.steps} is out of range: the demo needs a whole number of steps from 8 to 2000 (default 96).`, 2);
+  }
+  // Below 8k a single parallel batch of the task's (pruned) file reads no longer fits the window.
+  if (!Number.isInteger(options.window) || options.window < 8192 || options.window > 2_000_000) {
+    throw new CliError(`--window ${options.window} is out of range: use a whole number of tokens from 8192 to 2000000 (default 16384).`, 2);
+  }
+  if (!Number.isInteger(options.seed) || options.seed < 0) {
+    throw new CliError(`--seed ${options.seed} is not a whole number ≥ 0: pass e.g. --seed 7.`, 2);
+  }
+  const style = createStyle(useColor(options.color, out));
+  const say = (line = '') => {
+    if (!options.quiet) out.write(`${line}\n`);
+  };
+  const spinner = createSpinner(out, style, !options.quiet);
+
+  // ---- the model, the window and the engine's configuration
+  const window = options.window;
+  const maxOutputTokens = Math.min(1024, Math.floor(window / 8));
+  const models = { [`${PROVIDER}/${MODEL}`]: { contextWindow: window, maxOutputTokens } };
+  const config = { thresholdRatio: 0.8, retainRatio: 0.16, headroomTokens: Math.floor(window / 8), maxTokens: maxOutputTokens };
+
+  // ---- the task: a long first turn, a manual /compact, a short second turn
+  const second = Math.min(12, Math.max(3, Math.round(options.steps * 0.12)));
+  const turns = [options.steps - second, second];
+  const files = generateProject(options.seed);
+  const plan = planTask({ files, turns, seed: options.seed, toolset: 'demo' });
+  const inputs = [TASK_PROMPTS[0]!, '/compact the retry logic and the test failures', TASK_PROMPTS[1]!];
+  const workspace = new SimulatedWorkspace(files);
+  const paced = !options.quiet;
+  const coder = createScriptedCoder({
+    plan,
+    contextWindow: window,
+    overflowAt: Math.floor(turns[0]! * 0.55),
+    stepDelayMs: paced ? 25 : 0,
+    summaryDelayMs: paced ? 300 : 0,
+    summaryChunkDelayMs: paced ? 45 : 0,
+  });
+
+  // ---- output files
+  const outDir = resolve(options.out);
+  await mkdir(outDir, { recursive: true });
+  const sessionFile = join(outDir, 'demo.jsonl');
+  const traceFile = join(outDir, 'trace.json');
+  const configFile = join(outDir, 'xcompact.config.json');
+  // A fresh run: the previous demo's session would otherwise be continued.
+  await rm(sessionFile, { force: true });
+  await writeFile(configFile, `${JSON.stringify({ ...config, models }, null, 2)}\n`);
+
+  const server = await startOpenAIServer({ scenarios: coder.handler, defaultModel: MODEL });
+  let session: Session | undefined;
+  const report: DemoReport = {
+    steps: 0,
+    turns: 0,
+    requests: { total: 0, agent: 0, summary: 0, rejected: 0 },
+    compactions: { total: 0, byTrigger: {}, failed: 0 },
+    prunes: { results: 0, tokensFreed: 0 },
+    peakTokens: 0,
+    threshold: 0,
+    window,
+    tokensSaved: 0,
+    fullHistoryTokens: 0,
+    summary: { promptTokens: 0, cachedTokens: 0 },
+    overflowRecoveries: 0,
+    sessionFile,
+    traceFile,
+    configFile,
+    events: 0,
+    durationMs: 0,
+  };
+  try {
+    // maxRetries 0: whether a failed request is retried is the engine's decision (onRequestError).
+    const client = withErrorBodyRecovery(new OpenAI({ baseURL: server.baseURL, apiKey: 'local-demo-key', maxRetries: 0 }));
+    session = await Session.open(new JsonlStore(outDir, { sync: false }), 'demo');
+    const recorder = createTraceRecorder(session);
+    const engine = createCompactionEngine({ session, client, models, config, inspect: recorder.inspect });
+    const w = new SessionWriter(session);
+    const compactionNo = { n: 0 };
+
+    engine.on((e: EngineNotification) => {
+      switch (e.type) {
+        case 'compaction.started':
+          spinner.start(`writing summary ${style.dim(`(${e.trigger}: ${e.nodes} nodes, ${fmt(e.spanTokens)} tokens)`)}`);
+          return;
+        case 'compaction.committed': {
+          spinner.stop();
+          const r: CompactionRecord = e;
+          report.compactions.total++;
+          report.compactions.byTrigger[r.trigger] = (report.compactions.byTrigger[r.trigger] ?? 0) + 1;
+          report.tokensSaved += Math.max(0, r.tokensBefore - r.tokensAfter);
+          const u = r.summarizer.usage;
+          if (u) {
+            report.summary.promptTokens += u.promptTokens;
+            report.summary.cachedTokens += u.cachedTokens ?? 0;
+          }
+          const cache = u ? `, summary request ${fmt(u.promptTokens)} tokens ${pct(u.cachedTokens ?? 0, u.promptTokens)} cached` : '';
+          say(
+            `   ${style.magenta('⟳')} ${style.bold(`compaction #${++compactionNo.n}`)} ${style.dim(`(${r.trigger})`)} ` +
+              `${r.shadowedNodes} nodes → 1 checkpoint · ${fmt(r.tokensBefore)} → ${style.green(fmt(r.tokensAfter))} tokens · ${seconds(r.durationMs)}${style.dim(cache)}`,
+          );
+          return;
+        }
+        case 'compaction.failed':
+          spinner.stop();
+          report.compactions.failed++;
+          say(`   ${style.red('✖')} compaction failed ${style.dim(`(${e.trigger})`)}: ${e.error.message}`);
+          return;
+        case 'compaction.skipped':
+          say(`   ${style.yellow('!')} ${e.reason}`);
+          return;
+        case 'pruned':
+          report.prunes.results += e.count;
+          report.prunes.tokensFreed += e.tokensFreed;
+          report.tokensSaved += e.tokensFreed;
+          say(`   ${style.cyan('✂')} pruned ${e.count} oversized tool result${e.count === 1 ? '' : 's'} ${style.dim(`(${e.trigger})`)} · −${fmt(e.tokensFreed)} tokens, no model call`);
+          return;
+        case 'breaker.opened':
+          say(`   ${style.red('!')} automatic compaction paused after ${e.consecutiveFailures} failures`);
+          return;
+        case 'capacity.missing':
+          say(`   ${style.yellow('!')} ${e.message}`);
+          return;
+        default:
+          return;
+      }
+    });
+
+    say(style.bold(`xcompact demo — a scripted coding agent against a local OpenAI-compatible server (${server.baseURL})`));
+    say(
+      style.dim(
+        `model ${PROVIDER}/${MODEL}: window ${fmt(window)} tokens, max output ${fmt(maxOutputTokens)}; ${options.steps} steps planned; session → ${relativePath(sessionFile)}`,
+      ),
+    );
+
+    w.system(SYSTEM_PROMPT);
+    const request = () => w.request({ provider: PROVIDER, model: MODEL, systemPrompt: SYSTEM_PROMPT, tools: DEMO_TOOLS, maxTokens: maxOutputTokens });
+
+    for (const input of inputs) {
+      if (input.startsWith('/compact')) {
+        const focus = input.slice('/compact'.length).trim();
+        say('');
+        say(`${style.bold('> /compact')} ${focus}`);
+        const record = await engine.compactNow(focus ? { focus } : {});
+        if (!record) say('   nothing to compact');
+        continue;
+      }
+      w.startTurn();
+      report.turns++;
+      w.user(input);
+      say('');
+      say(`${style.bold(`── turn ${report.turns}`)} ${style.dim(truncate(input, 100))}`);
+      for (;;) {
+        w.startStep();
+        report.steps++;
+        request();
+        const completion = await send(client, session, engine, maxOutputTokens, {
+          beforeSend: () => {
+            const m = engine.measure();
+            report.peakTokens = Math.max(report.peakTokens, m.totalTokens);
+            report.threshold = m.threshold ?? report.threshold;
+          },
+          rejected: (err) => {
+            const message = err instanceof Error ? err.message : String(err);
+            say(`   ${style.red('✖')} step ${report.steps}: request rejected ${style.dim('(scripted: the server refuses this one on purpose)')}: ${truncate(message, 110)}`);
+          },
+          retrying: () => {
+            report.overflowRecoveries++;
+            say(`   ${style.green('↻')} overflow recovery done: retrying step ${report.steps} with the compacted history (${session!.deriveMessages().length} messages)`);
+          },
+        });
+        const message = completion.choices[0]!.message;
+        w.assistantFromCompletion(message, { usage: completion.usage ?? null, provider: PROVIDER, model: completion.model, finishReason: completion.choices[0]!.finish_reason });
+        const calls = (message.tool_calls ?? []).filter((c) => c.type === 'function');
+        const described: string[] = [];
+        for (const call of calls) {
+          const result = workspace.run(call.function.name, call.function.arguments);
+          w.toolResult(call.id, result.text, { toolName: call.function.name, ...(result.isError ? { isError: true } : {}) });
+          described.push(describeCall(call.function.name, call.function.arguments));
+        }
+        const m = engine.measure();
+        const threshold = m.threshold ?? 0;
+        say(
+          ` step ${String(report.steps).padStart(3)} ${bar(style, m.totalTokens, threshold)} ${fmt(m.totalTokens).padStart(7)} / ${fmt(threshold)}  ` +
+            style.dim(truncate(calls.length > 0 ? described.join(', ') : `answer: ${message.content ?? ''}`, 70)),
+        );
+        await engine.afterStep();
+        w.endStep();
+        if (calls.length === 0) {
+          w.endTurn();
+          break;
+        }
+      }
+    }
+    spinner.stop();
+
+    await session.flush();
+    report.events = session.length;
+    report.fullHistoryTokens = fullHistoryTokens(session);
+    await session.close();
+    engine.stop();
+    recorder.stop();
+    await recorder.save(traceFile);
+    await recorder.save(traceFile.replace(/\.json$/, '.js'));
+    for (const s of coder.served) {
+      if (s.kind === 'agent') report.requests.agent++;
+      else if (s.kind === 'summary') report.requests.summary++;
+      else report.requests.rejected++;
+    }
+    report.requests.total = server.requests.length;
+  } finally {
+    spinner.stop();
+    await session?.close().catch(() => undefined);
+    await server.close();
+  }
+  report.durationMs = performance.now() - started;
+  out.write(`\n${renderReport(report, style)}\n`);
+  return report;
+}
+
+/** Sends one step's request; on an error asks the engine, and rebuilds the request from the session on `retry`. */
+async function send(
+  client: OpenAI,
+  session: Session,
+  engine: ReturnType<typeof createCompactionEngine>,
+  maxTokens: number,
+  hooks: { beforeSend(): void; rejected(err: unknown): void; retrying(): void },
+): Promise<ChatCompletion> {
+  for (let attempt = 0; ; attempt++) {
+    hooks.beforeSend();
+    try {
+      return await client.chat.completions.create({
+        model: MODEL,
+        messages: [...session.deriveMessages()],
+        tools: DEMO_TOOLS,
+        max_tokens: maxTokens,
+      });
+    } catch (err) {
+      hooks.rejected(err);
+      const action = await engine.onRequestError(err);
+      if (action.kind !== 'retry' || attempt >= 3) throw err;
+      hooks.retrying();
+    }
+  }
+}
+
+function describeCall(name: string, args: string): string {
+  try {
+    const a = JSON.parse(args) as Record<string, string>;
+    return `${name} ${a.path ?? a.command ?? ''}`.trim();
+  } catch {
+    return name;
+  }
+}
+
+/** What the last request would have cost with nothing compacted or pruned: every original message. */
+function fullHistoryTokens(session: Session): number {
+  const t = getTokenizer('o200k_base');
+  let total = 0;
+  for (const e of session.events()) {
+    if (e.surfaceOp !== 'append') continue;
+    const m = toChatMessage(e as SurfaceEvent);
+    let n = 4;
+    if (typeof m.content === 'string') n += t.count(m.content);
+    if (m.role === 'assistant' && m.tool_calls) for (const c of m.tool_calls) if (c.type === 'function') n += t.count(c.function.name) + t.count(c.function.arguments);
+    total += n;
+  }
+  return total;
+}
+
+/** How the user ran us: the installed bin, or the source entry through tsx (`npm start`). */
+function selfCommand(): string {
+  const entry = process.argv[1] ?? '';
+  return entry.endsWith('.ts') ? `npx tsx ${relativePath(entry).replace(/^\.\//, '')}` : 'xcompact';
+}
+
+function relativePath(p: string): string {
+  const r = relative(process.cwd(), p);
+  return r.startsWith('..') ? p : `./${r}`;
+}
+
+export function renderReport(r: DemoReport, style = createStyle(false)): string {
+  const triggers = Object.entries(r.compactions.byTrigger)
+    .map(([k, v]) => `${v} ${k}`)
+    .join(', ');
+  const rows: Array<[string, string]> = [
+    ['steps', `${r.steps} in ${r.turns} turns`],
+    ['requests', `${r.requests.total} (${r.requests.agent} agent, ${r.requests.summary} summary, ${r.requests.rejected} rejected on purpose)`],
+    ['compactions', `${r.compactions.total}${triggers ? ` (${triggers})` : ''}${r.compactions.failed ? `, ${r.compactions.failed} failed` : ''}`],
+    ['prunes', `${r.prunes.results} tool results, −${fmt(r.prunes.tokensFreed)} tokens`],
+    ['peak request', `${fmt(r.peakTokens)} tokens of a ${fmt(r.window)} window (${pct(r.peakTokens, r.window)}; threshold ${fmt(r.threshold)})`],
+    ['full history', `${fmt(r.fullHistoryTokens)} tokens (${(r.fullHistoryTokens / r.window).toFixed(1)}× the window) without compaction`],
+    ['tokens saved', `${fmt(r.tokensSaved)} (sum of before − after over compactions and prunes)`],
+    ['summary requests', `${r.requests.summary}, ${fmt(r.summary.promptTokens)} prompt tokens, ${pct(r.summary.cachedTokens, r.summary.promptTokens)} served from the prompt cache`],
+    ['overflow recovery', `${r.overflowRecoveries} rejected request recovered and retried`],
+    ['session', `${relativePath(r.sessionFile)} (${r.events} events) — try: ${selfCommand()} inspect ${relativePath(r.sessionFile)}`],
+    ['trace', `${relativePath(r.traceFile)} — load it in visualizer/index.html (or open index.html?trace=<path of trace.js>)`],
+    ['time', seconds(r.durationMs)],
+  ];
+  return `${style.bold('summary')}\n${table(rows)}`;
+}

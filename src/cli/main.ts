@@ -1,0 +1,116 @@
+#!/usr/bin/env node
+/**
+ * The `xcompact` command. Thin by design: commander parses the arguments, each subcommand
+ * calls the public API (session, engine, summarizers) and prints what happened.
+ */
+import { readFileSync } from 'node:fs';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { runCompact } from './compact';
+import { runDemo } from './demo';
+import { reportError } from './errors';
+import { runInspect } from './inspect';
+
+function packageVersion(): string {
+  // src/cli/main.ts and dist/cli/main.js both sit two levels below the package root.
+  try {
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+function wholeNumber(what: string, min = 0) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min) {
+      throw new InvalidArgumentError(`${what} must be a whole number${min > 0 ? ` ≥ ${min}` : ''}, got "${value}".`);
+    }
+    return n;
+  };
+}
+
+const verboseOption = () => new Option('--verbose', 'print stack traces with errors');
+
+export function buildProgram(): Command {
+  const program = new Command('xcompact')
+    .description('Keeps long-running LLM agent conversations working near the context limit: summary checkpoints, model-free pruning, overflow recovery.')
+    .version(packageVersion(), '-V, --version', 'print the version')
+    .addOption(verboseOption())
+    .showHelpAfterError('(run with --help for usage)')
+    .addHelpText(
+      'after',
+      '\nStart with:\n  xcompact demo                      watch a scripted agent run a long task in a 16k window\n  xcompact inspect xcompact-demo/demo.jsonl\n',
+    );
+
+  program
+    .command('demo')
+    .description(
+      'Run a scripted coding agent on a long task against a built-in local OpenAI-compatible server with a small context window, ' +
+        'showing pressure per step, each prune and compaction, one provider overflow and its recovery. No API key needed.',
+    )
+    .option('--steps <n>', 'agent steps to run (8–2000)', wholeNumber('--steps', 1), 96)
+    .option('--window <tokens>', "the model's context window in tokens", wholeNumber('--window', 1), 16384)
+    .option('--out <dir>', 'where to write the session JSONL and the inspection trace', 'xcompact-demo')
+    .option('--seed <n>', 'seed of the scripted task (same seed, same conversation)', wholeNumber('--seed'), 1)
+    .option('--quiet', 'print only the final table (and run without artificial delays)')
+    .option('--no-color', 'plain output without ANSI colours')
+    .addOption(verboseOption())
+    .action(async (opts: { steps: number; window: number; out: string; seed: number; quiet?: boolean; color: boolean }) => {
+      await runDemo({ steps: opts.steps, window: opts.window, out: opts.out, seed: opts.seed, quiet: opts.quiet === true, color: opts.color });
+    });
+
+  program
+    .command('inspect')
+    .description(
+      'Show what a stored session holds: events, surface, pressure against the model window, checkpoints, prunes, orphan locks, ' +
+        'tokens by role and a torn-tail report. Accepts an xcompact session JSONL or a pi transcript. Never modifies the file.',
+    )
+    .argument('<session.jsonl>', 'an xcompact session file, or a pi coding-agent transcript')
+    .option('--model <provider/model>', 'measure against this model (default: the last request header)')
+    .option('--context-window <tokens>', "the model's window, when it is not a built-in model", wholeNumber('--context-window', 1))
+    .option('--config <file>', 'xcompact configuration JSON (default: xcompact.config.json next to the session, if any)')
+    .option('--json', 'print the report as JSON')
+    .option('--no-color', 'plain output without ANSI colours')
+    .addOption(verboseOption())
+    .action(async (file: string, opts: { model?: string; contextWindow?: number; config?: string; json?: boolean; color: boolean }) => {
+      await runInspect(file, opts);
+    });
+
+  program
+    .command('compact')
+    .description(
+      'Compact a stored session (xcompact JSONL or pi transcript) or an OpenAI chat-messages JSON file into one summary checkpoint ' +
+        'plus the newest messages, with a real endpoint or the model-free extractive summarizer. Writes a new file; the input is never changed unless --in-place.',
+    )
+    .argument('<file>', 'session .jsonl, or .json holding an array of chat messages or { messages, tools, model }')
+    .addOption(new Option('--summarizer <kind>', 'who writes the summary').choices(['openai', 'extractive']).default('openai'))
+    .option('--base-url <url>', 'OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else https://api.openai.com/v1)')
+    .option('--model <provider/model>', 'summarization model, e.g. deepseek/deepseek-chat (default: the conversation\'s model)')
+    .option('--api-key-env <name>', 'environment variable holding the API key', 'OPENAI_API_KEY')
+    .option('--context-window <tokens>', "the summarization model's window, when it is not a built-in model", wholeNumber('--context-window', 1))
+    .option('--max-tokens <tokens>', 'summary output cap (max_tokens)', wholeNumber('--max-tokens', 1), 4096)
+    .option('--focus <text>', 'what the summary should focus on (like /compact <focus>)')
+    .option('--output <file>', 'where to write the result (default: <name>.compacted.jsonl / .json next to the input)')
+    .option('--in-place', 'append the compaction to the input session itself (xcompact JSONL only; the log stays append-only)')
+    .option('--force', 'overwrite an existing output file')
+    .option('--recover', 'close a session left mid-turn by a crash (interrupted calls, open step/turn, orphan lock) before compacting')
+    .option('--config <file>', 'xcompact configuration JSON (models, tokenizer, …)')
+    .addOption(verboseOption())
+    .action(async (file: string, opts: Parameters<typeof runCompact>[1]) => {
+      await runCompact(file, opts);
+    });
+
+  return program;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const verbose = argv.includes('--verbose');
+  try {
+    await buildProgram().parseAsync(argv);
+    return 0;
+  } catch (err) {
+    return reportError(err, verbose, (s) => process.stderr.write(s));
+  }
+}
+
+process.exitCode = await main(process.argv);

@@ -1,0 +1,309 @@
+/**
+ * The `xcompact` command as a user runs it: a separate process (`node --import tsx
+ * src/cli/main.ts`, the same entry tsup builds into dist/cli/main.js), its exit code, stdout,
+ * stderr and the files it writes or must leave alone.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isSummaryRequest } from '../src/agent/scripted-coder';
+import { Session } from '../src/session/session';
+import { JsonlStore } from '../src/session/stores/jsonl';
+import { startOpenAIServer, type ChatRequestBody } from '../src/testing/openai-server';
+import { openAIMessageProblems } from './helpers/openai-validator';
+import { findPiData } from './helpers/pi-data';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const CLI = join(ROOT, 'src', 'cli', 'main.ts');
+/** Each test spawns a few processes that compile TypeScript on start; leave room on a loaded machine. */
+const SPAWN_TIMEOUT = 60_000;
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function xcompact(args: string[], env: Record<string, string | undefined> = {}): Promise<Ran> {
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: undefined, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', fail);
+    child.on('close', (code) => done({ code, stdout, stderr }));
+  });
+}
+
+/** A user-facing failure: non-zero exit, exactly one line on stderr, no stack trace. */
+function expectOneLineError(r: Ran, pattern: RegExp): void {
+  expect(r.code, r.stderr).not.toBe(0);
+  const lines = r.stderr.trim().split('\n');
+  expect(lines, r.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(/^xcompact: /);
+  expect(lines[0]).toMatch(pattern);
+  expect(r.stderr).not.toMatch(/^\s+at /m);
+}
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'xcompact-cli-'));
+const demoDir = join(dir, 'demo');
+const sessionFile = join(demoDir, 'demo.jsonl');
+const { path: piPath } = findPiData();
+
+/** A chat-messages file whose head is big enough to be worth a checkpoint. */
+function writeMessagesFile(path: string): void {
+  const messages: unknown[] = [
+    { role: 'system', content: 'You are a coding agent.' },
+    { role: 'user', content: 'Fix the failing build in src/app.ts' },
+  ];
+  for (let i = 0; i < 6; i++) {
+    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: `cat src/mod${i}.ts` }) } }] });
+    messages.push({ role: 'tool', tool_call_id: `c${i}`, content: Array.from({ length: 40 }, (_, j) => `export function f${i}_${j}(x: number): number { return x * ${j}; }`).join('\n') });
+  }
+  messages.push({ role: 'assistant', content: 'src/app.ts fails on a type error at line 3.' }, { role: 'user', content: 'Go ahead and fix it.' });
+  writeFileSync(path, `${JSON.stringify({ model: 'openai/gpt-4o-mini', tools: [{ type: 'function', function: { name: 'bash', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }], messages }, null, 2)}\n`);
+}
+
+let demo: Ran;
+beforeAll(async () => {
+  demo = await xcompact(['demo', '--steps', '40', '--quiet', '--out', demoDir]);
+}, 2 * SPAWN_TIMEOUT);
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('xcompact --help and --version', { timeout: SPAWN_TIMEOUT }, () => {
+  it.concurrent.each([
+    [[], ['demo', 'inspect', 'compact', '--version']],
+    [['demo'], ['--steps', '--window', '--out', '--seed', '--quiet', '--no-color', '--verbose']],
+    [['inspect'], ['<session.jsonl>', '--model', '--context-window', '--config', '--json']],
+    [['compact'], ['--summarizer', '--base-url', '--model', '--api-key-env', '--context-window', '--output', '--in-place', '--focus']],
+  ])('%j --help lists its options', async (cmd, expected) => {
+    const r = await xcompact([...cmd, '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`Usage: xcompact${cmd.length ? ` ${cmd[0]}` : ''}`);
+    for (const e of expected) expect(r.stdout).toContain(e);
+  });
+
+  it('--version prints the package version', async () => {
+    const r = await xcompact(['--version']);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
+  });
+});
+
+describe('xcompact demo', { timeout: SPAWN_TIMEOUT }, () => {
+  it('runs 40 steps, compacts, and writes a session that reopens and a trace', async () => {
+    expect(demo.code, demo.stderr).toBe(0);
+    expect(demo.stderr).toBe('');
+    expect(demo.stdout).toMatch(/steps\s+40 in 2 turns/);
+    expect(demo.stdout).toMatch(/overflow recovery\s+1 rejected request recovered/);
+    const compactions = Number(/compactions\s+(\d+)/.exec(demo.stdout)?.[1]);
+    expect(compactions).toBeGreaterThanOrEqual(2);
+
+    const session = await Session.open(new JsonlStore(demoDir), 'demo');
+    try {
+      const summaries = session.events().filter((e) => e.type === 'compaction/summary');
+      expect(summaries).toHaveLength(compactions);
+      expect(session.events().filter((e) => e.type === 'step/start')).toHaveLength(40);
+      expect(session.needsRecovery).toBe(false);
+      expect(openAIMessageProblems(session.deriveMessages())).toEqual([]);
+    } finally {
+      await session.close();
+    }
+    const trace = JSON.parse(readFileSync(join(demoDir, 'trace.json'), 'utf8')) as { format: string; steps: Array<{ kind: string; machine?: string }> };
+    expect(trace.format).toBe('xcompact-trace');
+    expect(trace.steps.some((s) => s.kind === 'state' && s.machine === 'transaction')).toBe(true);
+    expect(trace.steps.some((s) => s.kind === 'session')).toBe(true);
+    expect(readFileSync(join(demoDir, 'trace.js'), 'utf8')).toMatch(/^window\.XCOMPACT_TRACE = \{/);
+  });
+
+  it('rejects a bad --steps with one line and exit code 2', async () => {
+    const r = await xcompact(['demo', '--steps', '3', '--out', join(dir, 'unused')]);
+    expectOneLineError(r, /--steps 3 is out of range/);
+    expect(r.code).toBe(2);
+  });
+});
+
+describe('xcompact inspect', { timeout: SPAWN_TIMEOUT }, () => {
+  it.concurrent('reports the demo session without touching it', async () => {
+    const before = readFileSync(sessionFile);
+    const listing = readdirSync(demoDir).sort();
+    const r = await xcompact(['inspect', sessionFile]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('xcompact session');
+    expect(r.stdout).toMatch(/window\s+16,384 tokens/);
+    expect(r.stdout).toMatch(/threshold\s+13,107/);
+    expect(r.stdout).toMatch(/checkpoints: \d+ on the surface, \d+ written/);
+    expect(r.stdout).toMatch(/locks\n\s+none held/);
+    expect(r.stdout).toMatch(/torn tail\n\s+none/);
+    expect(readFileSync(sessionFile).equals(before)).toBe(true);
+    expect(readdirSync(demoDir).sort()).toEqual(listing); // no lock file, nothing kept aside
+
+    const json = await xcompact(['inspect', sessionFile, '--json']);
+    const report = JSON.parse(json.stdout) as { events: number; checkpoints: unknown[]; pressure: { window: number; threshold: number; totalTokens: number } };
+    const lines = before.toString('utf8').trim().split('\n');
+    expect(report.events).toBe(lines.length);
+    expect(report.checkpoints).toHaveLength(lines.filter((l) => l.includes('"type":"compaction/summary"')).length);
+    expect(report.pressure.window).toBe(16384);
+    expect(report.pressure.totalTokens).toBeLessThan(report.pressure.threshold);
+  });
+
+  it.concurrent('reports a torn tail and an orphan lock with the advice to recover', async () => {
+    const lines = readFileSync(sessionFile, 'utf8').trim().split('\n');
+    // Cut the log right after a compaction/start (the process died mid-summary), then a torn half-line.
+    const start = lines.findIndex((l) => l.includes('"type":"compaction/start"'));
+    const crashed = join(dir, 'crashed.jsonl');
+    writeFileSync(crashed, `${lines.slice(0, start + 1).join('\n')}\n{"seq":${start + 1},"type":"compac`);
+    const r = await xcompact(['inspect', crashed, '--context-window', '16384']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`line ${start + 2}: \\d+ bytes without a final newline`));
+    expect(r.stdout).toMatch(/orphan compaction\/start at seq \d+/);
+    expect(r.stdout).toContain('session.recover()');
+  });
+
+  it.skipIf(!piPath).concurrent('imports a pi transcript in memory and says the window is unknown', async () => {
+    const r = await xcompact(['inspect', piPath!]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('pi transcript, imported in memory');
+    expect(r.stdout).toMatch(/88 turns, 453 steps/);
+    expect(r.stdout).toMatch(/18 calls without a recorded result/);
+    expect(r.stdout).toMatch(/window unknown: anthropic\/claude-sonnet-4-5 .* pass --context-window/);
+    const withWindow = await xcompact(['inspect', piPath!, '--context-window', '200000']);
+    expect(withWindow.stdout).toMatch(/window\s+200,000 tokens/);
+    expect(withWindow.stdout).toMatch(/at or above/);
+  });
+});
+
+describe('xcompact compact', { timeout: SPAWN_TIMEOUT }, () => {
+  it.concurrent('compacts a chat-messages JSON file with the extractive summarizer, leaving the input untouched', async () => {
+    const input = join(dir, 'messages.json');
+    writeMessagesFile(input);
+    const before = readFileSync(input);
+    const r = await xcompact(['compact', input, '--summarizer', 'extractive']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/compacted 14 messages into 1 checkpoint/);
+    expect(readFileSync(input).equals(before)).toBe(true);
+    const out = JSON.parse(readFileSync(join(dir, 'messages.compacted.json'), 'utf8')) as { model: string; tools: unknown[]; messages: Array<{ role: string; content: string }> };
+    expect(out.model).toBe('openai/gpt-4o-mini');
+    expect(out.tools).toHaveLength(1);
+    expect(out.messages.map((m) => m.role)).toEqual(['system', 'user', 'user']);
+    expect(out.messages[1]!.content).toContain('<compacted-summary>');
+    expect(out.messages[2]!.content).toBe('Go ahead and fix it.');
+    expect(openAIMessageProblems(out.messages)).toEqual([]);
+    // A second run refuses to overwrite the output.
+    const again = await xcompact(['compact', input, '--summarizer', 'extractive']);
+    expectOneLineError(again, /already exists: pass --force/);
+  });
+
+  it.concurrent('compacts a stored session into a new session file, leaving the input untouched', async () => {
+    const input = join(dir, 'stored.jsonl');
+    copyFileSync(sessionFile, input);
+    const before = readFileSync(input);
+    const r = await xcompact(['compact', input, '--summarizer', 'extractive', '--focus', 'the retry logic']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(input).equals(before)).toBe(true);
+    const output = join(dir, 'stored.compacted.jsonl');
+    expect(r.stdout).toContain(`wrote ${output}`);
+    const session = await Session.open(new JsonlStore(dir), 'stored.compacted');
+    try {
+      const log = session.events();
+      expect(log.length).toBeGreaterThan(before.toString('utf8').trim().split('\n').length);
+      const last = log.filter((e) => e.type === 'compaction/start').at(-1)!;
+      expect(last.type === 'compaction/start' && last.data).toEqual({ turn: null, trigger: 'manual' });
+      expect(session.deriveMessages().length).toBeLessThanOrEqual(3);
+      expect(openAIMessageProblems(session.deriveMessages())).toEqual([]);
+    } finally {
+      await session.close();
+    }
+  });
+
+  it.concurrent('uses a real OpenAI-compatible endpoint through the SDK', async () => {
+    const server = await startOpenAIServer({ scenarios: () => ({ kind: 'reply', content: '## Primary Request and Intent\n- Fix the build in src/app.ts\n\n## Next Step\n- Fix line 3.' }) });
+    try {
+      const input = join(dir, 'endpoint.json');
+      writeMessagesFile(input);
+      const r = await xcompact(
+        ['compact', input, '--base-url', server.baseURL, '--model', 'local/summarizer-1', '--context-window', '32768', '--max-tokens', '2048'],
+        { OPENAI_API_KEY: undefined },
+      );
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/with the openai summarizer \(local\/summarizer-1\)/);
+      const summaryRequests = server.requests.filter((q) => isSummaryRequest(q.json as ChatRequestBody));
+      expect(summaryRequests).toHaveLength(1);
+      const body = summaryRequests[0]!.json as ChatRequestBody;
+      expect(body.model).toBe('summarizer-1');
+      expect(body.max_tokens).toBe(2048);
+      const out = JSON.parse(readFileSync(join(dir, 'endpoint.compacted.json'), 'utf8')) as { messages: Array<{ content: string }> };
+      expect(out.messages[1]!.content).toContain('Fix line 3.');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('errors: one line on stderr, non-zero exit, a stack only with --verbose', { timeout: SPAWN_TIMEOUT }, () => {
+  it.concurrent('a missing file', async () => {
+    expectOneLineError(await xcompact(['inspect', join(dir, 'missing.jsonl')]), /cannot read .*missing\.jsonl: no such file; check the path/);
+    expectOneLineError(await xcompact(['compact', join(dir, 'missing.json'), '--summarizer', 'extractive']), /cannot read .*missing\.json: no such file/);
+  });
+
+  it.concurrent('bad JSON, with its line number', async () => {
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, '{"messages": [\n  {"role": "user", "content": "hi"},\n  {"role": "assistant" "content": "x"}\n]}\n');
+    expectOneLineError(await xcompact(['compact', bad, '--summarizer', 'extractive']), /bad\.json:3:\d+: not valid JSON/);
+    const badl = join(dir, 'bad.jsonl');
+    const lines = readFileSync(sessionFile, 'utf8').split('\n');
+    writeFileSync(badl, `${lines.slice(0, 3).join('\n')}\n{"seq":3,"type":\n${lines.slice(3, 6).join('\n')}\n`);
+    const before = readFileSync(badl);
+    expectOneLineError(await xcompact(['inspect', badl]), /bad\.jsonl:4: not valid JSON/);
+    expectOneLineError(await xcompact(['compact', badl, '--summarizer', 'extractive']), /bad\.jsonl:4: not valid JSON/);
+    expect(readFileSync(badl).equals(before)).toBe(true);
+    expect(existsSync(join(dir, 'bad.compacted.jsonl'))).toBe(false);
+  });
+
+  it.concurrent('an unknown model', async () => {
+    const input = join(dir, 'unknown-model.json');
+    writeMessagesFile(input);
+    const r = await xcompact(['compact', input, '--model', 'acme/mystery-9', '--base-url', 'http://127.0.0.1:1/v1']);
+    expectOneLineError(r, /unknown model acme\/mystery-9: its context window is not known.*pass --context-window <tokens>/);
+  });
+
+  it.concurrent('an unreachable endpoint', async () => {
+    const input = join(dir, 'unreachable.json');
+    writeMessagesFile(input);
+    const port = await closedPort();
+    const args = ['compact', input, '--model', 'openai/gpt-4o-mini', '--base-url', `http://127.0.0.1:${port}/v1`];
+    const r = await xcompact(args);
+    expectOneLineError(r, new RegExp(`cannot reach http://127\\.0\\.0\\.1:${port}/v1: connection refused — is the server running\\?`));
+    expect(existsSync(join(dir, 'unreachable.compacted.json'))).toBe(false);
+    const verbose = await xcompact([...args, '--verbose']);
+    expect(verbose.code).not.toBe(0);
+    expect(verbose.stderr).toMatch(/^\s+at /m);
+  });
+
+  it.concurrent('a missing API key', async () => {
+    const input = join(dir, 'nokey.json');
+    writeMessagesFile(input);
+    const r = await xcompact(['compact', input, '--model', 'openai/gpt-4o-mini', '--base-url', 'https://api.openai.com/v1'], { OPENAI_API_KEY: undefined });
+    expectOneLineError(r, /the environment variable OPENAI_API_KEY is not set/);
+  });
+});

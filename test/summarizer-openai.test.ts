@@ -256,6 +256,14 @@ describe('OpenAISummarizer: the request', () => {
     expect(bodyOf(0)).toMatchObject({ model: 'cheap-summarizer', max_tokens: 1234 });
     expect(result).toMatchObject({ provider: 'deepseek', model: 'cheap-summarizer-2025-01' });
   });
+
+  it('sends the cap as max_completion_tokens when told to (OpenAI reasoning models reject max_tokens)', async () => {
+    const { messages, events } = conversation();
+    server.enqueue({ kind: 'reply', content: SUMMARY });
+    await new OpenAISummarizer({ client, outputCapField: 'max_completion_tokens' }).summarize(summaryRequest(messages, events, { maxTokens: 777 }), signal());
+    expect(bodyOf(0)).toMatchObject({ max_completion_tokens: 777 });
+    expect(bodyOf(0)).not.toHaveProperty('max_tokens');
+  });
 });
 
 describe('OpenAISummarizer: the response', () => {

@@ -48,8 +48,14 @@ export interface BoundingOptions {
 }
 
 export interface OpenAISummarizerOptions {
-  /** Any OpenAI-compatible endpoint. Patched in place with `withErrorBodyRecovery`. */
+  /** Any OpenAI-compatible endpoint. A copy of it is patched with `withErrorBodyRecovery`. */
   client: OpenAI;
+  /**
+   * The request field that carries the summary's output cap. `max_tokens` (default) is what
+   * DeepSeek, vLLM, llama.cpp and Ollama read; OpenAI's reasoning models (o-series, gpt-5)
+   * reject it and want `max_completion_tokens`.
+   */
+  outputCapField?: 'max_tokens' | 'max_completion_tokens';
   /**
    * SDK retries per request. Default 0: whether to retry a 429/5xx, and after how long, is a
    * lifecycle decision the engine's charts make from the classified error; an SDK retry
@@ -74,6 +80,7 @@ export class OpenAISummarizer implements Summarizer {
   private readonly client: OpenAI;
   private readonly maxRetries: number;
   private readonly bounding: BoundingOptions;
+  private readonly outputCapField: 'max_tokens' | 'max_completion_tokens';
   /** The last summarize() call's bounding decision. */
   lastBounding: BoundingReport | undefined;
 
@@ -85,6 +92,7 @@ export class OpenAISummarizer implements Summarizer {
     this.client = withErrorBodyRecovery(options.client.withOptions({}));
     this.maxRetries = options.maxRetries ?? 0;
     this.bounding = options.bounding ?? {};
+    this.outputCapField = options.outputCapField ?? 'max_tokens';
   }
 
   async summarize(request: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
@@ -209,7 +217,7 @@ export class OpenAISummarizer implements Summarizer {
       model: request.target.model,
       messages,
       ...(request.tools.length > 0 ? { tools: request.tools as unknown as ChatCompletionTool[] } : {}),
-      max_tokens: request.maxTokens,
+      [this.outputCapField]: request.maxTokens,
       stream: true,
       stream_options: { include_usage: true },
     };

@@ -115,10 +115,6 @@ async function replay(source: Session, name: string, reference: boolean): Promis
 
 export async function run(): Promise<void> {
   const { path } = findPiData();
-  if (!path) {
-    console.log('pi transcript not found (../shared/data/pi-large-session.jsonl): skipped');
-    return;
-  }
   const source = Session.inMemory('source');
   await importPiFile(source, path);
   const ref = await replay(source, 'reference', true);

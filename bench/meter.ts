@@ -26,7 +26,7 @@ import { TokenMeter } from '../src/services/meter.js';
 import { getTokenizer, messageOverhead, type Tokenizer, type TokenizerName } from '../src/services/tokenizer.js';
 import { Session, importPiFile, type AppendInput, type ChatMessage, type SurfaceEvent } from '../src/session/index.js';
 
-const DEFAULT_SESSION = fileURLToPath(new URL('../../shared/data/pi-large-session.jsonl', import.meta.url));
+const DEFAULT_SESSION = fileURLToPath(new URL('../test/fixtures/pi-large-session.jsonl', import.meta.url));
 const SIZES = [1_000, 10_000, 100_000] as const;
 const TARGET_RATIO = 100;
 const TOOLS = [
@@ -35,7 +35,7 @@ const TOOLS = [
 ];
 
 export interface MeterBenchOptions {
-  /** A pi session JSONL file (default: ../shared/data/pi-large-session.jsonl from the repo root). */
+  /** A pi session JSONL file (default: test/fixtures/pi-large-session.jsonl). */
   sessionPath?: string;
   /** Tokenizer for the per-step cost (default o200k_base, the default exact tokenizer). */
   tokenizer?: TokenizerName;

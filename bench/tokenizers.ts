@@ -24,7 +24,7 @@ type Kind = 'prose' | 'code' | 'json' | 'cjk';
 type Samples = Record<Kind, string[]>;
 
 export interface TokenizerBenchOptions {
-  /** A pi session JSONL file (default: ../shared/data/pi-large-session.jsonl from the repo root). */
+  /** A pi session JSONL file (default: test/fixtures/pi-large-session.jsonl). */
   sessionPath?: string;
   /** Cap per kind, in UTF-8 bytes (default 256 KiB). */
   maxBytesPerKind?: number;
@@ -32,7 +32,7 @@ export interface TokenizerBenchOptions {
   print?: (line: string) => void;
 }
 
-const DEFAULT_SESSION = fileURLToPath(new URL('../../shared/data/pi-large-session.jsonl', import.meta.url));
+const DEFAULT_SESSION = fileURLToPath(new URL('../test/fixtures/pi-large-session.jsonl', import.meta.url));
 const KINDS: Kind[] = ['prose', 'code', 'json', 'cjk'];
 
 export async function run(options: TokenizerBenchOptions = {}): Promise<void> {

@@ -13,10 +13,8 @@ import { durableSnapshot, removeTempDirs, tempDir } from './helpers/session.js';
 
 afterAll(removeTempDirs);
 
-const { path: piPath, searched } = findPiData();
-const suiteName = piPath
-  ? `pi transcript import (${piPath})`
-  : `pi transcript import — SKIPPED: pi-large-session.jsonl not found (looked in ${searched.join(', ')}; set XCOMPACT_PI_DATA to point at it)`;
+const { path: piPath } = findPiData();
+const suiteName = `pi transcript import (${piPath})`;
 
 /** What the file says, read independently of the importer. */
 function piFacts(path: string) {
@@ -32,7 +30,7 @@ function piFacts(path: string) {
   return { entries, callIds, unanswered: callIds.filter((id) => !resultIds.has(id)) };
 }
 
-describe.skipIf(!piPath)(suiteName, () => {
+describe(suiteName, () => {
   const path = piPath!;
   const session = Session.inMemory('pi');
   let report: Awaited<ReturnType<typeof importPiFile>>;

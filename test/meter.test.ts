@@ -666,7 +666,7 @@ describe('tokenizer switches', () => {
 
 const pi = findPiData();
 
-describe.skipIf(pi.path === undefined)('the real pi transcript', () => {
+describe('the real pi transcript', () => {
   it('measured after every append equals a from-scratch measurement, and tracks the provider anchor', async () => {
     const session = Session.inMemory();
     const meter = meterWith(session, 'o200k_base');

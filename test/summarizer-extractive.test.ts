@@ -1,3 +1,4 @@
+import { PI_FIXTURE } from './helpers/pi-data';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { frameCheckpoint } from '../src/services/checkpoint';
 import { SummarizerError, type SummaryRequest } from '../src/services/summarizer';
@@ -9,7 +10,7 @@ import { importPiFile } from '../src/session/import-pi';
 import { Session } from '../src/session/session';
 import { SessionWriter } from '../src/session/writer';
 
-const PI = '/work/shared/data/pi-large-session.jsonl';
+const PI = PI_FIXTURE;
 const count = (text: string): number => getTokenizer('o200k_base').count(text);
 const signal = () => new AbortController().signal;
 

@@ -1,3 +1,4 @@
+import { PI_FIXTURE } from './helpers/pi-data';
 import { readFileSync } from 'node:fs';
 import OpenAI, { APIError, APIUserAbortError, InternalServerError, RateLimitError } from 'openai';
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
@@ -163,9 +164,9 @@ const signal = () => new AbortController().signal;
 
 describe('the compaction instruction', () => {
   it("is the reference's text word for word, with the eight sections in order", () => {
-    const seed = readFileSync('/work/shared/seeds/003_c0d661dce9212a86.txt', 'utf8');
-    const start = seed.indexOf('Compaction instruction (final user message)\n\n') + 'Compaction instruction (final user message)\n\n'.length;
-    expect(COMPACTION_INSTRUCTION).toBe(seed.slice(start, seed.indexOf('\n\nToken effect', start)));
+    // Extracted verbatim from the reference's package README (shared/seeds/003_*.txt, "Compaction instruction").
+    const reference = readFileSync(new URL('./fixtures/reference-compaction-instruction.txt', import.meta.url), 'utf8');
+    expect(COMPACTION_INSTRUCTION).toBe(reference);
     expect([...COMPACTION_INSTRUCTION.matchAll(/^## (.+)$/gm)].map((m) => m[1])).toEqual([...SUMMARY_SECTIONS]);
     expect(buildInstruction()).toBe(COMPACTION_INSTRUCTION);
     expect(buildInstruction({ focus: '   ', keptCheckpoints: 0 })).toBe(COMPACTION_INSTRUCTION);
@@ -531,7 +532,7 @@ describe('OpenAISummarizer: bounded input', () => {
 
   it('summarizes a transcript larger than the window in chunks, each request within the budget, merging as it goes', { timeout: 60_000 }, async () => {
     const session = Session.inMemory();
-    await importPiFile(session, '/work/shared/data/pi-large-session.jsonl', { systemPrompt: 'You are pi, a coding agent.', tools: TOOLS as unknown as Record<string, unknown>[] });
+    await importPiFile(session, PI_FIXTURE, { systemPrompt: 'You are pi, a coding agent.', tools: TOOLS as unknown as Record<string, unknown>[] });
     const messages = session.deriveMessages();
     const events = session.surface.slice(0).map((s) => session.event(s) as SurfaceEvent);
     const contextWindow = 32_000;

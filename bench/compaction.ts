@@ -5,8 +5,9 @@
  *   npx tsx bench/compaction.ts
  *
  * The transcript is imported once, then its events are replayed into a fresh session with an
- * engine attached (window 32k, the extractive summarizer, so no network); `afterStep()` runs
- * where the agent would call it: after a step's results, before `step/end`. Two policies:
+ * engine attached (test/helpers/replay.ts; window 32k, the extractive summarizer, so no
+ * network); `afterStep()` runs where the agent would call it: after a step's results, before
+ * `step/end`. Two policies:
  *
  * - reference: every compaction merges from the head (the previous checkpoint is rewritten),
  *   and pruning touches every oversized result, the newest included, however little it frees.
@@ -22,8 +23,9 @@ import { pathToFileURL } from 'node:url';
 import { createCompactionEngine } from '../src/engine.js';
 import { ExtractiveSummarizer } from '../src/services/summarizers/extractive.js';
 import { selectRange } from '../src/services/range.js';
-import { Session, importPiFile, type AppendInput } from '../src/session/index.js';
+import { Session, importPiFile } from '../src/session/index.js';
 import { findPiData } from '../test/helpers/pi-data.js';
+import { replayThroughEngine } from '../test/helpers/replay.js';
 
 const WINDOW = 32_768;
 
@@ -79,12 +81,8 @@ async function replay(source: Session, name: string, reference: boolean): Promis
   const result: PolicyResult = { name, requests: 0, promptTokens: 0, uncachedTokens: 0, compactions: 0, prunes: 0, peak: 0, overWindow: 0, stuck: 0, ms: 0 };
   let previous: number[] = [];
   const t0 = performance.now();
-  for (const e of source.events()) {
-    if (e.type === 'step/end') {
-      const r = await engine.afterStep();
-      if (r.status === 'stuck') result.stuck++;
-    }
-    if (e.type === 'assistant/message') {
+  const results = await replayThroughEngine(source, session, engine, {
+    beforeReply: () => {
       // The request that produced this reply: everything on the surface now.
       const m = engine.measure();
       const seqs = [...session.surface.seqs()];
@@ -98,14 +96,9 @@ async function replay(source: Session, name: string, reference: boolean): Promis
       result.peak = Math.max(result.peak, m.estimatedTokens);
       if (m.estimatedTokens > WINDOW) result.overWindow++;
       previous = seqs;
-    }
-    // Recorded usage describes requests of the original, uncompacted session: never anchor on it.
-    const data = e.type === 'assistant/message' ? { ...e.data, usage: undefined } : e.data;
-    const input = { type: e.type, data } as AppendInput;
-    if (e.surfaceOp !== undefined) input.surfaceOp = e.surfaceOp;
-    if (e.sourceEventSeqs !== undefined) input.sourceEventSeqs = e.sourceEventSeqs;
-    session.append(input);
-  }
+    },
+  });
+  result.stuck = results.filter((r) => r.status === 'stuck').length;
   result.ms = performance.now() - t0;
   result.compactions = compactions;
   result.prunes = prunes;

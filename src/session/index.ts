@@ -5,6 +5,6 @@ export type { SurfaceView, SurfaceChange } from './surface';
 export { Session, type SessionOptions, type SessionListener, type LockState, type RecoveryReport } from './session';
 export { checkSessionId, type SessionStore, type StoredLog, type LogWriter, type LoadReport } from './store';
 export { MemoryStore } from './stores/memory';
-export { JsonlStore, type JsonlStoreOptions } from './stores/jsonl';
+export { JsonlStore, parseLogBytes, type JsonlStoreOptions, type ParsedLog } from './stores/jsonl';
 export { SessionWriter, usageFromOpenAI, type RequestEnvelope, type AssistantReply, type UserContent } from './writer';
 export { importPiTranscript, importPiFile, PiImportError, type PiImportReport, type PiImportOptions } from './import-pi';

@@ -107,12 +107,7 @@ async function acquireLock(file: string, lockPath: string): Promise<void> {
   throw new StoreError('store-locked', `${file}: lost the race for ${lockPath} to another process.`, { file });
 }
 
-async function readLog(file: string): Promise<{
-  records: { line: number; value: unknown }[];
-  report: LoadReport;
-  validLength: number;
-  torn: Buffer | undefined;
-}> {
+async function readLog(file: string): Promise<ParsedLog> {
   let buf: Buffer;
   try {
     buf = await fs.readFile(file);
@@ -120,6 +115,25 @@ async function readLog(file: string): Promise<{
     if (errnoOf(err) === 'ENOENT') return { records: [], report: {}, validLength: 0, torn: undefined };
     throw new StoreError('store-io', `cannot read ${file}: ${String(err)}`, { file, cause: err });
   }
+  return parseLogBytes(buf, file);
+}
+
+export interface ParsedLog {
+  records: { line: number; value: unknown }[];
+  report: LoadReport;
+  /** Bytes up to and including the last newline: the committed part of the file. */
+  validLength: number;
+  /** The bytes of a torn last line, if any. */
+  torn: Buffer | undefined;
+}
+
+/**
+ * The lines of a session file, by the store's rules: a line is committed once its newline is
+ * written, so a last line without one is a torn tail (reported, not parsed); any other line
+ * that is not JSON is a StoreError naming the file and line. Pure: reads nothing, writes
+ * nothing (tools that inspect a live session use it without taking the writer lock).
+ */
+export function parseLogBytes(buf: Buffer, file: string): ParsedLog {
   const lastNewline = buf.lastIndexOf(0x0a);
   const validLength = lastNewline + 1;
   const torn = validLength < buf.length ? buf.subarray(validLength) : undefined;

@@ -105,19 +105,15 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRun> {
     ...(options.config ? { config: options.config } : {}),
   });
   const run: AgentRun = { turns: 0, steps: 0, requests: 0, overflowRetries: 0, compactions: [], answers: [] };
-  let lastNotice = '';
   engine.on((e) => {
     if (e.type === 'compaction.committed') {
       run.compactions.push(e);
       log(`[xcompact] ${e.trigger} compaction: ${e.shadowedNodes} messages → 1 checkpoint, ${e.tokensBefore} → ${e.tokensAfter} tokens`);
     } else if (e.type === 'pruned') log(`[xcompact] pruned ${e.count} tool result(s), −${e.tokensFreed} tokens`);
     else if (e.type === 'compaction.failed') log(`[xcompact] compaction failed: ${e.error.message}`);
-    else if (e.type === 'capacity.missing' || e.type === 'compaction.skipped') {
-      // A misconfigured model is reported on every step: say it once.
-      const notice = 'message' in e ? e.message : e.reason;
-      if (notice !== lastNotice) log(`[xcompact] ${notice}`);
-      lastNotice = notice;
-    }
+    else if (e.type === 'compaction.skipped') log(`[xcompact] ${e.reason}`);
+    // A model without a known window (or with no room for a budget): the engine says so once per model.
+    else if (e.type === 'capacity.missing') log(`[xcompact] ${e.message}`);
   });
 
   // The system prompt must be surface node 0, so it is recorded before the first user message.
@@ -328,10 +324,10 @@ async function main(): Promise<void> {
       ...(contextWindow ? { contextWindow } : {}),
       maxOutputTokens,
       config: {
-        // The summary's max_tokens defaults to headroomTokens (65,536): more than most APIs accept.
+        // The summary's max_tokens defaults to the resolved headroom, min(65,536, window / 8): for
+        // a large window that is more than most APIs accept as max_tokens. (The headroom itself
+        // needs no setting: its default already scales down to small windows.)
         maxTokens: maxOutputTokens,
-        // The default headroom only fits large windows: scale it to small ones.
-        ...(contextWindow ? { headroomTokens: Math.min(65_536, Math.floor(contextWindow / 8)) } : {}),
       },
       session,
       sandbox,

@@ -4,7 +4,7 @@
  * stderr and the files it writes or must leave alone.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -12,13 +12,14 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSummaryRequest } from '../src/agent/scripted-coder';
 import { Session } from '../src/session/session';
-import { JsonlStore } from '../src/session/stores/jsonl';
+import { JsonlStore, parseLogBytes } from '../src/session/stores/jsonl';
 import { startOpenAIServer, type ChatRequestBody } from '../src/testing/openai-server';
 import { openAIMessageProblems } from './helpers/openai-validator';
 import { findPiData } from './helpers/pi-data';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = join(ROOT, 'src', 'cli', 'main.ts');
+const EXAMPLE = join(ROOT, 'examples', 'agent-loop.ts');
 /** Each test spawns a few processes that compile TypeScript on start; leave room on a loaded machine. */
 const SPAWN_TIMEOUT = 60_000;
 
@@ -41,6 +42,24 @@ function xcompact(args: string[], env: Record<string, string | undefined> = {}):
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', fail);
     child.on('close', (code) => done({ code, stdout, stderr }));
+  });
+}
+
+/** examples/agent-loop.ts run from the command line, as its header shows, with `stdin` typed at its prompt. */
+function agentLoopExample(env: Record<string, string | undefined>, stdin: string): Promise<Ran> {
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', EXAMPLE], {
+      cwd: ROOT,
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: undefined, OPENAI_API_KEY: 'test', ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', fail);
+    child.on('close', (code) => done({ code, stdout, stderr }));
+    child.stdin.end(stdin);
   });
 }
 
@@ -260,6 +279,89 @@ describe('xcompact compact', { timeout: SPAWN_TIMEOUT }, () => {
   });
 });
 
+/** A fresh directory holding a copy of `lines` (the demo log's first lines) as `name`; no torn tail. */
+function sessionCopy(sub: string, name: string, lines?: (all: string[]) => string[]): { dir: string; file: string } {
+  const at = join(dir, sub);
+  mkdirSync(at, { recursive: true });
+  const all = readFileSync(sessionFile, 'utf8').trim().split('\n');
+  const file = join(at, name);
+  writeFileSync(file, `${(lines ? lines(all) : all).join('\n')}\n`);
+  return { dir: at, file };
+}
+
+/** The demo log cut right after a compaction/start: a crashed agent's log (open turn and step, orphan lock). */
+const crashedMidSummary = (all: string[]) => all.slice(0, all.findIndex((l) => l.includes('"type":"compaction/start"')) + 1);
+
+describe('xcompact compact --in-place', { timeout: SPAWN_TIMEOUT }, () => {
+  it.concurrent('appends the compaction to a <id>.jsonl session, keeping every byte it had', async () => {
+    const { dir: at, file } = sessionCopy('inplace-ok', 'live.jsonl');
+    const before = readFileSync(file);
+    const r = await xcompact(['compact', file, '--in-place', '--summarizer', 'extractive']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`wrote ${file} (appended in place)`);
+    const after = readFileSync(file);
+    expect(after.length).toBeGreaterThan(before.length);
+    expect(after.subarray(0, before.length).equals(before)).toBe(true);
+    expect(readdirSync(at)).toEqual(['live.jsonl']); // no lock left behind, no other file
+  });
+
+  it.concurrent('refuses a chat-messages .json file (it would be replaced, not appended to), leaving it byte-identical', async () => {
+    const at = join(dir, 'inplace-json');
+    mkdirSync(at, { recursive: true });
+    const input = join(at, 'chat.json');
+    writeMessagesFile(input);
+    const before = readFileSync(input);
+    const r = await xcompact(['compact', input, '--in-place', '--summarizer', 'extractive']);
+    expectOneLineError(r, /chat\.json is a chat-messages JSON file \(its messages would be overwritten\): --in-place only appends to an xcompact session log \(JSONL\); drop --in-place/);
+    expect(r.code).toBe(2);
+    expect(r.stdout).not.toContain('appended in place');
+    expect(readFileSync(input).equals(before)).toBe(true);
+    expect(readdirSync(at)).toEqual(['chat.json']);
+  });
+
+  it.concurrent('checks --recover runs for usage errors before recovering: a failing run leaves the log byte-identical', async () => {
+    const { dir: at, file } = sessionCopy('inplace-recover', 'crashed.jsonl', crashedMidSummary);
+    const before = readFileSync(file);
+    // An unknown summarization model: no window to fit the summary request into.
+    const unknown = await xcompact(['compact', file, '--in-place', '--recover', '--model', 'acme/mystery-9', '--base-url', 'http://127.0.0.1:1/v1']);
+    expectOneLineError(unknown, /unknown model acme\/mystery-9: its context window is not known.*pass --context-window/);
+    expect(unknown.code).toBe(2);
+    expect(readFileSync(file).equals(before)).toBe(true);
+
+    // A log with no request header yet names no model to summarize with.
+    const { file: early } = sessionCopy('inplace-recover', 'early.jsonl', (all) => all.slice(0, all.findIndex((l) => l.includes('"type":"request/header"'))));
+    const earlyBefore = readFileSync(early);
+    const noModel = await xcompact(['compact', early, '--in-place', '--recover', '--base-url', 'http://127.0.0.1:1/v1']);
+    expectOneLineError(noModel, /early\.jsonl names no model.*pass --model provider\/model/);
+    expect(noModel.code).toBe(2);
+    expect(readFileSync(early).equals(earlyBefore)).toBe(true);
+    expect(readdirSync(at).sort()).toEqual(['crashed.jsonl', 'early.jsonl']);
+
+    // With the usage right, the same run recovers and compacts, appending only.
+    const ok = await xcompact(['compact', file, '--in-place', '--recover', '--summarizer', 'extractive']);
+    expect(ok.code, ok.stderr).toBe(0);
+    const after = readFileSync(file);
+    expect(after.subarray(0, before.length).equals(before)).toBe(true);
+    const appended = after.subarray(before.length).toString('utf8');
+    expect(appended).toContain('"type":"session/end-seed"');
+    expect(appended).toContain('"type":"compaction/summary"');
+  });
+
+  it.concurrent.each([['sess.log', 'sess.log.jsonl'], ['Up.JSONL', 'Up.jsonl']])(
+    'refuses %s, whose store file would be %s (another, empty session), and creates nothing next to it',
+    async (name, wrong) => {
+      const { dir: at, file } = sessionCopy(`inplace-name-${name}`, name);
+      const before = readFileSync(file);
+      const r = await xcompact(['compact', file, '--in-place', '--summarizer', 'extractive']);
+      expectOneLineError(r, new RegExp(`--in-place needs the session file named exactly <id>\\.jsonl.*"${name.replace('.', '\\.')}" is not: rename it .* or drop --in-place`));
+      expect(r.code).toBe(2);
+      expect(readFileSync(file).equals(before)).toBe(true);
+      expect(existsSync(join(at, wrong))).toBe(false);
+      expect(readdirSync(at)).toEqual([name]);
+    },
+  );
+});
+
 describe('errors: one line on stderr, non-zero exit, a stack only with --verbose', { timeout: SPAWN_TIMEOUT }, () => {
   it.concurrent('a missing file', async () => {
     expectOneLineError(await xcompact(['inspect', join(dir, 'missing.jsonl')]), /cannot read .*missing\.jsonl: no such file; check the path/);
@@ -278,6 +380,29 @@ describe('errors: one line on stderr, non-zero exit, a stack only with --verbose
     expectOneLineError(await xcompact(['compact', badl, '--summarizer', 'extractive']), /bad\.jsonl:4: not valid JSON/);
     expect(readFileSync(badl).equals(before)).toBe(true);
     expect(existsSync(join(dir, 'bad.compacted.jsonl'))).toBe(false);
+  });
+
+  it.concurrent("a bad session line is reported in the store's own words (parseLogBytes), with the fix", async () => {
+    const at = join(dir, 'bad-line');
+    mkdirSync(at, { recursive: true });
+    const file = join(at, 'broken.jsonl');
+    const lines = readFileSync(sessionFile, 'utf8').split('\n');
+    writeFileSync(file, `${lines.slice(0, 5).join('\n')}\n{"seq":5,"type":"user/mess\n${lines.slice(5, 8).join('\n')}\n`);
+    const before = readFileSync(file);
+    let storeMessage = '';
+    try {
+      parseLogBytes(before, file);
+    } catch (err) {
+      storeMessage = (err as Error).message;
+    }
+    expect(storeMessage).toMatch(/broken\.jsonl:6: not valid JSON/);
+    for (const args of [['inspect', file], ['compact', file, '--summarizer', 'extractive']]) {
+      const r = await xcompact(args);
+      expectOneLineError(r, /broken\.jsonl:6: not valid JSON/);
+      expect(r.stderr).toBe(`xcompact: ${storeMessage} Fix or remove that line.\n`);
+    }
+    expect(readFileSync(file).equals(before)).toBe(true);
+    expect(readdirSync(at)).toEqual(['broken.jsonl']);
   });
 
   it.concurrent('an unknown model', async () => {
@@ -305,5 +430,26 @@ describe('errors: one line on stderr, non-zero exit, a stack only with --verbose
     writeMessagesFile(input);
     const r = await xcompact(['compact', input, '--model', 'openai/gpt-4o-mini', '--base-url', 'https://api.openai.com/v1'], { OPENAI_API_KEY: undefined });
     expectOneLineError(r, /the environment variable OPENAI_API_KEY is not set/);
+  });
+});
+
+describe('examples/agent-loop.ts from the command line', { timeout: SPAWN_TIMEOUT }, () => {
+  it('says once that a model without a known window gets no automatic compaction, and keeps working', async () => {
+    const server = await startOpenAIServer({ scenarios: () => ({ kind: 'reply', content: 'All done here.' }) });
+    const at = join(dir, 'agent-loop-example');
+    mkdirSync(join(at, 'sandbox'), { recursive: true });
+    try {
+      const r = await agentLoopExample(
+        { OPENAI_BASE_URL: server.baseURL, MODEL: 'mystery-7b', PROVIDER: undefined, CONTEXT_WINDOW: undefined, SANDBOX: join(at, 'sandbox'), SESSION_DIR: join(at, 'sessions'), SESSION: 'example' },
+        'first request\nsecond request\nthird request\n/exit\n',
+      );
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout.match(/All done here\./g)).toHaveLength(3);
+      const notices = r.stdout.split('\n').filter((l) => l.includes('[xcompact]'));
+      expect(notices, r.stdout).toHaveLength(1);
+      expect(notices[0]).toContain('local/mystery-7b');
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -11,8 +11,8 @@ import { CompactionError, createCompactionEngine } from '../engine';
 import { importPiTranscript } from '../session/import-pi';
 import { Session } from '../session/session';
 import { JsonlStore } from '../session/stores/jsonl';
-import { checkSessionId } from '../session/store';
-import { modelInfoFor } from '../services/config';
+import { checkSessionId, type LoadReport } from '../session/store';
+import { modelInfoFor, parseConfig } from '../services/config';
 import { SummarizerError, type Summarizer } from '../services/summarizer';
 import { ExtractiveSummarizer } from '../services/summarizers/extractive';
 import { OpenAISummarizer } from '../services/summarizers/openai';
@@ -52,8 +52,14 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
   const format = detectFormat(file, bytes);
   const config = loadConfig(options.config, file);
   if (options.inPlace && options.output) throw new CliError('--in-place and --output exclude each other: pick one.', 2);
-  if (options.inPlace && format === 'pi') {
-    throw new CliError(`${file} is a pi transcript: it cannot be compacted in place (the result is an xcompact session); drop --in-place to write <name>.compacted.jsonl.`, 2);
+  if (options.inPlace && format !== 'xcompact') {
+    // --in-place only ever appends to an xcompact log: anything else would be replaced, not appended to.
+    const what = format === 'pi' ? 'a pi transcript (the result is an xcompact session)' : 'a chat-messages JSON file (its messages would be overwritten)';
+    const ext = format === 'messages' ? 'json' : 'jsonl';
+    throw new CliError(
+      `${file} is ${what}: --in-place only appends to an xcompact session log (JSONL); drop --in-place to write <name>.compacted.${ext} (or pass --output).`,
+      2,
+    );
   }
 
   // ---- where the result goes
@@ -66,6 +72,24 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
     if (output === input) throw new CliError(`--output ${options.output} is the input file: pass --in-place to compact the input itself, or choose another --output.`, 2);
     if (existsSync(output) && !options.force) throw new CliError(`${output} already exists: pass --force to overwrite it, or choose another --output.`, 2);
     if (format !== 'messages' && !output.endsWith('.jsonl')) throw new CliError(`--output ${output} must end in .jsonl: the result is a session log.`, 2);
+  } else {
+    // The store reopens <dir>/<id>.jsonl: any other name would compact a different (new, empty) file.
+    const name = basename(input);
+    const id = name.endsWith('.jsonl') ? name.slice(0, -'.jsonl'.length) : undefined;
+    let usable = id !== undefined && id !== '';
+    if (usable) {
+      try {
+        checkSessionId(id!);
+      } catch {
+        usable = false;
+      }
+    }
+    if (!usable) {
+      throw new CliError(
+        `--in-place needs the session file named exactly <id>.jsonl (lower-case .jsonl, an id of letters, digits, '.', '_' or '-'), and "${name}" is not: rename it (e.g. to ${stem.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+/, '') || 'session'}.jsonl) or drop --in-place to write a new file.`,
+        2,
+      );
+    }
   }
 
   // ---- the summarizer and the model it runs on
@@ -107,10 +131,10 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
     summarizer = new ExtractiveSummarizer();
   }
 
-  // ---- the session
-  let session: Session;
+  // ---- the conversation, read-only: every check runs before anything is written
+  let probe: Session;
   let messagesFile: ReturnType<typeof parseMessagesFile> | undefined;
-  let cleanupOutput = false;
+  let torn: LoadReport['tornTail'];
   if (format === 'messages') {
     const text = bytes.toString('utf8');
     let value: unknown;
@@ -123,12 +147,56 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
     messagesFile = parseMessagesFile(file, value);
     // The conversation's own model (bare OpenAI names are taken as openai/<name>); else the summarizer's.
     const route = (messagesFile.model ? parseRoute(messagesFile.model) : undefined) ?? summarizationRoute ?? { provider: 'unknown', model: 'unknown' };
-    session = Session.inMemory('messages');
-    importChatMessages(session, file, messagesFile, route);
+    probe = Session.inMemory('messages');
+    importChatMessages(probe, file, messagesFile, route);
+  } else {
+    // A bad line is reported against the input, not a copy.
+    probe = (await loadSessionReadOnly(file, bytes, format)).session;
+    torn = probe.loadReport.tornTail;
+  }
+  const sessionId = format === 'messages' ? undefined : sessionIdFor(output);
+
+  if (probe.needsRecovery && !options.recover) {
+    const why = [
+      probe.openTurn !== null ? `turn ${probe.openTurn} is open` : undefined,
+      probe.surface.pendingCalls().length ? `${probe.surface.pendingCalls().length} tool call(s) have no result` : undefined,
+      probe.lock.held ? `an orphan compaction/start (seq ${probe.lock.startSeq}) holds the lock` : undefined,
+    ]
+      .filter(Boolean)
+      .join(', ');
+    throw new CliError(`${file} ends mid-flight (${why}), as a crashed agent leaves it; pass --recover to close it as interrupted before compacting.`, 2);
+  }
+
+  // The summarization target and its window (recovery adds no request header, so the replay's is final).
+  const header = probe.latestHeader;
+  const target = summarizationRoute ?? (header ? { provider: header.data.provider, model: header.data.model } : undefined);
+  if (!target || (options.summarizer === 'openai' && target.provider === 'unknown')) {
+    throw new CliError(`${file} names no model, so there is none to summarize with: pass --model provider/model (e.g. openai/gpt-4o-mini).`, 2);
+  }
+  const key = `${target.provider}/${target.model}`;
+  if (options.contextWindow) models[key] = { contextWindow: options.contextWindow };
+  const engineConfig = {
+    ...config.input,
+    maxTokens: options.maxTokens,
+    ...(summarizationRoute ? { summarizationProvider: summarizationRoute.provider, summarizationModel: summarizationRoute.model } : {}),
+  };
+  // The configuration the engine will parse (the same merge as createCompactionEngine's `models`).
+  const resolvedConfig = parseConfig({ ...engineConfig, models: { ...(engineConfig.models ?? {}), ...models } });
+  if (options.summarizer === 'openai' && modelInfoFor(resolvedConfig, target.provider, target.model) === undefined) {
+    throw new CliError(
+      `unknown model ${key}: its context window is not known, and the summary request must fit it; pass --context-window <tokens> (or --config with models["${key}"]).`,
+      2,
+    );
+  }
+
+  // ---- the session to write: only now is anything written
+  let session: Session;
+  let cleanupOutput = false;
+  if (format === 'messages') {
+    session = probe;
   } else if (format === 'pi') {
-    const sessionId = sessionIdFor(output);
     await rm(output, { force: true });
-    session = await Session.open(new JsonlStore(dirname(output), { sync: true }), sessionId);
+    session = await Session.open(new JsonlStore(dirname(output), { sync: true }), sessionId!);
     cleanupOutput = true;
     try {
       importPiTranscript(session, bytes.toString('utf8'));
@@ -138,10 +206,6 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
       throw new CliError(`${file}: ${(err as Error).message}; the transcript could not be imported.`, 1, { cause: err });
     }
   } else {
-    // Replay read-only first: a bad line is reported against the input, not a copy.
-    const { session: checked } = await loadSessionReadOnly(file, bytes, 'xcompact');
-    const torn = checked.loadReport.tornTail;
-    const sessionId = sessionIdFor(output);
     if (!options.inPlace) {
       // The copy ends at the last complete line: a torn tail (a crash mid-write) is not carried over.
       await writeFile(output, bytes.subarray(0, bytes.lastIndexOf(0x0a) + 1));
@@ -149,7 +213,7 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
       if (torn) out.write(`note: ${file} ends with a torn line ${torn.line} (${torn.bytes} bytes, a crash mid-write); it is not part of the output.\n`);
     }
     try {
-      session = await Session.open(new JsonlStore(dirname(output)), sessionId);
+      session = await Session.open(new JsonlStore(dirname(output)), sessionId!);
     } catch (err) {
       if (cleanupOutput) await rm(output, { force: true });
       throw err;
@@ -162,47 +226,14 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
     throw err;
   };
 
-  if (session.needsRecovery) {
-    if (!options.recover) {
-      const why = [
-        session.openTurn !== null ? `turn ${session.openTurn} is open` : undefined,
-        session.surface.pendingCalls().length ? `${session.surface.pendingCalls().length} tool call(s) have no result` : undefined,
-        session.lock.held ? `an orphan compaction/start (seq ${session.lock.startSeq}) holds the lock` : undefined,
-      ]
-        .filter(Boolean)
-        .join(', ');
-      await fail(new CliError(`${file} ends mid-flight (${why}), as a crashed agent leaves it; pass --recover to close it as interrupted before compacting.`, 2));
-    }
-    session.recover();
-  }
+  if (session.needsRecovery) session.recover();
 
-  // ---- the engine: the summarization target and its window
-  const header = session.latestHeader;
-  const target = summarizationRoute ?? (header ? { provider: header.data.provider, model: header.data.model } : undefined);
-  if (!target || (options.summarizer === 'openai' && target.provider === 'unknown')) {
-    await fail(new CliError(`${file} names no model, so there is none to summarize with: pass --model provider/model (e.g. openai/gpt-4o-mini).`, 2));
-  }
-  const key = `${target!.provider}/${target!.model}`;
-  if (options.contextWindow) models[key] = { contextWindow: options.contextWindow };
-  const engineConfig = {
-    ...config.input,
-    maxTokens: options.maxTokens,
-    ...(summarizationRoute ? { summarizationProvider: summarizationRoute.provider, summarizationModel: summarizationRoute.model } : {}),
-  };
+  // ---- the engine
   let engine;
   try {
     engine = createCompactionEngine({ session, summarizer, config: engineConfig, models });
   } catch (err) {
     return fail(err);
-  }
-  if (options.summarizer === 'openai' && modelInfoFor(engine.config, target!.provider, target!.model) === undefined) {
-    engine.stop();
-    await fail(
-      new CliError(
-        `unknown model ${key}: its context window is not known, and the summary request must fit it; pass --context-window <tokens> (or --config with models["${key}"]).`,
-        2,
-      ),
-    );
   }
 
   const before = engine.measure();

@@ -8,7 +8,9 @@ import { basename } from 'node:path';
 import { XcompactError } from '../errors';
 import { importPiTranscript, type PiImportReport } from '../session/import-pi';
 import { Session } from '../session/session';
-import type { LoadReport, LogWriter, SessionStore, StoredLog } from '../session/store';
+import { StoreError } from '../session/errors';
+import type { LogWriter, SessionStore, StoredLog } from '../session/store';
+import { parseLogBytes } from '../session/stores/jsonl';
 import { CliError } from './errors';
 
 export type FileFormat = 'xcompact' | 'pi' | 'messages';
@@ -54,8 +56,8 @@ export function detectFormat(file: string, bytes: Buffer): FileFormat {
  * Reads a JsonlStore file without its writer lock: JsonlStore.open always takes the lock (it
  * writes a `.lock` sidecar, and fails while the session's own process holds it), but
  * inspecting must work on a live session and must leave the directory as it found it. The
- * rules are the same as JsonlStore's: a last line without a newline is a torn tail,
- * reported and dropped; any other unparsable line is an error naming the line.
+ * lines are read by the store's own rules (parseLogBytes): a last line without a newline is a
+ * torn tail, reported and dropped; any other unparsable line is an error naming the line.
  */
 export class ReadOnlyJsonlStore implements SessionStore {
   constructor(
@@ -64,19 +66,14 @@ export class ReadOnlyJsonlStore implements SessionStore {
   ) {}
 
   async open(): Promise<StoredLog> {
-    const buf = this.bytes;
-    const validLength = buf.lastIndexOf(0x0a) + 1;
-    const text = buf.subarray(0, validLength).toString('utf8');
-    const lines = text.length === 0 ? [] : text.slice(0, -1).split('\n');
-    const records: Array<{ line: number; value: unknown }> = [];
-    for (let i = 0; i < lines.length; i++) {
-      try {
-        records.push({ line: i + 1, value: JSON.parse(lines[i]!) as unknown });
-      } catch (err) {
-        throw new CliError(`${this.file}:${i + 1}: not valid JSON (${(err as Error).message}); the file was not changed. Fix or remove that line.`);
-      }
+    let parsed;
+    try {
+      parsed = parseLogBytes(this.bytes, this.file);
+    } catch (err) {
+      if (err instanceof StoreError) throw new CliError(`${err.message} Fix or remove that line.`, 1, { cause: err });
+      throw err;
     }
-    const report: LoadReport = validLength < buf.length ? { tornTail: { line: lines.length + 1, bytes: buf.length - validLength } } : {};
+    const { records, report } = parsed;
     const writer: LogWriter = {
       failure: undefined,
       append: () => {

@@ -91,7 +91,7 @@ export function buildProgram(): Command {
     .option('--max-tokens <tokens>', 'summary output cap (max_tokens)', wholeNumber('--max-tokens', 1), 4096)
     .option('--focus <text>', 'what the summary should focus on (like /compact <focus>)')
     .option('--output <file>', 'where to write the result (default: <name>.compacted.jsonl / .json next to the input)')
-    .option('--in-place', 'append the compaction to the input session itself (xcompact JSONL only; the log stays append-only)')
+    .option('--in-place', 'append the compaction to the input session itself (an xcompact <id>.jsonl session only; the log stays append-only)')
     .option('--force', 'overwrite an existing output file')
     .option('--recover', 'close a session left mid-turn by a crash (interrupted calls, open step/turn, orphan lock) before compacting')
     .option('--config <file>', 'xcompact configuration JSON (models, tokenizer, …)')

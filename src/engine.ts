@@ -20,8 +20,10 @@ import type {
   ErrorInfo,
   LockProbe,
   PressureReading,
+  PruneInput,
   PruneSummary,
   ReadingResult,
+  SelectInput,
   SpanCheck,
   SummaryOutcome,
   TransactionOutput,
@@ -44,9 +46,9 @@ import {
 } from './services/config';
 import { TokenMeter, type Measurement } from './services/meter';
 import type { ModelInfo } from './services/models';
-import { classifyRequestError, type RequestErrorClass } from './services/overflow';
+import { classifyRequestError, isSilentOverflow, type RequestErrorClass } from './services/overflow';
 import { applyPrune, planPrune, type PruneSettings } from './services/pruner';
-import { selectRange, type RangeSelection } from './services/range';
+import { headPosition, selectRange, type RangeSelection } from './services/range';
 import { SummarizerError, type Summarizer, type SummaryRequest } from './services/summarizer';
 import { ExtractiveSummarizer } from './services/summarizers/extractive';
 import { OpenAISummarizer } from './services/summarizers/openai';
@@ -59,8 +61,8 @@ import { getTokenizer, type TokenizerName } from './services/tokenizer';
  */
 export interface EngineServices {
   measure(input: { phase: 'initial' | 'after-prune' | 'after-compaction' }): ReadingResult;
-  prune(input: { trigger: 'pressure' | 'overflow' }): PruneSummary;
-  selectRange(input: { purpose: 'pressure' | 'overflow' | 'manual'; attempt: number }): RangeSelection | null;
+  prune(input: PruneInput): PruneSummary;
+  selectRange(input: SelectInput): RangeSelection | null;
   validateSpan(input: TransactionActorInputs['validateSpan']): SpanCheck;
   openBracket(input: TransactionActorInputs['openBracket']): { startSeq: number };
   summarize(input: TransactionActorInputs['summarize'], signal: AbortSignal): Promise<SummaryOutcome>;
@@ -141,6 +143,8 @@ export type EngineNotification =
   | { type: 'compaction.failed'; trigger: Trigger; error: CompactionError; durationMs: number }
   | { type: 'compaction.skipped'; trigger: Trigger; reason: string }
   | { type: 'pruned'; trigger: Trigger; count: number; tokensFreed: number }
+  /** The provider reported a prompt larger than the window: it truncated the request silently (llama.cpp, Ollama). */
+  | { type: 'overflow.silent'; seq: number; promptTokens: number; contextWindow: number }
   | EngineEmitted;
 
 type Listener = (event: EngineNotification) => void;
@@ -158,7 +162,12 @@ export interface CompactionEngine {
   on(listener: Listener): () => void;
   readonly config: CompactionConfig;
   readonly actor: Actor<typeof engineMachine>;
-  /** Stops the root actor (an in-flight summary request is aborted). */
+  /**
+   * A graceful stop: a running compaction is cancelled (its summary request aborted) and its
+   * bracket closed with `compaction/end {cancelled}`; pending calls reject with
+   * `engine-stopped`. (Stopping `engine.actor` directly is what a dying process does: the
+   * orphan lock stays until `session.recover()`.)
+   */
   stop(): void;
 }
 
@@ -166,12 +175,20 @@ const STACK_MAX_CHECKPOINTS = 4;
 /** Summary output cap when neither the config nor a resolvable budget gives one. */
 const FALLBACK_SUMMARY_MAX_TOKENS = 8192;
 
+/** `options.models` over `config.models`, field by field for a model named in both. */
+function mergeModels(fromConfig: unknown, fromOptions: Record<string, Partial<ModelInfo>>): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...((fromConfig as Record<string, unknown> | undefined) ?? {}) };
+  for (const [key, entry] of Object.entries(fromOptions)) {
+    const base = merged[key];
+    merged[key] = base && typeof base === 'object' ? { ...(base as object), ...entry } : entry;
+  }
+  return merged;
+}
+
 export function createCompactionEngine(options: CompactionEngineOptions): CompactionEngine {
   const { session } = options;
   const rawConfig = (options.config ?? {}) as Record<string, unknown>;
-  const config = parseConfig(
-    options.models ? { ...rawConfig, models: { ...((rawConfig.models as object | undefined) ?? {}), ...options.models } } : rawConfig,
-  );
+  const config = parseConfig(options.models ? { ...rawConfig, models: mergeModels(rawConfig.models, options.models) } : rawConfig);
   const now = options.now ?? Date.now;
   const pruneEnabled = options.pruner !== false && config.prune.enabled;
   const summarizer: Summarizer =
@@ -212,6 +229,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
     });
   };
 
+  let silentReported = -1;
   const measureService = (): ReadingResult => {
     const header = session.latestHeader;
     if (!header) return { kind: 'unrouted' };
@@ -224,22 +242,25 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       throw err;
     }
     const m = meter.measure();
+    const usage = session.latestUsage;
+    if (usage && usage.seq !== silentReported && isSilentOverflow(usage.data.usage!, budget.window)) {
+      silentReported = usage.seq;
+      notify({ type: 'overflow.silent', seq: usage.seq, promptTokens: usage.data.usage!.promptTokens, contextWindow: budget.window });
+    }
     return {
       kind: 'reading',
       reading: { provider, model, totalTokens: m.totalTokens, threshold: budget.threshold, retainTokens: budget.retain, contextWindow: budget.window },
     };
   };
 
-  const pruneService = (trigger: 'pressure' | 'overflow'): PruneSummary => {
+  const pruneService = ({ trigger, protectRecent }: PruneInput): PruneSummary => {
     let protectRecentTokens = 0;
     let minReclaimTokens = 0;
-    if (trigger === 'pressure') {
-      // Pressure pruning is an optimisation: protect recent work and skip passes not worth a cache miss.
+    if (protectRecent) {
       const b = budgetFor();
       protectRecentTokens = b.protectRecentTokens;
       minReclaimTokens = b.minReclaimTokens;
     }
-    // Overflow pruning is a necessity: the request must fit, and the newest result is often the cause.
     const settings: PruneSettings = {
       thresholdChars: config.prune.thresholdChars,
       headChars: config.prune.headChars,
@@ -254,17 +275,15 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
     return { count: result.pruned.length, tokensFreed: result.tokensFreed, generation: session.surface.replaceGeneration };
   };
 
-  const selectService = (purpose: 'pressure' | 'overflow' | 'manual', attempt: number): RangeSelection | null => {
+  const selectService = ({ retain, stackCheckpoints }: SelectInput): RangeSelection | null => {
     const prices = meter.measure().prices;
     // A span must cost at least twice an empty checkpoint, or no summary can shrink it.
     const minSpanTokens = 2 * meter.priceUserText(frameCheckpoint(''));
-    if (purpose !== 'pressure') return selectRange(session, prices, { retainTokens: 0, minSpanTokens });
-    const { retain } = budgetFor();
-    // First attempt keeps small earlier checkpoints in place (warm cache); retries merge from the head.
+    const retainTokens = retain === 'budget' ? budgetFor().retain : 0;
     return selectRange(session, prices, {
-      retainTokens: retain,
+      retainTokens,
       minSpanTokens,
-      ...(attempt === 1 ? { stack: { maxCheckpoints: STACK_MAX_CHECKPOINTS, maxTokens: Math.floor(retain / 2) } } : {}),
+      ...(stackCheckpoints ? { stack: { maxCheckpoints: STACK_MAX_CHECKPOINTS, maxTokens: Math.floor(retainTokens / 2) } } : {}),
     });
   };
 
@@ -327,6 +346,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
     };
     if (focus !== undefined) request.focus = focus;
     if (targetInfo?.contextWindow !== undefined) request.contextWindow = targetInfo.contextWindow;
+    if (targetInfo?.outputCapField !== undefined) request.outputCapField = targetInfo.outputCapField;
     return request;
   };
 
@@ -334,15 +354,19 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
   // The summarizer's own error of the running transaction: charts keep plain data, the facade
   // hands the real error (with the SDK error inside) to the caller as the CompactionError's cause.
   let lastSummaryError: unknown;
-  const compactionError = (info: ErrorInfo): CompactionError =>
-    new CompactionError(info, info.code === 'summary' || info.code === 'cancelled' ? lastSummaryError : undefined);
+  const compactionError = (info: ErrorInfo): CompactionError => {
+    // Only the error this failure came from: its code is the one the chart recorded.
+    const code = (lastSummaryError as { code?: unknown } | undefined)?.code;
+    return new CompactionError(info, info.cause !== undefined && code === info.cause ? lastSummaryError : undefined);
+  };
 
   const defaults: EngineServices = {
     measure: () => measureService(),
-    prune: ({ trigger }) => pruneService(trigger),
-    selectRange: ({ purpose, attempt }) => selectService(purpose, attempt),
+    prune: (input) => pruneService(input),
+    selectRange: (input) => selectService(input),
     validateSpan: ({ range }) => {
-      if (!spanIntact(range) || !session.balancedBefore(range.start) || !session.balancedAfter(range.end)) {
+      const startsAtHead = session.surface.positionOf(range.start) === range.startPos && range.startPos >= headPosition(session);
+      if (!startsAtHead || !spanIntact(range) || !session.balancedBefore(range.start) || !session.balancedAfter(range.end)) {
         throw Object.assign(new XcompactError('span-invalid', 'the selected span is no longer a balanced run of current surface nodes'), {
           chartCode: 'changed',
         });
@@ -387,7 +411,16 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
     },
     commit: (input) => {
       // Three appends, no await between them: the commit is atomic with respect to the loop.
+      // The checkpoint replace is the one that can be refused: check it before writing anything.
       const { range, summary } = input;
+      const checkpointData = { content: [{ type: 'text' as const, text: frameCheckpoint(summary.text) }], source: COMPACTION_CHECKPOINT_SOURCE };
+      const refused = session.check({
+        type: 'user/message',
+        data: checkpointData,
+        surfaceOp: { op: 'replace', start: range.start, end: range.end },
+        sourceEventSeqs: [input.startSeq, ...range.shadowed],
+      });
+      if (refused) throw refused;
       const summaryEvent = session.append({
         type: 'compaction/summary',
         data: {
@@ -402,7 +435,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       });
       const checkpoint = session.append({
         type: 'user/message',
-        data: { content: [{ type: 'text', text: frameCheckpoint(summary.text) }], source: COMPACTION_CHECKPOINT_SOURCE },
+        data: checkpointData,
         surfaceOp: { op: 'replace', start: range.start, end: range.end },
         sourceEventSeqs: [input.startSeq, summaryEvent.seq, ...range.shadowed],
       });
@@ -519,15 +552,12 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
 
   // A transaction chart that failed (a bug, not a service failure) cannot close its own bracket:
   // its parent chart decides to release the lock, and this does the work.
-  const closeAbandonedBracket = () => {
+  const closeAbandonedBracket = (error: ErrorInfo = { code: 'internal', message: 'the transaction chart failed; its compaction was abandoned' }) => {
     const lock = session.lock;
     // Only a lock this engine's own transaction took: never another writer's.
     if (!lock.held || !ownedStarts.has(lock.startSeq)) return;
     try {
-      session.append({
-        type: 'compaction/end',
-        data: { turn: lock.turn, error: { code: 'internal', message: 'the transaction chart failed; its compaction was abandoned' } },
-      });
+      session.append({ type: 'compaction/end', data: { turn: lock.turn, error: { code: error.code, message: error.message } } });
       session.flush().catch(() => undefined); // a store failure surfaces on the next flush
     } catch {
       // The append itself was refused: the orphan stays and later compactions report busy.
@@ -535,35 +565,37 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
   };
 
   const measure = fromPromise<ReadingResult, { phase: 'initial' | 'after-prune' | 'after-compaction' }>(async ({ input }) => services.measure(input));
+  const pruneActor = fromPromise<PruneSummary, PruneInput>(async ({ input }) => services.prune(input));
+  const selectActor = fromPromise<RangeSelection | null, SelectInput>(async ({ input }) => services.selectRange(input));
   const pressure = pressureMachine.provide({
     actors: {
       measure,
-      prune: fromPromise<PruneSummary, { trigger: 'pressure' }>(async ({ input }) => services.prune(input)),
-      selectRange: fromPromise<RangeSelection | null, { purpose: 'pressure'; attempt: number }>(async ({ input }) => services.selectRange(input)),
+      prune: pruneActor,
+      selectRange: selectActor,
       transaction,
     },
-    actions: { 'close abandoned bracket': closeAbandonedBracket },
+    actions: { 'close abandoned bracket': () => closeAbandonedBracket() },
   });
   const probeLock = fromPromise<LockProbe, { purpose: 'admit' | 'decide' }>(async ({ input }) => services.probeLock(input));
   const overflow = overflowMachine.provide({
     actors: {
       classify: fromPromise<RequestErrorClass, { error: unknown }>(async ({ input }) => services.classify(input)),
       probeLock,
-      prune: fromPromise<PruneSummary, { trigger: 'overflow' }>(async ({ input }) => services.prune(input)),
-      selectRange: fromPromise<RangeSelection | null, { purpose: 'overflow'; attempt: number }>(async ({ input }) => services.selectRange(input)),
+      prune: pruneActor,
+      selectRange: selectActor,
       transaction,
     },
-    actions: { 'close abandoned bracket': closeAbandonedBracket },
+    actions: { 'close abandoned bracket': () => closeAbandonedBracket() },
   });
   const manual = manualMachine.provide({
     actors: {
       checkAdmission: fromPromise<{ openTurn: number | null; lockHeld: boolean }, { purpose: 'manual' }>(async ({ input }) =>
         services.checkAdmission(input),
       ),
-      selectRange: fromPromise<RangeSelection | null, { purpose: 'manual'; attempt: number }>(async ({ input }) => services.selectRange(input)),
+      selectRange: selectActor,
       transaction,
     },
-    actions: { 'close abandoned bracket': closeAbandonedBracket },
+    actions: { 'close abandoned bracket': () => closeAbandonedBracket() },
   });
   const machine = engineMachine.provide({ actors: { pressure, overflow, manual } });
 
@@ -582,10 +614,18 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
   for (const type of ['breaker.opened', 'breaker.closed', 'capacity.missing'] as const) {
     actor.on(type, (e) => notify(e as EngineEmitted));
   }
+  // However the actor ends (engine.stop(), a host stopping engine.actor), no call is left hanging.
+  actor.subscribe({
+    complete: () => rejectInFlight('was stopped while this call was running'),
+    error: (err) => rejectInFlight(`failed (${String(err)})`),
+  });
   actor.start();
 
   let nextId = 0;
   const inFlight = new Set<(err: Error) => void>();
+  function rejectInFlight(why: string): void {
+    for (const reject of [...inFlight]) reject(new XcompactError('engine-stopped', `the compaction engine ${why}`));
+  }
   const request = (make: (id: string) => EngineRequest, signal: AbortSignal | undefined): Promise<SettledResult> =>
     new Promise((resolve, reject) => {
       const status = actor.getSnapshot().status;
@@ -643,8 +683,11 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       return () => listeners.delete(listener);
     },
     stop() {
+      // A graceful stop: the running compaction (if any) is cancelled and its bracket closed, so
+      // the session stays usable. (A process that dies instead leaves the orphan that
+      // session.recover() clears after the next Session.open.)
       actor.stop();
-      for (const reject of [...inFlight]) reject(new XcompactError('engine-stopped', 'the compaction engine was stopped while this call was running'));
+      closeAbandonedBracket({ code: 'cancelled', message: 'the compaction engine was stopped while this compaction ran' });
     },
     async afterStep(opts = {}) {
       const result = await request(

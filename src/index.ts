@@ -16,6 +16,9 @@ export {
   type EngineNotification,
   type EngineServices,
 } from './engine';
+export type { CompactionErrorCode, ErrorInfo, SelectInput, PruneInput } from './machines/types';
+export type { PressureStatus } from './machines/pressure';
+export type { DeclineReason } from './machines/overflow';
 
 // Services, for hosts that want one piece on its own.
 export {

@@ -13,7 +13,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CompactionError, type AfterStepResult, type CompactionRecord, type RequestErrorAction } from '../src/engine';
 import { COMPACTION_CHECKPOINT_SOURCE } from '../src/session/events';
+import { Session } from '../src/session/session';
 import {
+  attachEngine,
   cleanupWorlds,
   endTurn,
   expectLogOnlyGrew,
@@ -111,7 +113,7 @@ function start(w: World, host: Host, signal: AbortSignal): Promise<Answer> {
 }
 
 /** Runs the engine up to the held call; returns it (unsettled). */
-async function holdAt(w: World, running: Promise<Answer>, c: Pick<Case, 'before' | 'hold'>): Promise<Call> {
+async function holdAt(w: World, running: Promise<unknown>, c: Pick<Case, 'before' | 'hold'>): Promise<Call> {
   for (const s of c.before) await (await w.ctl.take(s, running)).runReal();
   return w.ctl.take(c.hold, running);
 }
@@ -325,5 +327,90 @@ describe('a signal already aborted', () => {
     expect(next.status).toBe('compacted');
     expectLockReleased(w);
     await (await expectReplays(w)).close();
+  });
+});
+
+/**
+ * `engine.stop()` is a graceful stop (a host shutting down, not a dead process: that is
+ * `engine.actor.stop()`, see crash.test.ts). The running compaction is cancelled where it
+ * waits: the summary request is aborted, the call in flight rejects `engine-stopped`, and a
+ * bracket this engine opened is closed with one compaction/end {cancelled}, so the session
+ * reopens with no orphan lock and compacts again without `recover()`.
+ */
+describe('engine.stop(): a graceful stop closes what this engine opened', () => {
+  const STOPS: Array<Case & { bracket: boolean }> = [
+    { host: 'manual', state: 'selecting', before: ['checkAdmission'], hold: 'selectRange', bracket: false },
+    { host: 'manual', state: 'compacting › transaction summarizing', before: ['checkAdmission', 'selectRange', ...TX], hold: 'summarize', bracket: true },
+    { host: 'manual', state: 'compacting › transaction revalidating', before: ['checkAdmission', 'selectRange', ...TX, 'summarize'], hold: 'revalidate', bracket: true },
+    { host: 'overflow', state: 'compacting › transaction summarizing', before: ['classify', 'probeLock', 'prune', 'selectRange', ...TX], hold: 'summarize', bracket: true },
+  ];
+  for (const c of STOPS) {
+    it(`${c.host}: stopped while ${c.state}`, async () => {
+      const w = await world(c);
+      markRun(w);
+      const running = start(w, c.host, new AbortController().signal).then(
+        (v) => ({ settled: v }),
+        (err: unknown) => ({ rejected: err }),
+      );
+      const call = await holdAt(w, running, c);
+      let request: number | undefined;
+      if (c.hold === 'summarize') {
+        srv.queue.push({ kind: 'hang' });
+        request = srv.server.requests.length;
+        void call.runReal();
+        await srv.server.waitForRequest(request);
+      }
+      const logAtStop = w.session.length;
+      const messagesAtStop = JSON.stringify(w.session.deriveMessages()); // (overflow: after its prune)
+      const requestsAtStop = srv.server.requests.length;
+      w.engine.stop();
+      if (c.hold !== 'summarize') void call.runReal(); // a late answer to a stopped actor: dropped
+
+      // The facade call is rejected (start() hands compactNow's rejection back as its value).
+      const outcome = (await running) as { settled?: unknown; rejected?: unknown };
+      expect(outcome.rejected ?? outcome.settled).toMatchObject({ code: 'engine-stopped' });
+      if (request !== undefined) expect((await srv.server.waitForClose(request)).aborted, 'the summary HTTP request was aborted').toBe(true);
+      expect(srv.server.requests.length).toBe(requestsAtStop);
+
+      // The log: one compaction/end {cancelled} for the bracket this engine opened; nothing else.
+      const added = w.session.events().slice(logAtStop);
+      if (c.bracket) {
+        expect(added.map((e) => e.type)).toEqual(['compaction/end']);
+        expect(added[0]!.type === 'compaction/end' && added[0]!.data.error?.code).toBe('cancelled');
+      } else {
+        expect(added).toEqual([]);
+      }
+      expect(w.session.lock.held).toBe(false);
+      expect(JSON.stringify(w.session.deriveMessages())).toBe(messagesAtStop);
+      expectLogOnlyGrew(w);
+      expectValidRequest(w);
+
+      // Reopened: no orphan lock (between turns, nothing to recover); the next compaction runs.
+      const live = w.session.events().map((e) => JSON.stringify(e));
+      await w.session.close();
+      const reopened = await Session.open(w.store, w.id);
+      expect(reopened.events().map((e) => JSON.stringify(e))).toEqual(live);
+      expect(reopened.lock.held).toBe(false);
+      expect(reopened.needsRecovery).toBe(c.host === 'overflow'); // the overflow host's step is still open
+      if (c.host === 'manual') {
+        const w2 = attachEngine(srv, { dir: w.dir, store: w.store, id: w.id, session: reopened });
+        w2.ctl.setAuto();
+        expect(await w2.engine.compactNow()).not.toBeNull();
+        w2.engine.stop();
+      }
+      await reopened.close();
+    });
+  }
+
+  it('a lock another writer holds is left alone', async () => {
+    const w = await world({ host: 'manual' });
+    const foreign = w.session.append({ type: 'compaction/start', data: { turn: null, trigger: 'manual' } });
+    w.ctl.setAuto();
+    await expect(w.engine.compactNow()).rejects.toMatchObject({ code: 'busy' });
+    const length = w.session.length;
+    w.engine.stop();
+    expect(w.session.length).toBe(length);
+    expect(w.session.lock).toMatchObject({ held: true, startSeq: foreign.seq });
+    await w.session.close();
   });
 });

@@ -113,8 +113,8 @@ async function crashIn(state: string, host: Host) {
   // In memory at the moment of the crash.
   const live = { events: w.session.events().map((e) => JSON.stringify(e)), messages: JSON.stringify(w.session.deriveMessages()) };
 
-  // The crash: the actor stops where it is, the file is released.
-  w.engine.stop();
+  // The crash: the actor stops where it is (no cleanup code runs, as in a dead process), the file is released.
+  w.engine.actor.stop();
   await w.session.close().catch(() => undefined); // after a store failure the close reports it, and still releases
   const outcome = (await running) as { settled?: unknown; rejected?: unknown };
   if (reach.hold || (host === 'pressure' && 'rejected' in outcome)) {

@@ -429,7 +429,7 @@ describe('crash and recovery', () => {
     const messagesBefore = JSON.stringify(session.deriveMessages());
     await session.flush();
     // The process "dies": the actor is stopped where it is, and the file is released.
-    h.engine.stop();
+    h.engine.actor.stop(); // a dead process: no cleanup code runs
     expect((await s.call(0)).signal.aborted).toBe(true);
     await session.close();
 
@@ -489,5 +489,129 @@ describe('errors a caller can act on', () => {
     const { result } = await stepUntilPressure(h);
     expect(result.error).toBeInstanceOf(CompactionError);
     expect(result.error!.cause).toMatchObject({ code: 'summary-empty', message: 'scripted summary-empty' });
+  });
+});
+
+describe('engine.stop()', () => {
+  it('is graceful: the running compaction is cancelled, its bracket closed, the session stays usable', async () => {
+    const s = deferredSummarizer();
+    const h = harness({ summarizer: s });
+    openTurn(h);
+    for (let i = 0; i < 4; i++) await h.step(i);
+    h.writer.endTurn();
+    const pending = h.engine.compactNow();
+    const call = await s.call(0);
+    h.engine.stop();
+    await expect(pending).rejects.toMatchObject({ code: 'engine-stopped' });
+    expect(call.signal.aborted).toBe(true);
+    expect(h.session.lock.held).toBe(false);
+    const end = h.session.events().at(-1)!;
+    expect(end.type === 'compaction/end' && end.data.error?.code).toBe('cancelled');
+    // A new engine on the same session compacts at once.
+    const h2 = harness({ summarizer: recordingSummarizer() }, h.session);
+    expect(await h2.engine.compactNow()).not.toBeNull();
+  });
+});
+
+describe('review fixes', () => {
+  it('a span that includes the system prompt is refused before the bracket: nothing written, no summary asked for', async () => {
+    const s = recordingSummarizer();
+    const h = harness({
+      summarizer: s,
+      services: (d) => ({
+        selectRange: (input) => {
+          const r = d.selectRange(input);
+          if (!r) return r;
+          const system = h.session.surface.seqAt(0);
+          return { ...r, start: system, startPos: 0, shadowed: [system, ...r.shadowed] };
+        },
+      }),
+    });
+    openTurn(h);
+    for (let i = 0; i < 4; i++) await h.step(i);
+    h.writer.endTurn();
+    const n = h.session.length;
+    await expect(h.engine.compactNow()).rejects.toMatchObject({ code: 'changed' });
+    expect(h.session.length).toBe(n);
+    expect(s.calls).toHaveLength(0);
+  });
+
+  it('a checkpoint the session would refuse is caught before compaction/summary is written', async () => {
+    const h = harness({
+      summarizer: recordingSummarizer(),
+      // The span turns invalid after revalidation (a host override): the commit must write nothing but the close.
+      services: (d) => ({ revalidate: (input) => ({ ...d.revalidate(input), stable: true }), commit: (input) => d.commit({ ...input, range: { ...input.range, end: input.range.start + 10_000 } }) }),
+    });
+    openTurn(h);
+    for (let i = 0; i < 4; i++) await h.step(i);
+    h.writer.endTurn();
+    const from = h.session.length;
+    await expect(h.engine.compactNow()).rejects.toMatchObject({ code: 'commit' });
+    expect(h.types(from)).toEqual(['compaction/start', 'compaction/end']);
+  });
+
+  it('overflow recovery leaves tool output alone when pruning is off', async () => {
+    const h = harness({ summarizer: recordingSummarizer(), pruner: false, models: { 'test/small': { contextWindow: 200_000, maxOutputTokens: 500 } } });
+    openTurn(h);
+    for (let i = 0; i < 3; i++) await h.step(i, 'z'.repeat(9000));
+    const err = Object.assign(new Error("This model's maximum context length is 6000 tokens."), { status: 400, code: 'context_length_exceeded' });
+    expect((await h.engine.onRequestError(err)).kind).toBe('retry');
+    expect(h.types()).not.toContain('compaction/prune');
+  });
+
+  it('the pressure figure keeps the provider anchor across a compaction (a replace moves it by its delta)', async () => {
+    const h = harness({ summarizer: recordingSummarizer() });
+    openTurn(h);
+    const w = h.writer;
+    // The provider counts 30% more than our tokenizer: the anchor carries that through the compaction.
+    let i = 0;
+    for (; i < 60; i++) {
+      w.startStep();
+      w.request({ provider: 'test', model: 'small', tools: [], maxTokens: 500 });
+      const estimate = h.engine.measure().estimatedTokens;
+      w.assistant({ text: `s${i}`, toolCalls: [{ id: `c${i}`, name: 'bash', arguments: '{}' }], usage: { promptTokens: Math.round(estimate * 1.3), completionTokens: 5 } });
+      w.toolResult(`c${i}`, `file${i}.ts\n`.repeat(60));
+      const r = await h.engine.afterStep();
+      w.endStep();
+      if (r.status === 'compacted') {
+        const m = h.engine.measure();
+        expect(m.anchor).toBeDefined();
+        expect(m.totalTokens).toBeGreaterThan(m.estimatedTokens); // the provider's larger scale is kept
+        expect(r.compactions[0]!.tokensAfter).toBe(m.totalTokens);
+        return;
+      }
+    }
+    throw new Error('never compacted');
+  });
+
+  it('tells the host once when the provider reports a prompt larger than the window (silent truncation)', async () => {
+    const h = harness({ summarizer: recordingSummarizer() });
+    openTurn(h);
+    h.writer.startStep();
+    h.writer.request({ provider: 'test', model: 'small', tools: [], maxTokens: 500 });
+    h.writer.assistant({ text: 'ok', usage: { promptTokens: 7000, completionTokens: 5 } });
+    await h.engine.afterStep();
+    await h.engine.afterStep();
+    const silent = h.events.filter((e) => e.type === 'overflow.silent');
+    expect(silent).toEqual([expect.objectContaining({ promptTokens: 7000, contextWindow: 6000 })]);
+  });
+
+  it('a held lock (busy) is not a compaction failure: the breaker does not count it', async () => {
+    const h = harness({ summarizer: recordingSummarizer(), config: { headroomTokens: 500, maxTokens: 400, circuitBreaker: { failureLimit: 1, cooldownMs: 60_000 } } });
+    openTurn(h);
+    h.session.append({ type: 'compaction/start', data: { turn: 0, trigger: 'manual' } });
+    const { result, index } = await stepUntilPressure(h);
+    expect(result.error?.code).toBe('busy');
+    expect((await h.step(index + 1)).status).not.toBe('paused');
+    expect(h.events.some((e) => e.type === 'breaker.opened')).toBe(false);
+  });
+
+  it('models given to the engine merge with config.models field by field', () => {
+    const h = harness({
+      summarizer: recordingSummarizer(),
+      config: { models: { 'test/small': { contextWindow: 6000, tokenizer: 'cl100k_base' } } },
+      models: { 'test/small': { maxOutputTokens: 300 } },
+    });
+    expect(h.engine.config.models['test/small']).toEqual({ contextWindow: 6000, tokenizer: 'cl100k_base', maxOutputTokens: 300 });
   });
 });

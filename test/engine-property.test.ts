@@ -1,7 +1,8 @@
 /**
  * Property test of the whole engine: random agent sessions on a JsonlStore, the
  * OpenAISummarizer talking to the local server. Turns; steps with 1–3 parallel tool calls
- * whose results have random sizes (some over the prune threshold), `afterStep` after each;
+ * whose results have random sizes (some over the prune threshold) and, on some, provider
+ * usage on the assistant message (a provider counting 100–140% of our estimate), `afterStep` after each;
  * overflow errors through `onRequestError`; manual compactions between turns; summaries that
  * fail; aborts and crashes (stop + reopen + recover) at random service calls.
  *
@@ -10,6 +11,7 @@
  * - the stored bytes replay (in a fresh Session) to the same log and messages;
  * - the log only grew: the stored bytes before the operation are a prefix of the bytes after;
  * - no commit grew the request (tokens after ≤ before, checkpoint < span);
+ * - once the provider reported usage, pressure stays anchored to it (prunes and checkpoints keep the anchor);
  * - the lock is released, unless a crash left an orphan (and then recover() releases it).
  */
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -27,7 +29,8 @@ const SERVER_500 = { kind: 'status' as const, status: 500, body: { error: { mess
 
 type Interrupt = { kind: 'none' } | { kind: 'abort'; at: number } | { kind: 'crash'; at: number };
 type Op =
-  | { kind: 'step'; results: number[]; interrupt: Interrupt; summaryFails: boolean }
+  /** `providerPercent`: the assistant message reports provider usage, the provider counting that % of our estimate. */
+  | { kind: 'step'; results: number[]; providerPercent: number | null; interrupt: Interrupt; summaryFails: boolean }
   | { kind: 'overflow'; interrupt: Interrupt; summaryFails: boolean }
   | { kind: 'manual'; interrupt: Interrupt; summaryFails: boolean }
   | { kind: 'crash' };
@@ -39,7 +42,16 @@ const interrupt: fc.Arbitrary<Interrupt> = fc.oneof(
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 10 }).map((at) => ({ kind: 'crash' as const, at })) },
 );
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ kind: fc.constant('step' as const), results: fc.array(resultSize, { minLength: 1, maxLength: 3 }), interrupt, summaryFails: fc.boolean() }) },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      kind: fc.constant('step' as const),
+      results: fc.array(resultSize, { minLength: 1, maxLength: 3 }),
+      providerPercent: fc.option(fc.integer({ min: 100, max: 140 }), { nil: null }),
+      interrupt,
+      summaryFails: fc.boolean(),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('overflow' as const), interrupt, summaryFails: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('manual' as const), interrupt, summaryFails: fc.boolean() }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'crash' as const }) },
@@ -68,7 +80,7 @@ interface Run {
   bytes: string;
 }
 
-function writeStep(w: World, sizes: number[]): void {
+function writeStep(w: World, sizes: number[], providerPercent: number | null = null): void {
   if (w.session.openTurn === null) {
     w.writer.startTurn();
     route(w);
@@ -78,7 +90,9 @@ function writeStep(w: World, sizes: number[]): void {
   w.writer.startStep();
   route(w);
   const ids = sizes.map((_, j) => `c${w.session.length}_${j}`);
-  w.writer.assistant({ text: 'working', toolCalls: ids.map((id) => ({ id, name: 'bash', arguments: JSON.stringify({ id }) })) });
+  // The provider's count of the request it answered (its tokenizer counts more than ours).
+  const usage = providerPercent === null ? undefined : { promptTokens: Math.round((w.engine.measure().estimatedTokens * providerPercent) / 100), completionTokens: 20 };
+  w.writer.assistant({ text: 'working', toolCalls: ids.map((id) => ({ id, name: 'bash', arguments: JSON.stringify({ id }) })), ...(usage ? { usage } : {}) });
   // Parallel calls answer in any order; here the last call answers first.
   ids
     .map((id, j) => [id, sizes[j]!] as const)
@@ -95,7 +109,7 @@ function drive(run: Run, controller: AbortController, inter: Interrupt, summaryF
     if (inter.kind === 'abort' && n === inter.at) controller.abort(new Error('random abort'));
     if (inter.kind === 'crash' && n === inter.at) {
       crashed = true;
-      run.w.engine.stop();
+      run.w.engine.actor.stop(); // a dead process: no cleanup runs
       return;
     }
     if (call.service === 'summarize' && summaryFails) srv.queue.push(SERVER_500);
@@ -109,7 +123,7 @@ function drive(run: Run, controller: AbortController, inter: Interrupt, summaryF
 async function reopenAfterCrash(run: Run): Promise<void> {
   const { w } = run;
   const live = w.session.events().map((e) => JSON.stringify(e));
-  w.engine.stop();
+  w.engine.actor.stop(); // a dead process: no cleanup runs
   await w.session.close();
   const session = await Session.open(w.store, w.id);
   // Nothing the process wrote is lost (the store flushed it when the file was released).
@@ -145,6 +159,12 @@ async function checkInvariants(run: Run, label: string): Promise<void> {
   } finally {
     rmSync(copyDir, { recursive: true, force: true });
   }
+  // Pressure stays anchored to the provider's count once it reported one: prunes and
+  // checkpoints (replaces) never drop the anchor (the system prompt and tools never change here).
+  const reported = s.events().some((e) => e.type === 'assistant/message' && (e.data.usage?.promptTokens ?? 0) > 0);
+  const m = w.engine.measure();
+  expect(m.anchor !== undefined, `${label}: anchored to provider usage`).toBe(reported);
+  if (m.anchor) expect(m.totalTokens).toBe(Math.max(0, m.anchor.providerTokens + m.anchor.growthTokens));
   // Brackets: every compaction/start is ended (or made stale by recover()).
   expect(s.lock.held, `${label}: the lock is released`).toBe(false);
   // No commit grew the request.
@@ -162,7 +182,7 @@ async function apply(run: Run, o: Op, i: number): Promise<void> {
     return checkInvariants(run, label);
   }
   const w = run.w;
-  if (o.kind === 'step') writeStep(w, o.results);
+  if (o.kind === 'step') writeStep(w, o.results, o.providerPercent);
   if (o.kind === 'manual') {
     if (w.session.openStep) w.writer.endStep();
     if (w.session.openTurn !== null) w.writer.endTurn();

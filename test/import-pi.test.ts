@@ -181,3 +181,25 @@ describe('pi import errors', () => {
     expect(a.data).toMatchObject({ provider: 'anthropic', model: 'claude', usage: { promptTokens: 1, completionTokens: 2, cachedTokens: 0, cacheWriteTokens: 0 } });
   });
 });
+
+describe('pi import is all or nothing', () => {
+  it('a bad line halfway through leaves the target session and its file untouched', async () => {
+    const dir = tempDir();
+    const store = new JsonlStore(dir);
+    const session = await Session.open(store, 'partial');
+    const good = '{"type":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}';
+    const orphan = '{"type":"message","message":{"role":"toolResult","toolCallId":"nope","content":[]}}';
+    expect(() => importPiTranscript(session, `${good}\n${orphan}\n`)).toThrow(PiImportError);
+    expect(session.length).toBe(0);
+    await session.close();
+    const reopened = await Session.open(store, 'partial');
+    expect(reopened.length).toBe(0);
+    await reopened.close();
+  });
+
+  it('refuses a session that already has events', () => {
+    const s = Session.inMemory();
+    s.append({ type: 'session/end-seed', data: {} });
+    expect(() => importPiTranscript(s, '')).toThrow(/empty session/);
+  });
+});

@@ -541,25 +541,32 @@ describe('provider-usage anchor', () => {
     expect(m.totalTokens).toBe(m.estimatedTokens);
   });
 
-  it('a replace on the surface drops the anchor', () => {
+  it('a replace keeps the anchor and moves the total by its signed delta; a new system prompt drops it', () => {
     const { session, w, meter } = anchored();
     const result = w.toolResult('c1', 'x'.repeat(3_000), { toolName: 'read' });
-    expect(meter.measure().anchor).toBeDefined();
-    session.append({
+    const before = meter.measure();
+    expect(before.anchor).toBeDefined();
+    const oldPrice = meter.priceOf(result.seq);
+    const pruned = session.append({
       type: 'tool/result',
       data: { callId: 'c1', toolName: 'read', content: [{ type: 'text', text: 'x…' }] },
       surfaceOp: { op: 'replace', start: result.seq, end: result.seq },
       sourceEventSeqs: [result.seq],
     });
-    const m = meter.measure();
-    expect(m.anchor).toBeUndefined();
-    expect(m.totalTokens).toBe(m.estimatedTokens);
+    const after = meter.measure();
+    expect(after.anchor?.seq).toBe(before.anchor!.seq);
+    expect(after.totalTokens).toBe(before.totalTokens - oldPrice + meter.priceOf(pruned.seq));
+    expect(after.totalTokens).not.toBe(after.estimatedTokens);
+
+    w.system('a different system prompt');
+    const changed = meter.measure();
+    expect(changed.anchor).toBeUndefined();
+    expect(changed.totalTokens).toBe(changed.estimatedTokens);
   });
 
   it('never reports a total below zero', () => {
-    // With real tokenizers the growth since an anchor cannot go negative: appends add
-    // non-negative prices, and every event that removes tokens (a replace, a re-tokenization,
-    // a changed tool list) drops the anchor. The clamp guards a tokenizer that breaks its
+    // A replace can make the growth since an anchor negative (that is its purpose), but never
+    // below −(what the provider counted): the clamp guards a tokenizer that breaks its
     // contract; we construct exactly that: a count of −1000 for one text after an anchor of 10.
     const base = getTokenizer('o200k_base');
     const { tokenizer } = counting(base, (text) => (text === 'NEGATIVE' ? -1_000 : base.count(text)));

@@ -125,7 +125,7 @@ describe.each([
   it('refuses session ids that are not portable file names', async () => {
     const store = makeStore();
     for (const id of ['', '../x', 'a/b', '.hidden', 'x'.repeat(129)]) {
-      await expect(Session.open(store, id)).rejects.toThrow(TypeError);
+      await expect(Session.open(store, id)).rejects.toMatchObject({ code: 'invalid-session-id' });
     }
   });
 });
@@ -347,11 +347,15 @@ describe('JsonlStore', () => {
       expect(existsSync(lockPath)).toBe(false);
     });
 
-    it('a lock naming this very process (another Session that leaked) is store-locked', async () => {
+    it('a lock naming this pid that this process does not hold is stale (a restarted container reuses pids)', async () => {
       const store = new JsonlStore(tempDir(), { sync: false });
       const lockPath = `${fileOf(store, 'self')}.lock`;
-      await fs.writeFile(lockPath, JSON.stringify({ pid: process.pid, host: hostname() }));
+      await fs.writeFile(lockPath, JSON.stringify({ pid: process.pid, host: hostname(), since: '2020-01-01T00:00:00.000Z' }));
+      const s = await Session.open(store, 'self');
+      expect(JSON.parse(await fs.readFile(lockPath, 'utf8')).since).not.toBe('2020-01-01T00:00:00.000Z');
+      // While this process holds it, it is locked.
       await expectStoreError(Session.open(store, 'self'), 'store-locked');
+      await s.close();
     });
 
     it('a lock from another host, or an unreadable one, is never guessed stale', async () => {

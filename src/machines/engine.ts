@@ -65,9 +65,14 @@ export interface EngineContext extends EngineInput {
   warnedModels: string[];
 }
 
+/**
+ * A failed automatic compaction, as the breaker counts it. `busy` (another compaction holds the
+ * lock) and `cancelled` are not failures of compaction: pausing it would not help.
+ */
 function automaticFailure(out: PressureOutput | OverflowOutput): boolean {
-  if ('status' in out) return out.status === 'failed';
-  return out.transaction?.status === 'failed' && out.transaction.error.code !== 'cancelled';
+  const notCounted = (code: string | undefined) => code === 'busy' || code === 'cancelled';
+  if ('status' in out) return out.status === 'failed' && !notCounted(out.error?.code);
+  return out.transaction?.status === 'failed' && !notCounted(out.transaction.error.code);
 }
 
 function automaticSuccess(out: PressureOutput | OverflowOutput): boolean {
@@ -234,6 +239,7 @@ export const engineMachine = setup({
                 retriesUsed: context.overflowRetries,
                 maxRetries: context.maxOverflowRetries,
                 auto: context.auto,
+                pruneEnabled: context.pruneEnabled,
                 aborted: p.aborted,
                 turn: p.turn,
               };

@@ -10,7 +10,7 @@
 import { assign, sendTo, setup } from 'xstate';
 import type { RangeSelection } from '../services/range';
 import { transactionMachine } from './transaction';
-import { errorOf, notProvided, outputOf, toErrorInfo, type ErrorInfo, type TransactionOutput } from './types';
+import { errorOf, notProvided, outputOf, toErrorInfo, type ErrorInfo, type SelectInput, type TransactionOutput } from './types';
 
 export interface ManualInput {
   /** The caller's signal was already aborted. */
@@ -46,7 +46,7 @@ export const manualMachine = setup({
   },
   actors: {
     checkAdmission: notProvided<Admission, { purpose: 'manual' }>('checkAdmission'),
-    selectRange: notProvided<RangeSelection | null, { purpose: 'manual'; attempt: number }>('selectRange'),
+    selectRange: notProvided<RangeSelection | null, SelectInput>('selectRange'),
     transaction: transactionMachine,
   },
   guards: {
@@ -108,7 +108,7 @@ export const manualMachine = setup({
     selecting: {
       invoke: {
         src: 'selectRange',
-        input: { purpose: 'manual', attempt: 1 },
+        input: { purpose: 'manual', attempt: 1, retain: 'newest-unit', stackCheckpoints: false },
         onDone: [
           { guard: 'nothing to compact', target: 'nothing' },
           { target: 'compacting', actions: 'remember range' },

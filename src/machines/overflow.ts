@@ -4,7 +4,7 @@
  *   classifying ─ not an overflow / recovery off / retries used up / cancelled ▶ declined
  *   probingLock ─ another compaction holds the lock ▶ declined   (checked before pruning)
  *       │ free: snapshot replaceGeneration
- *   pruning (every oversized result, the newest included: the request must fit)
+ *   pruning (if enabled; every oversized result, the newest included: the request must fit)
  *   selecting (maximal balanced head: only the newest unit stays) ─ nothing ▶ deciding
  *   compacting (transaction)
  *   deciding ─ generation advanced and not cancelled ▶ retry
@@ -14,7 +14,7 @@ import { assign, sendTo, setup } from 'xstate';
 import type { RequestErrorClass } from '../services/overflow';
 import type { RangeSelection } from '../services/range';
 import { transactionMachine } from './transaction';
-import { notProvided, outputOf, type LockProbe, type PruneSummary, type TransactionOutput } from './types';
+import { notProvided, outputOf, type LockProbe, type PruneInput, type PruneSummary, type SelectInput, type TransactionOutput } from './types';
 
 export interface OverflowInput {
   error: unknown;
@@ -23,6 +23,8 @@ export interface OverflowInput {
   maxRetries: number;
   /** `auto: false` turns overflow recovery off along with pressure compaction. */
   auto: boolean;
+  /** `prune.enabled: false` (or `pruner: false`) leaves tool output alone here too. */
+  pruneEnabled: boolean;
   /** The caller's signal was already aborted when the error was reported. */
   aborted: boolean;
   turn: number | null;
@@ -45,6 +47,7 @@ export interface OverflowContext {
   retriesUsed: number;
   maxRetries: number;
   auto: boolean;
+  pruneEnabled: boolean;
   cancelled: boolean;
   turn: number | null;
   classification: RequestErrorClass | undefined;
@@ -67,8 +70,8 @@ export const overflowMachine = setup({
   actors: {
     classify: notProvided<RequestErrorClass, { error: unknown }>('classify'),
     probeLock: notProvided<LockProbe, { purpose: 'admit' | 'decide' }>('probeLock'),
-    prune: notProvided<PruneSummary, { trigger: 'overflow' }>('prune'),
-    selectRange: notProvided<RangeSelection | null, { purpose: 'overflow'; attempt: number }>('selectRange'),
+    prune: notProvided<PruneSummary, PruneInput>('prune'),
+    selectRange: notProvided<RangeSelection | null, SelectInput>('selectRange'),
     transaction: transactionMachine,
   },
   guards: {
@@ -77,6 +80,7 @@ export const overflowMachine = setup({
     'retries are used up': ({ context }) => context.retriesUsed >= context.maxRetries,
     'cancelled': ({ context }) => context.cancelled,
     'lock is held': ({ event }) => outputOf<LockProbe>(event).held,
+    'pruning is disabled': ({ context }) => !context.pruneEnabled,
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
     'generation advanced': ({ context, event }) =>
       !context.cancelled && context.generationBefore !== undefined && outputOf<LockProbe>(event).generation > context.generationBefore,
@@ -102,6 +106,7 @@ export const overflowMachine = setup({
     retriesUsed: input.retriesUsed,
     maxRetries: input.maxRetries,
     auto: input.auto,
+    pruneEnabled: input.pruneEnabled,
     cancelled: input.aborted,
     turn: input.turn,
     classification: undefined,
@@ -136,6 +141,7 @@ export const overflowMachine = setup({
         onDone: [
           { guard: 'cancelled', target: 'declined', actions: { type: 'decline', params: { reason: 'cancelled' } } },
           { guard: 'lock is held', target: 'declined', actions: { type: 'decline', params: { reason: 'busy' } } },
+          { guard: 'pruning is disabled', target: 'selecting', actions: 'snapshot generation' },
           { target: 'pruning', actions: 'snapshot generation' },
         ],
         onError: { target: 'declined', actions: { type: 'decline', params: { reason: 'internal' } } },
@@ -144,7 +150,7 @@ export const overflowMachine = setup({
     pruning: {
       invoke: {
         src: 'prune',
-        input: { trigger: 'overflow' },
+        input: { trigger: 'overflow', protectRecent: false },
         onDone: [
           { guard: 'cancelled', target: 'deciding', actions: 'remember prune' },
           { target: 'selecting', actions: 'remember prune' },
@@ -155,7 +161,7 @@ export const overflowMachine = setup({
     selecting: {
       invoke: {
         src: 'selectRange',
-        input: { purpose: 'overflow', attempt: 1 },
+        input: { purpose: 'overflow', attempt: 1, retain: 'newest-unit', stackCheckpoints: false },
         onDone: [
           { guard: 'cancelled', target: 'deciding' },
           { guard: 'nothing to compact', target: 'deciding' },

@@ -23,7 +23,9 @@ import {
   type ErrorInfo,
   type PressureReading,
   type PruneSummary,
+  type PruneInput,
   type ReadingResult,
+  type SelectInput,
   type TransactionOutput,
 } from './types';
 
@@ -89,8 +91,8 @@ export const pressureMachine = setup({
   },
   actors: {
     measure: notProvided<ReadingResult, { phase: 'initial' | 'after-prune' | 'after-compaction' }>('measure'),
-    prune: notProvided<PruneSummary, { trigger: 'pressure' }>('prune'),
-    selectRange: notProvided<RangeSelection | null, { purpose: 'pressure'; attempt: number }>('selectRange'),
+    prune: notProvided<PruneSummary, PruneInput>('prune'),
+    selectRange: notProvided<RangeSelection | null, SelectInput>('selectRange'),
     transaction: transactionMachine,
   },
   guards: {
@@ -182,7 +184,7 @@ export const pressureMachine = setup({
     pruning: {
       invoke: {
         src: 'prune',
-        input: { trigger: 'pressure' },
+        input: { trigger: 'pressure', protectRecent: true },
         onDone: { target: 'remeasuringAfterPrune', actions: 'remember prune' },
         onError: { target: 'failed', actions: 'fail from service' },
       },
@@ -201,7 +203,13 @@ export const pressureMachine = setup({
     selecting: {
       invoke: {
         src: 'selectRange',
-        input: ({ context }) => ({ purpose: 'pressure' as const, attempt: context.attempts + 1 }),
+        // The first attempt keeps small earlier checkpoints in place; a retry merges from the head.
+        input: ({ context }): SelectInput => ({
+          purpose: 'pressure',
+          attempt: context.attempts + 1,
+          retain: 'budget',
+          stackCheckpoints: context.attempts === 0,
+        }),
         onDone: [
           { guard: and(['nothing to compact', 'no attempt made yet']), target: 'stuck' },
           // A retry with nothing new to fold in (a lone checkpoint) cannot bring pressure down.

@@ -3,6 +3,7 @@
  * chart outputs. Plain, serialisable values only — services live outside the charts.
  */
 import { fromPromise, type EventObject } from 'xstate';
+import { XcompactError } from '../errors';
 import type { RangeSelection } from '../services/range';
 
 export type Trigger = 'pressure' | 'overflow' | 'manual';
@@ -40,6 +41,29 @@ export type ReadingResult =
   | { kind: 'unrouted' }
   | { kind: 'misconfigured'; provider: string; model: string; code: string; message: string }
   | { kind: 'reading'; reading: PressureReading };
+
+/**
+ * What a chart asks of range selection. The chart decides the policy; the service applies it.
+ * `retain: 'budget'` keeps the model's retained tail verbatim, `'newest-unit'` only the newest
+ * unit (overflow recovery, manual compaction). `stackCheckpoints` keeps small earlier
+ * checkpoints in place (warm prompt cache); false merges them from the head.
+ */
+export interface SelectInput {
+  purpose: Trigger;
+  attempt: number;
+  retain: 'budget' | 'newest-unit';
+  stackCheckpoints: boolean;
+}
+
+/**
+ * What a chart asks of the pruner. `protectRecent`: leave the retained tail alone and skip a
+ * pass that frees too little to be worth a prompt-cache miss (pressure, an optimisation);
+ * false prunes every oversized result, the newest included (overflow, a necessity).
+ */
+export interface PruneInput {
+  trigger: 'pressure' | 'overflow';
+  protectRecent: boolean;
+}
 
 export interface PruneSummary {
   count: number;
@@ -108,7 +132,7 @@ export function errorOf(event: EventObject): unknown {
 /** Stand-in for a service the host must provide; charts stay inspectable without them. */
 export function notProvided<TOutput, TInput>(name: string) {
   return fromPromise<TOutput, TInput>(async () => {
-    throw new Error(`xcompact: the '${name}' service was not provided to this chart`);
+    throw new XcompactError('service-not-provided', `the '${name}' service was not provided to this chart: wire it with machine.provide({ actors })`);
   });
 }
 

@@ -80,6 +80,7 @@ const ModelEntrySchema = z.strictObject({
   contextWindow: positiveInt().optional(),
   maxOutputTokens: positiveInt().optional(),
   tokenizer: z.enum(TOKENIZER_NAMES).optional(),
+  outputCapField: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
 });
 
 const FIELDS = {

@@ -7,9 +7,9 @@
  * replace subtracts the shadowed nodes and adds the new one. Nothing copies the surface.
  *
  * Pressure is anchored to the provider: after a response that reported usage, the total
- * is that usage plus the priced growth since. The anchor is dropped when the request can
- * no longer be compared with the one the provider counted: a replace on the surface, or
- * a changed tool list.
+ * is that usage plus the priced growth since (appends add, replaces subtract their signed
+ * delta). The anchor is dropped only when the request can no longer be compared with the one
+ * the provider counted: a changed system prompt, tool list or tokenizer.
  */
 import { toChatMessage, type ChatMessage } from '../session/derive';
 import type { SessionEvent, SurfaceEvent } from '../session/events';
@@ -198,7 +198,12 @@ export class TokenMeter implements NodePrices {
     }
     this.prices.set(e.seq, price);
     this.surfaceTotal += price;
-    this.anchor = undefined;
+    // The anchor survives a prune or a checkpoint: the provider counted the request before it,
+    // and the replace's signed delta (our prices of what left and what came) is part of the
+    // growth since. Where our tokenizer under-counts the provider's, the delta under-counts
+    // what a replace removed, so pressure errs high (compact again), never low (overflow).
+    // A new system prompt is an envelope change: the provider's figure no longer applies.
+    if (e.type === 'system/message') this.anchor = undefined;
   }
 
   private reprice(): void {

@@ -11,6 +11,11 @@ export interface ModelInfo {
   maxOutputTokens?: number;
   /** How xcompact prices text for this model. */
   tokenizer: TokenizerName;
+  /**
+   * The request field for an output cap. OpenAI's reasoning models (o-series, gpt-5) reject
+   * `max_tokens` and want `max_completion_tokens`; every other endpoint reads `max_tokens`.
+   */
+  outputCapField?: 'max_tokens' | 'max_completion_tokens';
 }
 
 /** The tokenizer for models that do not name one. */
@@ -31,17 +36,17 @@ export const DEFAULT_TOKENIZER: TokenizerName = 'o200k_base';
  * (context_window / max_output_tokens); gpt-5's 400K window with 128K output leaves the
  * published 272K input limit. Encodings per gpt-tokenizer's model-to-encoding map.
  */
-export const BUILTIN_MODELS: Readonly<Record<string, ModelInfo>> = deepFreeze({
+export const BUILTIN_MODELS: Readonly<Record<string, ModelInfo>> = freezeTable({
   'deepseek/deepseek-chat': { contextWindow: 131_072, maxOutputTokens: 4_096, tokenizer: 'o200k_base' },
   'deepseek/deepseek-reasoner': { contextWindow: 131_072, maxOutputTokens: 32_768, tokenizer: 'o200k_base' },
   'openai/gpt-4o': { contextWindow: 128_000, maxOutputTokens: 16_384, tokenizer: 'o200k_base' },
   'openai/gpt-4o-mini': { contextWindow: 128_000, maxOutputTokens: 16_384, tokenizer: 'o200k_base' },
   'openai/gpt-4.1': { contextWindow: 1_047_576, maxOutputTokens: 32_768, tokenizer: 'o200k_base' },
   'openai/gpt-4.1-mini': { contextWindow: 1_047_576, maxOutputTokens: 32_768, tokenizer: 'o200k_base' },
-  'openai/o3': { contextWindow: 200_000, maxOutputTokens: 100_000, tokenizer: 'o200k_base' },
-  'openai/o4-mini': { contextWindow: 200_000, maxOutputTokens: 100_000, tokenizer: 'o200k_base' },
-  'openai/gpt-5': { contextWindow: 400_000, maxOutputTokens: 128_000, tokenizer: 'o200k_base' },
-  'openai/gpt-5-mini': { contextWindow: 400_000, maxOutputTokens: 128_000, tokenizer: 'o200k_base' },
+  'openai/o3': { contextWindow: 200_000, maxOutputTokens: 100_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens' },
+  'openai/o4-mini': { contextWindow: 200_000, maxOutputTokens: 100_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens' },
+  'openai/gpt-5': { contextWindow: 400_000, maxOutputTokens: 128_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens' },
+  'openai/gpt-5-mini': { contextWindow: 400_000, maxOutputTokens: 128_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens' },
   'openai/gpt-4-turbo': { contextWindow: 128_000, maxOutputTokens: 4_096, tokenizer: 'cl100k_base' },
   'openai/gpt-3.5-turbo': { contextWindow: 16_385, maxOutputTokens: 4_096, tokenizer: 'cl100k_base' },
 });
@@ -61,12 +66,15 @@ export function resolveModel(key: string, userModels?: Record<string, Partial<Mo
   const user = userModels !== undefined && Object.hasOwn(userModels, key) ? userModels[key] : undefined;
   const contextWindow = user?.contextWindow ?? builtin?.contextWindow;
   if (contextWindow === undefined) return undefined;
+  const info: ModelInfo = { contextWindow, tokenizer: user?.tokenizer ?? builtin?.tokenizer ?? DEFAULT_TOKENIZER };
   const maxOutputTokens = user?.maxOutputTokens ?? builtin?.maxOutputTokens;
-  const tokenizer = user?.tokenizer ?? builtin?.tokenizer ?? DEFAULT_TOKENIZER;
-  return maxOutputTokens === undefined ? { contextWindow, tokenizer } : { contextWindow, maxOutputTokens, tokenizer };
+  if (maxOutputTokens !== undefined) info.maxOutputTokens = maxOutputTokens;
+  const outputCapField = user?.outputCapField ?? builtin?.outputCapField;
+  if (outputCapField !== undefined) info.outputCapField = outputCapField;
+  return info;
 }
 
-function deepFreeze<T extends Record<string, object>>(table: T): Readonly<T> {
+function freezeTable<T extends Record<string, object>>(table: T): Readonly<T> {
   for (const entry of Object.values(table)) Object.freeze(entry);
   return Object.freeze(table);
 }

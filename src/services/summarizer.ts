@@ -26,8 +26,10 @@ export interface SummaryRequest {
   focus?: string;
   /** The model that writes the summary. */
   target: { provider: string; model: string };
-  /** Summary output cap (`max_tokens`). */
+  /** Summary output cap. */
   maxTokens: number;
+  /** The request field that carries the cap, when the target model needs a particular one. */
+  outputCapField?: 'max_tokens' | 'max_completion_tokens';
   /** The summarizer model's context window, when known: the request must fit inside it. */
   contextWindow?: number;
   /** Token count of a text with the target model's tokenizer. */

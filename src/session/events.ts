@@ -163,7 +163,6 @@ export type AppendInput<T extends EventType = EventType> = {
 }[T];
 
 export type SurfaceEvent = SessionEvent<SurfaceType>;
-export type MessageEvent = SurfaceEvent;
 
 /** Shape of a stored line, checked before the log rules are applied on replay. */
 export const StoredEventSchema = z

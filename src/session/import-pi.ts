@@ -10,8 +10,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { XcompactError } from '../errors';
-import type { ImageBlock, TextBlock, Usage } from './events';
-import type { Session } from './session';
+import type { AppendInput, ImageBlock, TextBlock, Usage } from './events';
+import { Session } from './session';
 import { SessionWriter } from './writer';
 
 export interface PiImportReport {
@@ -83,8 +83,25 @@ function userBlocks(content: unknown): Array<TextBlock | ImageBlock> {
   return out.length > 0 ? out : [{ type: 'text', text: '' }];
 }
 
-/** Imports pi JSONL text into an empty or continuing session. */
-export function importPiTranscript(session: Session, jsonl: string, options: PiImportOptions = {}): PiImportReport {
+/** Imports pi JSONL text into an empty session, all or nothing. */
+export function importPiTranscript(target: Session, jsonl: string, options: PiImportOptions = {}): PiImportReport {
+  if (target.length > 0) {
+    throw new PiImportError(`a pi transcript is imported into an empty session; session "${target.id}" already has ${target.length} events.`);
+  }
+  // All or nothing: the transcript is imported into a scratch session first, so a bad line
+  // halfway through leaves the target (and its store) untouched.
+  const session = Session.inMemory('pi-import');
+  const report = importInto(session, jsonl, options);
+  for (const e of session.events()) {
+    const input = { type: e.type, data: e.data } as AppendInput;
+    if (e.surfaceOp !== undefined) input.surfaceOp = e.surfaceOp;
+    if (e.sourceEventSeqs !== undefined) input.sourceEventSeqs = e.sourceEventSeqs;
+    target.append(input);
+  }
+  return report;
+}
+
+function importInto(session: Session, jsonl: string, options: PiImportOptions): PiImportReport {
   const w = new SessionWriter(session);
   const report: PiImportReport = {
     lines: 0,

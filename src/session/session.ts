@@ -7,6 +7,7 @@
  * A rejected append throws a SessionRuleError and changes nothing.
  */
 import { z } from 'zod';
+import { deepFreeze } from './freeze';
 import { SessionRuleError, StoreError, type StoreErrorCode } from './errors';
 import type { ChatMessage } from './derive';
 import {
@@ -82,14 +83,6 @@ function normaliseTools(data: { tools: Record<string, unknown>[] }): void {
   } catch (err) {
     throw new SessionRuleError('invalid-data', `request/header data.tools must be plain JSON: ${(err as Error).message}`);
   }
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value as Record<string, unknown>)) deepFreeze(v);
-  }
-  return value;
 }
 
 export class Session {
@@ -285,6 +278,21 @@ export class Session {
     const seq = this.log.length;
     const planned = this.plan(seq, input.type, input.data, input.surfaceOp, input.sourceEventSeqs);
     return this.commit(seq, new Date(this.now()).toISOString(), planned) as SessionEvent<T>;
+  }
+
+  /**
+   * Would this append be accepted now? Runs every rule of `append` without committing
+   * anything: the rule error it would throw, or undefined. Lets a caller that must append
+   * several events together check the risky one before writing the first.
+   */
+  check<T extends EventType>(input: AppendInput<T>): SessionRuleError | undefined {
+    try {
+      this.plan(this.log.length, input.type, input.data, input.surfaceOp, input.sourceEventSeqs);
+      return undefined;
+    } catch (err) {
+      if (err instanceof SessionRuleError) return err;
+      throw err;
+    }
   }
 
   /** Resolves when every appended event is durable in the store. */

@@ -3,6 +3,7 @@
  * stored lines (not yet checked against the log rules: the Session does that on replay)
  * and a writer that persists appends in order.
  */
+import { XcompactError } from '../errors';
 import type { SessionEvent } from './events';
 
 export interface LoadReport {
@@ -37,7 +38,8 @@ export interface SessionStore {
 /** Session ids become file names: keep them to a portable alphabet. */
 export function checkSessionId(id: string): void {
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id)) {
-    throw new TypeError(
+    throw new XcompactError(
+      'invalid-session-id',
       `session id ${JSON.stringify(id)} is not allowed: use 1-128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit.`,
     );
   }

@@ -11,6 +11,7 @@
  * Everything here is incremental: an append folds one node; log-only growth touches
  * nothing; a replace splices the indexes (it reads only the shadowed events).
  */
+import { deepFreeze } from './freeze';
 import { SessionRuleError } from './errors';
 import { toChatMessage, type ChatMessage } from './derive';
 import { toolCallsOf, type ReplaceOp, type SessionEvent, type SurfaceEvent } from './events';
@@ -32,14 +33,6 @@ export type SurfacePlan =
  */
 function frozenMessage(event: SessionEvent): ChatMessage {
   return deepFreeze(toChatMessage(event as SurfaceEvent));
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value as Record<string, unknown>)) deepFreeze(v);
-  }
-  return value;
 }
 
 export type SurfaceChange =

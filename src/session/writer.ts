@@ -144,7 +144,11 @@ export class SessionWriter {
   ): SessionEvent<'assistant/message'> {
     const toolCalls: ToolCallBlock[] = [];
     for (const c of message.tool_calls ?? []) {
-      if (c.type === 'function') toolCalls.push({ type: 'tool-call', id: c.id, name: c.function.name, arguments: c.function.arguments });
+      if (c.type !== 'function') {
+        // Dropping it would leave the agent answering a call the log never saw.
+        throw new SessionRuleError('unsupported-tool-call', `tool call "${c.id}" is of type "${c.type}": only function tool calls can be recorded.`);
+      }
+      toolCalls.push({ type: 'tool-call', id: c.id, name: c.function.name, arguments: c.function.arguments });
     }
     const reply: AssistantReply = { toolCalls };
     if (message.content) reply.text = message.content;

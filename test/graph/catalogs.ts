@@ -218,6 +218,7 @@ const overflowInput = (over: Partial<OverflowInput>): OverflowInput => ({
   retriesUsed: 0,
   maxRetries: 1,
   auto: true,
+  pruneEnabled: true,
   aborted: false,
   turn: 0,
   ...over,
@@ -226,6 +227,8 @@ const overflowInput = (over: Partial<OverflowInput>): OverflowInput => ({
 export const OVERFLOW_INPUTS: Array<{ label: string; input: OverflowInput }> = [
   { label: 'recovery on', input: overflowInput({}) },
   { label: 'auto off', input: overflowInput({ auto: false }) },
+  // `config.prune.enabled: false` (or the engine's `pruner: false`): recovery goes straight to selection.
+  { label: 'prune off', input: overflowInput({ pruneEnabled: false }) },
   { label: 'retries used up', input: overflowInput({ retriesUsed: 1 }) },
   { label: 'signal aborted', input: overflowInput({ aborted: true }) },
 ];
@@ -250,7 +253,15 @@ export const overflowSpec: MachineSpec<undefined> = {
     return [...offers, { outcome: 'cancel', event: { type: 'cancel' } }];
   },
   project: (s) =>
-    JSON.stringify([s.value, s.context.auto, s.context.retriesUsed, s.context.cancelled, (s.context.prune?.count ?? 0) > 0, s.context.transaction?.status]),
+    JSON.stringify([
+      s.value,
+      s.context.auto,
+      s.context.pruneEnabled,
+      s.context.retriesUsed,
+      s.context.cancelled,
+      (s.context.prune?.count ?? 0) > 0,
+      s.context.transaction?.status,
+    ]),
   atRest: (s) => s.status === 'done',
   maxDepth: 10,
 };

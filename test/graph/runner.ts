@@ -521,7 +521,12 @@ export function summaryRequests(w: World) {
   return w.srv.server.requests.slice(w.firstRequest).filter((r) => r.path === '/v1/chat/completions');
 }
 
-/** Closes the session and reopens it from the store: the replayed log must equal the live one. */
+/**
+ * Stops the engine (gracefully), closes the session and reopens it from the store: the
+ * replayed log must equal the live one as it was before the stop. (A graceful stop closes a
+ * bracket this engine left open with a compaction/end {cancelled}; at the end of a run none
+ * may be open, so the stop must write nothing. A crash is `w.engine.actor.stop()`.)
+ */
 export async function expectReplays(w: World): Promise<Session> {
   const events = w.session.events().map((e) => JSON.stringify(e));
   const messages = JSON.stringify(w.session.deriveMessages());

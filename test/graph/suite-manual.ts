@@ -142,6 +142,10 @@ export async function runManualPath(srv: Server, path: GeneratedPath, byKey: Map
   expect(ends.filter((e) => e.type === 'compaction/end' && e.data.error?.code === 'internal')).toHaveLength(chartErrors);
   expect(added.filter((e) => e.type === 'user/message' && e.data.source === COMPACTION_CHECKPOINT_SOURCE)).toHaveLength(committed);
   if (committed === 0) expect(JSON.stringify(w.session.deriveMessages())).toBe(messagesBefore);
+  // The chart's policy, as selection received it: only the newest unit stays, checkpoints merge from the head.
+  for (const c of w.ctl.calls.filter((x) => x.service === 'selectRange')) {
+    expect(c.input).toEqual({ purpose: 'manual', attempt: 1, retain: 'newest-unit', stackCheckpoints: false });
+  }
   // Only the lock the world took stays held.
   expect(w.session.lock.held).toBe(o.includes('checkAdmission:lock-held'));
   expectValidRequest(w);

@@ -3,7 +3,7 @@
  * server really produced (an OpenAI context_length_exceeded 400, a non-overflow 400).
  *
  * Produced by the world: every classification (the error passed in; recovery off by
- * config; retries used up by an earlier granted retry with no assistant message since; a
+ * config; pruning off by config, `prune.enabled: false`; retries used up by an earlier granted retry with no assistant message since; a
  * revoked Proxy as the thrown value makes classification itself throw), the lock (an orphan
  * compaction/start), pruning (an oversized tool result, or none), a prune that fails (the
  * host closed the session: the prune's append is refused), selection (one unit only →
@@ -52,7 +52,8 @@ function revokedError(): unknown {
 
 function worldFor(srv: Server, path: GeneratedPath): Recipe {
   const o = path.steps.map((s) => s.outcome);
-  const options: WorldOptions = path.input === 'auto off' ? { config: { auto: false } } : {};
+  // Pruning off by configuration (`prune.enabled: false`): the engine passes it to the chart.
+  const options: WorldOptions = path.input === 'auto off' ? { config: { auto: false } } : path.input === 'prune off' ? { config: { prune: { enabled: false } } } : {};
   const prunable = o.includes('prune:pruned') || o.includes('prune:throws');
   const error = o.includes('classify:other') ? srv.otherError : o.includes('classify:throws') ? revokedError() : srv.overflowError;
   if (o.includes('selectRange:nothing')) {
@@ -226,6 +227,25 @@ export async function runOverflowPath(srv: Server, path: GeneratedPath, byKey: M
     expect(txs).toBe(0);
   }
   if (!o.includes('prune:pruned') && txs === 0) expect(added).toHaveLength(0);
+
+  // The chart's policy, as the services received it: prune everything oversized (the newest
+  // result included), keep only the newest unit, merge earlier checkpoints from the head.
+  for (const c of w.ctl.calls.filter((x) => x.service === 'prune')) expect(c.input).toEqual({ trigger: 'overflow', protectRecent: false });
+  for (const c of w.ctl.calls.filter((x) => x.service === 'selectRange')) {
+    expect(c.input).toEqual({ purpose: 'overflow', attempt: 1, retain: 'newest-unit', stackCheckpoints: false });
+  }
+  if (path.input === 'prune off') {
+    // Pruning off: recovery never prunes, whatever the tool output; no compaction/prune is written.
+    expect(w.ctl.calls.filter((x) => x.service === 'prune')).toEqual([]);
+    expect(added.filter((e) => e.type === 'compaction/prune')).toEqual([]);
+    expect(w.notes.filter((n) => n.type === 'pruned')).toEqual([]);
+    if (o.includes('selectRange:nothing')) {
+      // The oversized newest result that recovery with pruning on cuts (the `recovery on` path
+      // through pruning, same world) reaches the request verbatim.
+      const tool = w.session.deriveMessages().at(-1)!;
+      expect(tool).toMatchObject({ role: 'tool', content: OVERSIZED });
+    }
+  }
   expectValidRequest(w);
   expect(summaryRequests(w)).toHaveLength(txs);
 

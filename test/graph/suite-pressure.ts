@@ -205,6 +205,7 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
   await recipe.build(w, srv);
   const messagesBefore = JSON.stringify(w.session.deriveMessages());
   markRun(w);
+  const callsBefore = w.ctl.calls.length;
 
   const controller = new AbortController();
   // The step was reported with a signal the caller had already aborted.
@@ -282,6 +283,18 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
     expect(services.filter((x) => x === 'selectRange')).toHaveLength(1);
   }
   if (committed === 0 && !added.some((e) => e.type === 'compaction/prune')) expect(JSON.stringify(w.session.deriveMessages())).toBe(messagesBefore);
+
+  // The chart's policy, as the services received it (this run only): pruning protects recent
+  // work; the first selection keeps the retained tail and small earlier checkpoints, a retry
+  // merges from the head.
+  const run = w.ctl.calls.slice(callsBefore);
+  for (const c of run.filter((x) => x.service === 'prune')) expect(c.input).toEqual({ trigger: 'pressure', protectRecent: true });
+  const pruneAsked = o.some((x) => x.startsWith('prune:')) || path.steps.some((x) => x.outcome === 'cancel' && x.from === 'pruning');
+  expect(run.filter((x) => x.service === 'prune').length > 0).toBe(pruneAsked);
+  if (path.input === 'prune off') expect(added.filter((e) => e.type === 'compaction/prune')).toEqual([]);
+  run
+    .filter((x) => x.service === 'selectRange')
+    .forEach((c, i) => expect(c.input).toEqual({ purpose: 'pressure', attempt: i + 1, retain: 'budget', stackCheckpoints: i === 0 }));
   expectValidRequest(w);
 
   // The server got one summary request per transaction that reached the summarizer.

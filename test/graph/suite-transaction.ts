@@ -100,8 +100,16 @@ export async function runTransactionPath(srv: Server, path: GeneratedPath, byKey
     const end = ends[0]!;
     expect(end.type === 'compaction/end' && end.data.error?.code).toBe(DECISIVE[decisive!]!.code);
     expect(checkpoints).toHaveLength(0);
-    // A summary event only where the commit itself was refused half-way (see the report).
-    expect(types.includes('compaction/summary')).toBe(outcomes.includes('commit:refused'));
+    // No summary event: a refused commit is checked before it appends anything, so the
+    // transaction's only writes are its compaction/start and its one compaction/end {error}.
+    expect(types.includes('compaction/summary')).toBe(false);
+    expect(types.filter((t) => t.startsWith('compaction/'))).toEqual(['compaction/start', 'compaction/end']);
+    if (outcomes.includes('commit:refused')) {
+      // Exactly the bracket around the world's rewrite of the span's last node.
+      expect(types).toEqual(['compaction/start', 'tool/result', 'compaction/end']);
+      expect(added[1]!.surfaceOp).toEqual({ op: 'replace', start: ctx.range!.end, end: ctx.range!.end });
+      expect(end.type === 'compaction/end' && end.data.error?.code).toBe('commit');
+    }
     expect(w.session.lock.held).toBe(false);
   }
   // A cancel noted while a step ran to completion is honoured by the next decision.
@@ -143,7 +151,11 @@ export async function runTransactionPath(srv: Server, path: GeneratedPath, byKey
     expect(reopened.lock.held).toBe(outcomes.includes('validateSpan:lock-held') || outcomes.includes('openBracket:append-refused'));
     await reopened.close();
   } else {
+    // The host stops the engine (gracefully) and closes the session. In memory the transaction
+    // already ended its bracket, so the stop has nothing to close and writes nothing.
+    const length = w.session.length;
     w.engine.stop();
+    expect(w.session.length).toBe(length);
     await w.session.close().catch(() => undefined);
     const reopened = await Session.open(w.store, w.id);
     expect(reopened.loadReport.tornTail).toBeDefined();

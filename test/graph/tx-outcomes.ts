@@ -20,6 +20,7 @@
  *   revalidate no-shrink        the server's summary is longer than the span
  *   revalidate too-little-prog. minProgressRatio 0.9 and a summary half the span's size
  *   commit refused              the span's last node rewritten between revalidation and commit
+ *                               (the commit checks its checkpoint replace first: nothing appended)
  *   flush store-fails           bytes appended to the JSONL file behind the writer's back
  *   closeWithError close-fails  the same, before the close's flush
  * Forced (the world cannot give it):
@@ -145,8 +146,11 @@ export async function settleTxStep(w: World, step: TxStep, next: TxStep | undefi
     case 'commit:refused': {
       const call = await take('commit');
       rewriteNode(w, ctx.range!.end);
+      const length = w.session.length;
       const r = await call.runReal();
-      expect((r.error as { rule?: string }).rule, String(r.error)).toBeDefined();
+      // The checkpoint's replace names a node no longer on the surface: refused before any append.
+      expect((r.error as { rule?: string }).rule, String(r.error)).toBe('replace-not-on-surface');
+      expect(w.session.length, 'a refused commit appends nothing').toBe(length);
       return;
     }
     case 'flush:durable':

@@ -48,7 +48,12 @@ export const machine = createMachine({
     selecting: {
       invoke: {
         src: 'selectRange',
-        input: { purpose: 'manual', attempt: 1 },
+        input: {
+          purpose: 'manual',
+          attempt: 1,
+          retain: 'newest-unit',
+          stackCheckpoints: false,
+        },
         onDone: [
           { guard: 'nothing to compact', target: 'nothing' },
           { target: 'compacting', actions: 'remember range' },

@@ -75,6 +75,11 @@ export const machine = createMachine({
             target: 'declined',
             actions: { type: 'decline', params: { reason: 'busy' } },
           },
+          {
+            guard: 'pruning is disabled',
+            target: 'selecting',
+            actions: 'snapshot generation',
+          },
           { target: 'pruning', actions: 'snapshot generation' },
         ],
         onError: {
@@ -86,7 +91,7 @@ export const machine = createMachine({
     pruning: {
       invoke: {
         src: 'prune',
-        input: { trigger: 'overflow' },
+        input: { trigger: 'overflow', protectRecent: false },
         onDone: [
           {
             guard: 'cancelled',
@@ -101,7 +106,12 @@ export const machine = createMachine({
     selecting: {
       invoke: {
         src: 'selectRange',
-        input: { purpose: 'overflow', attempt: 1 },
+        input: {
+          purpose: 'overflow',
+          attempt: 1,
+          retain: 'newest-unit',
+          stackCheckpoints: false,
+        },
         onDone: [
           { guard: 'cancelled', target: 'deciding' },
           { guard: 'nothing to compact', target: 'deciding' },

@@ -48,7 +48,7 @@ export const machine = createMachine({
     pruning: {
       invoke: {
         src: 'prune',
-        input: { trigger: 'pressure' },
+        input: { trigger: 'pressure', protectRecent: true },
         onDone: {
           target: 'remeasuringAfterPrune',
           actions: 'remember prune',

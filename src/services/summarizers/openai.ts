@@ -8,6 +8,7 @@
  * When that request would not fit the summarizer's window, the input is bounded first
  * (`bounded.ts`): oversized blocks are cut, then the span is summarized chunk by chunk.
  */
+import { XcompactError } from '../../errors.js';
 import type OpenAI from 'openai';
 import { APIUserAbortError } from 'openai';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming, ChatCompletionTool } from 'openai/resources/chat/completions';
@@ -51,9 +52,9 @@ export interface OpenAISummarizerOptions {
   /** Any OpenAI-compatible endpoint. A copy of it is patched with `withErrorBodyRecovery`. */
   client: OpenAI;
   /**
-   * The request field that carries the summary's output cap. `max_tokens` (default) is what
-   * DeepSeek, vLLM, llama.cpp and Ollama read; OpenAI's reasoning models (o-series, gpt-5)
-   * reject it and want `max_completion_tokens`.
+   * The request field that carries the summary's output cap when the request does not name one
+   * (the engine names it from the model registry). `max_tokens` (default) is what DeepSeek,
+   * vLLM, llama.cpp and Ollama read; OpenAI's reasoning models want `max_completion_tokens`.
    */
   outputCapField?: 'max_tokens' | 'max_completion_tokens';
   /**
@@ -86,7 +87,7 @@ export class OpenAISummarizer implements Summarizer {
 
   constructor(options: OpenAISummarizerOptions) {
     if (!Number.isInteger(options.maxRetries ?? 0) || (options.maxRetries ?? 0) < 0) {
-      throw new TypeError(`OpenAISummarizer maxRetries must be an integer ≥ 0, got ${String(options.maxRetries)}`);
+      throw new XcompactError('config', `OpenAISummarizer maxRetries must be an integer ≥ 0, got ${String(options.maxRetries)}: pass 0 (the default) or a small whole number`);
     }
     // A copy, so the caller's own client is not patched behind its back.
     this.client = withErrorBodyRecovery(options.client.withOptions({}));
@@ -217,7 +218,7 @@ export class OpenAISummarizer implements Summarizer {
       model: request.target.model,
       messages,
       ...(request.tools.length > 0 ? { tools: request.tools as unknown as ChatCompletionTool[] } : {}),
-      [this.outputCapField]: request.maxTokens,
+      [request.outputCapField ?? this.outputCapField]: request.maxTokens,
       stream: true,
       stream_options: { include_usage: true },
     };

@@ -93,7 +93,10 @@ async function acquireLock(file: string, lockPath: string): Promise<void> {
       // An unreadable lock is treated like a live one: refusing is safe, guessing is not.
     }
     const sameHost = owner.host === hostname();
-    if (typeof owner.pid !== 'number' || !sameHost || processAlive(owner.pid)) {
+    // Our own pid on a lock this process does not hold: left by an earlier life of a process
+    // that got the same pid (a restarted container's pid 1, say). Stale.
+    const ownStale = sameHost && owner.pid === process.pid && !openInThisProcess.has(file);
+    if (!ownStale && (typeof owner.pid !== 'number' || !sameHost || processAlive(owner.pid))) {
       throw new StoreError(
         'store-locked',
         `${file} is locked by ${typeof owner.pid === 'number' ? `process ${owner.pid} on ${owner.host}` : 'an unreadable lock'}: ` +

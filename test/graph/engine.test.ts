@@ -2,10 +2,9 @@
  * Every transition of the engine chart, by paths generated from the chart, run on the real
  * engine (see suite-engine.ts).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { allCoverage } from './catalogs';
+import { describe, expect, it } from 'vitest';
+import { describeGeneratedPaths, useServer } from './describe';
 import {
-  cleanupWorlds,
   expectLogOnlyGrew,
   expectReplays,
   expectValidRequest,
@@ -13,33 +12,16 @@ import {
   markRun,
   newEvents,
   openWorld,
-  startServer,
   startTurn,
   summaryRequests,
   takeLock,
   toolStep,
-  type Server,
   type World,
 } from './runner';
 import { runEnginePath } from './suite-engine';
 
-const coverage = allCoverage().get('engine')!;
-const byKey = new Map(coverage.all.map((t) => [t.key, t]));
-let srv: Server;
-beforeAll(async () => {
-  srv = await startServer();
-});
-afterAll(() => srv.close());
-afterEach(cleanupWorlds);
-
-describe('engine chart: generated paths on the real engine', () => {
-  it('the generated paths cover every transition', () => {
-    expect(coverage.missing.map((t) => t.name)).toEqual([]);
-  });
-  for (const path of coverage.paths) {
-    it(`${path.target.name} — ${path.title}`, () => runEnginePath(srv, path, byKey));
-  }
-});
+const server = useServer();
+describeGeneratedPaths('engine', server, runEnginePath);
 
 /**
  * The breaker counts failures of compaction, not a compaction that could not run: `busy`
@@ -61,12 +43,12 @@ describe('the breaker does not count a busy automatic compaction', () => {
       .flatMap((r) => r.transitions.map((t) => t.name));
 
   it('pressure: a transaction refused busy (another writer holds the lock) is not a failure', async () => {
-    const w = await openWorld(srv, { pruner: false, config: { circuitBreaker: { failureLimit: 2, cooldownMs: 1000 } } });
+    const w = await openWorld(server(), { pruner: false, config: { circuitBreaker: { failureLimit: 2, cooldownMs: 1000 } } });
     w.ctl.setAuto();
     fillAbove(w, 100);
 
     // 1. A real failure: counted.
-    srv.queue.push(SERVER_500);
+    server().queue.push(SERVER_500);
     const first = await w.engine.afterStep();
     expect(first.status).toBe('failed');
     expect(first.error?.code).toBe('summary');
@@ -91,7 +73,7 @@ describe('the breaker does not count a busy automatic compaction', () => {
 
     // 3. The other writer finishes; the next real failure is the second, and opens the breaker.
     w.session.append({ type: 'compaction/end', data: { turn: lock.type === 'compaction/start' ? lock.data.turn : null } });
-    srv.queue.push(SERVER_500);
+    server().queue.push(SERVER_500);
     const third = await w.engine.afterStep();
     expect(third.status).toBe('failed');
     expect(breaker(w)).toEqual({ state: 'open', failures: 2 });
@@ -105,7 +87,7 @@ describe('the breaker does not count a busy automatic compaction', () => {
   });
 
   it('overflow: recovery whose transaction is refused busy is not a failure; one whose summary fails is', async () => {
-    const w = await openWorld(srv, { config: { circuitBreaker: { failureLimit: 1, cooldownMs: 1000 } } });
+    const w = await openWorld(server(), { config: { circuitBreaker: { failureLimit: 1, cooldownMs: 1000 } } });
     startTurn(w);
     toolStep(w);
     toolStep(w);
@@ -113,14 +95,14 @@ describe('the breaker does not count a busy automatic compaction', () => {
     markRun(w);
 
     // The lock is free when recovery probes it; another writer takes it before the span is validated.
-    const running = w.engine.onRequestError(srv.overflowError);
+    const running = w.engine.onRequestError(server().overflowError);
     for (const s of ['classify', 'probeLock', 'prune', 'selectRange'] as const) await (await w.ctl.take(s, running)).runReal();
     const validate = await w.ctl.take('validateSpan', running);
     const lock = takeLock(w);
     await validate.runReal();
     w.ctl.setAuto();
     const action = await running;
-    expect(action).toMatchObject({ kind: 'fail', reason: 'no-progress', error: srv.overflowError });
+    expect(action).toMatchObject({ kind: 'fail', reason: 'no-progress', error: server().overflowError });
     expect(newEvents(w).map((e) => e.type)).toEqual(['compaction/start']); // the other writer's only
     expect(summaryRequests(w)).toHaveLength(0);
     // failureLimit 1: a counted failure would have opened the breaker.
@@ -131,8 +113,8 @@ describe('the breaker does not count a busy automatic compaction', () => {
     // The other writer finishes; a recovery whose summary fails is counted, and opens it.
     w.session.append({ type: 'compaction/end', data: { turn: lock.type === 'compaction/start' ? lock.data.turn : null } });
     toolStep(w, { open: true });
-    srv.queue.push(SERVER_500);
-    expect(await w.engine.onRequestError(srv.overflowError)).toMatchObject({ kind: 'fail', reason: 'no-progress' });
+    server().queue.push(SERVER_500);
+    expect(await w.engine.onRequestError(server().overflowError)).toMatchObject({ kind: 'fail', reason: 'no-progress' });
     expect(breaker(w)).toEqual({ state: 'open', failures: 1 });
     expect(w.notes.filter((n) => n.type === 'breaker.opened')).toHaveLength(1);
 

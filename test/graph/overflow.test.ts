@@ -2,42 +2,24 @@
  * Every transition of the overflow chart, by paths generated from the chart, run on the real
  * engine (see suite-overflow.ts).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { allCoverage } from './catalogs';
+import { describe, expect, it } from 'vitest';
+import { describeGeneratedPaths, useServer } from './describe';
 import {
-  cleanupWorlds,
   expectLogOnlyGrew,
   expectReplays,
   expectValidRequest,
   markRun,
   newEvents,
   openWorld,
-  startServer,
   startTurn,
   summaryRequests,
   toolStep,
-  type Server,
   type WorldOptions,
 } from './runner';
 import { runOverflowPath } from './suite-overflow';
 
-const coverage = allCoverage().get('overflow')!;
-const byKey = new Map(coverage.all.map((t) => [t.key, t]));
-let srv: Server;
-beforeAll(async () => {
-  srv = await startServer();
-});
-afterAll(() => srv.close());
-afterEach(cleanupWorlds);
-
-describe('overflow chart: generated paths on the real engine', () => {
-  it('the generated paths cover every transition', () => {
-    expect(coverage.missing.map((t) => t.name)).toEqual([]);
-  });
-  for (const path of coverage.paths) {
-    it(`${path.target.name} — ${path.title}`, () => runOverflowPath(srv, path, byKey));
-  }
-});
+const server = useServer();
+describeGeneratedPaths('overflow', server, runOverflowPath);
 
 /**
  * Pruning off, both ways a host turns it off (`pruner: false`, `prune.enabled: false`), against
@@ -54,7 +36,7 @@ describe('overflow recovery with pruning off', () => {
   ];
   for (const c of cases) {
     it(`${c.label}: compacts and retries${c.prunes ? ', pruning first' : ' without pruning'}`, async () => {
-      const w = await openWorld(srv, c.options);
+      const w = await openWorld(server(), c.options);
       startTurn(w);
       toolStep(w, { result: LONG });
       toolStep(w);
@@ -62,7 +44,7 @@ describe('overflow recovery with pruning off', () => {
       const tokensBefore = w.engine.measure().totalTokens;
       markRun(w);
       w.ctl.setAuto();
-      const action = await w.engine.onRequestError(srv.overflowError);
+      const action = await w.engine.onRequestError(server().overflowError);
       expect(action.kind).toBe('retry');
       expect(w.engine.measure().totalTokens).toBeLessThan(tokensBefore);
 

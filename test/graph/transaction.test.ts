@@ -2,25 +2,8 @@
  * Every transition of the transaction chart, by paths generated from the chart, run on the
  * real engine (see suite-transaction.ts).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { allCoverage } from './catalogs';
-import { cleanupWorlds, startServer, type Server } from './runner';
+import { describeGeneratedPaths, useServer } from './describe';
 import { runTransactionPath } from './suite-transaction';
 
-const coverage = allCoverage().get('transaction')!;
-const byKey = new Map(coverage.all.map((t) => [t.key, t]));
-let srv: Server;
-beforeAll(async () => {
-  srv = await startServer();
-});
-afterAll(() => srv.close());
-afterEach(cleanupWorlds);
-
-describe('transaction chart: generated paths on the real engine', () => {
-  it('the generated paths cover every transition', () => {
-    expect(coverage.missing.map((t) => t.name)).toEqual([]);
-  });
-  for (const path of coverage.paths) {
-    it(`${path.target.name} — ${path.title}`, () => runTransactionPath(srv, path, byKey));
-  }
-});
+const server = useServer();
+describeGeneratedPaths('transaction', server, runTransactionPath);

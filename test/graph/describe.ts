@@ -1,0 +1,39 @@
+/**
+ * The frame every per-chart test file shares: one local OpenAI server for the file, worlds
+ * cleaned after each test, and one test per generated path (plus the check that the paths
+ * cover every transition).
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { allCoverage } from './catalogs';
+import type { TransitionInfo } from './model';
+import type { GeneratedPath } from './paths';
+import { cleanupWorlds, startServer, type Server } from './runner';
+
+export type PathRunner = (srv: Server, path: GeneratedPath, byKey: Map<string, TransitionInfo>) => Promise<void>;
+
+/** Registers the file's server and cleanup; returns a getter for the server. */
+export function useServer(): () => Server {
+  let srv: Server | undefined;
+  beforeAll(async () => {
+    srv = await startServer();
+  });
+  afterAll(() => srv?.close());
+  afterEach(cleanupWorlds);
+  return () => {
+    if (!srv) throw new Error('the server starts in beforeAll');
+    return srv;
+  };
+}
+
+export function describeGeneratedPaths(machine: string, server: () => Server, run: PathRunner): void {
+  const coverage = allCoverage().get(machine)!;
+  const byKey = new Map(coverage.all.map((t) => [t.key, t]));
+  describe(`${machine} chart: generated paths on the real engine`, () => {
+    it('the generated paths cover every transition', () => {
+      expect(coverage.missing.map((t) => t.name)).toEqual([]);
+    });
+    for (const path of coverage.paths) {
+      it(`${path.target.name} — ${path.title}`, () => run(server(), path, byKey));
+    }
+  });
+}

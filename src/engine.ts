@@ -655,11 +655,6 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       actor.send(make(id));
     });
 
-  const lastAssistantSeq = (): number => {
-    const log = session.events();
-    for (let i = log.length - 1; i >= 0; i--) if (log[i]!.type === 'assistant/message') return i;
-    return -1;
-  };
 
   const toAfterStep = (out: PressureOutput): AfterStepResult => {
     const compactions: CompactionRecord[] = [];
@@ -709,7 +704,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
           error,
           turn: session.openTurn,
           aborted: opts.signal?.aborted ?? false,
-          lastAssistantSeq: lastAssistantSeq(),
+          lastAssistantSeq: session.latestReply?.seq ?? -1,
         }),
         opts.signal,
       );

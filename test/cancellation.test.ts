@@ -129,6 +129,19 @@ function expectCancelledAnswer(host: Host, answer: Answer): void {
   }
 }
 
+/**
+ * When the held call is the summary, lets it go out for real against a server that never
+ * answers: the summary request is then in flight. Returns its index in the server's log.
+ */
+async function summaryInFlight(call: Awaited<ReturnType<typeof holdAt>>, c: Case): Promise<number | undefined> {
+  if (c.hold !== 'summarize') return undefined;
+  srv.queue.push({ kind: 'hang' });
+  const request = srv.server.requests.length;
+  void call.runReal();
+  await srv.server.waitForRequest(request);
+  return request;
+}
+
 /** The abort, at the held call; returns what the user can observe afterwards. */
 async function cancelAt(c: Case) {
   const w = await world(c);
@@ -136,13 +149,7 @@ async function cancelAt(c: Case) {
   const controller = new AbortController();
   const running = start(w, c.host, controller.signal);
   const call = await holdAt(w, running, c);
-  let request: number | undefined;
-  if (c.hold === 'summarize') {
-    srv.queue.push({ kind: 'hang' });
-    request = srv.server.requests.length;
-    void call.runReal();
-    await srv.server.waitForRequest(request);
-  }
+  const request = await summaryInFlight(call, c);
   const logAtAbort = w.session.length;
   const requestsAtAbort = srv.server.requests.length;
   controller.abort(new Error('user pressed Ctrl-C'));
@@ -353,13 +360,7 @@ describe('engine.stop(): a graceful stop closes what this engine opened', () => 
         (err: unknown) => ({ rejected: err }),
       );
       const call = await holdAt(w, running, c);
-      let request: number | undefined;
-      if (c.hold === 'summarize') {
-        srv.queue.push({ kind: 'hang' });
-        request = srv.server.requests.length;
-        void call.runReal();
-        await srv.server.waitForRequest(request);
-      }
+      const request = await summaryInFlight(call, c);
       const logAtStop = w.session.length;
       const messagesAtStop = JSON.stringify(w.session.deriveMessages()); // (overflow: after its prune)
       const requestsAtStop = srv.server.requests.length;

@@ -615,3 +615,20 @@ describe('review fixes', () => {
     expect(h.engine.config.models['test/small']).toEqual({ contextWindow: 6000, tokenizer: 'cl100k_base', maxOutputTokens: 300 });
   });
 });
+
+describe('bad configuration', () => {
+  it('throws a ConfigError at creation, naming field and value, and leaves the session untouched', async () => {
+    const { ConfigError } = await import('../src/services/config');
+    const { createCompactionEngine } = await import('../src/engine');
+    const session = Session.inMemory();
+    session.append({ type: 'session/end-seed', data: {} });
+    const before = JSON.stringify(session.events());
+    const attempt = (opts: object) => () => createCompactionEngine({ session, ...opts });
+    expect(attempt({ config: { thresholdRatio: 2 } })).toThrow(ConfigError);
+    expect(attempt({ config: { thresholdRatio: 2 } })).toThrow(/config\.thresholdRatio = 2/);
+    expect(attempt({ config: { retainRatio: 0.9 } })).toThrow(/retainRatio/);
+    expect(attempt({ models: { 'x/y': { contextWindow: -5 } } })).toThrow(/config\.models/);
+    expect(attempt({ config: { notAField: 1 } })).toThrow(/notAField/);
+    expect(JSON.stringify(session.events())).toBe(before);
+  });
+});

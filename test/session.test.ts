@@ -464,13 +464,15 @@ describe('SessionWriter', () => {
     expect(usageFromOpenAI({ prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 })).toEqual({ promptTokens: 7, completionTokens: 3 });
   });
 
-  it('latestHeader and latestUsage follow the newest event that carries them', () => {
+  it('latestHeader, latestUsage and latestReply follow the newest event that carries them', () => {
     const s = Session.inMemory();
+    expect(s.latestReply).toBeUndefined();
     const h1 = s.append(header('m1'));
     const a1 = s.append(assistant('x', [], { promptTokens: 1, completionTokens: 1 }));
-    s.append(assistant('no usage'));
+    const a2 = s.append(assistant('no usage'));
     expect(s.latestHeader).toBe(h1);
     expect(s.latestUsage).toBe(a1);
+    expect(s.latestReply).toBe(a2);
     const h2 = s.append(header('m2'));
     expect(s.latestHeader).toBe(h2);
   });

@@ -111,6 +111,7 @@ export class Session {
   private closed = false;
   private headerSeq: number | undefined;
   private usageSeq: number | undefined;
+  private replySeq: number | undefined;
 
   private constructor(id: string, options: SessionOptions, loadReport: LoadReport) {
     this.id = id;
@@ -241,6 +242,11 @@ export class Session {
   /** The latest `request/header`: what the last request was routed to and built with. */
   get latestHeader(): SessionEvent<'request/header'> | undefined {
     return this.headerSeq === undefined ? undefined : (this.log[this.headerSeq] as SessionEvent<'request/header'>);
+  }
+
+  /** The latest `assistant/message`: the model's latest successful reply. */
+  get latestReply(): SessionEvent<'assistant/message'> | undefined {
+    return this.replySeq === undefined ? undefined : (this.log[this.replySeq] as SessionEvent<'assistant/message'>);
   }
 
   /** The latest `assistant/message` that carried provider usage. */
@@ -565,6 +571,7 @@ export class Session {
         this.headerSeq = e.seq;
         return;
       case 'assistant/message':
+        this.replySeq = e.seq;
         if (e.data.usage) this.usageSeq = e.seq;
         return;
       default:

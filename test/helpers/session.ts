@@ -88,6 +88,7 @@ export function snapshot(session: Session) {
     lastStep: session.lastStep,
     latestHeader: session.latestHeader?.seq,
     latestUsage: session.latestUsage?.seq,
+    latestReply: session.latestReply?.seq,
     needsRecovery: session.needsRecovery,
     shadowed: seqs.map((s) => surface.shadowedBy(s) ?? null),
   };

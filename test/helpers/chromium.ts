@@ -9,7 +9,7 @@
  * renamed into place whole, means a concurrent or interrupted unpack is never used half-written.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -18,6 +18,9 @@ import { chromium, type Browser } from 'playwright-core';
 
 export const DEBIAN_CHROMIUM = '/usr/bin/chromium';
 const NPM_PACKAGE = '@sparticuz/chromium';
+const STAGING_PREFIX = '.xcompact-chromium-staging-';
+/** An unpack takes seconds; a staging folder this old was left by a process that was killed. */
+const ABANDONED_MS = 60 * 60 * 1000;
 
 /**
  * Flags that start Chromium here as root on a closed network: without the background-networking
@@ -128,7 +131,8 @@ export async function unpackNpmChromium(root: string): Promise<string> {
     inflate(file: string): Promise<string>;
   };
 
-  const staging = mkdtempSync(join(root, `.xcompact-chromium-staging-`));
+  removeAbandonedStaging(root);
+  const staging = mkdtempSync(join(root, STAGING_PREFIX));
   let unpacking: Promise<string[]>;
   const savedTmp = process.env.TMPDIR;
   // Both functions pick their destination from os.tmpdir() (which reads TMPDIR) synchronously,
@@ -161,6 +165,19 @@ export async function unpackNpmChromium(root: string): Promise<string> {
     if (!existsSync(join(final, 'chromium'))) throw error;
   }
   return final;
+}
+
+/** Each abandoned staging folder holds ~200 MB: clear them, leaving any unpack still under way alone. */
+function removeAbandonedStaging(root: string): void {
+  for (const name of readdirSync(root)) {
+    if (!name.startsWith(STAGING_PREFIX)) continue;
+    const path = join(root, name);
+    try {
+      if (Date.now() - statSync(path).mtimeMs > ABANDONED_MS) rmSync(path, { recursive: true, force: true });
+    } catch {
+      // Renamed or removed by its own process meanwhile.
+    }
+  }
 }
 
 /**

@@ -71,6 +71,19 @@ function fileOf(store: JsonlStore, id: string): string {
   return store.pathOf(id);
 }
 
+/** Writes a lock as JsonlStore does: a `<file>.lock` directory holding one `owner-<token>` file. */
+async function writeLock(lockPath: string, owner: Record<string, unknown>, token = `t${Math.random().toString(36).slice(2)}`): Promise<void> {
+  await fs.mkdir(lockPath);
+  await fs.writeFile(join(lockPath, `owner-${token}`), JSON.stringify({ ...owner, token }));
+}
+
+/** The owner named by a lock directory (it holds exactly one owner file). */
+async function lockOwner(lockPath: string): Promise<Record<string, unknown>> {
+  const entries = readdirSync(lockPath);
+  expect(entries).toHaveLength(1);
+  return JSON.parse(await fs.readFile(join(lockPath, entries[0]!), 'utf8')) as Record<string, unknown>;
+}
+
 describe.each([
   ['MemoryStore', () => new MemoryStore()],
   ['JsonlStore', () => new JsonlStore(tempDir(), { sync: false })],
@@ -310,8 +323,9 @@ describe('JsonlStore', () => {
         process.execPath,
         [
           '-e',
-          `const fs = require('fs'), os = require('os');
-           fs.writeFileSync(process.env.LOCK_PATH, JSON.stringify({ pid: process.pid, host: os.hostname(), since: new Date().toISOString() }));
+          `const fs = require('fs'), os = require('os'), path = require('path');
+           fs.mkdirSync(process.env.LOCK_PATH);
+           fs.writeFileSync(path.join(process.env.LOCK_PATH, 'owner-x1'), JSON.stringify({ pid: process.pid, host: os.hostname(), since: new Date().toISOString(), token: 'x1' }));
            process.stdout.write('ready\\n');
            setInterval(() => {}, 1000);`,
         ],
@@ -329,7 +343,7 @@ describe('JsonlStore', () => {
       await new Promise((r) => child.once('exit', r));
       // its process is gone now: the lock is stale and is taken over
       const s = await Session.open(store, 'busy');
-      expect(JSON.parse(await fs.readFile(lockPath, 'utf8')).pid).toBe(process.pid);
+      expect((await lockOwner(lockPath)).pid).toBe(process.pid);
       await s.close();
     });
 
@@ -339,9 +353,9 @@ describe('JsonlStore', () => {
       children.push(child);
       await new Promise((r) => child.once('exit', r));
       const lockPath = `${fileOf(store, 'stale')}.lock`;
-      await fs.writeFile(lockPath, JSON.stringify({ pid: child.pid, host: hostname(), since: '2020-01-01T00:00:00.000Z' }));
+      await writeLock(lockPath, { pid: child.pid, host: hostname(), since: '2020-01-01T00:00:00.000Z' });
       const s = await Session.open(store, 'stale');
-      expect(JSON.parse(await fs.readFile(lockPath, 'utf8'))).toMatchObject({ pid: process.pid, host: hostname() });
+      expect(await lockOwner(lockPath)).toMatchObject({ pid: process.pid, host: hostname() });
       s.append(user('taken over'));
       await s.close();
       expect(existsSync(lockPath)).toBe(false);
@@ -350,9 +364,9 @@ describe('JsonlStore', () => {
     it('a lock naming this pid that this process does not hold is stale (a restarted container reuses pids)', async () => {
       const store = new JsonlStore(tempDir(), { sync: false });
       const lockPath = `${fileOf(store, 'self')}.lock`;
-      await fs.writeFile(lockPath, JSON.stringify({ pid: process.pid, host: hostname(), since: '2020-01-01T00:00:00.000Z' }));
+      await writeLock(lockPath, { pid: process.pid, host: hostname(), since: '2020-01-01T00:00:00.000Z' });
       const s = await Session.open(store, 'self');
-      expect(JSON.parse(await fs.readFile(lockPath, 'utf8')).since).not.toBe('2020-01-01T00:00:00.000Z');
+      expect((await lockOwner(lockPath)).since).not.toBe('2020-01-01T00:00:00.000Z');
       // While this process holds it, it is locked.
       await expectStoreError(Session.open(store, 'self'), 'store-locked');
       await s.close();
@@ -361,11 +375,44 @@ describe('JsonlStore', () => {
     it('a lock from another host, or an unreadable one, is never guessed stale', async () => {
       const store = new JsonlStore(tempDir(), { sync: false });
       const lockPath = `${fileOf(store, 'far')}.lock`;
-      await fs.writeFile(lockPath, JSON.stringify({ pid: 999_999_999, host: `not-${hostname()}` }));
+      await writeLock(lockPath, { pid: 999_999_999, host: `not-${hostname()}` });
       await expectStoreError(Session.open(store, 'far'), 'store-locked');
+      const [ownerFile] = readdirSync(lockPath);
+      await fs.writeFile(join(lockPath, ownerFile!), 'garbage');
+      await expectStoreError(Session.open(store, 'far'), 'store-locked');
+      expect(await fs.readFile(join(lockPath, ownerFile!), 'utf8')).toBe('garbage');
+      // An owner file whose token is not the one in its name is not trusted either.
+      await fs.writeFile(join(lockPath, ownerFile!), JSON.stringify({ pid: 999_999_999, host: hostname(), token: 'another' }));
+      await expectStoreError(Session.open(store, 'far'), 'store-locked');
+      expect(readdirSync(lockPath)).toEqual([ownerFile]);
+    });
+
+    it('a plain-file lock of an earlier release is honoured while its process lives, removed when stale', async () => {
+      const store = new JsonlStore(tempDir(), { sync: false });
+      const lockPath = `${fileOf(store, 'old')}.lock`;
+      await fs.writeFile(lockPath, JSON.stringify({ pid: process.ppid, host: hostname() }));
+      await expectStoreError(Session.open(store, 'old'), 'store-locked');
       await fs.writeFile(lockPath, 'garbage');
-      await expectStoreError(Session.open(store, 'far'), 'store-locked');
+      await expectStoreError(Session.open(store, 'old'), 'store-locked');
       expect(await fs.readFile(lockPath, 'utf8')).toBe('garbage');
+      const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
+      children.push(child);
+      await new Promise((r) => child.once('exit', r));
+      await fs.writeFile(lockPath, JSON.stringify({ pid: child.pid, host: hostname() }));
+      const s = await Session.open(store, 'old');
+      expect((await lockOwner(lockPath)).pid).toBe(process.pid);
+      await s.close();
+      expect(existsSync(lockPath)).toBe(false);
+    });
+
+    it('an empty lock directory (a release or a takeover cut short) is free', async () => {
+      const store = new JsonlStore(tempDir(), { sync: false });
+      const lockPath = `${fileOf(store, 'empty')}.lock`;
+      await fs.mkdir(lockPath);
+      const s = await Session.open(store, 'empty');
+      expect((await lockOwner(lockPath)).pid).toBe(process.pid);
+      await s.close();
+      expect(existsSync(lockPath)).toBe(false);
     });
 
     it('an external append between our writes is store-interleaved from flush(), and appends are then refused', async () => {
@@ -397,6 +444,53 @@ describe('JsonlStore', () => {
       await s.close().catch(() => undefined);
       expect(existsSync(`${file}.lock`)).toBe(false);
     });
+  });
+});
+
+describe('JsonlStore: two writers can never lose each other\'s lines', () => {
+  it('a foreign append that lands between the size check and the write is kept intact and reported; the reopen names the repeated seq and changes nothing', async () => {
+    const store = new JsonlStore(tempDir(), { sync: false });
+    const s = await Session.open(store, 'iw');
+    appendAll(s, [user('u'), turnStart(0)]);
+    await s.flush();
+    const file = fileOf(store, 'iw');
+    const foreign = `${JSON.stringify({ seq: 2, type: 'turn/end', time: new Date().toISOString(), data: { turn: 0 } })}\n`;
+
+    // Another writer, ignoring the lock, appends at the worst moment: after this writer checked
+    // the size, before its bytes reach the file.
+    const probe = await fs.open(join(tempDir(), 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { write: (...args: unknown[]) => Promise<unknown> };
+    await probe.close();
+    const realWrite = proto.write;
+    let intruded = false;
+    vi.spyOn(proto, 'write').mockImplementation(async function (this: unknown, ...args: unknown[]) {
+      if (!intruded) {
+        intruded = true;
+        await fs.appendFile(file, foreign);
+      }
+      return realWrite.apply(this, args);
+    });
+    s.append(turnEnd(0));
+    const mine = `${JSON.stringify(s.event(2))}\n`;
+    const err = await expectStoreError(s.flush(), 'store-interleaved');
+    expect(err.message).toMatch(/grew to \d+ bytes/);
+    vi.restoreAllMocks();
+    expect(intruded).toBe(true);
+
+    // Appending, never writing at a remembered offset: the other writer's line is still there, whole.
+    const onDisk = await fs.readFile(file, 'utf8');
+    const lines = onDisk.split('\n').slice(0, -1);
+    expect(lines.slice(2)).toEqual([foreign.trimEnd(), mine.trimEnd()]);
+    await s.close().catch(() => undefined);
+
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const reopen = await expectStoreError(Session.open(store, 'iw'), 'store-interleaved');
+      expect(reopen.file).toBe(file);
+      expect(reopen.line).toBe(4);
+      expect(reopen.message).toContain(`${file}:4: seq 2 again (first at line 3)`);
+      expect(await fs.readFile(file, 'utf8')).toBe(onDisk);
+      expect(existsSync(`${file}.lock`)).toBe(false);
+    }
   });
 });
 

@@ -1,12 +1,14 @@
 /**
- * The offline viewer in a real browser: Debian's Chromium (installed by .ci/run) driven by
- * playwright-core. The page must load from file:// with no other request, draw every chart with
- * all of its states, and replay a recorded compaction highlighting the right states.
+ * The offline viewer in a real browser: a Chromium found by test/helpers/chromium.ts
+ * (XCOMPACT_CHROMIUM, Debian's, or the one inside the npm package @sparticuz/chromium, so a
+ * machine with nothing installed via apt runs it too) driven by playwright-core. The page must
+ * load from file:// with no other request, draw every chart with all of its states, and replay a
+ * recorded compaction highlighting the right states.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AnyStateMachine, StateValue } from 'xstate';
 import type { TraceSessionStep, TraceStateStep } from '../src/trace';
@@ -14,29 +16,19 @@ import { vendorAssets, visualizerDir } from '../visualizer/export';
 import { charts, stateNodes } from '../visualizer/machines';
 import { toMermaid } from '../visualizer/mermaid';
 import { recordSampleCompaction } from '../visualizer/sample';
+import { launchChromium } from './helpers/chromium';
 
-const CHROMIUM = process.env.XCOMPACT_CHROMIUM ?? '/usr/bin/chromium';
 const ARTIFACTS = join(visualizerDir, '..', 'test-artifacts');
 const VIEWER = pathToFileURL(join(visualizerDir, 'index.html')).href;
 
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `Chromium is not installed at ${CHROMIUM}: the visualizer's browser test needs Debian's chromium. ` +
-        'Run .ci/run (it installs it) or `apt-get install -y chromium` (or point XCOMPACT_CHROMIUM at a Chromium binary).',
-    );
-  }
   vendorAssets(); // the viewer loads Mermaid from visualizer/vendor/, copied from node_modules
   mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    // Without the background-networking flags Chromium phones home at start; playwright gives it a fresh profile.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-}, 60_000);
+  ({ browser } = await launchChromium());
+  // The first use of the npm Chromium unpacks ~200 MB (~10 s idle, far more on a loaded machine).
+}, 240_000);
 
 afterAll(async () => {
   await browser?.close();

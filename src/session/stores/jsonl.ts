@@ -6,19 +6,23 @@
  *   before the next write, never merged with what follows.
  * - Opening only reads. The file changes only when this writer appends, so a session that
  *   fails to open (a corrupt line in the middle) is left exactly as it was.
- * - One writer per file: a `<file>.lock` sidecar names the owning process; a second open
- *   while that process lives fails with `store-locked`. Before every write the file size
- *   must equal what this writer last wrote, so an append by anyone else is detected
- *   (`store-interleaved`) instead of silently interleaving lines.
+ * - One writer per file: the `<file>.lock` directory names the owning process (see
+ *   jsonl-lock.ts: a dead owner's lock is taken over by at most one process); a second open
+ *   while that process lives fails with `store-locked`.
+ * - Writes never land on another writer's bytes: the file is opened for appending only
+ *   (O_APPEND), and the size is checked before and after every write, so a foreign append is
+ *   detected (`store-interleaved`) instead of silently interleaving lines. On open, a seq that
+ *   repeats an earlier line's (the trace two writers leave) is `store-interleaved` naming the
+ *   line, and the file is left as it is.
  * - Appends are queued synchronously and written in order; `flush()` waits for the writes
  *   and an fdatasync.
  */
 import { promises as fs, constants as fsc } from 'node:fs';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { StoreError } from '../errors';
 import type { SessionEvent } from '../events';
 import { checkSessionId, type LoadReport, type LogWriter, type SessionStore, type StoredLog } from '../store';
+import { acquireLock, errnoOf, releaseLock, type HeldLock } from './jsonl-lock';
 
 export interface JsonlStoreOptions {
   /** fdatasync on flush (default true). Turn off only for throwaway sessions. */
@@ -26,19 +30,6 @@ export interface JsonlStoreOptions {
 }
 
 const openInThisProcess = new Set<string>();
-
-function errnoOf(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException | undefined)?.code;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return errnoOf(err) === 'EPERM';
-  }
-}
 
 export class JsonlStore implements SessionStore {
   readonly dir: string;
@@ -60,54 +51,22 @@ export class JsonlStore implements SessionStore {
     if (openInThisProcess.has(file)) {
       throw new StoreError('store-locked', `${file} is already open in this process: close the other Session first.`, { file });
     }
-    const lockPath = `${file}.lock`;
-    await acquireLock(file, lockPath);
+    // Claimed before the first await, so a second open in this process never races the lock.
     openInThisProcess.add(file);
+    let lock: HeldLock | undefined;
     try {
+      lock = await acquireLock(file, `${file}.lock`);
       const { records, report, validLength, torn } = await readLog(file);
       const keptAt = `${file}.torn-${new Date().toISOString().replace(/[:.]/g, '-')}`;
       if (report.tornTail) report.tornTail.keptAt = keptAt;
-      const writer = new JsonlWriter(file, lockPath, validLength, torn && { bytes: torn, keptAt }, this.sync);
+      const writer = new JsonlWriter(file, lock, validLength, torn && { bytes: torn, keptAt }, this.sync);
       return { records, report, location: file, writer };
     } catch (err) {
       openInThisProcess.delete(file);
-      await fs.unlink(lockPath).catch(() => undefined);
+      if (lock) await releaseLock(lock);
       throw err;
     }
   }
-}
-
-async function acquireLock(file: string, lockPath: string): Promise<void> {
-  const mine = JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() });
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      await fs.writeFile(lockPath, mine, { flag: 'wx' });
-      return;
-    } catch (err) {
-      if (errnoOf(err) !== 'EEXIST') throw new StoreError('store-io', `cannot create lock ${lockPath}: ${String(err)}`, { file, cause: err });
-    }
-    let owner: { pid?: number; host?: string } = {};
-    try {
-      owner = JSON.parse(await fs.readFile(lockPath, 'utf8')) as typeof owner;
-    } catch {
-      // An unreadable lock is treated like a live one: refusing is safe, guessing is not.
-    }
-    const sameHost = owner.host === hostname();
-    // Our own pid on a lock this process does not hold: left by an earlier life of a process
-    // that got the same pid (a restarted container's pid 1, say). Stale.
-    const ownStale = sameHost && owner.pid === process.pid && !openInThisProcess.has(file);
-    if (!ownStale && (typeof owner.pid !== 'number' || !sameHost || processAlive(owner.pid))) {
-      throw new StoreError(
-        'store-locked',
-        `${file} is locked by ${typeof owner.pid === 'number' ? `process ${owner.pid} on ${owner.host}` : 'an unreadable lock'}: ` +
-          `only one writer may append to a session. Close that session, or delete ${lockPath} if its process is gone.`,
-        { file },
-      );
-    }
-    // The owner died without closing: its lock is stale and can be taken over.
-    await fs.unlink(lockPath).catch(() => undefined);
-  }
-  throw new StoreError('store-locked', `${file}: lost the race for ${lockPath} to another process.`, { file });
 }
 
 async function readLog(file: string): Promise<ParsedLog> {
@@ -143,9 +102,11 @@ export function parseLogBytes(buf: Buffer, file: string): ParsedLog {
   const text = buf.subarray(0, validLength).toString('utf8');
   const lines = text.length === 0 ? [] : text.slice(0, -1).split('\n');
   const records: { line: number; value: unknown }[] = [];
+  const lineOfSeq = new Map<number, number>();
   for (let i = 0; i < lines.length; i++) {
+    let value: unknown;
     try {
-      records.push({ line: i + 1, value: JSON.parse(lines[i]!) as unknown });
+      value = JSON.parse(lines[i]!) as unknown;
     } catch (err) {
       throw new StoreError('store-corrupt', `${file}:${i + 1}: not valid JSON (${(err as Error).message}); the file was not changed.`, {
         file,
@@ -153,6 +114,20 @@ export function parseLogBytes(buf: Buffer, file: string): ParsedLog {
         cause: err,
       });
     }
+    // Two writers that each believed they owned the file leave the same seq twice.
+    const seq = (value as { seq?: unknown } | null)?.seq;
+    if (typeof seq === 'number') {
+      const first = lineOfSeq.get(seq);
+      if (first !== undefined) {
+        throw new StoreError(
+          'store-interleaved',
+          `${file}:${i + 1}: seq ${seq} again (first at line ${first}): two writers appended to this session; the file was not changed.`,
+          { file, line: i + 1 },
+        );
+      }
+      lineOfSeq.set(seq, i + 1);
+    }
+    records.push({ line: i + 1, value });
   }
   const report: LoadReport = torn ? { tornTail: { line: lines.length + 1, bytes: torn.length } } : {};
   return { records, report, validLength, torn };
@@ -167,7 +142,7 @@ class JsonlWriter implements LogWriter {
 
   constructor(
     private readonly file: string,
-    private readonly lockPath: string,
+    private readonly lock: HeldLock,
     private offset: number,
     private torn: { bytes: Buffer; keptAt: string } | undefined,
     private readonly sync: boolean,
@@ -201,7 +176,7 @@ class JsonlWriter implements LogWriter {
       await this.handle?.close().catch(() => undefined);
       this.handle = undefined;
       openInThisProcess.delete(this.file);
-      await fs.unlink(this.lockPath).catch(() => undefined);
+      await releaseLock(this.lock);
     }
   }
 
@@ -230,8 +205,22 @@ class JsonlWriter implements LogWriter {
         }
         let written = 0;
         while (written < chunk.length) {
-          const r = await fh.write(chunk, written, chunk.length - written, this.offset + written);
+          // No position: with O_APPEND every write lands at the end, never on bytes already there.
+          const r = await fh.write(chunk, written, chunk.length - written, null);
           written += r.bytesWritten;
+        }
+        const after = (await fh.stat()).size;
+        if (after !== this.offset + chunk.length) {
+          // Another writer appended between the check above and this write: both sets of lines
+          // are in the file, in some order. Nothing of this chunk is acknowledged.
+          this.fail(
+            new StoreError(
+              'store-interleaved',
+              `${this.file} grew to ${after} bytes while this writer appended ${chunk.length} bytes at byte ${this.offset}: another writer appended at the same time. Stopped writing; reopening the session reports the interleaved line.`,
+              { file: this.file },
+            ),
+          );
+          return;
         }
         this.offset += chunk.length;
       }
@@ -245,7 +234,7 @@ class JsonlWriter implements LogWriter {
 
   private async fileHandle(): Promise<fs.FileHandle> {
     if (this.handle) return this.handle;
-    const fh = await fs.open(this.file, fsc.O_RDWR | fsc.O_CREAT, 0o644);
+    const fh = await fs.open(this.file, fsc.O_WRONLY | fsc.O_APPEND | fsc.O_CREAT, 0o644);
     this.handle = fh;
     if (this.torn) {
       // Cut only what we saw at open: bytes appended since then belong to another writer.

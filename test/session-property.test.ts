@@ -8,7 +8,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JsonlStore, Session, SessionRuleError, type AppendInput, type SessionEvent } from '../src/session/index.js';
+import { JsonlStore, Session, SessionRuleError, toolCallsOf, withPrunedArguments, type AppendInput, type SessionEvent } from '../src/session/index.js';
 import { toChatMessage } from '../src/session/derive.js';
 import { openAIMessageProblems } from './helpers/openai-validator.js';
 import { referenceCuts, referencePending, referenceSurface } from './helpers/reference.js';
@@ -96,6 +96,21 @@ class Driver {
           });
           const { callId, toolName, isError } = target.data;
           s.append(replace(result(callId, `pruned ${this.nextText++}`, { ...(toolName ? { toolName } : {}), ...(isError ? { isError } : {}) }), target.seq, target.seq, [target.seq, s.length - 1]));
+        },
+      ]);
+    }
+    const callers = s.surface.slice(0).filter((q) => s.event(q).type === 'assistant/message' && toolCallsOf(s.event(q)).length > 0);
+    if (callers.length > 0) {
+      out.push([
+        'argument prune',
+        () => {
+          const target = s.event(callers[c.a % callers.length]!) as SessionEvent<'assistant/message'>;
+          const call = toolCallsOf(target)[c.b % toolCallsOf(target).length]!;
+          s.append({
+            type: 'compaction/prune',
+            data: { targetSeq: target.seq, callId: call.id, tokensBefore: 10, tokensAfter: 2, charsBefore: 40, charsAfter: 8 },
+          });
+          s.append(withPrunedArguments(target, { [call.id]: JSON.stringify({ id: '' }) }, s.length - 1));
         },
       ]);
     }

@@ -3,7 +3,7 @@
  * its provenance and balance rules, tool-pairing balance by call id, and deriveMessages().
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Session, type AppendInput, type SessionEvent } from '../src/session/index.js';
+import { Session, argumentPruneProblem, withPrunedArguments, type AppendInput, type SessionEvent } from '../src/session/index.js';
 import { toChatMessage } from '../src/session/derive.js';
 import { openAIMessageProblems } from './helpers/openai-validator.js';
 import { referenceCuts, referencePending, referenceSurface } from './helpers/reference.js';
@@ -250,6 +250,153 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
       await expectRejected(h, replace(result('a', 'x', { toolName: 'read', isError: true }), 3, 3, [3]), 'tool-result-replacement');
       await expectRejected(h, replace(result('b', 'x'), 4, 4, [4]), 'tool-result-replacement'); // isError dropped
       s.append(replace(result('b', 'x', { isError: true }), 4, 4, [4]));
+    });
+  });
+
+  describe('assistant argument prune (SPEC §15)', () => {
+    const big = 'x'.repeat(400);
+    const write = (id: string, content: string) => ({ type: 'tool-call' as const, id, name: 'write', arguments: JSON.stringify({ path: 'a.ts', content, opts: { mode: 420, lines: [content, 'tail'] } }) });
+    const usage = { promptTokens: 100, completionTokens: 40 };
+    let call: SessionEvent<'assistant/message'>;
+    beforeEach(() => {
+      appendAll(s, [system('sys'), user('u')]);
+      call = s.append({
+        type: 'assistant/message',
+        data: {
+          content: [{ type: 'reasoning', text: 'plan' }, { type: 'text', text: 'writing two files' }, write('w1', big), write('w2', big)],
+          provider: 'p',
+          model: 'm',
+          usage,
+          finishReason: 'tool_calls',
+        },
+        surfaceOp: 'append',
+      });
+      // seq 2 = the assistant message with calls w1, w2
+    });
+    const pruned = (over: Partial<Record<'w1' | 'w2', string>> = {}): Record<string, string> => {
+      const short = JSON.stringify({ path: 'a.ts', content: 'xx…xx', opts: { mode: 420, lines: ['x…', 'tail'] } });
+      return { w1: over.w1 ?? short, w2: over.w2 ?? short };
+    };
+
+    it('rewrites the arguments of exactly one message in place: pairing, balance, latest reply and usage unchanged', async () => {
+      appendAll(s, [result('w2'), result('w1'), assistant('done', [], { promptTokens: 300, completionTokens: 5 })]);
+      const cuts = s.balancedCuts();
+      const reply = s.latestReply?.seq;
+      const prune = s.append({ type: 'compaction/prune', data: { targetSeq: 2, callId: 'w1', tokensBefore: 250, tokensAfter: 40, charsBefore: 900, charsAfter: 80 } });
+      const r = s.append(withPrunedArguments(call, pruned(), prune.seq));
+      expect(r.sourceEventSeqs).toEqual([2, prune.seq]);
+      expect(s.surface.slice(0)).toEqual([0, 1, r.seq, 3, 4, 5]);
+      expect(s.balancedCuts()).toEqual(cuts);
+      expect(s.surface.replaceGeneration).toBe(1);
+      expect(s.latestReply?.seq).toBe(reply);
+      expect(s.latestUsage?.seq).toBe(reply);
+      const m = s.deriveMessages()[2] as { content: string; tool_calls: Array<{ id: string; function: { arguments: string } }> };
+      expect(m.content).toBe('writing two files');
+      expect(m.tool_calls.map((c) => c.id)).toEqual(['w1', 'w2']);
+      expect(m.tool_calls[0]!.function.arguments).toBe(pruned().w1);
+      expect(openAIMessageProblems(s.deriveMessages())).toEqual([]);
+      expectMatchesReference(s);
+      // Pruned again (further), then the call ids are still taken.
+      s.append(withPrunedArguments(r, { w2: JSON.stringify({ path: 'a.ts', content: '', opts: { mode: 420, lines: ['', ''] } }) }));
+      await expectRejected(h, assistant('', ['w1']), 'duplicate-tool-call-id');
+      const before = { seqs: s.surface.slice(0), messages: s.deriveMessages(), cuts: s.balancedCuts(), reply: s.latestReply?.seq };
+      const reopened = await h.reopen();
+      expect({ seqs: reopened.surface.slice(0), messages: reopened.deriveMessages(), cuts: reopened.balancedCuts(), reply: reopened.latestReply?.seq }).toEqual(before);
+    });
+
+    it('works while its calls wait for results, which still pair with the pruned message', () => {
+      s.append(result('w1'));
+      const r = s.append(withPrunedArguments(call, new Map([['w2', pruned().w2!]])));
+      expect(s.surface.pendingCalls()).toEqual(['w2']);
+      expectMatchesReference(s);
+      s.append(result('w2'));
+      expect(s.surface.pendingCalls()).toEqual([]);
+      expect(s.surface.slice(0)).toEqual([0, 1, r.seq, 3, 5]);
+      expect(openAIMessageProblems(s.deriveMessages())).toEqual([]);
+      expectMatchesReference(s);
+    });
+
+    it('rejects anything but shortened string values of the same calls, with the session unchanged', async () => {
+      appendAll(s, [result('w1'), result('w2')]);
+      const rule = 'argument-prune-replacement';
+      const edit = (f: (d: AppendInput<'assistant/message'>['data']) => void) => {
+        const input = withPrunedArguments(call, pruned());
+        f(input.data);
+        return input;
+      };
+      const args = (obj: unknown) => JSON.stringify(obj);
+      const cases: Array<[string, AppendInput]> = [
+        ['call id changed', edit((d) => void ((d.content[2] as { id: string }).id = 'w9'))],
+        ['call name changed', edit((d) => void ((d.content[2] as { name: string }).name = 'read'))],
+        ['calls reordered', edit((d) => void d.content.splice(2, 2, d.content[3]!, d.content[2]!))],
+        ['a call dropped', edit((d) => void d.content.pop())],
+        ['a block added', edit((d) => void d.content.push({ type: 'text', text: 'more' }))],
+        ['text changed', edit((d) => void ((d.content[1] as { text: string }).text = 'writing'))],
+        ['reasoning changed', edit((d) => void ((d.content[0] as { text: string }).text = ''))],
+        ['block type changed', edit((d) => void (d.content[1] = { type: 'reasoning', text: 'writing two files' }))],
+        ['model changed', edit((d) => void (d.model = 'm2'))],
+        ['usage dropped', edit((d) => void delete d.usage)],
+        ['usage changed', edit((d) => void (d.usage = { ...usage, completionTokens: 1 }))],
+        ['finishReason changed', edit((d) => void (d.finishReason = 'stop'))],
+        ['arguments not JSON', withPrunedArguments(call, pruned({ w1: '{"path": "a.ts", "content": "xx…' }))],
+        ['a key dropped', withPrunedArguments(call, pruned({ w1: args({ path: 'a.ts', opts: { mode: 420, lines: ['', 'tail'] } }) }))],
+        ['a key renamed', withPrunedArguments(call, pruned({ w1: args({ path: 'a.ts', body: '', opts: { mode: 420, lines: ['', 'tail'] } }) }))],
+        ['keys reordered', withPrunedArguments(call, pruned({ w1: args({ content: '', path: 'a.ts', opts: { mode: 420, lines: ['', 'tail'] } }) }))],
+        ['a nested key added', withPrunedArguments(call, pruned({ w1: args({ path: 'a.ts', content: '', opts: { mode: 420, lines: ['', 'tail'], x: 1 } }) }))],
+        ['a number changed', withPrunedArguments(call, pruned({ w1: args({ path: 'a.ts', content: '', opts: { mode: 0, lines: ['', 'tail'] } }) }))],
+        ['an array shortened', withPrunedArguments(call, pruned({ w1: args({ path: 'a.ts', content: '', opts: { mode: 420, lines: [''] } }) }))],
+        ['a string grown', withPrunedArguments(call, pruned({ w1: args({ path: 'a.ts', content: '', opts: { mode: 420, lines: ['', 'tail!'] } }) }))],
+        ['a string made a number', withPrunedArguments(call, pruned({ w1: args({ path: 'a.ts', content: 0, opts: { mode: 420, lines: ['', 'tail'] } }) }))],
+        ['a string made null', withPrunedArguments(call, pruned({ w1: args({ path: null, content: '', opts: { mode: 420, lines: ['', 'tail'] } }) }))],
+      ];
+      for (const [why, input] of cases) {
+        const e = await expectRejected(h, input, rule);
+        expect(e.message, why).toContain('assistant/message 2');
+      }
+      // A replacement with calls is only ever a one-message argument prune.
+      await expectRejected(h, replace(assistant('', ['w1', 'w2']), 2, 4, [2, 3, 4]), 'replace-adds-tool-calls');
+      // A replacement without calls cannot stand for a message whose calls were answered.
+      await expectRejected(h, replace(assistant('no calls'), 2, 2, [2]), 'argument-prune-replacement');
+      // Whitespace-only reformatting of the JSON and an untouched call are fine.
+      s.append(withPrunedArguments(call, { w1: JSON.stringify(JSON.parse(write('w1', big).arguments), null, 1) }));
+      expectMatchesReference(s);
+    });
+
+    it('arguments that are not JSON may only stay byte-identical', async () => {
+      s.append(result('w1'));
+      s.append(result('w2'));
+      const raw = s.append({ type: 'assistant/message', data: { content: [{ type: 'tool-call', id: 'r', name: 'run', arguments: 'not json ' + big }] }, surfaceOp: 'append' });
+      s.append(result('r'));
+      const e = await expectRejected(h, withPrunedArguments(raw, { r: 'not json' }), 'argument-prune-replacement');
+      expect(e.message).toContain('not JSON');
+      s.append(withPrunedArguments(raw, {}));
+    });
+
+    it('compaction/prune may name a call of a current assistant/message', async () => {
+      appendAll(s, [result('w1'), result('w2')]);
+      const prune = (targetSeq: number, callId: string): AppendInput => ({
+        type: 'compaction/prune',
+        data: { targetSeq, callId, tokensBefore: 10, tokensAfter: 2, charsBefore: 40, charsAfter: 8 },
+      });
+      await expectRejected(h, prune(2, 'w3'), 'prune-target');
+      await expectRejected(h, prune(1, 'w1'), 'prune-target');
+      s.append(prune(2, 'w2'));
+      const r = s.append(withPrunedArguments(call, pruned(), s.length - 1));
+      await expectRejected(h, prune(2, 'w1'), 'prune-target'); // shadowed now
+      s.append(prune(r.seq, 'w1'));
+    });
+  });
+
+  describe('argumentPruneProblem', () => {
+    it('is undefined for a prune and names the first difference otherwise', () => {
+      const before = { content: [{ type: 'tool-call' as const, id: 'a', name: 'w', arguments: '{"s":"long text","n":[1,"abc"]}' }] };
+      const after = (args: string) => ({ content: [{ ...before.content[0]!, arguments: args }] });
+      expect(argumentPruneProblem(before, before)).toBeUndefined();
+      expect(argumentPruneProblem(before, after('{"s":"l…t","n":[1,"ab"]}'))).toBeUndefined();
+      expect(argumentPruneProblem(before, after('{"s":"l…t","n":[2,"ab"]}'))).toContain('arguments.n[0]');
+      expect(argumentPruneProblem(before, after('{"s":"l…t","n":[1,"abcd"]}'))).toContain('arguments.n[1] grew');
+      expect(argumentPruneProblem(before, after('{"s":"l…t"}'))).toContain('keys');
+      expect(argumentPruneProblem(before, after('["l…t"]'))).toContain('arguments was an object');
     });
   });
 });

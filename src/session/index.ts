@@ -2,6 +2,7 @@ export * from './events';
 export * from './errors';
 export { toChatMessage, type ChatMessage } from './derive';
 export type { SurfaceView, SurfaceChange } from './surface';
+export { argumentPruneProblem, withPrunedArguments } from './argument-prune';
 export { Session, type SessionOptions, type SessionListener, type LockState, type RecoveryReport } from './session';
 export { checkSessionId, type SessionStore, type StoredLog, type LogWriter, type LoadReport } from './store';
 export { MemoryStore } from './stores/memory';

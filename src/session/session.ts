@@ -15,6 +15,7 @@ import {
   StoredEventSchema,
   SurfaceOpSchema,
   isSurfaceType,
+  toolCallsOf,
   type AppendInput,
   type EventType,
   type SessionEvent,
@@ -490,8 +491,16 @@ export class Session {
         const d = data as { targetSeq: number; callId: string };
         const p = this.surfaceState.positionOf(d.targetSeq);
         const target = p === undefined ? undefined : this.log[d.targetSeq];
-        if (!target || target.type !== 'tool/result' || target.data.callId !== d.callId) {
-          throw new SessionRuleError('prune-target', `compaction/prune: seq ${d.targetSeq} is not a current tool/result node for call "${d.callId}".`);
+        // A tool result is pruned by its content, a call (SPEC §15) by its arguments.
+        const fits =
+          target !== undefined &&
+          ((target.type === 'tool/result' && target.data.callId === d.callId) ||
+            (target.type === 'assistant/message' && toolCallsOf(target).some((c) => c.id === d.callId)));
+        if (!fits) {
+          throw new SessionRuleError(
+            'prune-target',
+            `compaction/prune: seq ${d.targetSeq} is neither a current tool/result node for call "${d.callId}" nor a current assistant/message that made it.`,
+          );
         }
         return;
       }
@@ -571,6 +580,8 @@ export class Session {
         this.headerSeq = e.seq;
         return;
       case 'assistant/message':
+        // A replace (an argument prune) rewrites an old reply; it is no new reply.
+        if (e.surfaceOp !== 'append') return;
         this.replySeq = e.seq;
         if (e.data.usage) this.usageSeq = e.seq;
         return;

@@ -15,6 +15,7 @@ import { referenceCuts, referencePending, referenceSurface } from './helpers/ref
 import {
   assistant,
   checkpoint,
+  condense,
   durableSnapshot,
   header,
   removeTempDirs,
@@ -134,7 +135,7 @@ class Driver {
             s.append(checkpoint(startSeq, endSeq, [start.seq, summary.seq, ...span], `summary ${this.nextText++}`));
             s.append({ type: 'compaction/end', data: { turn: s.lock.held ? (s.lock as { turn: number | null }).turn : null } });
           } else {
-            s.append(checkpoint(startSeq, endSeq, span, `summary ${this.nextText++}`));
+            s.append(condense(startSeq, endSeq, span, `summary ${this.nextText++}`));
           }
         },
       ]);
@@ -235,7 +236,7 @@ describe('random valid histories', () => {
           const callIds = [...s.surface.pendingCalls(), 'call_0', 'call_1', 'nope'];
           const callId = callIds[t.x % callIds.length]!;
           const inputs: Record<typeof t.kind, AppendInput> = {
-            checkpoint: checkpoint(start, end, sources),
+            checkpoint: condense(start, end, sources),
             'assistant-replace': replace(assistant('merged', t.drop ? ['new_call'] : []), start, end, sources),
             result: result(callId),
             'result-replace': (() => {

@@ -11,7 +11,7 @@ import {
   BACKENDS,
   appendAll,
   assistant,
-  checkpoint,
+  condense,
   expectRejected,
   expectRule,
   header,
@@ -83,7 +83,7 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
 
     it('a call id shadowed by a checkpoint may be used again', () => {
       appendAll(s, [user('u'), assistant('', ['x']), result('x'), user('v')]);
-      s.append(checkpoint(0, 2, [0, 1, 2]));
+      s.append(condense(0, 2, [0, 1, 2]));
       appendAll(s, [assistant('', ['x']), result('x')]);
       expect(openAIMessageProblems(s.deriveMessages())).toEqual([]);
       expectMatchesReference(s);
@@ -112,7 +112,7 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
       conversation();
       const changes: unknown[] = [];
       s.subscribe((_e, change) => changes.push(change));
-      const cp = s.append(checkpoint(1, 4, [1, 2, 3, 4]));
+      const cp = s.append(condense(1, 4, [1, 2, 3, 4]));
       expect(s.surface.slice(0)).toEqual([0, cp.seq, 5, 6]);
       expect(s.surface.replaceGeneration).toBe(1);
       expect(s.surface.shadowedBy(cp.seq)).toEqual([1, 2, 3, 4]);
@@ -125,13 +125,13 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
 
     it('orders a span by surface position, not seq: a checkpoint has a high seq at an old position', async () => {
       conversation();
-      const cp = s.append(checkpoint(1, 2, [1, 2])); // seq 7 at position 1
+      const cp = s.append(condense(1, 2, [1, 2])); // seq 7 at position 1
       expect(s.surface.slice(0)).toEqual([0, 7, 3, 4, 5, 6]);
       // start (3) is numerically below end (7) but comes after it on the surface.
-      const e = await expectRejected(h, checkpoint(3, cp.seq, [3, cp.seq]), 'replace-order');
+      const e = await expectRejected(h, condense(3, cp.seq, [3, cp.seq]), 'replace-order');
       expect(e.message).toContain('surface order');
       // start 7 > end 4 numerically, but 7 is at position 1 and 4 at position 3: a valid span.
-      const cp2 = s.append(checkpoint(cp.seq, 4, [cp.seq, 3, 4]));
+      const cp2 = s.append(condense(cp.seq, 4, [cp.seq, 3, 4]));
       expect(s.surface.slice(0)).toEqual([0, cp2.seq, 5, 6]);
       expect(s.surface.shadowedBy(cp2.seq)).toEqual([7, 3, 4]);
       expectMatchesReference(s);
@@ -139,26 +139,26 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
 
     it('names only current surface nodes: not log-only events, not shadowed nodes, not the future', async () => {
       appendAll(s, [system('sys'), user('u1'), header(), assistant('a1')]);
-      await expectRejected(h, checkpoint(2, 3, [2, 3]), 'replace-not-on-surface');
-      await expectRejected(h, checkpoint(1, 9, [1, 3]), 'replace-not-on-surface');
-      s.append(checkpoint(1, 3, [1, 3]));
-      await expectRejected(h, checkpoint(1, 1, [1]), 'replace-not-on-surface');
+      await expectRejected(h, condense(2, 3, [2, 3]), 'replace-not-on-surface');
+      await expectRejected(h, condense(1, 9, [1, 3]), 'replace-not-on-surface');
+      s.append(condense(1, 3, [1, 3]));
+      await expectRejected(h, condense(1, 1, [1]), 'replace-not-on-surface');
     });
 
     it('sourceEventSeqs must cover every shadowed node, the checkpoint included', async () => {
       conversation();
-      const e = await expectRejected(h, checkpoint(1, 4, [1, 2, 4]), 'replace-provenance');
+      const e = await expectRejected(h, condense(1, 4, [1, 2, 4]), 'replace-provenance');
       expect(e.message).toContain('3');
-      await expectRejected(h, { ...checkpoint(1, 2, [1, 2]), sourceEventSeqs: undefined }, 'replace-provenance');
-      const cp = s.append(checkpoint(1, 2, [1, 2]));
+      await expectRejected(h, { ...condense(1, 2, [1, 2]), sourceEventSeqs: undefined }, 'replace-provenance');
+      const cp = s.append(condense(1, 2, [1, 2]));
       // Naming what the old checkpoint shadowed does not cover the checkpoint itself.
-      await expectRejected(h, checkpoint(cp.seq, 4, [1, 2, 3, 4]), 'replace-provenance');
-      s.append(checkpoint(cp.seq, 4, [cp.seq, 3, 4]));
+      await expectRejected(h, condense(cp.seq, 4, [1, 2, 3, 4]), 'replace-provenance');
+      s.append(condense(cp.seq, 4, [cp.seq, 3, 4]));
     });
 
     it('never shadows the system prompt at node 0', async () => {
       conversation();
-      await expectRejected(h, checkpoint(0, 2, [0, 1, 2]), 'system-node-shadowed');
+      await expectRejected(h, condense(0, 2, [0, 1, 2]), 'system-node-shadowed');
       await expectRejected(h, replace(user('not a prompt'), 0, 0, [0]), 'system-node-shadowed');
       await expectRejected(h, replace(system('prompt over more'), 0, 1, [0, 1]), 'system-node-shadowed');
     });
@@ -176,7 +176,7 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
 
     it('without a system prompt node 0 is an ordinary node', () => {
       appendAll(s, [user('u1'), assistant('a1'), user('u2')]);
-      const cp = s.append(checkpoint(0, 1, [0, 1]));
+      const cp = s.append(condense(0, 1, [0, 1]));
       expect(s.surface.slice(0)).toEqual([cp.seq, 2]);
       expectMatchesReference(s);
     });
@@ -184,13 +184,13 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
     it('refuses a span that would split a tool call from its result, on either side', async () => {
       appendAll(s, [system('sys'), user('u1'), assistant('', ['a', 'b']), result('a'), result('b'), user('u2')]);
       // seqs: 2 = calls, 3 = result a, 4 = result b
-      const before = await expectRejected(h, checkpoint(4, 5, [4, 5]), 'replace-unbalanced');
+      const before = await expectRejected(h, condense(4, 5, [4, 5]), 'replace-unbalanced');
       expect(before.message).toContain('before start');
-      const after = await expectRejected(h, checkpoint(1, 3, [1, 2, 3]), 'replace-unbalanced');
+      const after = await expectRejected(h, condense(1, 3, [1, 2, 3]), 'replace-unbalanced');
       expect(after.message).toContain('after end');
-      await expectRejected(h, checkpoint(1, 2, [1, 2]), 'replace-unbalanced');
+      await expectRejected(h, condense(1, 2, [1, 2]), 'replace-unbalanced');
       await expectRejected(h, replace(user('not a result'), 3, 3, [3]), 'replace-unbalanced');
-      s.append(checkpoint(1, 4, [1, 2, 3, 4]));
+      s.append(condense(1, 4, [1, 2, 3, 4]));
       expect(openAIMessageProblems(s.deriveMessages())).toEqual([]);
       expectMatchesReference(s);
     });
@@ -204,7 +204,7 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
 
     it('may replace a balanced span before calls that are still pending', () => {
       appendAll(s, [system('sys'), user('u1'), assistant('a1'), user('u2'), assistant('', ['p'])]);
-      s.append(checkpoint(1, 2, [1, 2]));
+      s.append(condense(1, 2, [1, 2]));
       expect(s.surface.pendingCalls()).toEqual(['p']);
       expectMatchesReference(s);
       s.append(result('p'));
@@ -448,10 +448,10 @@ describe('balance', () => {
     s.append(replace(result('c', 'pruned'), 5, 5, [5]));
     expectMatchesReference(s);
     // the pruned result (seq 13) stands where seq 5 was: provenance names it, not 5
-    expectRule(() => s.append(checkpoint(1, 6, [1, 2, 3, 4, 5, 6])), 'replace-provenance');
-    const cp = s.append(checkpoint(1, 6, [1, 2, 3, 4, 13, 6]));
+    expectRule(() => s.append(condense(1, 6, [1, 2, 3, 4, 5, 6])), 'replace-provenance');
+    const cp = s.append(condense(1, 6, [1, 2, 3, 4, 13, 6]));
     expectMatchesReference(s);
-    s.append(checkpoint(cp.seq, 9, [cp.seq, 7, 8, 9]));
+    s.append(condense(cp.seq, 9, [cp.seq, 7, 8, 9]));
     expectMatchesReference(s);
     s.append(result('f'));
     expectMatchesReference(s);
@@ -584,11 +584,11 @@ describe('deriveMessages', () => {
     expect(() => {
       (before[1] as { content: string }).content = 'edited';
     }).toThrow(TypeError);
-    s.append(checkpoint(1, 2, [1, 2], 'S'));
+    s.append(condense(1, 2, [1, 2], 'S'));
     const after = s.deriveMessages();
     expect(after).not.toBe(before);
     expect(after.map((m) => m.role)).toEqual(['system', 'user', 'user']);
-    expect(after[1]).toEqual({ role: 'user', content: '<compacted-summary>\nS\n</compacted-summary>' });
+    expect(after[1]).toEqual({ role: 'user', content: '<condensed>\nS\n</condensed>' });
     expect(before).toHaveLength(4);
   });
 });
@@ -599,7 +599,7 @@ describe('replay rebuilds the same surface', () => {
     const s = h.session;
     appendAll(s, [system('sys'), user('u1'), assistant('', ['a', 'b']), result('b'), result('a'), user('u2'), assistant('a2')]);
     s.append(replace(result('a', 'pruned'), 4, 4, [4]));
-    s.append(checkpoint(1, 7, [1, 2, 3, 7, 5, 6]));
+    s.append(condense(1, 7, [1, 2, 3, 7, 5, 6]));
     const live = { seqs: s.surface.slice(0), messages: s.deriveMessages(), cuts: s.balancedCuts() };
     const r = await h.reopen();
     expect({ seqs: r.surface.slice(0), messages: r.deriveMessages(), cuts: r.balancedCuts() }).toEqual(live);

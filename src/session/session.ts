@@ -22,6 +22,7 @@ import {
   type SurfaceEvent,
   type SurfaceOp,
 } from './events';
+import { Brackets, type LockState } from './brackets';
 import { Surface, type SurfaceChange, type SurfacePlan, type SurfaceView } from './surface';
 import type { LoadReport, LogWriter, SessionStore } from './store';
 
@@ -34,17 +35,7 @@ export interface SessionOptions {
   onListenerError?: (error: unknown) => void;
 }
 
-export type LockState =
-  | { held: false; staleOrphans: readonly number[] }
-  | {
-      held: true;
-      startSeq: number;
-      turn: number | null;
-      trigger: 'pressure' | 'overflow' | 'manual';
-      /** Started before this Session object was opened: left behind by a process that stopped. */
-      orphan: boolean;
-      staleOrphans: readonly number[];
-    };
+export type { LockState } from './brackets';
 
 export interface RecoveryReport {
   /** Calls that never got a result; each now has an error result saying so. */
@@ -106,9 +97,7 @@ export class Session {
   private lastTurnNo = -1;
   private stepOpen: { turn: number; step: number } | null = null;
   private lastStepNo = -1;
-  private lockStart: SessionEvent<'compaction/start'> | undefined;
-  /** Replaced (never mutated) on change, so `lock` can hand it out without a copy. */
-  private stale: readonly number[] = Object.freeze([]);
+  private readonly brackets: Brackets;
   private closed = false;
   private headerSeq: number | undefined;
   private usageSeq: number | undefined;
@@ -120,6 +109,7 @@ export class Session {
     this.now = options.now ?? Date.now;
     this.onListenerError = options.onListenerError ?? ((e) => console.error('xcompact: a session listener threw', e));
     this.surfaceState = new Surface((seq) => this.event(seq));
+    this.brackets = new Brackets((seq) => this.event(seq));
   }
 
   /** A session that lives in memory only (tests, one-shot tools). */
@@ -212,16 +202,7 @@ export class Session {
   }
 
   get lock(): LockState {
-    const l = this.lockStart;
-    if (!l) return { held: false, staleOrphans: this.stale };
-    return {
-      held: true,
-      startSeq: l.seq,
-      turn: l.data.turn,
-      trigger: l.data.trigger,
-      orphan: l.seq < this.opened,
-      staleOrphans: this.stale,
-    };
+    return this.brackets.lock(this.opened);
   }
 
   get openTurn(): number | null {
@@ -257,7 +238,7 @@ export class Session {
 
   /** True when the log ends mid-flight: pending tool calls, an open step or turn, or a live lock. */
   get needsRecovery(): boolean {
-    return this.surfaceState.pendingCalls().length > 0 || this.stepOpen !== null || this.turnOpen !== null || this.lockStart !== undefined;
+    return this.surfaceState.pendingCalls().length > 0 || this.stepOpen !== null || this.turnOpen !== null || this.brackets.open !== undefined;
   }
 
   // -------------------------------------------------------------------------
@@ -336,13 +317,15 @@ export class Session {
       this.append({ type: 'step/end', data: { ...this.stepOpen, reason: 'interrupted' } });
       report.closedStep = true;
     }
+    // Before the turn ends: a compaction ends in the turn it started in.
+    const orphan = this.brackets.open;
+    if (orphan) {
+      report.clearedLock = orphan.seq;
+      this.append({ type: 'session/end-seed', data: { reason: 'recover' } });
+    }
     if (this.turnOpen !== null) {
       this.append({ type: 'turn/end', data: { turn: this.turnOpen, reason: 'interrupted' } });
       report.closedTurn = true;
-    }
-    if (this.lockStart) {
-      report.clearedLock = this.lockStart.seq;
-      this.append({ type: 'session/end-seed', data: { reason: 'recover' } });
     }
     return report;
   }
@@ -408,6 +391,7 @@ export class Session {
       const ev = { type, data } as { type: SurfaceEvent['type']; data: SurfaceEvent['data'] };
       const surfacePlan =
         surfaceOp === 'append' ? this.surfaceState.planAppend(ev) : this.surfaceState.planReplace(surfaceOp, ev, sourceEventSeqs);
+      this.brackets.checkSurface(type, data, surfaceOp, sourceEventSeqs);
       return { type, data, surfaceOp, sourceEventSeqs, surfacePlan };
     }
     this.checkStructure(type, data);
@@ -446,12 +430,14 @@ export class Session {
         const d = data as { turn: number };
         if (this.turnOpen !== null) throw new SessionRuleError('turn-already-open', `turn/start ${d.turn}: turn ${this.turnOpen} is still open; end it first.`);
         if (d.turn <= this.lastTurnNo) throw new SessionRuleError('turn-number', `turn/start ${d.turn}: turn numbers must increase (last was ${this.lastTurnNo}).`);
+        this.brackets.checkTurnBoundary('turn/start', d.turn);
         return;
       }
       case 'turn/end': {
         const d = data as { turn: number };
         if (this.turnOpen !== d.turn) throw new SessionRuleError('turn-not-open', `turn/end ${d.turn}: the open turn is ${this.turnOpen ?? 'none'}.`);
         if (this.stepOpen) throw new SessionRuleError('step-still-open', `turn/end ${d.turn}: step ${this.stepOpen.step} is still open; end it first.`);
+        this.brackets.checkTurnBoundary('turn/end', d.turn);
         return;
       }
       case 'step/start': {
@@ -468,25 +454,11 @@ export class Session {
         }
         return;
       }
-      case 'compaction/start': {
-        const d = data as { turn: number | null };
-        if (this.lockStart) {
-          throw new SessionRuleError('compaction-locked', `compaction/start: compaction ${this.lockStart.seq} is still open (no compaction/end yet).`);
-        }
-        if (d.turn !== this.turnOpen) {
-          throw new SessionRuleError('compaction-turn', `compaction/start names turn ${d.turn ?? 'null'} but the open turn is ${this.turnOpen ?? 'none (use null)'}.`);
-        }
-        return;
-      }
+      case 'compaction/start':
       case 'compaction/summary':
-      case 'compaction/end': {
-        if (!this.lockStart) throw new SessionRuleError('no-compaction-open', `${type}: there is no open compaction/start to belong to.`);
-        const d = data as { turn?: number | null };
-        if (type === 'compaction/end' && d.turn !== this.lockStart.data.turn) {
-          throw new SessionRuleError('compaction-turn', `compaction/end names turn ${d.turn ?? 'null'} but its compaction/start (${this.lockStart.seq}) names ${this.lockStart.data.turn ?? 'null'}.`);
-        }
+      case 'compaction/end':
+        this.brackets.check(type, data, this.turnOpen);
         return;
-      }
       case 'compaction/prune': {
         const d = data as { targetSeq: number; callId: string };
         const p = this.surfaceState.positionOf(d.targetSeq);
@@ -550,6 +522,7 @@ export class Session {
   }
 
   private foldStructure(e: SessionEvent): void {
+    this.brackets.fold(e);
     switch (e.type) {
       case 'turn/start':
         this.turnOpen = e.data.turn;
@@ -565,16 +538,6 @@ export class Session {
         return;
       case 'step/end':
         this.stepOpen = null;
-        return;
-      case 'compaction/start':
-        this.lockStart = e;
-        return;
-      case 'compaction/end':
-        this.lockStart = undefined;
-        return;
-      case 'session/end-seed':
-        if (this.lockStart) this.stale = Object.freeze([...this.stale, this.lockStart.seq]);
-        this.lockStart = undefined;
         return;
       case 'request/header':
         this.headerSeq = e.seq;

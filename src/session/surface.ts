@@ -269,6 +269,24 @@ export class Surface implements SurfaceView {
     return { kind: 'replace', startPos, endPos, shadowed, contentOnly: false };
   }
 
+  /**
+   * A `compaction/prune` names what it rewrites: a current tool/result of the call (its
+   * content), or a current assistant/message that made the call (its arguments, SPEC §15).
+   */
+  checkPruneTarget(targetSeq: number, callId: string): void {
+    const target = this.pos.has(targetSeq) ? this.eventAt(targetSeq) : undefined;
+    const fits =
+      target !== undefined &&
+      ((target.type === 'tool/result' && target.data.callId === callId) ||
+        (target.type === 'assistant/message' && toolCallsOf(target).some((c) => c.id === callId)));
+    if (!fits) {
+      throw new SessionRuleError(
+        'prune-target',
+        `compaction/prune: seq ${targetSeq} is neither a current tool/result node for call "${callId}" nor a current assistant/message that made it.`,
+      );
+    }
+  }
+
   // -------------------------------------------------------------------------
   // Commit: applies a plan made against the current state. Never throws.
 

@@ -397,6 +397,10 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
       expect(argumentPruneProblem(before, after('{"s":"l…t","n":[1,"abcd"]}'))).toContain('arguments.n[1] grew');
       expect(argumentPruneProblem(before, after('{"s":"l…t"}'))).toContain('keys');
       expect(argumentPruneProblem(before, after('["l…t"]'))).toContain('arguments was an object');
+      // Nesting deeper than the stack is a refusal, not a crash.
+      const deep = (n: number, leaf: string) => '['.repeat(n) + JSON.stringify(leaf) + ']'.repeat(n);
+      const nested = { content: [{ ...before.content[0]!, arguments: deep(200_000, 'long text') }] };
+      expect(argumentPruneProblem(nested, { content: [{ ...nested.content[0]!, arguments: deep(200_000, 'short') }] })).toContain('too deeply');
     });
   });
 });

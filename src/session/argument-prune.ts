@@ -98,7 +98,13 @@ export function argumentPruneProblem(before: Readonly<AssistantData>, after: Rea
     if (!old.ok) return `call "${b.id}": its arguments are not JSON, so they must stay byte-identical`;
     const next = parseJson(call.arguments);
     if (!next.ok) return `call "${b.id}": the pruned arguments must be valid JSON`;
-    const problem = jsonShapeProblem(old.value, next.value, ROOT);
+    let problem: string | undefined;
+    try {
+      problem = jsonShapeProblem(old.value, next.value, ROOT);
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err;
+      problem = 'the arguments nest too deeply to compare';
+    }
     if (problem) return `call "${b.id}": ${problem}; a prune may only shorten string values`;
   }
   return undefined;

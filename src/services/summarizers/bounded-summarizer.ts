@@ -22,18 +22,16 @@ import {
   MIN_BLOCK_TOKENS,
   TEMPLATE_COST,
   defaultSafetyMargin,
-  fitUnits,
   inputBudget,
   priceMessage,
   priceMessages,
   priceRequest,
   priceTools,
-  takeUnits,
   truncateToFit,
-  unitsOf,
   type CountTokens,
   type FitFloors,
 } from './bounded';
+import { fitUnits, takeUnits, unitsOf } from './chunks';
 import { buildInstruction } from './instruction';
 
 export interface BoundingOptions {

@@ -59,7 +59,8 @@ export interface BoundingOptions {
 /**
  * `inner`, bounded. The wrapper keeps the inner summarizer's `name` (it is what records and
  * the CLI show). An inner summarizer that adds more to its model request than the compaction
- * instruction should be given a larger `safetyMarginTokens`.
+ * instruction should be given a larger `safetyMarginTokens`. `OpenAISummarizer` is bounded
+ * already: to bound it with other options, wrap one made with `bounding: false`.
  */
 export class BoundedSummarizer implements Summarizer {
   readonly name: string;

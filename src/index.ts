@@ -1,8 +1,8 @@
-// xcompact public API: re-exports only.
-export { XcompactError } from './errors';
-
-// The durable session model.
-export * from './session/index';
+// xcompact public API: re-exports only. What an agent loop needs: the engine, the durable
+// session and its stores, summarizers (built-in, bounded, or your own), config validation and
+// the errors. The building blocks (charts, single services, zod schemas, log parsing) are in
+// `xcompact/advanced` (src/advanced.ts); the local test server is `xcompact/testing`.
+export { XcompactError, type XcompactErrorCode } from './errors';
 
 // The engine an agent loop embeds.
 export {
@@ -16,49 +16,90 @@ export {
   type EngineNotification,
   type EngineServices,
 } from './engine';
-export type { CompactionErrorCode, ErrorInfo, SelectInput, PruneInput } from './machines/types';
-export type { PressureStatus } from './machines/pressure';
-export type { DeclineReason } from './machines/overflow';
+export type { CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, PressureReading, Trigger } from './machines/types';
+export type { SettledResult } from './machines/engine';
+export type { PressureStatus, PressureOutput } from './machines/pressure';
+export type { DeclineReason, OverflowOutput } from './machines/overflow';
+export type { ManualOutput } from './machines/manual';
 
-// Services, for hosts that want one piece on its own.
+// The durable session model.
 export {
-  ConfigSchema,
+  Session,
+  SessionWriter,
+  MemoryStore,
+  JsonlStore,
+  StoreError,
+  SessionRuleError,
+  importPiFile,
+  importPiTranscript,
+  PiImportError,
+  isCheckpoint,
+  type SessionOptions,
+  type SessionListener,
+  type LockState,
+  type RecoveryReport,
+  type SessionStore,
+  type StoredLog,
+  type LogWriter,
+  type LoadReport,
+  type JsonlStoreOptions,
+  type RequestEnvelope,
+  type AssistantReply,
+  type UserContent,
+  type PiImportReport,
+  type PiImportOptions,
+  type SurfaceView,
+  type SurfaceChange,
+  type ChatMessage,
+  type StoreErrorCode,
+  type TextBlock,
+  type ReasoningBlock,
+  type ToolCallBlock,
+  type ImageBlock,
+  type ContentBlock,
+  type Usage,
+  type EventType,
+  type EventData,
+  type SurfaceType,
+  type SurfaceOp,
+  type ReplaceOp,
+  type SessionEvent,
+  type AppendInput,
+  type SurfaceEvent,
+} from './session/index';
+
+// Configuration: validate early; the engine validates again at creation.
+export {
+  parseConfig,
   ConfigError,
   BudgetError,
-  parseConfig,
-  resolveBudget,
-  policyFor,
-  modelInfoFor,
-  tokenizerNameFor,
+  type BudgetErrorCode,
   type CompactionConfig,
   type CompactionConfigInput,
   type ResolvedBudget,
   type EffectivePolicy,
 } from './services/config';
-export { BUILTIN_MODELS, resolveModel, modelKey, type ModelInfo } from './services/models';
-export { getTokenizer, TOKENIZER_NAMES, TokenizerUnavailableError, type Tokenizer, type TokenizerName, type ChatOverhead } from './services/tokenizer';
-export { TokenMeter, type Measurement, type NodePrices } from './services/meter';
+export type { ModelInfo } from './services/models';
+export { getTokenizer, TokenizerUnavailableError, type Tokenizer, type TokenizerName, type ChatOverhead, type ChatRole } from './services/tokenizer';
+export type { Measurement, NodePrices } from './services/meter';
+export { withErrorBodyRecovery, type RequestErrorClass, type RequestErrorKind } from './services/overflow';
+export type { PruneSettings, PrunePlan, PruneResult } from './services/pruner';
+export type { RangeSelection, SelectOptions } from './services/range';
+
+// Summarizers: the built-in ones, bounding for any summarizer, and the contract for your own.
 export {
-  classifyRequestError,
-  isSilentOverflow,
-  withErrorBodyRecovery,
-  OVERFLOW_PATTERNS,
-  type RequestErrorClass,
-  type RequestErrorKind,
-} from './services/overflow';
-export { planPrune, applyPrune, truncateMiddle, type PruneSettings, type PrunePlan, type PruneResult } from './services/pruner';
-export { selectRange, type RangeSelection, type SelectOptions } from './services/range';
-export { frameCheckpoint, unframeCheckpoint, CHECKPOINT_PREAMBLE } from './services/checkpoint';
-export { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from './services/summarizer';
+  SummarizerError,
+  type Summarizer,
+  type SummaryRequest,
+  type SummaryResult,
+  type BoundingReport,
+  type SummarizerErrorCode,
+} from './services/summarizer';
 export { OpenAISummarizer, type OpenAISummarizerOptions } from './services/summarizers/openai';
 export { ExtractiveSummarizer, type ExtractiveSummarizerOptions } from './services/summarizers/extractive';
-
-// The charts themselves, for inspection, visualisation and model-based tests.
-export { engineMachine } from './machines/engine';
-export { pressureMachine } from './machines/pressure';
-export { overflowMachine } from './machines/overflow';
-export { manualMachine } from './machines/manual';
-export { transactionMachine } from './machines/transaction';
+export { BoundedSummarizer, boundSummarizer, type BoundingOptions } from './services/summarizers/bounded-summarizer';
+export type { CountTokens } from './services/summarizers/bounded';
+export { buildInstruction, type InstructionOptions } from './services/summarizers/instruction';
 
 // Recording a compaction for the offline viewer (visualizer/index.html).
 export {

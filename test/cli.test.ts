@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isSummaryRequest } from '../src/agent/scripted-coder';
+import { isSummaryRequest } from '../src/cli/demo/scripted-coder';
 import { Session } from '../src/session/session';
 import { JsonlStore, parseLogBytes } from '../src/session/stores/jsonl';
 import { startOpenAIServer, type ChatRequestBody } from '../src/testing/openai-server';

@@ -157,6 +157,25 @@ describe('local OpenAI server: replies', () => {
     expect(stamps[2]! - stamps[0]!).toBeGreaterThanOrEqual(2 * 15 - 5);
   });
 
+  it('delays the answer by delayMs (a slow model), replies and errors alike; closing the server ends the wait', async () => {
+    server.enqueue({ kind: 'reply', content: 'slow', delayMs: 120 }, { kind: 'status', ...OTHER_ERROR_BODIES.serverError, delayMs: 120 });
+    let started = performance.now();
+    const reply = await client.chat.completions.create({ model: 'm', messages, stream: true });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(115); // no header before the delay
+    expect((await collect(reply)).content).toBe('slow');
+    started = performance.now();
+    await expect(client.chat.completions.create({ model: 'm', messages })).rejects.toBeInstanceOf(InternalServerError);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(115);
+
+    // A 60 s delay does not keep a closing server (or the test process) waiting.
+    server.enqueue({ kind: 'reply', content: 'never', delayMs: 60_000 });
+    const pending = client.chat.completions.create({ model: 'm', messages }).catch((e: unknown) => e);
+    await server.waitForRequest(2);
+    expect(server.requests[2]!.closed).toBe(false);
+    await server.close();
+    expect(await pending).toBeInstanceOf(APIError);
+  });
+
   it('uses the queue first, then the handler, then the echo reply', async () => {
     server.enqueue({ kind: 'reply', content: 'queued' });
     const first = await client.chat.completions.create({ model: 'm', messages });
@@ -334,5 +353,57 @@ describe('local OpenAI server: errors', () => {
       throw new Error('script bug');
     });
     await expect(client.chat.completions.create({ model: 'm', messages })).rejects.toThrow(/script bug/);
+  });
+});
+
+describe('local OpenAI server: llama.cpp limits (contextWindow)', () => {
+  let limited: LocalOpenAIServer;
+  let limitedClient: OpenAI;
+  beforeEach(async () => {
+    limited = await startOpenAIServer({ contextWindow: 200 });
+    limitedClient = new OpenAI({ baseURL: limited.baseURL, apiKey: 'test', maxRetries: 0 });
+  });
+  afterEach(async () => {
+    await limited.close();
+  });
+
+  const prompt = estimatePromptTokens({ messages, tools: [] });
+  const long = 'word '.repeat(400); // 500 tokens by the server's estimate
+
+  it('stops generation at the window (prompt + generated), finish length, usage counting what was generated', async () => {
+    limited.enqueue({ kind: 'reply', content: long, toolCalls: [{ id: 'c', name: 'x', arguments: '{}' }] });
+    const stream = await limitedClient.chat.completions.create({ model: 'm', messages, max_tokens: 1000, stream: true, stream_options: { include_usage: true } });
+    const { chunks, content } = await collect(stream);
+    const usage = chunks.at(-1)!.usage!;
+    expect(usage).toMatchObject({ prompt_tokens: prompt, completion_tokens: 200 - prompt });
+    expect(chunks.flatMap((c) => c.choices).find((c) => c.finish_reason)?.finish_reason).toBe('length');
+    expect(long.startsWith(content)).toBe(true);
+    expect(Buffer.byteLength(content)).toBe(4 * (200 - prompt));
+    expect(chunks.some((c) => c.choices.some((ch) => ch.delta.tool_calls))).toBe(false);
+  });
+
+  it('stops at max_tokens (or max_completion_tokens) when that comes first, and sends a reply that fits whole', async () => {
+    limited.enqueue({ kind: 'reply', content: long }, { kind: 'reply', content: long }, { kind: 'reply', content: 'short' });
+    const capped = await limitedClient.chat.completions.create({ model: 'm', messages, max_tokens: 10 });
+    expect(capped.choices[0]).toMatchObject({ finish_reason: 'length', message: { content: long.slice(0, 40) } });
+    expect(capped.usage).toMatchObject({ prompt_tokens: prompt, completion_tokens: 10 });
+    const cappedNew = await limitedClient.chat.completions.create({ model: 'm', messages, max_completion_tokens: 7 });
+    expect(cappedNew.usage?.completion_tokens).toBe(7);
+    const whole = await limitedClient.chat.completions.create({ model: 'm', messages, max_tokens: 10 });
+    expect(whole.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'short' } });
+  });
+
+  it("answers a prompt that reaches the window with llama.cpp's exceed_context_size_error", async () => {
+    const big = [{ role: 'user' as const, content: 'x'.repeat(1000) }];
+    const err = await limitedClient.chat.completions.create({ model: 'm', messages: big }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(APIError);
+    const n = estimatePromptTokens({ messages: big, tools: [] });
+    expect(err).toMatchObject({ status: 400, type: 'exceed_context_size_error' });
+    expect((err as APIError).message).toBe(`400 request (${n} tokens) exceeds the available context size (200 tokens), try increasing it`);
+  });
+
+  it('refuses a window that is not a whole number of tokens', async () => {
+    await expect(startOpenAIServer({ contextWindow: 0 })).rejects.toThrow(/contextWindow must be a whole number/);
+    await expect(startOpenAIServer({ contextWindow: 1.5 })).rejects.toThrow(/contextWindow must be a whole number/);
   });
 });

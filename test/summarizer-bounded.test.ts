@@ -2,21 +2,17 @@ import { describe, expect, it } from 'vitest';
 import {
   TEMPLATE_COST,
   blocksOfMessage,
-  chunkCuts,
   defaultSafetyMargin,
-  fitUnits,
   inputBudget,
-  planChunks,
   priceMessage,
   priceRequest,
-  takeUnits,
   truncateMiddle,
   truncateToFit,
   truncateToolArguments,
   truncationMarker,
-  unitsOf,
   waterLevel,
 } from '../src/services/summarizers/bounded';
+import { chunkCuts, fitUnits, planChunks, takeUnits, unitsOf } from '../src/services/summarizers/chunks';
 import type { ChatMessage } from '../src/session/derive';
 
 /** One token per code point: makes every expected number readable. */

@@ -160,6 +160,13 @@ async function rejection(p: Promise<unknown>): Promise<SummarizerError> {
 
 const signal = () => new AbortController().signal;
 
+/** A fetch that asks the server for no usage chunk (as some proxies answer). */
+const withoutUsage: typeof fetch = async (url, init) => {
+  const body = JSON.parse(String(init?.body)) as Record<string, unknown>;
+  delete body['stream_options'];
+  return fetch(url, { ...init, body: JSON.stringify(body) });
+};
+
 // ---------------------------------------------------------------------------------------
 
 describe('the compaction instruction', () => {
@@ -285,12 +292,60 @@ describe('OpenAISummarizer: the response', () => {
     expect(result.requests).toBe(1);
   });
 
-  it("rejects finish reason 'length' as summary-truncated, never returning the cut text", async () => {
-    const { messages, events } = conversation();
-    server.enqueue({ kind: 'reply', content: SUMMARY, finishReason: 'length' });
-    const err = await rejection(new OpenAISummarizer({ client }).summarize(summaryRequest(messages, events), signal()));
-    expect(err.code).toBe('summary-truncated');
-    expect(err.message).toContain('max_tokens 4096');
+  describe("finish reason 'length' (summary-truncated, never the cut text) says which limit stopped it", () => {
+    // A server that behaves like llama-server -c 2000: it stops at max_tokens or at its window, whichever comes first.
+    let llama: LocalOpenAIServer;
+    let llamaClient: OpenAI;
+    beforeEach(async () => {
+      llama = await startOpenAIServer({ contextWindow: 2000 });
+      llamaClient = new OpenAI({ baseURL: llama.baseURL, apiKey: 'test', maxRetries: 0 });
+    });
+    afterEach(async () => {
+      await llama.close();
+    });
+    const long = `${SUMMARY}\n${'- detail\n'.repeat(2000)}`;
+
+    it('max_tokens reached: raise maxTokens', async () => {
+      const { messages, events } = conversation();
+      llama.enqueue({ kind: 'reply', content: long });
+      const err = await rejection(new OpenAISummarizer({ client: llamaClient }).summarize(summaryRequest(messages, events, { maxTokens: 100 }), signal()));
+      expect(err.code).toBe('summary-truncated');
+      expect(err.message).toContain('cut off at max_tokens 100 (finish reason "length")');
+      expect(err.message).toContain('Raise maxTokens');
+      expect(err.message).not.toContain('window');
+    });
+
+    it("the server's window reached before max_tokens (llama.cpp): a smaller input, not a larger maxTokens", async () => {
+      const { messages, events } = conversation();
+      llama.enqueue({ kind: 'reply', content: long });
+      // The registry says 128k; the server really has 2000. max_tokens 4096 is never reached.
+      const err = await rejection(
+        new OpenAISummarizer({ client: llamaClient }).summarize(summaryRequest(messages, events, { maxTokens: 4096, contextWindow: 128_000 }), signal()),
+      );
+      expect(err.code).toBe('summary-truncated');
+      expect(err.message).toMatch(/cut off by the server's context window, not by max_tokens: prompt \d+ \+ generated \d+ = 2000 tokens reached the server's window \(before max_tokens 4096\)/);
+      expect(err.message).toContain('Raising maxTokens cannot help');
+      expect(err.message).toContain('contextWindow');
+      expect(llama.requests).toHaveLength(1);
+    });
+
+    it('both limits at once (prompt + max_tokens = the known window): names the window', async () => {
+      const { messages, events } = conversation();
+      // The server counts 1500 prompt tokens, so max_tokens 500 ends exactly at its window of 2000.
+      llama.enqueue({ kind: 'reply', content: long, usage: { prompt_tokens: 1500 } });
+      const err = await rejection(new OpenAISummarizer({ client: llamaClient }).summarize(summaryRequest(messages, events, { maxTokens: 500, contextWindow: 2000 }), signal()));
+      expect(err.message).toContain("= 2000 tokens reached the model's window of 2000");
+      expect(err.message).toContain('Raising maxTokens cannot help');
+    });
+
+    it('without usage, says that either limit may have been reached', async () => {
+      const { messages, events } = conversation();
+      server.enqueue({ kind: 'reply', content: SUMMARY, finishReason: 'length' });
+      const stream = new OpenAI({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0, fetch: withoutUsage });
+      const err = await rejection(new OpenAISummarizer({ client: stream }).summarize(summaryRequest(messages, events), signal()));
+      expect(err.code).toBe('summary-truncated');
+      expect(err.message).toContain("unknown whether max_tokens 4096 or the server's own context window was reached");
+    });
   });
 
   it.each([
@@ -456,8 +511,8 @@ describe('OpenAISummarizer: bounded input', () => {
     const { messages, events } = conversation();
     server.enqueue({ kind: 'reply', content: SUMMARY });
     const summarizer = new OpenAISummarizer({ client });
-    await summarizer.summarize(summaryRequest(messages, events, { contextWindow: 128_000 }), signal());
-    expect(summarizer.lastBounding).toMatchObject({ mode: 'as-is', chunks: 1, cutBlocks: 0 });
+    const result = await summarizer.summarize(summaryRequest(messages, events, { contextWindow: 128_000 }), signal());
+    expect(result.bounding).toMatchObject({ mode: 'as-is', chunks: 1, cutBlocks: 0 });
     expect(bodyOf(0).messages).toHaveLength(messages.length + 1);
   });
 
@@ -479,9 +534,9 @@ describe('OpenAISummarizer: bounded input', () => {
     const summarizer = new OpenAISummarizer({ client });
     const request = summaryRequest(messages, events, { contextWindow: 16_000, maxTokens: 2_000 });
     const budget = inputBudget(16_000, 2_000, defaultSafetyMargin(16_000));
-    await summarizer.summarize(request, signal());
+    const result = await summarizer.summarize(request, signal());
 
-    expect(summarizer.lastBounding).toMatchObject({ mode: 'truncated', chunks: 1, cutBlocks: 1 });
+    expect(result.bounding).toMatchObject({ mode: 'truncated', chunks: 1, cutBlocks: 1 });
     const body = bodyOf(0);
     expect(priceRequest(body.messages as ChatMessage[], body.tools as Record<string, unknown>[], count)).toBeLessThanOrEqual(budget);
     const tool = body.messages!.find((m) => m.role === 'tool')!.content as string;
@@ -517,7 +572,7 @@ describe('OpenAISummarizer: bounded input', () => {
     const summarizer = new OpenAISummarizer({ client });
     const result = await summarizer.summarize(summaryRequest(messages, events, { contextWindow, maxTokens: 1_000 }), signal());
 
-    expect(summarizer.lastBounding?.mode).toBe('chunked');
+    expect(result.bounding?.mode).toBe('chunked');
     expect(server.requests).toHaveLength(2);
     expect(result).toMatchObject({ requests: 2, text: '## Current Work\n- part 1' });
     const first = bodyOf(0).messages!;
@@ -552,7 +607,7 @@ describe('OpenAISummarizer: bounded input', () => {
     const n = server.requests.length;
     expect(n).toBeGreaterThan(1);
     expect(result.requests).toBe(n);
-    expect(summarizer.lastBounding).toMatchObject({ mode: 'chunked', chunks: n, budget });
+    expect(result.bounding).toMatchObject({ mode: 'chunked', chunks: n, budget });
     for (let i = 0; i < n; i++) {
       const body = bodyOf(i);
       const msgs = body.messages!;

@@ -44,6 +44,20 @@ export interface SummaryResult {
   usage?: Usage;
   /** Number of model requests made (0 for a model-free summarizer). */
   requests: number;
+  /** How the input was bounded to fit the summarizer's window, when a bounding wrapper ran. */
+  bounding?: BoundingReport;
+}
+
+/** What a bounding wrapper (`BoundedSummarizer`) did to fit a request into the window. */
+export interface BoundingReport {
+  /** `as-is`: sent whole; `truncated`: oversized blocks cut, one request; `chunked`: several requests, rolling merge. */
+  mode: 'as-is' | 'truncated' | 'chunked';
+  /** The prompt-token budget the requests had to fit (absent when no window was known). */
+  budget?: number;
+  /** Blocks cut, in the single request or before and while chunking. */
+  cutBlocks: number;
+  /** Calls made to the inner summarizer. */
+  chunks: number;
 }
 
 export interface Summarizer {

@@ -5,8 +5,9 @@
  * The request replays the conversation's own prefix — system prompt, tools, kept checkpoints,
  * then the span's messages, byte for byte as the conversation sent them — and appends one
  * instruction, so the provider's prompt cache serves everything but the instruction.
- * When that request would not fit the summarizer's window, the input is bounded first
- * (`bounded.ts`): oversized blocks are cut, then the span is summarized chunk by chunk.
+ * When that request would not fit the summarizer's window, the input is bounded first (a
+ * `BoundedSummarizer` around the single request): oversized blocks are cut, then the span is
+ * summarized chunk by chunk.
  */
 import { XcompactError } from '../../errors.js';
 import type OpenAI from 'openai';
@@ -16,37 +17,14 @@ import type { CompletionUsage } from 'openai/resources/completions';
 import type { ChatMessage } from '../../session/derive';
 import type { Usage } from '../../session/events';
 import { usageFromOpenAI } from '../../session/writer';
-import { frameCheckpoint } from '../checkpoint';
 import { withErrorBodyRecovery } from '../overflow';
 import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from '../summarizer';
-import {
-  MIN_BLOCK_TOKENS,
-  TEMPLATE_COST,
-  defaultSafetyMargin,
-  inputBudget,
-  priceMessage,
-  priceMessages,
-  priceRequest,
-  priceTools,
-  fitUnits,
-  takeUnits,
-  truncateToFit,
-  unitsOf,
-  type CountTokens,
-  type FitFloors,
-} from './bounded';
+import { priceRequest } from './bounded';
+import { BoundedSummarizer, sumUsage, type BoundingOptions } from './bounded-summarizer';
 import { buildInstruction } from './instruction';
 
-export interface BoundingOptions {
-  /** Tokens kept free below the window; default {@link defaultSafetyMargin}. */
-  safetyMarginTokens?: number;
-  /**
-   * Before chunking, tool results are cut to at most this many tokens (default 1024), other
-   * blocks to at most `textFloorTokens` (default 2048); both at most 1/8 of a chunk's room.
-   */
-  toolResultFloorTokens?: number;
-  textFloorTokens?: number;
-}
+export { sumUsage, type BoundingOptions } from './bounded-summarizer';
+export type { BoundingReport } from '../summarizer';
 
 export interface OpenAISummarizerOptions {
   /** Any OpenAI-compatible endpoint. A copy of it is patched with `withErrorBodyRecovery`. */
@@ -64,26 +42,19 @@ export interface OpenAISummarizerOptions {
    * chart cannot see or bound. The client's own setting is left alone, for its other users.
    */
   maxRetries?: number;
-  bounding?: BoundingOptions;
-}
-
-/** How a request was bounded, for logs and tests. */
-export interface BoundingReport {
-  mode: 'as-is' | 'truncated' | 'chunked';
-  budget?: number;
-  /** Blocks cut, in the single request or before chunking. */
-  cutBlocks: number;
-  chunks: number;
+  /**
+   * How the input is fitted to the summarizer's window (a {@link BoundedSummarizer} around the
+   * single request). `false`: one request per call, as is; for a caller that bounds itself.
+   */
+  bounding?: BoundingOptions | false;
 }
 
 export class OpenAISummarizer implements Summarizer {
   readonly name = 'openai';
   private readonly client: OpenAI;
   private readonly maxRetries: number;
-  private readonly bounding: BoundingOptions;
   private readonly outputCapField: 'max_tokens' | 'max_completion_tokens';
-  /** The last summarize() call's bounding decision. */
-  lastBounding: BoundingReport | undefined;
+  private readonly bounded: Summarizer | undefined;
 
   constructor(options: OpenAISummarizerOptions) {
     if (!Number.isInteger(options.maxRetries ?? 0) || (options.maxRetries ?? 0) < 0) {
@@ -92,102 +63,37 @@ export class OpenAISummarizer implements Summarizer {
     // A copy, so the caller's own client is not patched behind its back.
     this.client = withErrorBodyRecovery(options.client.withOptions({}));
     this.maxRetries = options.maxRetries ?? 0;
-    this.bounding = options.bounding ?? {};
     this.outputCapField = options.outputCapField ?? 'max_tokens';
+    const single: Summarizer = { name: this.name, summarize: (request, signal) => this.summarizeOnce(request, signal) };
+    this.bounded = options.bounding === false ? undefined : new BoundedSummarizer(single, options.bounding ?? {});
   }
 
-  async summarize(request: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
+  summarize(request: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
+    return this.bounded ? this.bounded.summarize(request, signal) : this.summarizeOnce(request, signal);
+  }
+
+  /**
+   * One request: the conversation's prefix as it was sent (system, tools, kept checkpoints),
+   * the span, one instruction. Refused before sending when it cannot fit the window at all.
+   */
+  private async summarizeOnce(request: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
     throwIfCancelled(signal);
-    const count: CountTokens = request.countTokens;
     const head: ChatMessage[] = request.system ? [request.system] : [];
     const instruction = buildInstruction({ keptCheckpoints: request.context.length, focus: request.focus });
-    const asIs = [...head, ...request.context, ...request.messages, { role: 'user' as const, content: instruction }];
-
-    if (request.contextWindow === undefined) {
-      this.lastBounding = { mode: 'as-is', cutBlocks: 0, chunks: 1 };
-      return this.finish(request, [await this.complete(request, asIs, signal)]);
-    }
-
-    const margin = this.bounding.safetyMarginTokens ?? defaultSafetyMargin(request.contextWindow);
-    const budget = inputBudget(request.contextWindow, request.maxTokens, margin);
-    const chunkInstruction = buildInstruction({ focus: request.focus });
-    const instructionMessage = { role: 'user' as const, content: chunkInstruction };
-    const fixed = TEMPLATE_COST.perRequest + priceTools(request.tools, count) + priceMessages(head, count) + priceMessage(instructionMessage, count);
-    if (fixed >= budget) {
-      throw new SummarizerError(
-        'summary-input-too-large',
-        `The summary request cannot fit the summarizer's window: the system prompt, tools and instruction alone cost ${fixed} tokens, ` +
-          `and the input budget is ${budget} (window ${request.contextWindow} − max_tokens ${request.maxTokens} − safety margin ${margin}). ` +
-          'Use a summarization model with a larger window, or lower maxTokens.',
-      );
-    }
-
-    // 1. As the conversation sent it: the whole prefix is shared with the provider's cache.
-    const asIsPrice = priceRequest(asIs, request.tools, count);
-    if (asIsPrice <= budget) {
-      this.lastBounding = { mode: 'as-is', budget, cutBlocks: 0, chunks: 1 };
-      return this.finish(request, [await this.complete(request, asIs, signal, budget)]);
-    }
-
-    // 2. Cut oversized blocks. The prefix stays shared up to the first cut message.
-    const chunkRoom = budget - fixed;
-    const floors: FitFloors = {
-      toolResult: Math.min(this.bounding.toolResultFloorTokens ?? 1024, Math.floor(chunkRoom / 8)),
-      other: Math.min(this.bounding.textFloorTokens ?? 2048, Math.floor(chunkRoom / 8)),
-    };
-    const singleRoom = budget - (asIsPrice - priceMessages(request.messages, count));
-    const fit = truncateToFit(request.messages, Math.max(0, singleRoom), floors, count);
-    if (fit.fits) {
-      const messages = [...head, ...request.context, ...fit.messages, { role: 'user' as const, content: instruction }];
-      this.lastBounding = { mode: 'truncated', budget, cutBlocks: fit.cuts.length, chunks: 1 };
-      return this.finish(request, [await this.complete(request, messages, signal, budget)]);
-    }
-
-    // 3. Chunks with a rolling merge. These requests share only system + tools with the
-    // conversation (accepted: the span does not fit one request anyway). The kept
-    // checkpoints (`context`) are left out: they stay in the conversation, and the only
-    // <compacted-summary> a chunk request carries is the partial summary to merge.
-    // A unit (a tool-call batch with all its results) is never split; one bigger than a
-    // chunk's room, less what a carried partial summary may take, is cut down first.
-    const carriedReserve = Math.min(request.maxTokens + priceMessage({ role: 'user', content: frameCheckpoint('') }, count), Math.floor(chunkRoom / 4));
-    const { units, cuts: unitCuts } = fitUnits(unitsOf(fit.messages), chunkRoom - carriedReserve, count);
-    const prices = units.map((u) => priceMessages(u, count));
-    const results: Completion[] = [];
-    let partial: string | undefined;
-    let lateCuts = 0;
-    let k = 0;
-    while (k < units.length) {
-      throwIfCancelled(signal);
-      const carried: ChatMessage[] = partial === undefined ? [] : [{ role: 'user', content: frameCheckpoint(partial) }];
-      const room = chunkRoom - priceMessages(carried, count);
-      let chunk: ChatMessage[];
-      const n = takeUnits(prices, k, room);
-      if (n > 0) {
-        chunk = units.slice(k, k + n).flat();
-        k += n;
-      } else {
-        // The carried summary came out bigger than reserved: cut this unit to the room left.
-        const unit = units[k]!;
-        const small = truncateToFit(unit, room, { toolResult: MIN_BLOCK_TOKENS, other: MIN_BLOCK_TOKENS }, count);
-        if (!small.fits) {
-          throw new SummarizerError(
-            'summary-input-too-large',
-            `A unit of ${unit.length} message(s) (a tool-call batch with its results, or one message) costs ${small.tokens} tokens even with every block cut to ${MIN_BLOCK_TOKENS}, ` +
-              `but a chunk has room for ${room} (input budget ${budget}, fixed part ${fixed}, carried summary ${chunkRoom - room}). ` +
-              'Use a summarization model with a larger window, or lower maxTokens.',
-          );
-        }
-        chunk = small.messages;
-        lateCuts += small.cuts.length;
-        k += 1;
+    const messages = [...head, ...request.context, ...request.messages, { role: 'user' as const, content: instruction }];
+    if (request.contextWindow !== undefined) {
+      // The bounding wrapper plans with a safety margin; this is the hard limit behind it.
+      const price = priceRequest(messages, request.tools, request.countTokens);
+      const room = request.contextWindow - request.maxTokens;
+      if (price > room) {
+        throw new SummarizerError(
+          'summary-input-too-large',
+          `Refusing to send a summary request of ${price} tokens: with max_tokens ${request.maxTokens} it cannot fit the summarizer's window of ${request.contextWindow} (room ${room}). ` +
+            'Bound the input (OpenAISummarizer bounding, or boundSummarizer), summarize a smaller span, or lower maxTokens.',
+        );
       }
-      const messages = [...head, ...carried, ...chunk, instructionMessage];
-      const done = await this.complete(request, messages, signal, budget);
-      results.push(done);
-      partial = done.text;
     }
-    this.lastBounding = { mode: 'chunked', budget, cutBlocks: fit.cuts.length + unitCuts + lateCuts, chunks: results.length };
-    return this.finish(request, results);
+    return this.finish(request, [await this.complete(request, messages, signal)]);
   }
 
   private finish(request: SummaryRequest, results: readonly Completion[]): SummaryResult {
@@ -199,14 +105,7 @@ export class OpenAISummarizer implements Summarizer {
   }
 
   /** One streamed request; resolves only with a complete, usable summary text. */
-  private async complete(request: SummaryRequest, messages: ChatMessage[], signal: AbortSignal, budget?: number): Promise<Completion> {
-    if (budget !== undefined) {
-      // The invariant the bounding exists for; a failure here is a bug in the planning above.
-      const price = priceRequest(messages, request.tools, request.countTokens);
-      if (price > budget) {
-        throw new SummarizerError('summary-input-too-large', `Refusing to send a summary request of ${price} tokens over the input budget of ${budget}.`);
-      }
-    }
+  private async complete(request: SummaryRequest, messages: ChatMessage[], signal: AbortSignal): Promise<Completion> {
     // `tools` exactly as the conversation sent them. No `tool_choice: 'none'`: it is not part
     // of OpenAI's cached prefix, but vLLM (--exclude-tools-when-tool-choice-none, on by
     // default in some deployments) then drops the tools from the rendered prompt, llama.cpp
@@ -250,12 +149,7 @@ export class OpenAISummarizer implements Summarizer {
     if (signal.aborted) throw cancelled(signal, signal.reason);
 
     const got = `(${text.length} characters of text, ${toolCalls.size} tool call(s))`;
-    if (finish === 'length') {
-      throw new SummarizerError(
-        'summary-truncated',
-        `The summary was cut off at max_tokens ${request.maxTokens} (finish reason "length") ${got}; a truncated checkpoint is never used. Raise maxTokens or summarize a smaller span.`,
-      );
-    }
+    if (finish === 'length') throw new SummarizerError('summary-truncated', lengthMessage(request, usage, got));
     if (finish === 'content_filter') {
       throw new SummarizerError('summary-truncated', `The provider's content filter stopped the summary (finish reason "content_filter") ${got}.`);
     }
@@ -289,20 +183,32 @@ function usageOf(u: CompletionUsage): Usage {
   return usage;
 }
 
-/** Usage summed over the requests that reported it; optional fields only when some request had them. */
-export function sumUsage(list: ReadonlyArray<Usage | undefined>): Usage | undefined {
-  const present = list.filter((u): u is Usage => u !== undefined);
-  if (present.length === 0) return undefined;
-  const total: Usage = { promptTokens: 0, completionTokens: 0 };
-  for (const u of present) {
-    total.promptTokens += u.promptTokens;
-    total.completionTokens += u.completionTokens;
-    for (const key of ['cachedTokens', 'cacheWriteTokens', 'reasoningTokens'] as const) {
-      const v = u[key];
-      if (v !== undefined) total[key] = (total[key] ?? 0) + v;
-    }
+/**
+ * Why a reply stopped with finish reason `length`. The reason alone does not say: OpenAI
+ * sends it at max_tokens, llama.cpp also when prompt + generated fills its own context window
+ * (`-c`, divided by `--parallel`), and raising max_tokens cannot help there. The usage tells:
+ * generation that stopped short of max_tokens, or prompt + completion at the known window,
+ * hit the window.
+ */
+export function lengthMessage(request: Pick<SummaryRequest, 'maxTokens' | 'contextWindow'>, usage: CompletionUsage | undefined, got: string): string {
+  const never = 'a truncated checkpoint is never used';
+  if (!usage) {
+    return (
+      `The summary was cut off (finish reason "length") ${got}; ${never}. The server reported no usage, so it is unknown whether max_tokens ${request.maxTokens} ` +
+      "or the server's own context window was reached: raise maxTokens, or summarize a smaller span."
+    );
   }
-  return total;
+  const used = usage.prompt_tokens + usage.completion_tokens;
+  const atWindow = request.contextWindow !== undefined && used >= request.contextWindow;
+  if (atWindow || usage.completion_tokens < request.maxTokens) {
+    const where = atWindow ? `the model's window of ${request.contextWindow}` : `the server's window (before max_tokens ${request.maxTokens})`;
+    return (
+      `The summary was cut off by the server's context window, not by max_tokens: prompt ${usage.prompt_tokens} + generated ${usage.completion_tokens} = ${used} tokens reached ${where} ` +
+      `(finish reason "length") ${got}; ${never}. Raising maxTokens cannot help: give the summarizer a smaller input (set the summarization model's contextWindow ` +
+      "to the server's real window — llama.cpp: -c divided by --parallel — so the input is bounded to leave room for the summary, or summarize a smaller span), or start the server with a larger context."
+    );
+  }
+  return `The summary was cut off at max_tokens ${request.maxTokens} (finish reason "length") ${got}; ${never}. Raise maxTokens or summarize a smaller span.`;
 }
 
 function throwIfCancelled(signal: AbortSignal): void {

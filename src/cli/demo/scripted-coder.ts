@@ -11,11 +11,11 @@
  * - one chosen agent request with OpenAI's real `context_length_exceeded` 400, to exercise
  *   overflow recovery. The plan does not advance on it, so the retried request gets that step.
  */
-import type { ChatMessage } from '../session/derive';
-import { ExtractiveSummarizer } from '../services/summarizers/extractive';
-import { COMPACTION_INSTRUCTION } from '../services/summarizers/instruction';
-import { getTokenizer } from '../services/tokenizer';
-import type { ChatRequestBody, ParsedChatRequest, Scenario, ScenarioHandler } from '../testing/openai-server';
+import type { ChatMessage } from '../../session/derive';
+import { ExtractiveSummarizer } from '../../services/summarizers/extractive';
+import { COMPACTION_INSTRUCTION } from '../../services/summarizers/instruction';
+import { getTokenizer } from '../../services/tokenizer';
+import type { ChatRequestBody, ParsedChatRequest, Scenario, ScenarioHandler } from '../../testing/openai-server';
 import type { PlannedAction } from './plan';
 
 export interface ScriptedCoderOptions {

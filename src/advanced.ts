@@ -1,0 +1,67 @@
+// `xcompact/advanced`: the building blocks under the engine, for hosts that use one piece on
+// its own, visualise or model-test the charts, or read logs without a Session. Less stable
+// than the main entry: these follow the internals. Everything in `xcompact` is not repeated.
+
+// The charts themselves, for inspection, visualisation and model-based tests.
+export { engineMachine } from './machines/engine';
+export { pressureMachine } from './machines/pressure';
+export { overflowMachine } from './machines/overflow';
+export { manualMachine } from './machines/manual';
+export { transactionMachine } from './machines/transaction';
+export type { Mode, ReadingResult, SpanCheck, SummaryOutcome, Verdict, CommitRecord, TransactionInput, TransactionOutput, LockProbe } from './machines/types';
+
+// Configuration internals: the zod schema, per-route policy and budget resolution, the model registry.
+export {
+  ConfigSchema,
+  resolveBudget,
+  policyFor,
+  modelInfoFor,
+  tokenizerNameFor,
+  type BudgetArgs,
+  type ModelPolicy,
+  type ModelPolicyOverride,
+  type ConfigIssue,
+} from './services/config';
+export { BUILTIN_MODELS, resolveModel, modelKey } from './services/models';
+export { TOKENIZER_NAMES } from './services/tokenizer';
+
+// Single services.
+export { TokenMeter, type TokenMeterOptions } from './services/meter';
+export { classifyRequestError, isSilentOverflow, OVERFLOW_PATTERNS } from './services/overflow';
+export {
+  planPrune,
+  applyPrune,
+  truncateMiddle,
+  PruneSettingsError,
+  PrunePricingError,
+  PrunePlanStaleError,
+  type Pricing,
+  type PruneTarget,
+  type PruneSkip,
+  type PruneKeepReason,
+} from './services/pruner';
+export { selectRange } from './services/range';
+export { frameCheckpoint, unframeCheckpoint, CHECKPOINT_PREAMBLE } from './services/checkpoint';
+export { COMPACTION_INSTRUCTION, SUMMARY_SECTIONS, type SummarySection } from './services/summarizers/instruction';
+
+// The session log's schemas and helpers, for tools that read or write logs themselves.
+export {
+  EVENT_TYPES,
+  SURFACE_TYPES,
+  isSurfaceType,
+  toolCallsOf,
+  toChatMessage,
+  COMPACTION_CHECKPOINT_SOURCE,
+  EventDataSchemas,
+  StoredEventSchema,
+  UsageSchema,
+  SurfaceOpSchema,
+  TextBlockSchema,
+  ImageBlockSchema,
+  ReasoningBlockSchema,
+  ToolCallBlockSchema,
+  parseLogBytes,
+  checkSessionId,
+  usageFromOpenAI,
+  type ParsedLog,
+} from './session/index';

@@ -25,6 +25,9 @@ export {
 export { BUILTIN_MODELS, resolveModel, modelKey } from './services/models';
 export { TOKENIZER_NAMES } from './services/tokenizer';
 
+// Building an argument-prune replace (SPEC §15) for a custom pruner.
+export { argumentPruneProblem, withPrunedArguments } from './session/index';
+
 // Single services.
 export { TokenMeter, type TokenMeterOptions } from './services/meter';
 export { classifyRequestError, isSilentOverflow, OVERFLOW_PATTERNS } from './services/overflow';

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, expect, it } from 'vitest';
 import { PostgresStore, Session, type SessionEvent } from '../src/session/index.js';
-import { freshSchema, pgUrl } from './helpers/pg.js';
+import { closePgStores, freshSchema, pgUrl } from './helpers/pg.js';
 
 const WORKER = fileURLToPath(new URL('./helpers/pg-worker.ts', import.meta.url));
 const WORKERS = 8;
@@ -24,8 +24,9 @@ const RUN_MS = 14_000;
 type Msg = { w: string; pid: number; k: string; s?: string; seq?: number; tag?: string; clearedLock?: number | null; from?: string | null; on?: boolean; message?: string };
 
 const live = new Set<ChildProcess>();
-afterAll(() => {
+afterAll(async () => {
   for (const c of live) c.kill('SIGKILL');
+  await closePgStores();
 });
 
 it('8 workers, 20 sessions, SIGKILLs and stopped lease holders: nothing lost or doubled, one commit per contested compaction, orphans recovered', { timeout: 120_000 }, async () => {
@@ -73,7 +74,7 @@ it('8 workers, 20 sessions, SIGKILLs and stopped lease holders: nothing lost or 
           stalled.delete(id);
           child.kill('SIGCONT');
         };
-        stalled.set(id, { s: m.s!, resume, timer: setTimeout(resume, 8_000) });
+        stalled.set(id, { s: m.s!, resume, timer: setTimeout(resume, 12_000) });
         tellCompact(id, m.s!);
       }
       // A stopped worker resumes once another took its session over and stored there.

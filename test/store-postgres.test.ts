@@ -93,6 +93,22 @@ describe('PostgresStore: schema', () => {
   });
 });
 
+describe('PostgresStore: a pool of your own', () => {
+  it('is used as given and left open by close()', async () => {
+    const pool = new pg.Pool({ connectionString: pgUrl(), max: 2 });
+    const store = new PostgresStore({ pool, schema: freshSchema() });
+    const s = await Session.open(store, 'p');
+    s.append(user('via your pool'));
+    await s.close();
+    await store.close();
+    expect((await pool.query('SELECT 1 AS one')).rows[0].one).toBe(1);
+    const r = await Session.open(new PostgresStore({ pool, schema: schemaOf(store), readOnly: true }), 'p');
+    expect(r.length).toBe(1);
+    await r.close();
+    await pool.end();
+  });
+});
+
 describe('PostgresStore: bad connection input', () => {
   it('an unreachable server is store-unreachable naming host and port', async () => {
     const url = new URL(pgUrl());

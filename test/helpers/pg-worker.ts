@@ -128,7 +128,7 @@ async function main(): Promise<void> {
     const f = forced.shift();
     if (f !== undefined) {
       send({ k: 'busy', on: true });
-      const deadline = Date.now() + leaseMs * 8;
+      const deadline = Date.now() + leaseMs * 15;
       let tries = 1;
       while (!(await visit(f, true)) && Date.now() < deadline) {
         tries++;

@@ -2,7 +2,8 @@
  * Connecting to PostgreSQL and turning driver errors into StoreErrors that say what failed
  * and where (host, port, database; never the password).
  */
-import type { Pool, PoolConfig } from 'pg';
+import type { PoolConfig } from 'pg';
+import type { PgPool } from './postgres';
 import { StoreError } from '../errors';
 
 /** `postgres://user@host:port/db`, without the password, for messages. */
@@ -41,7 +42,7 @@ export function storeErrorOf(err: unknown, where: string, doing: string): StoreE
 }
 
 /** A pool of our own. `pg` is loaded on first use so that importing xcompact does not load it. */
-export async function createPool(url: string, extra: PoolConfig = {}): Promise<Pool> {
+export async function createPool(url: string, extra: PoolConfig = {}): Promise<PgPool> {
   const pg = (await import('pg')).default;
   const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 10_000, allowExitOnIdle: true, ...extra });
   // An idle client losing its connection must not crash the process; the next query reports it.

@@ -16,12 +16,23 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Pool } from 'pg';
 import { StoreError } from '../errors';
 import type { SessionEvent } from '../events';
 import { checkSessionId, type LoadReport, type LogWriter, type SessionStore, type StoredLog } from '../store';
 import { createPool, describeUrl, storeErrorOf } from './postgres-connect';
 import { migrate, schemaNames, storedVersion, type Queryable, type SchemaNames } from './postgres-schema';
+
+/**
+ * The calls the store makes on a connection pool: a `pg` Pool satisfies it. Declared here so
+ * that the public types do not depend on `@types/pg`.
+ */
+export interface PgPool {
+  query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
+  connect(): Promise<{ query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>; release(): void }>;
+  end(): Promise<void>;
+}
+
+type Pool = PgPool;
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database`. Either this or `pool`. */

@@ -3,7 +3,7 @@ export { XcompactError } from './errors';
 
 // The durable session model.
 export * from './session/index';
-export { PostgresStore, type PostgresStoreOptions } from './session/index';
+export { PostgresStore, type PostgresStoreOptions, type PgPool } from './session/index';
 
 // The engine an agent loop embeds.
 export {

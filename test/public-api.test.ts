@@ -130,6 +130,7 @@ describe('public API', () => {
         'MemoryStore',
         'OpenAISummarizer',
         'PiImportError',
+        'PostgresStore',
         'Session',
         'SessionRuleError',
         'SessionWriter',

@@ -3,14 +3,14 @@
  * request is to the model's window. Read-only: the file is read once into memory and
  * replayed there (see ReadOnlyJsonlStore); nothing is written next to it.
  */
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import { createCompactionEngine } from '../engine';
 import { isCheckpoint, type EventType, type SessionEvent } from '../session/events';
 import type { Session } from '../session/session';
 import { BudgetError, modelInfoFor, resolveBudget, tokenizerNameFor } from '../services/config';
 import { CliError } from './errors';
 import { loadConfig } from './config-file';
-import { detectFormat, loadSessionReadOnly, parseRoute, readInput } from './load';
+import { detectFormat, loadSessionReadOnly, openPostgresSession, parseRoute, postgresRef, readInput } from './load';
 import { createStyle, fmt, pct, table, useColor } from './ui';
 
 export interface InspectOptions {
@@ -19,6 +19,8 @@ export interface InspectOptions {
   config?: string;
   json?: boolean;
   color?: boolean;
+  /** A PostgreSQL url: `file` is then a session id in it. */
+  store?: string;
 }
 
 export interface CheckpointInfo {
@@ -68,6 +70,18 @@ export interface InspectReport {
 }
 
 export async function runInspect(file: string, options: InspectOptions, out: NodeJS.WriteStream = process.stdout): Promise<InspectReport> {
+  const pg = postgresRef(file, options.store);
+  if (pg) {
+    // Read-only: no writer lease, so a live session can be inspected while its worker writes.
+    const { session, close } = await openPostgresSession(pg, true);
+    try {
+      const report = buildReport(pg.label, 'xcompact', session, loadConfig(options.config, join(process.cwd(), pg.id)), options);
+      out.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderInspect(report, createStyle(useColor(options.color !== false, out)))}\n`);
+      return report;
+    } finally {
+      await close();
+    }
+  }
   const bytes = await readInput(file);
   const format = detectFormat(file, bytes);
   if (format === 'messages') {

@@ -51,6 +51,7 @@ export { selectRange, type RangeSelection, type SelectOptions } from './services
 export { frameCheckpoint, unframeCheckpoint, CHECKPOINT_PREAMBLE } from './services/checkpoint';
 export { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from './services/summarizer';
 export { OpenAISummarizer, type OpenAISummarizerOptions } from './services/summarizers/openai';
+export type { OpenAIClient } from './services/openai-client';
 export { ExtractiveSummarizer, type ExtractiveSummarizerOptions } from './services/summarizers/extractive';
 
 // The charts themselves, for inspection, visualisation and model-based tests.

@@ -4,8 +4,10 @@
  *   OPENAI_API_KEY=sk-… MODEL=gpt-4o-mini SANDBOX=./my-project npx tsx examples/agent-loop.ts
  *
  * Type a request at the `>` prompt; `/compact [focus]` between turns compacts by hand,
- * `/exit` (or Ctrl-D) quits. The session is stored in ./.xcompact-sessions/agent.jsonl and
- * continued on the next run. See examples/README.md for DeepSeek, llama.cpp and Ollama.
+ * `/exit` (or Ctrl-D) quits. Input may also be piped (`printf 'list the files\n/exit\n' | …`):
+ * every line is read, and the end of input ends the run. The session is stored in
+ * ./.xcompact-sessions/agent.jsonl and continued on the next run. See examples/README.md for
+ * DeepSeek, llama.cpp and Ollama.
  *
  * Where the engine is called, and why there:
  * - `afterStep()` after each step's facts (assistant message, tool results) are in the log and

@@ -158,7 +158,7 @@ describe(`${pkg.name} installed from its packed tarball`, { timeout: 300_000 }, 
         strict: true,
         noEmit: true,
         // The shipped declarations are checked too: one that names a package the user does not
-        // have (a devDependency) fails here.
+        // have (a devDependency only) fails here.
         skipLibCheck: false,
         types: ['node'],
         typeRoots: [join(ROOT, 'node_modules', '@types')],
@@ -167,7 +167,13 @@ describe(`${pkg.name} installed from its packed tarball`, { timeout: 300_000 }, 
     };
     writeFileSync(join(project, 'tsconfig.json'), `${JSON.stringify(tsconfig, null, 2)}\n`);
     const r = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], project, 180_000);
-    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    // Errors inside another package's declarations (a peer's own loose typings) are that
+    // package's business; ours and the check files must be clean. An error with no location
+    // (a broken tsconfig) counts too.
+    const errors = `${r.stdout}\n${r.stderr}`.split('\n').filter((l) => /error TS\d+/.test(l));
+    const ours = errors.filter((l) => !l.startsWith('node_modules/') || l.startsWith(`node_modules/${pkg.name}/`));
+    expect(ours, errors.join('\n')).toEqual([]);
+    expect(r.code === 0 || errors.length > 0, `${r.stdout}\n${r.stderr}`).toBe(true);
   });
 
   it('runs `npx xcompact --help`', async () => {

@@ -6,7 +6,7 @@
  * anything about the lifecycle: it turns calls into events, and events' results back into
  * promises. What happens in between is in src/machines/.
  */
-import type OpenAI from 'openai';
+import type { OpenAIClient } from './services/openai-client';
 import { createActor, fromPromise, type Actor, type InspectionEvent, type Observer } from 'xstate';
 import { XcompactError } from './errors';
 import { engineMachine, type EngineEmitted, type EngineRequest, type SettledResult } from './machines/engine';
@@ -90,8 +90,11 @@ export class CompactionError extends XcompactError {
 
 export interface CompactionEngineOptions {
   session: Session;
-  /** Any OpenAI-compatible client. Without one (and without `summarizer`) summaries are extractive. */
-  client?: OpenAI;
+  /**
+   * An `openai` SDK client (version 6 or 7) for any OpenAI-compatible endpoint. Without one (and
+   * without `summarizer`) summaries are extractive.
+   */
+  client?: OpenAIClient;
   /** Model registry entries, merged over the built-ins and `config.models`. */
   models?: Record<string, Partial<ModelInfo>>;
   config?: CompactionConfigInput;

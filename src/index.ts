@@ -102,6 +102,7 @@ export {
   type SummarizerErrorCode,
 } from './services/summarizer';
 export { OpenAISummarizer, type OpenAISummarizerOptions } from './services/summarizers/openai';
+export type { OpenAIClient } from './services/openai-client';
 export { ExtractiveSummarizer, type ExtractiveSummarizerOptions } from './services/summarizers/extractive';
 export { BoundedSummarizer, boundSummarizer, type BoundingOptions } from './services/summarizers/bounded-summarizer';
 export type { CountTokens } from './services/summarizers/bounded';

@@ -49,6 +49,11 @@ import {
 } from './convert';
 import { AiSdkSummarizer } from './summarizer';
 
+type Mapped =
+  | { role: 'user'; blocks: ReturnType<typeof userBlocks> }
+  | { role: 'assistant'; facts: AssistantFacts }
+  | { role: 'tool'; results: ReturnType<typeof toolResults> };
+
 export interface AiSdkCompactionOptions extends Omit<CompactionEngineOptions, 'session' | 'client' | 'summarizer' | 'models'> {
   /** The model the loop talks to (any AI SDK language model). */
   model: LanguageModelV3;
@@ -118,29 +123,40 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     if (session.openTurn === null) w.startTurn();
   };
 
-  const record = async (message: LanguageModelV3Message, signal: AbortSignal | undefined): Promise<void> => {
-    switch (message.role) {
-      case 'system':
-        throw new AiSdkAdapterError(
-          'unmappable-part',
-          'xcompact/ai-sdk cannot record a system message in the middle of the conversation: only the leading system prompt is kept (as surface node 0); send other instructions as a user message',
-        );
+  /** Every new message mapped before anything is written: a part the session cannot hold changes nothing. */
+  const mapAll = (messages: readonly LanguageModelV3Message[]): Mapped[] =>
+    messages.map((message): Mapped => {
+      switch (message.role) {
+        case 'system':
+          throw new AiSdkAdapterError(
+            'unmappable-part',
+            'xcompact/ai-sdk cannot record a system message in the middle of the conversation: only the leading system prompt is kept (as surface node 0); send other instructions as a user message',
+          );
+        case 'user':
+          return { role: 'user', blocks: userBlocks(message) };
+        case 'assistant':
+          return { role: 'assistant', facts: assistantFacts(message) };
+        case 'tool':
+          return { role: 'tool', results: toolResults(message) };
+      }
+    });
+
+  const record = async (m: Mapped, signal: AbortSignal | undefined): Promise<void> => {
+    switch (m.role) {
       case 'user':
         await closeStep(signal);
         if (session.openTurn !== null) w.endTurn('completed');
         w.startTurn();
-        w.user(userBlocks(message));
+        w.user(m.blocks);
         return;
-      case 'assistant': {
-        const facts = assistantFacts(message);
+      case 'assistant':
         ensureTurn();
         await closeStep(signal);
         w.startStep();
-        writeReply(facts, undefined);
+        writeReply(m.facts, undefined);
         return;
-      }
       case 'tool':
-        for (const r of toolResults(message)) w.toolResult(r.callId, r.content, { toolName: r.toolName, ...(r.isError ? { isError: true } : {}) });
+        for (const r of m.results) w.toolResult(r.callId, r.content, { toolName: r.toolName, ...(r.isError ? { isError: true } : {}) });
         return;
     }
   };
@@ -164,7 +180,6 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     const system: string[] = [];
     for (; i < params.prompt.length && params.prompt[i]!.role === 'system'; i++) system.push(params.prompt[i]!.content as string);
     const rest = params.prompt.slice(i);
-    if (system.length > 0) w.system(system.join('\n\n'));
     for (let k = 0; k < consumed.length; k++) {
       if (rest[k] === undefined || fingerprint(rest[k]!) !== consumed[k]) {
         throw new AiSdkAdapterError(
@@ -174,15 +189,15 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
         );
       }
     }
-    let next = consumed.length;
-    if (echo !== undefined && rest[next] !== undefined && fingerprint(rest[next]!) === echo) {
-      consumed.push(echo);
-      next++;
-    }
+    const echoed = echo !== undefined && rest[consumed.length] !== undefined && fingerprint(rest[consumed.length]!) === echo;
+    const fresh = rest.slice(consumed.length + (echoed ? 1 : 0));
+    const mapped = mapAll(fresh);
+    if (echoed) consumed.push(echo!);
     echo = undefined;
-    for (; next < rest.length; next++) {
-      await record(rest[next]!, signal);
-      consumed.push(fingerprint(rest[next]!));
+    if (system.length > 0) w.system(system.join('\n\n'));
+    for (const [k, m] of mapped.entries()) {
+      await record(m, signal);
+      consumed.push(fingerprint(fresh[k]!));
     }
     await closeStep(signal);
     ensureTurn();
@@ -199,7 +214,13 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
 
   /** Step 4. */
   const finish = async (content: readonly LanguageModelV3Content[], meta: { usage?: LanguageModelV3Usage; finish?: LanguageModelV3FinishReason; modelId?: string }, signal: AbortSignal | undefined) => {
-    const facts = replyFacts(content);
+    let facts: AssistantFacts;
+    try {
+      facts = replyFacts(content);
+    } catch (err) {
+      abandon();
+      throw err;
+    }
     writeReply(facts, meta);
     echo = `assistant[${content
       .filter((p) => p.type === 'text' || p.type === 'reasoning' || p.type === 'tool-call')

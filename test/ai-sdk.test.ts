@@ -6,81 +6,13 @@
  * the tool loop; one request is rejected with a provider's overflow 400 and recovered.
  * Every request the server received must be one a provider accepts.
  */
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { generateText, stepCountIs, streamText, tool, type ModelMessage } from 'ai';
+import { generateText, stepCountIs, streamText, type ModelMessage } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createAiSdkCompaction, type AiSdkCompaction } from '../src/adapters/ai-sdk/index';
 import { isSummaryRequest } from '../src/agent/scripted-coder';
 import { isCheckpoint, type SessionEvent } from '../src/session/events';
-import { Session } from '../src/session/session';
-import { OVERFLOW_BODIES, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer, type Scenario } from '../src/testing/openai-server';
+import type { ChatRequestBody } from '../src/testing/openai-server';
+import { OVERFLOW_AT, setup, startScript, STEPS, type Script } from './helpers/ai-sdk-script';
 import { openAIMessageProblems } from './helpers/openai-validator';
-
-const WINDOW = 16_384;
-const STEPS = 24;
-const OVERFLOW_AT = 17;
-
-/** A chunk of a "log file": distinct lines, so a summary or a prune really changes the prompt. */
-function chunk(part: number): string {
-  const lines: string[] = [];
-  for (let i = 0; i < 60; i++) lines.push(`part ${part} line ${i}: worker-${(part * 61 + i) % 17} handled request ${part * 1000 + i} in ${(i * 7) % 113} ms`);
-  return lines.join('\n');
-}
-
-interface Script {
-  server: LocalOpenAIServer;
-  executed: number[];
-  agentRequests: () => ChatRequestBody[];
-}
-
-/** The model: calls read_log(part) until it has read STEPS parts, then answers; rejects request `overflowAt` once. */
-async function startScript(overflowAt: number | undefined): Promise<Script> {
-  let agent = 0;
-  const handler = (req: { body: ChatRequestBody }): Scenario => {
-    if (isSummaryRequest(req.body)) return { kind: 'reply', content: 'Summary: read log parts so far; workers handle requests in under 113 ms.' };
-    const n = agent++;
-    if (n === overflowAt) return { kind: 'status', ...OVERFLOW_BODIES.openai };
-    const messages = req.body.messages ?? [];
-    const last = messages[messages.length - 1];
-    if (last?.role === 'user' && typeof last.content === 'string' && last.content.includes('again')) {
-      return { kind: 'reply', content: 'Still done.' };
-    }
-    const part = partCounter.value++;
-    if (part >= STEPS) return { kind: 'reply', content: `Read ${STEPS} parts. Done.` };
-    return { kind: 'reply', toolCalls: [{ id: `call_${part}`, name: 'read_log', arguments: JSON.stringify({ part }) }] };
-  };
-  const partCounter = { value: 0 };
-  const server = await startOpenAIServer({ scenarios: handler, defaultModel: 'scripted' });
-  return {
-    server,
-    executed: [],
-    agentRequests: () => server.requests.filter((r) => r.path === '/v1/chat/completions' && !isSummaryRequest(r.json as ChatRequestBody)).map((r) => r.json as ChatRequestBody),
-  };
-}
-
-function setup(script: Script): { compaction: AiSdkCompaction; tools: { read_log: ReturnType<typeof readLog> } } {
-  const provider = createOpenAICompatible({ name: 'local', baseURL: script.server.baseURL, apiKey: 'test', includeUsage: true });
-  const compaction = createAiSdkCompaction({
-    model: provider.chatModel('scripted'),
-    session: Session.inMemory(),
-    contextWindow: WINDOW,
-    maxOutputTokens: 1024,
-    config: { headroomTokens: 2048, maxTokens: 1024 },
-  });
-  return { compaction, tools: { read_log: readLog(script.executed) } };
-}
-
-function readLog(executed: number[]) {
-  return tool({
-    description: 'Read one part of the service log.',
-    inputSchema: z.object({ part: z.number().int() }),
-    execute: async ({ part }) => {
-      executed.push(part);
-      return chunk(part);
-    },
-  });
-}
 
 function checkRequests(script: Script): void {
   const bodies = script.server.requests.filter((r) => r.path === '/v1/chat/completions').map((r) => r.json as ChatRequestBody);

@@ -8,10 +8,9 @@
  */
 import { generateText, stepCountIs, streamText, type ModelMessage } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isSummaryRequest } from '../src/agent/scripted-coder';
 import { isCheckpoint, type SessionEvent } from '../src/session/events';
 import type { ChatRequestBody } from '../src/testing/openai-server';
-import { OVERFLOW_AT, setup, startScript, STEPS, type Script } from './helpers/ai-sdk-script';
+import { isSummaryRequest, OVERFLOW_AT, setup, startScript, STEPS, type Script } from './helpers/ai-sdk-script';
 import { openAIMessageProblems } from './helpers/openai-validator';
 
 function checkRequests(script: Script): void {

@@ -8,7 +8,6 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { tool } from 'ai';
 import { z } from 'zod';
 import { createAiSdkCompaction, type AiSdkCompaction, type AiSdkCompactionOptions } from '../../src/adapters/ai-sdk/index';
-import { isSummaryRequest } from '../../src/agent/scripted-coder';
 import { Session } from '../../src/session/session';
 import { OVERFLOW_BODIES, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer, type Scenario } from '../../src/testing/openai-server';
 
@@ -27,6 +26,12 @@ export interface Script {
   server: LocalOpenAIServer;
   executed: number[];
   agentRequests: () => ChatRequestBody[];
+}
+
+/** A summary request ends with the (long) compaction instruction; the tests' own prompts are short. */
+export function isSummaryRequest(body: ChatRequestBody): boolean {
+  const last = body.messages?.[body.messages.length - 1];
+  return last?.role === 'user' && typeof last.content === 'string' && last.content.length > 300;
 }
 
 /** The model: calls read_log(part) until it has read STEPS parts, then answers; rejects request `overflowAt` once. */

@@ -20,7 +20,7 @@ import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
 import { z } from 'zod';
 // In your application: from 'xcompact', 'xcompact/ai-sdk' and 'xcompact/testing'.
 import { JsonlStore, Session, type CompactionRecord } from '../src/index';
-import { createAiSdkCompaction } from '../src/adapters/ai-sdk/index';
+import { createAiSdkCompaction, type AiSdkCompaction } from '../src/adapters/ai-sdk/index';
 import { startOpenAIServer, type ChatRequestBody, type Scenario } from '../src/testing/index';
 
 export interface ExampleOptions {
@@ -37,6 +37,8 @@ export interface ExampleOptions {
   sandbox: string;
   prompts: string[];
   log?: (line: string) => void;
+  /** Called with the compaction before the first request (e.g. to attach `instrument` from xcompact/otel). */
+  onCompaction?: (compaction: AiSdkCompaction) => void;
 }
 
 export interface ExampleRun {
@@ -60,6 +62,7 @@ export async function runExample(options: ExampleOptions): Promise<ExampleRun> {
     maxOutputTokens: options.maxOutputTokens ?? 1024,
     config: { maxTokens: options.maxOutputTokens ?? 1024 },
   });
+  options.onCompaction?.(compaction);
   const run: ExampleRun = { answers: [], steps: 0, compactions: [] };
   compaction.engine.on((e) => {
     if (e.type === 'compaction.committed') {

@@ -1,7 +1,7 @@
 /**
  * examples/ai-sdk.ts runs as documented: as a process against the local server by default,
  * and as a function (every request the server received valid, a compaction mid tool loop,
- * the answer after it).
+ * the answer after it); examples/otel.ts prints the spans and metrics of that run.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateSandbox, runExample, scriptedReader } from '../examples/ai-sdk';
+import { main as otelExample } from '../examples/otel';
 import { Session } from '../src/session/session';
 import { startOpenAIServer, type ChatRequestBody } from '../src/testing/openai-server';
 import { openAIMessageProblems } from './helpers/openai-validator';
@@ -50,5 +51,16 @@ describe('examples/ai-sdk.ts', () => {
     } finally {
       await server.close();
     }
+  }, 60_000);
+
+  it('examples/otel.ts records the compaction as a span and counts it', async () => {
+    const lines: string[] = [];
+    await otelExample((l) => lines.push(l));
+    const span = lines.find((l) => l.startsWith('span xcompact.compaction '));
+    expect(span).toBeDefined();
+    const attrs = JSON.parse(span!.slice('span xcompact.compaction '.length)) as Record<string, unknown>;
+    expect(attrs).toMatchObject({ 'xcompact.trigger': 'pressure', 'xcompact.outcome': 'committed' });
+    expect(lines).toContain('metric xcompact.compactions 1');
+    expect(lines.some((l) => /^metric xcompact.wait.duration \d+$/.test(l))).toBe(true);
   }, 60_000);
 });

@@ -6,7 +6,7 @@
  * the tool loop; one request is rejected with a provider's overflow 400 and recovered.
  * Every request the server received must be one a provider accepts.
  */
-import { generateText, stepCountIs, streamText, type ModelMessage } from 'ai';
+import { generateText, stepCountIs, streamText, ToolLoopAgent, type ModelMessage } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isCheckpoint, type SessionEvent } from '../src/session/events';
 import type { ChatRequestBody } from '../src/testing/openai-server';
@@ -98,4 +98,17 @@ describe('xcompact/ai-sdk with @ai-sdk/openai-compatible over HTTP', () => {
       await compaction.close();
     }, 60_000);
   }
+
+  it('ToolLoopAgent: the same one option, a compaction mid loop, every request valid', async () => {
+    const script = await startScript(undefined);
+    cleanups.push(() => script.server.close());
+    const { compaction, tools } = setup(script);
+    const agent = new ToolLoopAgent({ model: compaction.model, instructions: 'You are a log analyst.', tools, stopWhen: stepCountIs(40), maxRetries: 0 });
+    const r = await agent.generate({ prompt: 'Read the service log, part by part.' });
+    expect(r.text).toBe(`Read ${STEPS} parts. Done.`);
+    expect(script.executed).toHaveLength(STEPS);
+    expect(midLoopCompactions(compaction.session.events())).toBeGreaterThanOrEqual(1);
+    checkRequests(script);
+    await compaction.close();
+  }, 60_000);
 });

@@ -112,7 +112,7 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
   /** Non-system prompt messages already recorded, by fingerprint (the app's uncompacted view). */
   const consumed: string[] = [];
   /** The reply the adapter recorded from the model: the next prompt repeats it, and it is skipped there. */
-  let echo: string | undefined;
+  let echo: string[] | undefined;
 
   const closeStep = async (signal: AbortSignal | undefined): Promise<void> => {
     if (!session.openStep) return;
@@ -189,10 +189,11 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
         );
       }
     }
-    const echoed = echo !== undefined && rest[consumed.length] !== undefined && fingerprint(rest[consumed.length]!) === echo;
+    const candidate = rest[consumed.length];
+    const echoed = echo !== undefined && candidate !== undefined && isEcho(candidate, echo);
     const fresh = rest.slice(consumed.length + (echoed ? 1 : 0));
     const mapped = mapAll(fresh);
-    if (echoed) consumed.push(echo!);
+    if (echoed) consumed.push(fingerprint(candidate!));
     echo = undefined;
     if (system.length > 0) w.system(system.join('\n\n'));
     for (const [k, m] of mapped.entries()) {
@@ -222,10 +223,7 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
       throw err;
     }
     writeReply(facts, meta);
-    echo = `assistant[${content
-      .filter((p) => p.type === 'text' || p.type === 'reasoning' || p.type === 'tool-call')
-      .map((p) => (p.type === 'tool-call' ? `tool-call:${p.toolCallId}` : p.type))
-      .join(',')}]`;
+    echo = facts.toolCalls.map((c) => c.id);
     if (facts.toolCalls.length === 0) {
       await closeStep(signal);
       w.endTurn('completed');
@@ -340,6 +338,16 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
       await session.flush();
     },
   };
+}
+
+/**
+ * The assistant message the SDK appends after a reply is that reply: matched by its tool-call
+ * ids, not its text (providers differ in the empty text and reasoning parts they keep).
+ */
+function isEcho(message: LanguageModelV3Message, callIds: readonly string[]): boolean {
+  if (message.role !== 'assistant') return false;
+  const ids = message.content.filter((p) => p.type === 'tool-call').map((p) => (p as { toolCallId: string }).toolCallId);
+  return ids.length === callIds.length && ids.every((id, k) => id === callIds[k]);
 }
 
 /** AI SDK function tools → the chat-completions shape the meter prices (and the summarizer replays). */

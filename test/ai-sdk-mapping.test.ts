@@ -5,7 +5,7 @@
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3Prompt } from '@ai-sdk/provider';
-import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
+import { APICallError, generateText, stepCountIs, streamText, tool, type ModelMessage } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -152,5 +152,44 @@ describe('xcompact/ai-sdk: tool errors are results too', () => {
     const second = server.requests[sent + 1]!.json as ChatRequestBody;
     expect(openAIMessageProblems(second.messages ?? [])).toEqual([]);
     expect(JSON.stringify(second.messages)).toContain('disk on fire');
+  });
+});
+
+describe('xcompact/ai-sdk: provider errors that are not an overflow', () => {
+  it('a 500 is thrown unchanged, nothing is compacted, and the next call continues the conversation', async () => {
+    const a = adapter();
+    const events: string[] = [];
+    a.engine.on((e) => events.push(e.type));
+    server.enqueue({ kind: 'status', status: 500, body: { error: { message: 'upstream exploded', type: 'server_error' } } });
+    const messages: ModelMessage[] = [{ role: 'user', content: 'hello there' }];
+    const err = await generateText({ model: a.model, messages, maxRetries: 0 }).catch((e: unknown) => e);
+    expect(APICallError.isInstance(err)).toBe(true);
+    expect((err as APICallError).statusCode).toBe(500);
+    expect(events.filter((e) => e.startsWith('compaction'))).toEqual([]);
+    expect(a.session.openStep).toBeNull();
+    expect(a.session.openTurn).toBeNull();
+    const ends = a.session.events().filter((e) => e.type === 'turn/end');
+    expect(ends.map((e) => (e.data as { reason?: string }).reason)).toEqual(['error']);
+    server.enqueue({ kind: 'reply', content: 'hi' });
+    const ok = await generateText({ model: a.model, messages, maxRetries: 0 });
+    expect(ok.text).toBe('hi');
+    expect(a.session.events().filter((e) => e.type === 'user/message')).toHaveLength(1);
+  });
+
+  it('a stream that fails midway records no partial reply and closes its step and turn', async () => {
+    const a = adapter();
+    server.enqueue({ kind: 'streamError', afterChunks: 1, content: 'partial ', error: { message: 'generation failed', type: 'server_error' } });
+    const messages: ModelMessage[] = [{ role: 'user', content: 'stream something' }];
+    const r = streamText({ model: a.model, messages, maxRetries: 0, onError: () => undefined });
+    await Promise.resolve(r.text).catch(() => undefined);
+    await Promise.resolve(r.finishReason).catch(() => undefined);
+    expect(a.session.events().some((e) => e.type === 'assistant/message')).toBe(false);
+    expect(a.session.openStep).toBeNull();
+    expect(a.session.openTurn).toBeNull();
+    server.enqueue({ kind: 'reply', content: 'done now' });
+    const again = streamText({ model: a.model, messages, maxRetries: 0 });
+    expect(await again.text).toBe('done now');
+    const replies = a.session.events().filter((e) => e.type === 'assistant/message');
+    expect(replies).toHaveLength(1);
   });
 });

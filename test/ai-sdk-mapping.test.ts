@@ -7,11 +7,15 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3Prompt } from '@ai-sdk/provider';
 import { APICallError, generateText, stepCountIs, streamText, tool, type ModelMessage } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AiSdkAdapterError, createAiSdkCompaction, type AiSdkCompaction } from '../src/adapters/ai-sdk/index';
 import type { SessionEvent } from '../src/session/events';
 import { Session } from '../src/session/session';
+import { JsonlStore } from '../src/session/stores/jsonl';
 import { startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer } from '../src/testing/openai-server';
 import { openAIMessageProblems } from './helpers/openai-validator';
 
@@ -191,5 +195,48 @@ describe('xcompact/ai-sdk: provider errors that are not an overflow', () => {
     expect(await again.text).toBe('done now');
     const replies = a.session.events().filter((e) => e.type === 'assistant/message');
     expect(replies).toHaveLength(1);
+  });
+});
+
+describe('xcompact/ai-sdk: a stored session continued by a new process', () => {
+  it('the recorded messages are not recorded again; a history missing one of them is refused', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'xcompact-ai-sdk-resume-'));
+    try {
+      const provider = createOpenAICompatible({ name: 'local', baseURL: server.baseURL, apiKey: 'test', includeUsage: true });
+      const tools = { look: tool({ inputSchema: z.object({}), execute: async () => 'a tidy room' }) };
+      const open = async () => {
+        const session = await Session.open(new JsonlStore(dir), 'resume');
+        return createAiSdkCompaction({ model: provider.chatModel('m'), session, contextWindow: 32_000 });
+      };
+      const first = await open();
+      server.enqueue({ kind: 'reply', toolCalls: [{ id: 'r1', name: 'look', arguments: '{}' }] }, { kind: 'reply', content: 'Tidy.' });
+      const history: ModelMessage[] = [{ role: 'user', content: 'look around' }];
+      const r1 = await generateText({ model: first.model, system: 'sys', messages: history, tools, stopWhen: stepCountIs(3), maxRetries: 0 });
+      history.push(...r1.response.messages);
+      await first.close();
+      await first.session.close();
+
+      const second = await open();
+      const recorded = second.session.length;
+      const withoutReply = [...history.slice(0, -1), { role: 'user' as const, content: 'and now?' }];
+      await expectAdapterError(generateText({ model: second.model, system: 'sys', messages: withoutReply, tools, maxRetries: 0 }), 'history-diverged', /message 3/);
+      expect(second.session.length).toBe(recorded);
+
+      server.enqueue({ kind: 'reply', content: 'Still tidy.' });
+      const sent = server.requests.length;
+      const r2 = await generateText({ model: second.model, system: 'sys', messages: [...history, { role: 'user', content: 'and now?' }], tools, maxRetries: 0 });
+      expect(r2.text).toBe('Still tidy.');
+      const log = second.session.events();
+      expect(log.filter((e) => e.type === 'user/message')).toHaveLength(2);
+      expect(log.filter((e) => e.type === 'assistant/message')).toHaveLength(3);
+      expect(log.filter((e) => e.type === 'tool/result')).toHaveLength(1);
+      const body = server.requests[sent]!.json as ChatRequestBody;
+      expect(openAIMessageProblems(body.messages ?? [])).toEqual([]);
+      expect(body.messages!.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'user']);
+      await second.close();
+      await second.session.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -31,6 +31,7 @@ import type {
 } from '@ai-sdk/provider';
 import { wrapLanguageModel } from 'ai';
 import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../../engine';
+import { isCheckpoint, type SurfaceEvent } from '../../session/events';
 import type { Session } from '../../session/session';
 import { SessionWriter } from '../../session/writer';
 import type { Summarizer } from '../../services/summarizer';
@@ -109,8 +110,12 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
   });
   const w = new SessionWriter(session);
 
-  /** Non-system prompt messages already recorded, by fingerprint (the app's uncompacted view). */
-  const consumed: string[] = [];
+  /**
+   * Non-system prompt messages already recorded, by fingerprint (the app's uncompacted view).
+   * A stored session continued by a new process starts with its messages read back from the
+   * log (`~role`: the role is checked, not the parts).
+   */
+  const consumed: string[] = appMessagesIn(session).map((role) => `~${role}`);
   /** The reply the adapter recorded from the model: the next prompt repeats it, and it is skipped there. */
   let echo: string[] | undefined;
 
@@ -181,7 +186,7 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     for (; i < params.prompt.length && params.prompt[i]!.role === 'system'; i++) system.push(params.prompt[i]!.content as string);
     const rest = params.prompt.slice(i);
     for (let k = 0; k < consumed.length; k++) {
-      if (rest[k] === undefined || fingerprint(rest[k]!) !== consumed[k]) {
+      if (rest[k] === undefined || !sameMessage(rest[k]!, consumed[k]!)) {
         throw new AiSdkAdapterError(
           'history-diverged',
           `the prompt does not continue the recorded conversation (message ${k} is ${rest[k] ? fingerprint(rest[k]!) : 'missing'}, recorded ${consumed[k]}): ` +
@@ -208,8 +213,8 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
   };
 
   const derive = (): LanguageModelV3Prompt => {
-    const events = [];
-    for (const seq of session.surface.seqs()) events.push(session.event(seq) as Parameters<typeof promptOf>[0] extends Iterable<infer E> ? E : never);
+    const events: SurfaceEvent[] = [];
+    for (const seq of session.surface.seqs()) events.push(session.event(seq) as SurfaceEvent);
     return promptOf(events);
   };
 
@@ -338,6 +343,26 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
       await session.flush();
     },
   };
+}
+
+const sameMessage = (message: LanguageModelV3Message, recorded: string): boolean =>
+  recorded.startsWith('~') ? message.role === recorded.slice(1) : fingerprint(message) === recorded;
+
+/**
+ * The roles of the app's messages a stored session already holds: every original append (not a
+ * prune or checkpoint replacing one) of a user or assistant message, and each run of tool
+ * results (the SDK puts one step's results in one tool message).
+ */
+function appMessagesIn(session: Session): Array<'user' | 'assistant' | 'tool'> {
+  const roles: Array<'user' | 'assistant' | 'tool'> = [];
+  for (const e of session.events()) {
+    if (e.surfaceOp !== 'append' || e.type === 'system/message') continue;
+    if (e.type === 'tool/result') {
+      if (roles[roles.length - 1] !== 'tool') roles.push('tool');
+    } else if (e.type === 'assistant/message') roles.push('assistant');
+    else if (e.type === 'user/message' && !isCheckpoint(e)) roles.push('user');
+  }
+  return roles;
 }
 
 /**

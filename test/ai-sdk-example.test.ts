@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { generateSandbox, runExample, scriptedReader } from '../examples/ai-sdk';
 import { main as otelExample } from '../examples/otel';
 import { Session } from '../src/session/session';
-import { startOpenAIServer, type ChatRequestBody } from '../src/testing/openai-server';
+import { startOpenAIServer, type ChatRequestBody } from '../src/testing/index';
 import { openAIMessageProblems } from './helpers/openai-validator';
 
 const dirs: string[] = [];

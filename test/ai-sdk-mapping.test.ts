@@ -16,7 +16,7 @@ import { AiSdkAdapterError, createAiSdkCompaction, type AiSdkCompaction } from '
 import type { SessionEvent } from '../src/session/events';
 import { Session } from '../src/session/session';
 import { JsonlStore } from '../src/session/stores/jsonl';
-import { startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer } from '../src/testing/openai-server';
+import { startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer } from '../src/testing/index';
 import { openAIMessageProblems } from './helpers/openai-validator';
 
 let server: LocalOpenAIServer;

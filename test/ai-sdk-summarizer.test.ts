@@ -10,7 +10,7 @@ import type { SurfaceEvent } from '../src/session/events';
 import { Session } from '../src/session/session';
 import { SessionWriter } from '../src/session/writer';
 import { SummarizerError, type SummaryRequest } from '../src/services/summarizer';
-import { startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer } from '../src/testing/openai-server';
+import { startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer } from '../src/testing/index';
 import { openAIMessageProblems } from './helpers/openai-validator';
 
 let server: LocalOpenAIServer;

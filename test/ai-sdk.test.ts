@@ -9,7 +9,7 @@
 import { generateText, stepCountIs, streamText, ToolLoopAgent, type ModelMessage } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isCheckpoint, type SessionEvent } from '../src/session/events';
-import type { ChatRequestBody } from '../src/testing/openai-server';
+import type { ChatRequestBody } from '../src/testing/index';
 import { isSummaryRequest, OVERFLOW_AT, setup, startScript, STEPS, type Script } from './helpers/ai-sdk-script';
 import { openAIMessageProblems } from './helpers/openai-validator';
 

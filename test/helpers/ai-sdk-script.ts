@@ -9,7 +9,7 @@ import { tool } from 'ai';
 import { z } from 'zod';
 import { createAiSdkCompaction, type AiSdkCompaction, type AiSdkCompactionOptions } from '../../src/adapters/ai-sdk/index';
 import { Session } from '../../src/session/session';
-import { OVERFLOW_BODIES, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer, type Scenario } from '../../src/testing/openai-server';
+import { OVERFLOW_BODIES, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer, type Scenario } from '../../src/testing/index';
 
 export const WINDOW = 16_384;
 export const STEPS = 24;

@@ -96,7 +96,7 @@ describe('xcompact/ai-sdk: messages it cannot map', () => {
     expect(a.session.length).toBe(recorded);
   });
 
-  it('a provider-executed tool in the model reply: named; the step and turn are closed, the log stays consistent', async () => {
+  it('a provider-executed tool in the model reply: named; the step is closed as error, the log stays consistent', async () => {
     const model = new MockLanguageModelV3({
       provider: 'mock.chat',
       modelId: 'mock',
@@ -113,7 +113,9 @@ describe('xcompact/ai-sdk: messages it cannot map', () => {
     const a = createAiSdkCompaction({ model, session: Session.inMemory(), contextWindow: 32_000 });
     await expectAdapterError(generateText({ model: a.model, prompt: 'search', maxRetries: 0 }), 'unmappable-part', /provider-executed tool "web_search"/);
     expect(a.session.openStep).toBeNull();
-    expect(a.session.openTurn).toBeNull();
+    expect(a.session.events().filter((e) => e.type === 'step/end').map((e) => (e.data as { reason?: string }).reason)).toEqual(['error']);
+    await a.close();
+    expect(a.session.events().filter((e) => e.type === 'turn/end').map((e) => (e.data as { reason?: string }).reason)).toEqual(['error']);
     expect(a.session.events().some((e) => e.type === 'assistant/message')).toBe(false);
   });
 
@@ -160,7 +162,7 @@ describe('xcompact/ai-sdk: tool errors are results too', () => {
 });
 
 describe('xcompact/ai-sdk: provider errors that are not an overflow', () => {
-  it('a 500 is thrown unchanged, nothing is compacted, and the next call continues the conversation', async () => {
+  it('a 500 is thrown unchanged, nothing is compacted, and a retry continues the same turn', async () => {
     const a = adapter();
     const events: string[] = [];
     a.engine.on((e) => events.push(e.type));
@@ -171,16 +173,17 @@ describe('xcompact/ai-sdk: provider errors that are not an overflow', () => {
     expect((err as APICallError).statusCode).toBe(500);
     expect(events.filter((e) => e.startsWith('compaction'))).toEqual([]);
     expect(a.session.openStep).toBeNull();
-    expect(a.session.openTurn).toBeNull();
-    const ends = a.session.events().filter((e) => e.type === 'turn/end');
-    expect(ends.map((e) => (e.data as { reason?: string }).reason)).toEqual(['error']);
+    expect(a.session.openTurn).toBe(0);
     server.enqueue({ kind: 'reply', content: 'hi' });
     const ok = await generateText({ model: a.model, messages, maxRetries: 0 });
     expect(ok.text).toBe('hi');
+    const reasons = (type: string) => a.session.events().filter((e) => e.type === type).map((e) => (e.data as { reason?: string }).reason);
+    expect(reasons('step/end')).toEqual(['error', undefined]);
+    expect(reasons('turn/end')).toEqual(['completed']);
     expect(a.session.events().filter((e) => e.type === 'user/message')).toHaveLength(1);
   });
 
-  it('a stream that fails midway records no partial reply and closes its step and turn', async () => {
+  it('a stream that fails midway records no partial reply and closes its step', async () => {
     const a = adapter();
     server.enqueue({ kind: 'streamError', afterChunks: 1, content: 'partial ', error: { message: 'generation failed', type: 'server_error' } });
     const messages: ModelMessage[] = [{ role: 'user', content: 'stream something' }];
@@ -189,7 +192,6 @@ describe('xcompact/ai-sdk: provider errors that are not an overflow', () => {
     await Promise.resolve(r.finishReason).catch(() => undefined);
     expect(a.session.events().some((e) => e.type === 'assistant/message')).toBe(false);
     expect(a.session.openStep).toBeNull();
-    expect(a.session.openTurn).toBeNull();
     server.enqueue({ kind: 'reply', content: 'done now' });
     const again = streamText({ model: a.model, messages, maxRetries: 0 });
     expect(await again.text).toBe('done now');

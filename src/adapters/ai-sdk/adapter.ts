@@ -118,6 +118,8 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
   const consumed: string[] = appMessagesIn(session).map((role) => `~${role}`);
   /** The reply the adapter recorded from the model: the next prompt repeats it, and it is skipped there. */
   let echo: string[] | undefined;
+  /** The open turn's last request failed (and no reply completed it since). */
+  let turnFailed = false;
 
   const closeStep = async (signal: AbortSignal | undefined): Promise<void> => {
     if (!session.openStep) return;
@@ -150,7 +152,8 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     switch (m.role) {
       case 'user':
         await closeStep(signal);
-        if (session.openTurn !== null) w.endTurn('completed');
+        if (session.openTurn !== null) w.endTurn(turnFailed ? 'error' : 'completed');
+        turnFailed = false;
         w.startTurn();
         w.user(m.blocks);
         return;
@@ -232,16 +235,21 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     if (facts.toolCalls.length === 0) {
       await closeStep(signal);
       w.endTurn('completed');
+      turnFailed = false;
     }
     await session.flush();
   };
 
-  /** A request that failed for good: close what is open (the calls are answered), keep the log consistent. */
+  /**
+   * A request that failed for good: its step ends as `error`. The turn stays open, so a retry
+   * of the same prompt (the SDK's own retries, or the app's) continues it; the next user
+   * message ends it as `error` unless a reply completed it.
+   */
   const abandon = () => {
     echo = undefined;
     if (session.surface.pendingCalls().length > 0) return;
     if (session.openStep) w.endStep('error');
-    if (session.openTurn !== null) w.endTurn('error');
+    turnFailed = session.openTurn !== null;
   };
 
   /** Step 3: sends, and on an overflow the engine compacts and the prompt is rebuilt. */
@@ -338,7 +346,7 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
       engine.stop();
       if (session.surface.pendingCalls().length === 0) {
         if (session.openStep) w.endStep('aborted');
-        if (session.openTurn !== null) w.endTurn('aborted');
+        if (session.openTurn !== null) w.endTurn(turnFailed ? 'error' : 'aborted');
       }
       await session.flush();
     },

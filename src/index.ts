@@ -17,6 +17,9 @@ export {
   type EngineServices,
 } from './engine';
 export type { CompactionErrorCode, ErrorInfo, SelectInput, PruneInput } from './machines/types';
+// The engine as a machine a host machine invokes (examples/xstate-agent.ts).
+export { createCompactionMachine, type CompactionMachineOptions } from './compaction-machine';
+export type { CompactionEmitted, EngineRequest, SettledResult, ShutdownEvent } from './machines/engine';
 export type { PressureStatus } from './machines/pressure';
 export type { DeclineReason } from './machines/overflow';
 

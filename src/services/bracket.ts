@@ -4,6 +4,7 @@
  * abandoned one never touches another writer's lock.
  */
 import type { CommitRecord, ErrorInfo, OpenedBracket, SummaryOutcome, Trigger } from '../machines/types';
+import { SessionRuleError } from '../session/errors';
 import { COMPACTION_CHECKPOINT_SOURCE } from '../session/events';
 import { frameCheckpoint } from './checkpoint';
 import type { ServiceDeps } from './deps';
@@ -36,7 +37,7 @@ export class BracketWriter {
     try {
       seq = session.append({ type: 'compaction/start', data: { turn: input.turn, trigger: input.trigger } }).seq;
     } catch (err) {
-      if ((err as { code?: unknown }).code === 'compaction-locked') throw Object.assign(err as object, { chartCode: 'busy' });
+      if (err instanceof SessionRuleError && err.rule === 'compaction-locked') throw Object.assign(err, { chartCode: 'busy' });
       throw err;
     }
     this.owned.add(seq);

@@ -8,7 +8,7 @@
  * (`request.settled` with the request's id), and so do the notifications (`compaction.committed`,
  * `pruned`, …): no promise, no `await engine.*` anywhere in the loop.
  *
- *   calling ─ reply recorded ─▶ compacting (step.completed … request.settled) ─▶ calling / done
+ *   calling ─ reply recorded ─▶ compacting (step.completed … request.settled) ─▶ calling / finished
  *      └ request rejected ─▶ recovering (request.failed … settled) ─ retry ─▶ calling
  *                                                                 └ fail ─▶ failed
  *
@@ -16,8 +16,16 @@
  */
 import OpenAI from 'openai';
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
-import { assign, createActor, fromPromise, sendTo, setup, toPromise } from 'xstate';
-import { createCompactionMachine, MemoryStore, Session, SessionWriter, type CompactionConfigInput, type CompactionRecord } from '../src/index';
+import { and, assign, createActor, fromPromise, sendTo, setup, toPromise } from 'xstate';
+import {
+  createCompactionMachine,
+  MemoryStore,
+  Session,
+  SessionWriter,
+  type CompactionConfigInput,
+  type CompactionEmitted,
+  type CompactionRecord,
+} from '../src/index';
 
 export interface XStateAgentOptions {
   client: OpenAI;
@@ -65,10 +73,8 @@ export function createAgentMachine(options: XStateAgentOptions) {
   return setup({
     types: {
       context: {} as { run: XStateAgentRun; nextId: number; waitingFor: string | undefined; lastError: unknown; finished: boolean },
-      events: {} as
-        | { type: 'request.settled'; id: string; result: { kind: string; output?: { action?: string } } }
-        | ({ type: 'compaction.committed' } & CompactionRecord)
-        | { type: string },
+      // What the compaction machine sends its parent: answers and notifications.
+      events: {} as CompactionEmitted,
     },
     actors: {
       compaction,
@@ -86,8 +92,8 @@ export function createAgentMachine(options: XStateAgentOptions) {
       }),
     },
     guards: {
-      'is the answer we wait for': ({ context, event }) => (event as { id?: string }).id === context.waitingFor,
-      'recovery says retry': ({ event }) => (event as { result: { output?: { action?: string } } }).result.output?.action === 'retry',
+      'is the answer we wait for': ({ context, event }) => event.type === 'request.settled' && event.id === context.waitingFor,
+      'recovery says retry': ({ event }) => event.type === 'request.settled' && event.result.kind === 'overflow' && event.result.output.action === 'retry',
       'work is finished': ({ context }) => context.finished,
     },
     actions: {
@@ -110,7 +116,11 @@ export function createAgentMachine(options: XStateAgentOptions) {
         writer.endStep();
         return { run: { ...context.run, steps: context.run.steps + 1 }, waitingFor: undefined };
       }),
-      'remember the compaction': assign(({ context, event }) => ({ run: { ...context.run, compactions: [...context.run.compactions, event as CompactionRecord] } })),
+      'remember the compaction': assign(({ context, event }) => {
+        if (event.type !== 'compaction.committed') return {};
+        const { type: _, ...record } = event;
+        return { run: { ...context.run, compactions: [...context.run.compactions, record] } };
+      }),
       'count the retry': assign(({ context }) => ({ run: { ...context.run, overflowRetries: context.run.overflowRetries + 1 }, waitingFor: undefined })),
       'shut compaction down': sendTo('compaction', { type: 'shutdown' as const }),
     },
@@ -138,19 +148,19 @@ export function createAgentMachine(options: XStateAgentOptions) {
       compacting: {
         entry: ['ask compaction after the step', 'wait for the answer'],
         on: {
-          'request.settled': { guard: 'is the answer we wait for', target: 'done', actions: 'end the step' },
+          'request.settled': { guard: 'is the answer we wait for', target: 'nextStep', actions: 'end the step' },
         },
       },
       recovering: {
         entry: ['report the failed request', 'wait for the answer'],
         on: {
-          'request.settled': { guard: 'is the answer we wait for', target: 'retrying' },
+          'request.settled': [
+            { guard: and(['is the answer we wait for', 'recovery says retry']), target: 'calling', actions: 'count the retry' },
+            { guard: 'is the answer we wait for', target: 'failed' },
+          ],
         },
       },
-      retrying: {
-        always: [{ guard: 'recovery says retry', target: 'calling', actions: 'count the retry' }, { target: 'failed' }],
-      },
-      done: {
+      nextStep: {
         always: [{ guard: 'work is finished', target: 'finished' }, { target: 'calling' }],
       },
       finished: { type: 'final', entry: 'shut compaction down' },

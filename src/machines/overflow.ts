@@ -8,7 +8,9 @@
  *   selecting (maximal balanced head: only the newest unit stays) ─ nothing ▶ deciding
  *   compacting (transaction)
  *   deciding ─ generation advanced and not cancelled ▶ retry
- *            └ otherwise ▶ declined (the caller keeps the original error)
+ *            └ otherwise ▶ declined (the caller keeps the original error), with the reason:
+ *              summary-failed, busy, stuck (nothing to compact: announced as compaction.skipped)
+ *              or no-progress
  */
 import { assign, sendTo, setup } from 'xstate';
 import type { RequestErrorClass } from '../services/overflow';

@@ -4,13 +4,17 @@
  *
  *   checkingSignal ─ already aborted ▶ cancelled
  *   measuring ─ unrouted / misconfigured ▶ skipped      ─ below threshold ▶ below
- *       │ at or above threshold
+ *       │ at or above threshold, or the provider reported a prompt above the window
+ *       │ (a silent overflow: announced once per reply, compacted whatever the meter says)
  *   pruning (if enabled) ▶ remeasuringAfterPrune ─ below ▶ relievedByPruning (no model call)
  *   selecting ─ nothing to compact ▶ stuck (first attempt) / failed (a retry with nothing new)
  *   compacting (transaction) ─ failed ▶ failed
  *   remeasuring ─ below ▶ compacted
  *       └ above, attempts left ▶ selecting (the retry merges from the head)
  *       └ above, none left ▶ failed ("still above threshold after N attempts")
+ *
+ * Announces (emitted, and relayed to the engine chart): pruned, compaction.skipped (stuck),
+ * overflow.silent.
  */
 import { and, assign, sendTo, setup } from 'xstate';
 import type { RangeSelection } from '../services/range';

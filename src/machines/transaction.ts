@@ -11,7 +11,10 @@
  *   committed                                   closing (one compaction/end {error} attempt) ─▶ failed
  *
  * A summary that arrives after `cancel` is never committed: leaving `summarizing` stops
- * the summarize actor (its signal aborts) and its late result is dropped with it.
+ * the summarize actor (its signal aborts) and its late result is dropped with it. A cancel's
+ * `reason` (the caller's) is kept in the error and in `compaction/end.error`.
+ *
+ * Announces compaction.started / committed / failed (emitted, and relayed to the engine chart).
  */
 import { assign, enqueueActions, setup } from 'xstate';
 import type { RangeSelection } from '../services/range';

@@ -47,7 +47,17 @@ export interface InspectReport {
   openTurn: number | null;
   openStep: { turn: number; step: number } | null;
   pendingCalls: string[];
-  pi: { turns: number; synthesizedResults: number; ignored: Record<string, number> } | undefined;
+  pi:
+    | {
+        format: 'linear' | 'tree';
+        turns: number;
+        synthesizedResults: number;
+        compactions: number;
+        rendered: Record<string, number>;
+        notSent: Record<string, number>;
+        ignored: Record<string, number>;
+      }
+    | undefined;
   route: { provider: string; model: string; source: 'option' | 'last request header' } | undefined;
   pressure: {
     totalTokens: number;
@@ -76,7 +86,17 @@ export async function runInspect(file: string, options: InspectOptions, out: Nod
   const { session, pi } = await loadSessionReadOnly(file, bytes, format);
   const config = loadConfig(options.config, file);
   const report = buildReport(file, format, session, config, options);
-  if (pi) report.pi = { turns: pi.turns, synthesizedResults: pi.synthesizedResults, ignored: pi.ignored };
+  if (pi) {
+    report.pi = {
+      format: pi.format,
+      turns: pi.turns,
+      synthesizedResults: pi.synthesizedResults,
+      compactions: pi.compactions,
+      rendered: pi.rendered,
+      notSent: pi.notSent,
+      ignored: pi.ignored,
+    };
+  }
   out.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderInspect(report, createStyle(useColor(options.color !== false, out)))}\n`);
   return report;
 }
@@ -240,8 +260,11 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
         ? ([
             [
               'pi import',
-              `${r.pi.turns} turns; ${r.pi.synthesizedResults} calls without a recorded result answered with an error result${Object.keys(r.pi.ignored).length ? `; ignored ${Object.entries(r.pi.ignored).map(([k, v]) => `${v} ${k}`).join(', ')}` : ''}`,
+              `${r.pi.format} format; ${r.pi.turns} turns; ${r.pi.compactions} pi compactions as checkpoints; ${r.pi.synthesizedResults} calls without a recorded result answered with an error result`,
             ],
+            ...(Object.keys(r.pi.rendered).length ? [['  sent as user text', counts(r.pi.rendered)]] : []),
+            ...(Object.keys(r.pi.notSent).length ? [['  never sent by pi', counts(r.pi.notSent)]] : []),
+            ...(Object.keys(r.pi.ignored).length ? [['  ignored (unknown)', counts(r.pi.ignored)]] : []),
           ] as Array<[string, string]>)
         : []),
     ]),
@@ -308,4 +331,10 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
       : '  none: every line is complete',
   );
   return lines.join('\n');
+}
+
+function counts(byKind: Record<string, number>): string {
+  return Object.entries(byKind)
+    .map(([kind, n]) => `${n} ${kind}`)
+    .join(', ');
 }

@@ -63,6 +63,10 @@ export interface InspectReport {
     totalTokens: number;
     estimatedTokens: number;
     anchored: boolean;
+    /** Provider tokens per priced token for this route (SPEC §12), and the samples it rests on. */
+    calibration: { ratio: number; samples: number };
+    /** The provider's figure was far below our calibrated estimate: the estimate is used. */
+    suspectUsage: boolean;
     tokenizer: string;
     window: number | undefined;
     threshold: number | undefined;
@@ -219,7 +223,18 @@ function buildReport(file: string, format: 'xcompact' | 'pi', session: Session, 
       pendingCalls: s.pendingCalls(),
       pi: undefined,
       route,
-      pressure: { totalTokens: m.totalTokens, estimatedTokens: m.estimatedTokens, anchored: m.anchor !== undefined, tokenizer: m.tokenizer, window, threshold, retain, note },
+      pressure: {
+        totalTokens: m.totalTokens,
+        estimatedTokens: m.estimatedTokens,
+        anchored: m.anchor !== undefined && !m.suspectUsage,
+        calibration: { ratio: m.calibration.ratio, samples: m.calibration.samples },
+        suspectUsage: m.suspectUsage,
+        tokenizer: m.tokenizer,
+        window,
+        threshold,
+        retain,
+        note,
+      },
       checkpoints,
       failedCompactions,
       prunes,
@@ -274,7 +289,16 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
   const p = r.pressure;
   const rows: Array<[string, string]> = [
     ['model', r.route ? `${r.route.provider}/${r.route.model} (${r.route.source === 'option' ? '--model' : 'from the last request header'})` : '(none)'],
-    ['request tokens', `${fmt(p.totalTokens)}${p.anchored ? ` (anchored to provider usage; own estimate ${fmt(p.estimatedTokens)})` : ' (estimated)'} · tokenizer ${p.tokenizer}`],
+    [
+      'request tokens',
+      `${fmt(p.totalTokens)}${p.anchored ? ` (anchored to provider usage; own estimate ${fmt(p.estimatedTokens)})` : p.suspectUsage ? ` (own calibrated estimate: the provider's figure is suspect, far below it)` : ' (estimated)'} · tokenizer ${p.tokenizer}`,
+    ],
+    [
+      'calibration',
+      p.calibration.samples > 0
+        ? `×${p.calibration.ratio.toFixed(3)} provider tokens per ${p.tokenizer} token (median of ${p.calibration.samples} recent steps)`
+        : `×1 (no clean step with provider usage yet)`,
+    ],
   ];
   if (p.window !== undefined) rows.push(['window', `${fmt(p.window)} tokens (${pct(p.totalTokens, p.window)} used)`]);
   if (p.threshold !== undefined) {

@@ -442,7 +442,7 @@ describe('replaces', () => {
     const shadowedSum = spanSeqs.reduce((s, seq) => s + meter.priceOf(seq), 0);
     const checkpoint = session.append({
       type: 'user/message',
-      data: { content: [{ type: 'text', text: '<summary>renamed foo to bar</summary>' }], source: 'compaction-checkpoint' },
+      data: { content: [{ type: 'text', text: '<summary>renamed foo to bar</summary>' }] },
       surfaceOp: { op: 'replace', start: spanSeqs[0]!, end: spanSeqs[spanSeqs.length - 1]! },
       sourceEventSeqs: spanSeqs,
     });
@@ -637,7 +637,7 @@ describe('tokenizer switches', () => {
     const span = session.surface.slice(1, cuts[2]!);
     session.append({
       type: 'user/message',
-      data: { content: [{ type: 'text', text: 'summary of the start' }], source: 'compaction-checkpoint' },
+      data: { content: [{ type: 'text', text: 'summary of the start' }] },
       surfaceOp: { op: 'replace', start: span[0]!, end: span[span.length - 1]! },
       sourceEventSeqs: span,
     });

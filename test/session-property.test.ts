@@ -8,13 +8,14 @@
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JsonlStore, Session, SessionRuleError, type AppendInput, type SessionEvent } from '../src/session/index.js';
+import { JsonlStore, Session, SessionRuleError, toolCallsOf, withPrunedArguments, type AppendInput, type SessionEvent } from '../src/session/index.js';
 import { toChatMessage } from '../src/session/derive.js';
 import { openAIMessageProblems } from './helpers/openai-validator.js';
 import { referenceCuts, referencePending, referenceSurface } from './helpers/reference.js';
 import {
   assistant,
   checkpoint,
+  condense,
   durableSnapshot,
   header,
   removeTempDirs,
@@ -99,6 +100,21 @@ class Driver {
         },
       ]);
     }
+    const callers = s.surface.slice(0).filter((q) => s.event(q).type === 'assistant/message' && toolCallsOf(s.event(q)).length > 0);
+    if (callers.length > 0) {
+      out.push([
+        'argument prune',
+        () => {
+          const target = s.event(callers[c.a % callers.length]!) as SessionEvent<'assistant/message'>;
+          const call = toolCallsOf(target)[c.b % toolCallsOf(target).length]!;
+          s.append({
+            type: 'compaction/prune',
+            data: { targetSeq: target.seq, callId: call.id, tokensBefore: 10, tokensAfter: 2, charsBefore: 40, charsAfter: 8 },
+          });
+          s.append(withPrunedArguments(target, { [call.id]: JSON.stringify({ id: '' }) }, s.length - 1));
+        },
+      ]);
+    }
     const head = this.hasSystemHead() ? 1 : 0;
     const cuts = s.balancedCuts().filter((p) => p >= head);
     if (cuts.length >= 2) {
@@ -119,7 +135,7 @@ class Driver {
             s.append(checkpoint(startSeq, endSeq, [start.seq, summary.seq, ...span], `summary ${this.nextText++}`));
             s.append({ type: 'compaction/end', data: { turn: s.lock.held ? (s.lock as { turn: number | null }).turn : null } });
           } else {
-            s.append(checkpoint(startSeq, endSeq, span, `summary ${this.nextText++}`));
+            s.append(condense(startSeq, endSeq, span, `summary ${this.nextText++}`));
           }
         },
       ]);
@@ -220,7 +236,7 @@ describe('random valid histories', () => {
           const callIds = [...s.surface.pendingCalls(), 'call_0', 'call_1', 'nope'];
           const callId = callIds[t.x % callIds.length]!;
           const inputs: Record<typeof t.kind, AppendInput> = {
-            checkpoint: checkpoint(start, end, sources),
+            checkpoint: condense(start, end, sources),
             'assistant-replace': replace(assistant('merged', t.drop ? ['new_call'] : []), start, end, sources),
             result: result(callId),
             'result-replace': (() => {

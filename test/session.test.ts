@@ -264,7 +264,7 @@ describe.each(BACKENDS)('log rules on a %s store', (backend) => {
       const again = s.append({ type: 'compaction/start', data: { turn: null, trigger: 'manual' } });
       expect(s.lock).toMatchObject({ held: true, startSeq: again.seq, staleOrphans: [start.seq] });
       // An end-seed with no open start changes nothing about the lock.
-      s.append({ type: 'compaction/end', data: { turn: null } });
+      s.append({ type: 'compaction/end', data: { turn: null, error: { code: 'cancelled', message: 'stopped' } } });
       s.append({ type: 'session/end-seed', data: {} });
       expect(s.lock).toEqual({ held: false, staleOrphans: [start.seq] });
     });
@@ -286,7 +286,7 @@ describe.each(BACKENDS)('log rules on a %s store', (backend) => {
       expect(s.needsRecovery).toBe(true);
       await expectRejected(h, { type: 'compaction/start', data: { turn: null, trigger: 'manual' } }, 'compaction-locked');
       // A start made by this Session object is not an orphan.
-      s.append({ type: 'compaction/end', data: { turn: null } });
+      s.append({ type: 'compaction/end', data: { turn: null, error: { code: 'cancelled', message: 'stopped' } } });
       s.append({ type: 'compaction/start', data: { turn: null, trigger: 'pressure' } });
       expect(s.lock).toMatchObject({ held: true, orphan: false });
     });
@@ -351,14 +351,14 @@ describe.each(BACKENDS)('log rules on a %s store', (backend) => {
       const report = s.recover();
       expect(report).toEqual({ closedCalls: ['c1', 'c3'], closedStep: true, closedTurn: true, clearedLock: start.seq });
       const added = s.events().slice(from);
-      expect(added.map((e) => e.type)).toEqual(['tool/result', 'tool/result', 'step/end', 'turn/end', 'session/end-seed']);
+      expect(added.map((e) => e.type)).toEqual(['tool/result', 'tool/result', 'step/end', 'session/end-seed', 'turn/end']);
       for (const [i, callId] of (['c1', 'c3'] as const).entries()) {
         const r = added[i] as SessionEvent<'tool/result'>;
         expect(r.data).toMatchObject({ callId, isError: true });
         expect(JSON.stringify(r.data.content)).toContain('interrupted');
       }
       expect(added[2]!.data).toEqual({ turn: 0, step: 0, reason: 'interrupted' });
-      expect(added[3]!.data).toEqual({ turn: 0, reason: 'interrupted' });
+      expect(added[4]!.data).toEqual({ turn: 0, reason: 'interrupted' });
       expect(s.needsRecovery).toBe(false);
       expect(s.lock).toEqual({ held: false, staleOrphans: [start.seq] });
       expect(openAIMessageProblems(s.deriveMessages())).toEqual([]);

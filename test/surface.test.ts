@@ -3,7 +3,7 @@
  * its provenance and balance rules, tool-pairing balance by call id, and deriveMessages().
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Session, type AppendInput, type SessionEvent } from '../src/session/index.js';
+import { Session, argumentPruneProblem, withPrunedArguments, type AppendInput, type SessionEvent } from '../src/session/index.js';
 import { toChatMessage } from '../src/session/derive.js';
 import { openAIMessageProblems } from './helpers/openai-validator.js';
 import { referenceCuts, referencePending, referenceSurface } from './helpers/reference.js';
@@ -11,7 +11,7 @@ import {
   BACKENDS,
   appendAll,
   assistant,
-  checkpoint,
+  condense,
   expectRejected,
   expectRule,
   header,
@@ -83,7 +83,7 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
 
     it('a call id shadowed by a checkpoint may be used again', () => {
       appendAll(s, [user('u'), assistant('', ['x']), result('x'), user('v')]);
-      s.append(checkpoint(0, 2, [0, 1, 2]));
+      s.append(condense(0, 2, [0, 1, 2]));
       appendAll(s, [assistant('', ['x']), result('x')]);
       expect(openAIMessageProblems(s.deriveMessages())).toEqual([]);
       expectMatchesReference(s);
@@ -112,7 +112,7 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
       conversation();
       const changes: unknown[] = [];
       s.subscribe((_e, change) => changes.push(change));
-      const cp = s.append(checkpoint(1, 4, [1, 2, 3, 4]));
+      const cp = s.append(condense(1, 4, [1, 2, 3, 4]));
       expect(s.surface.slice(0)).toEqual([0, cp.seq, 5, 6]);
       expect(s.surface.replaceGeneration).toBe(1);
       expect(s.surface.shadowedBy(cp.seq)).toEqual([1, 2, 3, 4]);
@@ -125,13 +125,13 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
 
     it('orders a span by surface position, not seq: a checkpoint has a high seq at an old position', async () => {
       conversation();
-      const cp = s.append(checkpoint(1, 2, [1, 2])); // seq 7 at position 1
+      const cp = s.append(condense(1, 2, [1, 2])); // seq 7 at position 1
       expect(s.surface.slice(0)).toEqual([0, 7, 3, 4, 5, 6]);
       // start (3) is numerically below end (7) but comes after it on the surface.
-      const e = await expectRejected(h, checkpoint(3, cp.seq, [3, cp.seq]), 'replace-order');
+      const e = await expectRejected(h, condense(3, cp.seq, [3, cp.seq]), 'replace-order');
       expect(e.message).toContain('surface order');
       // start 7 > end 4 numerically, but 7 is at position 1 and 4 at position 3: a valid span.
-      const cp2 = s.append(checkpoint(cp.seq, 4, [cp.seq, 3, 4]));
+      const cp2 = s.append(condense(cp.seq, 4, [cp.seq, 3, 4]));
       expect(s.surface.slice(0)).toEqual([0, cp2.seq, 5, 6]);
       expect(s.surface.shadowedBy(cp2.seq)).toEqual([7, 3, 4]);
       expectMatchesReference(s);
@@ -139,26 +139,26 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
 
     it('names only current surface nodes: not log-only events, not shadowed nodes, not the future', async () => {
       appendAll(s, [system('sys'), user('u1'), header(), assistant('a1')]);
-      await expectRejected(h, checkpoint(2, 3, [2, 3]), 'replace-not-on-surface');
-      await expectRejected(h, checkpoint(1, 9, [1, 3]), 'replace-not-on-surface');
-      s.append(checkpoint(1, 3, [1, 3]));
-      await expectRejected(h, checkpoint(1, 1, [1]), 'replace-not-on-surface');
+      await expectRejected(h, condense(2, 3, [2, 3]), 'replace-not-on-surface');
+      await expectRejected(h, condense(1, 9, [1, 3]), 'replace-not-on-surface');
+      s.append(condense(1, 3, [1, 3]));
+      await expectRejected(h, condense(1, 1, [1]), 'replace-not-on-surface');
     });
 
     it('sourceEventSeqs must cover every shadowed node, the checkpoint included', async () => {
       conversation();
-      const e = await expectRejected(h, checkpoint(1, 4, [1, 2, 4]), 'replace-provenance');
+      const e = await expectRejected(h, condense(1, 4, [1, 2, 4]), 'replace-provenance');
       expect(e.message).toContain('3');
-      await expectRejected(h, { ...checkpoint(1, 2, [1, 2]), sourceEventSeqs: undefined }, 'replace-provenance');
-      const cp = s.append(checkpoint(1, 2, [1, 2]));
+      await expectRejected(h, { ...condense(1, 2, [1, 2]), sourceEventSeqs: undefined }, 'replace-provenance');
+      const cp = s.append(condense(1, 2, [1, 2]));
       // Naming what the old checkpoint shadowed does not cover the checkpoint itself.
-      await expectRejected(h, checkpoint(cp.seq, 4, [1, 2, 3, 4]), 'replace-provenance');
-      s.append(checkpoint(cp.seq, 4, [cp.seq, 3, 4]));
+      await expectRejected(h, condense(cp.seq, 4, [1, 2, 3, 4]), 'replace-provenance');
+      s.append(condense(cp.seq, 4, [cp.seq, 3, 4]));
     });
 
     it('never shadows the system prompt at node 0', async () => {
       conversation();
-      await expectRejected(h, checkpoint(0, 2, [0, 1, 2]), 'system-node-shadowed');
+      await expectRejected(h, condense(0, 2, [0, 1, 2]), 'system-node-shadowed');
       await expectRejected(h, replace(user('not a prompt'), 0, 0, [0]), 'system-node-shadowed');
       await expectRejected(h, replace(system('prompt over more'), 0, 1, [0, 1]), 'system-node-shadowed');
     });
@@ -176,7 +176,7 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
 
     it('without a system prompt node 0 is an ordinary node', () => {
       appendAll(s, [user('u1'), assistant('a1'), user('u2')]);
-      const cp = s.append(checkpoint(0, 1, [0, 1]));
+      const cp = s.append(condense(0, 1, [0, 1]));
       expect(s.surface.slice(0)).toEqual([cp.seq, 2]);
       expectMatchesReference(s);
     });
@@ -184,13 +184,13 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
     it('refuses a span that would split a tool call from its result, on either side', async () => {
       appendAll(s, [system('sys'), user('u1'), assistant('', ['a', 'b']), result('a'), result('b'), user('u2')]);
       // seqs: 2 = calls, 3 = result a, 4 = result b
-      const before = await expectRejected(h, checkpoint(4, 5, [4, 5]), 'replace-unbalanced');
+      const before = await expectRejected(h, condense(4, 5, [4, 5]), 'replace-unbalanced');
       expect(before.message).toContain('before start');
-      const after = await expectRejected(h, checkpoint(1, 3, [1, 2, 3]), 'replace-unbalanced');
+      const after = await expectRejected(h, condense(1, 3, [1, 2, 3]), 'replace-unbalanced');
       expect(after.message).toContain('after end');
-      await expectRejected(h, checkpoint(1, 2, [1, 2]), 'replace-unbalanced');
+      await expectRejected(h, condense(1, 2, [1, 2]), 'replace-unbalanced');
       await expectRejected(h, replace(user('not a result'), 3, 3, [3]), 'replace-unbalanced');
-      s.append(checkpoint(1, 4, [1, 2, 3, 4]));
+      s.append(condense(1, 4, [1, 2, 3, 4]));
       expect(openAIMessageProblems(s.deriveMessages())).toEqual([]);
       expectMatchesReference(s);
     });
@@ -204,7 +204,7 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
 
     it('may replace a balanced span before calls that are still pending', () => {
       appendAll(s, [system('sys'), user('u1'), assistant('a1'), user('u2'), assistant('', ['p'])]);
-      s.append(checkpoint(1, 2, [1, 2]));
+      s.append(condense(1, 2, [1, 2]));
       expect(s.surface.pendingCalls()).toEqual(['p']);
       expectMatchesReference(s);
       s.append(result('p'));
@@ -250,6 +250,153 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
       await expectRejected(h, replace(result('a', 'x', { toolName: 'read', isError: true }), 3, 3, [3]), 'tool-result-replacement');
       await expectRejected(h, replace(result('b', 'x'), 4, 4, [4]), 'tool-result-replacement'); // isError dropped
       s.append(replace(result('b', 'x', { isError: true }), 4, 4, [4]));
+    });
+  });
+
+  describe('assistant argument prune (SPEC §15)', () => {
+    const big = 'x'.repeat(400);
+    const write = (id: string, content: string) => ({ type: 'tool-call' as const, id, name: 'write', arguments: JSON.stringify({ path: 'a.ts', content, opts: { mode: 420, lines: [content, 'tail'] } }) });
+    const usage = { promptTokens: 100, completionTokens: 40 };
+    let call: SessionEvent<'assistant/message'>;
+    beforeEach(() => {
+      appendAll(s, [system('sys'), user('u')]);
+      call = s.append({
+        type: 'assistant/message',
+        data: {
+          content: [{ type: 'reasoning', text: 'plan' }, { type: 'text', text: 'writing two files' }, write('w1', big), write('w2', big)],
+          provider: 'p',
+          model: 'm',
+          usage,
+          finishReason: 'tool_calls',
+        },
+        surfaceOp: 'append',
+      });
+      // seq 2 = the assistant message with calls w1, w2
+    });
+    const pruned = (over: Partial<Record<'w1' | 'w2', string>> = {}): Record<string, string> => {
+      const short = JSON.stringify({ path: 'a.ts', content: 'xx…xx', opts: { mode: 420, lines: ['x…', 'tail'] } });
+      return { w1: over.w1 ?? short, w2: over.w2 ?? short };
+    };
+
+    it('rewrites the arguments of exactly one message in place: pairing, balance, latest reply and usage unchanged', async () => {
+      appendAll(s, [result('w2'), result('w1'), assistant('done', [], { promptTokens: 300, completionTokens: 5 })]);
+      const cuts = s.balancedCuts();
+      const reply = s.latestReply?.seq;
+      const prune = s.append({ type: 'compaction/prune', data: { targetSeq: 2, callId: 'w1', tokensBefore: 250, tokensAfter: 40, charsBefore: 900, charsAfter: 80 } });
+      const r = s.append(withPrunedArguments(call, pruned(), prune.seq));
+      expect(r.sourceEventSeqs).toEqual([2, prune.seq]);
+      expect(s.surface.slice(0)).toEqual([0, 1, r.seq, 3, 4, 5]);
+      expect(s.balancedCuts()).toEqual(cuts);
+      expect(s.surface.replaceGeneration).toBe(1);
+      expect(s.latestReply?.seq).toBe(reply);
+      expect(s.latestUsage?.seq).toBe(reply);
+      const m = s.deriveMessages()[2] as { content: string; tool_calls: Array<{ id: string; function: { arguments: string } }> };
+      expect(m.content).toBe('writing two files');
+      expect(m.tool_calls.map((c) => c.id)).toEqual(['w1', 'w2']);
+      expect(m.tool_calls[0]!.function.arguments).toBe(pruned().w1);
+      expect(openAIMessageProblems(s.deriveMessages())).toEqual([]);
+      expectMatchesReference(s);
+      // Pruned again (further), then the call ids are still taken.
+      s.append(withPrunedArguments(r, { w2: JSON.stringify({ path: 'a.ts', content: '', opts: { mode: 420, lines: ['', ''] } }) }));
+      await expectRejected(h, assistant('', ['w1']), 'duplicate-tool-call-id');
+      const before = { seqs: s.surface.slice(0), messages: s.deriveMessages(), cuts: s.balancedCuts(), reply: s.latestReply?.seq };
+      const reopened = await h.reopen();
+      expect({ seqs: reopened.surface.slice(0), messages: reopened.deriveMessages(), cuts: reopened.balancedCuts(), reply: reopened.latestReply?.seq }).toEqual(before);
+    });
+
+    it('works while its calls wait for results, which still pair with the pruned message', () => {
+      s.append(result('w1'));
+      const r = s.append(withPrunedArguments(call, new Map([['w2', pruned().w2!]])));
+      expect(s.surface.pendingCalls()).toEqual(['w2']);
+      expectMatchesReference(s);
+      s.append(result('w2'));
+      expect(s.surface.pendingCalls()).toEqual([]);
+      expect(s.surface.slice(0)).toEqual([0, 1, r.seq, 3, 5]);
+      expect(openAIMessageProblems(s.deriveMessages())).toEqual([]);
+      expectMatchesReference(s);
+    });
+
+    it('rejects anything but shortened string values of the same calls, with the session unchanged', async () => {
+      appendAll(s, [result('w1'), result('w2')]);
+      const rule = 'argument-prune-replacement';
+      const edit = (f: (d: AppendInput<'assistant/message'>['data']) => void) => {
+        const input = withPrunedArguments(call, pruned());
+        f(input.data);
+        return input;
+      };
+      const args = (obj: unknown) => JSON.stringify(obj);
+      const cases: Array<[string, AppendInput]> = [
+        ['call id changed', edit((d) => void ((d.content[2] as { id: string }).id = 'w9'))],
+        ['call name changed', edit((d) => void ((d.content[2] as { name: string }).name = 'read'))],
+        ['calls reordered', edit((d) => void d.content.splice(2, 2, d.content[3]!, d.content[2]!))],
+        ['a call dropped', edit((d) => void d.content.pop())],
+        ['a block added', edit((d) => void d.content.push({ type: 'text', text: 'more' }))],
+        ['text changed', edit((d) => void ((d.content[1] as { text: string }).text = 'writing'))],
+        ['reasoning changed', edit((d) => void ((d.content[0] as { text: string }).text = ''))],
+        ['block type changed', edit((d) => void (d.content[1] = { type: 'reasoning', text: 'writing two files' }))],
+        ['model changed', edit((d) => void (d.model = 'm2'))],
+        ['usage dropped', edit((d) => void delete d.usage)],
+        ['usage changed', edit((d) => void (d.usage = { ...usage, completionTokens: 1 }))],
+        ['finishReason changed', edit((d) => void (d.finishReason = 'stop'))],
+        ['arguments not JSON', withPrunedArguments(call, pruned({ w1: '{"path": "a.ts", "content": "xx…' }))],
+        ['a key dropped', withPrunedArguments(call, pruned({ w1: args({ path: 'a.ts', opts: { mode: 420, lines: ['', 'tail'] } }) }))],
+        ['a key renamed', withPrunedArguments(call, pruned({ w1: args({ path: 'a.ts', body: '', opts: { mode: 420, lines: ['', 'tail'] } }) }))],
+        ['keys reordered', withPrunedArguments(call, pruned({ w1: args({ content: '', path: 'a.ts', opts: { mode: 420, lines: ['', 'tail'] } }) }))],
+        ['a nested key added', withPrunedArguments(call, pruned({ w1: args({ path: 'a.ts', content: '', opts: { mode: 420, lines: ['', 'tail'], x: 1 } }) }))],
+        ['a number changed', withPrunedArguments(call, pruned({ w1: args({ path: 'a.ts', content: '', opts: { mode: 0, lines: ['', 'tail'] } }) }))],
+        ['an array shortened', withPrunedArguments(call, pruned({ w1: args({ path: 'a.ts', content: '', opts: { mode: 420, lines: [''] } }) }))],
+        ['a string grown', withPrunedArguments(call, pruned({ w1: args({ path: 'a.ts', content: '', opts: { mode: 420, lines: ['', 'tail!'] } }) }))],
+        ['a string made a number', withPrunedArguments(call, pruned({ w1: args({ path: 'a.ts', content: 0, opts: { mode: 420, lines: ['', 'tail'] } }) }))],
+        ['a string made null', withPrunedArguments(call, pruned({ w1: args({ path: null, content: '', opts: { mode: 420, lines: ['', 'tail'] } }) }))],
+      ];
+      for (const [why, input] of cases) {
+        const e = await expectRejected(h, input, rule);
+        expect(e.message, why).toContain('assistant/message 2');
+      }
+      // A replacement with calls is only ever a one-message argument prune.
+      await expectRejected(h, replace(assistant('', ['w1', 'w2']), 2, 4, [2, 3, 4]), 'replace-adds-tool-calls');
+      // A replacement without calls cannot stand for a message whose calls were answered.
+      await expectRejected(h, replace(assistant('no calls'), 2, 2, [2]), 'argument-prune-replacement');
+      // Whitespace-only reformatting of the JSON and an untouched call are fine.
+      s.append(withPrunedArguments(call, { w1: JSON.stringify(JSON.parse(write('w1', big).arguments), null, 1) }));
+      expectMatchesReference(s);
+    });
+
+    it('arguments that are not JSON may only stay byte-identical', async () => {
+      s.append(result('w1'));
+      s.append(result('w2'));
+      const raw = s.append({ type: 'assistant/message', data: { content: [{ type: 'tool-call', id: 'r', name: 'run', arguments: 'not json ' + big }] }, surfaceOp: 'append' });
+      s.append(result('r'));
+      const e = await expectRejected(h, withPrunedArguments(raw, { r: 'not json' }), 'argument-prune-replacement');
+      expect(e.message).toContain('not JSON');
+      s.append(withPrunedArguments(raw, {}));
+    });
+
+    it('compaction/prune may name a call of a current assistant/message', async () => {
+      appendAll(s, [result('w1'), result('w2')]);
+      const prune = (targetSeq: number, callId: string): AppendInput => ({
+        type: 'compaction/prune',
+        data: { targetSeq, callId, tokensBefore: 10, tokensAfter: 2, charsBefore: 40, charsAfter: 8 },
+      });
+      await expectRejected(h, prune(2, 'w3'), 'prune-target');
+      await expectRejected(h, prune(1, 'w1'), 'prune-target');
+      s.append(prune(2, 'w2'));
+      const r = s.append(withPrunedArguments(call, pruned(), s.length - 1));
+      await expectRejected(h, prune(2, 'w1'), 'prune-target'); // shadowed now
+      s.append(prune(r.seq, 'w1'));
+    });
+  });
+
+  describe('argumentPruneProblem', () => {
+    it('is undefined for a prune and names the first difference otherwise', () => {
+      const before = { content: [{ type: 'tool-call' as const, id: 'a', name: 'w', arguments: '{"s":"long text","n":[1,"abc"]}' }] };
+      const after = (args: string) => ({ content: [{ ...before.content[0]!, arguments: args }] });
+      expect(argumentPruneProblem(before, before)).toBeUndefined();
+      expect(argumentPruneProblem(before, after('{"s":"l…t","n":[1,"ab"]}'))).toBeUndefined();
+      expect(argumentPruneProblem(before, after('{"s":"l…t","n":[2,"ab"]}'))).toContain('arguments.n[0]');
+      expect(argumentPruneProblem(before, after('{"s":"l…t","n":[1,"abcd"]}'))).toContain('arguments.n[1] grew');
+      expect(argumentPruneProblem(before, after('{"s":"l…t"}'))).toContain('keys');
+      expect(argumentPruneProblem(before, after('["l…t"]'))).toContain('arguments was an object');
     });
   });
 });
@@ -301,10 +448,10 @@ describe('balance', () => {
     s.append(replace(result('c', 'pruned'), 5, 5, [5]));
     expectMatchesReference(s);
     // the pruned result (seq 13) stands where seq 5 was: provenance names it, not 5
-    expectRule(() => s.append(checkpoint(1, 6, [1, 2, 3, 4, 5, 6])), 'replace-provenance');
-    const cp = s.append(checkpoint(1, 6, [1, 2, 3, 4, 13, 6]));
+    expectRule(() => s.append(condense(1, 6, [1, 2, 3, 4, 5, 6])), 'replace-provenance');
+    const cp = s.append(condense(1, 6, [1, 2, 3, 4, 13, 6]));
     expectMatchesReference(s);
-    s.append(checkpoint(cp.seq, 9, [cp.seq, 7, 8, 9]));
+    s.append(condense(cp.seq, 9, [cp.seq, 7, 8, 9]));
     expectMatchesReference(s);
     s.append(result('f'));
     expectMatchesReference(s);
@@ -437,11 +584,11 @@ describe('deriveMessages', () => {
     expect(() => {
       (before[1] as { content: string }).content = 'edited';
     }).toThrow(TypeError);
-    s.append(checkpoint(1, 2, [1, 2], 'S'));
+    s.append(condense(1, 2, [1, 2], 'S'));
     const after = s.deriveMessages();
     expect(after).not.toBe(before);
     expect(after.map((m) => m.role)).toEqual(['system', 'user', 'user']);
-    expect(after[1]).toEqual({ role: 'user', content: '<compacted-summary>\nS\n</compacted-summary>' });
+    expect(after[1]).toEqual({ role: 'user', content: '<condensed>\nS\n</condensed>' });
     expect(before).toHaveLength(4);
   });
 });
@@ -452,7 +599,7 @@ describe('replay rebuilds the same surface', () => {
     const s = h.session;
     appendAll(s, [system('sys'), user('u1'), assistant('', ['a', 'b']), result('b'), result('a'), user('u2'), assistant('a2')]);
     s.append(replace(result('a', 'pruned'), 4, 4, [4]));
-    s.append(checkpoint(1, 7, [1, 2, 3, 7, 5, 6]));
+    s.append(condense(1, 7, [1, 2, 3, 7, 5, 6]));
     const live = { seqs: s.surface.slice(0), messages: s.deriveMessages(), cuts: s.balancedCuts() };
     const r = await h.reopen();
     expect({ seqs: r.surface.slice(0), messages: r.deriveMessages(), cuts: r.balancedCuts() }).toEqual(live);

@@ -2,9 +2,19 @@ export * from './events';
 export * from './errors';
 export { toChatMessage, type ChatMessage } from './derive';
 export type { SurfaceView, SurfaceChange } from './surface';
+export { argumentPruneProblem, withPrunedArguments } from './argument-prune';
 export { Session, type SessionOptions, type SessionListener, type LockState, type RecoveryReport } from './session';
 export { checkSessionId, type SessionStore, type StoredLog, type LogWriter, type LoadReport } from './store';
 export { MemoryStore } from './stores/memory';
 export { JsonlStore, parseLogBytes, type JsonlStoreOptions, type ParsedLog } from './stores/jsonl';
-export { SessionWriter, usageFromOpenAI, type RequestEnvelope, type AssistantReply, type UserContent } from './writer';
+export {
+  SessionWriter,
+  usageFromOpenAI,
+  type RequestEnvelope,
+  type AssistantReply,
+  type UserContent,
+  type CompletionMessage,
+  type CompletionToolCall,
+  type CompletionUsage,
+} from './writer';
 export { importPiTranscript, importPiFile, PiImportError, type PiImportReport, type PiImportOptions } from './import-pi';

@@ -1,27 +1,21 @@
 /**
  * Session: the append-only event log and every projection folded from it.
  *
- * `append` is synchronous and transactional: it validates the event and plans the
- * surface change against the current state, and only then commits (log, surface,
- * turn/step and lock state), queues the line for the store and notifies observers.
- * A rejected append throws a SessionRuleError and changes nothing.
+ * `append` is synchronous and transactional: it validates the event (validate.ts) and plans
+ * it against the current state — the surface and its tool pairing (surface.ts), turns and
+ * steps (structure.ts), the compaction bracket (brackets.ts) — and only then commits, queues
+ * the line for the store and notifies observers. A rejected append throws a SessionRuleError
+ * and changes nothing.
  */
-import { z } from 'zod';
 import { deepFreeze } from './freeze';
 import { SessionRuleError, StoreError, type StoreErrorCode } from './errors';
 import type { ChatMessage } from './derive';
-import {
-  EventDataSchemas,
-  StoredEventSchema,
-  SurfaceOpSchema,
-  isSurfaceType,
-  type AppendInput,
-  type EventType,
-  type SessionEvent,
-  type SurfaceEvent,
-  type SurfaceOp,
-} from './events';
+import { type AppendInput, type EventData, type EventType, type SessionEvent, type SurfaceEvent } from './events';
+import { Brackets, type LockState } from './brackets';
+import { Structure } from './structure';
+import { recoverSession, type RecoveryReport } from './recover';
 import { Surface, type SurfaceChange, type SurfacePlan, type SurfaceView } from './surface';
+import { parseEvent, parseStoredLine, type ParsedEvent } from './validate';
 import type { LoadReport, LogWriter, SessionStore } from './store';
 
 export type SessionListener = (event: SessionEvent, change: SurfaceChange | undefined) => void;
@@ -33,57 +27,10 @@ export interface SessionOptions {
   onListenerError?: (error: unknown) => void;
 }
 
-export type LockState =
-  | { held: false; staleOrphans: readonly number[] }
-  | {
-      held: true;
-      startSeq: number;
-      turn: number | null;
-      trigger: 'pressure' | 'overflow' | 'manual';
-      /** Started before this Session object was opened: left behind by a process that stopped. */
-      orphan: boolean;
-      staleOrphans: readonly number[];
-    };
+export type { LockState } from './brackets';
+export type { RecoveryReport } from './recover';
 
-export interface RecoveryReport {
-  /** Calls that never got a result; each now has an error result saying so. */
-  closedCalls: string[];
-  closedStep: boolean;
-  closedTurn: boolean;
-  /** Seq of the orphan `compaction/start` made stale by a `session/end-seed`, if any. */
-  clearedLock: number | undefined;
-}
-
-type Planned = {
-  type: EventType;
-  data: unknown;
-  /** surfaceOp and sourceEventSeqs as validated: what is committed and stored. */
-  surfaceOp: SurfaceOp | undefined;
-  sourceEventSeqs: readonly number[] | undefined;
-  surfacePlan: SurfacePlan | undefined;
-};
-
-const SourceSeqsSchema = z.array(z.number().int().min(0));
-
-const INTERRUPTED_RESULT =
-  'Tool call interrupted: the process stopped before this result was recorded. The call may or may not have run.';
-
-function formatZodIssues(type: string, issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
-  return issues.map((i) => `${type} data${i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('')}: ${i.message}`).join('; ');
-}
-
-/**
- * Tool definitions are free-form JSON: copy them through JSON so the log neither shares (and
- * freezes) the caller's objects nor holds values a reopen would read back differently
- * (undefined, Dates, class instances). Not JSON at all (BigInt, cycles) is a rejected append.
- */
-function normaliseTools(data: { tools: Record<string, unknown>[] }): void {
-  try {
-    data.tools = JSON.parse(JSON.stringify(data.tools)) as Record<string, unknown>[];
-  } catch (err) {
-    throw new SessionRuleError('invalid-data', `request/header data.tools must be plain JSON: ${(err as Error).message}`);
-  }
-}
+type Planned = ParsedEvent & { surfacePlan: SurfacePlan | undefined };
 
 export class Session {
   readonly id: string;
@@ -101,17 +48,9 @@ export class Session {
   private replaying = false;
   private opened = 0;
 
-  private turnOpen: number | null = null;
-  private lastTurnNo = -1;
-  private stepOpen: { turn: number; step: number } | null = null;
-  private lastStepNo = -1;
-  private lockStart: SessionEvent<'compaction/start'> | undefined;
-  /** Replaced (never mutated) on change, so `lock` can hand it out without a copy. */
-  private stale: readonly number[] = Object.freeze([]);
+  private readonly brackets: Brackets;
+  private readonly structure: Structure;
   private closed = false;
-  private headerSeq: number | undefined;
-  private usageSeq: number | undefined;
-  private replySeq: number | undefined;
 
   private constructor(id: string, options: SessionOptions, loadReport: LoadReport) {
     this.id = id;
@@ -119,6 +58,8 @@ export class Session {
     this.now = options.now ?? Date.now;
     this.onListenerError = options.onListenerError ?? ((e) => console.error('xcompact: a session listener threw', e));
     this.surfaceState = new Surface((seq) => this.event(seq));
+    this.brackets = new Brackets((seq) => this.event(seq));
+    this.structure = new Structure(this.brackets);
   }
 
   /** A session that lives in memory only (tests, one-shot tools). */
@@ -211,52 +152,46 @@ export class Session {
   }
 
   get lock(): LockState {
-    const l = this.lockStart;
-    if (!l) return { held: false, staleOrphans: this.stale };
-    return {
-      held: true,
-      startSeq: l.seq,
-      turn: l.data.turn,
-      trigger: l.data.trigger,
-      orphan: l.seq < this.opened,
-      staleOrphans: this.stale,
-    };
+    return this.brackets.lock(this.opened);
   }
 
   get openTurn(): number | null {
-    return this.turnOpen;
+    return this.structure.openTurn;
   }
 
   get lastTurn(): number {
-    return this.lastTurnNo;
+    return this.structure.lastTurn;
   }
 
   get openStep(): { turn: number; step: number } | null {
-    return this.stepOpen;
+    return this.structure.openStep;
   }
 
   get lastStep(): number {
-    return this.lastStepNo;
+    return this.structure.lastStep;
   }
 
   /** The latest `request/header`: what the last request was routed to and built with. */
   get latestHeader(): SessionEvent<'request/header'> | undefined {
-    return this.headerSeq === undefined ? undefined : (this.log[this.headerSeq] as SessionEvent<'request/header'>);
+    const seq = this.structure.headerSeq;
+    return seq === undefined ? undefined : (this.log[seq] as SessionEvent<'request/header'>);
   }
 
   /** The latest `assistant/message`: the model's latest successful reply. */
   get latestReply(): SessionEvent<'assistant/message'> | undefined {
-    return this.replySeq === undefined ? undefined : (this.log[this.replySeq] as SessionEvent<'assistant/message'>);
+    const seq = this.structure.replySeq;
+    return seq === undefined ? undefined : (this.log[seq] as SessionEvent<'assistant/message'>);
   }
 
   /** The latest `assistant/message` that carried provider usage. */
   get latestUsage(): SessionEvent<'assistant/message'> | undefined {
-    return this.usageSeq === undefined ? undefined : (this.log[this.usageSeq] as SessionEvent<'assistant/message'>);
+    const seq = this.structure.usageSeq;
+    return seq === undefined ? undefined : (this.log[seq] as SessionEvent<'assistant/message'>);
   }
 
   /** True when the log ends mid-flight: pending tool calls, an open step or turn, or a live lock. */
   get needsRecovery(): boolean {
-    return this.surfaceState.pendingCalls().length > 0 || this.stepOpen !== null || this.turnOpen !== null || this.lockStart !== undefined;
+    return this.surfaceState.pendingCalls().length > 0 || this.openStep !== null || this.openTurn !== null || this.brackets.open !== undefined;
   }
 
   // -------------------------------------------------------------------------
@@ -322,28 +257,7 @@ export class Session {
    * shut down cleanly (`needsRecovery` tells). Never call it while this process is mid-turn.
    */
   recover(): RecoveryReport {
-    const report: RecoveryReport = { closedCalls: [], closedStep: false, closedTurn: false, clearedLock: undefined };
-    for (const callId of this.surfaceState.pendingCalls()) {
-      this.append({
-        type: 'tool/result',
-        data: { callId, content: [{ type: 'text', text: INTERRUPTED_RESULT }], isError: true },
-        surfaceOp: 'append',
-      });
-      report.closedCalls.push(callId);
-    }
-    if (this.stepOpen) {
-      this.append({ type: 'step/end', data: { ...this.stepOpen, reason: 'interrupted' } });
-      report.closedStep = true;
-    }
-    if (this.turnOpen !== null) {
-      this.append({ type: 'turn/end', data: { turn: this.turnOpen, reason: 'interrupted' } });
-      report.closedTurn = true;
-    }
-    if (this.lockStart) {
-      report.clearedLock = this.lockStart.seq;
-      this.append({ type: 'session/end-seed', data: { reason: 'recover' } });
-    }
-    return report;
+    return recoverSession(this);
   }
 
   // -------------------------------------------------------------------------
@@ -358,146 +272,27 @@ export class Session {
   }
 
   private replay(value: unknown): void {
-    const shape = StoredEventSchema.safeParse(value);
-    if (!shape.success) throw new SessionRuleError('stored-shape', formatZodIssues('stored event', shape.error.issues));
-    const e = shape.data;
-    if (e.seq !== this.log.length) {
-      throw new SessionRuleError('seq-position', `event has seq ${e.seq} but is at log position ${this.log.length}.`);
-    }
-    const planned = this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs);
-    this.commit(e.seq, e.time, planned);
+    const e = parseStoredLine(value, this.log.length);
+    this.commit(e.seq, e.time, this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs));
   }
 
-  private plan(
-    seq: number,
-    type: EventType,
-    rawData: unknown,
-    rawSurfaceOp: unknown,
-    rawSourceEventSeqs: unknown,
-  ): Planned {
-    // Own keys only: a type like "toString" must be a rule error, not a TypeError.
-    const schema = Object.hasOwn(EventDataSchemas, type) ? EventDataSchemas[type] : undefined;
-    if (!schema) throw new SessionRuleError('unknown-type', `unknown event type ${JSON.stringify(type)}.`);
-    const parsed = schema.safeParse(rawData);
-    if (!parsed.success) throw new SessionRuleError('invalid-data', formatZodIssues(type, parsed.error.issues));
-    if (type === 'request/header') normaliseTools(parsed.data as { tools: Record<string, unknown>[] });
-    const data = parsed.data as never;
-    // Checked here, not only on replay: a shape accepted live but refused by StoredEventSchema
-    // would make the session file impossible to reopen.
-    let surfaceOp: SurfaceOp | undefined;
-    if (rawSurfaceOp !== undefined) {
-      const op = SurfaceOpSchema.safeParse(rawSurfaceOp);
-      if (!op.success) {
-        throw new SessionRuleError('surface-op-shape', `surfaceOp must be 'append' or {op: 'replace', start, end} with seqs ≥ 0 and no other keys; got ${JSON.stringify(rawSurfaceOp)}.`);
-      }
-      surfaceOp = op.data;
-    }
-    let sourceEventSeqs: readonly number[] | undefined;
-    if (rawSourceEventSeqs !== undefined) {
-      const seqs = SourceSeqsSchema.safeParse(rawSourceEventSeqs);
-      if (!seqs.success) throw new SessionRuleError('source-seqs', `sourceEventSeqs must be an array of seqs (integers ≥ 0); got ${JSON.stringify(rawSourceEventSeqs)}.`);
-      sourceEventSeqs = seqs.data;
-    }
-    this.checkProvenance(seq, type, surfaceOp, sourceEventSeqs);
-
-    if (isSurfaceType(type)) {
-      if (surfaceOp === undefined) {
-        throw new SessionRuleError('missing-surface-op', `${type} is a surface event and must carry surfaceOp ('append' or a replace).`);
-      }
+  private plan(seq: number, type: EventType, rawData: unknown, rawSurfaceOp: unknown, rawSourceEventSeqs: unknown): Planned {
+    const parsed = parseEvent(seq, type, rawData, rawSurfaceOp, rawSourceEventSeqs);
+    const { data, surfaceOp, sourceEventSeqs } = parsed;
+    if (surfaceOp !== undefined) {
       const ev = { type, data } as { type: SurfaceEvent['type']; data: SurfaceEvent['data'] };
       const surfacePlan =
         surfaceOp === 'append' ? this.surfaceState.planAppend(ev) : this.surfaceState.planReplace(surfaceOp, ev, sourceEventSeqs);
-      return { type, data, surfaceOp, sourceEventSeqs, surfacePlan };
+      this.brackets.checkSurface(type, data, surfaceOp, sourceEventSeqs);
+      return { ...parsed, surfacePlan };
     }
-    this.checkStructure(type, data);
-    return { type, data, surfaceOp, sourceEventSeqs, surfacePlan: undefined };
-  }
-
-  private checkProvenance(
-    seq: number,
-    type: EventType,
-    surfaceOp: AppendInput['surfaceOp'],
-    sourceEventSeqs: readonly number[] | undefined,
-  ): void {
-    if (!isSurfaceType(type)) {
-      if (surfaceOp !== undefined || sourceEventSeqs !== undefined) {
-        throw new SessionRuleError('log-only-event', `${type} is a log-only event: it carries neither surfaceOp nor sourceEventSeqs.`);
-      }
-      return;
+    this.structure.check(type, data);
+    this.brackets.check(type, data, this.structure.openTurn);
+    if (type === 'compaction/prune') {
+      const d = data as EventData<'compaction/prune'>;
+      this.surfaceState.checkPruneTarget(d.targetSeq, d.callId);
     }
-    if (sourceEventSeqs === undefined) return;
-    if (sourceEventSeqs.length === 0 && type !== 'assistant/message') {
-      throw new SessionRuleError('source-seqs', `sourceEventSeqs of ${type} must not be empty (only an assistant/message may say [] for a known empty stream).`);
-    }
-    const seen = new Set<number>();
-    for (const s of sourceEventSeqs) {
-      if (!Number.isInteger(s) || s < 0 || s >= seq) {
-        throw new SessionRuleError('source-seqs', `sourceEventSeqs entry ${s} must be an earlier seq (0..${seq - 1}).`);
-      }
-      if (seen.has(s)) throw new SessionRuleError('source-seqs', `sourceEventSeqs names seq ${s} twice.`);
-      seen.add(s);
-    }
-  }
-
-  private checkStructure(type: EventType, data: never): void {
-    switch (type) {
-      case 'turn/start': {
-        const d = data as { turn: number };
-        if (this.turnOpen !== null) throw new SessionRuleError('turn-already-open', `turn/start ${d.turn}: turn ${this.turnOpen} is still open; end it first.`);
-        if (d.turn <= this.lastTurnNo) throw new SessionRuleError('turn-number', `turn/start ${d.turn}: turn numbers must increase (last was ${this.lastTurnNo}).`);
-        return;
-      }
-      case 'turn/end': {
-        const d = data as { turn: number };
-        if (this.turnOpen !== d.turn) throw new SessionRuleError('turn-not-open', `turn/end ${d.turn}: the open turn is ${this.turnOpen ?? 'none'}.`);
-        if (this.stepOpen) throw new SessionRuleError('step-still-open', `turn/end ${d.turn}: step ${this.stepOpen.step} is still open; end it first.`);
-        return;
-      }
-      case 'step/start': {
-        const d = data as { turn: number; step: number };
-        if (this.turnOpen !== d.turn) throw new SessionRuleError('step-outside-turn', `step/start ${d.turn}.${d.step}: the open turn is ${this.turnOpen ?? 'none'}.`);
-        if (this.stepOpen) throw new SessionRuleError('step-already-open', `step/start ${d.turn}.${d.step}: step ${this.stepOpen.step} is still open.`);
-        if (d.step <= this.lastStepNo) throw new SessionRuleError('step-number', `step/start ${d.turn}.${d.step}: step numbers must increase within a turn (last was ${this.lastStepNo}).`);
-        return;
-      }
-      case 'step/end': {
-        const d = data as { turn: number; step: number };
-        if (!this.stepOpen || this.stepOpen.turn !== d.turn || this.stepOpen.step !== d.step) {
-          throw new SessionRuleError('step-not-open', `step/end ${d.turn}.${d.step}: the open step is ${this.stepOpen ? `${this.stepOpen.turn}.${this.stepOpen.step}` : 'none'}.`);
-        }
-        return;
-      }
-      case 'compaction/start': {
-        const d = data as { turn: number | null };
-        if (this.lockStart) {
-          throw new SessionRuleError('compaction-locked', `compaction/start: compaction ${this.lockStart.seq} is still open (no compaction/end yet).`);
-        }
-        if (d.turn !== this.turnOpen) {
-          throw new SessionRuleError('compaction-turn', `compaction/start names turn ${d.turn ?? 'null'} but the open turn is ${this.turnOpen ?? 'none (use null)'}.`);
-        }
-        return;
-      }
-      case 'compaction/summary':
-      case 'compaction/end': {
-        if (!this.lockStart) throw new SessionRuleError('no-compaction-open', `${type}: there is no open compaction/start to belong to.`);
-        const d = data as { turn?: number | null };
-        if (type === 'compaction/end' && d.turn !== this.lockStart.data.turn) {
-          throw new SessionRuleError('compaction-turn', `compaction/end names turn ${d.turn ?? 'null'} but its compaction/start (${this.lockStart.seq}) names ${this.lockStart.data.turn ?? 'null'}.`);
-        }
-        return;
-      }
-      case 'compaction/prune': {
-        const d = data as { targetSeq: number; callId: string };
-        const p = this.surfaceState.positionOf(d.targetSeq);
-        const target = p === undefined ? undefined : this.log[d.targetSeq];
-        if (!target || target.type !== 'tool/result' || target.data.callId !== d.callId) {
-          throw new SessionRuleError('prune-target', `compaction/prune: seq ${d.targetSeq} is not a current tool/result node for call "${d.callId}".`);
-        }
-        return;
-      }
-      default:
-        return;
-    }
+    return { ...parsed, surfacePlan: undefined };
   }
 
   private commit(seq: number, time: string, planned: Planned): SessionEvent {
@@ -541,41 +336,7 @@ export class Session {
   }
 
   private foldStructure(e: SessionEvent): void {
-    switch (e.type) {
-      case 'turn/start':
-        this.turnOpen = e.data.turn;
-        this.lastTurnNo = e.data.turn;
-        this.lastStepNo = -1;
-        return;
-      case 'turn/end':
-        this.turnOpen = null;
-        return;
-      case 'step/start':
-        this.stepOpen = { turn: e.data.turn, step: e.data.step };
-        this.lastStepNo = e.data.step;
-        return;
-      case 'step/end':
-        this.stepOpen = null;
-        return;
-      case 'compaction/start':
-        this.lockStart = e;
-        return;
-      case 'compaction/end':
-        this.lockStart = undefined;
-        return;
-      case 'session/end-seed':
-        if (this.lockStart) this.stale = Object.freeze([...this.stale, this.lockStart.seq]);
-        this.lockStart = undefined;
-        return;
-      case 'request/header':
-        this.headerSeq = e.seq;
-        return;
-      case 'assistant/message':
-        this.replySeq = e.seq;
-        if (e.data.usage) this.usageSeq = e.seq;
-        return;
-      default:
-        return;
-    }
+    this.brackets.fold(e);
+    this.structure.fold(e);
   }
 }

@@ -14,6 +14,7 @@
 import { deepFreeze } from './freeze';
 import { SessionRuleError } from './errors';
 import { toChatMessage, type ChatMessage } from './derive';
+import { argumentPruneProblem } from './argument-prune';
 import { toolCallsOf, type ReplaceOp, type SessionEvent, type SurfaceEvent } from './events';
 
 export type SurfacePlan =
@@ -229,6 +230,17 @@ export class Surface implements SurfaceView {
       }
       return { kind: 'replace', startPos, endPos, shadowed, contentOnly: true };
     }
+    if (event.type === 'assistant/message' && first.type === 'assistant/message' && shadowed.length === 1 && toolCallsOf(first).length > 0) {
+      const problem = argumentPruneProblem(first.data, event.data as SessionEvent<'assistant/message'>['data']);
+      if (problem) {
+        throw new SessionRuleError(
+          'argument-prune-replacement',
+          `a replacement of assistant/message ${first.seq} (which made tool calls) may only prune its tool-call arguments: ${problem}.`,
+        );
+      }
+      // Same calls, same ids, same order: pairing and balance stay exactly as they are.
+      return { kind: 'replace', startPos, endPos, shadowed, contentOnly: true };
+    }
 
     const systemHead = this.nodes.length > 0 && this.eventAt(this.nodes[0]!).type === 'system/message';
     if (systemHead && startPos === 0) {
@@ -251,10 +263,28 @@ export class Surface implements SurfaceView {
     if (event.type === 'assistant/message' && toolCallsOf({ type: event.type, data: event.data } as SessionEvent).length > 0) {
       throw new SessionRuleError(
         'replace-adds-tool-calls',
-        'a replacement assistant/message may not carry tool calls: calls enter the surface only by append, followed by their results.',
+        'a replacement assistant/message may not carry tool calls: calls enter the surface only by append, followed by their results (the one exception prunes the arguments of exactly one assistant/message, keeping its calls).',
       );
     }
     return { kind: 'replace', startPos, endPos, shadowed, contentOnly: false };
+  }
+
+  /**
+   * A `compaction/prune` names what it rewrites: a current tool/result of the call (its
+   * content), or a current assistant/message that made the call (its arguments, SPEC §15).
+   */
+  checkPruneTarget(targetSeq: number, callId: string): void {
+    const target = this.pos.has(targetSeq) ? this.eventAt(targetSeq) : undefined;
+    const fits =
+      target !== undefined &&
+      ((target.type === 'tool/result' && target.data.callId === callId) ||
+        (target.type === 'assistant/message' && toolCallsOf(target).some((c) => c.id === callId)));
+    if (!fits) {
+      throw new SessionRuleError(
+        'prune-target',
+        `compaction/prune: seq ${targetSeq} is neither a current tool/result node for call "${callId}" nor a current assistant/message that made it.`,
+      );
+    }
   }
 
   // -------------------------------------------------------------------------
@@ -279,6 +309,10 @@ export class Surface implements SurfaceView {
     for (const s of shadowed) this.pos.delete(s);
     // A one-node replace (prune, prompt update) moves nothing: only the new node needs an index.
     if (count === 1) this.pos.set(event.seq, startPos);
+    if (plan.contentOnly && event.type === 'assistant/message') {
+      // An argument prune keeps its calls: a call still waiting for its result now belongs to the new node.
+      for (const call of toolCallsOf(event)) if (this.pending.has(call.id)) this.pending.set(call.id, event.seq);
+    }
     else for (let p = startPos; p < this.nodes.length; p++) this.pos.set(this.nodes[p]!, p);
     if (!plan.contentOnly) {
       // The span was balanced on both sides and the new node has no calls: its interior cuts vanish.

@@ -4,8 +4,6 @@
  * tool calls and usage, and the tool results. Every call is one synchronous append (or a
  * few), so the rules of the log apply unchanged.
  */
-import type { ChatCompletionMessage, ChatCompletionTool } from 'openai/resources/chat/completions';
-import type { CompletionUsage } from 'openai/resources/completions';
 import { SessionRuleError } from './errors';
 import type {
   ContentBlock,
@@ -20,12 +18,41 @@ import type { Session } from './session';
 
 export type UserContent = string | Array<TextBlock | ImageBlock>;
 
+// The few fields of a chat-completions reply this writer reads, as plain structural types: the
+// session layer depends on no provider SDK, and an OpenAI SDK object (ChatCompletionMessage,
+// CompletionUsage, ChatCompletionTool) is accepted as it is (test/session-writer-types.test.ts).
+
+/** A tool call of a completion message; only `function` calls can be recorded. */
+export interface CompletionToolCall {
+  id: string;
+  type: string;
+  function?: { name: string; arguments: string };
+}
+
+/** What `assistantFromCompletion` reads of a completion message (non-streamed, or an accumulated stream). */
+export interface CompletionMessage {
+  content?: string | null;
+  tool_calls?: ReadonlyArray<CompletionToolCall> | null;
+  /** Reasoning text, as DeepSeek, vLLM and llama.cpp return it. */
+  reasoning_content?: string | null;
+}
+
+/** Chat-completions usage, as the API reports it. */
+export interface CompletionUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number | null } | null;
+  completion_tokens_details?: { reasoning_tokens?: number | null } | null;
+}
+
 export interface RequestEnvelope {
   provider: string;
   model: string;
   /** The system prompt; kept as surface node 0. Omit to leave the surface as it is. */
   systemPrompt?: string;
-  tools?: ReadonlyArray<ChatCompletionTool | Record<string, unknown>>;
+  /** Tool definitions as sent (OpenAI `tools` entries, or any plain JSON objects). */
+  tools?: ReadonlyArray<object>;
   /** The request's output cap (`max_tokens`), part of the budget's output reservation. */
   maxTokens?: number;
 }
@@ -139,12 +166,12 @@ export class SessionWriter {
 
   /** Records an OpenAI chat-completions reply (a non-streamed message or an accumulated stream). */
   assistantFromCompletion(
-    message: Pick<ChatCompletionMessage, 'content' | 'tool_calls'> & { reasoning_content?: string | null },
+    message: CompletionMessage,
     meta: { usage?: CompletionUsage | null; provider?: string; model?: string; finishReason?: string | null } = {},
   ): SessionEvent<'assistant/message'> {
     const toolCalls: ToolCallBlock[] = [];
     for (const c of message.tool_calls ?? []) {
-      if (c.type !== 'function') {
+      if (c.type !== 'function' || c.function === undefined) {
         // Dropping it would leave the agent answering a call the log never saw.
         throw new SessionRuleError('unsupported-tool-call', `tool call "${c.id}" is of type "${c.type}": only function tool calls can be recorded.`);
       }

@@ -72,7 +72,7 @@ describe('the breaker does not count a busy automatic compaction', () => {
     expect(w.notes.filter((n) => n.type === 'breaker.opened')).toEqual([]);
 
     // 3. The other writer finishes; the next real failure is the second, and opens the breaker.
-    w.session.append({ type: 'compaction/end', data: { turn: lock.type === 'compaction/start' ? lock.data.turn : null } });
+    w.session.append({ type: 'compaction/end', data: { turn: lock.type === 'compaction/start' ? lock.data.turn : null, error: { code: 'cancelled', message: 'the other writer stopped' } } });
     server().queue.push(SERVER_500);
     const third = await w.engine.afterStep();
     expect(third.status).toBe('failed');
@@ -111,7 +111,7 @@ describe('the breaker does not count a busy automatic compaction', () => {
     expect(w.notes.filter((n) => n.type === 'breaker.opened')).toEqual([]);
 
     // The other writer finishes; a recovery whose summary fails is counted, and opens it.
-    w.session.append({ type: 'compaction/end', data: { turn: lock.type === 'compaction/start' ? lock.data.turn : null } });
+    w.session.append({ type: 'compaction/end', data: { turn: lock.type === 'compaction/start' ? lock.data.turn : null, error: { code: 'cancelled', message: 'the other writer stopped' } } });
     toolStep(w, { open: true });
     server().queue.push(SERVER_500);
     expect(await w.engine.onRequestError(server().overflowError)).toMatchObject({ kind: 'fail', reason: 'no-progress' });

@@ -52,7 +52,15 @@ export function replace<T extends AppendInput>(input: T, start: number, end: num
   return { ...input, surfaceOp: { op: 'replace', start, end }, sourceEventSeqs };
 }
 
-/** A compaction checkpoint user/message replacing [start..end] (seqs, surface order). */
+/**
+ * A user/message replacing [start..end] (seqs, surface order) that is no compaction checkpoint:
+ * the surface rules of a replace without the bracket a checkpoint needs.
+ */
+export function condense(start: number, end: number, sourceEventSeqs: readonly number[], summary = 'summary'): AppendInput<'user/message'> {
+  return replace(user(`<condensed>\n${summary}\n</condensed>`), start, end, sourceEventSeqs);
+}
+
+/** A compaction checkpoint user/message replacing [start..end] (seqs, surface order); it belongs inside an open compaction. */
 export function checkpoint(start: number, end: number, sourceEventSeqs: readonly number[], summary = 'summary'): AppendInput<'user/message'> {
   return replace(user(`<compacted-summary>\n${summary}\n</compacted-summary>`, 'compaction-checkpoint'), start, end, sourceEventSeqs);
 }

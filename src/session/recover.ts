@@ -1,0 +1,46 @@
+/**
+ * Recovery of a log a stopped process left mid-flight (see `Session.recover`).
+ */
+import type { Session } from './session';
+
+export interface RecoveryReport {
+  /** Calls that never got a result; each now has an error result saying so. */
+  closedCalls: string[];
+  closedStep: boolean;
+  closedTurn: boolean;
+  /** Seq of the orphan `compaction/start` made stale by a `session/end-seed`, if any. */
+  clearedLock: number | undefined;
+}
+
+const INTERRUPTED_RESULT =
+  'Tool call interrupted: the process stopped before this result was recorded. The call may or may not have run.';
+
+/** Appends, through the ordinary rules, what closes every open thing of `session`. */
+export function recoverSession(session: Session): RecoveryReport {
+  const report: RecoveryReport = { closedCalls: [], closedStep: false, closedTurn: false, clearedLock: undefined };
+  for (const callId of session.surface.pendingCalls()) {
+    session.append({
+      type: 'tool/result',
+      data: { callId, content: [{ type: 'text', text: INTERRUPTED_RESULT }], isError: true },
+      surfaceOp: 'append',
+    });
+    report.closedCalls.push(callId);
+  }
+  const step = session.openStep;
+  if (step) {
+    session.append({ type: 'step/end', data: { ...step, reason: 'interrupted' } });
+    report.closedStep = true;
+  }
+  // Before the turn ends: a compaction ends in the turn it started in.
+  const lock = session.lock;
+  if (lock.held) {
+    report.clearedLock = lock.startSeq;
+    session.append({ type: 'session/end-seed', data: { reason: 'recover' } });
+  }
+  const turn = session.openTurn;
+  if (turn !== null) {
+    session.append({ type: 'turn/end', data: { turn, reason: 'interrupted' } });
+    report.closedTurn = true;
+  }
+  return report;
+}

@@ -1,0 +1,105 @@
+/**
+ * The stateless half of the log rules: an event's shape (its data schema, surfaceOp and
+ * provenance) checked before any projection is asked. Pure functions; each throws a
+ * SessionRuleError naming the rule.
+ */
+import { z } from 'zod';
+import { SessionRuleError } from './errors';
+import {
+  EventDataSchemas,
+  StoredEventSchema,
+  SurfaceOpSchema,
+  isSurfaceType,
+  type EventType,
+  type SurfaceOp,
+} from './events';
+
+/** An event as validated: what is committed and stored. */
+export interface ParsedEvent {
+  type: EventType;
+  data: unknown;
+  surfaceOp: SurfaceOp | undefined;
+  sourceEventSeqs: readonly number[] | undefined;
+}
+
+const SourceSeqsSchema = z.array(z.number().int().min(0));
+
+function formatZodIssues(type: string, issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
+  return issues.map((i) => `${type} data${i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('')}: ${i.message}`).join('; ');
+}
+
+/**
+ * Tool definitions are free-form JSON: copy them through JSON so the log neither shares (and
+ * freezes) the caller's objects nor holds values a reopen would read back differently
+ * (undefined, Dates, class instances). Not JSON at all (BigInt, cycles) is a rejected append.
+ */
+function normaliseTools(data: { tools: Record<string, unknown>[] }): void {
+  try {
+    data.tools = JSON.parse(JSON.stringify(data.tools)) as Record<string, unknown>[];
+  } catch (err) {
+    throw new SessionRuleError('invalid-data', `request/header data.tools must be plain JSON: ${(err as Error).message}`);
+  }
+}
+
+/** A stored line's envelope, before the log rules: its event and the seq it claims. */
+export function parseStoredLine(value: unknown, position: number): z.infer<typeof StoredEventSchema> {
+  const shape = StoredEventSchema.safeParse(value);
+  if (!shape.success) throw new SessionRuleError('stored-shape', formatZodIssues('stored event', shape.error.issues));
+  const e = shape.data;
+  if (e.seq !== position) {
+    throw new SessionRuleError('seq-position', `event has seq ${e.seq} but is at log position ${position}.`);
+  }
+  return e;
+}
+
+/** Checks an event's own shape as it would take log position `seq`. */
+export function parseEvent(seq: number, type: EventType, rawData: unknown, rawSurfaceOp: unknown, rawSourceEventSeqs: unknown): ParsedEvent {
+  // Own keys only: a type like "toString" must be a rule error, not a TypeError.
+  const schema = Object.hasOwn(EventDataSchemas, type) ? EventDataSchemas[type] : undefined;
+  if (!schema) throw new SessionRuleError('unknown-type', `unknown event type ${JSON.stringify(type)}.`);
+  const parsed = schema.safeParse(rawData);
+  if (!parsed.success) throw new SessionRuleError('invalid-data', formatZodIssues(type, parsed.error.issues));
+  if (type === 'request/header') normaliseTools(parsed.data as { tools: Record<string, unknown>[] });
+  // Checked here, not only on replay: a shape accepted live but refused by StoredEventSchema
+  // would make the session file impossible to reopen.
+  let surfaceOp: SurfaceOp | undefined;
+  if (rawSurfaceOp !== undefined) {
+    const op = SurfaceOpSchema.safeParse(rawSurfaceOp);
+    if (!op.success) {
+      throw new SessionRuleError('surface-op-shape', `surfaceOp must be 'append' or {op: 'replace', start, end} with seqs ≥ 0 and no other keys; got ${JSON.stringify(rawSurfaceOp)}.`);
+    }
+    surfaceOp = op.data;
+  }
+  let sourceEventSeqs: readonly number[] | undefined;
+  if (rawSourceEventSeqs !== undefined) {
+    const seqs = SourceSeqsSchema.safeParse(rawSourceEventSeqs);
+    if (!seqs.success) throw new SessionRuleError('source-seqs', `sourceEventSeqs must be an array of seqs (integers ≥ 0); got ${JSON.stringify(rawSourceEventSeqs)}.`);
+    sourceEventSeqs = seqs.data;
+  }
+  checkProvenance(seq, type, surfaceOp, sourceEventSeqs);
+  if (isSurfaceType(type) && surfaceOp === undefined) {
+    throw new SessionRuleError('missing-surface-op', `${type} is a surface event and must carry surfaceOp ('append' or a replace).`);
+  }
+  return { type, data: parsed.data, surfaceOp, sourceEventSeqs };
+}
+
+function checkProvenance(seq: number, type: EventType, surfaceOp: SurfaceOp | undefined, sourceEventSeqs: readonly number[] | undefined): void {
+  if (!isSurfaceType(type)) {
+    if (surfaceOp !== undefined || sourceEventSeqs !== undefined) {
+      throw new SessionRuleError('log-only-event', `${type} is a log-only event: it carries neither surfaceOp nor sourceEventSeqs.`);
+    }
+    return;
+  }
+  if (sourceEventSeqs === undefined) return;
+  if (sourceEventSeqs.length === 0 && type !== 'assistant/message') {
+    throw new SessionRuleError('source-seqs', `sourceEventSeqs of ${type} must not be empty (only an assistant/message may say [] for a known empty stream).`);
+  }
+  const seen = new Set<number>();
+  for (const s of sourceEventSeqs) {
+    if (!Number.isInteger(s) || s < 0 || s >= seq) {
+      throw new SessionRuleError('source-seqs', `sourceEventSeqs entry ${s} must be an earlier seq (0..${seq - 1}).`);
+    }
+    if (seen.has(s)) throw new SessionRuleError('source-seqs', `sourceEventSeqs names seq ${s} twice.`);
+    seen.add(s);
+  }
+}

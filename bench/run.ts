@@ -10,6 +10,7 @@ const SECTIONS = [
   { file: 'meter.ts', title: 'Token meter: per-step cost and accuracy against provider usage' },
   { file: 'session.ts', title: 'Session model: appends, derivation, balance, JSONL' },
   { file: 'compaction.ts', title: 'Compaction economics on the real transcript: ours vs the reference policy' },
+  { file: 'calibration.ts', title: 'Providers we have no tokenizer for: calibrated growth, windows in provider tokens, pathological text' },
 ] as const;
 
 export async function run(): Promise<void> {

@@ -174,7 +174,8 @@ export class TokenMeter implements NodePrices {
     let suspectUsage = this.suspectSeq !== undefined;
     let anchor: Measurement['anchor'];
     if (this.anchor) {
-      const growth = Math.round((this.surfaceTotal - this.anchor.surfaceAtAnchor) * calibration.ratio);
+      const priced = this.surfaceTotal - this.anchor.surfaceAtAnchor;
+      const growth = Math.round(priced * this.calibration.growthRatio(this.route, priced));
       anchor = { seq: this.anchor.seq, providerTokens: this.anchor.providerTokens, growthTokens: growth };
       const anchored = this.anchor.providerTokens + growth;
       if (isSuspect(anchored, calibrated)) suspectUsage = true;

@@ -148,3 +148,45 @@ describe('argument pruning', () => {
     await reopened.close();
   });
 });
+
+describe('argument pruning in the engine', () => {
+  it('under pressure, the engine prunes an older 57 KB write call instead of summarizing', async () => {
+    const { createCompactionEngine } = await import('../src/engine.js');
+    const { ExtractiveSummarizer } = await import('../src/services/summarizers/extractive.js');
+    const s = Session.inMemory();
+    const engine = createCompactionEngine({
+      session: s,
+      summarizer: new ExtractiveSummarizer(),
+      models: { 'test/agent': { contextWindow: 24_000, maxOutputTokens: 1000 } },
+      config: { headroomTokens: 1000, maxTokens: 500 },
+    });
+    const events: string[] = [];
+    engine.on((e) => events.push(e.type));
+    const w = new SessionWriter(s);
+    w.system('You are a coding agent.');
+    w.startTurn();
+    w.user('Generate the module, then check it.');
+    const step = async (call: { id: string; name: string; arguments: string }, result: string) => {
+      w.startStep();
+      w.request({ provider: 'test', model: 'agent', tools: [] });
+      w.assistant({ toolCalls: [call] });
+      w.toolResult(call.id, result);
+      const r = await engine.afterStep();
+      w.endStep();
+      return r;
+    };
+    await step({ id: 'w1', name: 'write', arguments: JSON.stringify({ path: 'src/generated.ts', content: FILE }) }, 'Wrote 57,000 bytes.');
+    let last;
+    for (let i = 0; i < 12; i++) last = await step({ id: `r${i}`, name: 'read', arguments: JSON.stringify({ path: `src/f${i}.ts` }) }, `export const f${i} = ${i};\n`.repeat(40));
+    engine.stop();
+    const prunes = s.events().filter((e): e is SessionEvent<'compaction/prune'> => e.type === 'compaction/prune');
+    expect(prunes.map((p) => s.event(p.data.targetSeq).type)).toContain('assistant/message');
+    expect(events).toContain('pruned');
+    expect(events).not.toContain('compaction.committed'); // pruning the call was enough
+    expect(last!.status).not.toBe('failed');
+    const write = s.deriveMessages().find((m) => m.role === 'assistant' && m.tool_calls?.some((c) => c.id === 'w1'));
+    const args = JSON.parse((write as { tool_calls: Array<{ function: { arguments: string } }> }).tool_calls[0]!.function.arguments) as { path: string; content: string };
+    expect(args.path).toBe('src/generated.ts');
+    expect(args.content.length).toBeLessThan(8192);
+  });
+});

@@ -231,17 +231,18 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
     throw err;
   };
 
-  if (session.needsRecovery) session.recover();
-
-  // ---- the engine
+  // ---- the engine. Everything from here until the session is closed releases its lock on
+  // failure: a measurement of a huge tool result that throws must not leave a `.lock` behind.
   let engine;
+  let before;
   try {
+    if (session.needsRecovery) session.recover();
     engine = createCompactionEngine({ session, summarizer, config: engineConfig, models });
+    before = engine.measure();
   } catch (err) {
     return fail(err);
   }
 
-  const before = engine.measure();
   const started = Date.now();
   let record;
   try {

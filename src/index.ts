@@ -91,8 +91,10 @@ export {
 export type { ModelInfo } from './services/models';
 export { getTokenizer, TokenizerUnavailableError, type Tokenizer, type TokenizerName, type ChatOverhead, type ChatRole } from './services/tokenizer';
 export type { Measurement, NodePrices } from './services/meter';
+export type { Calibration } from './services/calibration';
 export { withErrorBodyRecovery, type RequestErrorClass, type RequestErrorKind } from './services/overflow';
 export type { PruneSettings, PrunePlan, PruneResult } from './services/pruner';
+export type { ArgumentPruneTarget } from './services/pruner-arguments';
 export type { RangeSelection, SelectOptions } from './services/range';
 
 // Summarizers: the built-in ones, bounding for any summarizer, and the contract for your own.

@@ -1,13 +1,14 @@
 /**
  * The frame every per-chart test file shares: one local OpenAI server for the file, worlds
- * cleaned after each test, and one test per generated path (plus the check that the paths
- * cover every transition).
+ * cleaned after each test, and one test per generated path (plus the checks that the paths
+ * cover every transition statically, and that real actors took each one at run time). The
+ * paths of a chart run here and nowhere else.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { allCoverage } from './catalogs';
 import type { TransitionInfo } from './model';
 import type { GeneratedPath } from './paths';
-import { cleanupWorlds, startServer, type Server } from './runner';
+import { cleanupWorlds, runtimeCovered, startServer, type Server } from './runner';
 
 export type PathRunner = (srv: Server, path: GeneratedPath, byKey: Map<string, TransitionInfo>) => Promise<void>;
 
@@ -35,5 +36,10 @@ export function describeGeneratedPaths(machine: string, server: () => Server, ru
     for (const path of coverage.paths) {
       it(`${path.target.name} — ${path.title}`, () => run(server(), path, byKey));
     }
+    // Runs after the paths (vitest keeps declaration order): each path runs once, here only.
+    it(`a real ${machine} actor took every one of its ${coverage.all.length} transitions`, () => {
+      const missing = coverage.all.filter((t) => !runtimeCovered.has(t.key)).map((t) => t.name);
+      expect(missing, `transitions no real actor took:\n${missing.join('\n')}`).toEqual([]);
+    });
   });
 }

@@ -1,26 +1,25 @@
 /**
- * Transition-coverage path generator.
+ * Transition-coverage paths, generated with @xstate/graph's public API.
  *
- * Shortest or simple paths over a chart's states miss transitions (a guard's else-branch,
- * a second edge between the same two states). This generator targets transition
- * *definitions* instead:
+ * Each chart is traversed as an actor logic whose events are the chart's outcome catalog (see
+ * catalogs.ts): a snapshot carries the chart's snapshot, the model state outside the chart the
+ * catalog needs (`aux`), and the definitions the last step took (from model.ts's pure stepping).
+ * @xstate/graph cannot traverse the chart itself with these events: its `events` option replaces
+ * the auto-discovered done/error/after events, so their payloads (which decide the guards) would
+ * have to be written into the chart's own traversal; and a chart's snapshot cannot carry `aux`.
  *
- * 1. Walk the chart breadth-first with the pure step function, from each input variant,
- *    applying every event the machine's outcome catalog offers in each abstract state
- *    (invoke done/error events built with the payload that makes one specific guard the
- *    first to pass, external events, `after` events). The abstract state is the catalog's
- *    projection of the snapshot (state value plus the context its guards read), so each
- *    abstract state is reached by a shortest prefix.
- * 2. For every definition not yet covered, take the shortest prefix to a state where some
- *    catalog event fires it, that one edge, then the shortest suffix to a state at rest
- *    (final, or idle for the engine), so the path is also a complete run for the real engine.
- * 3. Every definition fired anywhere along a path counts as covered; a path is added only
- *    for a definition no earlier path covered.
- *
- * Static coverage = definitions fired by the generated paths ÷ all definitions.
+ * 1. `getAdjacencyMap` over the abstract states (the catalog's projection: state value plus the
+ *    context its guards read) gives every (state, event) edge and what it fires.
+ * 2. `getShortestPaths` gives the shortest path to each abstract state.
+ * 3. For every definition, in document order, that no earlier path took: the shortest path to the
+ *    source of the first edge firing it, `joinPaths` with that edge, `joinPaths` with the shortest
+ *    path from there to a state at rest (`getShortestPaths` with `fromState` and `toState`), so the
+ *    path is also a complete run for the real engine.
+ * 4. The joined path's events are replayed from the initial snapshot (a lossy projection may hand
+ *    back a different snapshot with the same key), which gives each step's exact fired set.
  */
-import type { AnyEventObject, AnyMachineSnapshot, AnyStateMachine } from 'xstate';
-import { getShortestPaths } from 'xstate/graph';
+import { getAdjacencyMap, getShortestPaths, joinPaths, type StatePath } from '@xstate/graph';
+import type { ActorLogic, AnyEventObject, AnyMachineSnapshot, AnyStateMachine, EventObject, Snapshot } from 'xstate';
 import { initialStep, pureStep, transitionDefs, type TransitionInfo } from './model';
 
 export interface CatalogEvent<Aux> {
@@ -76,137 +75,176 @@ export interface Coverage {
   paths: GeneratedPath[];
 }
 
-interface Node<Aux> {
-  snapshot: AnyMachineSnapshot;
+/** A snapshot of the catalog logic. */
+type CatSnap<Aux> = Snapshot<undefined> & {
+  m: AnyMachineSnapshot;
   aux: Aux;
-  input: string;
-  initFired: string[];
-  steps: PathStep[];
+  fired: string[];
+};
+/** An event of the catalog logic: `type` is unique within a state. */
+interface CatEvent<Aux> extends EventObject {
+  outcome: string;
+  event: AnyEventObject;
+  aux?: Aux;
 }
 
-function expand<Aux>(spec: MachineSpec<Aux>, node: Node<Aux>): Array<{ next: Node<Aux>; step: PathStep }> {
-  if (node.snapshot.status !== 'active') return [];
-  const out: Array<{ next: Node<Aux>; step: PathStep }> = [];
-  for (const c of spec.events(node.snapshot, node.aux)) {
-    const { snapshot, fired } = pureStep(spec.machine, node.snapshot, c.event);
-    if (fired.length === 0) continue; // ignored in this state: not an edge
-    const step: PathStep = { outcome: c.outcome, event: c.event, from: node.snapshot.value, fired };
-    out.push({ step, next: { snapshot, aux: c.aux ?? node.aux, input: node.input, initFired: node.initFired, steps: [...node.steps, step] } });
+function catalogLogic<Aux>(spec: MachineSpec<Aux>, input: unknown): ActorLogic<CatSnap<Aux>, CatEvent<Aux>> {
+  return {
+    config: spec.machine,
+    getInitialSnapshot: () => {
+      const { snapshot, fired } = initialStep(spec.machine, input);
+      return { status: 'active', output: undefined, error: undefined, m: snapshot, aux: spec.initialAux, fired } as CatSnap<Aux>;
+    },
+    transition: (s: CatSnap<Aux>, e: CatEvent<Aux>) => {
+      const { snapshot, fired } = pureStep(spec.machine, s.m, e.event);
+      return { ...s, m: snapshot, aux: e.aux ?? s.aux, fired };
+    },
+    getPersistedSnapshot: (s: CatSnap<Aux>) => s,
+  } as unknown as ActorLogic<CatSnap<Aux>, CatEvent<Aux>>;
+}
+
+function traversal<Aux>(spec: MachineSpec<Aux>) {
+  return {
+    events: (s: CatSnap<Aux>): Array<CatEvent<Aux>> => {
+      if (s.m.status !== 'active') return [];
+      const seen = new Map<string, number>();
+      return spec.events(s.m, s.aux).map((c) => {
+        const n = seen.get(c.outcome) ?? 0;
+        seen.set(c.outcome, n + 1);
+        return { type: n === 0 ? c.outcome : `${c.outcome}#${n}`, outcome: c.outcome, event: c.event, ...(c.aux !== undefined ? { aux: c.aux } : {}) };
+      });
+    },
+    serializeState: (s: CatSnap<Aux>) => spec.project(s.m, s.aux),
+    serializeEvent: (e: CatEvent<Aux>) => e.type,
+    stopWhen: (s: CatSnap<Aux>) => s.m.status !== 'active',
+    limit: 200_000,
+  };
+}
+
+const INIT = { type: 'xstate.init' } as unknown as CatEvent<never>;
+
+/** A one-step path from `from` (a path's end, the same object) to the state after `event`. */
+function edgePath<Aux>(logic: ActorLogic<CatSnap<Aux>, CatEvent<Aux>>, from: CatSnap<Aux>, event: CatEvent<Aux>): StatePath<CatSnap<Aux>, CatEvent<Aux>> {
+  const next = logic.transition(from, event, undefined as never);
+  return { state: next, steps: [{ state: from, event: INIT as CatEvent<Aux> }, { state: next, event }], weight: 1 };
+}
+
+function toGenerated<Aux>(spec: MachineSpec<Aux>, logic: ActorLogic<CatSnap<Aux>, CatEvent<Aux>>, label: string, target: TransitionInfo, events: Array<CatEvent<Aux>>): GeneratedPath {
+  // Replay: the exact snapshots and fired sets of this sequence of events.
+  let s = logic.getInitialSnapshot(undefined as never, undefined);
+  const initFired = s.fired;
+  const steps: PathStep[] = [];
+  for (const e of events) {
+    const next = logic.transition(s, e, undefined as never);
+    if (next.fired.length === 0) throw new Error(`${spec.name}: ${e.outcome} takes no transition in ${JSON.stringify(s.m.value)} on replay`);
+    steps.push({ outcome: e.outcome, event: e.event, from: s.m.value, fired: next.fired });
+    s = next;
   }
-  return out;
-}
-
-function shortestToRest<Aux>(spec: MachineSpec<Aux>, start: Node<Aux>): Node<Aux> {
-  if (spec.atRest(start.snapshot, start.aux)) return start;
-  const seen = new Set([spec.project(start.snapshot, start.aux)]);
-  let frontier = [start];
-  for (let depth = 0; depth < spec.maxDepth && frontier.length > 0; depth++) {
-    const next: Array<Node<Aux>> = [];
-    for (const n of frontier) {
-      for (const { next: m } of expand(spec, n)) {
-        if (spec.atRest(m.snapshot, m.aux)) return m;
-        const k = spec.project(m.snapshot, m.aux);
-        if (seen.has(k)) continue;
-        seen.add(k);
-        next.push(m);
-      }
-    }
-    frontier = next;
-  }
-  throw new Error(`${spec.name}: no way to rest from ${JSON.stringify(start.snapshot.value)} within ${spec.maxDepth} steps`);
-}
-
-function toPath<Aux>(spec: MachineSpec<Aux>, target: TransitionInfo, node: Node<Aux>): GeneratedPath {
-  const fired = [...node.initFired, ...node.steps.flatMap((s) => s.fired)];
   return {
     machine: spec.name,
     target,
-    input: node.input,
-    initFired: node.initFired,
-    steps: node.steps,
-    fired,
-    finalValue: node.snapshot.value,
-    title: `${node.input}: ${node.steps.map((s) => s.outcome).join(' → ') || '(initial)'}`,
+    input: label,
+    initFired,
+    steps,
+    fired: [...initFired, ...steps.flatMap((x) => x.fired)],
+    finalValue: s.m.value,
+    title: `${label}: ${steps.map((x) => x.outcome).join(' → ') || '(initial)'}`,
   };
 }
 
 export function generatePaths<Aux>(spec: MachineSpec<Aux>): Coverage {
   const all = transitionDefs(spec.machine);
   const byKey = new Map(all.map((t) => [t.key, t]));
+  const options = traversal(spec);
 
-  // 1. Breadth-first: shortest prefix to each abstract state, and the first edge firing each definition.
-  const firstEdge = new Map<string, Node<Aux>>();
-  const seen = new Set<string>();
-  let frontier: Array<Node<Aux>> = [];
-  for (const { label, input } of spec.inputs) {
-    const { snapshot, fired } = initialStep(spec.machine, input);
-    const node: Node<Aux> = { snapshot, aux: spec.initialAux, input: label, initFired: fired, steps: [] };
-    for (const k of fired) if (!firstEdge.has(k)) firstEdge.set(k, node);
-    const key = `${spec.project(snapshot, spec.initialAux)}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    frontier.push(node);
+  // 1.–2. Per input: every edge and what it fires; the shortest path to every abstract state.
+  interface Edge {
+    input: number;
+    state: string;
+    event: CatEvent<Aux> | undefined;
+    depth: number;
   }
-  for (let depth = 0; depth < spec.maxDepth && frontier.length > 0; depth++) {
-    const next: Array<Node<Aux>> = [];
-    for (const n of frontier) {
-      for (const { next: m, step } of expand(spec, n)) {
-        for (const k of step.fired) if (!firstEdge.has(k)) firstEdge.set(k, m);
-        const key = spec.project(m.snapshot, m.aux);
-        if (seen.has(key)) continue;
-        seen.add(key);
-        next.push(m);
+  const firstEdge = new Map<string, Edge>();
+  const perInput = spec.inputs.map(({ input }, i) => {
+    const logic = catalogLogic(spec, input);
+    const adjacency = getAdjacencyMap(logic, options as never) as unknown as Record<string, { transitions: Record<string, { event: CatEvent<Aux>; state: CatSnap<Aux> }> }>;
+    const shortest = new Map<string, StatePath<CatSnap<Aux>, CatEvent<Aux>>>();
+    for (const p of getShortestPaths(logic, options as never) as Array<StatePath<CatSnap<Aux>, CatEvent<Aux>>>) shortest.set(options.serializeState(p.state), p);
+    // The edge with the shortest prefix wins (across inputs; ties: the earlier input, BFS order).
+    const offer = (k: string, edge: Edge) => {
+      const depth = (shortest.get(edge.state)?.weight ?? Infinity) + (edge.event ? 1 : 0);
+      const had = firstEdge.get(k);
+      if (!had || depth < had.depth) firstEdge.set(k, edge.depth === depth ? edge : { ...edge, depth });
+    };
+    const initial = logic.getInitialSnapshot(undefined as never, undefined);
+    for (const k of initial.fired) offer(k, { input: i, state: options.serializeState(initial), event: undefined, depth: 0 });
+    for (const [state, { transitions }] of Object.entries(adjacency)) {
+      for (const { event, state: next } of Object.values(transitions)) {
+        for (const k of next.fired) offer(k, { input: i, state, event, depth: 0 });
       }
     }
-    frontier = next;
-  }
+    return { logic, shortest };
+  });
 
-  // 2. One path per definition not covered yet, in document order.
+  // 3. One path per definition not covered yet, in document order.
   const covered = new Set<string>();
   const paths: GeneratedPath[] = [];
+  const toRest = new Map<string, StatePath<CatSnap<Aux>, CatEvent<Aux>> | undefined>();
   for (const t of all) {
     if (covered.has(t.key)) continue;
     const edge = firstEdge.get(t.key);
     if (!edge) continue;
-    const path = toPath(spec, t, shortestToRest(spec, edge));
-    for (const k of path.fired) {
+    const { logic, shortest } = perInput[edge.input]!;
+    const head = shortest.get(edge.state);
+    if (!head) throw new Error(`${spec.name}: no shortest path to ${edge.state}`);
+    let path = edge.event ? joinPaths(head, edgePath(logic, head.state, edge.event)) : head;
+    const end = path.state;
+    if (!spec.atRest(end.m, end.aux)) {
+      const endKey = `${edge.input} ${options.serializeState(end)}`;
+      if (!toRest.has(endKey)) {
+        const found = (
+          getShortestPaths(logic, { ...options, fromState: end, toState: (s: CatSnap<Aux>) => spec.atRest(s.m, s.aux) } as never) as Array<StatePath<CatSnap<Aux>, CatEvent<Aux>>>
+        ).filter((p) =>
+          spec.atRest(p.state.m, p.state.aux),
+        );
+        found.sort((a, b) => a.weight - b.weight);
+        toRest.set(endKey, found[0]);
+      }
+      const rest = toRest.get(endKey);
+      if (!rest) throw new Error(`${spec.name}: no way to rest from ${JSON.stringify(end.m.value)}`);
+      // The suffix starts at a snapshot equal to `end` by projection: re-rooted on `end` itself.
+      const tail = { ...rest, steps: [{ state: end, event: INIT as CatEvent<Aux> }, ...rest.steps.slice(1)] };
+      path = joinPaths(path, tail);
+    }
+    if (path.steps.length - 1 > spec.maxDepth * 2) throw new Error(`${spec.name}: a path of ${path.steps.length - 1} steps for ${t.name}`);
+    const generated = toGenerated(spec, logic, spec.inputs[edge.input]!.label, t, path.steps.slice(1).map((s) => s.event));
+    for (const k of generated.fired) {
       if (!byKey.has(k)) throw new Error(`${spec.name}: fired ${k}, which is not a definition of the machine`);
       covered.add(k);
     }
-    paths.push(path);
+    if (!covered.has(t.key)) throw new Error(`${spec.name}: the path for ${t.name} does not take it on replay`);
+    paths.push(generated);
   }
   return { machine: spec.name, all, covered, missing: all.filter((t) => !covered.has(t.key)), paths };
 }
 
 /**
- * Baseline: what xstate/graph's `getShortestPaths` covers with the same catalogs (one path to
- * each abstract state, replayed with the pure step). It misses guard else-branches and
- * second edges into an already reached state, which is why the generator above exists.
+ * Baseline: what `getShortestPaths` alone covers with the same catalogs (one path to each
+ * abstract state). It misses guard else-branches and second edges into an already reached state.
  */
 export function shortestPathsBaseline<Aux>(spec: MachineSpec<Aux>): { covered: Set<string>; paths: number } {
   const covered = new Set<string>();
   let paths = 0;
+  const options = traversal(spec);
   for (const { input } of spec.inputs) {
-    const outcomes = new WeakMap<object, string>();
-    const found = getShortestPaths(spec.machine, {
-      input,
-      // A chart that ended takes no events (xstate/graph would still step it).
-      events: (s: AnyMachineSnapshot) =>
-        (s.status === 'active' ? spec.events(s, spec.initialAux) : []).map((c) => {
-          outcomes.set(c.event, c.outcome);
-          return c.event;
-        }),
-      serializeState: (s: AnyMachineSnapshot) => spec.project(s, spec.initialAux),
-      serializeEvent: (e: AnyEventObject) => outcomes.get(e) ?? e.type,
-    } as never);
-    for (const p of found) {
+    const logic = catalogLogic(spec, input);
+    for (const p of getShortestPaths(logic, options as never) as Array<StatePath<CatSnap<Aux>, CatEvent<Aux>>>) {
       paths++;
-      let { snapshot, fired } = initialStep(spec.machine, input);
-      for (const k of fired) covered.add(k);
-      for (const step of p.steps) {
-        if (step.event.type === 'xstate.init') continue;
-        ({ snapshot, fired } = pureStep(spec.machine, snapshot, step.event as AnyEventObject));
-        for (const k of fired) covered.add(k);
+      let s = logic.getInitialSnapshot(undefined as never, undefined);
+      for (const k of s.fired) covered.add(k);
+      for (const step of p.steps.slice(1)) {
+        s = logic.transition(s, step.event, undefined as never);
+        for (const k of s.fired) covered.add(k);
       }
     }
   }

@@ -17,7 +17,7 @@ import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { SimulatedClock, type InspectionEvent } from 'xstate';
+import { SimulatedClock, type AnyEventObject, type AnyMachineSnapshot, type AnyStateMachine, type InspectionEvent } from 'xstate';
 import { expect } from 'vitest';
 import {
   createCompactionEngine,
@@ -39,7 +39,7 @@ import { SessionWriter } from '../../src/session/writer';
 import { OVERFLOW_BODIES, startOpenAIServer, type LocalOpenAIServer, type Scenario } from '../../src/testing/openai-server';
 import { openAIMessageProblems } from '../helpers/openai-validator';
 import type { GeneratedPath } from './paths';
-import { transitionsOfMicrostep, type TransitionInfo } from './model';
+import { initialStep, pureStep, transitionDefs, type TransitionInfo } from './model';
 
 export const SYSTEM_PROMPT = 'You are a coding agent. Keep answers short.';
 export const MODELS = {
@@ -60,6 +60,39 @@ export interface Recorded {
   actor: string;
   machine: string;
   transitions: TransitionInfo[];
+}
+
+/**
+ * The transitions a real actor took, from the public `@xstate.snapshot` inspection event (the
+ * event it processed, its new snapshot) and its previous snapshot: the same pure stepping the
+ * generator uses (model.ts), on the actor's own logic (the engine's `provide()`d copy, or a
+ * mutant). `@xstate.microstep` names them only in its internal `_transitions`.
+ */
+function transitionsTaken(e: Extract<InspectionEvent, { type: '@xstate.snapshot' }>, previous: Map<string, AnyMachineSnapshot>): TransitionInfo[] {
+  const logic = (e.actorRef as { logic?: unknown }).logic as AnyStateMachine | undefined;
+  if (!logic || typeof (logic as { getTransitionData?: unknown }).getTransitionData !== 'function') return [];
+  const id = e.actorRef.sessionId;
+  const before = previous.get(id);
+  const after = e.snapshot as AnyMachineSnapshot;
+  previous.set(id, after);
+  const event = e.event as AnyEventObject;
+  let keys: string[];
+  if (before) keys = pureStep(logic, before, event).fired;
+  else if (event.type === 'xstate.init') keys = initialStep(logic, (event as { input?: unknown }).input).fired;
+  else return [];
+  if (keys.length === 0) return [];
+  const byKey = infoCache(logic);
+  return keys.map((k) => byKey.get(k) ?? { key: k, machine: logic.id, source: k, event: k, index: 0, guard: undefined, targets: [], actions: [], name: `${logic.id}: ${k}` });
+}
+
+const infos = new WeakMap<object, Map<string, TransitionInfo>>();
+function infoCache(logic: AnyStateMachine): Map<string, TransitionInfo> {
+  let m = infos.get(logic.config);
+  if (!m) {
+    m = new Map(transitionDefs(logic).map((t) => [t.key, t]));
+    infos.set(logic.config, m);
+  }
+  return m;
 }
 
 // ---------------------------------------------------------------------------
@@ -298,9 +331,10 @@ export function attachEngine(
   const clock = new SimulatedClock();
   const recorded: Recorded[] = [];
   let defaults: EngineServices | undefined;
+  const previous = new Map<string, AnyMachineSnapshot>();
   const inspect = (e: InspectionEvent) => {
-    if (e.type !== '@xstate.microstep') return;
-    const transitions = transitionsOfMicrostep(e);
+    if (e.type !== '@xstate.snapshot') return;
+    const transitions = transitionsTaken(e, previous);
     if (transitions.length === 0) return;
     for (const t of transitions) runtimeCovered.add(t.key);
     recorded.push({ actor: e.actorRef.sessionId, machine: transitions[0]!.machine, transitions });

@@ -1,26 +1,41 @@
 /**
- * `npm run coverage:transitions`: per chart, the transitions the generated test paths cover
- * (static coverage, from pure stepping of the charts), how many paths, and any transition
- * left uncovered, by name. Exits non-zero when one is missing. For comparison, the coverage
- * of xstate/graph's shortest paths over the same outcome catalogs. The generated paths run on
- * the real engine in test/graph-coverage.test.ts, which checks the run-time coverage.
+ * `npm run coverage:transitions`: per chart, the transitions it must have (required: written down
+ * from SPEC.md in test/graph/required.ts) and the ones it has (present: read from its config), and
+ * how many of required ∪ present the generated test paths cover. A required transition deleted
+ * from a chart shows as missing. Also: the generated paths, how many of them force an outcome no
+ * real condition produces, the states a crash path covers (test/graph/crash.test.ts), and what
+ * @xstate/graph's shortest paths alone would cover. Exits non-zero when anything is missing.
+ * The paths run on the real engine in test/graph/<chart>.test.ts, which checks run-time coverage.
  */
-import { SPECS, allCoverage } from '../test/graph/catalogs';
+import { FORCED_OUTCOMES, SPECS, allCoverage, forcedPaths } from '../test/graph/catalogs';
+import { crashPathFor } from '../test/graph/crash-paths';
 import { shortestPathsBaseline, type MachineSpec } from '../test/graph/paths';
+import { crashStates, requiredCoverage } from '../test/graph/required';
 
-let missing = 0;
 const pad = (s: string | number, n: number) => String(s).padEnd(n);
-console.log(`${pad('machine', 13)}${pad('covered', 9)}${pad('', 8)}${pad('paths', 7)}shortest paths alone`);
+const problems: string[] = [];
+console.log(
+  `${pad('chart', 13)}${pad('required', 10)}${pad('present', 9)}${pad('covered', 18)}${pad('paths', 7)}${pad('forced', 8)}${pad('crash paths', 13)}shortest paths alone`,
+);
 const coverage = allCoverage();
 for (const spec of SPECS) {
   const c = coverage.get(spec.name)!;
-  missing += c.missing.length;
+  const r = requiredCoverage(spec.name, spec.machine, c.covered);
+  const { states, transient } = crashStates(spec.machine);
+  const crashed = states.filter((s) => crashPathFor(c, s));
+  for (const s of states) if (!crashPathFor(c, s)) problems.push(`no crash path: ${spec.name}: ${s}`);
+  problems.push(...r.uncovered);
   const base = shortestPathsBaseline(spec as MachineSpec<unknown>);
-  const pct = ((100 * c.covered.size) / c.all.length).toFixed(1);
-  console.log(`${pad(c.machine, 13)}${pad(`${c.covered.size}/${c.all.length}`, 9)}${pad(`${pct}%`, 8)}${pad(c.paths.length, 7)}${base.covered.size}/${c.all.length} by ${base.paths} paths`);
+  const pct = ((100 * r.covered) / r.union).toFixed(1);
+  console.log(
+    `${pad(spec.name, 13)}${pad(`${r.required.length - r.missingRequired.length}/${r.required.length}`, 10)}${pad(r.present.length, 9)}${pad(`${r.covered}/${r.union} ${pct}%`, 18)}${pad(c.paths.length, 7)}${pad(forcedPaths(spec.name, c), 8)}${pad(`${crashed.length}/${states.length}`, 13)}${base.covered.size}/${c.all.length} by ${base.paths} paths`,
+  );
+  if (transient.length > 0) console.log(`  no crash path possible (eventless, left in the step entering it): ${transient.join(', ')}`);
 }
-for (const c of coverage.values()) for (const t of c.missing) console.log(`missing: ${t.name}`);
-if (missing > 0) {
-  console.error(`${missing} transition(s) not covered by the generated paths`);
+console.log('\nforced outcomes (no real condition produces them):');
+for (const [chart, outcomes] of Object.entries(FORCED_OUTCOMES)) for (const [o, why] of Object.entries(outcomes)) console.log(`  ${chart}: ${o} — ${why}`);
+for (const p of problems) console.log(p);
+if (problems.length > 0) {
+  console.error(`${problems.length} required or present transition(s) or crash path(s) not covered`);
   process.exit(1);
 }

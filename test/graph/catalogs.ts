@@ -444,3 +444,36 @@ export function allCoverage(): Map<string, Coverage> {
   cached ??= new Map(SPECS.map((s) => [s.name, generatePaths(s as MachineSpec<unknown>)]));
   return cached;
 }
+
+/**
+ * Outcomes the runtime suites force (a service replaced to give the result) because no real
+ * condition produces them, with why; every other outcome is produced by arranging the world.
+ */
+export const FORCED_OUTCOMES: Record<string, Record<string, string>> = {
+  transaction: { 'revalidate:throws': 'revalidation is arithmetic over the surface; nothing makes it throw' },
+  pressure: {
+    'measure:throws': 'the meter throws only on a bug',
+    'transaction:chart-error': 'a bug inside the transaction chart (its guard throws)',
+  },
+  overflow: {
+    'probeLock:throws': 'the lock probe only reads the session',
+    'selectRange:throws': 'selection here only reads the session',
+    'transaction:chart-error': 'a bug inside the transaction chart (its guard throws)',
+  },
+  manual: {
+    'checkAdmission:throws': 'admission only reads the session',
+    'selectRange:throws': 'selection here only reads the session',
+    'transaction:chart-error': 'a bug inside the transaction chart (its guard throws)',
+  },
+  engine: {
+    'pressure:chart-error': 'a bug inside the pressure chart',
+    'overflow:chart-error': 'a bug inside the overflow chart',
+    'manual:chart-error': 'a bug inside the manual chart',
+  },
+};
+
+/** Generated paths of a chart that force at least one outcome. */
+export function forcedPaths(name: string, c: Coverage): number {
+  const forced = FORCED_OUTCOMES[name] ?? {};
+  return c.paths.filter((p) => p.steps.some((s) => s.outcome in forced)).length;
+}

@@ -39,6 +39,7 @@ import { SessionWriter } from '../../src/session/writer';
 import { OVERFLOW_BODIES, startOpenAIServer, type LocalOpenAIServer, type Scenario } from '../../src/testing/openai-server';
 import { openAIMessageProblems } from '../helpers/openai-validator';
 import type { GeneratedPath } from './paths';
+import { valueHas } from './crash-paths';
 import { initialStep, pureStep, transitionDefs, type TransitionInfo } from './model';
 
 export const SYSTEM_PROMPT = 'You are a coding agent. Keep answers short.';
@@ -165,7 +166,8 @@ export class Controller {
     for (const name of Object.keys(defaults) as ServiceName[]) {
       const real = defaults[name] as (input: unknown, signal?: AbortSignal) => unknown;
       wrapped[name] = (input: unknown, signal?: AbortSignal) => {
-        const call = new Call(name, input, signal, () => real(input, signal));
+        // A crashed process runs nothing more: a call released after the crash never reaches the service.
+        const call = new Call(name, input, signal, () => (this.dead ? Promise.reject(new Error('the process crashed')) : real(input, signal)));
         this.calls.push(call);
         if (this.auto) void this.release(call);
         else {
@@ -195,6 +197,15 @@ export class Controller {
     this.auto = false;
   }
 
+  private dead = false;
+
+  /** The process died: no service runs any more, and the script's next `take` fails. */
+  kill(): void {
+    this.dead = true;
+    this.auto = false;
+    for (const w of this.waiters.splice(0)) w();
+  }
+
   /** Returns a taken, unsettled call to the front of the queue (the next step settles it). */
   putBack(call: Call): void {
     this.pending.unshift(call);
@@ -207,7 +218,8 @@ export class Controller {
   async take(service: ServiceName, settledFirst?: Promise<unknown>, timeoutMs = 5000): Promise<Call> {
     let outcome: 'call' | 'settled' | 'timeout' = 'call';
     const deadline = Date.now() + timeoutMs;
-    while (this.pending.length === 0) {
+    while (this.pending.length === 0 || this.dead) {
+      if (this.dead) throw new Error(`expected a call to ${service}, but the process crashed`);
       const wait = new Promise<'call'>((r) => this.waiters.push(() => r('call')));
       const races: Array<Promise<'call' | 'settled' | 'timeout'>> = [wait, new Promise((r) => setTimeout(() => r('timeout'), Math.max(1, deadline - Date.now())))];
       if (settledFirst) races.push(settledFirst.then(() => 'settled' as const, () => 'settled' as const));
@@ -332,8 +344,25 @@ export function attachEngine(
   const recorded: Recorded[] = [];
   let defaults: EngineServices | undefined;
   const previous = new Map<string, AnyMachineSnapshot>();
+  let self: World | undefined;
   const inspect = (e: InspectionEvent) => {
     if (e.type !== '@xstate.snapshot') return;
+    const plan = crashPlan;
+    if (plan && !plan.crashed && (e.actorRef as { logic?: { id?: string } }).logic?.id === plan.machine && valueHas((e.snapshot as AnyMachineSnapshot).value, plan.state)) {
+      plan.crashed = true;
+      // Once the step that entered the state is done (an actor cannot be stopped from inside its
+      // own step): the process dies, no cleanup code runs.
+      queueMicrotask(() => {
+        if (!self) throw new Error('a crash planned before the engine existed');
+        plan.world = self;
+        self.ctl.kill();
+        self.engine.actor.stop();
+        plan.live = self.session.events().map((x) => JSON.stringify(x));
+        // The dead process's file handle is released; nothing it had not written is written.
+        plan.closed = self.session.close().catch(() => undefined);
+        plan.resolve();
+      });
+    }
     const transitions = transitionsTaken(e, previous);
     if (transitions.length === 0) return;
     for (const t of transitions) runtimeCovered.add(t.key);
@@ -363,9 +392,22 @@ export function attachEngine(
     ...(opts.pruner === false ? { pruner: false as const } : {}),
   };
   const engine = createCompactionEngine(options);
+  if (crashPlan) {
+    // A planned crash rejects the facade call in flight (engine-stopped), which a path script may
+    // never await once it failed on the dead process: marked handled here, still rejected for it.
+    const facade = engine as unknown as Record<string, (...args: unknown[]) => unknown>;
+    for (const name of ['afterStep', 'onRequestError', 'compactNow'] as const) {
+      const call = facade[name]!.bind(engine);
+      facade[name] = (...args: unknown[]) => {
+        const p = call(...args);
+        if (p instanceof Promise) p.catch(() => undefined);
+        return p;
+      };
+    }
+  }
   const notes: EngineNotification[] = [];
   engine.on((n) => notes.push(n));
-  return {
+  self = {
     ...base,
     writer: new SessionWriter(base.session),
     engine,
@@ -386,6 +428,36 @@ export function attachEngine(
       shutdown = new AbortController(); // later summaries run again
     },
   };
+  return self;
+}
+
+/** A crash planned by crash.test.ts: the engine's actor stops as soon as a `machine` actor enters `state`. */
+export interface CrashPlan {
+  machine: string;
+  state: string;
+  crashed: boolean;
+  /** The world whose engine crashed. */
+  world: World | undefined;
+  /** The session's log when the process died (JSON per event). */
+  live: string[];
+  /** Settles once the dead process's session is closed. */
+  closed: Promise<void>;
+  /** Settles once the engine's actor was stopped. */
+  done: Promise<void>;
+  resolve(): void;
+}
+
+let crashPlan: CrashPlan | undefined;
+
+export function planCrash(machine: string, state: string): CrashPlan {
+  let resolve!: () => void;
+  const done = new Promise<void>((r) => (resolve = r));
+  crashPlan = { machine, state, crashed: false, world: undefined, live: [], closed: Promise.resolve(), done, resolve };
+  return crashPlan;
+}
+
+export function clearCrashPlan(): void {
+  crashPlan = undefined;
 }
 
 // ---------------------------------------------------------------------------

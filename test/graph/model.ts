@@ -181,7 +181,7 @@ function labelOf(source: AnyTransitionDefinition['source'], eventType: string): 
 type Microsteps = Array<[AnyMachineSnapshot, Array<{ type: string; params?: unknown }>]>;
 
 /** The `always` transitions enabled in `s`: per source state, its first candidate whose guard passes. */
-function enabledAlways(machine: AnyStateMachine, s: AnyMachineSnapshot, event: AnyEventObject): AnyTransitionDefinition[] {
+function enabledAlways(machine: AnyStateMachine, s: AnyMachineSnapshot, next: AnyMachineSnapshot, event: AnyEventObject): AnyTransitionDefinition[] {
   const out: AnyTransitionDefinition[] = [];
   const done = new Set<string>();
   for (const def of getNextTransitions(s)) {
@@ -192,13 +192,14 @@ function enabledAlways(machine: AnyStateMachine, s: AnyMachineSnapshot, event: A
     else {
       const name = typeof g === 'string' ? g : typeof g === 'object' && g !== null && 'type' in g ? String((g as { type: unknown }).type) : undefined;
       const impl = name ? (machine.implementations.guards as Record<string, unknown>)[name] : undefined;
-      if (typeof impl !== 'function') throw new Error(`${def.source.id}: an always guard that is not a named guard cannot be evaluated through xstate's public API`);
       // `stateIn(value)` is a built-in guard: it carries its value, checked with the public `matches`.
-      const stateValue = (impl as { stateValue?: unknown }).stateValue;
-      if (stateValue !== undefined && typeof stateValue !== 'string') pass = s.matches(stateValue as never);
-      else if (stateValue !== undefined || 'check' in impl) {
-        throw new Error(`${def.source.id}: the built-in guard ${name} cannot be evaluated through xstate's public API`);
-      } else pass = Boolean((impl as (a: unknown, p: unknown) => boolean)({ context: s.context, event }, (g as { params?: unknown }).params));
+      const stateValue = typeof impl === 'function' ? (impl as { stateValue?: unknown }).stateValue : undefined;
+      if (typeof impl !== 'function' || (stateValue === undefined && 'check' in impl) || typeof stateValue === 'string') {
+        // Not evaluable through the public API (inline, and/or/not, a built-in): the candidate passed
+        // if the microstep went where it leads.
+        pass = def.target ? def.target.every((t) => valueIn(next.value, t.path)) : true;
+      } else if (stateValue !== undefined) pass = s.matches(stateValue as never);
+      else pass = Boolean((impl as (a: unknown, p: unknown) => boolean)({ context: s.context, event }, (g as { params?: unknown }).params));
     }
     if (pass) {
       out.push(def);
@@ -216,7 +217,7 @@ function identify(machine: AnyStateMachine, before: AnyMachineSnapshot, event: A
     let defs: AnyTransitionDefinition[] = [];
     if (i === 0 && !init) defs = machine.getTransitionData(prev, event);
     else if (i > 0) {
-      defs = enabledAlways(machine, prev, event);
+      defs = enabledAlways(machine, prev, next, event);
       if (defs.length === 0) {
         const r = raised.shift();
         if (r) defs = machine.getTransitionData(prev, r);
@@ -230,6 +231,17 @@ function identify(machine: AnyStateMachine, before: AnyMachineSnapshot, event: A
     prev = next;
   });
   return fired;
+}
+
+/** `['work', 'pressure']` is in `{ work: 'pressure', breaker: 'closed' }`. */
+function valueIn(value: unknown, path: readonly string[]): boolean {
+  let v = value;
+  for (const part of path) {
+    if (v === part) return true;
+    if (typeof v !== 'object' || v === null || !(part in v)) return false;
+    v = (v as Record<string, unknown>)[part];
+  }
+  return true;
 }
 
 export interface Stepped {

@@ -181,6 +181,9 @@ export class Controller {
   }
 
   private async release(call: Call): Promise<void> {
+    // A macrotask between calls: a chart that loops through services (a mutant) must not starve
+    // the timers that bound a run.
+    await new Promise((r) => setImmediate(r));
     const o = this.overrides[call.service];
     if (o) await o(call);
     else await call.runReal();
@@ -215,7 +218,7 @@ export class Controller {
    * The next service call, which must be to `service`. Fails when the engine calls another
    * service first, or when `settledFirst` (the facade call) settles before any call comes.
    */
-  async take(service: ServiceName, settledFirst?: Promise<unknown>, timeoutMs = 5000): Promise<Call> {
+  async take(service: ServiceName, settledFirst?: Promise<unknown>, timeoutMs = timing.takeMs): Promise<Call> {
     let outcome: 'call' | 'settled' | 'timeout' = 'call';
     const deadline = Date.now() + timeoutMs;
     while (this.pending.length === 0 || this.dead) {
@@ -304,6 +307,8 @@ export interface World {
   ctl: Controller;
   clock: SimulatedClock;
   notes: EngineNotification[];
+  /** The engine chart's `request.settled` events, as a createCompactionMachine host gets them. */
+  settled: unknown[];
   srv: Server;
   /** Server requests before this world's run (index of its first summary request). */
   firstRequest: number;
@@ -320,7 +325,22 @@ export interface World {
 
 const dirs: string[] = [];
 
+/** How long a script waits for the engine's next service call (the mutation run shortens it). */
+export const timing = { takeMs: 5000 };
+
+const live: World[] = [];
+
+/** Every world's engine dies (its controller runs nothing more) and its session closes. */
+export async function stopWorlds(): Promise<void> {
+  for (const w of live.splice(0)) {
+    w.ctl.kill();
+    w.engine.actor.stop();
+    await w.session.close().catch(() => undefined);
+  }
+}
+
 export function cleanupWorlds(): void {
+  live.length = 0;
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 }
 
@@ -407,6 +427,8 @@ export function attachEngine(
   }
   const notes: EngineNotification[] = [];
   engine.on((n) => notes.push(n));
+  const settled: unknown[] = [];
+  engine.actor.on('request.settled', (e) => void settled.push(e));
   self = {
     ...base,
     writer: new SessionWriter(base.session),
@@ -415,6 +437,7 @@ export function attachEngine(
     ctl,
     clock,
     notes,
+    settled,
     srv,
     firstRequest: srv.server.requests.length,
     recorded,
@@ -428,6 +451,7 @@ export function attachEngine(
       shutdown = new AbortController(); // later summaries run again
     },
   };
+  live.push(self);
   return self;
 }
 

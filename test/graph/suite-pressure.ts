@@ -277,6 +277,21 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
     expect(result.error).toBeUndefined();
   }
   if (final === 'relievedByPruning') expect(result.pruned!.count).toBeGreaterThan(0);
+  if (!o.includes('cancel') && path.input !== 'aborted') {
+    // The readings reported: the first measurement, and the last one the chart took.
+    const readings = w.ctl.calls
+      .slice(callsBefore)
+      .filter((c) => c.service === 'measure' && (c.output as { kind?: string } | undefined)?.kind === 'reading')
+      .map((c) => (c.output as { reading: { totalTokens: number } }).reading.totalTokens);
+    expect(result.before?.totalTokens).toBe(readings[0]);
+    expect(result.after?.totalTokens).toBe(readings.at(-1));
+    // Every prune that freed something is announced.
+    const prunes = w.ctl.calls.slice(callsBefore).filter((c) => c.service === 'prune' && ((c.output as { count?: number } | undefined)?.count ?? 0) > 0);
+    expect(w.notes.filter((n) => n.type === 'pruned')).toHaveLength(prunes.length);
+  }
+  // A host of the chart (createCompactionMachine) gets every transaction that ran in the settled output.
+  const settled = w.settled.at(-1) as { result?: { output?: { transactions?: unknown[] } } } | undefined;
+  expect(settled?.result?.output?.transactions ?? []).toHaveLength(o.filter((x) => x.startsWith('transaction:') && x !== 'transaction:chart-error').length);
   if (o[0] === 'measure:silent-overflow') {
     // Reported once, with the provider's figures; the run compacted (or pruned) as if above the threshold.
     expect(w.notes.filter((n) => n.type === 'overflow.silent')).toEqual([

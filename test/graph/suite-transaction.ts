@@ -125,6 +125,8 @@ export async function runTransactionPath(srv: Server, path: GeneratedPath, byKey
   expect(heard('compaction.started')).toBe(outcomes.includes('openBracket:opened') ? 1 : 0);
   expect(heard('compaction.committed')).toBe(final === 'committed' ? 1 : 0);
   expect(heard('compaction.failed')).toBe(final === 'failed' || final === 'persistenceFailed' ? 1 : 0);
+  // The announced start is the bracket's own compaction/start.
+  for (const n of w.notes) if (n.type === 'compaction.started') expect(added.filter((e) => e.type === 'compaction/start').map((e) => e.seq)).toContain(n.startSeq);
   const failedNote = w.notes.find((n) => n.type === 'compaction.failed');
   if (failedNote && failedNote.type === 'compaction.failed' && final === 'failed') expect(failedNote.error.code).toBe(DECISIVE[decisive!]!.code);
 

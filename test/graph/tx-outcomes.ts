@@ -226,11 +226,15 @@ export const TX_SUBSCRIPTS: Record<string, TxStep[]> = {
     { outcome: 'summarize:fails', from: 'summarizing' },
     { outcome: 'closeWithError:closed', from: 'closing' },
   ],
-  /** The parent is cancelled while the summary request is in flight. */
+  /**
+   * The parent is cancelled while the summary is revalidated: only the chart's forwarded cancel
+   * stops it there (a summary request in flight would also see the caller's signal).
+   */
   cancelled: [
     { outcome: 'validateSpan:lock-free', from: 'validating' },
     { outcome: 'openBracket:opened', from: 'opening' },
-    { outcome: 'cancel', from: 'summarizing' },
+    { outcome: 'summarize:summary', from: 'summarizing' },
+    { outcome: 'cancel', from: 'revalidating' },
     { outcome: 'closeWithError:closed', from: 'closing' },
   ],
   /** The parent is cancelled while the span is validated: rejected, nothing written. */

@@ -74,6 +74,16 @@ function invokeOffers<Aux>(snapshot: AnyMachineSnapshot, table: Record<string, O
 
 const active = (s: AnyMachineSnapshot) => s.status === 'active';
 
+/**
+ * After a cancel the chart forwarded, the transaction's own `cancelled` comes first: the path a
+ * cancel takes then shows the forwarded cancel stopping the transaction (a committed one after
+ * it, too late to stop, is a path of its own).
+ */
+function afterCancelFirst<Aux>(offers: Array<CatalogEvent<Aux>>, cancelled: boolean): Array<CatalogEvent<Aux>> {
+  if (!cancelled) return offers;
+  return [...offers.filter((o) => o.outcome === 'transaction:cancelled'), ...offers.filter((o) => o.outcome !== 'transaction:cancelled')];
+}
+
 // ---------------------------------------------------------------------------
 // transaction
 
@@ -179,7 +189,7 @@ export const pressureSpec: MachineSpec<undefined> = {
   machine: pressureMachine,
   inputs: PRESSURE_INPUTS,
   initialAux: undefined,
-  events: (s) => (active(s) ? [...invokeOffers<undefined>(s, PRESSURE_OFFERS), { outcome: 'cancel', event: { type: 'cancel' } }] : []),
+  events: (s) => (active(s) ? [...afterCancelFirst(invokeOffers<undefined>(s, PRESSURE_OFFERS), s.context.cancelRequested), { outcome: 'cancel', event: { type: 'cancel' } }] : []),
   // A cancel remembered while compacting decides how the transaction's outcome is taken: part of the state.
   project: (s) => JSON.stringify([s.value, s.context.pruneEnabled, s.context.attempts, s.context.cancelRequested]),
   atRest: (s) => s.status === 'done',
@@ -246,7 +256,7 @@ export const overflowSpec: MachineSpec<undefined> = {
   initialAux: undefined,
   events: (s) => {
     if (!active(s)) return [];
-    const offers = invokeOffers<undefined>(s, OVERFLOW_OFFERS);
+    const offers = afterCancelFirst(invokeOffers<undefined>(s, OVERFLOW_OFFERS), s.context.cancelled);
     if (s.matches('deciding')) {
       // The world's generation advanced exactly when a prune or a commit wrote a replacement.
       const advanced = (s.context.prune?.count ?? 0) > 0 || s.context.transaction?.status === 'committed';

@@ -63,6 +63,8 @@ export interface GeneratedPath {
   /** Every definition taken along the path, in order. */
   fired: string[];
   finalValue: unknown;
+  /** The chart's context at the end of the path (from the catalog's payloads, not the world's). */
+  finalContext: unknown;
   /** Short readable form: `input: outcome → outcome …`. */
   title: string;
 }
@@ -148,6 +150,7 @@ function toGenerated<Aux>(spec: MachineSpec<Aux>, logic: ActorLogic<CatSnap<Aux>
     steps,
     fired: [...initFired, ...steps.flatMap((x) => x.fired)],
     finalValue: s.m.value,
+    finalContext: s.m.context,
     title: `${label}: ${steps.map((x) => x.outcome).join(' → ') || '(initial)'}`,
   };
 }

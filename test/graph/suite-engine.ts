@@ -187,6 +187,20 @@ export async function runEnginePath(srv: Server, path: GeneratedPath, byKey: Map
   // The root chart took the generated path, and ends where the path ends.
   expectPathTaken(w, path, byKey);
   expect(w.engine.actor.getSnapshot().value).toEqual(path.finalValue);
+  // The chart's record, as a createCompactionMachine host reads it from the snapshot: the counts
+  // the generated path predicts, and no job held once it is over.
+  const real = w.engine.actor.getSnapshot().context;
+  const want = path.finalContext as typeof real;
+  expect({ failures: real.consecutiveFailures, retries: real.overflowRetries, job: real.current === undefined, pending: real.pending === undefined }).toEqual({
+    failures: want.consecutiveFailures,
+    retries: want.overflowRetries,
+    job: want.current === undefined,
+    pending: want.pending === undefined,
+  });
+  // A job's charts announce through the engine chart: a listener hears each real commit.
+  if (path.steps.some((s) => ['pressure:compacted', 'overflow:retry', 'manual:committed'].includes(s.outcome))) {
+    expect(w.notes.some((n) => n.type === 'compaction.committed')).toBe(true);
+  }
   if ((path.finalValue as { breaker: string }).breaker === 'open') expect(w.notes.some((n) => n.type === 'breaker.opened')).toBe(true);
   if (path.steps.some((s) => s.outcome === 'pressure:unknown-model')) {
     expect(w.notes.filter((n) => n.type === 'capacity.missing')).toHaveLength(path.steps.filter((s) => s.outcome === 'pressure:unknown-model').length);

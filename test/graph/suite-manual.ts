@@ -107,6 +107,9 @@ export async function runManualPath(srv: Server, path: GeneratedPath, byKey: Map
   expectPathTaken(w, path, byKey);
 
   const o = path.steps.map((s) => s.outcome);
+  // A createCompactionMachine host gets the transaction that ran in the settled output, failed or not.
+  const settledOut = (w.settled.at(-1) as { result?: { output?: { transaction?: unknown } } } | undefined)?.result?.output;
+  expect(settledOut?.transaction !== undefined).toBe(o.some((x) => x.startsWith('transaction:') && x !== 'transaction:chart-error'));
   const code = expectedError(path);
   const added = newEvents(w);
   if (code) {

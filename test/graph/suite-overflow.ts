@@ -180,6 +180,7 @@ export async function runOverflowPath(srv: Server, path: GeneratedPath, byKey: M
   await recipe.build(w);
   const tokensBefore = w.engine.measure().totalTokens;
   markRun(w);
+  const callsBefore = w.ctl.calls.length;
 
   const controller = new AbortController();
   if (path.input === 'signal aborted') controller.abort(new Error('already aborted'));
@@ -250,6 +251,19 @@ export async function runOverflowPath(srv: Server, path: GeneratedPath, byKey: M
       expect(tool).toMatchObject({ role: 'tool', content: OVERSIZED });
     }
   }
+  // What the host hears: the classifier's verdict, a failed compaction's error, every prune that
+  // freed something, a recovery that could compact nothing; a createCompactionMachine host also
+  // gets the prune and the transaction in the settled output.
+  const classified = w.ctl.calls.slice(callsBefore).find((c) => c.service === 'classify' && c.output !== undefined);
+  if (classified) expect(action.classification).toEqual(classified.output);
+  if (o.includes('transaction:failed')) expect(action.kind === 'fail' && action.compactionError?.code).toBe('summary');
+  expect(w.notes.filter((n) => n.type === 'compaction.skipped')).toHaveLength(reason === 'stuck' ? 1 : 0);
+  const pruneCall = w.ctl.calls.slice(callsBefore).find((c) => c.service === 'prune' && c.output !== undefined);
+  // (A cancel here lets the step under way answer: the chart takes the prune's result either way.)
+  expect(w.notes.filter((n) => n.type === 'pruned')).toHaveLength(((pruneCall?.output as { count?: number } | undefined)?.count ?? 0) > 0 ? 1 : 0);
+  const settledOut = (w.settled.at(-1) as { result?: { output?: { prune?: unknown; transaction?: unknown } } } | undefined)?.result?.output;
+  if (pruneCall) expect(settledOut?.prune).toEqual(pruneCall.output);
+  expect(settledOut?.transaction !== undefined).toBe(txs - chartErrors > 0);
   expectValidRequest(w);
   expect(summaryRequests(w)).toHaveLength(txs);
 

@@ -197,6 +197,9 @@ export async function runEnginePath(srv: Server, path: GeneratedPath, byKey: Map
     job: want.current === undefined,
     pending: want.pending === undefined,
   });
+  // A success that closes the open breaker is announced, once per closing.
+  const closedBySuccess = path.fired.filter((k) => k === 'engine.breaker.open breaker.success#0').length;
+  expect(w.notes.filter((n) => n.type === 'breaker.closed' && (n as { why?: string }).why === 'success')).toHaveLength(closedBySuccess);
   // A job's charts announce through the engine chart: a listener hears each real commit.
   if (path.steps.some((s) => ['pressure:compacted', 'overflow:retry', 'manual:committed'].includes(s.outcome))) {
     expect(w.notes.some((n) => n.type === 'compaction.committed')).toBe(true);

@@ -116,8 +116,8 @@ it('8 workers, 20 sessions, SIGKILLs and stopped lease holders: nothing lost or 
   // Run for RUN_MS, and on a loaded machine longer (up to MAX_RUN_MS) until the workers have
   // acknowledged enough events for the checks below to mean something.
   const started = Date.now();
-  const acked = () => msgs.reduce((n, m) => n + (m.k === 'ack' ? 1 : 0), 0);
-  while (Date.now() - started < RUN_MS || (acked() < MIN_ACKS && Date.now() - started < MAX_RUN_MS)) {
+  const ackCount = () => msgs.reduce((n, m) => n + (m.k === 'ack' ? 1 : 0), 0);
+  while (Date.now() - started < RUN_MS || (ackCount() < MIN_ACKS && Date.now() - started < MAX_RUN_MS)) {
     await new Promise((r) => setTimeout(r, 1200 + Math.random() * 1000));
     const candidates = [...workers.keys()].filter((id) => ready.has(id) && !protectedIds.has(id));
     const victim = candidates[Math.floor(Math.random() * candidates.length)];

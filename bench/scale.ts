@@ -1,0 +1,165 @@
+/**
+ * Scale benchmark (issue 18): the costs that grow with a long session, each as a ratio measured
+ * in one run against a baseline of the same run.
+ *
+ *   npx tsx bench/scale.ts
+ *
+ * 1. `engine.afterStep()` below the threshold ÷ `engine.measure()`, at 10k surface nodes, after
+ *    one appended step each (target ≤ 3).
+ * 2. `Session.open` of a JSONL log of 100k events + the first `afterStep()` ÷ `JSON.parse` of
+ *    the log's lines (target ≤ 4).
+ * 3. Tokenizer calls of a compaction with the bounded OpenAI summarizer ÷ the span's nodes
+ *    (target: every span node counted by the meter once, none again by the summarizer).
+ * 4. `deriveMessages()` after one append: work at 100k nodes ÷ work at 1k (target ≈ 1: O(appended)).
+ *
+ * Content: the real transcript's texts (test/fixtures/pi-large-session.jsonl), each use made
+ * unique (a counter woven in), so no tokenizer cache flatters a figure.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createCompactionEngine } from '../src/engine.js';
+import { importPiFile, JsonlStore, Session, SessionWriter } from '../src/session/index.js';
+
+const FIXTURE = fileURLToPath(new URL('../test/fixtures/pi-large-session.jsonl', import.meta.url));
+const MODELS = { 'bench/huge': { contextWindow: 50_000_000, maxOutputTokens: 8_000 } };
+const TOOLS = [
+  { type: 'function', function: { name: 'read', description: 'Read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
+  { type: 'function', function: { name: 'bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } } },
+];
+
+export interface Corpus {
+  user: string[];
+  assistant: string[];
+  calls: Array<{ name: string; arguments: string }>;
+  results: string[];
+}
+
+/** The transcript's message texts, tool results cut to at most 3,000 characters. */
+export async function loadCorpus(): Promise<Corpus> {
+  const pi = Session.inMemory('pi');
+  await importPiFile(pi, FIXTURE);
+  const c: Corpus = { user: [], assistant: [], calls: [], results: [] };
+  for (const e of pi.events()) {
+    if (e.type === 'user/message') {
+      for (const b of e.data.content) if (b.type === 'text' && b.text.length > 0) c.user.push(b.text.slice(0, 3000));
+    } else if (e.type === 'assistant/message') {
+      for (const b of e.data.content) {
+        if (b.type === 'text' && b.text.length > 0) c.assistant.push(b.text.slice(0, 3000));
+        else if (b.type === 'tool-call') c.calls.push({ name: b.name, arguments: b.arguments });
+      }
+    } else if (e.type === 'tool/result') {
+      for (const b of e.data.content) if (b.type === 'text' && b.text.length > 0) c.results.push(b.text.slice(0, 3000));
+    }
+  }
+  return c;
+}
+
+/** A text made unique by the use counter (woven in mid-text, not only appended). */
+function vary(text: string, n: number): string {
+  const at = text.indexOf(' ', Math.floor(text.length / 2));
+  return at < 0 ? `${text} #${n}` : `${text.slice(0, at)} (${n})${text.slice(at)}`;
+}
+
+/**
+ * Appends agent steps (header, assistant with one tool call and usage, its result) until the
+ * surface has `nodes` nodes; a user turn every 8 steps. Usage grows with the priced text so the
+ * anchored figure stays plausible (not suspect).
+ */
+export class Workload {
+  private n = 0;
+  private call = 0;
+  private steps = 0;
+  private promptTokens = 2_000;
+  readonly writer: SessionWriter;
+  constructor(
+    readonly session: Session,
+    private readonly corpus: Corpus,
+  ) {
+    this.writer = new SessionWriter(session);
+  }
+
+  private pick(list: string[]): string {
+    this.n++;
+    return vary(list[this.n % list.length]!, this.n);
+  }
+
+  step(): void {
+    const w = this.writer;
+    if (this.session.openTurn === null) {
+      w.startTurn();
+      w.request({ provider: 'bench', model: 'huge', systemPrompt: 'You are a coding agent. Work in small verified steps.', tools: TOOLS, maxTokens: 8_000 });
+      w.user(this.pick(this.corpus.user));
+    }
+    w.startStep();
+    w.request({ provider: 'bench', model: 'huge', systemPrompt: 'You are a coding agent. Work in small verified steps.', tools: TOOLS, maxTokens: 8_000 });
+    const c = this.corpus.calls[this.call % this.corpus.calls.length]!;
+    const id = `call_${++this.call}`;
+    const text = this.pick(this.corpus.assistant);
+    const result = this.pick(this.corpus.results);
+    // A rough, steady figure: the provider's count grows about as our prices do.
+    this.promptTokens += Math.round((text.length + result.length + c.arguments.length) / 3.6) + 20;
+    w.assistant({ text, toolCalls: [{ id, name: c.name, arguments: vary(c.arguments, this.n) }], usage: { promptTokens: this.promptTokens, completionTokens: 50 } });
+    w.toolResult(id, result, { toolName: c.name });
+    w.endStep();
+    if (++this.steps % 8 === 0) w.endTurn();
+  }
+
+  fill(nodes: number): void {
+    while (this.session.surface.length < nodes) this.step();
+  }
+}
+
+const us = (ms: number) => `${(ms * 1000).toFixed(1)} µs`;
+
+/** Part 1: afterStep() below the threshold against measure(), with and without an appended step before each. */
+async function quickStep(corpus: Corpus, print: (l: string) => void): Promise<void> {
+  const session = Session.inMemory('bench-scale');
+  const work = new Workload(session, corpus);
+  work.fill(8_000);
+  const engine = createCompactionEngine({ session, models: MODELS });
+  const from = session.surface.length;
+  const timed = async (reps: number, append: boolean) => {
+    let measureMs = 0;
+    let stepMs = 0;
+    // Interleaved: both see the same sizes and the same machine load; the first tenth warms up.
+    const warm = Math.floor(reps / 10);
+    for (let i = 0; i < reps + warm; i++) {
+      if (append) work.step();
+      let t = performance.now();
+      engine.measure();
+      const m = performance.now() - t;
+      if (append) work.step();
+      t = performance.now();
+      const r = await engine.afterStep();
+      const s = performance.now() - t;
+      if (r.status !== 'below') throw new Error(`expected below, got ${r.status}`);
+      if (i >= warm) {
+        measureMs += m;
+        stepMs += s;
+      }
+    }
+    return { step: stepMs / reps, measure: measureMs / reps, ratio: stepMs / measureMs };
+  };
+  const appended = await timed(1_000, true);
+  const to = session.surface.length;
+  const bare = await timed(5_000, false);
+  engine.stop();
+  const verdict = (r: number) => (r <= 3 ? 'met' : 'NOT met');
+  print(`1. afterStep() below the threshold, ${from.toLocaleString('en-US')}→${to.toLocaleString('en-US')} surface nodes (ratio target ≤ 3×)`);
+  print(`   after one appended step each (pricing it included): afterStep ${us(appended.step)}, measure ${us(appended.measure)}: ratio ${appended.ratio.toFixed(2)}× ${verdict(appended.ratio)}`);
+  print(`   nothing appended between calls:                      afterStep ${us(bare.step)}, measure ${us(bare.measure)}: ratio ${bare.ratio.toFixed(2)}× ${verdict(bare.ratio)}`);
+}
+
+export async function run(options: { print?: (line: string) => void } = {}): Promise<void> {
+  const print = options.print ?? ((l: string) => console.log(l));
+  const corpus = await loadCorpus();
+  print(`corpus: ${corpus.user.length} user texts, ${corpus.assistant.length} assistant texts, ${corpus.calls.length} tool calls, ${corpus.results.length} tool results from the real transcript`);
+  await quickStep(corpus, print);
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  await run();
+}

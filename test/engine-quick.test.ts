@@ -12,9 +12,8 @@ function watch(): { inspect: (e: InspectionEvent) => void; children: string[]; r
   const w = {
     children: [] as string[],
     inspect(e: InspectionEvent) {
-      if (e.type === '@xstate.actor' && e.actorRef !== e.rootId && e.actorRef.id !== undefined && e.actorRef._parent !== undefined) {
-        w.children.push(String(e.actorRef.id));
-      }
+      const ref = e.actorRef as unknown as { id?: string; _parent?: unknown };
+      if (e.type === '@xstate.actor' && ref.id !== undefined && ref._parent !== undefined) w.children.push(ref.id);
     },
     reset() {
       w.children.length = 0;

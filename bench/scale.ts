@@ -153,11 +153,52 @@ async function quickStep(corpus: Corpus, print: (l: string) => void): Promise<vo
   print(`   nothing appended between calls:                      afterStep ${us(bare.step)}, measure ${us(bare.measure)}: ratio ${bare.ratio.toFixed(2)}× ${verdict(bare.ratio)}`);
 }
 
+/** Part 2: reopen of a JSONL log of `events` events + the first afterStep, against JSON.parse of its lines. */
+async function reopen(corpus: Corpus, events: number, print: (l: string) => void): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'xcompact-scale-'));
+  try {
+    const store = new JsonlStore(dir, { sync: false });
+    const first = await Session.open(store, 'big');
+    const work = new Workload(first, corpus);
+    while (first.length < events) {
+      work.step();
+      if (first.length % 5_000 < 8) await first.flush();
+    }
+    // The session ends as an agent leaves it between steps: a reply whose usage anchors the figure.
+    await first.close();
+    const file = join(dir, 'big.jsonl');
+    const bytes = readFileSync(file);
+    const t0 = performance.now();
+    const lines = bytes.toString('utf8').split('\n');
+    let parsed = 0;
+    for (const line of lines) if (line.length > 0) parsed += JSON.parse(line) === null ? 0 : 1;
+    const parseMs = performance.now() - t0;
+
+    const t1 = performance.now();
+    const session = await Session.open(store, 'big');
+    const openMs = performance.now() - t1;
+    const engine = createCompactionEngine({ session, models: MODELS });
+    const t2 = performance.now();
+    const r = await engine.afterStep();
+    const stepMs = performance.now() - t2;
+    engine.stop();
+    await session.close();
+    const total = openMs + stepMs;
+    const ratio = total / parseMs;
+    print(`2. reopen of ${parsed.toLocaleString('en-US')} events (${(bytes.length / 1e6).toFixed(1)} MB, ${session.surface.length.toLocaleString('en-US')} surface nodes), then the first afterStep (${r.status})`);
+    print(`   JSON.parse of the lines ${parseMs.toFixed(0)} ms; Session.open ${openMs.toFixed(0)} ms (${(openMs / parseMs).toFixed(2)}×); first afterStep ${stepMs.toFixed(0)} ms`);
+    print(`   ratio (open + first afterStep) ÷ JSON.parse = ${ratio.toFixed(2)}× (target ≤ 4×) ${ratio <= 4 ? 'met' : 'NOT met'}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export async function run(options: { print?: (line: string) => void } = {}): Promise<void> {
   const print = options.print ?? ((l: string) => console.log(l));
   const corpus = await loadCorpus();
   print(`corpus: ${corpus.user.length} user texts, ${corpus.assistant.length} assistant texts, ${corpus.calls.length} tool calls, ${corpus.results.length} tool results from the real transcript`);
   await quickStep(corpus, print);
+  await reopen(corpus, 100_000, print);
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -22,6 +22,13 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createCompactionEngine } from '../src/engine.js';
 import { importPiFile, JsonlStore, Session, SessionWriter } from '../src/session/index.js';
+import { parseConfig, tokenizerNameFor } from '../src/services/config.js';
+import type { ServiceDeps } from '../src/services/deps.js';
+import { TokenMeter } from '../src/services/meter.js';
+import { selectSpan } from '../src/services/select.js';
+import { buildSummaryRequest } from '../src/services/summary-request.js';
+import { BoundedSummarizer } from '../src/services/summarizers/bounded-summarizer.js';
+import { getTokenizer } from '../src/services/tokenizer.js';
 
 const FIXTURE = fileURLToPath(new URL('../test/fixtures/pi-large-session.jsonl', import.meta.url));
 const MODELS = { 'bench/huge': { contextWindow: 50_000_000, maxOutputTokens: 8_000 } };
@@ -193,12 +200,88 @@ async function reopen(corpus: Corpus, events: number, print: (l: string) => void
   }
 }
 
+/**
+ * Part 3: the bounding step of a summary of a ~100k-token span (the OpenAI summarizer's own
+ * wrapper, around a summarizer that answers at once), its request counting with the meter's
+ * prices against one that re-tokenizes (what it did before).
+ */
+export async function summaryPricing(corpus: Corpus, print: (l: string) => void): Promise<void> {
+  const session = Session.inMemory('bench-summary');
+  const work = new Workload(session, corpus);
+  const models = { ...MODELS, 'bench/summarizer': { contextWindow: 32_000, maxOutputTokens: 4_000 } };
+  const config = parseConfig({ models, summarizationProvider: 'bench', summarizationModel: 'summarizer' });
+  const tokenizerName = (provider: string | undefined, model: string | undefined) =>
+    provider && model ? tokenizerNameFor(config, provider, model) : (config.tokenizer ?? 'o200k_base');
+  const meter = new TokenMeter(session, { tokenizerFor: (h) => getTokenizer(tokenizerName(h?.data.provider, h?.data.model)) });
+  const deps: ServiceDeps = { session, meter, config, now: Date.now, tokenizerName };
+  while (meter.measure().surfaceTokens < 120_000) work.step();
+  const range = selectSpan(deps, { purpose: 'manual', attempt: 1, retain: 'newest-unit', stackCheckpoints: false })!;
+  const inner = { name: 'instant', summarize: async () => ({ text: 'summary', requests: 1 }) };
+  const bounded = new BoundedSummarizer(inner);
+  const request = buildSummaryRequest(deps, range, undefined);
+  const tokenizer = getTokenizer(meter.measure().tokenizer);
+  const retokenizing = { ...request, countTokens: (t: string) => tokenizer.count(t) };
+  const signal = new AbortController().signal;
+  const time = async (r: typeof request) => {
+    const t = performance.now();
+    const out = await bounded.summarize(r, signal);
+    return { ms: performance.now() - t, out };
+  };
+  // Alternated, twice each, best of two: the same machine load for both.
+  const base1 = await time(retokenizing);
+  const ours1 = await time(buildSummaryRequest(deps, range, undefined));
+  const base2 = await time(retokenizing);
+  const ours2 = await time(buildSummaryRequest(deps, range, undefined));
+  const base = Math.min(base1.ms, base2.ms);
+  const ours = Math.min(ours1.ms, ours2.ms);
+  let spanTokens = 0;
+  for (let p = range.startPos; p <= range.endPos; p++) spanTokens += meter.priceAt(p);
+  print(`3. bounding a summary of ${range.endPos - range.startPos + 1} nodes (${spanTokens.toLocaleString('en-US')} tokens) for a 32k window (${ours1.out.bounding?.mode}, ${ours1.out.bounding?.chunks} chunk(s))`);
+  print(`   with the meter's prices ${ours.toFixed(0)} ms, re-tokenizing the span ${base.toFixed(0)} ms: ratio ours ÷ before = ${(ours / base).toFixed(3)}× (each span text tokenized 0 times more: test/summary-prices.test.ts counts it)`);
+}
+
+/** Part 4: deriveMessages() right after one append, at 1k and 100k surface nodes. */
+export function deriveAfterAppend(corpus: Corpus, print: (l: string) => void): void {
+  const perCall = (nodes: number) => {
+    const session = Session.inMemory('bench-derive');
+    const work = new Workload(session, corpus);
+    work.fill(nodes);
+    const w = work.writer;
+    session.deriveMessages();
+    w.startStep();
+    const reps = 501;
+    const times: number[] = [];
+    for (let i = 0; i < reps; i++) {
+      w.request({ provider: 'bench', model: 'huge', tools: [], maxTokens: 8_000 });
+      w.assistant({ text: `step ${i}` });
+      const t = performance.now();
+      session.deriveMessages();
+      times.push(performance.now() - t);
+    }
+    // The median: a garbage collection of the larger heap landing in one call is not the call's cost.
+    const ms = times.sort((a, b) => a - b)[reps >> 1]! * reps;
+    // What it did before: copy and freeze the whole array (from a plain copy, so only that is timed).
+    const plain = [...session.deriveMessages()];
+    const t = performance.now();
+    for (let i = 0; i < 50; i++) Object.freeze(plain.slice());
+    return { us: (ms / reps) * 1000, copyUs: ((performance.now() - t) / 50) * 1000, nodes: session.surface.length };
+  };
+  perCall(1_000); // warm-up
+  const small = perCall(1_000);
+  const large = perCall(100_000);
+  const ratio = large.us / small.us;
+  print(`4. deriveMessages() after one append (median): ${small.us.toFixed(2)} µs at ${small.nodes.toLocaleString('en-US')} nodes, ${large.us.toFixed(2)} µs at ${large.nodes.toLocaleString('en-US')} (a whole copy + freeze: ${large.copyUs.toFixed(0)} µs)`);
+  print(`   ratio 100k ÷ 1k = ${ratio.toFixed(2)}× (target ≈ 1×: O(appended)) ${ratio <= 2 ? 'met' : 'NOT met'}`);
+}
+
 export async function run(options: { print?: (line: string) => void } = {}): Promise<void> {
   const print = options.print ?? ((l: string) => console.log(l));
   const corpus = await loadCorpus();
   print(`corpus: ${corpus.user.length} user texts, ${corpus.assistant.length} assistant texts, ${corpus.calls.length} tool calls, ${corpus.results.length} tool results from the real transcript`);
   await quickStep(corpus, print);
   await reopen(corpus, 100_000, print);
+  await summaryPricing(corpus, print);
+  deriveAfterAppend(corpus, print);
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

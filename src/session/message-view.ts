@@ -20,12 +20,18 @@ const refuse = (): never => {
 };
 
 export function readOnlyPrefix<T>(backing: T[], length: number): readonly T[] {
+  // Spread and for…of read the backing array directly, not one trap per item.
+  const values = function* (): IterableIterator<T> {
+    for (let i = 0; i < length; i++) yield backing[i]!;
+  };
   const handler: ProxyHandler<T[]> = {
     get(target, key, receiver) {
       if (typeof key === 'string') {
+        // An index string converts to its number; any other key is NaN or not an integer.
+        const i = +key;
+        if (i >= 0 && Number.isInteger(i) && isIndex(key)) return i < length ? target[i] : undefined;
         if (key === 'length') return length;
-        if (isIndex(key)) return Number(key) < length ? target[Number(key)] : undefined;
-      }
+      } else if (key === Symbol.iterator) return values;
       return Reflect.get(target, key, receiver);
     },
     has(target, key) {

@@ -6,6 +6,7 @@
  */
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { XcompactError } from '../src/errors.js';
 import { PostgresStore, Session, StoreError } from '../src/session/index.js';
 import { closePgStores, freshSchema, pgStore, pgUrl } from './helpers/pg.js';
 import { appendAll, turnStart, user } from './helpers/session.js';
@@ -106,6 +107,34 @@ describe('PostgresStore: a pool of your own', () => {
     expect(r.length).toBe(1);
     await r.close();
     await pool.end();
+  });
+});
+
+describe('PostgresStore: bad options', () => {
+  it('an invalid leaseMs or schema name is a config error naming the option, before any connection', () => {
+    for (const leaseMs of [0, 99, 1.5, Number.NaN, -1]) {
+      const err = (() => {
+        try {
+          new PostgresStore({ url: 'postgres://u@127.0.0.1:1/db', leaseMs });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(err, String(leaseMs)).toBeInstanceOf(XcompactError);
+      expect((err as XcompactError).code).toBe('config');
+      expect((err as Error).message).toContain('leaseMs');
+    }
+    for (const schema of ['Upper', '1x', 'a;drop table x', '']) {
+      const err = (() => {
+        try {
+          new PostgresStore({ url: 'postgres://u@127.0.0.1:1/db', schema });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect((err as XcompactError).code, schema).toBe('config');
+      expect((err as Error).message).toContain('schema');
+    }
   });
 });
 

@@ -16,6 +16,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { XcompactError } from '../../errors';
 import { StoreError } from '../errors';
 import type { SessionEvent } from '../events';
 import { checkSessionId, type LoadReport, type LogWriter, type SessionStore, type StoredLog } from '../store';
@@ -64,7 +65,8 @@ export class PostgresStore implements SessionStore {
     this.readOnly = options.readOnly ?? false;
     this.leaseMs = options.leaseMs ?? 30_000;
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 100) {
-      throw new StoreError('store-io', `PostgresStore leaseMs must be an integer ≥ 100 (ms); got ${String(options.leaseMs)}.`);
+      // A bad option, not a store failure: nothing was tried, and retrying cannot help.
+      throw new XcompactError('config', `PostgresStore option leaseMs must be an integer number of milliseconds ≥ 100; got ${String(options.leaseMs)}.`);
     }
     this.url = options.url;
     this.ownsPool = !options.pool;

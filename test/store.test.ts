@@ -405,6 +405,25 @@ describe('JsonlStore', () => {
       expect(existsSync(lockPath)).toBe(false);
     });
 
+    it('a lock found shared right after winning it is refused, and this process leaves no owner file behind', async () => {
+      const store = new JsonlStore(tempDir(), { sync: false });
+      const lockPath = `${fileOf(store, 'shared')}.lock`;
+      // Another process's owner file lands in the lock between our rename and our check of it
+      // (a protocol breach by a foreign tool, say): we must refuse, and not keep the session locked.
+      const rename = fs.rename.bind(fs);
+      vi.spyOn(fs, 'rename').mockImplementation(async (from, to) => {
+        await rename(from, to);
+        if (String(to) === lockPath) await fs.writeFile(join(lockPath, 'owner-intruder'), JSON.stringify({ pid: process.ppid, host: hostname(), token: 'intruder' }));
+      });
+      await expectStoreError(Session.open(store, 'shared'), 'store-locked');
+      expect(readdirSync(lockPath)).toEqual(['owner-intruder']);
+      vi.restoreAllMocks();
+      // Once the intruder is gone the session opens: nothing of ours was left holding it.
+      await fs.unlink(join(lockPath, 'owner-intruder'));
+      const s = await Session.open(store, 'shared');
+      await s.close();
+    });
+
     it('an empty lock directory (a release or a takeover cut short) is free', async () => {
       const store = new JsonlStore(tempDir(), { sync: false });
       const lockPath = `${fileOf(store, 'empty')}.lock`;

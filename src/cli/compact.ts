@@ -196,6 +196,8 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
 
   // ---- the session to write: only now is anything written
   let session: Session;
+  // What releases the session: a PostgreSQL writer also ends its store's pool.
+  let closeSession = () => session.close();
   let cleanupOutput = false;
   if (format === 'messages') {
     session = probe;
@@ -218,7 +220,13 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
       if (torn) out.write(`note: ${file} ends with a torn line ${torn.line} (${torn.bytes} bytes, a crash mid-write); it is not part of the output.\n`);
     }
     try {
-      session = pg && options.inPlace ? (await openPostgresSession(pg, false)).session : await Session.open(new JsonlStore(dirname(output)), sessionId!);
+      if (pg && options.inPlace) {
+        const opened = await openPostgresSession(pg, false);
+        session = opened.session;
+        closeSession = opened.close;
+      } else {
+        session = await Session.open(new JsonlStore(dirname(output)), sessionId!);
+      }
     } catch (err) {
       if (cleanupOutput) await rm(output, { force: true });
       throw err;
@@ -226,7 +234,7 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
   }
 
   const fail = async (err: unknown): Promise<never> => {
-    await session.close().catch(() => undefined);
+    await closeSession().catch(() => undefined);
     if (cleanupOutput) await rm(output, { force: true });
     throw err;
   };
@@ -255,7 +263,7 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
   const after = engine.measure();
 
   if (!record) {
-    await session.close();
+    await closeSession();
     if (cleanupOutput) await rm(output, { force: true });
     out.write(
       `nothing to compact in ${file}: the newest message (or tool batch) is always kept, and what precedes it is too small to pay for a checkpoint; no output written.\n`,
@@ -269,7 +277,7 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
     const result = messagesFile.bare ? messages : { ...(JSON.parse(bytes.toString('utf8')) as Record<string, unknown>), messages };
     await writeFile(output, `${JSON.stringify(result, null, 2)}\n`);
   }
-  await session.close();
+  await closeSession();
 
   const u = record.summarizer.usage;
   out.write(

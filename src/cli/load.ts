@@ -215,12 +215,12 @@ export function sessionAsJsonl(session: Session): Buffer {
 }
 
 /** The demo's session in PostgreSQL: a new one each run unless named, and never one that already has events. */
-export async function openDemoPostgresSession(store: { url: string; session?: string | undefined }): Promise<{ session: Session; label: string }> {
+export async function openDemoPostgresSession(store: { url: string; session?: string | undefined }): Promise<{ session: Session; label: string; close(): Promise<void> }> {
   const ref = postgresRef(store.session ?? `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`, store.url)!;
   const opened = await openPostgresSession(ref, false);
   if (opened.session.length > 0) {
     await opened.close();
     throw new CliError(`${ref.label} already holds ${opened.session.length} events: the demo starts a fresh session; pick another --session (or leave it out).`, 2);
   }
-  return { session: opened.session, label: ref.label };
+  return { session: opened.session, label: ref.label, close: opened.close };
 }

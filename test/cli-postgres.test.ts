@@ -14,7 +14,7 @@ import { runCompact } from '../src/cli/compact.js';
 import { runDemo } from '../src/cli/demo.js';
 import { CliError } from '../src/cli/errors.js';
 import { runInspect } from '../src/cli/inspect.js';
-import { PostgresStore, Session } from '../src/session/index.js';
+import { PostgresStore, Session, SessionWriter } from '../src/session/index.js';
 import { freshSchema, pgUrl } from './helpers/pg.js';
 import { removeTempDirs, tempDir } from './helpers/session.js';
 
@@ -106,6 +106,37 @@ describe('CLI with a PostgreSQL session', () => {
     expect(after.length).toBeGreaterThan(before);
     expect(after.events().at(-1)?.type).toBe('compaction/end');
     await after.close();
+  });
+
+  it('--in-place checks the events it appends after: what another writer appended before our lease is not recovered without --recover', async () => {
+    // Another writer appends (a turn left open, as a crashed agent leaves it) just before our
+    // writer lease is taken: whatever compact checked must include these events.
+    const open = PostgresStore.prototype.open;
+    let done = false;
+    vi.spyOn(PostgresStore.prototype, 'open').mockImplementation(async function (this: PostgresStore, sid: string) {
+      if (!this.readOnly && !done) {
+        done = true;
+        const otherStore = new PostgresStore({ url: pgUrl() });
+        const other = await Session.open(otherStore, sid);
+        const w = new SessionWriter(other);
+        w.startTurn();
+        w.user('a prompt whose turn never ended');
+        await other.close();
+        await otherStore.close();
+      }
+      return open.call(this, sid);
+    });
+    const before = await count(id);
+    const err = await runCompact(id, { summarizer: 'extractive', apiKeyEnv: 'OPENAI_API_KEY', maxTokens: 1024, inPlace: true, store: pgUrl() }, sink()).catch((e: unknown) => e);
+    vi.restoreAllMocks();
+    expect(done).toBe(true);
+    expect(err).toBeInstanceOf(CliError);
+    expect((err as Error).message).toMatch(/ends mid-flight \(turn \d+ is open\).*--recover/);
+    // Nothing of ours was written, and the lease was released.
+    expect(await count(id)).toBe(before + 2);
+    const next = await Session.open(new PostgresStore({ url: pgUrl() }), id);
+    expect(next.events().at(-1)?.type).toBe('user/message');
+    await next.close();
   });
 
   it('--help says the PostgreSQL form for inspect, compact and demo', { timeout: 60_000 }, async () => {

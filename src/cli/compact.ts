@@ -18,7 +18,18 @@ import { ExtractiveSummarizer } from '../services/summarizers/extractive';
 import { OpenAISummarizer } from '../services/summarizers/openai';
 import { loadConfig } from './config-file';
 import { CliError } from './errors';
-import { detectFormat, jsonErrorLocation, loadSessionReadOnly, openPostgresSession, parseRoute, postgresRef, readInput, sessionAsJsonl } from './load';
+import {
+  detectFormat,
+  jsonErrorLocation,
+  loadSessionReadOnly,
+  openPostgresSession,
+  parseRoute,
+  postgresRef,
+  readInput,
+  sessionAsJsonl,
+  type OpenedPostgresSession,
+  type PostgresRef,
+} from './load';
 import { importChatMessages, parseMessagesFile } from './messages';
 import { fmt, pct, seconds } from './ui';
 
@@ -50,10 +61,27 @@ export interface CompactResult {
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
 export async function runCompact(file: string, options: CompactOptions, out: NodeJS.WritableStream = process.stdout): Promise<CompactResult> {
-  // A PostgreSQL session is read (without a lease) into the JSONL a file would hold; only
-  // --in-place opens it as a writer, and only once every check has passed.
+  // A PostgreSQL session is read without a lease into the JSONL a file would hold. --in-place
+  // takes the writer lease first, so every check runs on exactly the events it appends after:
+  // a copy read before the lease would miss what another writer appended in between.
   const pg = postgresRef(file, options.store);
-  const bytes = pg ? await readPostgres(pg) : await readInput(file);
+  const writer = pg && options.inPlace ? await openPostgresSession(pg, false) : undefined;
+  try {
+    return await compactInput(file, options, out, pg, writer);
+  } finally {
+    // Already closed on every path that got that far; this covers the checks that throw before.
+    await writer?.close().catch(() => undefined);
+  }
+}
+
+async function compactInput(
+  file: string,
+  options: CompactOptions,
+  out: NodeJS.WritableStream,
+  pg: PostgresRef | undefined,
+  writer: OpenedPostgresSession | undefined,
+): Promise<CompactResult> {
+  const bytes = writer ? postgresAsJsonl(pg!, writer.session) : pg ? await readPostgres(pg) : await readInput(file);
   const format = pg ? 'xcompact' : detectFormat(file, bytes);
   const config = loadConfig(options.config, pg ? join(process.cwd(), pg.id) : file);
   if (options.inPlace && options.output) throw new CliError('--in-place and --output exclude each other: pick one.', 2);
@@ -156,7 +184,7 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
     importChatMessages(probe, file, messagesFile, route);
   } else {
     // A bad line is reported against the input, not a copy.
-    probe = (await loadSessionReadOnly(pg ? `${pg.id}.jsonl` : file, bytes, format)).session;
+    probe = writer ? writer.session : (await loadSessionReadOnly(pg ? `${pg.id}.jsonl` : file, bytes, format)).session;
     torn = probe.loadReport.tornTail;
   }
   const sessionId = format === 'messages' ? undefined : pg && options.inPlace ? pg.id : sessionIdFor(output);
@@ -220,10 +248,9 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
       if (torn) out.write(`note: ${file} ends with a torn line ${torn.line} (${torn.bytes} bytes, a crash mid-write); it is not part of the output.\n`);
     }
     try {
-      if (pg && options.inPlace) {
-        const opened = await openPostgresSession(pg, false);
-        session = opened.session;
-        closeSession = opened.close;
+      if (writer) {
+        session = writer.session;
+        closeSession = writer.close;
       } else {
         session = await Session.open(new JsonlStore(dirname(output)), sessionId!);
       }
@@ -290,14 +317,18 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
   return { output, compacted: true, tokensBefore: record.tokensBefore, tokensAfter: record.tokensAfter, shadowedNodes: record.shadowedNodes };
 }
 
-async function readPostgres(ref: NonNullable<ReturnType<typeof postgresRef>>): Promise<Buffer> {
+async function readPostgres(ref: PostgresRef): Promise<Buffer> {
   const { session, close } = await openPostgresSession(ref, true);
   try {
-    if (session.length === 0) throw new CliError(`${ref.label} is empty (no events): check the session id and the database.`);
-    return sessionAsJsonl(session);
+    return postgresAsJsonl(ref, session);
   } finally {
     await close();
   }
+}
+
+function postgresAsJsonl(ref: PostgresRef, session: Session): Buffer {
+  if (session.length === 0) throw new CliError(`${ref.label} is empty (no events): check the session id and the database.`);
+  return sessionAsJsonl(session);
 }
 
 function sessionIdFor(output: string): string {

@@ -184,11 +184,17 @@ export function postgresRef(arg: string, store: string | undefined): PostgresRef
   return { url, id, label: `${describeUrl(url)}#${id}` };
 }
 
+export interface OpenedPostgresSession {
+  session: Session;
+  /** Closes the session, then ends its store's pool. */
+  close(): Promise<void>;
+}
+
 /**
  * Opens a PostgreSQL session: read-only takes no writer lease and writes nothing (inspect,
  * a compaction into a new file); a writer holds the lease until `close()`.
  */
-export async function openPostgresSession(ref: PostgresRef, readOnly: boolean): Promise<{ session: Session; close(): Promise<void> }> {
+export async function openPostgresSession(ref: PostgresRef, readOnly: boolean): Promise<OpenedPostgresSession> {
   const store = new PostgresStore({ url: ref.url, readOnly });
   try {
     const session = await Session.open(store, ref.id);

@@ -167,7 +167,26 @@ export class PostgresStore implements SessionStore {
 
   private async load(pool: Pool, id: string): Promise<{ line: number; value: unknown }[]> {
     const r = await this.run('loading the session', () => pool.query(`SELECT seq, event FROM ${this.names.events} WHERE session_id = $1 ORDER BY seq`, [id]));
-    return (r.rows as { seq: number; event: unknown }[]).map((row) => ({ line: row.seq + 1, value: row.event }));
+    const rows = r.rows as { seq: number; event: unknown }[];
+    // The seq column is what appends are fenced on, the event's own seq what replay checks: a
+    // row written around the store (a gap, a mismatch) would pass one check and break the other.
+    rows.forEach((row, i) => {
+      const claimed = (row.event as { seq?: unknown } | null)?.seq;
+      const why =
+        row.seq !== i
+          ? `seqs ${i}..${row.seq - 1} are missing (the rows jump from seq ${i - 1} to ${row.seq})`
+          : claimed !== row.seq
+            ? `its event says seq ${JSON.stringify(claimed ?? null)}`
+            : undefined;
+      if (why) {
+        const location = `${this.where}#${id}`;
+        throw new StoreError('store-corrupt', `${location}: the row with seq ${row.seq} (row ${i + 1}) is corrupt: ${why}. The session was not changed; fix or remove that row.`, {
+          file: location,
+          line: i + 1,
+        });
+      }
+    });
+    return rows.map((row) => ({ line: row.seq + 1, value: row.event }));
   }
 }
 

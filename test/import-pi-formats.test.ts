@@ -202,6 +202,16 @@ describe('bad pi input: one error naming the line, nothing written', () => {
     await expectRefused(l.join('\n'), at + 1, /parent "missing", which is not in the file/);
   });
 
+  it('a parentId cycle on the active branch', async () => {
+    const l = lines(TREE);
+    const root = l.findIndex((x) => x.includes('"id":"e1"'));
+    const child = l.findIndex((x) => x.includes('"parentId":"e1"'));
+    const childId = /"id":"(e\d+)"/.exec(l[child]!)![1]!;
+    l[root] = l[root]!.replace('"parentId":null', `"parentId":"${childId}"`);
+    // The walk from the last entry meets the child again through the root: that entry is named.
+    await expectRefused(l.join('\n'), child + 1, new RegExp(`entry "${childId}" is its own ancestor \\(a parentId cycle\\)`));
+  });
+
   it('a compaction without a summary', async () => {
     const l = lines(LINEAR);
     const at = l.findIndex((x) => x.includes('"type":"compaction"'));

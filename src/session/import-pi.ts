@@ -30,6 +30,7 @@ import {
   type BashExecution,
   type PiEntry,
 } from './import-pi-format';
+import { answerPendingCalls } from './recover';
 import { Session } from './session';
 import { SessionWriter } from './writer';
 
@@ -159,14 +160,8 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
   let model = typeof header?.modelId === 'string' && header.modelId ? header.modelId : 'unknown';
   if (options.systemPrompt !== undefined) w.system(options.systemPrompt);
 
-  const answerPending = () => {
-    for (const callId of session.surface.pendingCalls()) {
-      w.toolResult(callId, MISSING_RESULT, { isError: true });
-      report.synthesizedResults++;
-    }
-  };
   const closeStep = () => {
-    answerPending();
+    report.synthesizedResults += answerPendingCalls(session, MISSING_RESULT).length;
     if (session.openStep) w.endStep();
   };
   /** A user-role message that is not a prompt (a `!` command, an extension message): joins the open turn. */

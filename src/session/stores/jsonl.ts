@@ -23,7 +23,8 @@ import { promises as fs, constants as fsc } from 'node:fs';
 import { join } from 'node:path';
 import { StoreError } from '../errors';
 import type { SessionEvent } from '../events';
-import { checkSessionId, type LoadReport, type LogWriter, type SessionStore, type StoredLog } from '../store';
+import { checkSessionId, type LoadReport, type SessionStore, type StoredLog } from '../store';
+import { QueuedWriter } from './queued-writer';
 import { acquireLock, errnoOf, releaseLock, type HeldLock } from './jsonl-lock';
 
 export interface JsonlStoreOptions {
@@ -166,12 +167,8 @@ export function parseLogBytes(buf: Buffer, file: string, options: { stopAtRepeat
   return { records, report, validLength, torn };
 }
 
-class JsonlWriter implements LogWriter {
-  failure: Error | undefined;
-  private queue: string[] = [];
-  private draining: Promise<void> | undefined;
+class JsonlWriter extends QueuedWriter<string> {
   private handle: fs.FileHandle | undefined;
-  private closed = false;
 
   constructor(
     private readonly file: string,
@@ -180,90 +177,63 @@ class JsonlWriter implements LogWriter {
     /** Bytes after the kept lines (a torn tail, or interleaved lines), moved aside before the first write. */
     private cut: { bytes: Buffer; keptAt: string } | undefined,
     private readonly sync: boolean,
-  ) {}
-
-  append(event: SessionEvent): void {
-    if (this.closed) throw new StoreError('store-closed', `${this.file} was closed; reopen the session to append.`, { file: this.file });
-    this.queue.push(`${JSON.stringify(event)}\n`);
-    this.draining ??= this.drain();
+  ) {
+    super(file);
   }
 
-  async flush(): Promise<void> {
-    while (this.draining) await this.draining;
-    if (this.failure) throw this.failure;
-    if (this.sync && this.handle) {
-      try {
-        await this.handle.datasync();
-      } catch (err) {
-        this.fail(new StoreError('store-io', `fdatasync of ${this.file} failed: ${String(err)}`, { file: this.file, cause: err }));
-        throw this.failure;
-      }
-    }
+  protected encode(event: SessionEvent): string {
+    return `${JSON.stringify(event)}\n`;
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
+  protected asFailure(err: unknown): StoreError {
+    return err instanceof StoreError ? err : new StoreError('store-io', `write to ${this.file} failed: ${String(err)}`, { file: this.file, cause: err });
+  }
+
+  protected override async durable(): Promise<void> {
+    if (!this.sync || !this.handle) return;
     try {
-      await this.flush();
-    } finally {
-      this.closed = true;
-      await this.handle?.close().catch(() => undefined);
-      this.handle = undefined;
-      openInThisProcess.delete(this.file);
-      await releaseLock(this.lock);
-    }
-  }
-
-  private fail(err: StoreError): void {
-    this.failure ??= err;
-  }
-
-  private async drain(): Promise<void> {
-    // Yield once so a burst of synchronous appends becomes one write.
-    await Promise.resolve();
-    try {
-      while (this.queue.length > 0 && !this.failure) {
-        const chunk = Buffer.from(this.queue.join(''), 'utf8');
-        this.queue = [];
-        const fh = await this.fileHandle();
-        const { size } = await fh.stat();
-        if (size !== this.offset) {
-          this.fail(
-            new StoreError(
-              'store-interleaved',
-              `${this.file} is ${size} bytes but this writer wrote up to byte ${this.offset}: another writer appended to the session. Stopped writing to avoid interleaved lines.`,
-              { file: this.file },
-            ),
-          );
-          return;
-        }
-        let written = 0;
-        while (written < chunk.length) {
-          // No position: with O_APPEND every write lands at the end, never on bytes already there.
-          const r = await fh.write(chunk, written, chunk.length - written, null);
-          written += r.bytesWritten;
-        }
-        const after = (await fh.stat()).size;
-        if (after !== this.offset + chunk.length) {
-          // Another writer appended between the check above and this write: both sets of lines
-          // are in the file, in some order. Nothing of this chunk is acknowledged.
-          this.fail(
-            new StoreError(
-              'store-interleaved',
-              `${this.file} grew to ${after} bytes while this writer appended ${chunk.length} bytes at byte ${this.offset}: another writer appended at the same time. Stopped writing; reopening the session reports the interleaved line.`,
-              { file: this.file },
-            ),
-          );
-          return;
-        }
-        this.offset += chunk.length;
-      }
+      await this.handle.datasync();
     } catch (err) {
-      this.fail(err instanceof StoreError ? err : new StoreError('store-io', `write to ${this.file} failed: ${String(err)}`, { file: this.file, cause: err }));
-    } finally {
-      this.draining = undefined;
-      if (this.queue.length > 0 && !this.failure) this.draining = this.drain();
+      this.fail(new StoreError('store-io', `fdatasync of ${this.file} failed: ${String(err)}`, { file: this.file, cause: err }));
+      throw this.failure;
     }
+  }
+
+  protected async release(): Promise<void> {
+    await this.handle?.close().catch(() => undefined);
+    this.handle = undefined;
+    openInThisProcess.delete(this.file);
+    await releaseLock(this.lock);
+  }
+
+  protected async writeBatch(lines: string[]): Promise<void> {
+    const chunk = Buffer.from(lines.join(''), 'utf8');
+    const fh = await this.fileHandle();
+    const { size } = await fh.stat();
+    if (size !== this.offset) {
+      throw new StoreError(
+        'store-interleaved',
+        `${this.file} is ${size} bytes but this writer wrote up to byte ${this.offset}: another writer appended to the session. Stopped writing to avoid interleaved lines.`,
+        { file: this.file },
+      );
+    }
+    let written = 0;
+    while (written < chunk.length) {
+      // No position: with O_APPEND every write lands at the end, never on bytes already there.
+      const r = await fh.write(chunk, written, chunk.length - written, null);
+      written += r.bytesWritten;
+    }
+    const after = (await fh.stat()).size;
+    if (after !== this.offset + chunk.length) {
+      // Another writer appended between the check above and this write: both sets of lines
+      // are in the file, in some order. Nothing of this chunk is acknowledged.
+      throw new StoreError(
+        'store-interleaved',
+        `${this.file} grew to ${after} bytes while this writer appended ${chunk.length} bytes at byte ${this.offset}: another writer appended at the same time. Stopped writing; reopening the session reports the interleaved line.`,
+        { file: this.file },
+      );
+    }
+    this.offset += chunk.length;
   }
 
   private async fileHandle(): Promise<fs.FileHandle> {

@@ -22,11 +22,12 @@
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { createCompactionEngine } from '../src/engine.js';
+import { CalibrationState, countNode, emptyCounts, type NodeCounts } from '../src/services/calibration.js';
 import { TokenMeter } from '../src/services/meter.js';
 import { ExtractiveSummarizer } from '../src/services/summarizers/extractive.js';
 import { getTokenizer, splitOverlongRuns } from '../src/services/tokenizer.js';
 import { createGptTokenizer } from '../src/services/tokenizers/gpt.js';
-import { Session, importPiFile, type AppendInput, type SessionEvent } from '../src/session/index.js';
+import { Session, importPiFile, type AppendInput, type SessionEvent, type SurfaceEvent } from '../src/session/index.js';
 import { findPiData } from '../test/helpers/pi-data.js';
 
 export async function run(): Promise<void> {
@@ -42,42 +43,85 @@ export async function run(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // 1. Growth error
 
+interface Step {
+  route: string;
+  /** The provider's growth: this prompt − (previous prompt + completion). */
+  actual: number;
+  /** The meter's prediction before the report (online calibration: fitted on earlier steps only). */
+  calibrated: number;
+  /** Our priced growth, uncalibrated. */
+  raw: number;
+  /** What the calibration is fed: priced growth and the appended nodes by kind; false when no clean sample. */
+  sample: { priced: number; added: NodeCounts } | undefined;
+}
+
 function growthError(source: Session): Map<string, number> {
   const session = Session.inMemory('growth');
   const meter = new TokenMeter(session, { tokenizerFor: () => getTokenizer('o200k_base') });
-  const steps: Array<{ actual: number; calibrated: number; raw: number }> = [];
+  const steps: Step[] = [];
   const ratios = new Map<string, number>();
   let suspect = 0;
-  let estimateAtAnchor = 0;
+  let surfaceAtAnchor = 0;
+  let added = emptyCounts();
+  let clean = false;
+  let route = '';
+  let anchorRoute = '';
   for (const e of source.events()) {
+    if (e.type === 'request/header') route = `${e.data.provider}/${e.data.model}`;
     if (e.type === 'assistant/message' && e.data.usage && e.data.usage.promptTokens > 0) {
       const m = meter.measure();
       const actual = e.data.usage.promptTokens - (m.anchor?.providerTokens ?? 0);
+      const priced = m.surfaceTokens - surfaceAtAnchor;
       // A step whose provider growth is ≤ 0 (the provider dropped thinking it had counted as
-      // completion) has no relative error to speak of.
-      if (m.anchor && !m.suspectUsage && actual > 0) steps.push({ actual, calibrated: m.anchor.growthTokens, raw: m.estimatedTokens - estimateAtAnchor });
+      // completion) has no relative error to speak of; it still calibrates, as live.
+      const sample = clean && anchorRoute === route && priced > 0 ? { priced, added } : undefined;
+      if (m.anchor && !m.suspectUsage) steps.push({ route, actual, calibrated: m.anchor.growthTokens, raw: priced, sample });
     }
     append(session, e);
-    if (e.type === 'assistant/message') {
+    if (e.surfaceOp === 'append' && e.type !== 'assistant/message') countNode(added, e as SurfaceEvent);
+    else if (e.surfaceOp !== undefined && e.surfaceOp !== 'append') clean = false;
+    if (e.type === 'assistant/message' && e.data.usage && e.data.usage.promptTokens > 0) {
       const m = meter.measure();
       if (m.suspectUsage) suspect++;
-      estimateAtAnchor = m.estimatedTokens;
+      surfaceAtAnchor = m.surfaceTokens;
+      added = emptyCounts();
+      clean = true;
+      anchorRoute = route;
       ratios.set(m.calibration.route, m.calibration.ratio);
-    }
+    } else if (e.type === 'assistant/message') countNode(added, e as SurfaceEvent);
   }
-  const errors = (of: 'calibrated' | 'raw', min = 0) => steps.filter((s) => s.actual >= min).map((s) => Math.abs(s[of] - s.actual) / s.actual);
-  const weighted = (of: 'calibrated' | 'raw') => steps.reduce((n, s) => n + Math.abs(s[of] - s.actual), 0) / steps.reduce((n, s) => n + s.actual, 0);
-  const big = steps.filter((s) => s.actual >= 200).length;
-  console.log(`growth since the last provider report, predicted before each reply, against the provider's next prompt (${steps.length} steps, ${big} of ≥ 200 tokens)`);
-  console.log(`${'meter'.padEnd(22)} ${'median |err|'.padStart(12)} ${'p90 |err|'.padStart(10)} ${'≥200: median'.padStart(13)} ${'p90'.padStart(7)} ${'Σ|err| ÷ Σgrowth'.padStart(17)}`);
-  for (const [name, of] of [['calibrated (online)', 'calibrated'], ['uncalibrated (o200k)', 'raw']] as const) {
-    console.log(
-      `${name.padEnd(22)} ${pct(quantile(errors(of), 0.5)).padStart(12)} ${pct(quantile(errors(of), 0.9)).padStart(10)} ${pct(quantile(errors(of, 200), 0.5)).padStart(13)} ${pct(quantile(errors(of, 200), 0.9)).padStart(7)} ${pct(weighted(of)).padStart(17)}`,
-    );
-  }
-  console.log('goal: median ≤ 5%, p90 ≤ 15%. Most steps add a short tool result (median provider growth is a few dozen tokens), where');
-  console.log('a difference of a few tokens of framing is 20–50%; the ≥ 200 columns and the token-weighted error show the tokenizer gap.');
-  console.log(`ratio of provider to o200k tokens at the end, per route: ${[...ratios].map(([r, x]) => `${r} ×${x.toFixed(3)}`).join(', ')}; replies flagged suspect: ${suspect}`);
+
+  // Held out: the calibration fitted on the first half's steps only, frozen, predicting the second half.
+  const half = steps.length >> 1;
+  const frozen = new CalibrationState();
+  for (const s of steps.slice(0, half)) if (s.sample) frozen.add(s.route, s.actual, s.sample.priced, s.sample.added);
+  const secondHalf = steps.slice(half).map((s) => ({ ...s, frozen: s.sample ? frozen.predict(s.route, s.sample.priced, s.sample.added) : s.calibrated }));
+
+  type Of = 'calibrated' | 'raw' | 'frozen';
+  const rows = (list: Array<Step & { frozen?: number }>, of: Of) => list.filter((s) => s.actual > 0).map((s) => ({ actual: s.actual, err: Math.abs((s[of] ?? s.calibrated) - s.actual) }));
+  const line = (name: string, list: Array<Step & { frozen?: number }>, of: Of) => {
+    const r = rows(list, of);
+    const rel = (min: number, max = Infinity) => r.filter((x) => x.actual >= min && x.actual < max).map((x) => x.err / x.actual);
+    const weighted = r.reduce((n, x) => n + x.err, 0) / r.reduce((n, x) => n + x.actual, 0);
+    const cells = [pct(quantile(rel(0), 0.5)), pct(quantile(rel(0), 0.9)), pct(weighted)];
+    for (const [lo, hi] of SIZES) cells.push(`${pct(quantile(rel(lo, hi), 0.5))} ${pct(quantile(rel(lo, hi), 0.9))}`);
+    console.log(`${name.padEnd(34)} ${cells[0]!.padStart(7)} ${cells[1]!.padStart(7)} ${cells[2]!.padStart(9)} ${cells.slice(3).map((c) => c.padStart(13)).join(' ')}`);
+  };
+  const SIZES: Array<[number, number]> = [[0, 20], [20, 50], [50, 200], [200, Infinity]];
+  const count = (lo: number, hi: number) => steps.filter((s) => s.actual >= lo && s.actual < hi).length;
+  console.log(`growth since the last provider report, predicted before each reply, against the provider's next prompt (${steps.filter((s) => s.actual > 0).length} steps)`);
+  console.log(`|err| ÷ provider growth: median, p90, token-weighted (Σ|err| ÷ Σgrowth), then median p90 by provider growth`);
+  console.log(`${'meter'.padEnd(34)} ${'median'.padStart(7)} ${'p90'.padStart(7)} ${'weighted'.padStart(9)} ${SIZES.map(([lo, hi]) => `${hi === Infinity ? `≥${lo}` : `${lo}–${hi}`} (${count(lo, hi)})`.padStart(13)).join(' ')}`);
+  line('calibrated (online), all steps', steps, 'calibrated');
+  line('uncalibrated (o200k), all steps', steps, 'raw');
+  console.log(`held out: fitted on the first ${half} steps, frozen, measured on the last ${steps.length - half}`);
+  line('calibrated (first half, frozen)', secondHalf, 'frozen');
+  line('calibrated (online)', secondHalf, 'calibrated');
+  line('uncalibrated (o200k)', secondHalf, 'raw');
+  console.log('goal: median ≤ 5%, p90 ≤ 15%. The online figure predicts each step from earlier steps only (it is held out by construction).');
+  const c = meter.measure().calibration;
+  const perNode = Object.entries(c.perNode).map(([k, v]) => `${k} ${v >= 0 ? '+' : ''}${v.toFixed(1)}`).join(', ');
+  console.log(`calibration at the end, ${c.route}: ×${c.ratio.toFixed(3)} per o200k token, per node ${perNode} (fitted to ${c.samples} steps); replies flagged suspect: ${suspect}`);
   return ratios;
 }
 

@@ -461,7 +461,7 @@ describe('planPrune / applyPrune', () => {
       const config = parseConfig({ models, prune });
       const uncalibrated = planPrune(session, { ...prune, neverPrune: [] }, { priceOf: (s) => meter.priceOf(s), priceEvent: (e) => meter.priceEvent(e) });
       expect(uncalibrated.kept).toContainEqual({ seq: newest, callId: 'c11', reason: 'protected-recent' });
-      const summary = pruneSurface({ session, meter, config }, { protectRecent: true });
+      const summary = pruneSurface({ session, meter, config }, { trigger: 'pressure', protectRecent: true });
       expect(summary.count).toBe(12);
       expect(session.surface.has(newest)).toBe(false); // replaced by its pruned copy
     });

@@ -5,17 +5,21 @@
  *   npx tsx bench/calibration.ts
  *
  * 1. Growth error against the provider's next reported prompt. Before each reply with usage,
- *    the meter predicts the growth since the previous report (the anchor): calibrated (× the
- *    online ratio) and uncalibrated (our o200k prices). The provider's growth is its prompt
- *    minus the anchor (previous prompt + completion). Goal: median ≤ 5%, p90 ≤ 15%.
+ *    the meter predicts the growth since the previous report (the anchor): calibrated (the
+ *    online fit of ratio × priced + a constant per node kind, from earlier steps only) and
+ *    uncalibrated (our o200k prices). The provider's growth is its prompt minus the anchor
+ *    (previous prompt + completion). Printed per step (median, p90), token-weighted, by step
+ *    size, and held out (fitted on the first half, frozen, measured on the second).
+ *    Goal: median ≤ 5%, p90 ≤ 15%.
  * 2. The transcript replayed through the engine at 16k, 32k and 128k windows. The replay's
  *    conversation differs from the original once compacted, so its provider counts are
  *    estimated: our price of each replayed request × the ratio section 1 learned for that
  *    route, reported to the engine as usage (so the engine calibrates as it would live). Every
  *    request is checked against the window in those provider tokens; "uncalibrated" replays
  *    the same without usage, the engine judging pressure in o200k tokens.
- * 3. Pricing a 1 MB unbroken run: time, and the error of the split pricing against exact BPE
- *    where exact is affordable (100k characters; exact is quadratic, minutes at 1 MB).
+ * 3. Pricing 1 MB of unbroken or dense text: time, the error of split + sampled pricing
+ *    against counting every segment, and against exact BPE where exact is affordable.
+ *    `BENCH_CALIBRATION_SECTION=pricing` runs this section alone.
  *
  * Nothing here asserts; figures are for the README and the issue.
  */

@@ -8,10 +8,10 @@
  *
  * Pressure is anchored to the provider: after a response that reported usage, the total
  * is that usage plus the priced growth since (appends add, replaces subtract their signed
- * delta), in the provider's tokens (see calibration.ts: growth is multiplied by the learned
- * ratio of the provider's counts to ours). The anchor is dropped when the request can no
- * longer be compared with the one the provider counted: a changed system prompt, tool list or
- * tokenizer.
+ * delta), in the provider's tokens (see calibration.ts: the learned ratio of the provider's
+ * counts to ours, plus its framing per appended message). The anchor is dropped when the
+ * request can no longer be compared with the one the provider counted: a changed system
+ * prompt, tool list or tokenizer.
  *
  * Suspect usage (SPEC §12). A figure is suspect when it is below our own calibrated estimate
  * of the same request by more than SUSPECT_TOLERANCE (half): proxies under-report (a prompt of
@@ -26,7 +26,7 @@ import { toChatMessage, type ChatMessage } from '../session/derive';
 import type { SessionEvent, SurfaceEvent } from '../session/events';
 import { isSurfaceType } from '../session/events';
 import type { Session } from '../session/session';
-import { CalibrationState, type Calibration } from './calibration';
+import { CalibrationState, countNode, emptyCounts, type Calibration, type NodeCounts } from './calibration';
 import { messageOverhead, type Tokenizer, type TokenizerName } from './tokenizer';
 
 export type { Calibration } from './calibration';
@@ -69,7 +69,7 @@ export interface Measurement {
   surfaceTokens: number;
   /** Tool definitions and the per-request template cost (the system prompt is surface node 0). */
   envelopeTokens: number;
-  /** `growthTokens`: priced growth since the anchor, in provider tokens (× the ratio). */
+  /** `growthTokens`: growth since the anchor in provider tokens (the calibration's prediction from our prices and the appended nodes). */
   anchor: { seq: number; providerTokens: number; growthTokens: number } | undefined;
   tokenizer: TokenizerName;
   /** Log length the measurement reflects. */
@@ -91,6 +91,8 @@ interface Anchor {
   route: string;
   /** False once a replace moved the surface: the growth to the next report is no clean sample. */
   clean: boolean;
+  /** Nodes appended since, by kind: the provider frames each message its own way. */
+  added: NodeCounts;
 }
 
 export class TokenMeter implements NodePrices {
@@ -187,7 +189,7 @@ export class TokenMeter implements NodePrices {
     let anchor: Measurement['anchor'];
     if (this.anchor) {
       const priced = this.surfaceTotal - this.anchor.surfaceAtAnchor;
-      const growth = Math.round(priced * this.calibration.growthRatio(this.route, priced));
+      const growth = Math.round(this.calibration.predict(this.route, priced, this.anchor.added));
       anchor = { seq: this.anchor.seq, providerTokens: this.anchor.providerTokens, growthTokens: growth };
       const anchored = this.anchor.providerTokens + growth;
       if (isSuspect(anchored, calibrated)) suspectUsage = true;
@@ -261,6 +263,7 @@ export class TokenMeter implements NodePrices {
       this.prices.set(e.seq, price);
       this.surfaceTotal += price;
       if (this.anchor?.seq === e.seq) this.anchor.surfaceAtAnchor = this.surfaceTotal;
+      else if (this.anchor) countNode(this.anchor.added, e);
       return;
     }
     if (this.anchor) this.anchor.clean = false;
@@ -293,11 +296,11 @@ export class TokenMeter implements NodePrices {
       return;
     }
     const a = this.anchor;
-    if (a && a.clean && a.route === this.route) this.calibration.add(this.route, u.promptTokens - a.providerTokens, this.surfaceTotal - a.surfaceAtAnchor);
+    if (a && a.clean && a.route === this.route) this.calibration.add(this.route, u.promptTokens - a.providerTokens, this.surfaceTotal - a.surfaceAtAnchor, a.added);
     // Reasoning is billed as completion but never sent back, so it is not part of the next
     // request. It is part of the completion, so never subtract more than the completion.
     const providerTokens = u.promptTokens + u.completionTokens - Math.min(u.reasoningTokens ?? 0, u.completionTokens);
-    this.anchor = { seq, providerTokens, surfaceAtAnchor: this.surfaceTotal, route: this.route, clean: true };
+    this.anchor = { seq, providerTokens, surfaceAtAnchor: this.surfaceTotal, route: this.route, clean: true, added: emptyCounts() };
     this.suspectSeq = undefined;
   }
 

@@ -18,7 +18,7 @@ import { BACKGROUND_SYSTEM_ID, type BackgroundEvent, type BackgroundOutcome, typ
 import { manualMachine, type ManualInput, type ManualOutput } from './manual';
 import { overflowMachine, type OverflowInput, type OverflowOutput } from './overflow';
 import { pressureMachine, type PressureInput, type PressureOutput } from './pressure';
-import { errorOf, notProvided, outputOf, type PressureReading, type ReadingResult } from './types';
+import { notProvided, outputOf, type PressureReading, type ReadingResult } from './types';
 
 export type GateInput =
   | { kind: 'pressure'; job: PressureInput }
@@ -97,16 +97,14 @@ export const gateMachine = setup({
     'remember cancel': assign({ cancelled: true }),
     'forward cancel': sendTo('job', ({ event }) => ({ type: 'cancel' as const, ...(event.type === 'cancel' && event.reason !== undefined ? { reason: event.reason } : {}) })),
     'remember output': assign({ output: ({ event }) => outputOf<PressureOutput | OverflowOutput | ManualOutput>(event) }),
-    // The job's chart itself failed (a bug): this chart fails with it, so the engine reports it as the job's.
-    rethrow: ({ event }) => {
-      throw errorOf(event);
-    },
   },
 }).createMachine({
   id: 'gate',
   context: ({ input }) => gateContext(input),
   initial: 'start',
   on: { cancel: { actions: 'remember cancel' } },
+  // No onError on the job: a job chart that fails (a bug) fails this chart with it, and the
+  // engine reports it as the job's own chart error.
   states: {
     start: {
       always: [{ guard: 'the job is pressure', target: 'measuring' }, { target: 'consulting' }],
@@ -145,15 +143,15 @@ export const gateMachine = setup({
       ],
     },
     runningPressure: {
-      invoke: { id: 'job', src: 'pressure', input: ({ context }) => jobInput<PressureInput>(context), onDone: { target: 'done', actions: 'remember output' }, onError: { actions: 'rethrow' } },
+      invoke: { id: 'job', src: 'pressure', input: ({ context }) => jobInput<PressureInput>(context), onDone: { target: 'done', actions: 'remember output' } },
       on: { cancel: { actions: 'forward cancel' } },
     },
     runningOverflow: {
-      invoke: { id: 'job', src: 'overflow', input: ({ context }) => jobInput<OverflowInput>(context), onDone: { target: 'done', actions: 'remember output' }, onError: { actions: 'rethrow' } },
+      invoke: { id: 'job', src: 'overflow', input: ({ context }) => jobInput<OverflowInput>(context), onDone: { target: 'done', actions: 'remember output' } },
       on: { cancel: { actions: 'forward cancel' } },
     },
     runningManual: {
-      invoke: { id: 'job', src: 'manual', input: ({ context }) => jobInput<ManualInput>(context), onDone: { target: 'done', actions: 'remember output' }, onError: { actions: 'rethrow' } },
+      invoke: { id: 'job', src: 'manual', input: ({ context }) => jobInput<ManualInput>(context), onDone: { target: 'done', actions: 'remember output' } },
       on: { cancel: { actions: 'forward cancel' } },
     },
     preparing: { type: 'final' },

@@ -164,6 +164,26 @@ describe('background compaction (SPEC §13)', () => {
     expect(h.session.lock.held).toBe(false);
   });
 
+  it('a cancel while /compact waits for the background summary cancels both', async () => {
+    const sum = deferredSummarizer();
+    const h = harness({ summarizer: sum, config: BG });
+    openTurn(h);
+    await stepToPrepare(h);
+    const call = await sum.call(0);
+    h.writer.endTurn();
+    const controller = new AbortController();
+    const manual = track(h.engine.compactNow({ signal: controller.signal }).catch((e: unknown) => e));
+    await settle();
+    expect(manual.done()).toBe(false);
+    controller.abort(new Error('user pressed Ctrl-C'));
+    const err = await manual.value;
+    expect(err).toBeInstanceOf(CompactionError);
+    expect((err as CompactionError).code).toBe('cancelled');
+    expect(call.signal.aborted).toBe(true);
+    expect(sum.calls).toHaveLength(1); // the manual compaction never asked for a summary
+    expect(h.session.lock.held).toBe(false);
+  });
+
   it('the breaker counts background failures', async () => {
     const sum = deferredSummarizer();
     const h = harness({ summarizer: sum, config: { ...BG, circuitBreaker: { failureLimit: 1, cooldownMs: 60_000 } } });

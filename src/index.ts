@@ -12,6 +12,7 @@ export {
   type CompactionEngineOptions,
   type CompactionRecord,
   type AfterStepResult,
+  type AfterStepStatus,
   type RequestErrorAction,
   type EngineNotification,
   type EngineServices,

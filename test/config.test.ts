@@ -43,6 +43,8 @@ describe('defaults (SPEC §3)', () => {
     compactionRetries: 1,
     maxOverflowRetries: 1,
     auto: true,
+    background: false,
+    prepareRatio: undefined,
     summarizationProvider: '',
     summarizationModel: '',
     modelPolicies: [],
@@ -254,7 +256,7 @@ describe('model policies', () => {
   it('resolves each policy completely', () => {
     const config = parseConfig({ retainRatio: 0.2, maxTokens: 8192, modelPolicies: [{ provider: 'p', model: 'm', headroomTokens: 1000, auto: false }] });
     expect(config.modelPolicies).toEqual([
-      { provider: 'p', model: 'm', thresholdRatio: 0.8, headroomTokens: 1000, retainRatio: 0.2, maxTokens: 8192, compactionRetries: 1, maxOverflowRetries: 1, auto: false },
+      { provider: 'p', model: 'm', thresholdRatio: 0.8, headroomTokens: 1000, retainRatio: 0.2, maxTokens: 8192, compactionRetries: 1, maxOverflowRetries: 1, auto: false, background: false },
     ]);
   });
 
@@ -455,5 +457,34 @@ describe('model registry', () => {
     expect(tokenizerNameFor(config, 'openai', 'gpt-4-turbo')).toBe('cl100k_base');
     expect(tokenizerNameFor(config, 'acme', 'unknown')).toBe('o200k_base');
     expect(tokenizerNameFor(parseConfig({ tokenizer: 'utf8-bytes', models: config.models }), 'deepseek', 'deepseek-chat')).toBe('utf8-bytes');
+  });
+});
+
+describe('background compaction fields (SPEC §13)', () => {
+  const budgetOf = (config: unknown) => resolveBudget({ config: parseConfig(config), provider: 'p', model: 'm', contextWindow: 1_000_000 });
+
+  it('puts the default prepare point a quarter of the way from the threshold back to the retained tail', () => {
+    const b = budgetOf({ background: true });
+    expect(b.threshold).toBe(800_000);
+    expect(b.retain).toBe(160_000);
+    expect(b.prepare).toBe(800_000 - (800_000 - 160_000) / 4);
+    expect(budgetOf({}).prepare).toBeUndefined();
+  });
+
+  it('takes prepareRatio as a share of the window, per model too', () => {
+    expect(budgetOf({ background: true, prepareRatio: 0.7 }).prepare).toBe(700_000);
+    const config = parseConfig({ modelPolicies: [{ provider: 'p', model: 'm', background: true, prepareRatio: 0.5 }] });
+    expect(resolveBudget({ config, provider: 'p', model: 'm', contextWindow: 1_000_000 }).prepare).toBe(500_000);
+    expect(resolveBudget({ config, provider: 'p', model: 'other', contextWindow: 1_000_000 }).prepare).toBeUndefined();
+  });
+
+  it('rejects a prepare point above the threshold or inside the retained tail', () => {
+    expect(onlyMessage({ prepareRatio: 0.9 })).toMatch(/prepareRatio.*must not be above thresholdRatio/);
+    expect(onlyMessage({ prepareRatio: 0.1 })).toMatch(/prepareRatio.*must be above retainRatio/);
+    expect(onlyMessage({ background: 'yes' })).toMatch(/background/);
+    // A retainTokens is only known per route: checked when the budget resolves.
+    expect(() => budgetOf({ background: true, prepareRatio: 0.3, retainTokens: 400_000 })).toThrow(
+      expect.objectContaining({ code: 'prepare-out-of-range' }),
+    );
   });
 });

@@ -11,6 +11,7 @@ import { allCoverage } from './graph/catalogs';
 import type { GeneratedPath } from './graph/paths';
 import type { TransitionInfo } from './graph/model';
 import { cleanupWorlds, runtimeCovered, startServer, type Server } from './graph/runner';
+import { runBackgroundPath, runGatePath } from './graph/suite-background';
 import { runEnginePath } from './graph/suite-engine';
 import { runManualPath } from './graph/suite-manual';
 import { runOverflowPath } from './graph/suite-overflow';
@@ -24,6 +25,8 @@ const RUNNERS: Record<string, Runner> = {
   overflow: runOverflowPath,
   manual: runManualPath,
   engine: runEnginePath,
+  background: runBackgroundPath,
+  gate: runGatePath,
 };
 
 const coverage = allCoverage();

@@ -56,6 +56,8 @@ export interface DemoReport {
   fullHistoryTokens: number;
   summary: { promptTokens: number; cachedTokens: number };
   overflowRecoveries: number;
+  /** Time the agent spent inside afterStep() in total (ms), and how many calls waited for a background summary. */
+  agentWaited: { ms: number; waits: number; background: number };
   sessionFile: string;
   traceFile: string;
   configFile: string;
@@ -91,7 +93,8 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
   const window = options.window;
   const maxOutputTokens = Math.min(1024, Math.floor(window / 8));
   const models = { [`${PROVIDER}/${MODEL}`]: { contextWindow: window, maxOutputTokens } };
-  const config = { thresholdRatio: 0.8, retainRatio: 0.16, headroomTokens: Math.floor(window / 8), maxTokens: maxOutputTokens };
+  // Background mode (SPEC §13): summaries are prepared while the agent works on.
+  const config = { thresholdRatio: 0.8, retainRatio: 0.16, headroomTokens: Math.floor(window / 8), maxTokens: maxOutputTokens, background: true };
 
   // ---- the task: a long first turn, a manual /compact, a short second turn
   const second = Math.min(12, Math.max(3, Math.round(options.steps * 0.12)));
@@ -137,6 +140,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
     fullHistoryTokens: 0,
     summary: { promptTokens: 0, cachedTokens: 0 },
     overflowRecoveries: 0,
+    agentWaited: { ms: 0, waits: 0, background: 0 },
     sessionFile,
     traceFile,
     configFile,
@@ -158,14 +162,27 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
     const engine = createCompactionEngine({ session, client, models, config, inspect: recorder.inspect });
     const w = new SessionWriter(session);
     const compactionNo = { n: 0 };
+    // A background summary still being written when the agent is done is waited for, not dropped.
+    let inFlight: { settled: Promise<void>; resolve: () => void } | undefined;
 
     engine.on((e: EngineNotification) => {
       switch (e.type) {
         case 'compaction.started':
+          if (e.background) {
+            let resolve = () => undefined as void;
+            const settled = new Promise<void>((r) => (resolve = r));
+            inFlight = { settled, resolve };
+            say(`   ${style.magenta('…')} preparing a summary in the background ${style.dim(`(${e.nodes} nodes, ${fmt(e.spanTokens)} tokens); the agent goes on`)}`);
+            return;
+          }
           spinner.start(`writing summary ${style.dim(`(${e.trigger}: ${e.nodes} nodes, ${fmt(e.spanTokens)} tokens)`)}`);
           return;
         case 'compaction.committed': {
           spinner.stop();
+          if (e.background) {
+            report.agentWaited.background++;
+            inFlight?.resolve();
+          }
           const r: CompactionRecord = e;
           report.compactions.total++;
           report.compactions.byTrigger[r.trigger] = (report.compactions.byTrigger[r.trigger] ?? 0) + 1;
@@ -177,13 +194,14 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
           }
           const cache = u ? `, summary request ${fmt(u.promptTokens)} tokens ${pct(u.cachedTokens ?? 0, u.promptTokens)} cached` : '';
           say(
-            `   ${style.magenta('⟳')} ${style.bold(`compaction #${++compactionNo.n}`)} ${style.dim(`(${r.trigger})`)} ` +
+            `   ${style.magenta('⟳')} ${style.bold(`compaction #${++compactionNo.n}`)} ${style.dim(`(${r.trigger}${e.background ? ', background' : ''})`)} ` +
               `${r.shadowedNodes} nodes → 1 checkpoint · ${fmt(r.tokensBefore)} → ${style.green(fmt(r.tokensAfter))} tokens · ${seconds(r.durationMs)}${style.dim(cache)}`,
           );
           return;
         }
         case 'compaction.failed':
           spinner.stop();
+          if (e.background) inFlight?.resolve();
           report.compactions.failed++;
           say(`   ${style.red('✖')} compaction failed ${style.dim(`(${e.trigger})`)}: ${e.error.message}`);
           return;
@@ -265,7 +283,10 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
           ` step ${String(report.steps).padStart(3)} ${bar(style, m.totalTokens, threshold)} ${fmt(m.totalTokens).padStart(7)} / ${fmt(threshold)}  ` +
             style.dim(truncate(calls.length > 0 ? described.join(', ') : `answer: ${message.content ?? ''}`, 70)),
         );
-        await engine.afterStep();
+        const before = performance.now();
+        const stepResult = await engine.afterStep();
+        report.agentWaited.ms += performance.now() - before;
+        if (stepResult.waitedMs > 0) report.agentWaited.waits++;
         w.endStep();
         if (calls.length === 0) {
           w.endTurn();
@@ -274,6 +295,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
       }
     }
     spinner.stop();
+    if (session.lock.held && inFlight) await inFlight.settled;
 
     await session.flush();
     report.events = session.length;
@@ -375,6 +397,10 @@ export function renderReport(r: DemoReport, style = createStyle(false)): string 
     ['tokens saved', `${fmt(r.tokensSaved)} (sum of before − after over compactions and prunes)`],
     ['summary requests', `${r.requests.summary}, ${fmt(r.summary.promptTokens)} prompt tokens, ${pct(r.summary.cachedTokens, r.summary.promptTokens)} served from the prompt cache`],
     ['overflow recovery', `${r.overflowRecoveries} rejected request recovered and retried`],
+    [
+      'agent waited',
+      `${seconds(r.agentWaited.ms)} inside afterStep() in total (${r.agentWaited.background} summaries prepared in the background, ${r.agentWaited.waits} step${r.agentWaited.waits === 1 ? '' : 's'} waited for one)`,
+    ],
     ['session', `${relativePath(r.sessionFile)} (${r.events} events) — try: ${selfCommand()} inspect ${relativePath(r.sessionFile)}`],
     ['trace', `${relativePath(r.traceFile)} — load it in visualizer/index.html (or open index.html?trace=<path of trace.js>)`],
     ['time', seconds(r.durationMs)],

@@ -22,6 +22,7 @@
  * a bracket its transaction left open is closed `cancelled`, and the chart ends.
  */
 import { and, assign, enqueueActions, not, raise, sendTo, setup, stateIn, type EventObject } from 'xstate';
+import { BACKGROUND_SYSTEM_ID, backgroundMachine } from './background';
 import { manualMachine, type ManualOutput } from './manual';
 import { overflowMachine, type OverflowOutput } from './overflow';
 import { pressureMachine, type PressureOutput } from './pressure';
@@ -37,6 +38,8 @@ export interface RoutePolicy {
 
 /** `auto`, `maxAttempts`, `maxOverflowRetries`: the policy used where no route policy is looked up. */
 export interface EngineInput extends RoutePolicy {
+  /** Background compaction (SPEC §13) on for some route: the engine keeps a background chart. */
+  background?: boolean;
   pruneEnabled: boolean;
   failureLimit: number;
   cooldownMs: number;
@@ -176,6 +179,7 @@ export const engineMachine = setup({
     pressure: pressureMachine,
     overflow: overflowMachine,
     manual: manualMachine,
+    background: backgroundMachine,
   },
   delays: {
     cooldown: ({ context }) => context.cooldownMs,
@@ -256,6 +260,10 @@ export const engineMachine = setup({
     })),
     'announce breaker closed by success': publish(() => ({ type: 'breaker.closed', why: 'success' })),
     'announce breaker closed by cool-down': publish(() => ({ type: 'breaker.closed', why: 'cooldown' })),
+    // Lives as long as the engine: its summary outlasts the step that started it (SPEC §13).
+    'spawn background chart': enqueueActions(({ context, enqueue }) => {
+      if (context.background) enqueue.spawnChild('background', { id: 'background', systemId: BACKGROUND_SYSTEM_ID });
+    }),
     'forward cancel': sendTo('job', ({ event }) => ({
       type: 'cancel' as const,
       ...(event.type === 'cancel' && event.reason !== undefined ? { reason: event.reason } : {}),
@@ -265,6 +273,7 @@ export const engineMachine = setup({
   id: 'engine',
   type: 'parallel',
   context: ({ input }) => engineContext(input ?? DEFAULT_ENGINE_INPUT),
+  entry: 'spawn background chart',
   on: {
     [NOTIFY]: { actions: 'announce notification' },
   },

@@ -53,7 +53,9 @@ export type PressureStatus =
   | 'compacted' // one or more checkpoints brought it under
   | 'stuck' // above the threshold with nothing compactable (one indivisible unit)
   | 'failed' // a transaction failed, or pressure stayed above after every attempt
-  | 'cancelled';
+  | 'cancelled'
+  /** Background mode (gate.ts): a summary is being prepared below the threshold; this chart did not run. */
+  | 'preparing';
 
 export interface PressureOutput {
   status: PressureStatus;

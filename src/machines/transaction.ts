@@ -60,7 +60,7 @@ export type TransactionEvent = { type: 'cancel'; reason?: string };
 
 export type TransactionActorInputs = {
   validateSpan: { range: RangeSelection; mode: Mode };
-  openBracket: { trigger: Trigger; turn: number | null; range: RangeSelection };
+  openBracket: { trigger: Trigger; turn: number | null; range: RangeSelection; background?: boolean };
   summarize: { range: RangeSelection; focus: string | undefined; trigger: Trigger };
   revalidate: { range: RangeSelection; mode: Mode; snapshot: SpanCheck['snapshot']; summary: SummaryOutcome };
   commit: { range: RangeSelection; startSeq: number; summary: SummaryOutcome; turn: number | null; opened?: OpenedBracket };

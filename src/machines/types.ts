@@ -7,7 +7,8 @@ import { XcompactError } from '../errors';
 import type { RangeSelection } from '../services/range';
 
 export type Trigger = 'pressure' | 'overflow' | 'manual';
-export type Mode = 'automatic' | 'manual';
+/** `background`: a summary prepared while the agent works on (SPEC §13); its span must stay as selected. */
+export type Mode = 'automatic' | 'manual' | 'background';
 
 /** Stable codes of a failed compaction (SPEC §9 plus the automatic path's own). */
 export type CompactionErrorCode =
@@ -35,6 +36,8 @@ export interface PressureReading {
   threshold: number;
   retainTokens: number;
   contextWindow: number;
+  /** Where a background summary starts (SPEC §13); absent when background compaction is off for the route. */
+  prepareAt?: number;
   /** The provider reported a prompt above the window: it truncated the request silently (llama.cpp, Ollama). */
   silentOverflow?: { seq: number; promptTokens: number };
 }
@@ -204,10 +207,11 @@ export function toErrorInfo(error: unknown, fallback: CompactionErrorCode): Erro
  * sends it on to a host machine that invoked it.
  */
 export type ChartNotification =
-  | { type: 'compaction.started'; trigger: Trigger; startSeq: number; nodes: number; spanTokens: number; tokensBefore: number }
-  | ({ type: 'compaction.committed' } & CompactionRecord)
+  /** `background: true`: prepared while the agent works on (SPEC §13). */
+  | { type: 'compaction.started'; trigger: Trigger; startSeq: number; nodes: number; spanTokens: number; tokensBefore: number; background?: true }
+  | ({ type: 'compaction.committed'; background?: true } & CompactionRecord)
   /** `startedAt`: when the bracket opened (clock ms), undefined when the transaction failed before. */
-  | { type: 'compaction.failed'; trigger: Trigger; error: ErrorInfo; startedAt: number | undefined }
+  | { type: 'compaction.failed'; trigger: Trigger; error: ErrorInfo; startedAt: number | undefined; background?: true }
   | { type: 'compaction.skipped'; trigger: Trigger; reason: string }
   | { type: 'pruned'; trigger: Trigger; count: number; tokensFreed: number }
   /** The provider reported a prompt larger than the window: it truncated the request silently (llama.cpp, Ollama). */

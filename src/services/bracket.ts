@@ -30,12 +30,13 @@ export class BracketWriter {
   }
 
   /** Appends compaction/start; a lock another writer took meanwhile is `busy`, not a commit failure. */
-  open(input: { trigger: Trigger; turn: number | null }): OpenedBracket {
+  open(input: { trigger: Trigger; turn: number | null; background?: boolean }): OpenedBracket {
     const { session, meter, now } = this.deps;
     const tokensBefore = meter.measure().totalTokens;
     let seq: number;
     try {
-      seq = session.append({ type: 'compaction/start', data: { turn: input.turn, trigger: input.trigger } }).seq;
+      const data = { turn: input.turn, trigger: input.trigger, ...(input.background ? { background: true as const } : {}) };
+      seq = session.append({ type: 'compaction/start', data }).seq;
     } catch (err) {
       if (err instanceof SessionRuleError && err.rule === 'compaction-locked') throw Object.assign(err, { chartCode: 'busy' });
       throw err;

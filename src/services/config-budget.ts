@@ -12,7 +12,7 @@ import type { CompactionConfig } from './config.js';
 // Budget resolution (SPEC §3)
 // ---------------------------------------------------------------------------------------------
 
-export type BudgetErrorCode = 'no-context-capacity' | 'no-message-budget' | 'no-pressure-budget' | 'retain-not-below-threshold';
+export type BudgetErrorCode = 'no-context-capacity' | 'no-message-budget' | 'no-pressure-budget' | 'retain-not-below-threshold' | 'prepare-out-of-range';
 
 /** A route's budget cannot be resolved; the message names the route, the figures and the fix. */
 export class BudgetError extends XcompactError {
@@ -42,6 +42,12 @@ export interface ResolvedBudget {
   threshold: number;
   /** Recent tokens kept verbatim: retainTokens ?? floor(M × retainRatio); below threshold. */
   retain: number;
+  /**
+   * Where a background summary starts (SPEC §13): floor(W × prepareRatio), default
+   * threshold − floor((threshold − retain) / 4); retain < prepare ≤ threshold. Undefined when
+   * background compaction is off for the route.
+   */
+  prepare: number | undefined;
   /** Summary output cap. */
   maxTokens: number;
   /** Newest tool results within this many tokens are not pruned (default: retain). */
@@ -99,6 +105,16 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
       `retained tail ${retain} (${retainSource}) must be below the threshold ${threshold} (floor(min(${W} × thresholdRatio ${policy.thresholdRatio}, ${P}))): lower retainTokens/retainRatio, raise thresholdRatio or lower headroomTokens`,
     );
   }
+  let prepare: number | undefined;
+  if (policy.background) {
+    prepare = policy.prepareRatio !== undefined ? floorProduct(W, policy.prepareRatio) : threshold - Math.floor((threshold - retain) / 4);
+    if (!(retain < prepare && prepare <= threshold)) {
+      fail(
+        'prepare-out-of-range',
+        `prepare point ${prepare} (floor(${W} × prepareRatio ${policy.prepareRatio})) must be above the retained tail ${retain} and at most the threshold ${threshold}: change prepareRatio, or leave it unset for the default`,
+      );
+    }
+  }
   return {
     window: W,
     outputReservation: O,
@@ -107,6 +123,7 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
     pressureBudget: P,
     threshold,
     retain,
+    prepare,
     maxTokens: policy.maxTokens ?? B,
     protectRecentTokens: config.prune.protectRecentTokens ?? retain,
     minReclaimTokens: config.prune.minReclaimTokens ?? Math.max(512, floorProduct(W, 0.02)),

@@ -52,6 +52,10 @@ const POLICY_FIELDS = {
   compactionRetries: nonNegativeInt().optional(),
   maxOverflowRetries: nonNegativeInt().optional(),
   auto: z.boolean().optional(),
+  /** SPEC §13: prepare the summary in the background from the prepare point. */
+  background: z.boolean().optional(),
+  /** The prepare point as a share of the window (default: a quarter of the way from the threshold back to the retained tail). */
+  prepareRatio: ratio().optional(),
 };
 
 export const ModelPolicySchema = z.strictObject({ provider: name(), model: name(), ...POLICY_FIELDS });
@@ -89,6 +93,8 @@ export const FIELDS = {
   compactionRetries: nonNegativeInt().default(1),
   maxOverflowRetries: nonNegativeInt().default(1),
   auto: z.boolean().default(true),
+  // Off by default for now: a host opts in (the demo does); see SPEC §13.
+  background: z.boolean().default(false),
   summarizationProvider: z.string().default(''),
   summarizationModel: z.string().default(''),
   modelPolicies: z.array(ModelPolicySchema).default([]),
@@ -119,6 +125,9 @@ export interface ModelPolicy {
   compactionRetries: number;
   maxOverflowRetries: number;
   auto: boolean;
+  background: boolean;
+  /** Undefined: the default prepare point (SPEC §13). */
+  prepareRatio: number | undefined;
 }
 
 export interface ModelPolicyOverride extends ModelPolicy {

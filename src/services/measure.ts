@@ -31,6 +31,7 @@ export function measurePressure(deps: Pick<ServiceDeps, 'session' | 'meter' | 'c
     retainTokens: budget.retain,
     contextWindow: budget.window,
   };
+  if (budget.prepare !== undefined) reading.prepareAt = budget.prepare;
   const usage = session.latestUsage;
   if (usage?.data.usage && isSilentOverflow(usage.data.usage, budget.window)) {
     reading.silentOverflow = { seq: usage.seq, promptTokens: usage.data.usage.promptTokens };

@@ -95,7 +95,12 @@ export const EventDataSchemas = {
   /** Ends a lifecycle: a `compaction/start` left open before it is stale, not a live lock. */
   'session/end-seed': z.object({ reason: z.string().min(1).optional() }).strict(),
   'compaction/start': z
-    .object({ turn: turnNumber.nullable(), trigger: z.enum(['pressure', 'overflow', 'manual']) })
+    .object({
+      turn: turnNumber.nullable(),
+      trigger: z.enum(['pressure', 'overflow', 'manual']),
+      /** Prepared in the background (SPEC §13): the bracket may stay open across step and turn boundaries. */
+      background: z.literal(true).optional(),
+    })
     .strict(),
   'compaction/summary': z
     .object({

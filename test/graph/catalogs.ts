@@ -15,6 +15,7 @@ import { pressureMachine, type PressureInput, type PressureOutput } from '../../
 import { transactionMachine } from '../../src/machines/transaction';
 import type { CommitRecord, PressureReading, SpanCheck, TransactionInput, TransactionOutput, Verdict } from '../../src/machines/types';
 import type { RangeSelection } from '../../src/services/range';
+import { backgroundSpec, gateSpec } from './catalogs-background';
 import { activeAfterEvents, activeInvokes } from './model';
 import { generatePaths, type CatalogEvent, type Coverage, type MachineSpec } from './paths';
 
@@ -438,7 +439,7 @@ export const engineSpec: MachineSpec<EngineAux> = {
   maxDepth: 8,
 };
 
-export const SPECS = [transactionSpec, pressureSpec, overflowSpec, manualSpec, engineSpec] as const;
+export const SPECS = [transactionSpec, pressureSpec, overflowSpec, manualSpec, engineSpec, backgroundSpec, gateSpec] as const;
 
 let cached: Map<string, Coverage> | undefined;
 

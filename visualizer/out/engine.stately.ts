@@ -11,6 +11,7 @@ import { createMachine } from 'xstate';
 export const machine = createMachine({
   id: 'engine',
   type: 'parallel',
+  entry: 'spawn background chart',
   on: { 'xcompact.notify': { actions: 'announce notification' } },
   states: {
     work: {

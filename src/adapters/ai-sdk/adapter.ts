@@ -148,6 +148,34 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
       }
     });
 
+  /**
+   * Every tool call answered, checked before anything is written: a message arriving while
+   * calls wait, or a prompt ending with calls unanswered, would otherwise be sent to the
+   * provider as a call without its result (a request providers reject, or answer blind). The
+   * AI SDK refuses the same prompts itself (`MissingToolResultsError`); this catches the ones
+   * that reach the model another way (a middleware before this one, a direct `doGenerate`).
+   */
+  const checkAnswered = (mapped: readonly Mapped[]): void => {
+    const waiting = new Set(session.surface.pendingCalls());
+    const refuse = (where: string) => {
+      const ids = [...waiting];
+      return new AiSdkAdapterError(
+        'missing-tool-results',
+        `xcompact/ai-sdk cannot send a prompt in which tool call${ids.length > 1 ? 's' : ''} ${ids.map((id) => `"${id}"`).join(', ')} ha${ids.length > 1 ? 've' : 's'} no result ${where}: ` +
+          'give every tool call its tool-result part (an error result for a call that was not run), as the AI SDK requires; nothing was recorded or sent',
+        { toolCallIds: ids },
+      );
+    };
+    for (const m of mapped) {
+      if (m.role === 'tool') {
+        for (const r of m.results) waiting.delete(r.callId);
+        continue;
+      }
+      if (waiting.size > 0) throw refuse(`before the next ${m.role} message`);
+      if (m.role === 'assistant') for (const c of m.facts.toolCalls) waiting.add(c.id);
+    }
+  };
+
   const record = async (m: Mapped, signal: AbortSignal | undefined): Promise<void> => {
     switch (m.role) {
       case 'user':
@@ -201,6 +229,7 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     const echoed = echo !== undefined && candidate !== undefined && isEcho(candidate, echo);
     const fresh = rest.slice(consumed.length + (echoed ? 1 : 0));
     const mapped = mapAll(fresh);
+    checkAnswered(mapped);
     if (echoed) consumed.push(fingerprint(candidate!));
     echo = undefined;
     if (system.length > 0) w.system(system.join('\n\n'));

@@ -20,12 +20,16 @@ import type { ContentBlock, ImageBlock, SurfaceEvent, TextBlock, Usage } from '.
 
 export type AiSdkAdapterErrorCode =
   | 'unmappable-part' // a message part the session cannot represent (named in the message)
-  | 'history-diverged'; // the app sent a conversation that does not continue the recorded one
+  | 'history-diverged' // the app sent a conversation that does not continue the recorded one
+  | 'missing-tool-results'; // the prompt leaves tool calls without a result (named in `toolCallIds`)
 
 export class AiSdkAdapterError extends XcompactError {
   declare readonly code: AiSdkAdapterErrorCode;
-  constructor(code: AiSdkAdapterErrorCode, message: string, options?: { cause?: unknown }) {
-    super(code, message, options);
+  /** For `missing-tool-results`: the calls that have no result. */
+  readonly toolCallIds: readonly string[] | undefined;
+  constructor(code: AiSdkAdapterErrorCode, message: string, options?: { cause?: unknown; toolCallIds?: readonly string[] }) {
+    super(code, message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.toolCallIds = options?.toolCallIds;
   }
 }
 

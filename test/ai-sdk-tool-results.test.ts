@@ -90,3 +90,35 @@ describe('xcompact/ai-sdk: every tool call keeps its result', () => {
     await a.session.close();
   });
 });
+
+describe('xcompact/ai-sdk: a prompt that ends with calls unanswered', () => {
+  it('a tool message answering only some calls: refused, naming the rest; no request with an unanswered call reaches the server', async () => {
+    const { a, file } = await stored();
+    server.enqueue({ kind: 'reply', toolCalls: [{ id: 'c1', name: 'look', arguments: '{"room":1}' }, { id: 'c2', name: 'look', arguments: '{"room":2}' }] });
+    const first = server.requests.length;
+    await a.model.doGenerate({ prompt: start });
+    await a.session.flush();
+    const bytes = readFileSync(file);
+    const events = JSON.stringify(a.session.events());
+
+    const err = await refusal(a.model.doGenerate({ prompt: [...start, calls, { role: 'tool', content: [result('c1')] }] }));
+    expect(err.toolCallIds).toEqual(['c2']);
+    expect(err.message).toMatch(/"c2" has no result at the end of the prompt/);
+    // Neither is the reply echoed with no results at all sent on.
+    const none = await refusal(a.model.doGenerate({ prompt: [...start, calls] }));
+    expect(none.toolCallIds).toEqual(['c1', 'c2']);
+    await a.session.flush();
+    expect(JSON.stringify(a.session.events())).toBe(events);
+    expect(readFileSync(file).equals(bytes)).toBe(true);
+
+    server.enqueue({ kind: 'reply', content: 'Both tidy.' });
+    await a.model.doGenerate({ prompt: [...start, calls, { role: 'tool', content: [result('c1'), result('c2')] }] });
+    // Every request the server saw: each call it carries has its result.
+    const bodies = server.requests.slice(first).map((r) => r.json as ChatRequestBody);
+    expect(bodies).toHaveLength(2);
+    for (const body of bodies) expect(openAIMessageProblems(body.messages ?? [])).toEqual([]);
+    expect(JSON.stringify(bodies[1]!.messages)).toContain('room c2: tidy');
+    await a.close();
+    await a.session.close();
+  });
+});

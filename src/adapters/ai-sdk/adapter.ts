@@ -174,6 +174,8 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
       if (waiting.size > 0) throw refuse(`before the next ${m.role} message`);
       if (m.role === 'assistant') for (const c of m.facts.toolCalls) waiting.add(c.id);
     }
+    // The next request is built from the surface: a call still waiting would go out without its result.
+    if (waiting.size > 0) throw refuse('at the end of the prompt');
   };
 
   const record = async (m: Mapped, signal: AbortSignal | undefined): Promise<void> => {

@@ -32,6 +32,7 @@ import type {
 import { wrapLanguageModel } from 'ai';
 import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../../engine';
 import { isCheckpoint, type SurfaceEvent } from '../../session/events';
+import { XcompactError } from '../../errors';
 import type { Session } from '../../session/session';
 import { SessionWriter } from '../../session/writer';
 import type { Summarizer } from '../../services/summarizer';
@@ -291,7 +292,15 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
         return await call({ ...params, prompt });
       } catch (err) {
         const signal = params.abortSignal;
-        const action = await engine.onRequestError(normaliseRequestError(err), signal ? { signal } : {}).catch(() => ({ kind: 'fail' as const }));
+        let action: Awaited<ReturnType<CompactionEngine['onRequestError']>>;
+        try {
+          action = await engine.onRequestError(normaliseRequestError(err), signal ? { signal } : {});
+        } catch (failure) {
+          // Not the provider's error alone: the app must see why no recovery ran (a stopped
+          // engine, a store that failed), with the provider's error kept beside it.
+          abandon();
+          throw recoveryFailed(err, failure);
+        }
         if (action.kind !== 'retry') {
           abandon();
           throw err;
@@ -382,6 +391,15 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
       await session.flush();
     },
   };
+}
+
+function recoveryFailed(requestError: unknown, failure: unknown): AiSdkAdapterError {
+  const what = (e: unknown) => (e instanceof XcompactError ? `${e.message} [${e.code}]` : e instanceof Error ? e.message : String(e));
+  return new AiSdkAdapterError(
+    'recovery-failed',
+    `the provider rejected the request (${what(requestError)}) and xcompact could not handle that error: ${what(failure)}. The provider's error is in requestError, xcompact's in cause`,
+    { cause: failure, requestError },
+  );
 }
 
 const sameMessage = (message: LanguageModelV3Message, recorded: string): boolean =>

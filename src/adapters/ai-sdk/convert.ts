@@ -21,15 +21,19 @@ import type { ContentBlock, ImageBlock, SurfaceEvent, TextBlock, Usage } from '.
 export type AiSdkAdapterErrorCode =
   | 'unmappable-part' // a message part the session cannot represent (named in the message)
   | 'history-diverged' // the app sent a conversation that does not continue the recorded one
-  | 'missing-tool-results'; // the prompt leaves tool calls without a result (named in `toolCallIds`)
+  | 'missing-tool-results' // the prompt leaves tool calls without a result (named in `toolCallIds`)
+  | 'recovery-failed'; // the provider rejected a request and the engine failed handling it (`cause`: why; `requestError`: the provider's error)
 
 export class AiSdkAdapterError extends XcompactError {
   declare readonly code: AiSdkAdapterErrorCode;
   /** For `missing-tool-results`: the calls that have no result. */
   readonly toolCallIds: readonly string[] | undefined;
-  constructor(code: AiSdkAdapterErrorCode, message: string, options?: { cause?: unknown; toolCallIds?: readonly string[] }) {
+  /** For `recovery-failed`: the provider's error the engine was handling (an `APICallError`). */
+  readonly requestError: unknown;
+  constructor(code: AiSdkAdapterErrorCode, message: string, options?: { cause?: unknown; toolCallIds?: readonly string[]; requestError?: unknown }) {
     super(code, message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.toolCallIds = options?.toolCallIds;
+    this.requestError = options?.requestError;
   }
 }
 

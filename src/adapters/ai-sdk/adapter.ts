@@ -28,6 +28,7 @@ import type {
   LanguageModelV3Prompt,
   LanguageModelV3StreamPart,
   LanguageModelV3Usage,
+  SharedV3ProviderMetadata,
 } from '@ai-sdk/provider';
 import { wrapLanguageModel } from 'ai';
 import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../../engine';
@@ -43,6 +44,7 @@ import {
   assistantFacts,
   fingerprint,
   promptOf,
+  refuseOptions,
   replyFacts,
   toolResults,
   usageOf,
@@ -195,20 +197,29 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
         writeReply(m.facts, undefined);
         return;
       case 'tool':
-        for (const r of m.results) w.toolResult(r.callId, r.content, { toolName: r.toolName, ...(r.isError ? { isError: true } : {}) });
+        for (const r of m.results) {
+          session.append({
+            type: 'tool/result',
+            data: { callId: r.callId, toolName: r.toolName, content: r.content, ...(r.isError ? { isError: true } : {}), ...(r.providerOptions ? { providerOptions: r.providerOptions } : {}) },
+            surfaceOp: 'append',
+          });
+        }
         return;
     }
   };
 
   const writeReply = (facts: AssistantFacts, meta: { usage?: LanguageModelV3Usage; finish?: LanguageModelV3FinishReason; modelId?: string } | undefined) => {
     const usage = usageOf(meta?.usage);
-    w.assistant({
-      ...(facts.text ? { text: facts.text } : {}),
-      ...(facts.reasoning ? { reasoning: facts.reasoning } : {}),
-      toolCalls: facts.toolCalls,
-      ...(usage ? { usage } : {}),
-      ...(meta ? { provider, model: meta.modelId ?? base.modelId } : {}),
-      ...(meta?.finish?.raw ? { finishReason: meta.finish.raw } : {}),
+    // The parts in their order with their provider options (the writer's assistant() keeps neither).
+    session.append({
+      type: 'assistant/message',
+      data: {
+        content: facts.blocks,
+        ...(meta ? { provider, model: meta.modelId ?? base.modelId } : {}),
+        ...(usage ? { usage } : {}),
+        ...(meta?.finish?.raw ? { finishReason: meta.finish.raw } : {}),
+      },
+      surfaceOp: 'append',
     });
   };
 
@@ -217,7 +228,10 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     const signal = params.abortSignal;
     let i = 0;
     const system: string[] = [];
-    for (; i < params.prompt.length && params.prompt[i]!.role === 'system'; i++) system.push(params.prompt[i]!.content as string);
+    for (; i < params.prompt.length && params.prompt[i]!.role === 'system'; i++) {
+      refuseOptions(params.prompt[i]!.providerOptions, 'the system prompt');
+      system.push(params.prompt[i]!.content as string);
+    }
     const rest = params.prompt.slice(i);
     for (let k = 0; k < consumed.length; k++) {
       if (rest[k] === undefined || !sameMessage(rest[k]!, consumed[k]!)) {
@@ -320,7 +334,8 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     wrapStream: async ({ params, model }) => {
       const result = await send(params, (p) => model.doStream(p));
       const content: LanguageModelV3Content[] = [];
-      const texts = new Map<string, { type: 'text' | 'reasoning'; text: string }>();
+      // Accumulated as the AI SDK does: a later delta's or the end's providerMetadata wins.
+      const texts = new Map<string, { type: 'text' | 'reasoning'; text: string; providerMetadata?: SharedV3ProviderMetadata }>();
       let usage: LanguageModelV3Usage | undefined;
       let finishReason: LanguageModelV3FinishReason | undefined;
       let modelId: string | undefined;
@@ -330,7 +345,7 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
           switch (part.type) {
             case 'text-start':
             case 'reasoning-start': {
-              const entry = { type: part.type === 'text-start' ? ('text' as const) : ('reasoning' as const), text: '' };
+              const entry = { type: part.type === 'text-start' ? ('text' as const) : ('reasoning' as const), text: '', ...(part.providerMetadata ? { providerMetadata: part.providerMetadata } : {}) };
               texts.set(part.id, entry);
               content.push(entry as LanguageModelV3Content);
               break;
@@ -338,7 +353,16 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
             case 'text-delta':
             case 'reasoning-delta': {
               const entry = texts.get(part.id);
-              if (entry) entry.text += part.delta;
+              if (entry) {
+                entry.text += part.delta;
+                if (part.providerMetadata) entry.providerMetadata = part.providerMetadata;
+              }
+              break;
+            }
+            case 'text-end':
+            case 'reasoning-end': {
+              const entry = texts.get(part.id);
+              if (entry && part.providerMetadata) entry.providerMetadata = part.providerMetadata;
               break;
             }
             case 'tool-call':

@@ -33,12 +33,11 @@ import type {
 import { wrapLanguageModel } from 'ai';
 import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../../engine';
 import { isCheckpoint, type SurfaceEvent } from '../../session/events';
-import { XcompactError } from '../../errors';
 import type { Session } from '../../session/session';
 import { SessionWriter } from '../../session/writer';
 import type { Summarizer } from '../../services/summarizer';
 import type { ModelInfo } from '../../services/models';
-import { normaliseRequestError } from './errors';
+import { normaliseRequestError, recoveryFailed } from './errors';
 import {
   AiSdkAdapterError,
   assistantFacts,
@@ -312,7 +311,11 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
         } catch (failure) {
           // Not the provider's error alone: the app must see why no recovery ran (a stopped
           // engine, a store that failed), with the provider's error kept beside it.
-          abandon();
+          try {
+            abandon();
+          } catch {
+            // The session refuses the step's end too (a failed store): the error below says why.
+          }
           throw recoveryFailed(err, failure);
         }
         if (action.kind !== 'retry') {
@@ -415,15 +418,6 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
       await session.flush();
     },
   };
-}
-
-function recoveryFailed(requestError: unknown, failure: unknown): AiSdkAdapterError {
-  const what = (e: unknown) => (e instanceof XcompactError ? `${e.message} [${e.code}]` : e instanceof Error ? e.message : String(e));
-  return new AiSdkAdapterError(
-    'recovery-failed',
-    `the provider rejected the request (${what(requestError)}) and xcompact could not handle that error: ${what(failure)}. The provider's error is in requestError, xcompact's in cause`,
-    { cause: failure, requestError },
-  );
 }
 
 const sameMessage = (message: LanguageModelV3Message, recorded: string): boolean =>

@@ -85,6 +85,8 @@ export function argumentPruneProblem(before: Readonly<AssistantData>, after: Rea
     const b = before.content[i]!;
     const a = after.content[i]!;
     if (a.type !== b.type) return `content[${i}] must stay a ${b.type} block`;
+    // A thought or thinking signature the provider checks must survive a prune byte for byte.
+    if (JSON.stringify(a.providerOptions) !== JSON.stringify(b.providerOptions)) return `content[${i}] must keep its providerOptions`;
     if (b.type !== 'tool-call') {
       if ((a as typeof b).text !== b.text) return `content[${i}] (${b.type}) must stay unchanged: only tool-call arguments may be pruned`;
       continue;

@@ -233,10 +233,15 @@ export class Surface implements SurfaceView {
         );
       }
       const old = first.data;
-      if (old.callId !== data.callId || old.toolName !== data.toolName || (old.isError ?? false) !== (data.isError ?? false)) {
+      if (
+        old.callId !== data.callId ||
+        old.toolName !== data.toolName ||
+        (old.isError ?? false) !== (data.isError ?? false) ||
+        JSON.stringify(old.providerOptions) !== JSON.stringify(data.providerOptions)
+      ) {
         throw new SessionRuleError(
           'tool-result-replacement',
-          `a tool/result replacement may change content only: callId, toolName and isError must stay ${JSON.stringify({ callId: old.callId, toolName: old.toolName, isError: old.isError })}.`,
+          `a tool/result replacement may change content only: callId, toolName, isError and providerOptions must stay ${JSON.stringify({ callId: old.callId, toolName: old.toolName, isError: old.isError, providerOptions: old.providerOptions })}.`,
         );
       }
       return { kind: 'replace', startPos, endPos, shadowed, contentOnly: true };

@@ -10,6 +10,7 @@ const SECTIONS = [
   { file: 'meter.ts', title: 'Token meter: per-step cost and accuracy against provider usage' },
   { file: 'session.ts', title: 'Session model: appends, derivation, balance, JSONL' },
   { file: 'compaction.ts', title: 'Compaction economics on the real transcript: ours vs the reference policy' },
+  { file: 'economics/run.ts', title: 'Economics: xcompact vs simulated peer policies (pi, Codex, opencode, naive) at 32k and 128k' },
 ] as const;
 
 export async function run(): Promise<void> {

@@ -1,0 +1,83 @@
+/**
+ * The retention proxy: of the distinct file paths the agent's tool calls named and the
+ * distinct error lines its tools reported over the whole history, the share still visible
+ * verbatim in the last request. Crude on purpose — it cannot tell a useful mention from a
+ * useless one — but it is the same test for every policy and it needs no model.
+ */
+import type { ChatMessage } from '../../src/session/derive.js';
+import type { SessionEvent } from '../../src/session/events.js';
+
+/** Argument keys whose value names a file or directory. */
+const PATH_KEY = /path|file|dir/i;
+/** Argument keys whose value is a shell command: its output is where errors are reported. */
+const COMMAND_KEY = /^(?:command|cmd|script)$/i;
+const ERROR_WORDS = /\berror\b|\bfailed\b|\bFAIL\b|exception|not found|no such file|cannot|denied|fatal|panic|traceback/i;
+
+export interface HistoryFacts {
+  paths: Set<string>;
+  errors: Set<string>;
+}
+
+export function historyFacts(events: Iterable<SessionEvent>): HistoryFacts {
+  const paths = new Set<string>();
+  const errors = new Set<string>();
+  const commandCalls = new Set<string>();
+  for (const e of events) {
+    if (e.type === 'assistant/message') {
+      for (const b of (e as SessionEvent<'assistant/message'>).data.content) {
+        if (b.type !== 'tool-call') continue;
+        let args: unknown;
+        try {
+          args = JSON.parse(b.arguments);
+        } catch {
+          continue;
+        }
+        if (args === null || typeof args !== 'object') continue;
+        for (const [k, v] of Object.entries(args)) {
+          if (PATH_KEY.test(k) && typeof v === 'string' && isPath(v)) paths.add(v);
+          if (COMMAND_KEY.test(k) && typeof v === 'string') commandCalls.add(b.id);
+        }
+      }
+    } else if (e.type === 'tool/result') {
+      const d = (e as SessionEvent<'tool/result'>).data;
+      if (d.isError !== true && !commandCalls.has(d.callId)) continue;
+      const lines = d.content.flatMap((c) => (c.type === 'text' ? c.text.split('\n') : [])).map((l) => l.trim()).filter((l) => l !== '');
+      const line = lines.find((l) => ERROR_WORDS.test(l)) ?? (d.isError === true ? lines[0] : undefined);
+      if (line !== undefined) errors.add(line);
+    }
+  }
+  return { paths, errors };
+}
+
+function isPath(v: string): boolean {
+  return v.length > 1 && v.length <= 260 && !v.includes('\n') && /[/.]/.test(v) && !/^[a-z]+:\/\//i.test(v);
+}
+
+/** Every text a request shows the model: message contents, tool names and arguments. */
+export function requestText(messages: readonly ChatMessage[]): string {
+  const parts: string[] = [];
+  for (const m of messages) {
+    const c = m.content;
+    if (typeof c === 'string') parts.push(c);
+    else if (Array.isArray(c)) for (const p of c as Array<{ type: string; text?: string }>) if (p.type === 'text') parts.push(p.text ?? '');
+    if (m.role === 'assistant' && m.tool_calls) for (const t of m.tool_calls) if (t.type === 'function') parts.push(t.function.name, t.function.arguments);
+  }
+  return parts.join('\n');
+}
+
+export interface Retention {
+  paths: number;
+  errors: number;
+  /** Share of paths and error lines together. */
+  all: number;
+}
+
+export function retention(facts: HistoryFacts, lastRequest: readonly ChatMessage[]): Retention {
+  const text = requestText(lastRequest);
+  // Arguments are JSON: a path with a backslash or quote is escaped there, so look for both forms.
+  const seen = (s: string) => text.includes(s) || text.includes(JSON.stringify(s).slice(1, -1));
+  const p = [...facts.paths].filter(seen).length;
+  const e = [...facts.errors].filter(seen).length;
+  const share = (n: number, d: number) => (d === 0 ? 1 : n / d);
+  return { paths: share(p, facts.paths.size), errors: share(e, facts.errors.size), all: share(p + e, facts.paths.size + facts.errors.size) };
+}

@@ -99,16 +99,24 @@ describe('deriveLedger', () => {
     expect(renderLedger({ read: [], modified: [], errors: [] })).toBe('');
   });
 
-  it('fits a budget by dropping the oldest read files first, then errors, then modified files', () => {
+  it('fits a budget by dropping the oldest errors first, then read files, then modified files', () => {
     const ledger: Ledger = {
       read: Array.from({ length: 50 }, (_, i) => `src/read${i}.ts`),
       modified: ['src/kept.ts'],
-      errors: [{ target: 'bash make', line: 'make: *** [all] Error 2' }],
+      errors: Array.from({ length: 10 }, (_, i) => ({ target: `bash make ${i}`, line: `make: *** [all] Error ${i}` })),
     };
+    const all = count(renderLedger(ledger));
+    const noErrors = count(renderLedger({ ...ledger, errors: [] }));
+    const someErrors = fitLedger(ledger, Math.floor((all + noErrors) / 2), count);
+    expect(someErrors.read).toEqual(ledger.read);
+    expect(someErrors.errors.length).toBeGreaterThan(0);
+    expect(someErrors.errors.length).toBeLessThan(10);
+    expect(someErrors.errors.at(-1)).toEqual(ledger.errors.at(-1));
+
     const fitted = fitLedger(ledger, 60, count);
     expect(count(renderLedger(fitted))).toBeLessThanOrEqual(60);
+    expect(fitted.errors).toEqual([]);
     expect(fitted.modified).toEqual(['src/kept.ts']);
-    expect(fitted.errors).toHaveLength(1);
     expect(fitted.read.length).toBeGreaterThan(0);
     expect(fitted.read.at(-1)).toBe('src/read49.ts');
     expect(fitted.read).not.toContain('src/read0.ts');

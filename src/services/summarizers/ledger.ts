@@ -41,7 +41,7 @@ const OP_KEYS = /^(?:command|action|operation|op|mode)$/i;
 const MODIFIES = /write|edit|create|patch|replace|insert|delete|remove|move|rename|append|save|undo/i;
 /** Same test as the extractive summarizer: a line that reports an error. */
 export const ERROR_LINE =
-  /\berror TS\d+\b|\b[A-Z]\w*(?:Error|Exception)\b:|^\s*(?:Error|ERROR|error)\b|\bFAIL\b|(?<!\b0 )\bfailed\b|Traceback \(most recent call last\)|\bpanic:|\bfatal:|npm ERR!|command not found|No such file or directory/;
+  /\berror TS\d+\b|\b[A-Z]\w*(?:Error|Exception)\b:|^\s*(?:Error|ERROR|error)\b|\bFAIL\b|(?<!\b0 )\bfailed\b|Traceback \(most recent call last\)|\bpanic:|\bfatal:|npm ERR!|^npm error\b|command not found|No such file or directory/;
 
 export function emptyLedger(): Ledger {
   return { read: [], modified: [], errors: [] };
@@ -130,8 +130,9 @@ export function renderLedger(l: Ledger): string {
 }
 
 /**
- * The largest ledger whose text counts ≤ `budget` tokens: the oldest entries go first, read
- * files before errors before modified files (what was changed matters longest).
+ * The largest ledger whose text counts ≤ `budget` tokens: the oldest entries go first, errors
+ * before read files before modified files. An error line costs as much as ten paths and goes
+ * stale soonest; what was changed matters longest.
  */
 export function fitLedger(l: Ledger, budget: number, count: (text: string) => number): Ledger {
   const out: Ledger = { read: [...l.read], modified: [...l.modified], errors: [...l.errors] };
@@ -139,7 +140,7 @@ export function fitLedger(l: Ledger, budget: number, count: (text: string) => nu
   let total = count(renderLedger(out));
   while (total > budget && !isEmptyLedger(out)) {
     // Drop about the share that is over, at least one entry, from the cheapest list to lose.
-    const list = out.read.length > 0 ? out.read : out.errors.length > 0 ? out.errors : out.modified;
+    const list = out.errors.length > 0 ? out.errors : out.read.length > 0 ? out.read : out.modified;
     const over = Math.max(1, Math.floor(((total - budget) / total) * list.length));
     list.splice(0, Math.min(over, list.length));
     total = count(renderLedger(out));

@@ -114,6 +114,8 @@ export class Ledger {
   summaryInputTokens = 0;
   summaryTokens = 0;
   cost = 0;
+  /** The bill by kind: cache reads and writes of agent requests, summary requests' input, summary output. */
+  costs = { read: 0, write: 0, summaryInput: 0, output: 0 };
   private previous: PricedRequest | undefined;
 
   constructor(
@@ -130,7 +132,8 @@ export class Ledger {
     this.cacheMissTokens += tokens - cached;
     this.peak = Math.max(this.peak, tokens);
     if (tokens > this.window) this.overWindow++;
-    this.cost += (cached * PRICES.cacheRead + (tokens - cached) * PRICES.cacheWrite) / 1e6;
+    this.bill('read', cached * PRICES.cacheRead);
+    this.bill('write', (tokens - cached) * PRICES.cacheWrite);
     this.previous = r;
     return tokens;
   }
@@ -143,6 +146,12 @@ export class Ledger {
     this.summaryInputTokens += tokens;
     this.cacheMissTokens += tokens - cached;
     this.summaryTokens += outputTokens;
-    this.cost += (cached * PRICES.cacheRead + (tokens - cached) * PRICES.input + outputTokens * PRICES.output) / 1e6;
+    this.bill('summaryInput', cached * PRICES.cacheRead + (tokens - cached) * PRICES.input);
+    this.bill('output', outputTokens * PRICES.output);
+  }
+
+  private bill(kind: keyof Ledger['costs'], microDollars: number): void {
+    this.costs[kind] += microDollars / 1e6;
+    this.cost += microDollars / 1e6;
   }
 }

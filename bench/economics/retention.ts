@@ -1,6 +1,7 @@
 /**
  * The retention proxy: of the distinct file paths the agent's tool calls named and the
- * distinct error lines its tools reported over the whole history, the share still visible
+ * distinct error lines its tools reported (failed results and command output, source code
+ * lines excluded) over the whole history, the share still visible
  * verbatim in the last request. Crude on purpose — it cannot tell a useful mention from a
  * useless one — but it is the same test for every policy and it needs no model.
  */
@@ -12,6 +13,11 @@ const PATH_KEY = /path|file|dir/i;
 /** Argument keys whose value is a shell command: its output is where errors are reported. */
 const COMMAND_KEY = /^(?:command|cmd|script)$/i;
 const ERROR_WORDS = /\berror\b|\bfailed\b|\bFAIL\b|exception|not found|no such file|cannot|denied|fatal|panic|traceback/i;
+/**
+ * Source code, not a report: a command that printed a file (`grep`, `sed -n`) shows lines like
+ * `} catch (error) {` or `throw new Error(…);`, which mention errors without reporting one.
+ */
+const CODE_LINE = /^(?:[{}()[\]]|\/\/|\/\*|\*|#|throw\b|catch\b|if\b|else\b|return\b|const\b|let\b|var\b|function\b|import\b|export\b|class\b|def\b)|[{;,]$/;
 
 export interface HistoryFacts {
   paths: Set<string>;
@@ -42,7 +48,7 @@ export function historyFacts(events: Iterable<SessionEvent>): HistoryFacts {
       const d = (e as SessionEvent<'tool/result'>).data;
       if (d.isError !== true && !commandCalls.has(d.callId)) continue;
       const lines = d.content.flatMap((c) => (c.type === 'text' ? c.text.split('\n') : [])).map((l) => l.trim()).filter((l) => l !== '');
-      const line = lines.find((l) => ERROR_WORDS.test(l)) ?? (d.isError === true ? lines[0] : undefined);
+      const line = lines.find((l) => ERROR_WORDS.test(l) && !CODE_LINE.test(l)) ?? (d.isError === true ? lines[0] : undefined);
       if (line !== undefined) errors.add(line);
     }
   }

@@ -80,7 +80,12 @@ export function formatTable(r: WindowResult): string {
   const goal =
     `goal @ ${r.window}: xcompact cost ÷ cheapest peer (${g.cheapestPeer}) = ${g.costRatio.toFixed(3)} (target ≤ 0.900); ` +
     `retention ≥ best peer: ${g.retentionOk ? 'yes' : 'no'}; requests over the window: ${g.overWindow} → ${g.met ? 'MET' : 'NOT MET'}`;
-  return [`window ${r.window} tokens`, head, ...lines, goal].join('\n');
+  const money = (x: number) => `$${x.toFixed(2)}`;
+  const bills = r.rows.map((row) => {
+    const c = row.ledger.costs;
+    return `  ${row.name.padEnd(15)} cache read ${money(c.read)}, cache write ${money(c.write)}, summary input ${money(c.summaryInput)}, summary output ${money(c.output)}`;
+  });
+  return [`window ${r.window} tokens`, head, ...lines, 'cost by kind:', ...bills, goal].join('\n');
 }
 
 export async function run(argv: readonly string[] = []): Promise<void> {

@@ -1,12 +1,13 @@
 /**
  * The retention proxy: of the distinct file paths the agent's tool calls named and the
- * distinct error lines its tools reported (failed results and command output, source code
- * lines excluded) over the whole history, the share still visible
+ * distinct error lines its tools reported (failed results; command output lines shaped like an
+ * error report, by the summarizers' own test; source code lines excluded) over the whole history, the share still visible
  * verbatim in the last request. Crude on purpose — it cannot tell a useful mention from a
  * useless one — but it is the same test for every policy and it needs no model.
  */
 import type { ChatMessage } from '../../src/session/derive.js';
 import type { SessionEvent } from '../../src/session/events.js';
+import { ERROR_LINE } from '../../src/services/summarizers/ledger.js';
 
 /** Argument keys whose value names a file or directory. */
 const PATH_KEY = /path|file|dir/i;
@@ -48,7 +49,13 @@ export function historyFacts(events: Iterable<SessionEvent>): HistoryFacts {
       const d = (e as SessionEvent<'tool/result'>).data;
       if (d.isError !== true && !commandCalls.has(d.callId)) continue;
       const lines = d.content.flatMap((c) => (c.type === 'text' ? c.text.split('\n') : [])).map((l) => l.trim()).filter((l) => l !== '');
-      const line = lines.find((l) => ERROR_WORDS.test(l) && !CODE_LINE.test(l)) ?? (d.isError === true ? lines[0] : undefined);
+      // A failed result: its first line that names an error, else its first line. A command that
+      // succeeded reports an error only in a line shaped like one (`error TS…`, `npm error`, `FAIL`):
+      // a README it printed mentions errors without reporting any.
+      const line =
+        d.isError === true
+          ? (lines.find((l) => ERROR_WORDS.test(l) && !CODE_LINE.test(l)) ?? lines[0])
+          : lines.find((l) => ERROR_LINE.test(l) && !CODE_LINE.test(l));
       if (line !== undefined) errors.add(line);
     }
   }

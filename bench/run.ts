@@ -9,7 +9,9 @@ const SECTIONS = [
   { file: 'tokenizers.ts', title: 'Tokenizers: throughput and estimate error' },
   { file: 'meter.ts', title: 'Token meter: per-step cost and accuracy against provider usage' },
   { file: 'session.ts', title: 'Session model: appends, derivation, balance, JSONL' },
+  { file: 'store.ts', title: 'Session stores: PostgreSQL against JSONL (appends, 8 writers, reopen of 100k events)' },
   { file: 'compaction.ts', title: 'Compaction economics on the real transcript: ours vs the reference policy' },
+  { file: 'calibration.ts', title: 'Providers we have no tokenizer for: calibrated growth, windows in provider tokens, pathological text' },
   { file: 'economics/run.ts', title: 'Economics: xcompact vs simulated peer policies (pi, Codex, opencode, naive) at 32k and 128k' },
 ] as const;
 

@@ -4,8 +4,10 @@
  *   OPENAI_API_KEY=sk-… MODEL=gpt-4o-mini SANDBOX=./my-project npx tsx examples/agent-loop.ts
  *
  * Type a request at the `>` prompt; `/compact [focus]` between turns compacts by hand,
- * `/exit` (or Ctrl-D) quits. The session is stored in ./.xcompact-sessions/agent.jsonl and
- * continued on the next run. See examples/README.md for DeepSeek, llama.cpp and Ollama.
+ * `/exit` (or Ctrl-D) quits. Input may also be piped (`printf 'list the files\n/exit\n' | …`):
+ * every line is read, and the end of input ends the run. The session is stored in
+ * ./.xcompact-sessions/agent.jsonl and continued on the next run. See examples/README.md for
+ * DeepSeek, llama.cpp and Ollama.
  *
  * Where the engine is called, and why there:
  * - `afterStep()` after each step's facts (assistant message, tool results) are in the log and
@@ -19,6 +21,7 @@ import { execFile } from 'node:child_process';
 import { realpath, stat, readFile } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionTool } from 'openai/resources/chat/completions';
@@ -283,6 +286,53 @@ function splitArgs(command: string): string[] {
 // -----------------------------------------------------------------------------------------
 // Run from the command line.
 
+/**
+ * The lines read at a `> ` prompt, up to `/exit` or the end of input.
+ *
+ * Every line is queued from the moment this is called, so lines that arrive before the loop
+ * first asks (piped input is usually all there at once, while the session is still opening) or
+ * while a turn runs are kept, not dropped; readline's own async iterator only sees lines emitted
+ * after it is attached. The prompt is shown only while the interface is open: writing it after
+ * the end of input throws on Node 24 and later.
+ */
+export function promptedLines(input: Readable, output: Writable, prompt = '> '): { lines: AsyncIterable<string>; close(): void } {
+  const rl = createInterface({ input, output, prompt });
+  const queued: string[] = [];
+  let ended = false;
+  let paused = false;
+  let wake: (() => void) | undefined;
+  // A bound on what is read ahead: a large pipe waits in the pipe, not in memory.
+  const HIGH = 1024;
+  rl.on('line', (line) => {
+    queued.push(line);
+    if (queued.length >= HIGH && !paused && !ended) {
+      paused = true;
+      rl.pause();
+    }
+    wake?.();
+  });
+  rl.on('close', () => {
+    ended = true;
+    wake?.();
+  });
+  async function* lines(): AsyncGenerator<string> {
+    for (;;) {
+      if (!ended && queued.length === 0) rl.prompt();
+      while (queued.length === 0 && !ended) await new Promise<void>((resolve) => (wake = resolve));
+      wake = undefined;
+      const line = queued.shift();
+      if (line === undefined) return; // end of input
+      if (paused && !ended && queued.length < HIGH / 2) {
+        paused = false;
+        rl.resume();
+      }
+      if (line.trim() === '/exit') return;
+      yield line;
+    }
+  }
+  return { lines: lines(), close: () => rl.close() };
+}
+
 function providerOf(baseURL: string | undefined): string {
   if (!baseURL) return 'openai';
   const host = new URL(baseURL).hostname;
@@ -307,15 +357,7 @@ async function main(): Promise<void> {
     const r = session.recover();
     console.error(`recovered the previous run: ${r.closedCalls.length} interrupted call(s)${r.clearedLock !== undefined ? ', a stale compaction lock' : ''}`);
   }
-  const rl = createInterface({ input: process.stdin, output: process.stdout, prompt: '> ' });
-  async function* inputs(): AsyncGenerator<string> {
-    rl.prompt();
-    for await (const line of rl) {
-      if (line.trim() === '/exit') return;
-      yield line;
-      rl.prompt();
-    }
-  }
+  const prompt = promptedLines(process.stdin, process.stdout);
   try {
     await runAgent({
       client,
@@ -331,11 +373,11 @@ async function main(): Promise<void> {
       },
       session,
       sandbox,
-      inputs: inputs(),
+      inputs: prompt.lines,
       log: (line) => console.log(line),
     });
   } finally {
-    rl.close();
+    prompt.close();
     await session.close();
   }
 }

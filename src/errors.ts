@@ -31,7 +31,9 @@ export type XcompactErrorCode =
   | 'service-not-provided' // a chart invoked a service nobody provided
   | 'unrouted' // no request/header yet, so no provider/model to measure against
   | 'span-invalid' // the selected span is no longer a balanced run of surface nodes
-  | 'engine-stopped'; // a call on, or pending in, a stopped engine
+  | 'engine-stopped' // a call on, or pending in, a stopped engine
+  | 'unmappable-part' // AiSdkAdapterError: a message part the session cannot represent
+  | 'history-diverged'; // AiSdkAdapterError: the app's conversation does not continue the recorded one
 
 export class XcompactError extends Error {
   readonly code: XcompactErrorCode;

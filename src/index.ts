@@ -16,8 +16,11 @@ export {
   type EngineNotification,
   type EngineServices,
 } from './engine';
-export type { CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, PressureReading, Trigger } from './machines/types';
-export type { SettledResult } from './machines/engine';
+export type { CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, PressureReading, Trigger, OpenedBracket } from './machines/types';
+export type { EngineMeasurement } from './services/measure';
+// The engine as a machine a host machine invokes (examples/xstate-agent.ts).
+export { createCompactionMachine, type CompactionMachineOptions } from './compaction-machine';
+export type { CompactionEmitted, EngineRequest, SettledResult, ShutdownEvent } from './machines/engine';
 export type { PressureStatus, PressureOutput } from './machines/pressure';
 export type { DeclineReason, OverflowOutput } from './machines/overflow';
 export type { ManualOutput } from './machines/manual';
@@ -28,6 +31,7 @@ export {
   SessionWriter,
   MemoryStore,
   JsonlStore,
+  PostgresStore,
   StoreError,
   SessionRuleError,
   importPiFile,
@@ -43,6 +47,8 @@ export {
   type LogWriter,
   type LoadReport,
   type JsonlStoreOptions,
+  type PostgresStoreOptions,
+  type PgPool,
   type RequestEnvelope,
   type AssistantReply,
   type CompletionMessage,
@@ -85,8 +91,10 @@ export {
 export type { ModelInfo } from './services/models';
 export { getTokenizer, TokenizerUnavailableError, type Tokenizer, type TokenizerName, type ChatOverhead, type ChatRole } from './services/tokenizer';
 export type { Measurement, NodePrices } from './services/meter';
+export type { Calibration } from './services/calibration';
 export { withErrorBodyRecovery, type RequestErrorClass, type RequestErrorKind } from './services/overflow';
 export type { PruneSettings, PrunePlan, PruneResult } from './services/pruner';
+export type { ArgumentPruneTarget } from './services/pruner-arguments';
 export type { RangeSelection, SelectOptions } from './services/range';
 
 // Summarizers: the built-in ones, bounding for any summarizer, and the contract for your own.
@@ -99,6 +107,7 @@ export {
   type SummarizerErrorCode,
 } from './services/summarizer';
 export { OpenAISummarizer, type OpenAISummarizerOptions } from './services/summarizers/openai';
+export type { OpenAIClient } from './services/openai-client';
 export { ExtractiveSummarizer, type ExtractiveSummarizerOptions } from './services/summarizers/extractive';
 export { BoundedSummarizer, boundSummarizer, type BoundingOptions } from './services/summarizers/bounded-summarizer';
 export type { CountTokens } from './services/summarizers/bounded';

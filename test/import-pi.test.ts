@@ -153,6 +153,7 @@ describe('pi import errors', () => {
       ].join('\n'),
     );
     expect(r).toEqual({
+      format: 'linear',
       lines: 7,
       turns: 2,
       userMessages: 2,
@@ -160,7 +161,11 @@ describe('pi import errors', () => {
       toolCalls: 2,
       toolResults: 1,
       synthesizedResults: 1,
-      ignored: { thinking_level_change: 1 },
+      compactions: 0,
+      rendered: {},
+      // A known pi entry that pi never sends to the model.
+      notSent: { thinking_level_change: 1 },
+      ignored: {},
     });
     expect(s.deriveMessages()).toEqual([
       { role: 'user', content: 'go' },

@@ -202,7 +202,7 @@ describe('planPrune / applyPrune', () => {
     record(session, [{ callId: 'c1', content: [{ type: 'text', text: 'a'.repeat(60) }, { type: 'text', text: 'b'.repeat(60) }] }]);
     const before = session.length;
     const plan = planPrune(session, SETTINGS, pricingFor(session));
-    expect(plan).toEqual({ targets: [], tokensFreed: 0, reclaimableTokens: 0, kept: [], skipped: 'nothing-oversized' });
+    expect(plan).toEqual({ targets: [], argumentTargets: [], tokensFreed: 0, reclaimableTokens: 0, kept: [], skipped: 'nothing-oversized' });
     expect(applyPrune(session, plan)).toEqual({ pruned: [], tokensFreed: 0, skipped: 'nothing-oversized' });
     expect(session.length).toBe(before);
   });
@@ -251,7 +251,7 @@ describe('planPrune / applyPrune', () => {
     expect(session.surface.replaceGeneration).toBe(generation + 1);
     expect(toolResultAt(session, seq!).data.content).toEqual([{ type: 'text', text: BIG }]); // the log keeps the original
     expect(result).toEqual({
-      pruned: [{ seq, replacementSeq: first + 1, callId: 'c1', toolName: 'read', charsBefore: 150, charsAfter: 71, tokensBefore: 46, tokensAfter: 26 }],
+      pruned: [{ seq, kind: 'result', replacementSeq: first + 1, callId: 'c1', toolName: 'read', charsBefore: 150, charsAfter: 71, tokensBefore: 46, tokensAfter: 26 }],
       tokensFreed: 20,
     });
   });
@@ -396,7 +396,7 @@ describe('planPrune / applyPrune', () => {
       const [seq] = record(session, [{ callId: 'c1', content: BIG }]);
       const before = session.length;
       const plan = planPrune(session, { ...SETTINGS, minReclaimTokens: 21 }, pricingFor(session));
-      expect(plan).toEqual({ targets: [], tokensFreed: 0, reclaimableTokens: 20, kept: [], skipped: 'below-min-reclaim' });
+      expect(plan).toEqual({ targets: [], argumentTargets: [], tokensFreed: 0, reclaimableTokens: 20, kept: [], skipped: 'below-min-reclaim' });
       expect(applyPrune(session, plan)).toEqual({ pruned: [], tokensFreed: 0, skipped: 'below-min-reclaim' });
       expect(session.length).toBe(before);
       expect(session.surface.has(seq!)).toBe(true);
@@ -415,7 +415,7 @@ describe('planPrune / applyPrune', () => {
       const [seq] = record(session, [{ callId: 'c1', content: BIG }]);
       const flat: Pricing = { priceOf: () => 50, priceEvent: () => 50 };
       const plan = planPrune(session, SETTINGS, flat);
-      expect(plan).toEqual({ targets: [], tokensFreed: 0, reclaimableTokens: 0, kept: [{ seq, callId: 'c1', reason: 'no-gain' }], skipped: 'below-min-reclaim' });
+      expect(plan).toEqual({ targets: [], argumentTargets: [], tokensFreed: 0, reclaimableTokens: 0, kept: [{ seq, callId: 'c1', reason: 'no-gain' }], skipped: 'below-min-reclaim' });
     });
   });
 

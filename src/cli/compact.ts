@@ -18,7 +18,7 @@ import { ExtractiveSummarizer } from '../services/summarizers/extractive';
 import { OpenAISummarizer } from '../services/summarizers/openai';
 import { loadConfig } from './config-file';
 import { CliError } from './errors';
-import { detectFormat, jsonErrorLocation, loadSessionReadOnly, parseRoute, readInput } from './load';
+import { detectFormat, jsonErrorLocation, loadSessionReadOnly, openPostgresSession, parseRoute, postgresRef, readInput, sessionAsJsonl } from './load';
 import { importChatMessages, parseMessagesFile } from './messages';
 import { fmt, pct, seconds } from './ui';
 
@@ -35,6 +35,8 @@ export interface CompactOptions {
   force?: boolean;
   recover?: boolean;
   config?: string;
+  /** A PostgreSQL url: `file` is then a session id in it. */
+  store?: string;
 }
 
 export interface CompactResult {
@@ -48,9 +50,12 @@ export interface CompactResult {
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
 export async function runCompact(file: string, options: CompactOptions, out: NodeJS.WritableStream = process.stdout): Promise<CompactResult> {
-  const bytes = await readInput(file);
-  const format = detectFormat(file, bytes);
-  const config = loadConfig(options.config, file);
+  // A PostgreSQL session is read (without a lease) into the JSONL a file would hold; only
+  // --in-place opens it as a writer, and only once every check has passed.
+  const pg = postgresRef(file, options.store);
+  const bytes = pg ? await readPostgres(pg) : await readInput(file);
+  const format = pg ? 'xcompact' : detectFormat(file, bytes);
+  const config = loadConfig(options.config, pg ? join(process.cwd(), pg.id) : file);
   if (options.inPlace && options.output) throw new CliError('--in-place and --output exclude each other: pick one.', 2);
   if (options.inPlace && format !== 'xcompact') {
     // --in-place only ever appends to an xcompact log: anything else would be replaced, not appended to.
@@ -63,16 +68,16 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
   }
 
   // ---- where the result goes
-  const input = resolve(file);
-  const stem = basename(input).replace(/\.(jsonl|json)$/i, '');
+  const input = pg ? pg.label : resolve(file);
+  const stem = pg ? pg.id : basename(input).replace(/\.(jsonl|json)$/i, '');
   const output = options.inPlace
     ? input
-    : resolve(options.output ?? join(dirname(input), `${stem}.compacted.${format === 'messages' ? 'json' : 'jsonl'}`));
+    : resolve(options.output ?? join(pg ? process.cwd() : dirname(input), `${stem}.compacted.${format === 'messages' ? 'json' : 'jsonl'}`));
   if (!options.inPlace) {
     if (output === input) throw new CliError(`--output ${options.output} is the input file: pass --in-place to compact the input itself, or choose another --output.`, 2);
     if (existsSync(output) && !options.force) throw new CliError(`${output} already exists: pass --force to overwrite it, or choose another --output.`, 2);
     if (format !== 'messages' && !output.endsWith('.jsonl')) throw new CliError(`--output ${output} must end in .jsonl: the result is a session log.`, 2);
-  } else {
+  } else if (!pg) {
     // The store reopens <dir>/<id>.jsonl: any other name would compact a different (new, empty) file.
     const name = basename(input);
     const id = name.endsWith('.jsonl') ? name.slice(0, -'.jsonl'.length) : undefined;
@@ -151,10 +156,10 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
     importChatMessages(probe, file, messagesFile, route);
   } else {
     // A bad line is reported against the input, not a copy.
-    probe = (await loadSessionReadOnly(file, bytes, format)).session;
+    probe = (await loadSessionReadOnly(pg ? `${pg.id}.jsonl` : file, bytes, format)).session;
     torn = probe.loadReport.tornTail;
   }
-  const sessionId = format === 'messages' ? undefined : sessionIdFor(output);
+  const sessionId = format === 'messages' ? undefined : pg && options.inPlace ? pg.id : sessionIdFor(output);
 
   if (probe.needsRecovery && !options.recover) {
     const why = [
@@ -213,7 +218,7 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
       if (torn) out.write(`note: ${file} ends with a torn line ${torn.line} (${torn.bytes} bytes, a crash mid-write); it is not part of the output.\n`);
     }
     try {
-      session = await Session.open(new JsonlStore(dirname(output)), sessionId!);
+      session = pg && options.inPlace ? (await openPostgresSession(pg, false)).session : await Session.open(new JsonlStore(dirname(output)), sessionId!);
     } catch (err) {
       if (cleanupOutput) await rm(output, { force: true });
       throw err;
@@ -226,17 +231,18 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
     throw err;
   };
 
-  if (session.needsRecovery) session.recover();
-
-  // ---- the engine
+  // ---- the engine. Everything from here until the session is closed releases its lock on
+  // failure: a measurement of a huge tool result that throws must not leave a `.lock` behind.
   let engine;
+  let before;
   try {
+    if (session.needsRecovery) session.recover();
     engine = createCompactionEngine({ session, summarizer, config: engineConfig, models });
+    before = engine.measure();
   } catch (err) {
     return fail(err);
   }
 
-  const before = engine.measure();
   const started = Date.now();
   let record;
   try {
@@ -274,6 +280,16 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
       `wrote ${output}${options.inPlace ? ' (appended in place)' : ''}\n`,
   );
   return { output, compacted: true, tokensBefore: record.tokensBefore, tokensAfter: record.tokensAfter, shadowedNodes: record.shadowedNodes };
+}
+
+async function readPostgres(ref: NonNullable<ReturnType<typeof postgresRef>>): Promise<Buffer> {
+  const { session, close } = await openPostgresSession(ref, true);
+  try {
+    if (session.length === 0) throw new CliError(`${ref.label} is empty (no events): check the session id and the database.`);
+    return sessionAsJsonl(session);
+  } finally {
+    await close();
+  }
 }
 
 function sessionIdFor(output: string): string {

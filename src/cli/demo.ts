@@ -29,6 +29,7 @@ import { withErrorBodyRecovery } from '../services/overflow';
 import { startOpenAIServer } from '../testing/openai-server';
 import { createTraceRecorder } from '../trace';
 import { CliError } from './errors';
+import { openDemoPostgresSession } from './load';
 import { bar, createSpinner, createStyle, fmt, pct, seconds, table, truncate, useColor, type Output } from './ui';
 
 export interface DemoOptions {
@@ -38,6 +39,8 @@ export interface DemoOptions {
   seed: number;
   quiet: boolean;
   color: boolean;
+  /** Keep the session in PostgreSQL instead of <out>/demo.jsonl. */
+  store?: { url: string; session?: string | undefined };
 }
 
 export interface DemoReport {
@@ -141,7 +144,13 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
   try {
     // maxRetries 0: whether a failed request is retried is the engine's decision (onRequestError).
     const client = withErrorBodyRecovery(new OpenAI({ baseURL: server.baseURL, apiKey: 'local-demo-key', maxRetries: 0 }));
-    session = await Session.open(new JsonlStore(outDir, { sync: false }), 'demo');
+    if (options.store) {
+      const pg = await openDemoPostgresSession(options.store);
+      session = pg.session;
+      report.sessionFile = pg.label;
+    } else {
+      session = await Session.open(new JsonlStore(outDir, { sync: false }), 'demo');
+    }
     const recorder = createTraceRecorder(session);
     const engine = createCompactionEngine({ session, client, models, config, inspect: recorder.inspect });
     const w = new SessionWriter(session);
@@ -198,7 +207,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
     say(style.bold(`xcompact demo — a scripted coding agent against a local OpenAI-compatible server (${server.baseURL})`));
     say(
       style.dim(
-        `model ${PROVIDER}/${MODEL}: window ${fmt(window)} tokens, max output ${fmt(maxOutputTokens)}; ${options.steps} steps planned; session → ${relativePath(sessionFile)}`,
+        `model ${PROVIDER}/${MODEL}: window ${fmt(window)} tokens, max output ${fmt(maxOutputTokens)}; ${options.steps} steps planned; session → ${relativePath(report.sessionFile)}`,
       ),
     );
 
@@ -344,6 +353,7 @@ function selfCommand(): string {
 }
 
 function relativePath(p: string): string {
+  if (/^postgres(ql)?:\/\//i.test(p)) return p;
   const r = relative(process.cwd(), p);
   return r.startsWith('..') ? p : `./${r}`;
 }

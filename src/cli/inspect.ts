@@ -3,14 +3,14 @@
  * request is to the model's window. Read-only: the file is read once into memory and
  * replayed there (see ReadOnlyJsonlStore); nothing is written next to it.
  */
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import { createCompactionEngine } from '../engine';
 import { isCheckpoint, type EventType, type SessionEvent } from '../session/events';
 import type { Session } from '../session/session';
 import { BudgetError, modelInfoFor, resolveBudget, tokenizerNameFor } from '../services/config';
 import { CliError } from './errors';
 import { loadConfig } from './config-file';
-import { detectFormat, loadSessionReadOnly, parseRoute, readInput } from './load';
+import { detectFormat, loadSessionReadOnly, openPostgresSession, parseRoute, postgresRef, readInput } from './load';
 import { createStyle, fmt, pct, table, useColor } from './ui';
 
 export interface InspectOptions {
@@ -19,6 +19,8 @@ export interface InspectOptions {
   config?: string;
   json?: boolean;
   color?: boolean;
+  /** A PostgreSQL url: `file` is then a session id in it. */
+  store?: string;
 }
 
 export interface CheckpointInfo {
@@ -47,12 +49,26 @@ export interface InspectReport {
   openTurn: number | null;
   openStep: { turn: number; step: number } | null;
   pendingCalls: string[];
-  pi: { turns: number; synthesizedResults: number; ignored: Record<string, number> } | undefined;
+  pi:
+    | {
+        format: 'linear' | 'tree';
+        turns: number;
+        synthesizedResults: number;
+        compactions: number;
+        rendered: Record<string, number>;
+        notSent: Record<string, number>;
+        ignored: Record<string, number>;
+      }
+    | undefined;
   route: { provider: string; model: string; source: 'option' | 'last request header' } | undefined;
   pressure: {
     totalTokens: number;
     estimatedTokens: number;
     anchored: boolean;
+    /** Provider tokens per priced token for this route (SPEC §12), and the samples it rests on. */
+    calibration: { ratio: number; samples: number };
+    /** The provider's figure was far below our calibrated estimate: the estimate is used. */
+    suspectUsage: boolean;
     tokenizer: string;
     window: number | undefined;
     threshold: number | undefined;
@@ -68,6 +84,18 @@ export interface InspectReport {
 }
 
 export async function runInspect(file: string, options: InspectOptions, out: NodeJS.WriteStream = process.stdout): Promise<InspectReport> {
+  const pg = postgresRef(file, options.store);
+  if (pg) {
+    // Read-only: no writer lease, so a live session can be inspected while its worker writes.
+    const { session, close } = await openPostgresSession(pg, true);
+    try {
+      const report = buildReport(pg.label, 'xcompact', session, loadConfig(options.config, join(process.cwd(), pg.id)), options);
+      out.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderInspect(report, createStyle(useColor(options.color !== false, out)))}\n`);
+      return report;
+    } finally {
+      await close();
+    }
+  }
   const bytes = await readInput(file);
   const format = detectFormat(file, bytes);
   if (format === 'messages') {
@@ -76,7 +104,17 @@ export async function runInspect(file: string, options: InspectOptions, out: Nod
   const { session, pi } = await loadSessionReadOnly(file, bytes, format);
   const config = loadConfig(options.config, file);
   const report = buildReport(file, format, session, config, options);
-  if (pi) report.pi = { turns: pi.turns, synthesizedResults: pi.synthesizedResults, ignored: pi.ignored };
+  if (pi) {
+    report.pi = {
+      format: pi.format,
+      turns: pi.turns,
+      synthesizedResults: pi.synthesizedResults,
+      compactions: pi.compactions,
+      rendered: pi.rendered,
+      notSent: pi.notSent,
+      ignored: pi.ignored,
+    };
+  }
   out.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderInspect(report, createStyle(useColor(options.color !== false, out)))}\n`);
   return report;
 }
@@ -199,7 +237,18 @@ function buildReport(file: string, format: 'xcompact' | 'pi', session: Session, 
       pendingCalls: s.pendingCalls(),
       pi: undefined,
       route,
-      pressure: { totalTokens: m.totalTokens, estimatedTokens: m.estimatedTokens, anchored: m.anchor !== undefined, tokenizer: m.tokenizer, window, threshold, retain, note },
+      pressure: {
+        totalTokens: m.totalTokens,
+        estimatedTokens: m.estimatedTokens,
+        anchored: m.anchor !== undefined && !m.suspectUsage,
+        calibration: { ratio: m.calibration.ratio, samples: m.calibration.samples },
+        suspectUsage: m.suspectUsage,
+        tokenizer: m.tokenizer,
+        window,
+        threshold,
+        retain,
+        note,
+      },
       checkpoints,
       failedCompactions,
       prunes,
@@ -240,8 +289,11 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
         ? ([
             [
               'pi import',
-              `${r.pi.turns} turns; ${r.pi.synthesizedResults} calls without a recorded result answered with an error result${Object.keys(r.pi.ignored).length ? `; ignored ${Object.entries(r.pi.ignored).map(([k, v]) => `${v} ${k}`).join(', ')}` : ''}`,
+              `${r.pi.format} format; ${r.pi.turns} turns; ${r.pi.compactions} pi compactions as checkpoints; ${r.pi.synthesizedResults} calls without a recorded result answered with an error result`,
             ],
+            ...(Object.keys(r.pi.rendered).length ? [['  sent as user text', counts(r.pi.rendered)]] : []),
+            ...(Object.keys(r.pi.notSent).length ? [['  never sent by pi', counts(r.pi.notSent)]] : []),
+            ...(Object.keys(r.pi.ignored).length ? [['  ignored (unknown)', counts(r.pi.ignored)]] : []),
           ] as Array<[string, string]>)
         : []),
     ]),
@@ -251,7 +303,16 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
   const p = r.pressure;
   const rows: Array<[string, string]> = [
     ['model', r.route ? `${r.route.provider}/${r.route.model} (${r.route.source === 'option' ? '--model' : 'from the last request header'})` : '(none)'],
-    ['request tokens', `${fmt(p.totalTokens)}${p.anchored ? ` (anchored to provider usage; own estimate ${fmt(p.estimatedTokens)})` : ' (estimated)'} · tokenizer ${p.tokenizer}`],
+    [
+      'request tokens',
+      `${fmt(p.totalTokens)}${p.anchored ? ` (anchored to provider usage; own estimate ${fmt(p.estimatedTokens)})` : p.suspectUsage ? ` (own calibrated estimate: the provider's figure is suspect, far below it)` : ' (estimated)'} · tokenizer ${p.tokenizer}`,
+    ],
+    [
+      'calibration',
+      p.calibration.samples > 0
+        ? `×${p.calibration.ratio.toFixed(3)} provider tokens per ${p.tokenizer} token (median of ${p.calibration.samples} recent steps)`
+        : `×1 (no clean step with provider usage yet)`,
+    ],
   ];
   if (p.window !== undefined) rows.push(['window', `${fmt(p.window)} tokens (${pct(p.totalTokens, p.window)} used)`]);
   if (p.threshold !== undefined) {
@@ -308,4 +369,10 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
       : '  none: every line is complete',
   );
   return lines.join('\n');
+}
+
+function counts(byKind: Record<string, number>): string {
+  return Object.entries(byKind)
+    .map(([kind, n]) => `${n} ${kind}`)
+    .join(', ');
 }

@@ -1,7 +1,8 @@
 /**
  * Opening the files the CLI accepts, read-only: an xcompact session JSONL, a pi coding-agent
- * transcript (imported into an in-memory session), or an OpenAI chat-messages JSON file.
- * Every failure is a CliError naming the file, the line when there is one, and the fix.
+ * transcript (imported into an in-memory session), an OpenAI chat-messages JSON file, or a
+ * session in PostgreSQL (`postgres://…/db#id`, or an id with `--store postgres://…`).
+ * Every failure is a CliError naming the file (or server and session), the line when there is one, and the fix.
  */
 import { readFile, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
@@ -9,8 +10,10 @@ import { XcompactError } from '../errors';
 import { importPiTranscript, type PiImportReport } from '../session/import-pi';
 import { Session } from '../session/session';
 import { StoreError } from '../session/errors';
-import type { LogWriter, SessionStore, StoredLog } from '../session/store';
+import { checkSessionId, type LogWriter, type SessionStore, type StoredLog } from '../session/store';
 import { parseLogBytes } from '../session/stores/jsonl';
+import { PostgresStore } from '../session/stores/postgres';
+import { describeUrl, isPostgresUrl } from '../session/stores/postgres-connect';
 import { CliError } from './errors';
 
 export type FileFormat = 'xcompact' | 'pi' | 'messages';
@@ -142,4 +145,82 @@ export function jsonErrorLocation(text: string, err: Error): { line: number; col
   const line = before.split('\n').length;
   const column = offset - before.lastIndexOf('\n');
   return { line, column };
+}
+
+/** A session in PostgreSQL, as the CLI names it. */
+export interface PostgresRef {
+  url: string;
+  id: string;
+  /** `postgres://user@host:port/db#id`, without the password: for messages and reports. */
+  label: string;
+}
+
+export const POSTGRES_FORM = 'postgres://user:password@host:5432/database#session-id (or the session id with --store postgres://…)';
+
+/**
+ * `postgres://…/db#id`, or a session id together with `--store postgres://…`; undefined when
+ * the argument is a file and no --store was given.
+ */
+export function postgresRef(arg: string, store: string | undefined): PostgresRef | undefined {
+  let url: string;
+  let id: string;
+  if (store !== undefined) {
+    if (!isPostgresUrl(store)) throw new CliError(`--store "${store}" is not a postgres:// url: write it like postgres://user:password@host:5432/database.`, 2);
+    if (isPostgresUrl(arg)) throw new CliError(`name the session once: either ${describeUrl(arg)}#id as the argument, or an id with --store; not both.`, 2);
+    url = store;
+    id = arg;
+  } else {
+    if (!isPostgresUrl(arg)) return undefined;
+    const hash = arg.lastIndexOf('#');
+    if (hash < 0 || hash === arg.length - 1) throw new CliError(`${describeUrl(arg)} names no session: add it after '#', as in ${POSTGRES_FORM}.`, 2);
+    url = arg.slice(0, hash);
+    id = decodeURIComponent(arg.slice(hash + 1));
+  }
+  try {
+    checkSessionId(id);
+  } catch (err) {
+    throw new CliError(`${(err as Error).message} (the session id of ${describeUrl(url)})`, 2, { cause: err });
+  }
+  return { url, id, label: `${describeUrl(url)}#${id}` };
+}
+
+/**
+ * Opens a PostgreSQL session: read-only takes no writer lease and writes nothing (inspect,
+ * a compaction into a new file); a writer holds the lease until `close()`.
+ */
+export async function openPostgresSession(ref: PostgresRef, readOnly: boolean): Promise<{ session: Session; close(): Promise<void> }> {
+  const store = new PostgresStore({ url: ref.url, readOnly });
+  try {
+    const session = await Session.open(store, ref.id);
+    return {
+      session,
+      async close() {
+        try {
+          await session.close();
+        } finally {
+          await store.close();
+        }
+      },
+    };
+  } catch (err) {
+    await store.close();
+    if (err instanceof StoreError) throw new CliError(`${err.message.replace(/\.$/, '')} (session ${ref.label}).`, 1, { cause: err });
+    throw err;
+  }
+}
+
+/** A session's events as the JSONL a JsonlStore would hold: a PostgreSQL session copied to a file. */
+export function sessionAsJsonl(session: Session): Buffer {
+  return Buffer.from(session.events().map((e) => `${JSON.stringify(e)}\n`).join(''), 'utf8');
+}
+
+/** The demo's session in PostgreSQL: a new one each run unless named, and never one that already has events. */
+export async function openDemoPostgresSession(store: { url: string; session?: string | undefined }): Promise<{ session: Session; label: string }> {
+  const ref = postgresRef(store.session ?? `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`, store.url)!;
+  const opened = await openPostgresSession(ref, false);
+  if (opened.session.length > 0) {
+    await opened.close();
+    throw new CliError(`${ref.label} already holds ${opened.session.length} events: the demo starts a fresh session; pick another --session (or leave it out).`, 2);
+  }
+  return { session: opened.session, label: ref.label };
 }

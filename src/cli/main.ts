@@ -30,6 +30,8 @@ function wholeNumber(what: string, min = 0) {
 }
 
 const verboseOption = () => new Option('--verbose', 'print stack traces with errors');
+const storeOption = (what: string) =>
+  new Option('--store <postgres-url>', `${what} in PostgreSQL: postgres://user:password@host:5432/database (the session is then named by its id)`);
 
 export function buildProgram(): Command {
   const program = new Command('xcompact')
@@ -53,10 +55,20 @@ export function buildProgram(): Command {
     .option('--out <dir>', 'where to write the session JSONL and the inspection trace', 'xcompact-demo')
     .option('--seed <n>', 'seed of the scripted task (same seed, same conversation)', wholeNumber('--seed'), 1)
     .option('--quiet', 'print only the final table (and run without artificial delays)')
+    .addOption(storeOption('keep the demo session'))
+    .option('--session <id>', 'session id with --store (default: demo-<time>, a fresh session each run)')
     .option('--no-color', 'plain output without ANSI colours')
     .addOption(verboseOption())
-    .action(async (opts: { steps: number; window: number; out: string; seed: number; quiet?: boolean; color: boolean }) => {
-      await runDemo({ steps: opts.steps, window: opts.window, out: opts.out, seed: opts.seed, quiet: opts.quiet === true, color: opts.color });
+    .action(async (opts: { steps: number; window: number; out: string; seed: number; quiet?: boolean; color: boolean; store?: string; session?: string }) => {
+      await runDemo({
+        steps: opts.steps,
+        window: opts.window,
+        out: opts.out,
+        seed: opts.seed,
+        quiet: opts.quiet === true,
+        color: opts.color,
+        ...(opts.store ? { store: { url: opts.store, session: opts.session } } : {}),
+      });
     });
 
   program
@@ -65,14 +77,15 @@ export function buildProgram(): Command {
       'Show what a stored session holds: events, surface, pressure against the model window, checkpoints, prunes, orphan locks, ' +
         'tokens by role and a torn-tail report. Accepts an xcompact session JSONL or a pi transcript. Never modifies the file.',
     )
-    .argument('<session.jsonl>', 'an xcompact session file, or a pi coding-agent transcript')
+    .argument('<session.jsonl>', 'an xcompact session file, a pi coding-agent transcript, or a PostgreSQL session: postgres://user:password@host:5432/database#session-id (or the id with --store)')
+    .addOption(storeOption('read the session'))
     .option('--model <provider/model>', 'measure against this model (default: the last request header)')
     .option('--context-window <tokens>', "the model's window, when it is not a built-in model", wholeNumber('--context-window', 1))
     .option('--config <file>', 'xcompact configuration JSON (default: xcompact.config.json next to the session, if any)')
     .option('--json', 'print the report as JSON')
     .option('--no-color', 'plain output without ANSI colours')
     .addOption(verboseOption())
-    .action(async (file: string, opts: { model?: string; contextWindow?: number; config?: string; json?: boolean; color: boolean }) => {
+    .action(async (file: string, opts: { model?: string; contextWindow?: number; config?: string; json?: boolean; color: boolean; store?: string }) => {
       await runInspect(file, opts);
     });
 
@@ -82,7 +95,8 @@ export function buildProgram(): Command {
       'Compact a stored session (xcompact JSONL or pi transcript) or an OpenAI chat-messages JSON file into one summary checkpoint ' +
         'plus the newest messages, with a real endpoint or the model-free extractive summarizer. Writes a new file; the input is never changed unless --in-place.',
     )
-    .argument('<file>', 'session .jsonl, or .json holding an array of chat messages or { messages, tools, model }')
+    .argument('<file>', 'session .jsonl, .json holding an array of chat messages or { messages, tools, model }, or a PostgreSQL session: postgres://user:password@host:5432/database#session-id (or the id with --store)')
+    .addOption(storeOption('the session is'))
     .addOption(new Option('--summarizer <kind>', 'who writes the summary').choices(['openai', 'extractive']).default('openai'))
     .option('--base-url <url>', 'OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else https://api.openai.com/v1)')
     .option('--model <provider/model>', 'summarization model, e.g. deepseek/deepseek-chat (default: the conversation\'s model)')
@@ -91,7 +105,7 @@ export function buildProgram(): Command {
     .option('--max-tokens <tokens>', 'summary output cap (max_tokens)', wholeNumber('--max-tokens', 1), 4096)
     .option('--focus <text>', 'what the summary should focus on (like /compact <focus>)')
     .option('--output <file>', 'where to write the result (default: <name>.compacted.jsonl / .json next to the input)')
-    .option('--in-place', 'append the compaction to the input session itself (an xcompact <id>.jsonl session only; the log stays append-only)')
+    .option('--in-place', 'append the compaction to the input session itself (an xcompact <id>.jsonl or PostgreSQL session only; the log stays append-only)')
     .option('--force', 'overwrite an existing output file')
     .option('--recover', 'close a session left mid-turn by a crash (interrupted calls, open step/turn, orphan lock) before compacting')
     .option('--config <file>', 'xcompact configuration JSON (models, tokenizer, …)')

@@ -13,19 +13,31 @@
  *   While open, pressure compaction is paused (overflow recovery still runs: without it
  *   the agent cannot continue at all).
  *
- * Every request carries an id; its result is emitted as `request.settled`.
+ * Every request carries an id; its result is emitted as `request.settled`. The charts'
+ * notifications (compaction.*, pruned, overflow.silent) reach this chart as `xcompact.notify`
+ * and are emitted here. Each emitted event is also sent to the parent actor, if any: a host
+ * machine that invokes this chart gets results and notifications as events, no promises.
+ *
+ * `shutdown` is a graceful stop: the running job is stopped (its summary request aborted),
+ * a bracket its transaction left open is closed `cancelled`, and the chart ends.
  */
-import { assign, emit, enqueueActions, raise, sendTo, setup, stateIn } from 'xstate';
+import { assign, enqueueActions, raise, sendTo, setup, stateIn, type EventObject } from 'xstate';
 import { manualMachine, type ManualOutput } from './manual';
 import { overflowMachine, type OverflowOutput } from './overflow';
 import { pressureMachine, type PressureOutput } from './pressure';
-import { errorOf, outputOf, toErrorInfo, type ErrorInfo } from './types';
+import { errorOf, NOTIFY, outputOf, toErrorInfo, type ChartNotification, type ErrorInfo, type NotifyEvent } from './types';
 
-export interface EngineInput {
+/** What the charts take from the routed model's policy (per-model fields of SPEC §3). */
+export interface RoutePolicy {
   auto: boolean;
-  pruneEnabled: boolean;
+  /** 1 + compactionRetries. */
   maxAttempts: number;
   maxOverflowRetries: number;
+}
+
+/** `auto`, `maxAttempts`, `maxOverflowRetries`: the policy used where no route policy is looked up. */
+export interface EngineInput extends RoutePolicy {
+  pruneEnabled: boolean;
   failureLimit: number;
   cooldownMs: number;
 }
@@ -34,10 +46,14 @@ export type EngineRequest =
   | { type: 'step.completed'; id: string; turn: number | null; aborted: boolean }
   | { type: 'request.failed'; id: string; error: unknown; turn: number | null; aborted: boolean; lastAssistantSeq: number }
   | { type: 'compact.requested'; id: string; aborted: boolean; abortReason: string | undefined; focus: string | undefined }
-  | { type: 'cancel'; id: string };
+  /** `reason`: the caller's, kept in the error and in `compaction/end.error`. */
+  | { type: 'cancel'; id: string; reason?: string };
 
-type InternalEvent = { type: 'breaker.failure' } | { type: 'breaker.success' };
-export type EngineEvent = EngineRequest | InternalEvent;
+/** A graceful shutdown (see the header). */
+export type ShutdownEvent = { type: 'shutdown' };
+
+type InternalEvent = { type: 'breaker.failure' } | { type: 'breaker.success' } | NotifyEvent;
+export type EngineEvent = EngineRequest | ShutdownEvent | InternalEvent;
 
 export type SettledResult =
   | { kind: 'pressure'; output: PressureOutput }
@@ -49,13 +65,46 @@ export type SettledResult =
   /** A chart itself failed (a bug, not a service failure): the engine stays usable. */
   | { kind: 'error'; error: ErrorInfo };
 
+/** The answer to a request (its id) and the engine's own announcements. */
 export type EngineEmitted =
   | { type: 'request.settled'; id: string; result: SettledResult }
   | { type: 'breaker.opened'; consecutiveFailures: number; cooldownMs: number }
   | { type: 'breaker.closed'; why: 'success' | 'cooldown' }
   | { type: 'capacity.missing'; provider: string; model: string; message: string };
 
+/** Everything the engine chart emits (and sends to its parent). */
+export type CompactionEmitted = EngineEmitted | ChartNotification;
+
+/** The config's defaults, for the chart run on its own; `createCompactionMachine` bakes the parsed config's. */
+export const DEFAULT_ENGINE_INPUT: EngineInput = {
+  auto: true,
+  pruneEnabled: true,
+  maxAttempts: 2,
+  maxOverflowRetries: 1,
+  failureLimit: 3,
+  cooldownMs: 300_000,
+};
+
+/** The chart's starting context for an input. */
+export function engineContext(input: EngineInput): EngineContext {
+  return {
+    ...input,
+    policy: { auto: input.auto, maxAttempts: input.maxAttempts, maxOverflowRetries: input.maxOverflowRetries },
+    silentSeenSeq: -1,
+    current: undefined,
+    pending: undefined,
+    consecutiveFailures: 0,
+    overflowRetries: 0,
+    retryAnchorSeq: -1,
+    warnedModels: [],
+  };
+}
+
 export interface EngineContext extends EngineInput {
+  /** The routed model's policy, looked up when a job starts. */
+  policy: RoutePolicy;
+  /** The newest usage seq a silent overflow was reported for. */
+  silentSeenSeq: number;
   current: { id: string; kind: 'pressure' | 'overflow' | 'manual' } | undefined;
   pending: EngineRequest | undefined;
   consecutiveFailures: number;
@@ -83,12 +132,23 @@ function automaticSuccess(out: PressureOutput | OverflowOutput): boolean {
   return out.action === 'retry';
 }
 
+/** Emits an event and sends it to the parent actor (a host machine), if there is one. */
+function publish(make: (args: { context: EngineContext; event: EngineEvent }) => CompactionEmitted) {
+  return enqueueActions<EngineContext, EngineEvent, undefined, EngineEvent, never, never, never, never, CompactionEmitted>(({ context, event, enqueue, self }) => {
+    const e = make({ context, event });
+    enqueue.emit(e);
+    if (self._parent) enqueue.sendParent(e as EventObject);
+  });
+}
+
+const settle = (id: string, result: SettledResult): CompactionEmitted => ({ type: 'request.settled', id, result });
+
 export const engineMachine = setup({
   types: {
     context: {} as EngineContext,
     events: {} as EngineEvent,
-    input: {} as EngineInput,
-    emitted: {} as EngineEmitted,
+    input: {} as EngineInput | undefined,
+    emitted: {} as CompactionEmitted,
   },
   actors: {
     pressure: pressureMachine,
@@ -99,7 +159,7 @@ export const engineMachine = setup({
     cooldown: ({ context }) => context.cooldownMs,
   },
   guards: {
-    'automatic compaction is off': ({ context }) => !context.auto,
+    'automatic compaction is off': ({ context }) => !context.policy.auto,
     'breaker is open': stateIn({ breaker: 'open' }),
     'is the running request': ({ context, event }) => event.type === 'cancel' && context.current?.id === event.id,
     'this failure reaches the limit': ({ context }) => context.consecutiveFailures + 1 >= context.failureLimit,
@@ -128,78 +188,74 @@ export const engineMachine = setup({
       overflowRetries: ({ context }) => context.overflowRetries + 1,
       retryAnchorSeq: ({ context }) => (context.pending?.type === 'request.failed' ? context.pending.lastAssistantSeq : context.retryAnchorSeq),
     }),
-    'settle job': emit(({ context, event }) => {
-      const kind = context.current!.kind;
-      return {
-        type: 'request.settled' as const,
-        id: context.current!.id,
-        result: { kind, output: outputOf(event) } as SettledResult,
-      };
+    'settle job': publish(({ context, event }) => settle(context.current!.id, { kind: context.current!.kind, output: outputOf(event) } as SettledResult)),
+    'settle job with chart error': publish(({ context, event }) => settle(context.current!.id, { kind: 'error', error: toErrorInfo(errorOf(event), 'internal') })),
+    'finish job': assign({
+      current: undefined,
+      pending: undefined,
+      silentSeenSeq: ({ context, event }) => {
+        const seen = (event as { output?: { silentOverflowSeq?: number } }).output?.silentOverflowSeq;
+        return seen !== undefined && seen > context.silentSeenSeq ? seen : context.silentSeenSeq;
+      },
     }),
-    'settle job with chart error': emit(({ context, event }) => ({
-      type: 'request.settled' as const,
-      id: context.current!.id,
-      result: { kind: 'error', error: toErrorInfo(errorOf(event), 'internal') } as SettledResult,
-    })),
-    'finish job': assign({ current: undefined, pending: undefined }),
-    'answer busy': emit(({ context, event }) => ({
-      type: 'request.settled' as const,
-      id: (event as EngineRequest).id,
-      result: { kind: 'busy', running: context.current!.kind } as SettledResult,
-    })),
-    'answer auto off': emit(({ event }) => ({
-      type: 'request.settled' as const,
-      id: (event as EngineRequest).id,
-      result: { kind: 'auto-off' } as SettledResult,
-    })),
-    'answer paused': emit(({ context, event }) => ({
-      type: 'request.settled' as const,
-      id: (event as EngineRequest).id,
-      result: { kind: 'paused', consecutiveFailures: context.consecutiveFailures } as SettledResult,
-    })),
-    'warn missing capacity': enqueueActions(({ context, event, enqueue }) => {
+    'answer busy': publish(({ context, event }) => settle((event as EngineRequest).id, { kind: 'busy', running: context.current!.kind })),
+    // Answered from the admitting state, after 'start job': the request is the pending one.
+    'answer auto off': publish(({ context }) => settle(context.pending!.id, { kind: 'auto-off' })),
+    'answer paused': publish(({ context }) => settle(context.pending!.id, { kind: 'paused', consecutiveFailures: context.consecutiveFailures })),
+    // The default: the input's policy. The engine provides a look-up of the routed model's.
+    'look up route policy': assign({ policy: ({ context }) => ({ auto: context.auto, maxAttempts: context.maxAttempts, maxOverflowRetries: context.maxOverflowRetries }) }),
+    'announce notification': publish(({ event }) => (event as NotifyEvent).notification),
+    'close abandoned bracket': () => {
+      // Provided by the engine: the transaction of a job stopped mid-way cannot close its own bracket.
+    },
+    'warn missing capacity': enqueueActions(({ context, event, enqueue, self }) => {
       const s = outputOf<PressureOutput>(event).skipped!;
       enqueue.assign({ warnedModels: [...context.warnedModels, `${s.provider}/${s.model}`] });
-      enqueue.emit({ type: 'capacity.missing', provider: s.provider, model: s.model, message: s.message });
+      const e = { type: 'capacity.missing' as const, provider: s.provider, model: s.model, message: s.message };
+      enqueue.emit(e);
+      if (self._parent) enqueue.sendParent(e);
     }),
     'report failure to breaker': raise({ type: 'breaker.failure' }),
     'report success to breaker': raise({ type: 'breaker.success' }),
     'count failure': assign({ consecutiveFailures: ({ context }) => context.consecutiveFailures + 1 }),
     'reset failures': assign({ consecutiveFailures: 0 }),
-    'announce breaker opened': emit(({ context }) => ({
-      type: 'breaker.opened' as const,
+    'announce breaker opened': publish(({ context }) => ({
+      type: 'breaker.opened',
       consecutiveFailures: context.consecutiveFailures,
       cooldownMs: context.cooldownMs,
     })),
-    'announce breaker closed': emit((_, params: { why: 'success' | 'cooldown' }) => ({ type: 'breaker.closed' as const, why: params.why })),
-    'forward cancel': sendTo('job', { type: 'cancel' }),
+    'announce breaker closed by success': publish(() => ({ type: 'breaker.closed', why: 'success' })),
+    'announce breaker closed by cool-down': publish(() => ({ type: 'breaker.closed', why: 'cooldown' })),
+    'forward cancel': sendTo('job', ({ event }) => ({
+      type: 'cancel' as const,
+      ...(event.type === 'cancel' && event.reason !== undefined ? { reason: event.reason } : {}),
+    })),
   },
 }).createMachine({
   id: 'engine',
   type: 'parallel',
-  context: ({ input }) => ({
-    ...input,
-    current: undefined,
-    pending: undefined,
-    consecutiveFailures: 0,
-    overflowRetries: 0,
-    retryAnchorSeq: -1,
-    warnedModels: [],
-  }),
+  context: ({ input }) => engineContext(input ?? DEFAULT_ENGINE_INPUT),
+  on: {
+    [NOTIFY]: { actions: 'announce notification' },
+  },
   states: {
     work: {
       initial: 'idle',
       states: {
         idle: {
           on: {
-            'step.completed': [
-              { guard: 'automatic compaction is off', actions: 'answer auto off' },
-              { guard: 'breaker is open', actions: 'answer paused' },
-              { target: 'pressure', actions: 'start job' },
-            ],
-            'request.failed': { target: 'overflow', actions: ['reset overflow retries after a success', 'start job'] },
+            'step.completed': { target: 'admitting', actions: ['start job', 'look up route policy'] },
+            'request.failed': { target: 'overflow', actions: ['reset overflow retries after a success', 'start job', 'look up route policy'] },
             'compact.requested': { target: 'manual', actions: 'start job' },
           },
+        },
+        // Pressure compaction runs only if the routed model's policy has it on and the breaker is closed.
+        admitting: {
+          always: [
+            { guard: 'automatic compaction is off', target: 'idle', actions: ['answer auto off', 'finish job'] },
+            { guard: 'breaker is open', target: 'idle', actions: ['answer paused', 'finish job'] },
+            { target: 'pressure' },
+          ],
         },
         pressure: {
           invoke: {
@@ -209,7 +265,8 @@ export const engineMachine = setup({
               turn: context.pending?.type === 'step.completed' ? context.pending.turn : null,
               aborted: context.pending?.type === 'step.completed' ? context.pending.aborted : false,
               pruneEnabled: context.pruneEnabled,
-              maxAttempts: context.maxAttempts,
+              maxAttempts: context.policy.maxAttempts,
+              silentSeenSeq: context.silentSeenSeq,
             }),
             onDone: [
               {
@@ -237,8 +294,8 @@ export const engineMachine = setup({
               return {
                 error: p.error,
                 retriesUsed: context.overflowRetries,
-                maxRetries: context.maxOverflowRetries,
-                auto: context.auto,
+                maxRetries: context.policy.maxOverflowRetries,
+                auto: context.policy.auto,
                 pruneEnabled: context.pruneEnabled,
                 aborted: p.aborted,
                 turn: p.turn,
@@ -275,8 +332,11 @@ export const engineMachine = setup({
             onError: { target: 'idle', actions: ['settle job with chart error', 'finish job'] },
           },
         },
+        stopped: { type: 'final', entry: 'close abandoned bracket' },
       },
       on: {
+        // Leaving the job's state stops it (its summary request aborts); with the breaker, the chart ends.
+        shutdown: { target: '.stopped' },
         cancel: { guard: 'is the running request', actions: 'forward cancel' },
         'step.completed': { actions: 'answer busy' },
         'request.failed': { actions: 'answer busy' },
@@ -285,6 +345,7 @@ export const engineMachine = setup({
     },
     breaker: {
       initial: 'closed',
+      on: { shutdown: { target: '.stopped' } },
       states: {
         closed: {
           on: {
@@ -297,13 +358,14 @@ export const engineMachine = setup({
         },
         open: {
           after: {
-            cooldown: { target: 'closed', actions: ['reset failures', { type: 'announce breaker closed', params: { why: 'cooldown' } }] },
+            cooldown: { target: 'closed', actions: ['reset failures', 'announce breaker closed by cool-down'] },
           },
           on: {
-            'breaker.success': { target: 'closed', actions: ['reset failures', { type: 'announce breaker closed', params: { why: 'success' } }] },
+            'breaker.success': { target: 'closed', actions: ['reset failures', 'announce breaker closed by success'] },
             'breaker.failure': { actions: 'count failure' },
           },
         },
+        stopped: { type: 'final' },
       },
     },
   },

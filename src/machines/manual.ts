@@ -30,7 +30,7 @@ export interface ManualContext extends ManualInput {
   error: ErrorInfo | undefined;
 }
 
-export type ManualEvent = { type: 'cancel' };
+export type ManualEvent = { type: 'cancel'; reason?: string };
 
 export interface Admission {
   openTurn: number | null;
@@ -77,11 +77,16 @@ export const manualMachine = setup({
         return out.status === 'failed' ? out.error : undefined;
       },
     }),
-    'forward cancel': sendTo('transaction', { type: 'cancel' }),
+    'forward cancel': sendTo('transaction', ({ event }) => ({ type: 'cancel' as const, ...(event.reason !== undefined ? { reason: event.reason } : {}) })),
     'close abandoned bracket': () => {
       // Provided by the engine: a transaction chart that failed may have left its lock taken.
     },
-    'fail cancelled': assign({ error: (): ErrorInfo => ({ code: 'cancelled', message: 'the compaction was cancelled' }) }),
+    'fail cancelled': assign({
+      error: ({ event }): ErrorInfo => ({
+        code: 'cancelled',
+        message: event.type === 'cancel' && event.reason !== undefined ? `the compaction was cancelled: ${event.reason}` : 'the compaction was cancelled',
+      }),
+    }),
     'fail internally': assign({ error: ({ event }): ErrorInfo => toErrorInfo(errorOf(event), 'internal') }),
   },
 }).createMachine({

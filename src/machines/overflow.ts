@@ -8,13 +8,15 @@
  *   selecting (maximal balanced head: only the newest unit stays) ─ nothing ▶ deciding
  *   compacting (transaction)
  *   deciding ─ generation advanced and not cancelled ▶ retry
- *            └ otherwise ▶ declined (the caller keeps the original error)
+ *            └ otherwise ▶ declined (the caller keeps the original error), with the reason:
+ *              summary-failed, busy, stuck (nothing to compact: announced as compaction.skipped)
+ *              or no-progress
  */
 import { assign, sendTo, setup } from 'xstate';
 import type { RequestErrorClass } from '../services/overflow';
 import type { RangeSelection } from '../services/range';
 import { transactionMachine } from './transaction';
-import { notProvided, outputOf, type LockProbe, type PruneInput, type PruneSummary, type SelectInput, type TransactionOutput } from './types';
+import { announceAction, notProvided, outputOf, type ChartNotification, type LockProbe, type PruneInput, type PruneSummary, type SelectInput, type TransactionOutput } from './types';
 
 export interface OverflowInput {
   error: unknown;
@@ -30,7 +32,21 @@ export interface OverflowInput {
   turn: number | null;
 }
 
-export type DeclineReason = 'not-overflow' | 'disabled' | 'retries-exhausted' | 'busy' | 'no-progress' | 'cancelled' | 'internal';
+/**
+ * Why recovery declined. After recovery ran: `summary-failed` (the summary request failed, or its
+ * summary was unusable), `stuck` (nothing could be compacted: the newest unit alone is too big),
+ * `busy` (another writer took the lock), `no-progress` (anything else that left the surface as it was).
+ */
+export type DeclineReason =
+  | 'not-overflow'
+  | 'disabled'
+  | 'retries-exhausted'
+  | 'busy'
+  | 'no-progress'
+  | 'summary-failed'
+  | 'stuck'
+  | 'cancelled'
+  | 'internal';
 
 export type OverflowOutput =
   | { action: 'retry'; classification: RequestErrorClass; prune: PruneSummary | undefined; transaction: TransactionOutput | undefined }
@@ -56,9 +72,33 @@ export interface OverflowContext {
   range: RangeSelection | undefined;
   transaction: TransactionOutput | undefined;
   reason: DeclineReason | undefined;
+  /** Selection found nothing to compact. */
+  nothingToCompact: boolean;
 }
 
-export type OverflowEvent = { type: 'cancel' };
+export type OverflowEvent = { type: 'cancel'; reason?: string };
+
+const announcePrune = announceAction<OverflowContext, OverflowEvent>(({ event }) => {
+  const p = outputOf<PruneSummary>(event);
+  return p.count > 0 ? { type: 'pruned', trigger: 'overflow', count: p.count, tokensFreed: p.tokensFreed } : undefined;
+});
+
+function reasonAfterRecovery(context: OverflowContext): DeclineReason {
+  if (context.cancelled) return 'cancelled';
+  const tx = context.transaction;
+  if (tx?.status === 'failed') {
+    if (tx.error.code === 'busy') return 'busy';
+    if (tx.error.code === 'summary') return 'summary-failed';
+  }
+  if (context.nothingToCompact) return 'stuck';
+  return 'no-progress';
+}
+
+const announceStuck = announceAction<OverflowContext, OverflowEvent>(({ context }) =>
+  context.reason === 'stuck'
+    ? { type: 'compaction.skipped', trigger: 'overflow', reason: 'the request overflows, but nothing can be compacted (the newest unit alone exceeds the window)' }
+    : undefined,
+);
 
 export const overflowMachine = setup({
   types: {
@@ -66,6 +106,7 @@ export const overflowMachine = setup({
     events: {} as OverflowEvent,
     input: {} as OverflowInput,
     output: {} as OverflowOutput,
+    emitted: {} as ChartNotification,
   },
   actors: {
     classify: notProvided<RequestErrorClass, { error: unknown }>('classify'),
@@ -89,15 +130,18 @@ export const overflowMachine = setup({
     'remember classification': assign({ classification: ({ event }) => outputOf<RequestErrorClass>(event) }),
     'snapshot generation': assign({ generationBefore: ({ event }) => outputOf<LockProbe>(event).generation }),
     'remember prune': assign({ prune: ({ event }) => outputOf<PruneSummary>(event) }),
+    'announce prune': announcePrune,
     'remember range': assign({ range: ({ event }) => outputOf<RangeSelection>(event) }),
     'remember transaction': assign({ transaction: ({ event }) => outputOf<TransactionOutput>(event) }),
     'mark cancelled': assign({ cancelled: true }),
-    'forward cancel': sendTo('transaction', { type: 'cancel' }),
+    'forward cancel': sendTo('transaction', ({ event }) => ({ type: 'cancel' as const, ...(event.reason !== undefined ? { reason: event.reason } : {}) })),
     'close abandoned bracket': () => {
       // Provided by the engine: a transaction chart that failed may have left its lock taken.
     },
     decline: assign({ reason: (_, params: { reason: DeclineReason }) => params.reason }),
-    'decline after recovery': assign({ reason: ({ context }): DeclineReason => (context.cancelled ? 'cancelled' : 'no-progress') }),
+    'decline after recovery': assign({ reason: ({ context }) => reasonAfterRecovery(context) }),
+    'announce stuck': announceStuck,
+    'remember nothing to compact': assign({ nothingToCompact: true }),
   },
 }).createMachine({
   id: 'overflow',
@@ -115,6 +159,7 @@ export const overflowMachine = setup({
     range: undefined,
     transaction: undefined,
     reason: undefined,
+    nothingToCompact: false,
   }),
   initial: 'classifying',
   // Cancellation never interrupts a step that already wrote; it stops the next one from authorising a retry.
@@ -152,8 +197,8 @@ export const overflowMachine = setup({
         src: 'prune',
         input: { trigger: 'overflow', protectRecent: false },
         onDone: [
-          { guard: 'cancelled', target: 'deciding', actions: 'remember prune' },
-          { target: 'selecting', actions: 'remember prune' },
+          { guard: 'cancelled', target: 'deciding', actions: ['remember prune', 'announce prune'] },
+          { target: 'selecting', actions: ['remember prune', 'announce prune'] },
         ],
         onError: { target: 'deciding' },
       },
@@ -164,7 +209,7 @@ export const overflowMachine = setup({
         input: { purpose: 'overflow', attempt: 1, retain: 'newest-unit', stackCheckpoints: false },
         onDone: [
           { guard: 'cancelled', target: 'deciding' },
-          { guard: 'nothing to compact', target: 'deciding' },
+          { guard: 'nothing to compact', target: 'deciding', actions: 'remember nothing to compact' },
           { target: 'compacting', actions: 'remember range' },
         ],
         onError: { target: 'deciding' },
@@ -185,7 +230,7 @@ export const overflowMachine = setup({
       invoke: {
         src: 'probeLock',
         input: { purpose: 'decide' },
-        onDone: [{ guard: 'generation advanced', target: 'retry' }, { target: 'declined', actions: 'decline after recovery' }],
+        onDone: [{ guard: 'generation advanced', target: 'retry' }, { target: 'declined', actions: ['decline after recovery', 'announce stuck'] }],
         onError: { target: 'declined', actions: { type: 'decline', params: { reason: 'internal' } } },
       },
     },

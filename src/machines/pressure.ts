@@ -4,13 +4,17 @@
  *
  *   checkingSignal ─ already aborted ▶ cancelled
  *   measuring ─ unrouted / misconfigured ▶ skipped      ─ below threshold ▶ below
- *       │ at or above threshold
+ *       │ at or above threshold, or the provider reported a prompt above the window
+ *       │ (a silent overflow: announced once per reply, compacted whatever the meter says)
  *   pruning (if enabled) ▶ remeasuringAfterPrune ─ below ▶ relievedByPruning (no model call)
  *   selecting ─ nothing to compact ▶ stuck (first attempt) / failed (a retry with nothing new)
  *   compacting (transaction) ─ failed ▶ failed
  *   remeasuring ─ below ▶ compacted
  *       └ above, attempts left ▶ selecting (the retry merges from the head)
  *       └ above, none left ▶ failed ("still above threshold after N attempts")
+ *
+ * Announces (emitted, and relayed to the engine chart): pruned, compaction.skipped (stuck),
+ * overflow.silent.
  */
 import { and, assign, sendTo, setup } from 'xstate';
 import type { RangeSelection } from '../services/range';
@@ -18,8 +22,10 @@ import { transactionMachine } from './transaction';
 import {
   errorOf,
   notProvided,
+  announceAction,
   outputOf,
   toErrorInfo,
+  type ChartNotification,
   type ErrorInfo,
   type PressureReading,
   type PruneSummary,
@@ -34,8 +40,10 @@ export interface PressureInput {
   /** The caller's signal was already aborted when the step was reported. */
   aborted: boolean;
   pruneEnabled: boolean;
-  /** 1 + compactionRetries. */
+  /** 1 + compactionRetries (the routed model's policy). */
   maxAttempts: number;
+  /** The newest usage seq a silent overflow was already reported for (-1: none). */
+  silentSeenSeq: number;
 }
 
 export type PressureStatus =
@@ -55,6 +63,8 @@ export interface PressureOutput {
   prune: PruneSummary | undefined;
   transactions: TransactionOutput[];
   error: ErrorInfo | undefined;
+  /** The usage seq of a silent overflow this run handled (reported once per seq). */
+  silentOverflowSeq: number | undefined;
 }
 
 export interface PressureContext extends PressureInput {
@@ -69,9 +79,10 @@ export interface PressureContext extends PressureInput {
   status: PressureStatus;
   /** A cancel arrived while a transaction was running: nothing new starts after it. */
   cancelRequested: boolean;
+  silentOverflowSeq: number | undefined;
 }
 
-export type PressureEvent = { type: 'cancel' };
+export type PressureEvent = { type: 'cancel'; reason?: string };
 
 function reading(event: { type: string }): PressureReading | undefined {
   const r = outputOf<ReadingResult | null>(event);
@@ -82,12 +93,31 @@ function isBelow(r: PressureReading | undefined): boolean {
   return r !== undefined && r.totalTokens < r.threshold;
 }
 
+const announcePrune = announceAction<PressureContext, PressureEvent>(({ event }) => {
+  const p = outputOf<PruneSummary>(event);
+  return p.count > 0 ? { type: 'pruned', trigger: 'pressure', count: p.count, tokensFreed: p.tokensFreed } : undefined;
+});
+const announceStuck = announceAction<PressureContext, PressureEvent>(() => ({
+  type: 'compaction.skipped',
+  trigger: 'pressure',
+  reason: 'above the threshold, but nothing can be compacted (one indivisible unit)',
+}));
+/**
+ * The provider cut the prompt without an error: the conversation is over the window whatever
+ * the meter says, so this run compacts as if above the threshold, and says so once per reply.
+ */
+const announceSilentOverflow = announceAction<PressureContext, PressureEvent>(({ event }) => {
+  const r = reading(event)!;
+  return { type: 'overflow.silent', seq: r.silentOverflow!.seq, promptTokens: r.silentOverflow!.promptTokens, contextWindow: r.contextWindow };
+});
+
 export const pressureMachine = setup({
   types: {
     context: {} as PressureContext,
     events: {} as PressureEvent,
     input: {} as PressureInput,
     output: {} as PressureOutput,
+    emitted: {} as ChartNotification,
   },
   actors: {
     measure: notProvided<ReadingResult, { phase: 'initial' | 'after-prune' | 'after-compaction' }>('measure'),
@@ -101,6 +131,10 @@ export const pressureMachine = setup({
     'no routed model yet': ({ event }) => outputOf<ReadingResult>(event).kind === 'unrouted',
     'budget cannot be resolved': ({ event }) => outputOf<ReadingResult>(event).kind === 'misconfigured',
     'below threshold': ({ event }) => isBelow(reading(event)),
+    'the provider truncated the prompt silently': ({ context, event }) => {
+      const silent = reading(event)?.silentOverflow;
+      return silent !== undefined && silent.seq > context.silentSeenSeq;
+    },
     'pruning is enabled': ({ context }) => context.pruneEnabled,
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
     'transaction committed': ({ event }) => outputOf<TransactionOutput>(event).status === 'committed',
@@ -121,6 +155,10 @@ export const pressureMachine = setup({
       skipped: ({ event }) => outputOf<ReadingResult>(event) as PressureOutput['skipped'],
     }),
     'remember prune': assign({ prune: ({ event }) => outputOf<PruneSummary>(event) }),
+    'announce prune': announcePrune,
+    'announce stuck': announceStuck,
+    'remember silent overflow': assign({ silentOverflowSeq: ({ event }) => reading(event)?.silentOverflow?.seq }),
+    'announce silent overflow': announceSilentOverflow,
     'remember range': assign({ range: ({ event }) => outputOf<RangeSelection>(event) ?? undefined, attempts: ({ context }) => context.attempts + 1 }),
     'remember transaction': assign({ transactions: ({ context, event }) => [...context.transactions, outputOf<TransactionOutput>(event)] }),
     'fail from transaction': assign({
@@ -139,7 +177,7 @@ export const pressureMachine = setup({
       },
     }),
     'fail from service': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'internal') }),
-    'forward cancel': sendTo('transaction', { type: 'cancel' }),
+    'forward cancel': sendTo('transaction', ({ event }) => ({ type: 'cancel' as const, ...(event.reason !== undefined ? { reason: event.reason } : {}) })),
     'remember cancel': assign({ cancelRequested: true }),
     'close abandoned bracket': () => {
       // Provided by the engine: a transaction chart that failed may have left its lock taken.
@@ -160,6 +198,7 @@ export const pressureMachine = setup({
     error: undefined,
     status: 'failed',
     cancelRequested: false,
+    silentOverflowSeq: undefined,
   }),
   initial: 'checkingSignal',
   on: { cancel: { target: '.cancelled' } },
@@ -174,6 +213,12 @@ export const pressureMachine = setup({
         onDone: [
           { guard: 'no routed model yet', target: 'skipped' },
           { guard: 'budget cannot be resolved', target: 'skipped', actions: 'remember misconfiguration' },
+          {
+            guard: and(['the provider truncated the prompt silently', 'pruning is enabled']),
+            target: 'pruning',
+            actions: ['remember first reading', 'remember silent overflow', 'announce silent overflow'],
+          },
+          { guard: 'the provider truncated the prompt silently', target: 'selecting', actions: ['remember first reading', 'remember silent overflow', 'announce silent overflow'] },
           { guard: 'below threshold', target: 'below', actions: 'remember first reading' },
           { guard: 'pruning is enabled', target: 'pruning', actions: 'remember first reading' },
           { target: 'selecting', actions: 'remember first reading' },
@@ -185,7 +230,7 @@ export const pressureMachine = setup({
       invoke: {
         src: 'prune',
         input: { trigger: 'pressure', protectRecent: true },
-        onDone: { target: 'remeasuringAfterPrune', actions: 'remember prune' },
+        onDone: { target: 'remeasuringAfterPrune', actions: ['remember prune', 'announce prune'] },
         onError: { target: 'failed', actions: 'fail from service' },
       },
     },
@@ -253,7 +298,7 @@ export const pressureMachine = setup({
     skipped: { type: 'final', entry: { type: 'set status', params: { status: 'skipped' } } },
     below: { type: 'final', entry: { type: 'set status', params: { status: 'below' } } },
     relievedByPruning: { type: 'final', entry: { type: 'set status', params: { status: 'relieved-by-pruning' } } },
-    stuck: { type: 'final', entry: { type: 'set status', params: { status: 'stuck' } } },
+    stuck: { type: 'final', entry: [{ type: 'set status', params: { status: 'stuck' } }, 'announce stuck'] },
     compacted: { type: 'final', entry: { type: 'set status', params: { status: 'compacted' } } },
     failed: { type: 'final', entry: { type: 'set status', params: { status: 'failed' } } },
     cancelled: { type: 'final', entry: { type: 'set status', params: { status: 'cancelled' } } },
@@ -266,5 +311,6 @@ export const pressureMachine = setup({
     prune: context.prune,
     transactions: context.transactions,
     error: context.error,
+    silentOverflowSeq: context.silentOverflowSeq,
   }),
 });

@@ -11,16 +11,23 @@
  *   committed                                   closing (one compaction/end {error} attempt) ─▶ failed
  *
  * A summary that arrives after `cancel` is never committed: leaving `summarizing` stops
- * the summarize actor (its signal aborts) and its late result is dropped with it.
+ * the summarize actor (its signal aborts) and its late result is dropped with it. A cancel's
+ * `reason` (the caller's) is kept in the error and in `compaction/end.error`.
+ *
+ * Announces compaction.started / committed / failed (emitted, and relayed to the engine chart).
  */
-import { assign, setup } from 'xstate';
+import { assign, enqueueActions, setup } from 'xstate';
 import type { RangeSelection } from '../services/range';
 import {
   errorOf,
   notProvided,
   outputOf,
+  compactionRecord,
+  tell,
   toErrorInfo,
+  type ChartNotification,
   type CommitRecord,
+  type OpenedBracket,
   type ErrorInfo,
   type Mode,
   type SpanCheck,
@@ -39,21 +46,24 @@ export interface TransactionContext {
   focus: string | undefined;
   snapshot: SpanCheck['snapshot'] | undefined;
   startSeq: number | undefined;
+  opened: OpenedBracket | undefined;
   summary: SummaryOutcome | undefined;
   commit: CommitRecord | undefined;
   error: ErrorInfo | undefined;
   /** A cancel arrived while a step that cannot be interrupted was running. */
   cancelRequested: boolean;
+  cancelReason: string | undefined;
 }
 
-export type TransactionEvent = { type: 'cancel' };
+/** `reason`: the caller's, kept in the error and in `compaction/end.error`. */
+export type TransactionEvent = { type: 'cancel'; reason?: string };
 
 export type TransactionActorInputs = {
   validateSpan: { range: RangeSelection; mode: Mode };
   openBracket: { trigger: Trigger; turn: number | null; range: RangeSelection };
   summarize: { range: RangeSelection; focus: string | undefined; trigger: Trigger };
   revalidate: { range: RangeSelection; mode: Mode; snapshot: SpanCheck['snapshot']; summary: SummaryOutcome };
-  commit: { range: RangeSelection; startSeq: number; summary: SummaryOutcome; turn: number | null };
+  commit: { range: RangeSelection; startSeq: number; summary: SummaryOutcome; turn: number | null; opened?: OpenedBracket };
   flush: { trigger: Trigger };
   closeWithError: { startSeq: number; turn: number | null; error: ErrorInfo };
 };
@@ -64,10 +74,11 @@ export const transactionMachine = setup({
     events: {} as TransactionEvent,
     input: {} as TransactionInput,
     output: {} as TransactionOutput,
+    emitted: {} as ChartNotification,
   },
   actors: {
     validateSpan: notProvided<SpanCheck, TransactionActorInputs['validateSpan']>('validateSpan'),
-    openBracket: notProvided<{ startSeq: number }, TransactionActorInputs['openBracket']>('openBracket'),
+    openBracket: notProvided<OpenedBracket, TransactionActorInputs['openBracket']>('openBracket'),
     summarize: notProvided<SummaryOutcome, TransactionActorInputs['summarize']>('summarize'),
     revalidate: notProvided<Verdict, TransactionActorInputs['revalidate']>('revalidate'),
     commit: notProvided<CommitRecord, TransactionActorInputs['commit']>('commit'),
@@ -88,9 +99,15 @@ export const transactionMachine = setup({
     },
   },
   actions: {
-    'remember cancel': assign({ cancelRequested: true }),
+    'remember cancel': assign({
+      cancelRequested: true,
+      cancelReason: ({ context, event }) => (event.type === 'cancel' && event.reason !== undefined ? event.reason : context.cancelReason),
+    }),
     'remember snapshot': assign({ snapshot: ({ event }) => outputOf<SpanCheck>(event).snapshot }),
-    'remember start': assign({ startSeq: ({ event }) => outputOf<{ startSeq: number }>(event).startSeq }),
+    'remember start': assign({
+      startSeq: ({ event }) => outputOf<OpenedBracket>(event).startSeq,
+      opened: ({ event }) => outputOf<OpenedBracket>(event),
+    }),
     'remember summary': assign({ summary: ({ event }) => outputOf<SummaryOutcome>(event) }),
     'remember commit': assign({ commit: ({ event }) => outputOf<CommitRecord>(event) }),
     'fail busy': assign({
@@ -119,7 +136,10 @@ export const transactionMachine = setup({
       },
     }),
     'fail cancelled': assign({
-      error: () => ({ code: 'cancelled', message: 'the compaction was cancelled' }) satisfies ErrorInfo,
+      error: ({ context, event }) => {
+        const reason = event.type === 'cancel' && event.reason !== undefined ? event.reason : context.cancelReason;
+        return { code: 'cancelled', message: reason === undefined ? 'the compaction was cancelled' : `the compaction was cancelled: ${reason}` } satisfies ErrorInfo;
+      },
     }),
     'fail from span check': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'changed') }),
     'fail from bracket': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'commit') }),
@@ -127,9 +147,27 @@ export const transactionMachine = setup({
     'fail from revalidation': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'changed') }),
     'fail from commit': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'commit') }),
     'fail from flush': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'persistence') }),
-    notify: (_, _params: { what: 'started' | 'committed' | 'failed' }) => {
-      // Provided by the engine: tells the host what happened. A no-op in a bare chart.
-    },
+    notify: enqueueActions(({ context, enqueue, self }, params: { what: 'started' | 'committed' | 'failed' }) => {
+      if (params.what === 'started') {
+        tell(enqueue, self, {
+          type: 'compaction.started',
+          trigger: context.trigger,
+          startSeq: context.startSeq!,
+          nodes: context.range.shadowed.length,
+          spanTokens: context.range.tokens,
+          tokensBefore: context.opened?.tokensBefore ?? 0,
+        });
+      } else if (params.what === 'committed') {
+        tell(enqueue, self, { type: 'compaction.committed', ...compactionRecord(context.trigger, context.commit!, context.summary!) });
+      } else {
+        tell(enqueue, self, {
+          type: 'compaction.failed',
+          trigger: context.trigger,
+          error: context.error ?? { code: 'internal', message: 'unknown failure' },
+          startedAt: context.opened?.startedAt,
+        });
+      }
+    }),
   },
 }).createMachine({
   id: 'transaction',
@@ -141,10 +179,12 @@ export const transactionMachine = setup({
     focus: input.focus,
     snapshot: undefined,
     startSeq: undefined,
+    opened: undefined,
     summary: undefined,
     commit: undefined,
     error: undefined,
     cancelRequested: false,
+    cancelReason: undefined,
   }),
   initial: 'validating',
   // Steps that run to completion note a cancel; the next decision honours it. Waiting states
@@ -216,6 +256,7 @@ export const transactionMachine = setup({
           startSeq: context.startSeq!,
           summary: context.summary!,
           turn: context.turn,
+          ...(context.opened ? { opened: context.opened } : {}),
         }),
         onDone: { target: 'flushing', actions: 'remember commit' },
         onError: { target: 'closing', actions: 'fail from commit' },

@@ -2,7 +2,7 @@
  * Data that flows through the charts: what the invoked services return and what each
  * chart outputs. Plain, serialisable values only — services live outside the charts.
  */
-import { fromPromise, type EventObject } from 'xstate';
+import { enqueueActions, fromPromise, type AnyActorRef, type EventObject, type MachineContext } from 'xstate';
 import { XcompactError } from '../errors';
 import type { RangeSelection } from '../services/range';
 
@@ -35,6 +35,8 @@ export interface PressureReading {
   threshold: number;
   retainTokens: number;
   contextWindow: number;
+  /** The provider reported a prompt above the window: it truncated the request silently (llama.cpp, Ollama). */
+  silentOverflow?: { seq: number; promptTokens: number };
 }
 
 export type ReadingResult =
@@ -93,6 +95,15 @@ export interface Verdict {
   requiredTokens: number;
 }
 
+/** What opening a bracket (appending compaction/start) gives the transaction. */
+export interface OpenedBracket {
+  startSeq: number;
+  /** Pressure just before the bracket opened. */
+  tokensBefore: number;
+  /** Clock time the bracket opened (ms). */
+  startedAt: number;
+}
+
 export interface CommitRecord {
   startSeq: number;
   summarySeq: number;
@@ -101,6 +112,45 @@ export interface CommitRecord {
   shadowedCount: number;
   spanTokens: number;
   checkpointTokens: number;
+  tokensBefore: number;
+  tokensAfter: number;
+  durationMs: number;
+}
+
+/** A committed compaction, as the engine reports it. */
+export interface CompactionRecord {
+  trigger: Trigger;
+  checkpointSeq: number;
+  /** Surface nodes the checkpoint replaced. */
+  shadowedNodes: number;
+  spanTokens: number;
+  checkpointTokens: number;
+  tokensBefore: number;
+  tokensAfter: number;
+  durationMs: number;
+  summary: string;
+  summarizer: { provider?: string; model?: string; requests: number; usage?: SummaryOutcome['usage'] };
+}
+
+/** The record of a committed transaction: plain data built from what its services returned. */
+export function compactionRecord(trigger: Trigger, commit: CommitRecord, summary: SummaryOutcome): CompactionRecord {
+  return {
+    trigger,
+    checkpointSeq: commit.checkpointSeq,
+    shadowedNodes: commit.shadowedCount,
+    spanTokens: commit.spanTokens,
+    checkpointTokens: commit.checkpointTokens,
+    tokensBefore: commit.tokensBefore,
+    tokensAfter: commit.tokensAfter,
+    durationMs: commit.durationMs,
+    summary: summary.text,
+    summarizer: {
+      ...(summary.provider ? { provider: summary.provider } : {}),
+      ...(summary.model ? { model: summary.model } : {}),
+      requests: summary.requests,
+      ...(summary.usage ? { usage: summary.usage } : {}),
+    },
+  };
 }
 
 export interface TransactionInput {
@@ -146,4 +196,57 @@ export function toErrorInfo(error: unknown, fallback: CompactionErrorCode): Erro
     return info;
   }
   return { code: fallback, message: String(error) };
+}
+
+/**
+ * What the charts announce. The charts emit these (`emit`) and send each to the engine chart
+ * they run under (an `xcompact.notify` event), which emits it to its own listeners and
+ * sends it on to a host machine that invoked it.
+ */
+export type ChartNotification =
+  | { type: 'compaction.started'; trigger: Trigger; startSeq: number; nodes: number; spanTokens: number; tokensBefore: number }
+  | ({ type: 'compaction.committed' } & CompactionRecord)
+  /** `startedAt`: when the bracket opened (clock ms), undefined when the transaction failed before. */
+  | { type: 'compaction.failed'; trigger: Trigger; error: ErrorInfo; startedAt: number | undefined }
+  | { type: 'compaction.skipped'; trigger: Trigger; reason: string }
+  | { type: 'pruned'; trigger: Trigger; count: number; tokensFreed: number }
+  /** The provider reported a prompt larger than the window: it truncated the request silently (llama.cpp, Ollama). */
+  | { type: 'overflow.silent'; seq: number; promptTokens: number; contextWindow: number };
+
+export const NOTIFY = 'xcompact.notify';
+export type NotifyEvent = { type: typeof NOTIFY; notification: ChartNotification };
+
+/** The engine chart this actor runs under (its nearest `engine` ancestor), if any. */
+export function engineAncestor(self: AnyActorRef): AnyActorRef | undefined {
+  for (let a = self._parent; a; a = a._parent) {
+    if ((a.getSnapshot() as { machine?: { id?: string } }).machine?.id === 'engine') return a;
+  }
+  return undefined;
+}
+
+/**
+ * Inside an `enqueueActions`: emits a notification and hands it to the engine chart above (a
+ * chart run on its own only emits).
+ */
+export function tell(
+  enqueue: { emit: (e: never) => void; sendTo: (to: AnyActorRef, e: NotifyEvent) => void },
+  self: AnyActorRef,
+  notification: ChartNotification,
+): void {
+  enqueue.emit(notification as never);
+  const engine = engineAncestor(self);
+  if (engine) enqueue.sendTo(engine, { type: NOTIFY, notification });
+}
+
+/**
+ * An action that announces what `make` returns (nothing when it returns undefined). Built
+ * outside `setup()` so its types do not depend on the chart's other actions.
+ */
+export function announceAction<TContext extends MachineContext, TEvent extends EventObject>(
+  make: (args: { context: TContext; event: TEvent }) => ChartNotification | undefined,
+) {
+  return enqueueActions<TContext, TEvent, undefined, TEvent, never, never, never, never, ChartNotification>(({ context, event, enqueue, self }) => {
+    const n = make({ context, event });
+    if (n) tell(enqueue as never, self, n);
+  });
 }

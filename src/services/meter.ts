@@ -8,14 +8,32 @@
  *
  * Pressure is anchored to the provider: after a response that reported usage, the total
  * is that usage plus the priced growth since (appends add, replaces subtract their signed
- * delta). The anchor is dropped only when the request can no longer be compared with the one
- * the provider counted: a changed system prompt, tool list or tokenizer.
+ * delta), in the provider's tokens (see calibration.ts: growth is multiplied by the learned
+ * ratio of the provider's counts to ours). The anchor is dropped when the request can no
+ * longer be compared with the one the provider counted: a changed system prompt, tool list or
+ * tokenizer.
+ *
+ * Suspect usage (SPEC §12). A figure is suspect when it is below our own calibrated estimate
+ * of the same request by more than SUSPECT_TOLERANCE (half): proxies under-report (a prompt of
+ * 6 tokens for a request we price at 117), and a figure carried across a replace that removed
+ * more than the provider ever counted (usage recorded before another agent's compaction) no
+ * longer describes the surface. The larger figure wins: a suspect report neither anchors nor
+ * calibrates, and a measurement whose anchored total falls below the tolerance reports the
+ * calibrated estimate instead (flagged `suspectUsage`). So a non-empty surface never measures
+ * 0, and an under-reporting proxy cannot delay compaction until the request overflows.
  */
 import { toChatMessage, type ChatMessage } from '../session/derive';
 import type { SessionEvent, SurfaceEvent } from '../session/events';
 import { isSurfaceType } from '../session/events';
 import type { Session } from '../session/session';
+import { CalibrationState, type Calibration } from './calibration';
 import { messageOverhead, type Tokenizer, type TokenizerName } from './tokenizer';
+
+export type { Calibration } from './calibration';
+export { CALIBRATION } from './calibration';
+
+/** A figure more than this share below our calibrated estimate is suspect (see above). */
+export const SUSPECT_TOLERANCE = 0.5;
 
 /** OpenAI prices a 1024×1024 high-detail image at 765 tokens and any low-detail one at 85. */
 export const IMAGE_TOKENS = { low: 85, high: 765 } as const;
@@ -27,16 +45,31 @@ export interface NodePrices {
   priceAt(position: number): number;
   /** Price of a current surface node by seq. */
   priceOf(seq: number): number;
+  /**
+   * Provider tokens per priced token for the current route (SPEC §12): whole-surface budgets
+   * (the retained tail) multiply prices by it. Absent = 1.
+   */
+  readonly providerRatio?: number;
 }
 
 export interface Measurement {
   /** The figure pressure is judged on: anchored to provider usage when possible. */
   totalTokens: number;
-  /** Our own estimate of the whole request: envelope + surface. */
+  /** Our own estimate of the whole request: envelope + surface, in our tokenizer's tokens. */
   estimatedTokens: number;
+  /** `estimatedTokens` in the provider's tokens: × `calibration.ratio`. */
+  calibratedTokens: number;
+  /** The ratio of the provider's counts to ours for the current route, and what it rests on. */
+  calibration: Calibration;
+  /**
+   * True when the anchored figure was suspect (far below `calibratedTokens`) and the total is
+   * the calibrated estimate; also true right after a suspect report was refused.
+   */
+  suspectUsage: boolean;
   surfaceTokens: number;
   /** Tool definitions and the per-request template cost (the system prompt is surface node 0). */
   envelopeTokens: number;
+  /** `growthTokens`: priced growth since the anchor, in provider tokens (× the ratio). */
   anchor: { seq: number; providerTokens: number; growthTokens: number } | undefined;
   tokenizer: TokenizerName;
   /** Log length the measurement reflects. */
@@ -54,6 +87,10 @@ interface Anchor {
   providerTokens: number;
   /** Surface total right after the anchoring assistant message was folded. */
   surfaceAtAnchor: number;
+  /** The route that counted it: growth to the next report calibrates only that route. */
+  route: string;
+  /** False once a replace moved the surface: the growth to the next report is no clean sample. */
+  clean: boolean;
 }
 
 export class TokenMeter implements NodePrices {
@@ -66,6 +103,11 @@ export class TokenMeter implements NodePrices {
   private toolsTokens = 0;
   private anchor: Anchor | undefined;
   private tokenizer: Tokenizer;
+  private readonly calibration = new CalibrationState();
+  /** provider/model of the latest request header ('' before any). */
+  private route = '';
+  /** Seq of the latest report refused as suspect, until a report anchors again. */
+  private suspectSeq: number | undefined;
 
   constructor(
     private readonly session: Session,
@@ -117,19 +159,34 @@ export class TokenMeter implements NodePrices {
     return this.tokenizer;
   }
 
+  /** Provider tokens per priced token for the current route (NodePrices). */
+  get providerRatio(): number {
+    this.fold();
+    return this.calibration.ratio(this.route);
+  }
+
   measure(): Measurement {
     this.fold();
     const estimated = this.envelope + this.surfaceTotal;
-    let total = estimated;
+    const calibration = this.calibration.describe(this.route);
+    const calibrated = Math.round(estimated * calibration.ratio);
+    let total = calibrated;
+    let suspectUsage = this.suspectSeq !== undefined;
     let anchor: Measurement['anchor'];
     if (this.anchor) {
-      const growth = this.surfaceTotal - this.anchor.surfaceAtAnchor;
-      total = this.anchor.providerTokens + growth;
+      const priced = this.surfaceTotal - this.anchor.surfaceAtAnchor;
+      const growth = Math.round(priced * this.calibration.growthRatio(this.route, priced));
       anchor = { seq: this.anchor.seq, providerTokens: this.anchor.providerTokens, growthTokens: growth };
+      const anchored = this.anchor.providerTokens + growth;
+      if (isSuspect(anchored, calibrated)) suspectUsage = true;
+      else total = anchored;
     }
     return {
       totalTokens: Math.max(0, total),
       estimatedTokens: estimated,
+      calibratedTokens: calibrated,
+      calibration,
+      suspectUsage,
       surfaceTokens: this.surfaceTotal,
       envelopeTokens: this.envelope,
       anchor,
@@ -153,8 +210,14 @@ export class TokenMeter implements NodePrices {
     }
   }
 
+  /** The meter holds the session: serialising a measurement must not dump the whole log. */
+  toJSON(): { nodes: number; providerRatio: number } {
+    return { nodes: this.length, providerRatio: this.providerRatio };
+  }
+
   private foldHeader(e: SessionEvent<'request/header'>): void {
     const next = this.options.tokenizerFor(e);
+    this.route = routeKey(e.data.provider, e.data.model);
     const retokenized = next.name !== this.tokenizer.name;
     if (retokenized) {
       this.tokenizer = next;
@@ -177,20 +240,16 @@ export class TokenMeter implements NodePrices {
   private foldSurface(e: SurfaceEvent): void {
     const price = this.priceNode(e);
     if (e.surfaceOp === 'append') {
-      this.prices.set(e.seq, price);
-      this.surfaceTotal += price;
       // A prompt of 0 tokens is no measurement: agents record all-zero usage on an aborted
       // response (pi does), and anchoring on it would report the context as nearly empty. The
       // previous anchor stays valid: this message's price is part of the growth since.
-      if (e.type === 'assistant/message' && e.data.usage && e.data.usage.promptTokens > 0) {
-        const u = e.data.usage;
-        // Reasoning is billed as completion but never sent back, so it is not part of the next
-        // request. It is part of the completion, so never subtract more than the completion.
-        const providerTokens = u.promptTokens + u.completionTokens - Math.min(u.reasoningTokens ?? 0, u.completionTokens);
-        this.anchor = { seq: e.seq, providerTokens, surfaceAtAnchor: this.surfaceTotal };
-      }
+      if (e.type === 'assistant/message' && e.data.usage && e.data.usage.promptTokens > 0) this.foldReport(e.seq, e.data.usage);
+      this.prices.set(e.seq, price);
+      this.surfaceTotal += price;
+      if (this.anchor?.seq === e.seq) this.anchor.surfaceAtAnchor = this.surfaceTotal;
       return;
     }
+    if (this.anchor) this.anchor.clean = false;
     // A replace: the session recorded which nodes it shadowed.
     for (const s of this.session.surface.shadowedBy(e.seq) ?? []) {
       this.surfaceTotal -= this.prices.get(s) ?? 0;
@@ -204,6 +263,27 @@ export class TokenMeter implements NodePrices {
     // what a replace removed, so pressure errs high (compact again), never low (overflow).
     // A new system prompt is an envelope change: the provider's figure no longer applies.
     if (e.type === 'system/message') this.anchor = undefined;
+  }
+
+  /**
+   * A provider report, folded before its own message is priced (the prompt it counts is the
+   * surface as it is now). A clean growth since the previous anchor on the same route is a
+   * calibration sample; a suspect report is refused (see the file comment).
+   */
+  private foldReport(seq: number, u: NonNullable<SessionEvent<'assistant/message'>['data']['usage']>): void {
+    const ratio = this.calibration.ratio(this.route);
+    const calibrated = Math.round((this.envelope + this.surfaceTotal) * ratio);
+    if (isSuspect(u.promptTokens, calibrated)) {
+      this.suspectSeq = seq;
+      return;
+    }
+    const a = this.anchor;
+    if (a && a.clean && a.route === this.route) this.calibration.add(this.route, u.promptTokens - a.providerTokens, this.surfaceTotal - a.surfaceAtAnchor);
+    // Reasoning is billed as completion but never sent back, so it is not part of the next
+    // request. It is part of the completion, so never subtract more than the completion.
+    const providerTokens = u.promptTokens + u.completionTokens - Math.min(u.reasoningTokens ?? 0, u.completionTokens);
+    this.anchor = { seq, providerTokens, surfaceAtAnchor: this.surfaceTotal, route: this.route, clean: true };
+    this.suspectSeq = undefined;
   }
 
   private reprice(): void {
@@ -255,4 +335,13 @@ export class TokenMeter implements NodePrices {
 function blockCount(event: Pick<SurfaceEvent, 'type' | 'data'>): number {
   if (event.type === 'system/message') return 0;
   return (event.data as { content: ReadonlyArray<{ type: string }> }).content.filter((b) => b.type !== 'tool-call' && b.type !== 'reasoning').length;
+}
+
+function routeKey(provider: string, model: string): string {
+  return `${provider}/${model}`;
+}
+
+/** Far below our calibrated estimate of the same request: see SUSPECT_TOLERANCE. */
+function isSuspect(providerFigure: number, calibratedEstimate: number): boolean {
+  return providerFigure < calibratedEstimate * (1 - SUSPECT_TOLERANCE);
 }

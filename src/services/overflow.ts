@@ -6,7 +6,7 @@
  *
  * Pure functions: no retries, no waiting — what to do with the class is the charts' call.
  */
-import type OpenAI from 'openai';
+import type { OpenAIClient } from './openai-client';
 import { APIConnectionError, APIUserAbortError, InternalServerError, RateLimitError, type APIError } from 'openai';
 import { XcompactError } from '../errors.js';
 
@@ -194,7 +194,7 @@ const RECOVERY_MARK = Symbol.for('xcompact.errorBodyRecovery');
  * parsed JSON body). The client is patched in place and returned; patching twice is a no-op.
  * `client.withOptions(...)` builds a fresh client, so patch that one too.
  */
-export function withErrorBodyRecovery<C extends OpenAI>(client: C): C {
+export function withErrorBodyRecovery<C extends OpenAIClient>(client: C): C {
   const target = client as unknown as Record<PropertyKey, unknown> & {
     makeStatusError: (status: number, error: unknown, message: string | undefined, headers: Headers) => APIError;
   };

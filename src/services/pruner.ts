@@ -1,7 +1,9 @@
 /**
  * Model-free pruning of oversized tool results (SPEC §7): keep the head and the tail of an
  * oversized text, replace the middle with one marker line, and record each rewrite as a
- * `compaction/prune` event followed by a content-only `tool/result` replacement.
+ * `compaction/prune` event followed by a content-only `tool/result` replacement. Oversized
+ * tool-call arguments of older assistant messages are cut the same way, in the same pass and
+ * under the same protections (SPEC §15, pruner-arguments.ts).
  *
  * A service, not a policy: `planPrune` only reads and says what a pass would do (and why it
  * would do nothing); `applyPrune` writes a plan. When to prune is the charts' decision.
@@ -52,6 +54,12 @@ import {
   type SessionEvent,
 } from '../session/events.js';
 import type { Session } from '../session/session.js';
+import { PRUNE_MARKER_MAX_CHARS, PruneSettingsError, checkCount, codePointLength, truncateMiddle } from './prune-text.js';
+import { argumentWrites, planArgumentPrunes, type ArgumentPruneTarget } from './pruner-arguments.js';
+
+export { PRUNE_MARKER_MAX_CHARS, PruneSettingsError, codePointLength, pruneMarker, truncateMiddle } from './prune-text.js';
+
+export type { ArgumentPruneTarget } from './pruner-arguments.js';
 
 // ---------------------------------------------------------------------------
 // Types
@@ -75,8 +83,8 @@ export interface PruneSettings {
 export interface Pricing {
   /** Price of a current surface node. */
   priceOf(seq: number): number;
-  /** Price of a node that is not appended yet. */
-  priceEvent(event: { type: 'tool/result'; data: EventData<'tool/result'> }): number;
+  /** Price of a node that is not appended yet (a pruned result, or an assistant message with pruned arguments). */
+  priceEvent(event: { type: 'tool/result'; data: EventData<'tool/result'> } | { type: 'assistant/message'; data: EventData<'assistant/message'> }): number;
 }
 
 type ToolResultContent = EventData<'tool/result'>['content'];
@@ -110,11 +118,13 @@ export type PruneKeepReason = 'protected-recent' | 'never-prune' | 'no-gain';
 export interface PrunePlan {
   /** What applyPrune will rewrite, in surface order (oldest first). Empty when skipped. */
   readonly targets: readonly PruneTarget[];
+  /** Assistant messages whose oversized tool-call arguments applyPrune will cut (SPEC §15). Empty when skipped. */
+  readonly argumentTargets: readonly ArgumentPruneTarget[];
   /** Tokens the pass frees (0 when skipped). */
   readonly tokensFreed: number;
   /** Tokens the eligible oversized results would free: tells how far a skipped pass was from minReclaimTokens. */
   readonly reclaimableTokens: number;
-  /** Oversized results left alone, and why. */
+  /** Oversized results (and calls, by their assistant message's seq) left alone, and why. */
   readonly kept: ReadonlyArray<{ readonly seq: number; readonly callId: string; readonly reason: PruneKeepReason }>;
   readonly skipped?: PruneSkip;
 }
@@ -123,6 +133,8 @@ export interface PruneResult {
   pruned: Array<{
     /** The original node. */
     seq: number;
+    /** A tool result's content, or an assistant message's tool-call arguments. */
+    kind: 'result' | 'arguments';
     replacementSeq: number;
     callId: string;
     toolName?: string;
@@ -137,13 +149,6 @@ export interface PruneResult {
 
 // ---------------------------------------------------------------------------
 // Errors
-
-/** Settings that cannot give an idempotent prune (or are not counts at all). */
-export class PruneSettingsError extends XcompactError {
-  constructor(message: string) {
-    super('prune-settings', message);
-  }
-}
 
 /** The pricing returned something that is not a token count. */
 export class PrunePricingError extends XcompactError {
@@ -160,78 +165,6 @@ export class PrunePlanStaleError extends XcompactError {
     super('prune-plan-stale', message);
     this.seq = seq;
   }
-}
-
-// ---------------------------------------------------------------------------
-// Marker and code points
-
-/**
- * Upper bound of the marker's length in code points, for any count a JavaScript string can
- * have. The config layer checks headChars + PRUNE_MARKER_MAX_CHARS + tailChars ≤ thresholdChars,
- * which makes every pruned block ≤ thresholdChars, hence a second pass a no-op.
- */
-export const PRUNE_MARKER_MAX_CHARS = 64;
-
-/** The line that replaces the middle of a pruned text. */
-export function pruneMarker(removedChars: number): string {
-  return `\n[… ${removedChars} characters pruned by xcompact …]\n`;
-}
-
-function isHigh(c: number): boolean {
-  return c >= 0xd800 && c <= 0xdbff;
-}
-
-function isLow(c: number): boolean {
-  return c >= 0xdc00 && c <= 0xdfff;
-}
-
-/** Code points of `s`, as `for…of` counts them (a well-formed pair is one, a lone surrogate is one). */
-export function codePointLength(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    if (isHigh(s.charCodeAt(i)) && i + 1 < s.length && isLow(s.charCodeAt(i + 1))) i++;
-    n++;
-  }
-  return n;
-}
-
-/** UTF-16 index just after the first `k` code points. */
-function indexAfter(s: string, k: number): number {
-  let i = 0;
-  for (let n = 0; n < k && i < s.length; n++) {
-    i += isHigh(s.charCodeAt(i)) && i + 1 < s.length && isLow(s.charCodeAt(i + 1)) ? 2 : 1;
-  }
-  return i;
-}
-
-/** UTF-16 index where the last `k` code points start. */
-function indexBeforeLast(s: string, k: number): number {
-  let j = s.length;
-  for (let n = 0; n < k && j > 0; n++) {
-    j -= j >= 2 && isLow(s.charCodeAt(j - 1)) && isHigh(s.charCodeAt(j - 2)) ? 2 : 1;
-  }
-  return j;
-}
-
-function checkCount(name: string, value: unknown): void {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw new PruneSettingsError(`${name} must be an integer ≥ 0, got ${String(value)}.`);
-  }
-}
-
-/**
- * Keeps the first `headChars` and the last `tailChars` code points of `text` and puts one
- * marker line saying how many were removed between them. Returns `text` unchanged when that
- * would not make it shorter (nothing in the middle, or a middle shorter than the marker).
- */
-export function truncateMiddle(text: string, s: { headChars: number; tailChars: number }): string {
-  checkCount('headChars', s.headChars);
-  checkCount('tailChars', s.tailChars);
-  const removed = codePointLength(text) - s.headChars - s.tailChars;
-  if (removed <= 0) return text;
-  const marker = pruneMarker(removed);
-  if (codePointLength(marker) >= removed) return text;
-  return text.slice(0, indexAfter(text, s.headChars)) + marker + text.slice(indexBeforeLast(text, s.tailChars));
 }
 
 // ---------------------------------------------------------------------------
@@ -334,14 +267,30 @@ export function planPrune(session: Session, settings: PruneSettings, pricing: Pr
     targets.push(Object.freeze(target));
   }
 
+  const args = planArgumentPrunes(session, settings, recent, never, {
+    codePointLength,
+    truncateMiddle,
+    priceOf: (seq) => price(`surface node ${seq}`, pricing.priceOf(seq)),
+    priceAssistant: (data) => price('an assistant message with pruned arguments', pricing.priceEvent({ type: 'assistant/message', data })),
+  });
+  kept.push(...args.kept);
+  for (const t of args.targets) reclaimable += t.tokensBefore - t.tokensAfter;
+
   const keptFrozen = Object.freeze(kept.map((k) => Object.freeze(k)));
-  if (targets.length === 0 && kept.every((k) => k.reason !== 'no-gain')) {
-    return Object.freeze({ targets: [], tokensFreed: 0, reclaimableTokens: 0, kept: keptFrozen, skipped: 'nothing-oversized' as const });
+  const none = Object.freeze([]) as readonly never[];
+  if (targets.length === 0 && args.targets.length === 0 && kept.every((k) => k.reason !== 'no-gain')) {
+    return Object.freeze({ targets: none, argumentTargets: none, tokensFreed: 0, reclaimableTokens: 0, kept: keptFrozen, skipped: 'nothing-oversized' as const });
   }
   if (reclaimable === 0 || reclaimable < settings.minReclaimTokens) {
-    return Object.freeze({ targets: [], tokensFreed: 0, reclaimableTokens: reclaimable, kept: keptFrozen, skipped: 'below-min-reclaim' as const });
+    return Object.freeze({ targets: none, argumentTargets: none, tokensFreed: 0, reclaimableTokens: reclaimable, kept: keptFrozen, skipped: 'below-min-reclaim' as const });
   }
-  return Object.freeze({ targets: Object.freeze(targets), tokensFreed: reclaimable, reclaimableTokens: reclaimable, kept: keptFrozen });
+  return Object.freeze({
+    targets: Object.freeze(targets),
+    argumentTargets: Object.freeze(args.targets),
+    tokensFreed: reclaimable,
+    reclaimableTokens: reclaimable,
+    kept: keptFrozen,
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -369,6 +318,18 @@ function sameContent(a: ToolResultContent, b: ToolResultContent): boolean {
 export function applyPrune(session: Session, plan: PrunePlan): PruneResult {
   const seen = new Set<number>();
   const writes: Array<{ target: PruneTarget; prune: EventData<'compaction/prune'>; replacement: EventData<'tool/result'> }> = [];
+  const argumentPlans: Array<{ target: ArgumentPruneTarget; write: Exclude<ReturnType<typeof argumentWrites>, string> }> = [];
+  for (const target of plan.argumentTargets ?? []) {
+    if (seen.has(target.seq)) throw new PrunePlanStaleError(target.seq, `prune plan is stale: seq ${target.seq} is named twice in the plan. Plan again from the current session; nothing was written.`);
+    seen.add(target.seq);
+    const write = argumentWrites(session, target);
+    if (typeof write === 'string') {
+      throw new PrunePlanStaleError(target.seq, `prune plan is stale: seq ${target.seq} (call "${target.calls[0]?.callId}") ${write}. Plan again from the current session; nothing was written.`);
+    }
+    const refused = session.check({ type: 'assistant/message', data: write.replacement(0).data, surfaceOp: { op: 'replace', start: target.seq, end: target.seq }, sourceEventSeqs: [target.seq] });
+    if (refused) throw new PrunePlanStaleError(target.seq, `prune plan is stale: seq ${target.seq}: ${refused.message} Nothing was written.`);
+    argumentPlans.push({ target, write });
+  }
   for (const target of plan.targets) {
     const stale = (why: string): PrunePlanStaleError =>
       new PrunePlanStaleError(target.seq, `prune plan is stale: seq ${target.seq} (call "${target.callId}") ${why}. Plan again from the current session; nothing was written.`);
@@ -400,7 +361,34 @@ export function applyPrune(session: Session, plan: PrunePlan): PruneResult {
 
   const result: PruneResult = { pruned: [], tokensFreed: 0 };
   if (plan.skipped) result.skipped = plan.skipped;
-  for (const { target, prune, replacement } of writes) {
+  // Oldest first across both kinds, so a pass cut short leaves a prefix of the prompt rewritten.
+  const position = (seq: number) => session.surface.positionOf(seq) ?? 0;
+  const order = [
+    ...writes.map((w) => ({ at: position(w.target.seq), run: () => writeResult(w) })),
+    ...argumentPlans.map((a) => ({ at: position(a.target.seq), run: () => writeArguments(a) })),
+  ].sort((a, b) => a.at - b.at);
+  for (const step of order) step.run();
+  return result;
+
+  function writeArguments({ target, write }: (typeof argumentPlans)[number]): void {
+    const pruneEvent = session.append({ type: 'compaction/prune', data: write.prune });
+    const { data, sourceEventSeqs } = write.replacement(pruneEvent.seq);
+    const replaced = session.append({ type: 'assistant/message', data, surfaceOp: { op: 'replace', start: target.seq, end: target.seq }, sourceEventSeqs });
+    result.pruned.push({
+      seq: target.seq,
+      kind: 'arguments',
+      replacementSeq: replaced.seq,
+      callId: target.calls[0]!.callId,
+      toolName: target.calls[0]!.name,
+      charsBefore: target.charsBefore,
+      charsAfter: target.charsAfter,
+      tokensBefore: target.tokensBefore,
+      tokensAfter: target.tokensAfter,
+    });
+    result.tokensFreed += target.tokensBefore - target.tokensAfter;
+  }
+
+  function writeResult({ target, prune, replacement }: (typeof writes)[number]): void {
     const pruneEvent = session.append({ type: 'compaction/prune', data: prune });
     const replaced = session.append({
       type: 'tool/result',
@@ -410,6 +398,7 @@ export function applyPrune(session: Session, plan: PrunePlan): PruneResult {
     });
     result.pruned.push({
       seq: target.seq,
+      kind: 'result',
       replacementSeq: replaced.seq,
       callId: target.callId,
       ...(target.toolName !== undefined ? { toolName: target.toolName } : {}),
@@ -420,5 +409,4 @@ export function applyPrune(session: Session, plan: PrunePlan): PruneResult {
     });
     result.tokensFreed += target.tokensBefore - target.tokensAfter;
   }
-  return result;
 }

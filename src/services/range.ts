@@ -27,7 +27,7 @@ export interface RangeSelection {
   endPos: number;
   /** Seqs of every node in the span, in surface order. */
   shadowed: number[];
-  /** Sum of the span's node prices. */
+  /** Sum of the span's node prices (our tokenizer's, comparable with a checkpoint's price). */
   tokens: number;
   /** First position after the system prompt; nodes [contextPos, startPos) are kept checkpoints. */
   contextPos: number;
@@ -50,14 +50,19 @@ export function headPosition(session: Session): number {
   return s.length > 0 && session.event(s.seqAt(0)).type === 'system/message' ? 1 : 0;
 }
 
-/** Position of the cut that retains at least `retainTokens` and the newest unit, balanced. */
+/**
+ * Position of the cut that retains at least `retainTokens` and the newest unit, balanced.
+ * Budgets are in the provider's tokens ("retain 16% of the window"), so node prices are
+ * multiplied by the meter's calibration (SPEC §12).
+ */
 export function retainedCut(session: Session, prices: NodePrices, retainTokens: number, head: number): number {
   const s = session.surface;
+  const ratio = prices.providerRatio ?? 1;
   let cut = s.length;
   let kept = 0;
   while (cut > head && kept < retainTokens) {
     cut--;
-    kept += prices.priceAt(cut);
+    kept += prices.priceAt(cut) * ratio;
   }
   if (cut === s.length && cut > head) cut--; // the newest unit always stays
   while (cut > head && !s.balancedAt(cut)) cut--;
@@ -84,7 +89,8 @@ export function selectRange(session: Session, prices: NodePrices, options: Selec
       stackTokens += prices.priceAt(k);
       k++;
     }
-    const small = k - head < options.stack.maxCheckpoints && stackTokens <= options.stack.maxTokens;
+    // maxTokens is a budget in provider tokens, like retainTokens.
+    const small = k - head < options.stack.maxCheckpoints && stackTokens * (prices.providerRatio ?? 1) <= options.stack.maxTokens;
     if (small && k < cut && spanTokens(k) >= minSpan) start = k;
   }
   // A lone checkpoint holds nothing new to condense.

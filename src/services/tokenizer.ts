@@ -6,12 +6,14 @@ import { createHeuristicTokenizer, createUtf8BytesTokenizer } from './tokenizers
 import { createDeepseekV3Tokenizer } from './tokenizers/deepseek.js';
 import { TokenizerUnavailableError } from './tokenizers/errors.js';
 import { createGptTokenizer } from './tokenizers/gpt.js';
+import { withLinearPricing } from './tokenizers/split.js';
 import { TOKENIZER_NAMES, type Tokenizer, type TokenizerName } from './tokenizers/types.js';
 
 export { TOKENIZER_NAMES, messageOverhead } from './tokenizers/types.js';
 export type { ChatOverhead, ChatRole, MessageShape, Tokenizer, TokenizerName } from './tokenizers/types.js';
 export { TokenizerUnavailableError } from './tokenizers/errors.js';
 export { utf8ByteLength } from './tokenizers/approximate.js';
+export { MAX_RUN_CHARS, splitOverlongRuns, withLinearPricing } from './tokenizers/split.js';
 export {
   DEEPSEEK_V3_CHAT_OVERHEAD,
   HEURISTIC_OVERHEAD,
@@ -20,9 +22,10 @@ export {
 } from './tokenizers/overhead.js';
 
 const FACTORIES: Record<TokenizerName, () => Tokenizer> = {
-  o200k_base: () => createGptTokenizer('o200k_base'),
-  cl100k_base: () => createGptTokenizer('cl100k_base'),
-  'deepseek-v3': () => createDeepseekV3Tokenizer(),
+  // BPE is quadratic inside one pre-tokenizer piece: overlong runs are priced in chunks.
+  o200k_base: () => withLinearPricing(createGptTokenizer('o200k_base')),
+  cl100k_base: () => withLinearPricing(createGptTokenizer('cl100k_base')),
+  'deepseek-v3': () => withLinearPricing(createDeepseekV3Tokenizer()),
   heuristic: createHeuristicTokenizer,
   'utf8-bytes': createUtf8BytesTokenizer,
 };

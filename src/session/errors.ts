@@ -17,7 +17,12 @@ export type StoreErrorCode =
   | 'store-locked' // another live writer holds the session file
   | 'store-interleaved' // the file changed under us: someone else appended
   | 'store-io' // the file system refused a read or a write
-  | 'store-closed'; // an append after close()
+  | 'store-closed' // an append after close()
+  | 'store-conflict' // another writer took the session (a seq already stored, or the writer lease taken over): reload
+  | 'store-read-only' // an append to a session opened without a writer lease
+  | 'store-unreachable' // the database server (or database) cannot be reached
+  | 'store-auth' // the database refused the credentials
+  | 'store-schema'; // the stored schema is newer than this version understands
 
 export class StoreError extends XcompactError {
   readonly file: string | undefined;

@@ -1,20 +1,43 @@
 /**
- * Imports a transcript recorded by the pi coding agent (github.com/badlogic/pi-mono, JSONL
- * lines of type `session`, `message`, `model_change`, …) into a Session, turn by turn:
- * each user message opens a turn, each assistant message is a step with its request
- * header, and tool results follow their calls.
+ * Imports a transcript recorded by the pi coding agent (github.com/badlogic/pi-mono) into a
+ * Session, so that the imported surface is what pi really sent (SPEC §11):
+ * - the active branch only (tree format: the path from the last entry to the root);
+ * - each user prompt opens a turn, each assistant message is a step with its request header,
+ *   tool results follow their calls;
+ * - pi's own `compaction` entries become xcompact checkpoints, committed as our engine commits
+ *   them (compaction/start, compaction/summary, the checkpoint user/message replacing the span
+ *   before the first kept entry, compaction/end), with pi's summary in pi's own wording;
+ * - messages pi sends as user text (`bashExecution`, extension `custom` messages and
+ *   `custom_message` entries, branch summaries) are imported as the text pi renders for them,
+ *   images as image blocks.
+ * What pi records but never sends is counted by kind in `notSent`; entry types we do not know
+ * are counted in `ignored`. Nothing pi sent is dropped silently.
  *
  * pi records calls that never got a result (aborted runs). A request with such a call is
  * invalid for every OpenAI-compatible API, so the importer answers each one with an error
- * result that says so, and counts it: nothing is dropped silently.
+ * result that says so, and counts it.
  */
 import { readFile } from 'node:fs/promises';
-import { XcompactError } from '../errors';
-import type { AppendInput, ImageBlock, TextBlock, Usage } from './events';
+import { COMPACTION_CHECKPOINT_SOURCE, type AppendInput, type ImageBlock, type TextBlock, type Usage } from './events';
+import {
+  PI_UNSENT_ENTRY_TYPES,
+  PiImportError,
+  activePath,
+  bashExecutionText,
+  branchSummaryText,
+  compactionSummaryText,
+  parsePiLines,
+  type BashExecution,
+  type PiEntry,
+} from './import-pi-format';
 import { Session } from './session';
 import { SessionWriter } from './writer';
 
+export { PiImportError } from './import-pi-format';
+
 export interface PiImportReport {
+  /** 'linear' (session version 1, `firstKeptEntryIndex`) or 'tree' (entries with id/parentId). */
+  format: 'linear' | 'tree';
   lines: number;
   turns: number;
   userMessages: number;
@@ -23,7 +46,13 @@ export interface PiImportReport {
   toolResults: number;
   /** Calls pi recorded without a result, answered with an error result on import. */
   synthesizedResults: number;
-  /** Line types with no session meaning here (thinking-level changes, …), by type. */
+  /** pi compactions on the active branch, imported as checkpoints. */
+  compactions: number;
+  /** Messages pi sends as user text, imported as pi renders them, by kind (bashExecution, custom, branchSummary, …). */
+  rendered: Record<string, number>;
+  /** What pi recorded but never sent to the model, by kind (settings changes, labels, other branches, `!!` commands, …). */
+  notSent: Record<string, number>;
+  /** Entry types (and message roles) we do not know, by type: not imported. */
   ignored: Record<string, number>;
 }
 
@@ -32,12 +61,6 @@ export interface PiImportOptions {
   systemPrompt?: string;
   /** Tool definitions to record on every request header (pi does not record them). */
   tools?: Record<string, unknown>[];
-}
-
-export class PiImportError extends XcompactError {
-  constructor(message: string) {
-    super('import', message);
-  }
 }
 
 const MISSING_RESULT = 'No result was recorded for this tool call (the run was aborted before it finished).';
@@ -103,18 +126,30 @@ export function importPiTranscript(target: Session, jsonl: string, options: PiIm
 
 function importInto(session: Session, jsonl: string, options: PiImportOptions): PiImportReport {
   const w = new SessionWriter(session);
+  const lines = parsePiLines(jsonl);
+  const { format, path, offBranch, firstKept } = activePath(lines);
   const report: PiImportReport = {
-    lines: 0,
+    format,
+    lines: lines.length,
     turns: 0,
     userMessages: 0,
     assistantMessages: 0,
     toolCalls: 0,
     toolResults: 0,
     synthesizedResults: 0,
+    compactions: 0,
+    rendered: {},
+    notSent: {},
     ignored: {},
   };
-  let provider = 'unknown';
-  let model = 'unknown';
+  const count = (into: Record<string, number>, kind: string) => {
+    into[kind] = (into[kind] ?? 0) + 1;
+  };
+  if (offBranch > 0) report.notSent['entries on other branches'] = offBranch;
+
+  const header = lines.find((l) => l.entry.type === 'session')?.entry;
+  let provider = typeof header?.provider === 'string' && header.provider ? header.provider : 'unknown';
+  let model = typeof header?.modelId === 'string' && header.modelId ? header.modelId : 'unknown';
   if (options.systemPrompt !== undefined) w.system(options.systemPrompt);
 
   const answerPending = () => {
@@ -127,83 +162,177 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
     answerPending();
     if (session.openStep) w.endStep();
   };
-
-  const lines = jsonl.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const text = lines[i]!.trim();
-    if (text === '') continue;
-    report.lines++;
-    let entry: { type?: string; provider?: string; modelId?: string; message?: Record<string, unknown> };
-    try {
-      entry = JSON.parse(text) as typeof entry;
-    } catch (err) {
-      throw new PiImportError(`pi transcript line ${i + 1} is not valid JSON: ${(err as Error).message}`);
+  /** A user-role message that is not a prompt (a `!` command, an extension message): joins the open turn. */
+  const sendAsUser = (blocks: Array<TextBlock | ImageBlock>, kind: string) => {
+    closeStep();
+    if (session.openTurn === null) {
+      w.startTurn();
+      report.turns++;
     }
+    count(report.rendered, kind);
+    return w.user(blocks).seq;
+  };
+
+  /** Seq of the first surface node each path entry produced, by path index. */
+  const firstNode: Array<number | undefined> = [];
+  for (let i = 0; i < path.length; i++) {
+    const { line, entry } = path[i]!;
     try {
-      if (entry.type === 'session' || entry.type === 'model_change') {
-        if (entry.provider) provider = entry.provider;
-        if (entry.modelId) model = entry.modelId;
-        continue;
-      }
-      if (entry.type !== 'message' || !entry.message) {
-        const t = String(entry.type);
-        report.ignored[t] = (report.ignored[t] ?? 0) + 1;
-        continue;
-      }
-      const m = entry.message;
-      if (m.role === 'user') {
-        closeStep();
-        if (session.openTurn !== null) w.endTurn();
-        w.startTurn();
-        report.turns++;
-        w.user(userBlocks(m.content));
-        report.userMessages++;
-      } else if (m.role === 'assistant') {
-        if (session.openTurn === null) {
-          w.startTurn();
-          report.turns++;
-        }
-        closeStep();
-        w.startStep();
-        const msgProvider = typeof m.provider === 'string' ? m.provider : provider;
-        const msgModel = typeof m.model === 'string' ? m.model : model;
-        w.request({ provider: msgProvider, model: msgModel, tools: options.tools ?? [] });
-        const blocks = (m.content ?? []) as PiBlock[];
-        const textParts = blocks.filter((b) => b.type === 'text').map((b) => b.text ?? '');
-        const reasoning = blocks.filter((b) => b.type === 'thinking').map((b) => b.thinking ?? '').join('\n\n');
-        const calls = blocks
-          .filter((b) => b.type === 'toolCall')
-          .map((b) => ({ id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.arguments ?? {}) }));
-        const usage = usageOf(m.usage as PiUsage | undefined);
-        w.assistant({
-          ...(textParts.length > 0 ? { text: textParts.join('\n\n') } : {}),
-          ...(reasoning ? { reasoning } : {}),
-          toolCalls: calls,
-          ...(usage ? { usage } : {}),
-          provider: msgProvider,
-          model: msgModel,
-          ...(typeof m.stopReason === 'string' ? { finishReason: m.stopReason } : {}),
-        });
-        report.assistantMessages++;
-        report.toolCalls += calls.length;
-      } else if (m.role === 'toolResult') {
-        w.toolResult(String(m.toolCallId), userBlocks(m.content), {
-          ...(m.isError === true ? { isError: true } : {}),
-          ...(typeof m.toolName === 'string' ? { toolName: m.toolName } : {}),
-        });
-        report.toolResults++;
-      } else {
-        const t = `message:${String(m.role)}`;
-        report.ignored[t] = (report.ignored[t] ?? 0) + 1;
-      }
+      firstNode[i] = importEntry(entry, i);
     } catch (err) {
       if (err instanceof PiImportError) throw err;
-      throw new PiImportError(`pi transcript line ${i + 1}: ${(err as Error).message}`);
+      throw new PiImportError((err as Error).message, line);
     }
   }
   closeStep();
   if (session.openTurn !== null) w.endTurn();
   return report;
+
+  function importEntry(entry: PiEntry, index: number): number | undefined {
+    switch (entry.type) {
+      case 'message':
+        return importMessage((entry.message ?? {}) as Record<string, unknown>);
+      case 'custom_message':
+        return sendAsUser(userBlocks(entry.content), `custom_message:${String(entry.customType ?? 'unnamed')}`);
+      case 'branch_summary':
+        if (typeof entry.summary === 'string' && entry.summary !== '') return sendAsUser([{ type: 'text', text: branchSummaryText(entry.summary) }], 'branch_summary');
+        count(report.notSent, 'branch_summary without a summary');
+        return undefined;
+      case 'compaction':
+        importCompaction(entry, index);
+        return undefined;
+      case 'model_change':
+        if (typeof entry.provider === 'string' && entry.provider) provider = entry.provider;
+        if (typeof entry.modelId === 'string' && entry.modelId) model = entry.modelId;
+        count(report.notSent, 'model_change');
+        return undefined;
+      default: {
+        const t = String(entry.type);
+        count(PI_UNSENT_ENTRY_TYPES.has(t) ? report.notSent : report.ignored, t);
+        return undefined;
+      }
+    }
+  }
+
+  function importMessage(m: Record<string, unknown>): number | undefined {
+    switch (m.role) {
+      case 'user': {
+        closeStep();
+        if (session.openTurn !== null) w.endTurn();
+        w.startTurn();
+        report.turns++;
+        report.userMessages++;
+        return w.user(userBlocks(m.content)).seq;
+      }
+      case 'assistant':
+        return importAssistant(m);
+      case 'toolResult': {
+        report.toolResults++;
+        return w.toolResult(String(m.toolCallId), userBlocks(m.content), {
+          ...(m.isError === true ? { isError: true } : {}),
+          ...(typeof m.toolName === 'string' && m.toolName ? { toolName: m.toolName } : {}),
+        }).seq;
+      }
+      case 'bashExecution':
+        // `!!command`: pi ran it for the user only.
+        if (m.excludeFromContext === true) {
+          count(report.notSent, 'bashExecution excluded from context (!!)');
+          return undefined;
+        }
+        return sendAsUser([{ type: 'text', text: bashExecutionText(m as BashExecution) }], 'bashExecution');
+      case 'custom':
+      case 'hookMessage': // the same message before pi's session version 3
+        return sendAsUser(userBlocks(m.content), `custom:${String(m.customType ?? 'unnamed')}`);
+      case 'branchSummary':
+        return sendAsUser([{ type: 'text', text: branchSummaryText(String(m.summary ?? '')) }], 'branchSummary');
+      case 'compactionSummary':
+        return sendAsUser([{ type: 'text', text: compactionSummaryText(String(m.summary ?? '')) }], 'compactionSummary');
+      default:
+        count(report.ignored, `message:${String(m.role)}`);
+        return undefined;
+    }
+  }
+
+  function importAssistant(m: Record<string, unknown>): number {
+    if (session.openTurn === null) {
+      w.startTurn();
+      report.turns++;
+    }
+    closeStep();
+    w.startStep();
+    const msgProvider = typeof m.provider === 'string' && m.provider ? m.provider : provider;
+    const msgModel = typeof m.model === 'string' && m.model ? m.model : model;
+    w.request({ provider: msgProvider, model: msgModel, tools: options.tools ?? [] });
+    const blocks = (m.content ?? []) as PiBlock[];
+    const textParts = blocks.filter((b) => b.type === 'text').map((b) => b.text ?? '');
+    const reasoning = blocks.filter((b) => b.type === 'thinking').map((b) => b.thinking ?? '').join('\n\n');
+    const calls = blocks
+      .filter((b) => b.type === 'toolCall')
+      .map((b) => ({ id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.arguments ?? {}) }));
+    const usage = usageOf(m.usage as PiUsage | undefined);
+    const e = w.assistant({
+      ...(textParts.length > 0 ? { text: textParts.join('\n\n') } : {}),
+      ...(reasoning ? { reasoning } : {}),
+      toolCalls: calls,
+      ...(usage ? { usage } : {}),
+      provider: msgProvider,
+      model: msgModel,
+      ...(typeof m.stopReason === 'string' && m.stopReason ? { finishReason: m.stopReason } : {}),
+    });
+    report.assistantMessages++;
+    report.toolCalls += calls.length;
+    return e.seq;
+  }
+
+  /**
+   * pi's compaction, as our engine would have committed it: the span from the surface head to
+   * the node before the first kept entry becomes one checkpoint holding pi's rendered summary.
+   */
+  function importCompaction(entry: PiEntry, index: number): void {
+    if (typeof entry.summary !== 'string' || entry.summary === '') throw new Error('compaction has no summary text.');
+    closeStep();
+    const s = session.surface;
+    const head = s.length > 0 && session.event(s.seqAt(0)).type === 'system/message' ? 1 : 0;
+    // The first kept node: the first node of an entry from the first kept one on that is still
+    // on the surface (an earlier checkpoint may already hold the entry itself).
+    let cut = s.length;
+    for (let k = firstKept.get(index)!; k < index; k++) {
+      const seq = firstNode[k];
+      const pos = seq === undefined ? undefined : s.positionOf(seq);
+      if (pos !== undefined) {
+        cut = Math.max(pos, head);
+        break;
+      }
+    }
+    if (cut <= head) {
+      // Nothing before the first kept entry: there is no span for a checkpoint to replace.
+      count(report.ignored, 'compaction that condenses nothing');
+      return;
+    }
+    if (!s.balancedAt(cut)) throw new Error('the compaction keeps from the middle of a tool-call batch (a call before the cut has its result after it).');
+    const shadowed = s.slice(head, cut);
+    const turn = session.openTurn;
+    const tokensBefore = entry.tokensBefore;
+    const start = session.append({ type: 'compaction/start', data: { turn, trigger: turn === null ? 'manual' : 'pressure' } });
+    const summary = session.append({
+      type: 'compaction/summary',
+      data: {
+        summary: entry.summary,
+        range: { start: shadowed[0]!, end: shadowed[shadowed.length - 1]! },
+        shadowedSeqs: shadowed,
+        // pi's count of the context it compacted: the only provider-side figure there is.
+        shadowedTokens: typeof tokensBefore === 'number' && Number.isInteger(tokensBefore) && tokensBefore >= 0 ? tokensBefore : 0,
+      },
+    });
+    session.append({
+      type: 'user/message',
+      data: { content: [{ type: 'text', text: compactionSummaryText(entry.summary) }], source: COMPACTION_CHECKPOINT_SOURCE },
+      surfaceOp: { op: 'replace', start: shadowed[0]!, end: shadowed[shadowed.length - 1]! },
+      sourceEventSeqs: [start.seq, summary.seq, ...shadowed],
+    });
+    session.append({ type: 'compaction/end', data: { turn } });
+    report.compactions++;
+  }
 }
 
 export async function importPiFile(session: Session, path: string, options: PiImportOptions = {}): Promise<PiImportReport> {

@@ -18,3 +18,4 @@ export {
   type CompletionUsage,
 } from './writer';
 export { importPiTranscript, importPiFile, PiImportError, type PiImportReport, type PiImportOptions } from './import-pi';
+export { PostgresStore, type PostgresStoreOptions, type PgPool } from './stores/postgres';

@@ -9,6 +9,8 @@ import type { SessionEvent } from './events';
 export interface LoadReport {
   /** A last line cut short by a crash: dropped (and kept aside by stores that can), never merged. */
   tornTail?: { line: number; bytes: number; keptAt?: string };
+  /** The writer lease was taken over from a writer that stopped renewing it (a dead process). */
+  leaseTakenOver?: { from: string; expiredAt: string };
 }
 
 export interface StoredLog {

@@ -23,7 +23,7 @@ import { generatePaths, type CatalogEvent, type Coverage, type MachineSpec } fro
 
 export const RANGE: RangeSelection = { start: 2, end: 9, startPos: 2, endPos: 9, shadowed: [2, 3, 4, 5, 6, 7, 8, 9], tokens: 1000, contextPos: 1 };
 const SNAPSHOT: SpanCheck['snapshot'] = { generation: 0, surfaceLength: 12 };
-const COMMIT: CommitRecord = { startSeq: 20, summarySeq: 21, checkpointSeq: 22, endSeq: 23, shadowedCount: 8, spanTokens: 1000, checkpointTokens: 80 };
+const COMMIT: CommitRecord = { startSeq: 20, summarySeq: 21, checkpointSeq: 22, endSeq: 23, shadowedCount: 8, spanTokens: 1000, checkpointTokens: 80, tokensBefore: 5000, tokensAfter: 4080, durationMs: 5 };
 const READING = (totalTokens: number): PressureReading => ({
   provider: 'test',
   model: 'small',
@@ -135,6 +135,12 @@ export const PRESSURE_OFFERS: Record<string, Offer[]> = {
   measure: [
     { outcome: 'above', output: { kind: 'reading', reading: READING(5000) } },
     { outcome: 'below', output: { kind: 'reading', reading: READING(3000) } },
+    // The provider reported a prompt above the window (it truncated the request silently).
+    {
+      outcome: 'silent-overflow',
+      output: { kind: 'reading', reading: { ...READING(6100), silentOverflow: { seq: 30, promptTokens: 6100 } } },
+      states: ['measuring'],
+    },
     { outcome: 'unrouted', output: { kind: 'unrouted' }, states: ['measuring'] },
     {
       outcome: 'misconfigured',
@@ -163,9 +169,9 @@ export const PRESSURE_OFFERS: Record<string, Offer[]> = {
 };
 
 export const PRESSURE_INPUTS: Array<{ label: string; input: PressureInput }> = [
-  { label: 'prune on', input: { turn: 0, aborted: false, pruneEnabled: true, maxAttempts: 2 } },
-  { label: 'prune off', input: { turn: 0, aborted: false, pruneEnabled: false, maxAttempts: 2 } },
-  { label: 'aborted', input: { turn: 0, aborted: true, pruneEnabled: true, maxAttempts: 2 } },
+  { label: 'prune on', input: { turn: 0, aborted: false, pruneEnabled: true, maxAttempts: 2, silentSeenSeq: -1 } },
+  { label: 'prune off', input: { turn: 0, aborted: false, pruneEnabled: false, maxAttempts: 2, silentSeenSeq: -1 } },
+  { label: 'aborted', input: { turn: 0, aborted: true, pruneEnabled: true, maxAttempts: 2, silentSeenSeq: -1 } },
 ];
 
 export const pressureSpec: MachineSpec<undefined> = {
@@ -324,6 +330,7 @@ const pressureOut = (over: Partial<PressureOutput>): PressureOutput => ({
   prune: undefined,
   transactions: [],
   error: undefined,
+  silentOverflowSeq: undefined,
   ...over,
 });
 const overflowFail = (over: Partial<Extract<OverflowOutput, { action: 'fail' }>>): OverflowOutput => ({
@@ -352,7 +359,7 @@ export const JOB_OUTCOMES: Record<'pressure' | 'overflow' | 'manual', Array<[str
   ],
   overflow: [
     ['retry', () => ({ action: 'retry', classification: { kind: 'context-overflow', provider: 'openai', message: 'x' }, prune: undefined, transaction: TX_COMMITTED }) satisfies OverflowOutput],
-    ['failed', () => overflowFail({ reason: 'no-progress', classification: { kind: 'context-overflow', provider: 'openai', message: 'x' }, transaction: TX_FAILED })],
+    ['failed', () => overflowFail({ reason: 'summary-failed', classification: { kind: 'context-overflow', provider: 'openai', message: 'x' }, transaction: TX_FAILED })],
     ['not-overflow', () => overflowFail({})],
   ],
   manual: [
@@ -409,6 +416,10 @@ export const engineSpec: MachineSpec<EngineAux> = {
     });
     out.push({ outcome: 'compactNow', event: { type: 'compact.requested', id, aborted: false, abortReason: undefined, focus: undefined }, aux: made });
     for (const type of activeAfterEvents(s)) out.push({ outcome: 'cool-down elapses', event: { type } });
+    // A running job's charts announce through the engine chart (the real ones do so whenever they
+    // prune or compact: the runner produces nothing for this step).
+    if (current) out.push({ outcome: 'notify', event: { type: 'xcompact.notify', notification: { type: 'pruned', trigger: current.kind, count: 1, tokensFreed: 100 } } });
+    out.push({ outcome: 'stop', event: { type: 'shutdown' } });
     return out;
   },
   // Failures beyond the limit behave alike: the breaker's guard only asks whether the limit is reached.
@@ -420,7 +431,7 @@ export const engineSpec: MachineSpec<EngineAux> = {
       (s.context.current as { kind?: string } | undefined)?.kind,
       aux.cancelled,
     ]),
-  atRest: (s) => (s.value as { work: string }).work === 'idle',
+  atRest: (s) => s.status === 'done' || (s.value as { work: string }).work === 'idle',
   maxDepth: 8,
 };
 

@@ -102,7 +102,8 @@ describe('the breaker does not count a busy automatic compaction', () => {
     await validate.runReal();
     w.ctl.setAuto();
     const action = await running;
-    expect(action).toMatchObject({ kind: 'fail', reason: 'no-progress', error: server().overflowError });
+    // Reported busy (another writer's lock), not a failure of compaction.
+    expect(action).toMatchObject({ kind: 'fail', reason: 'busy', error: server().overflowError });
     expect(newEvents(w).map((e) => e.type)).toEqual(['compaction/start']); // the other writer's only
     expect(summaryRequests(w)).toHaveLength(0);
     // failureLimit 1: a counted failure would have opened the breaker.
@@ -114,7 +115,8 @@ describe('the breaker does not count a busy automatic compaction', () => {
     w.session.append({ type: 'compaction/end', data: { turn: lock.type === 'compaction/start' ? lock.data.turn : null, error: { code: 'cancelled', message: 'the other writer stopped' } } });
     toolStep(w, { open: true });
     server().queue.push(SERVER_500);
-    expect(await w.engine.onRequestError(server().overflowError)).toMatchObject({ kind: 'fail', reason: 'no-progress' });
+    const failed = await w.engine.onRequestError(server().overflowError);
+    expect(failed).toMatchObject({ kind: 'fail', reason: 'summary-failed', compactionError: { code: 'summary' } });
     expect(breaker(w)).toEqual({ state: 'open', failures: 1 });
     expect(w.notes.filter((n) => n.type === 'breaker.opened')).toHaveLength(1);
 

@@ -97,7 +97,7 @@ function expectJobAnswer(job: Job, answer: Answer): void {
     const r = answer as RequestErrorAction;
     if (outcome === 'retry') expect(r.kind).toBe('retry');
     else {
-      const reason = { failed: 'no-progress', 'not-overflow': 'not-overflow', cancelled: 'cancelled', 'chart-error': 'internal' }[outcome];
+      const reason = { failed: 'summary-failed', 'not-overflow': 'not-overflow', cancelled: 'cancelled', 'chart-error': 'internal' }[outcome];
       expect(r).toMatchObject({ kind: 'fail', reason });
     }
   } else if (outcome === 'committed') {
@@ -151,6 +151,17 @@ export async function runEnginePath(srv: Server, path: GeneratedPath, byKey: Map
     }
     if (step.outcome === 'cancel') {
       job!.controller.abort(new Error('user pressed Ctrl-C'));
+      continue;
+    }
+    if (step.outcome === 'notify') continue; // the real charts announce on their own
+    if (step.outcome === 'stop') {
+      // A graceful stop: the held job is stopped, a call in flight rejects, the chart ends.
+      w.engine.stop();
+      if (job) {
+        await expect(job.running).rejects.toMatchObject({ code: 'engine-stopped' });
+        job = undefined;
+      }
+      expect(w.engine.actor.getSnapshot().status).toBe('done');
       continue;
     }
     if (step.outcome === 'cool-down elapses') {

@@ -166,6 +166,10 @@ function expectedReason(path: GeneratedPath): string | undefined {
   if (path.input === 'retries used up') return 'retries-exhausted';
   if (o.includes('probeLock:held')) return 'busy';
   if (o.includes('classify:throws') || o.includes('probeLock:throws')) return 'internal';
+  // The summary request failed: its own reason, the CompactionError with the cause alongside.
+  if (o.includes('transaction:failed')) return 'summary-failed';
+  // Nothing could be compacted and nothing was pruned: the newest unit alone is too big.
+  if (o.includes('selectRange:nothing')) return 'stuck';
   return 'no-progress';
 }
 

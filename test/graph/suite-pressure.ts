@@ -86,6 +86,30 @@ export function worldFor(path: GeneratedPath): Recipe {
       route(w, 'mystery');
     } };
   }
+  if (o[0] === 'measure:silent-overflow' && o.includes('selectRange:nothing')) {
+    return {
+      name: 'the provider reported a prompt above the window, one indivisible message',
+      options: pruneOff,
+      build: async (w) => {
+        w.writer.startTurn();
+        route(w);
+        w.writer.user(textOfTokens(1500));
+        w.writer.startStep();
+        w.writer.assistant({ text: 'Reading it.', usage: { promptTokens: 6100, completionTokens: 5 } });
+      },
+    };
+  }
+  if (o[0] === 'measure:silent-overflow') {
+    // The provider answered a prompt above the 6000-token window: it cut the request silently.
+    return {
+      name: 'the provider reported a prompt above the window',
+      options: { ...pruneOff, config: { prune: PRUNE_FAST } },
+      build: async (w) => {
+        for (let i = 0; i < 5; i++) toolStep(w);
+        toolStep(w, { open: true, result: Array.from({ length: 2500 }, (_, i) => `line${i}`).join(' '), promptTokens: 6100 });
+      },
+    };
+  }
   if (o[0] === 'measure:below') return { name: 'under the threshold', options: pruneOff, build: async (w) => fillBelow(w) };
   if (seq(o, 'prune:pruned', 'measure:below')) {
     return {
@@ -174,7 +198,8 @@ async function settlePressureStep(w: World, step: PathStep, next: PathStep | und
     if (outcome === 'throws') return void call.reject(Object.assign(new Error('scripted meter failure'), { code: 'internal' })), false;
     await call.runReal();
     const r = call.output as { kind: string; reading?: { totalTokens: number; threshold: number } };
-    if (outcome === 'above') expect(r.reading!.totalTokens).toBeGreaterThanOrEqual(r.reading!.threshold);
+    if (outcome === 'silent-overflow') expect((r.reading as { silentOverflow?: unknown }).silentOverflow).toBeDefined();
+    else if (outcome === 'above') expect(r.reading!.totalTokens).toBeGreaterThanOrEqual(r.reading!.threshold);
     else if (outcome === 'below') expect(r.reading!.totalTokens).toBeLessThan(r.reading!.threshold);
     else expect(r.kind).toBe(outcome);
     return false;
@@ -252,6 +277,12 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
     expect(result.error).toBeUndefined();
   }
   if (final === 'relievedByPruning') expect(result.pruned!.count).toBeGreaterThan(0);
+  if (o[0] === 'measure:silent-overflow') {
+    // Reported once, with the provider's figures; the run compacted (or pruned) as if above the threshold.
+    expect(w.notes.filter((n) => n.type === 'overflow.silent')).toEqual([
+      expect.objectContaining({ type: 'overflow.silent', promptTokens: 6100, contextWindow: 6000 }),
+    ]);
+  }
   if (o[0] === 'measure:misconfigured') {
     expect(w.notes.filter((n) => n.type === 'capacity.missing')).toHaveLength(1);
     expect(result.before).toBeUndefined();
@@ -299,6 +330,12 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
 
   // The server got one summary request per transaction that reached the summarizer.
   expect(summaryRequests(w)).toHaveLength(txs);
+
+  if (o[0] === 'measure:silent-overflow') {
+    // The same reply's usage is not reported again at the next step.
+    await w.engine.afterStep();
+    expect(w.notes.filter((n) => n.type === 'overflow.silent')).toHaveLength(1);
+  }
 
   const reopened = await expectReplays(w);
   await reopened.close();

@@ -29,7 +29,8 @@ const BRACKET = ['compaction/start', 'compaction/summary', 'user/message', 'comp
 const DECISIVE: Record<string, { code: string; cause?: string }> = {
   'validateSpan:lock-held': { code: 'busy' },
   'validateSpan:span-invalid': { code: 'changed', cause: 'span-invalid' },
-  'openBracket:append-refused': { code: 'commit', cause: 'session-rule' },
+  // Another writer's lock, taken after validation: busy, like a lock seen while validating.
+  'openBracket:append-refused': { code: 'busy', cause: 'session-rule' },
   'summarize:fails': { code: 'summary', cause: 'summary-truncated' },
   cancel: { code: 'cancelled' },
   'revalidate:surface-changed': { code: 'changed' },

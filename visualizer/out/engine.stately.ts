@@ -11,26 +11,42 @@ import { createMachine } from 'xstate';
 export const machine = createMachine({
   id: 'engine',
   type: 'parallel',
+  on: { 'xcompact.notify': { actions: 'announce notification' } },
   states: {
     work: {
       initial: 'idle',
       states: {
         idle: {
           on: {
-            'step.completed': [
-              {
-                guard: 'automatic compaction is off',
-                actions: 'answer auto off',
-              },
-              { guard: 'breaker is open', actions: 'answer paused' },
-              { target: 'pressure', actions: 'start job' },
-            ],
+            'step.completed': {
+              target: 'admitting',
+              actions: ['start job', 'look up route policy'],
+            },
             'request.failed': {
               target: 'overflow',
-              actions: ['reset overflow retries after a success', 'start job'],
+              actions: [
+                'reset overflow retries after a success',
+                'start job',
+                'look up route policy',
+              ],
             },
             'compact.requested': { target: 'manual', actions: 'start job' },
           },
+        },
+        admitting: {
+          always: [
+            {
+              guard: 'automatic compaction is off',
+              target: 'idle',
+              actions: ['answer auto off', 'finish job'],
+            },
+            {
+              guard: 'breaker is open',
+              target: 'idle',
+              actions: ['answer paused', 'finish job'],
+            },
+            { target: 'pressure' },
+          ],
         },
         pressure: {
           invoke: {
@@ -106,8 +122,10 @@ export const machine = createMachine({
             },
           },
         },
+        stopped: { type: 'final', entry: 'close abandoned bracket' },
       },
       on: {
+        shutdown: { target: '.stopped' },
         cancel: {
           guard: 'is the running request',
           actions: 'forward cancel',
@@ -119,6 +137,7 @@ export const machine = createMachine({
     },
     breaker: {
       initial: 'closed',
+      on: { shutdown: { target: '.stopped' } },
       states: {
         closed: {
           on: {
@@ -137,29 +156,18 @@ export const machine = createMachine({
           after: {
             cooldown: {
               target: 'closed',
-              actions: [
-                'reset failures',
-                {
-                  type: 'announce breaker closed',
-                  params: { why: 'cooldown' },
-                },
-              ],
+              actions: ['reset failures', 'announce breaker closed by cool-down'],
             },
           },
           on: {
             'breaker.success': {
               target: 'closed',
-              actions: [
-                'reset failures',
-                {
-                  type: 'announce breaker closed',
-                  params: { why: 'success' },
-                },
-              ],
+              actions: ['reset failures', 'announce breaker closed by success'],
             },
             'breaker.failure': { actions: 'count failure' },
           },
         },
+        stopped: { type: 'final' },
       },
     },
   },

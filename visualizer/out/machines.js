@@ -18,6 +18,10 @@ window.XCOMPACT_CHARTS = [
     "path": "work.idle"
    },
    {
+    "id": "engine.work.admitting",
+    "path": "work.admitting"
+   },
+   {
     "id": "engine.work.pressure",
     "path": "work.pressure"
    },
@@ -30,6 +34,10 @@ window.XCOMPACT_CHARTS = [
     "path": "work.manual"
    },
    {
+    "id": "engine.work.stopped",
+    "path": "work.stopped"
+   },
+   {
     "id": "engine.breaker",
     "path": "breaker"
    },
@@ -40,18 +48,25 @@ window.XCOMPACT_CHARTS = [
    {
     "id": "engine.breaker.open",
     "path": "breaker.open"
+   },
+   {
+    "id": "engine.breaker.stopped",
+    "path": "breaker.stopped"
    }
   ],
   "mermaidIds": {
    "engine": "engine",
    "engine.work": "engine__work",
    "engine.work.idle": "engine__work__idle",
+   "engine.work.admitting": "engine__work__admitting",
    "engine.work.pressure": "engine__work__pressure",
    "engine.work.overflow": "engine__work__overflow",
    "engine.work.manual": "engine__work__manual",
+   "engine.work.stopped": "engine__work__stopped",
    "engine.breaker": "engine__breaker",
    "engine.breaker.closed": "engine__breaker__closed",
-   "engine.breaker.open": "engine__breaker__open"
+   "engine.breaker.open": "engine__breaker__open",
+   "engine.breaker.stopped": "engine__breaker__stopped"
   },
   "edges": [
    {
@@ -59,26 +74,20 @@ window.XCOMPACT_CHARTS = [
     "target": "engine.work.idle"
    },
    {
+    "source": "engine.work.stopped",
+    "target": null
+   },
+   {
     "source": null,
     "target": "engine.breaker.closed"
    },
    {
-    "source": "engine.work.idle",
-    "target": "engine.work.idle",
-    "event": "step.completed",
-    "guard": "automatic compaction is off",
-    "label": "step.completed [automatic compaction is off]"
+    "source": "engine.breaker.stopped",
+    "target": null
    },
    {
     "source": "engine.work.idle",
-    "target": "engine.work.idle",
-    "event": "step.completed",
-    "guard": "breaker is open",
-    "label": "step.completed [breaker is open]"
-   },
-   {
-    "source": "engine.work.idle",
-    "target": "engine.work.pressure",
+    "target": "engine.work.admitting",
     "event": "step.completed",
     "label": "step.completed"
    },
@@ -93,6 +102,26 @@ window.XCOMPACT_CHARTS = [
     "target": "engine.work.manual",
     "event": "compact.requested",
     "label": "compact.requested"
+   },
+   {
+    "source": "engine.work.admitting",
+    "target": "engine.work.idle",
+    "event": "",
+    "guard": "automatic compaction is off",
+    "label": "always [automatic compaction is off]"
+   },
+   {
+    "source": "engine.work.admitting",
+    "target": "engine.work.idle",
+    "event": "",
+    "guard": "breaker is open",
+    "label": "always [breaker is open]"
+   },
+   {
+    "source": "engine.work.admitting",
+    "target": "engine.work.pressure",
+    "event": "",
+    "label": "always"
    },
    {
     "source": "engine.work.pressure",
@@ -174,6 +203,12 @@ window.XCOMPACT_CHARTS = [
    },
    {
     "source": "engine.work",
+    "target": "engine.work.stopped",
+    "event": "shutdown",
+    "label": "shutdown"
+   },
+   {
+    "source": "engine.work",
     "target": "engine.work",
     "event": "cancel",
     "guard": "is the running request",
@@ -233,9 +268,21 @@ window.XCOMPACT_CHARTS = [
     "target": "engine.breaker.closed",
     "event": "xstate.after.cooldown.engine.breaker.open",
     "label": "after cooldown"
+   },
+   {
+    "source": "engine.breaker",
+    "target": "engine.breaker.stopped",
+    "event": "shutdown",
+    "label": "shutdown"
+   },
+   {
+    "source": "engine",
+    "target": "engine",
+    "event": "xcompact.notify",
+    "label": "xcompact.notify"
    }
   ],
-  "mermaid": "%% engine: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"engine\" as engine {\n    state \"work\" as engine__work {\n      [*] --> engine__work__idle\n      state \"idle\" as engine__work__idle\n      state \"pressure\" as engine__work__pressure\n      engine__work__pressure : invoke pressure\n      state \"overflow\" as engine__work__overflow\n      engine__work__overflow : invoke overflow\n      state \"manual\" as engine__work__manual\n      engine__work__manual : invoke manual\n    }\n    --\n    state \"breaker\" as engine__breaker {\n      [*] --> engine__breaker__closed\n      state \"closed\" as engine__breaker__closed\n      state \"open\" as engine__breaker__open\n    }\n  }\n  engine__work__idle --> engine__work__idle : step.completed [automatic compaction is off]\n  engine__work__idle --> engine__work__idle : step.completed [breaker is open]\n  engine__work__idle --> engine__work__pressure : step.completed\n  engine__work__idle --> engine__work__overflow : request.failed\n  engine__work__idle --> engine__work__manual : compact.requested\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction failed]\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction succeeded]\n  engine__work__pressure --> engine__work__idle : done: pressure [first warning for this model]\n  engine__work__pressure --> engine__work__idle : done: pressure\n  engine__work__pressure --> engine__work__idle : error: pressure\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted]\n  engine__work__overflow --> engine__work__idle : done: overflow [automatic compaction failed]\n  engine__work__overflow --> engine__work__idle : done: overflow\n  engine__work__overflow --> engine__work__idle : error: overflow\n  engine__work__manual --> engine__work__idle : done: manual [manual compaction committed]\n  engine__work__manual --> engine__work__idle : done: manual\n  engine__work__manual --> engine__work__idle : error: manual\n  engine__work --> engine__work : cancel [is the running request]\n  engine__work --> engine__work : step.completed\n  engine__work --> engine__work : request.failed\n  engine__work --> engine__work : compact.requested\n  engine__breaker__closed --> engine__breaker__open : breaker.failure [this failure reaches the limit]\n  engine__breaker__closed --> engine__breaker__closed : breaker.failure\n  engine__breaker__closed --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__open : breaker.failure\n  engine__breaker__open --> engine__breaker__closed : after cooldown\n"
+  "mermaid": "%% engine: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"engine\" as engine {\n    state \"work\" as engine__work {\n      [*] --> engine__work__idle\n      state \"idle\" as engine__work__idle\n      state \"admitting\" as engine__work__admitting\n      state \"pressure\" as engine__work__pressure\n      engine__work__pressure : invoke pressure\n      state \"overflow\" as engine__work__overflow\n      engine__work__overflow : invoke overflow\n      state \"manual\" as engine__work__manual\n      engine__work__manual : invoke manual\n      state \"stopped\" as engine__work__stopped\n      engine__work__stopped --> [*]\n    }\n    --\n    state \"breaker\" as engine__breaker {\n      [*] --> engine__breaker__closed\n      state \"closed\" as engine__breaker__closed\n      state \"open\" as engine__breaker__open\n      state \"stopped\" as engine__breaker__stopped\n      engine__breaker__stopped --> [*]\n    }\n  }\n  engine__work__idle --> engine__work__admitting : step.completed\n  engine__work__idle --> engine__work__overflow : request.failed\n  engine__work__idle --> engine__work__manual : compact.requested\n  engine__work__admitting --> engine__work__idle : always [automatic compaction is off]\n  engine__work__admitting --> engine__work__idle : always [breaker is open]\n  engine__work__admitting --> engine__work__pressure : always\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction failed]\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction succeeded]\n  engine__work__pressure --> engine__work__idle : done: pressure [first warning for this model]\n  engine__work__pressure --> engine__work__idle : done: pressure\n  engine__work__pressure --> engine__work__idle : error: pressure\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted]\n  engine__work__overflow --> engine__work__idle : done: overflow [automatic compaction failed]\n  engine__work__overflow --> engine__work__idle : done: overflow\n  engine__work__overflow --> engine__work__idle : error: overflow\n  engine__work__manual --> engine__work__idle : done: manual [manual compaction committed]\n  engine__work__manual --> engine__work__idle : done: manual\n  engine__work__manual --> engine__work__idle : error: manual\n  engine__work --> engine__work__stopped : shutdown\n  engine__work --> engine__work : cancel [is the running request]\n  engine__work --> engine__work : step.completed\n  engine__work --> engine__work : request.failed\n  engine__work --> engine__work : compact.requested\n  engine__breaker__closed --> engine__breaker__open : breaker.failure [this failure reaches the limit]\n  engine__breaker__closed --> engine__breaker__closed : breaker.failure\n  engine__breaker__closed --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__open : breaker.failure\n  engine__breaker__open --> engine__breaker__closed : after cooldown\n  engine__breaker --> engine__breaker__stopped : shutdown\n  engine --> engine : xcompact.notify\n"
  },
  {
   "name": "pressure",
@@ -379,6 +426,20 @@ window.XCOMPACT_CHARTS = [
     "event": "xstate.done.actor.0.pressure.measuring",
     "guard": "budget cannot be resolved",
     "label": "done: measure [budget cannot be resolved]"
+   },
+   {
+    "source": "pressure.measuring",
+    "target": "pressure.pruning",
+    "event": "xstate.done.actor.0.pressure.measuring",
+    "guard": "the provider truncated the prompt silently & pruning is enabled",
+    "label": "done: measure [the provider truncated the prompt silently & pruning is enabled]"
+   },
+   {
+    "source": "pressure.measuring",
+    "target": "pressure.selecting",
+    "event": "xstate.done.actor.0.pressure.measuring",
+    "guard": "the provider truncated the prompt silently",
+    "label": "done: measure [the provider truncated the prompt silently]"
    },
    {
     "source": "pressure.measuring",
@@ -535,7 +596,7 @@ window.XCOMPACT_CHARTS = [
     "label": "cancel"
    }
   ],
-  "mermaid": "%% pressure: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"pressure\" as pressure {\n    [*] --> pressure__checkingSignal\n    state \"checkingSignal\" as pressure__checkingSignal\n    state \"measuring\" as pressure__measuring\n    pressure__measuring : invoke measure\n    state \"pruning\" as pressure__pruning\n    pressure__pruning : invoke prune\n    state \"remeasuringAfterPrune\" as pressure__remeasuringAfterPrune\n    pressure__remeasuringAfterPrune : invoke measure\n    state \"selecting\" as pressure__selecting\n    pressure__selecting : invoke selectRange\n    state \"compacting\" as pressure__compacting\n    pressure__compacting : invoke transaction\n    state \"remeasuring\" as pressure__remeasuring\n    pressure__remeasuring : invoke measure\n    state \"skipped\" as pressure__skipped\n    state \"below\" as pressure__below\n    state \"relievedByPruning\" as pressure__relievedByPruning\n    state \"stuck\" as pressure__stuck\n    state \"compacted\" as pressure__compacted\n    state \"failed\" as pressure__failed\n    state \"cancelled\" as pressure__cancelled\n    pressure__skipped --> [*]\n    pressure__below --> [*]\n    pressure__relievedByPruning --> [*]\n    pressure__stuck --> [*]\n    pressure__compacted --> [*]\n    pressure__failed --> [*]\n    pressure__cancelled --> [*]\n  }\n  pressure__checkingSignal --> pressure__cancelled : always [signal already aborted]\n  pressure__checkingSignal --> pressure__measuring : always\n  pressure__measuring --> pressure__skipped : done: measure [no routed model yet]\n  pressure__measuring --> pressure__skipped : done: measure [budget cannot be resolved]\n  pressure__measuring --> pressure__below : done: measure [below threshold]\n  pressure__measuring --> pressure__pruning : done: measure [pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure\n  pressure__measuring --> pressure__failed : error: measure\n  pressure__pruning --> pressure__remeasuringAfterPrune : done: prune\n  pressure__pruning --> pressure__failed : error: prune\n  pressure__remeasuringAfterPrune --> pressure__relievedByPruning : done: measure [below threshold]\n  pressure__remeasuringAfterPrune --> pressure__selecting : done: measure\n  pressure__remeasuringAfterPrune --> pressure__failed : error: measure\n  pressure__selecting --> pressure__stuck : done: selectRange [nothing to compact & no attempt made yet]\n  pressure__selecting --> pressure__failed : done: selectRange [nothing to compact]\n  pressure__selecting --> pressure__compacting : done: selectRange\n  pressure__selecting --> pressure__failed : error: selectRange\n  pressure__compacting --> pressure__compacting : cancel\n  pressure__compacting --> pressure__cancelled : done: transaction [transaction was cancelled]\n  pressure__compacting --> pressure__cancelled : done: transaction [cancel was requested & transaction committed]\n  pressure__compacting --> pressure__remeasuring : done: transaction [transaction committed]\n  pressure__compacting --> pressure__failed : done: transaction\n  pressure__compacting --> pressure__failed : error: transaction\n  pressure__remeasuring --> pressure__compacted : done: measure [below threshold]\n  pressure__remeasuring --> pressure__selecting : done: measure [attempts left]\n  pressure__remeasuring --> pressure__failed : done: measure\n  pressure__remeasuring --> pressure__failed : error: measure\n  pressure --> pressure__cancelled : cancel\n"
+  "mermaid": "%% pressure: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"pressure\" as pressure {\n    [*] --> pressure__checkingSignal\n    state \"checkingSignal\" as pressure__checkingSignal\n    state \"measuring\" as pressure__measuring\n    pressure__measuring : invoke measure\n    state \"pruning\" as pressure__pruning\n    pressure__pruning : invoke prune\n    state \"remeasuringAfterPrune\" as pressure__remeasuringAfterPrune\n    pressure__remeasuringAfterPrune : invoke measure\n    state \"selecting\" as pressure__selecting\n    pressure__selecting : invoke selectRange\n    state \"compacting\" as pressure__compacting\n    pressure__compacting : invoke transaction\n    state \"remeasuring\" as pressure__remeasuring\n    pressure__remeasuring : invoke measure\n    state \"skipped\" as pressure__skipped\n    state \"below\" as pressure__below\n    state \"relievedByPruning\" as pressure__relievedByPruning\n    state \"stuck\" as pressure__stuck\n    state \"compacted\" as pressure__compacted\n    state \"failed\" as pressure__failed\n    state \"cancelled\" as pressure__cancelled\n    pressure__skipped --> [*]\n    pressure__below --> [*]\n    pressure__relievedByPruning --> [*]\n    pressure__stuck --> [*]\n    pressure__compacted --> [*]\n    pressure__failed --> [*]\n    pressure__cancelled --> [*]\n  }\n  pressure__checkingSignal --> pressure__cancelled : always [signal already aborted]\n  pressure__checkingSignal --> pressure__measuring : always\n  pressure__measuring --> pressure__skipped : done: measure [no routed model yet]\n  pressure__measuring --> pressure__skipped : done: measure [budget cannot be resolved]\n  pressure__measuring --> pressure__pruning : done: measure [the provider truncated the prompt silently & pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure [the provider truncated the prompt silently]\n  pressure__measuring --> pressure__below : done: measure [below threshold]\n  pressure__measuring --> pressure__pruning : done: measure [pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure\n  pressure__measuring --> pressure__failed : error: measure\n  pressure__pruning --> pressure__remeasuringAfterPrune : done: prune\n  pressure__pruning --> pressure__failed : error: prune\n  pressure__remeasuringAfterPrune --> pressure__relievedByPruning : done: measure [below threshold]\n  pressure__remeasuringAfterPrune --> pressure__selecting : done: measure\n  pressure__remeasuringAfterPrune --> pressure__failed : error: measure\n  pressure__selecting --> pressure__stuck : done: selectRange [nothing to compact & no attempt made yet]\n  pressure__selecting --> pressure__failed : done: selectRange [nothing to compact]\n  pressure__selecting --> pressure__compacting : done: selectRange\n  pressure__selecting --> pressure__failed : error: selectRange\n  pressure__compacting --> pressure__compacting : cancel\n  pressure__compacting --> pressure__cancelled : done: transaction [transaction was cancelled]\n  pressure__compacting --> pressure__cancelled : done: transaction [cancel was requested & transaction committed]\n  pressure__compacting --> pressure__remeasuring : done: transaction [transaction committed]\n  pressure__compacting --> pressure__failed : done: transaction\n  pressure__compacting --> pressure__failed : error: transaction\n  pressure__remeasuring --> pressure__compacted : done: measure [below threshold]\n  pressure__remeasuring --> pressure__selecting : done: measure [attempts left]\n  pressure__remeasuring --> pressure__failed : done: measure\n  pressure__remeasuring --> pressure__failed : error: measure\n  pressure --> pressure__cancelled : cancel\n"
  },
  {
   "name": "overflow",

@@ -96,9 +96,12 @@ export const machine = createMachine({
           {
             guard: 'cancelled',
             target: 'deciding',
-            actions: 'remember prune',
+            actions: ['remember prune', 'announce prune'],
           },
-          { target: 'selecting', actions: 'remember prune' },
+          {
+            target: 'selecting',
+            actions: ['remember prune', 'announce prune'],
+          },
         ],
         onError: { target: 'deciding' },
       },
@@ -114,7 +117,11 @@ export const machine = createMachine({
         },
         onDone: [
           { guard: 'cancelled', target: 'deciding' },
-          { guard: 'nothing to compact', target: 'deciding' },
+          {
+            guard: 'nothing to compact',
+            target: 'deciding',
+            actions: 'remember nothing to compact',
+          },
           { target: 'compacting', actions: 'remember range' },
         ],
         onError: { target: 'deciding' },
@@ -137,7 +144,10 @@ export const machine = createMachine({
         input: { purpose: 'decide' },
         onDone: [
           { guard: 'generation advanced', target: 'retry' },
-          { target: 'declined', actions: 'decline after recovery' },
+          {
+            target: 'declined',
+            actions: ['decline after recovery', 'announce stuck'],
+          },
         ],
         onError: {
           target: 'declined',

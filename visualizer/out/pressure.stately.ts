@@ -31,6 +31,24 @@ export const machine = createMachine({
             actions: 'remember misconfiguration',
           },
           {
+            guard: 'the provider truncated the prompt silently & pruning is enabled',
+            target: 'pruning',
+            actions: [
+              'remember first reading',
+              'remember silent overflow',
+              'announce silent overflow',
+            ],
+          },
+          {
+            guard: 'the provider truncated the prompt silently',
+            target: 'selecting',
+            actions: [
+              'remember first reading',
+              'remember silent overflow',
+              'announce silent overflow',
+            ],
+          },
+          {
             guard: 'below threshold',
             target: 'below',
             actions: 'remember first reading',
@@ -51,7 +69,7 @@ export const machine = createMachine({
         input: { trigger: 'pressure', protectRecent: true },
         onDone: {
           target: 'remeasuringAfterPrune',
-          actions: 'remember prune',
+          actions: ['remember prune', 'announce prune'],
         },
         onError: { target: 'failed', actions: 'fail from service' },
       },
@@ -163,7 +181,10 @@ export const machine = createMachine({
     },
     stuck: {
       type: 'final',
-      entry: { type: 'set status', params: { status: 'stuck' } },
+      entry: [
+        { type: 'set status', params: { status: 'stuck' } },
+        'announce stuck',
+      ],
     },
     compacted: {
       type: 'final',

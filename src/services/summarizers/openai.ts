@@ -10,7 +10,7 @@
  * summarized chunk by chunk.
  */
 import { XcompactError } from '../../errors.js';
-import type OpenAI from 'openai';
+import type { OpenAIClient } from '../openai-client';
 import { APIUserAbortError } from 'openai';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
@@ -28,8 +28,8 @@ export { sumUsage, type BoundingOptions } from './bounded-summarizer';
 export type { BoundingReport } from '../summarizer';
 
 export interface OpenAISummarizerOptions {
-  /** Any OpenAI-compatible endpoint. A copy of it is patched with `withErrorBodyRecovery`. */
-  client: OpenAI;
+  /** An `openai` SDK client (version 6 or 7) for any OpenAI-compatible endpoint. A copy of it is patched with `withErrorBodyRecovery`. */
+  client: OpenAIClient;
   /**
    * The request field that carries the summary's output cap when the request does not name one
    * (the engine names it from the model registry). `max_tokens` (default) is what DeepSeek,
@@ -58,7 +58,7 @@ export interface OpenAISummarizerOptions {
 
 export class OpenAISummarizer implements Summarizer {
   readonly name = 'openai';
-  private readonly client: OpenAI;
+  private readonly client: OpenAIClient;
   private readonly maxRetries: number;
   private readonly outputCapField: 'max_tokens' | 'max_completion_tokens';
   private readonly ledger: boolean;

@@ -1,0 +1,203 @@
+/**
+ * An agent loop written as an XState machine that invokes the compaction machine.
+ *
+ * The agent chart calls the model (the `openai` SDK against any OpenAI-compatible endpoint),
+ * records each step in the session, runs the tools, then tells the compaction machine — its
+ * invoked child — in events: `step.completed` after a step, `request.failed` when the model
+ * rejects a request, `shutdown` at the end. The answers come back as events too
+ * (`request.settled` with the request's id), and so do the notifications (`compaction.committed`,
+ * `pruned`, …): no promise, no `await engine.*` anywhere in the loop.
+ *
+ *   calling ─ reply recorded ─▶ compacting (step.completed … request.settled) ─▶ calling / finished
+ *      └ request rejected ─▶ recovering (request.failed … settled) ─ retry ─▶ calling
+ *                                                                 └ fail ─▶ failed
+ *
+ * Run against a server: `OPENAI_BASE_URL=http://127.0.0.1:8080/v1 MODEL=m CONTEXT_WINDOW=8192 npx tsx examples/xstate-agent.ts`
+ */
+import OpenAI from 'openai';
+import type { ChatCompletionTool } from 'openai/resources/chat/completions';
+import { and, assign, createActor, fromPromise, sendTo, setup, toPromise } from 'xstate';
+import {
+  createCompactionMachine,
+  MemoryStore,
+  Session,
+  SessionWriter,
+  type CompactionConfigInput,
+  type CompactionEmitted,
+  type CompactionRecord,
+} from '../src/index';
+
+export interface XStateAgentOptions {
+  client: OpenAI;
+  session: Session;
+  provider: string;
+  model: string;
+  contextWindow: number;
+  maxTokens: number;
+  task: string;
+  /** The loop stops after this many steps even if the model keeps calling tools. */
+  maxSteps: number;
+  config?: CompactionConfigInput;
+}
+
+export interface XStateAgentRun {
+  steps: number;
+  compactions: CompactionRecord[];
+  overflowRetries: number;
+  answer: string | undefined;
+}
+
+const TOOLS: ChatCompletionTool[] = [
+  {
+    type: 'function',
+    function: { name: 'read_notes', description: 'Read the notes of one topic', parameters: { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] } },
+  },
+];
+
+/** A stand-in tool: deterministic, long enough output that the conversation fills the window. */
+function readNotes(args: string): string {
+  const topic = (JSON.parse(args) as { topic?: string }).topic ?? 'general';
+  return Array.from({ length: 40 }, (_, i) => `${topic} note ${i + 1}: the build step ${i} depends on step ${i + 1}.`).join('\n');
+}
+
+export function createAgentMachine(options: XStateAgentOptions) {
+  const { client, session, provider, model, maxTokens } = options;
+  const writer = new SessionWriter(session);
+  const compaction = createCompactionMachine({
+    session,
+    client,
+    models: { [`${provider}/${model}`]: { contextWindow: options.contextWindow, maxOutputTokens: maxTokens } },
+    ...(options.config ? { config: options.config } : {}),
+  });
+
+  return setup({
+    types: {
+      context: {} as { run: XStateAgentRun; nextId: number; waitingFor: string | undefined; lastError: unknown; finished: boolean },
+      // What the compaction machine sends its parent: answers and notifications.
+      events: {} as CompactionEmitted,
+    },
+    actors: {
+      compaction,
+      // One model request for the open step; the reply and the tool results are recorded before it resolves.
+      callModel: fromPromise(async () => {
+        if (!session.openStep) writer.startStep();
+        writer.request({ provider, model, tools: TOOLS, maxTokens });
+        const completion = await client.chat.completions.create({ model, messages: [...session.deriveMessages()], tools: TOOLS, max_tokens: maxTokens });
+        const choice = completion.choices[0];
+        if (!choice) throw new Error('the endpoint returned no choices');
+        writer.assistantFromCompletion(choice.message, { usage: completion.usage ?? null, provider, model: completion.model, finishReason: choice.finish_reason });
+        const calls = (choice.message.tool_calls ?? []).filter((c) => c.type === 'function');
+        for (const call of calls) writer.toolResult(call.id, readNotes(call.function.arguments), { toolName: call.function.name });
+        return { answer: calls.length === 0 ? (choice.message.content ?? '') : undefined };
+      }),
+    },
+    guards: {
+      'is the answer we wait for': ({ context, event }) => event.type === 'request.settled' && event.id === context.waitingFor,
+      'recovery says retry': ({ event }) => event.type === 'request.settled' && event.result.kind === 'overflow' && event.result.output.action === 'retry',
+      'work is finished': ({ context }) => context.finished,
+    },
+    actions: {
+      'ask compaction after the step': sendTo('compaction', ({ context }) => ({
+        type: 'step.completed' as const,
+        id: `a${context.nextId}`,
+        turn: session.openTurn,
+        aborted: false,
+      })),
+      'report the failed request': sendTo('compaction', ({ context }) => ({
+        type: 'request.failed' as const,
+        id: `a${context.nextId}`,
+        error: context.lastError,
+        turn: session.openTurn,
+        aborted: false,
+        lastAssistantSeq: session.latestReply?.seq ?? -1,
+      })),
+      'wait for the answer': assign(({ context }) => ({ waitingFor: `a${context.nextId}`, nextId: context.nextId + 1 })),
+      'end the step': assign(({ context }) => {
+        writer.endStep();
+        return { run: { ...context.run, steps: context.run.steps + 1 }, waitingFor: undefined };
+      }),
+      'remember the compaction': assign(({ context, event }) => {
+        if (event.type !== 'compaction.committed') return {};
+        const { type: _, ...record } = event;
+        return { run: { ...context.run, compactions: [...context.run.compactions, record] } };
+      }),
+      'count the retry': assign(({ context }) => ({ run: { ...context.run, overflowRetries: context.run.overflowRetries + 1 }, waitingFor: undefined })),
+      'shut compaction down': sendTo('compaction', { type: 'shutdown' as const }),
+    },
+  }).createMachine({
+    id: 'agent',
+    context: { run: { steps: 0, compactions: [], overflowRetries: 0, answer: undefined }, nextId: 1, waitingFor: undefined, lastError: undefined, finished: false },
+    // The compaction machine lives as long as the agent; its notifications arrive as events.
+    invoke: { id: 'compaction', src: 'compaction', input: undefined }, // its config is baked in
+    on: { 'compaction.committed': { actions: 'remember the compaction' } },
+    initial: 'calling',
+    states: {
+      calling: {
+        invoke: {
+          src: 'callModel',
+          onDone: {
+            target: 'compacting',
+            actions: assign(({ context, event }) => ({
+              run: { ...context.run, answer: event.output.answer },
+              finished: event.output.answer !== undefined || context.run.steps + 1 >= options.maxSteps,
+            })),
+          },
+          onError: { target: 'recovering', actions: assign({ lastError: ({ event }) => event.error }) },
+        },
+      },
+      compacting: {
+        entry: ['ask compaction after the step', 'wait for the answer'],
+        on: {
+          'request.settled': { guard: 'is the answer we wait for', target: 'nextStep', actions: 'end the step' },
+        },
+      },
+      recovering: {
+        entry: ['report the failed request', 'wait for the answer'],
+        on: {
+          'request.settled': [
+            { guard: and(['is the answer we wait for', 'recovery says retry']), target: 'calling', actions: 'count the retry' },
+            { guard: 'is the answer we wait for', target: 'failed' },
+          ],
+        },
+      },
+      nextStep: {
+        always: [{ guard: 'work is finished', target: 'finished' }, { target: 'calling' }],
+      },
+      finished: { type: 'final', entry: 'shut compaction down' },
+      failed: { type: 'final', entry: 'shut compaction down' },
+    },
+    output: ({ context }) => context.run,
+  });
+}
+
+/** Runs the agent on one task, in one turn, until the model answers or `maxSteps` is reached. */
+export async function runXStateAgent(options: XStateAgentOptions): Promise<XStateAgentRun> {
+  const writer = new SessionWriter(options.session);
+  if (options.session.surface.length === 0) writer.system('You are a careful assistant. Use read_notes to look things up.');
+  writer.startTurn();
+  writer.user(options.task);
+  const actor = createActor(createAgentMachine(options));
+  actor.start();
+  const run = (await toPromise(actor)) as XStateAgentRun;
+  if (options.session.openStep) writer.endStep('error');
+  writer.endTurn(run.answer === undefined ? 'aborted' : 'completed');
+  await options.session.flush();
+  return run;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const model = process.env.MODEL ?? 'gpt-4o-mini';
+  const session = await Session.open(new MemoryStore(), 'xstate-agent');
+  const run = await runXStateAgent({
+    client: new OpenAI({ baseURL: process.env.OPENAI_BASE_URL, apiKey: process.env.OPENAI_API_KEY ?? 'not-needed' }),
+    session,
+    provider: process.env.PROVIDER ?? 'local',
+    model,
+    contextWindow: Number(process.env.CONTEXT_WINDOW ?? 8192),
+    maxTokens: 512,
+    task: process.argv.slice(2).join(' ') || 'Summarise the build notes.',
+    maxSteps: 20,
+  });
+  console.log(JSON.stringify({ steps: run.steps, compactions: run.compactions.length, overflowRetries: run.overflowRetries, answer: run.answer }, null, 2));
+  await session.close();
+}

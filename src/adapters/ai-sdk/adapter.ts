@@ -1,0 +1,393 @@
+/**
+ * The AI SDK adapter: a language-model middleware that puts an xcompact session and engine
+ * between an AI SDK loop (`generateText`, `streamText`, `ToolLoopAgent`) and its model.
+ *
+ * Why a model wrapper and not `prepareStep`: `prepareStep` can replace the next step's
+ * messages but never sees the step's own request fail, so it cannot recover a context
+ * overflow (SPEC §6) inside the loop. At the model boundary one object sees everything: the
+ * whole prompt of each step (system prompt, the app's messages, the tool results the SDK
+ * just produced), the reply with its usage, and the provider's error. So the app changes one
+ * option — `model: compaction.model` — and every loop that takes a model works.
+ *
+ * Per model call (one AI SDK step):
+ * 1. record what is new in the prompt (a user message opens a turn; tool results close the
+ *    step that made the calls, after `engine.afterStep()`: pressure, pruning, compaction);
+ * 2. open a step, record the request header, send the session's (compacted) surface;
+ * 3. on an error, ask `engine.onRequestError`; `retry` → rebuild the prompt and send again;
+ * 4. record the reply (usage included); a reply without tool calls ends the turn.
+ *
+ * One adapter is one conversation; its calls must not overlap.
+ */
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3Content,
+  LanguageModelV3FinishReason,
+  LanguageModelV3Message,
+  LanguageModelV3Middleware,
+  LanguageModelV3Prompt,
+  LanguageModelV3StreamPart,
+  LanguageModelV3Usage,
+} from '@ai-sdk/provider';
+import { wrapLanguageModel } from 'ai';
+import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../../engine';
+import { isCheckpoint, type SurfaceEvent } from '../../session/events';
+import type { Session } from '../../session/session';
+import { SessionWriter } from '../../session/writer';
+import type { Summarizer } from '../../services/summarizer';
+import type { ModelInfo } from '../../services/models';
+import { normaliseRequestError } from './errors';
+import {
+  AiSdkAdapterError,
+  assistantFacts,
+  fingerprint,
+  promptOf,
+  replyFacts,
+  toolResults,
+  usageOf,
+  userBlocks,
+  type AssistantFacts,
+} from './convert';
+import { AiSdkSummarizer } from './summarizer';
+
+type Mapped =
+  | { role: 'user'; blocks: ReturnType<typeof userBlocks> }
+  | { role: 'assistant'; facts: AssistantFacts }
+  | { role: 'tool'; results: ReturnType<typeof toolResults> };
+
+export interface AiSdkCompactionOptions extends Omit<CompactionEngineOptions, 'session' | 'client' | 'summarizer' | 'models'> {
+  /** The model the loop talks to (any AI SDK language model). */
+  model: LanguageModelV3;
+  /** Where the conversation is recorded (`Session.inMemory()`, or a store's `Session.open`). */
+  session: Session;
+  /** Registry key provider: defaults to the AI SDK provider id before its first dot (`openai.chat` → `openai`). */
+  provider?: string;
+  /** The model's window, when it is not a built-in model: registered as `provider/modelId`. */
+  contextWindow?: number;
+  /** The model's own output cap, when it is not a built-in model. */
+  maxOutputTokens?: number;
+  /** Model registry entries, merged over the built-ins. */
+  models?: Record<string, Partial<ModelInfo>>;
+  /**
+   * Who writes summaries. Default: {@link AiSdkSummarizer} over `model` itself (the unwrapped
+   * one), so summaries go through the same provider, credentials and prompt cache.
+   */
+  summarizer?: Summarizer;
+}
+
+export interface AiSdkCompaction {
+  /** Pass this as `model` to generateText / streamText / ToolLoopAgent. */
+  readonly model: LanguageModelV3;
+  /** The middleware itself, to compose with other middleware in `wrapLanguageModel`. */
+  readonly middleware: LanguageModelV3Middleware;
+  readonly engine: CompactionEngine;
+  readonly session: Session;
+  /** Stops the engine and closes an open step and turn, so the session is consistent; then flushes. */
+  close(): Promise<void>;
+}
+
+/** The AI SDK provider id (`openai.chat`, `deepseek.chat`) → the registry's provider name. */
+export function providerName(model: Pick<LanguageModelV3, 'provider'>): string {
+  return model.provider.split('.')[0] || model.provider;
+}
+
+export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCompaction {
+  const { session, model: base } = options;
+  const provider = options.provider ?? providerName(base);
+  const models: Record<string, Partial<ModelInfo>> = { ...(options.models ?? {}) };
+  if (options.contextWindow !== undefined) {
+    models[`${provider}/${base.modelId}`] = {
+      contextWindow: options.contextWindow,
+      ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}),
+    };
+  }
+  const { model: _m, provider: _p, contextWindow: _c, maxOutputTokens: _o, summarizer: _s, ...engineOptions } = options;
+  const engine = createCompactionEngine({
+    ...engineOptions,
+    session,
+    models,
+    summarizer: options.summarizer ?? new AiSdkSummarizer({ model: base }),
+  });
+  const w = new SessionWriter(session);
+
+  /**
+   * Non-system prompt messages already recorded, by fingerprint (the app's uncompacted view).
+   * A stored session continued by a new process starts with its messages read back from the
+   * log (`~role`: the role is checked, not the parts).
+   */
+  const consumed: string[] = appMessagesIn(session).map((role) => `~${role}`);
+  /** The reply the adapter recorded from the model: the next prompt repeats it, and it is skipped there. */
+  let echo: string[] | undefined;
+  /** The open turn's last request failed (and no reply completed it since). */
+  let turnFailed = false;
+
+  const closeStep = async (signal: AbortSignal | undefined): Promise<void> => {
+    if (!session.openStep) return;
+    if (session.surface.pendingCalls().length === 0) await engine.afterStep(signal ? { signal } : {});
+    w.endStep();
+  };
+  const ensureTurn = () => {
+    if (session.openTurn === null) w.startTurn();
+  };
+
+  /** Every new message mapped before anything is written: a part the session cannot hold changes nothing. */
+  const mapAll = (messages: readonly LanguageModelV3Message[]): Mapped[] =>
+    messages.map((message): Mapped => {
+      switch (message.role) {
+        case 'system':
+          throw new AiSdkAdapterError(
+            'unmappable-part',
+            'xcompact/ai-sdk cannot record a system message in the middle of the conversation: only the leading system prompt is kept (as surface node 0); send other instructions as a user message',
+          );
+        case 'user':
+          return { role: 'user', blocks: userBlocks(message) };
+        case 'assistant':
+          return { role: 'assistant', facts: assistantFacts(message) };
+        case 'tool':
+          return { role: 'tool', results: toolResults(message) };
+      }
+    });
+
+  const record = async (m: Mapped, signal: AbortSignal | undefined): Promise<void> => {
+    switch (m.role) {
+      case 'user':
+        await closeStep(signal);
+        if (session.openTurn !== null) w.endTurn(turnFailed ? 'error' : 'completed');
+        turnFailed = false;
+        w.startTurn();
+        w.user(m.blocks);
+        return;
+      case 'assistant':
+        ensureTurn();
+        await closeStep(signal);
+        w.startStep();
+        writeReply(m.facts, undefined);
+        return;
+      case 'tool':
+        for (const r of m.results) w.toolResult(r.callId, r.content, { toolName: r.toolName, ...(r.isError ? { isError: true } : {}) });
+        return;
+    }
+  };
+
+  const writeReply = (facts: AssistantFacts, meta: { usage?: LanguageModelV3Usage; finish?: LanguageModelV3FinishReason; modelId?: string } | undefined) => {
+    const usage = usageOf(meta?.usage);
+    w.assistant({
+      ...(facts.text ? { text: facts.text } : {}),
+      ...(facts.reasoning ? { reasoning: facts.reasoning } : {}),
+      toolCalls: facts.toolCalls,
+      ...(usage ? { usage } : {}),
+      ...(meta ? { provider, model: meta.modelId ?? base.modelId } : {}),
+      ...(meta?.finish?.raw ? { finishReason: meta.finish.raw } : {}),
+    });
+  };
+
+  /** Steps 1–2: the new part of the app's prompt into the session; a step opened; the compacted prompt out. */
+  const prepare = async (params: LanguageModelV3CallOptions): Promise<LanguageModelV3Prompt> => {
+    const signal = params.abortSignal;
+    let i = 0;
+    const system: string[] = [];
+    for (; i < params.prompt.length && params.prompt[i]!.role === 'system'; i++) system.push(params.prompt[i]!.content as string);
+    const rest = params.prompt.slice(i);
+    for (let k = 0; k < consumed.length; k++) {
+      if (rest[k] === undefined || !sameMessage(rest[k]!, consumed[k]!)) {
+        throw new AiSdkAdapterError(
+          'history-diverged',
+          `the prompt does not continue the recorded conversation (message ${k} is ${rest[k] ? fingerprint(rest[k]!) : 'missing'}, recorded ${consumed[k]}): ` +
+            'pass the previous messages unchanged and append to them, or create a new adapter (and session) for another conversation',
+        );
+      }
+    }
+    const candidate = rest[consumed.length];
+    const echoed = echo !== undefined && candidate !== undefined && isEcho(candidate, echo);
+    const fresh = rest.slice(consumed.length + (echoed ? 1 : 0));
+    const mapped = mapAll(fresh);
+    if (echoed) consumed.push(fingerprint(candidate!));
+    echo = undefined;
+    if (system.length > 0) w.system(system.join('\n\n'));
+    for (const [k, m] of mapped.entries()) {
+      await record(m, signal);
+      consumed.push(fingerprint(fresh[k]!));
+    }
+    await closeStep(signal);
+    ensureTurn();
+    w.startStep();
+    w.request({ provider, model: base.modelId, tools: (params.tools ?? []).map(toolDefinition), ...(params.maxOutputTokens ? { maxTokens: params.maxOutputTokens } : {}) });
+    return derive();
+  };
+
+  const derive = (): LanguageModelV3Prompt => {
+    const events: SurfaceEvent[] = [];
+    for (const seq of session.surface.seqs()) events.push(session.event(seq) as SurfaceEvent);
+    return promptOf(events);
+  };
+
+  /** Step 4. */
+  const finish = async (content: readonly LanguageModelV3Content[], meta: { usage?: LanguageModelV3Usage; finish?: LanguageModelV3FinishReason; modelId?: string }, signal: AbortSignal | undefined) => {
+    let facts: AssistantFacts;
+    try {
+      facts = replyFacts(content);
+    } catch (err) {
+      abandon();
+      throw err;
+    }
+    writeReply(facts, meta);
+    echo = facts.toolCalls.map((c) => c.id);
+    if (facts.toolCalls.length === 0) {
+      await closeStep(signal);
+      w.endTurn('completed');
+      turnFailed = false;
+    }
+    await session.flush();
+  };
+
+  /**
+   * A request that failed for good: its step ends as `error`. The turn stays open, so a retry
+   * of the same prompt (the SDK's own retries, or the app's) continues it; the next user
+   * message ends it as `error` unless a reply completed it.
+   */
+  const abandon = () => {
+    echo = undefined;
+    if (session.surface.pendingCalls().length > 0) return;
+    if (session.openStep) w.endStep('error');
+    turnFailed = session.openTurn !== null;
+  };
+
+  /** Step 3: sends, and on an overflow the engine compacts and the prompt is rebuilt. */
+  const send = async <R>(params: LanguageModelV3CallOptions, call: (p: LanguageModelV3CallOptions) => PromiseLike<R>): Promise<R> => {
+    let prompt = await prepare(params);
+    for (;;) {
+      try {
+        return await call({ ...params, prompt });
+      } catch (err) {
+        const signal = params.abortSignal;
+        const action = await engine.onRequestError(normaliseRequestError(err), signal ? { signal } : {}).catch(() => ({ kind: 'fail' as const }));
+        if (action.kind !== 'retry') {
+          abandon();
+          throw err;
+        }
+        prompt = derive();
+      }
+    }
+  };
+
+  const middleware: LanguageModelV3Middleware = {
+    specificationVersion: 'v3',
+    wrapGenerate: async ({ params, model }) => {
+      const result = await send(params, (p) => model.doGenerate(p));
+      await finish(result.content, { usage: result.usage, finish: result.finishReason, ...(result.response?.modelId ? { modelId: result.response.modelId } : {}) }, params.abortSignal);
+      return result;
+    },
+    wrapStream: async ({ params, model }) => {
+      const result = await send(params, (p) => model.doStream(p));
+      const content: LanguageModelV3Content[] = [];
+      const texts = new Map<string, { type: 'text' | 'reasoning'; text: string }>();
+      let usage: LanguageModelV3Usage | undefined;
+      let finishReason: LanguageModelV3FinishReason | undefined;
+      let modelId: string | undefined;
+      let failed = false;
+      const recorder = new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
+        transform(part, controller) {
+          switch (part.type) {
+            case 'text-start':
+            case 'reasoning-start': {
+              const entry = { type: part.type === 'text-start' ? ('text' as const) : ('reasoning' as const), text: '' };
+              texts.set(part.id, entry);
+              content.push(entry as LanguageModelV3Content);
+              break;
+            }
+            case 'text-delta':
+            case 'reasoning-delta': {
+              const entry = texts.get(part.id);
+              if (entry) entry.text += part.delta;
+              break;
+            }
+            case 'tool-call':
+            case 'tool-result':
+            case 'file':
+            case 'source':
+            case 'tool-approval-request':
+              content.push(part as LanguageModelV3Content);
+              break;
+            case 'response-metadata':
+              if (part.modelId) modelId = part.modelId;
+              break;
+            case 'finish':
+              usage = part.usage;
+              finishReason = part.finishReason;
+              break;
+            case 'error':
+              failed = true;
+              break;
+          }
+          controller.enqueue(part);
+        },
+        async flush(controller) {
+          if (failed || finishReason === undefined) {
+            abandon();
+            return;
+          }
+          try {
+            await finish(content, { ...(usage ? { usage } : {}), finish: finishReason, ...(modelId ? { modelId } : {}) }, params.abortSignal);
+          } catch (err) {
+            controller.error(err);
+          }
+        },
+      });
+      return { ...result, stream: result.stream.pipeThrough(recorder) };
+    },
+  };
+
+  return {
+    model: wrapLanguageModel({ model: base, middleware }) as LanguageModelV3,
+    middleware,
+    engine,
+    session,
+    async close() {
+      engine.stop();
+      if (session.surface.pendingCalls().length === 0) {
+        if (session.openStep) w.endStep('aborted');
+        if (session.openTurn !== null) w.endTurn(turnFailed ? 'error' : 'aborted');
+      }
+      await session.flush();
+    },
+  };
+}
+
+const sameMessage = (message: LanguageModelV3Message, recorded: string): boolean =>
+  recorded.startsWith('~') ? message.role === recorded.slice(1) : fingerprint(message) === recorded;
+
+/**
+ * The roles of the app's messages a stored session already holds: every original append (not a
+ * prune or checkpoint replacing one) of a user or assistant message, and each run of tool
+ * results (the SDK puts one step's results in one tool message).
+ */
+function appMessagesIn(session: Session): Array<'user' | 'assistant' | 'tool'> {
+  const roles: Array<'user' | 'assistant' | 'tool'> = [];
+  for (const e of session.events()) {
+    if (e.surfaceOp !== 'append' || e.type === 'system/message') continue;
+    if (e.type === 'tool/result') {
+      if (roles[roles.length - 1] !== 'tool') roles.push('tool');
+    } else if (e.type === 'assistant/message') roles.push('assistant');
+    else if (e.type === 'user/message' && !isCheckpoint(e)) roles.push('user');
+  }
+  return roles;
+}
+
+/**
+ * The assistant message the SDK appends after a reply is that reply: matched by its tool-call
+ * ids, not its text (providers differ in the empty text and reasoning parts they keep).
+ */
+function isEcho(message: LanguageModelV3Message, callIds: readonly string[]): boolean {
+  if (message.role !== 'assistant') return false;
+  const ids = message.content.filter((p) => p.type === 'tool-call').map((p) => (p as { toolCallId: string }).toolCallId);
+  return ids.length === callIds.length && ids.every((id, k) => id === callIds[k]);
+}
+
+/** AI SDK function tools → the chat-completions shape the meter prices (and the summarizer replays). */
+function toolDefinition(tool: NonNullable<LanguageModelV3CallOptions['tools']>[number]): Record<string, unknown> {
+  if (tool.type !== 'function') return { ...tool };
+  return {
+    type: 'function',
+    function: { name: tool.name, ...(tool.description ? { description: tool.description } : {}), parameters: tool.inputSchema },
+  };
+}

@@ -1,0 +1,8 @@
+/**
+ * `xcompact/ai-sdk`: xcompact in a Vercel AI SDK loop (generateText, streamText,
+ * ToolLoopAgent) with one option, `model: compaction.model`. Needs `ai` 6.x.
+ */
+export { createAiSdkCompaction, providerName, type AiSdkCompaction, type AiSdkCompactionOptions } from './adapter';
+export { AiSdkSummarizer, type AiSdkSummarizerOptions } from './summarizer';
+export { AiSdkAdapterError, promptOf, type AiSdkAdapterErrorCode } from './convert';
+export { normaliseRequestError } from './errors';

@@ -1,0 +1,144 @@
+/**
+ * createCompactionMachine(): the engine chart with its services provided, for a host whose
+ * agent loop is itself an XState machine. The host invokes (or spawns) it and talks to it in
+ * events: it sends `step.completed`, `request.failed`, `compact.requested`, `cancel` and
+ * `shutdown`; it receives each answer as a `request.settled` event (with the request's id) and
+ * every notification (`compaction.*`, `pruned`, `overflow.silent`, `breaker.*`,
+ * `capacity.missing`) both as emitted events and as events sent to it, its parent.
+ */
+import type { OpenAIClient } from './services/openai-client';
+import { assign, createMachine, fromPromise } from 'xstate';
+import { DEFAULT_ENGINE_INPUT, engineContext, engineMachine, type EngineInput } from './machines/engine';
+import { manualMachine } from './machines/manual';
+import { overflowMachine } from './machines/overflow';
+import { pressureMachine } from './machines/pressure';
+import { transactionMachine, type TransactionActorInputs } from './machines/transaction';
+import type { ErrorInfo } from './machines/types';
+import type { Session } from './session/session';
+import { parseConfig, tokenizerNameFor, type CompactionConfig, type CompactionConfigInput } from './services/config';
+import type { ServiceDeps } from './services/deps';
+import { createEngineServices, type EngineServices } from './services/engine-services';
+import { TokenMeter } from './services/meter';
+import type { ModelInfo } from './services/models';
+import { routePolicy } from './services/route';
+import type { Summarizer } from './services/summarizer';
+import { ExtractiveSummarizer } from './services/summarizers/extractive';
+import { OpenAISummarizer } from './services/summarizers/openai';
+import { getTokenizer, type TokenizerName } from './services/tokenizer';
+
+export interface CompactionMachineOptions {
+  session: Session;
+  /** Any OpenAI-compatible client. Without one (and without `summarizer`) summaries are extractive. */
+  client?: OpenAIClient;
+  /** Model registry entries, merged over the built-ins and `config.models`. */
+  models?: Record<string, Partial<ModelInfo>>;
+  config?: CompactionConfigInput;
+  summarizer?: Summarizer;
+  /** Turn model-free pruning off without touching config (`config.prune.enabled` does the same). */
+  pruner?: false;
+  /** Force one tokenizer for every model. */
+  tokenizer?: TokenizerName;
+  /** Clock for durations (ms). */
+  now?: () => number;
+  /** Wrap or replace the services the charts invoke; receives the defaults. */
+  services?: (defaults: EngineServices) => Partial<EngineServices>;
+}
+
+/** The machine and what it was built over (the promise facade reads these). */
+export interface BuiltCompactionMachine {
+  machine: typeof engineMachine;
+  config: CompactionConfig;
+  deps: ServiceDeps;
+  /** The summarizer's own error of the latest transaction (a CompactionError's cause). */
+  lastSummaryError(): unknown;
+  dispose(): void;
+}
+
+/** `options.models` over `config.models`, field by field for a model named in both. */
+function mergeModels(fromConfig: unknown, fromOptions: Record<string, Partial<ModelInfo>>): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...((fromConfig as Record<string, unknown> | undefined) ?? {}) };
+  for (const [key, entry] of Object.entries(fromOptions)) {
+    const base = merged[key];
+    merged[key] = base && typeof base === 'object' ? { ...(base as object), ...entry } : entry;
+  }
+  return merged;
+}
+
+const CHART_FAILED: ErrorInfo = { code: 'internal', message: 'the transaction chart failed; its compaction was abandoned' };
+const STOPPED: ErrorInfo = { code: 'cancelled', message: 'the compaction engine was stopped while this compaction ran' };
+
+export function buildCompactionMachine(options: CompactionMachineOptions): BuiltCompactionMachine {
+  const { session } = options;
+  const rawConfig = (options.config ?? {}) as Record<string, unknown>;
+  const config = parseConfig(options.models ? { ...rawConfig, models: mergeModels(rawConfig.models, options.models) } : rawConfig);
+  const tokenizerName = (provider: string | undefined, model: string | undefined): TokenizerName =>
+    options.tokenizer ?? (provider && model ? tokenizerNameFor(config, provider, model) : (config.tokenizer ?? 'o200k_base'));
+  const meter = new TokenMeter(session, { tokenizerFor: (header) => getTokenizer(tokenizerName(header?.data.provider, header?.data.model)) });
+  const deps: ServiceDeps = { session, meter, config, now: options.now ?? Date.now, tokenizerName };
+  const summarizer: Summarizer =
+    options.summarizer ?? (options.client ? new OpenAISummarizer({ client: options.client }) : new ExtractiveSummarizer());
+  const built = createEngineServices(deps, summarizer);
+  const defaults = built.services;
+  const services: EngineServices = { ...defaults, ...(options.services?.(defaults) ?? {}) };
+
+  // Each service becomes an invoked actor; sync services run inside the promise so a throw is an error event.
+  type In<K extends keyof TransactionActorInputs> = TransactionActorInputs[K];
+  const act = <I, O>(fn: (input: I) => O | PromiseLike<O>) => fromPromise<O, I>(async ({ input }) => fn(input));
+  const transaction = transactionMachine.provide({
+    actors: {
+      validateSpan: act((i: In<'validateSpan'>) => services.validateSpan(i)),
+      openBracket: act((i: In<'openBracket'>) => services.openBracket(i)),
+      summarize: fromPromise(({ input, signal }: { input: In<'summarize'>; signal: AbortSignal }) => services.summarize(input, signal)),
+      revalidate: act((i: In<'revalidate'>) => services.revalidate(i)),
+      commit: act((i: In<'commit'>) => services.commit(i)),
+      flush: act((i: In<'flush'>) => services.flush(i)),
+      closeWithError: act((i: In<'closeWithError'>) => services.closeWithError(i)),
+    },
+  });
+  // A transaction chart that failed (a bug, not a service failure) cannot close its own bracket:
+  // its parent chart decides to release the lock, and this does the work.
+  const closeAbandoned = { 'close abandoned bracket': () => void built.brackets.closeAbandoned(CHART_FAILED) };
+  const measure = act((i: { phase: 'initial' | 'after-prune' | 'after-compaction' }) => services.measure(i));
+  const prune = act((i: Parameters<EngineServices['prune']>[0]) => services.prune(i));
+  const selectRange = act((i: Parameters<EngineServices['selectRange']>[0]) => services.selectRange(i));
+  const probeLock = act((i: { purpose: 'admit' | 'decide' }) => services.probeLock(i));
+  const pressure = pressureMachine.provide({ actors: { measure, prune, selectRange, transaction }, actions: closeAbandoned });
+  const overflow = overflowMachine.provide({
+    actors: { classify: act((i: { error: unknown }) => services.classify(i)), probeLock, prune, selectRange, transaction },
+    actions: closeAbandoned,
+  });
+  const manual = manualMachine.provide({
+    actors: { checkAdmission: act((i: { purpose: 'manual' }) => services.checkAdmission(i)), selectRange, transaction },
+    actions: closeAbandoned,
+  });
+  const provided = engineMachine.provide({
+    actors: { pressure, overflow, manual },
+    actions: {
+      'look up route policy': assign({ policy: () => routePolicy(deps) }),
+      'close abandoned bracket': () => void built.brackets.closeAbandoned(STOPPED),
+    },
+  });
+  const input: EngineInput = {
+    ...DEFAULT_ENGINE_INPUT,
+    auto: config.auto,
+    pruneEnabled: options.pruner !== false && config.prune.enabled,
+    maxAttempts: 1 + config.compactionRetries,
+    maxOverflowRetries: config.maxOverflowRetries,
+    failureLimit: config.circuitBreaker.failureLimit,
+    cooldownMs: config.circuitBreaker.cooldownMs,
+  };
+  // The same chart with this config baked in: a host invokes it without input.
+  const machine = createMachine(
+    { ...provided.config, context: () => engineContext(input) } as typeof provided.config,
+    provided.implementations as never,
+  ) as unknown as typeof engineMachine;
+  return { machine, config, deps, lastSummaryError: built.lastSummaryError, dispose: () => built.brackets.dispose() };
+}
+
+/**
+ * The engine chart with its services provided over `options.session`: invoke or spawn it from
+ * a host machine (see the header, and examples/xstate-agent.ts).
+ */
+export function createCompactionMachine(options: CompactionMachineOptions): typeof engineMachine {
+  return buildCompactionMachine(options).machine;
+}

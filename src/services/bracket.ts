@@ -1,0 +1,131 @@
+/**
+ * The transaction's writes: `compaction/start` (the lock), the commit's three appends, the
+ * flush, and `compaction/end {error}`. Remembers which brackets it opened, so that closing an
+ * abandoned one never touches another writer's lock.
+ */
+import type { CommitRecord, ErrorInfo, OpenedBracket, SummaryOutcome, Trigger } from '../machines/types';
+import { SessionRuleError } from '../session/errors';
+import { COMPACTION_CHECKPOINT_SOURCE } from '../session/events';
+import { frameCheckpoint } from './checkpoint';
+import type { ServiceDeps } from './deps';
+import type { RangeSelection } from './range';
+
+export interface CommitInput {
+  range: RangeSelection;
+  startSeq: number;
+  summary: SummaryOutcome;
+  turn: number | null;
+  opened?: OpenedBracket;
+}
+
+export class BracketWriter {
+  /** compaction/start seqs this writer appended, until a compaction/end closes them. */
+  private readonly owned = new Set<number>();
+  private readonly unsubscribe: () => void;
+
+  constructor(private readonly deps: Pick<ServiceDeps, 'session' | 'meter' | 'now'>) {
+    this.unsubscribe = deps.session.subscribe((e) => {
+      if (e.type === 'compaction/end' || e.type === 'session/end-seed') this.owned.clear();
+    });
+  }
+
+  /** Appends compaction/start; a lock another writer took meanwhile is `busy`, not a commit failure. */
+  open(input: { trigger: Trigger; turn: number | null }): OpenedBracket {
+    const { session, meter, now } = this.deps;
+    const tokensBefore = meter.measure().totalTokens;
+    let seq: number;
+    try {
+      seq = session.append({ type: 'compaction/start', data: { turn: input.turn, trigger: input.trigger } }).seq;
+    } catch (err) {
+      if (err instanceof SessionRuleError && err.rule === 'compaction-locked') throw Object.assign(err, { chartCode: 'busy' });
+      throw err;
+    }
+    this.owned.add(seq);
+    return { startSeq: seq, tokensBefore, startedAt: now() };
+  }
+
+  /**
+   * Three appends, no await between them: the commit is atomic with respect to the loop.
+   * The checkpoint replace is the one that can be refused: it is checked before anything is written.
+   */
+  commit(input: CommitInput): CommitRecord {
+    const { session, meter, now } = this.deps;
+    const { range, summary } = input;
+    const checkpointData = { content: [{ type: 'text' as const, text: frameCheckpoint(summary.text) }], source: COMPACTION_CHECKPOINT_SOURCE };
+    const refused = session.check({
+      type: 'user/message',
+      data: checkpointData,
+      surfaceOp: { op: 'replace', start: range.start, end: range.end },
+      sourceEventSeqs: [input.startSeq, ...range.shadowed],
+    });
+    if (refused) throw refused;
+    const summaryEvent = session.append({
+      type: 'compaction/summary',
+      data: {
+        summary: summary.text,
+        range: { start: range.start, end: range.end },
+        shadowedSeqs: range.shadowed,
+        shadowedTokens: range.tokens,
+        ...(summary.provider ? { provider: summary.provider } : {}),
+        ...(summary.model ? { model: summary.model } : {}),
+        ...(summary.usage ? { usage: summary.usage } : {}),
+      },
+    });
+    const checkpoint = session.append({
+      type: 'user/message',
+      data: checkpointData,
+      surfaceOp: { op: 'replace', start: range.start, end: range.end },
+      sourceEventSeqs: [input.startSeq, summaryEvent.seq, ...range.shadowed],
+    });
+    const end = session.append({ type: 'compaction/end', data: { turn: input.turn } });
+    const checkpointTokens = meter.priceOf(checkpoint.seq);
+    const tokensAfter = meter.measure().totalTokens;
+    return {
+      startSeq: input.startSeq,
+      summarySeq: summaryEvent.seq,
+      checkpointSeq: checkpoint.seq,
+      endSeq: end.seq,
+      shadowedCount: range.shadowed.length,
+      spanTokens: range.tokens,
+      checkpointTokens,
+      tokensBefore: input.opened?.tokensBefore ?? tokensAfter + range.tokens - checkpointTokens,
+      tokensAfter,
+      durationMs: input.opened ? now() - input.opened.startedAt : 0,
+    };
+  }
+
+  async flush(): Promise<void> {
+    try {
+      await this.deps.session.flush();
+    } catch (err) {
+      throw Object.assign(err as object, { chartCode: 'persistence' });
+    }
+  }
+
+  async closeWithError(input: { turn: number | null; error: ErrorInfo }): Promise<void> {
+    this.deps.session.append({ type: 'compaction/end', data: { turn: input.turn, error: { code: input.error.code, message: input.error.message } } });
+    await this.deps.session.flush();
+  }
+
+  /**
+   * Closes a bracket left open by a transaction that could not close it itself (its chart
+   * failed, or the engine stopped under it). Only one this writer opened: never another writer's.
+   */
+  closeAbandoned(error: ErrorInfo): boolean {
+    const { session } = this.deps;
+    const lock = session.lock;
+    if (!lock.held || !this.owned.has(lock.startSeq)) return false;
+    try {
+      session.append({ type: 'compaction/end', data: { turn: lock.turn, error: { code: error.code, message: error.message } } });
+      session.flush().catch(() => undefined); // a store failure surfaces on the next flush
+      return true;
+    } catch {
+      // The append itself was refused: the orphan stays and later compactions report busy.
+      return false;
+    }
+  }
+
+  dispose(): void {
+    this.unsubscribe();
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * The configuration's shape: defaults, the zod schema of every field (the single source of the
+ * config types) and the resolved policy types. Cross-field rules live in config-rules.ts,
+ * resolution in config-policy.ts; config.ts puts them together.
+ */
+import { z } from 'zod';
+import { PRUNE_MARKER_MAX_CHARS } from './pruner.js';
+import { TOKENIZER_NAMES } from './tokenizers/types.js';
+
+// ---------------------------------------------------------------------------------------------
+// Defaults
+// ---------------------------------------------------------------------------------------------
+
+export const DEFAULT_THRESHOLD_RATIO = 0.8;
+export const DEFAULT_HEADROOM_TOKENS = 65_536;
+
+/**
+ * Headroom when none is configured: the reference's 65 536 tokens, but never more than an
+ * eighth of the window. A fixed 65 536 leaves no pressure budget at all below ~70k tokens, so
+ * every local model (llama.cpp, Ollama, vLLM at 8k–32k) would have no automatic compaction
+ * out of the box; for windows of 512k and more the two are the same.
+ */
+export function defaultHeadroom(window: number): number {
+  return Math.min(DEFAULT_HEADROOM_TOKENS, Math.floor(window / 8));
+}
+/** Applies only when neither retainRatio nor retainTokens is given (at any level). */
+export const DEFAULT_RETAIN_RATIO = 0.16;
+
+/**
+ * Code points the pruner's marker line may use (including its newlines): the pruner owns the
+ * figure, the config checks head + marker + tail against thresholdChars with it.
+ */
+export const PRUNE_MARKER_RESERVE = PRUNE_MARKER_MAX_CHARS;
+
+// ---------------------------------------------------------------------------------------------
+// Schema: per-field rules. Rules across fields live in crossFieldIssues() so that they can
+// also run when some unrelated field is invalid (one report lists every problem).
+// ---------------------------------------------------------------------------------------------
+
+const ratio = () => z.number().gt(0).lte(1); // (0, 1]
+const nonNegativeInt = () => z.int().min(0);
+const positiveInt = () => z.int().min(1);
+const name = () => z.string().min(1);
+
+/** Fields a model policy may override. Optional here: merging needs to know what was given. */
+const POLICY_FIELDS = {
+  thresholdRatio: ratio().optional(),
+  headroomTokens: nonNegativeInt().optional(),
+  retainRatio: ratio().optional(),
+  retainTokens: nonNegativeInt().optional(),
+  maxTokens: positiveInt().optional(),
+  compactionRetries: nonNegativeInt().optional(),
+  maxOverflowRetries: nonNegativeInt().optional(),
+  auto: z.boolean().optional(),
+};
+
+export const ModelPolicySchema = z.strictObject({ provider: name(), model: name(), ...POLICY_FIELDS });
+
+export const CircuitBreakerSchema = z.strictObject({
+  failureLimit: positiveInt().default(3),
+  cooldownMs: nonNegativeInt().default(300_000),
+});
+
+export const PruneSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  thresholdChars: positiveInt().default(8192),
+  headChars: nonNegativeInt().default(4096),
+  tailChars: nonNegativeInt().default(1024),
+  /** Newest tool results within this many tokens are never pruned (default: the retained tail). */
+  protectRecentTokens: nonNegativeInt().optional(),
+  /** Skip a prune pass that would free less (default: max(512, 2% of the window)). */
+  minReclaimTokens: nonNegativeInt().optional(),
+  /** Tool names whose results are never pruned. */
+  neverPrune: z.array(name()).default([]),
+});
+
+export const ModelEntrySchema = z.strictObject({
+  contextWindow: positiveInt().optional(),
+  maxOutputTokens: positiveInt().optional(),
+  tokenizer: z.enum(TOKENIZER_NAMES).optional(),
+  outputCapField: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
+});
+
+export const FIELDS = {
+  ...POLICY_FIELDS,
+  thresholdRatio: ratio().default(DEFAULT_THRESHOLD_RATIO),
+  // No default here: an unset headroom scales with the window (defaultHeadroom) at budget time.
+  headroomTokens: nonNegativeInt().optional(),
+  compactionRetries: nonNegativeInt().default(1),
+  maxOverflowRetries: nonNegativeInt().default(1),
+  auto: z.boolean().default(true),
+  summarizationProvider: z.string().default(''),
+  summarizationModel: z.string().default(''),
+  modelPolicies: z.array(ModelPolicySchema).default([]),
+  circuitBreaker: CircuitBreakerSchema.prefault({}), // prefault: parse {} so inner defaults apply
+  minProgressRatio: z.number().min(0).lt(1).default(0.1),
+  prune: PruneSchema.prefault({}),
+  tokenizer: z.enum(TOKENIZER_NAMES).optional(),
+  models: z.record(z.string(), ModelEntrySchema).default({}),
+};
+
+/** The config object before cross-field rules and resolution (its shape lists every field). */
+export const ConfigFieldsSchema = z.strictObject(FIELDS);
+const FieldsSchema = ConfigFieldsSchema;
+export type Fields = z.output<typeof FieldsSchema>;
+export type PolicyInput = z.output<typeof ModelPolicySchema>;
+
+
+/** A model policy after merging with the top level: every field resolved. */
+export interface ModelPolicy {
+  thresholdRatio: number;
+  /** Undefined: defaultHeadroom(window), resolved per model by resolveBudget. */
+  headroomTokens: number | undefined;
+  /** Exactly one of retainRatio and retainTokens is set. */
+  retainRatio?: number;
+  retainTokens?: number;
+  /** Summary output cap; undefined: the resolved headroom. */
+  maxTokens: number | undefined;
+  compactionRetries: number;
+  maxOverflowRetries: number;
+  auto: boolean;
+}
+
+export interface ModelPolicyOverride extends ModelPolicy {
+  provider: string;
+  model: string;
+}
+
+/** The policy that applies to one route; `overridden` when a modelPolicies entry matched. */
+export interface EffectivePolicy extends ModelPolicyOverride {
+  overridden: boolean;
+}
+

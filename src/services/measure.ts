@@ -1,0 +1,62 @@
+/**
+ * Pressure readings: the meter's total against the routed model's threshold (what the
+ * charts judge), and the figures `engine.measure()` reports.
+ */
+import { BudgetError, type ResolvedBudget } from './config';
+import type { ServiceDeps } from './deps';
+import type { Measurement } from './meter';
+import { isSilentOverflow } from './overflow';
+import { routeBudget } from './route';
+import type { ReadingResult } from '../machines/types';
+
+/** The reading the pressure chart decides on; `silentOverflow` when the provider reported a prompt above the window. */
+export function measurePressure(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>): ReadingResult {
+  const { session, meter } = deps;
+  const header = session.latestHeader;
+  if (!header) return { kind: 'unrouted' };
+  const { provider, model } = header.data;
+  let budget: ResolvedBudget;
+  try {
+    budget = routeBudget(deps);
+  } catch (err) {
+    if (err instanceof BudgetError) return { kind: 'misconfigured', provider, model, code: err.code, message: err.message };
+    throw err;
+  }
+  const m = meter.measure();
+  const reading: Extract<ReadingResult, { kind: 'reading' }>['reading'] = {
+    provider,
+    model,
+    totalTokens: m.totalTokens,
+    threshold: budget.threshold,
+    retainTokens: budget.retain,
+    contextWindow: budget.window,
+  };
+  const usage = session.latestUsage;
+  if (usage?.data.usage && isSilentOverflow(usage.data.usage, budget.window)) {
+    reading.silentOverflow = { seq: usage.seq, promptTokens: usage.data.usage.promptTokens };
+  }
+  return { kind: 'reading', reading };
+}
+
+export type EngineMeasurement = Measurement & { threshold: number | undefined; contextWindow: number | undefined };
+
+/**
+ * Current figures for `engine.measure()`. Plain data: `prices` (a live view over the meter,
+ * and through it the session) is there for tools that read node prices, but not enumerable,
+ * so serialising a measurement never walks the session.
+ */
+export function measureFigures(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>): EngineMeasurement {
+  const { prices, ...m } = deps.meter.measure();
+  let threshold: number | undefined;
+  let contextWindow: number | undefined;
+  try {
+    const b = routeBudget(deps);
+    threshold = b.threshold;
+    contextWindow = b.window;
+  } catch {
+    // No route or no capacity yet: the figures stay undefined.
+  }
+  const out = { ...m, anchor: m.anchor ? { ...m.anchor } : undefined, threshold, contextWindow } as EngineMeasurement;
+  Object.defineProperty(out, 'prices', { value: prices, enumerable: false });
+  return out;
+}

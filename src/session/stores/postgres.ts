@@ -1,0 +1,295 @@
+/**
+ * PostgresStore: the session log in PostgreSQL, for many workers on one session.
+ *
+ * - One row per event (session id, seq, event as jsonb; primary key (session id, seq)); the
+ *   schema is in postgres-schema.ts and is created on the first writer open (or `migrate()`).
+ * - A writer holds a lease row with an expiry, renewed while the session is open. A second
+ *   writer is refused (`store-locked`) until the lease is released by close() or expires;
+ *   a takeover of an expired lease is one INSERT … ON CONFLICT DO UPDATE … WHERE expired, so
+ *   two takers can never both win.
+ * - An append flush is one statement: it renews the lease (fencing: a writer whose lease was
+ *   taken over stores nothing) and inserts the whole batch at the expected seqs, only if the
+ *   log ends right before them. Anything else is a `store-conflict`: nothing of the batch is
+ *   stored and the writer stops, so the caller reopens (reloads) the session.
+ * - `readOnly: true` opens sessions without a lease (inspect, dashboards, a standby): appends
+ *   are refused with `store-read-only` and nothing is created in the database.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { StoreError } from '../errors';
+import type { SessionEvent } from '../events';
+import { checkSessionId, type LoadReport, type LogWriter, type SessionStore, type StoredLog } from '../store';
+import { createPool, describeUrl, storeErrorOf } from './postgres-connect';
+import { migrate, schemaNames, storedVersion, type Queryable, type SchemaNames } from './postgres-schema';
+
+/**
+ * The calls the store makes on a connection pool: a `pg` Pool satisfies it. Declared here so
+ * that the public types do not depend on `@types/pg`.
+ */
+export interface PgPool {
+  query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
+  connect(): Promise<{ query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>; release(): void }>;
+  end(): Promise<void>;
+}
+
+type Pool = PgPool;
+
+export interface PostgresStoreOptions {
+  /** `postgres://user:password@host:port/database`. Either this or `pool`. */
+  url?: string;
+  /** A `pg` Pool of your own (not ended by `close()`). */
+  pool?: Pool;
+  /** PostgreSQL schema holding the tables (default `xcompact`). */
+  schema?: string;
+  /** Writer lease length in ms (default 30 000); renewed every third of it while open. */
+  leaseMs?: number;
+  /** Open sessions without a writer lease; appends are refused. */
+  readOnly?: boolean;
+}
+
+export class PostgresStore implements SessionStore {
+  readonly readOnly: boolean;
+  readonly leaseMs: number;
+  /** Where the store points, without the password (for messages). */
+  readonly where: string;
+  private readonly names: SchemaNames;
+  private readonly url: string | undefined;
+  private poolP: Promise<Pool> | undefined;
+  private readonly ownsPool: boolean;
+  private schemaReady: Promise<void> | undefined;
+
+  constructor(options: PostgresStoreOptions) {
+    if (!options.url && !options.pool) throw new StoreError('store-unreachable', 'PostgresStore needs a `url` (postgres://user:password@host:port/database) or a `pool`.');
+    this.names = schemaNames(options.schema ?? 'xcompact');
+    this.readOnly = options.readOnly ?? false;
+    this.leaseMs = options.leaseMs ?? 30_000;
+    if (!Number.isInteger(this.leaseMs) || this.leaseMs < 100) {
+      throw new StoreError('store-io', `PostgresStore leaseMs must be an integer ≥ 100 (ms); got ${String(options.leaseMs)}.`);
+    }
+    this.url = options.url;
+    this.ownsPool = !options.pool;
+    if (options.pool) this.poolP = Promise.resolve(options.pool);
+    this.where = options.url ? describeUrl(options.url) : 'postgres (pool)';
+  }
+
+  /** Creates the schema if it is missing; a schema newer than this code is a `store-schema` error. */
+  async migrate(): Promise<void> {
+    this.schemaReady ??= this.withClient('creating the schema', (c) => migrate(c, this.names, this.where)).catch((err: unknown) => {
+      this.schemaReady = undefined;
+      throw err;
+    });
+    return this.schemaReady;
+  }
+
+  async open(id: string): Promise<StoredLog> {
+    checkSessionId(id);
+    const location = `${this.where}#${id}`;
+    const pool = await this.pool();
+    if (this.readOnly) {
+      const version = await this.run('checking the schema', () => storedVersion(pool, this.names, this.where));
+      const records = version === undefined ? [] : await this.load(pool, id);
+      return { records, report: {}, location, writer: readOnlyWriter(id, location) };
+    }
+    await this.migrate();
+    const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    const report: LoadReport = {};
+    const took = await this.run('taking the writer lease', () => this.acquire(pool, id, holder));
+    if (took) report.leaseTakenOver = took;
+    try {
+      const records = await this.load(pool, id);
+      const writer = new PostgresWriter(pool, this.names, id, holder, location, records.length, this.leaseMs);
+      return { records, report, location, writer };
+    } catch (err) {
+      await pool.query(`DELETE FROM ${this.names.leases} WHERE session_id = $1 AND holder = $2`, [id, holder]).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Ends the store's own pool (a pool passed in is left to its owner). */
+  async close(): Promise<void> {
+    const p = this.poolP;
+    this.poolP = undefined;
+    if (p && this.ownsPool) await (await p).end().catch(() => undefined);
+  }
+
+  private pool(): Promise<Pool> {
+    this.poolP ??= createPool(this.url!);
+    return this.poolP;
+  }
+
+  private async run<T>(doing: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw storeErrorOf(err, this.where, doing);
+    }
+  }
+
+  private async withClient<T>(doing: string, fn: (c: Queryable) => Promise<T>): Promise<T> {
+    const pool = await this.pool();
+    return this.run(doing, async () => {
+      const client = await pool.connect();
+      try {
+        return await fn(client);
+      } finally {
+        client.release();
+      }
+    });
+  }
+
+  /** Takes the lease: a new row, or an expired one in the same statement. Returns the takeover, if it was one. */
+  private async acquire(pool: Pool, id: string, holder: string): Promise<LoadReport['leaseTakenOver']> {
+    const L = this.names.leases;
+    const r = await pool.query(
+      `WITH prev AS (SELECT holder, expires_at FROM ${L} WHERE session_id = $1)
+       INSERT INTO ${L} AS l (session_id, holder, expires_at)
+       VALUES ($1, $2, clock_timestamp() + $3 * interval '1 millisecond')
+       ON CONFLICT (session_id) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+         WHERE l.expires_at < clock_timestamp()
+       RETURNING (SELECT holder FROM prev) AS prev_holder, (SELECT expires_at FROM prev) AS prev_expires`,
+      [id, holder, this.leaseMs],
+    );
+    if (r.rowCount === 1) {
+      const row = r.rows[0] as { prev_holder: string | null; prev_expires: Date | null };
+      return row.prev_holder ? { from: row.prev_holder, expiredAt: new Date(row.prev_expires!).toISOString() } : undefined;
+    }
+    const cur = await pool.query(`SELECT holder, expires_at FROM ${L} WHERE session_id = $1`, [id]);
+    const c = cur.rows[0] as { holder: string; expires_at: Date } | undefined;
+    throw new StoreError(
+      'store-locked',
+      `session "${id}" at ${this.where} has a live writer (${c ? `${c.holder}, lease until ${new Date(c.expires_at).toISOString()}` : 'lease just changed hands'}): ` +
+        'only one writer may append to a session. Open it read-only, or wait for that writer to close or its lease to expire.',
+      { file: `${this.where}#${id}` },
+    );
+  }
+
+  private async load(pool: Pool, id: string): Promise<{ line: number; value: unknown }[]> {
+    const r = await this.run('loading the session', () => pool.query(`SELECT seq, event FROM ${this.names.events} WHERE session_id = $1 ORDER BY seq`, [id]));
+    return (r.rows as { seq: number; event: unknown }[]).map((row) => ({ line: row.seq + 1, value: row.event }));
+  }
+}
+
+function readOnlyWriter(id: string, location: string): LogWriter {
+  return {
+    failure: new StoreError('store-read-only', `session "${id}" was opened read-only (no writer lease) from ${location}: open it with a writer store to append.`, { file: location }),
+    append() {
+      throw this.failure!;
+    },
+    flush: async () => undefined,
+    close: async () => undefined,
+  };
+}
+
+class PostgresWriter implements LogWriter {
+  failure: Error | undefined;
+  private queue: SessionEvent[] = [];
+  private draining: Promise<void> | undefined;
+  private closed = false;
+  private readonly renewTimer: NodeJS.Timeout;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly n: SchemaNames,
+    private readonly id: string,
+    private readonly holder: string,
+    private readonly location: string,
+    /** Events stored so far: the seq the next batch must start at. */
+    private stored: number,
+    private readonly leaseMs: number,
+  ) {
+    this.renewTimer = setInterval(() => void this.renew(), Math.max(50, Math.floor(leaseMs / 3)));
+    this.renewTimer.unref();
+  }
+
+  append(event: SessionEvent): void {
+    if (this.closed) throw new StoreError('store-closed', `${this.location} was closed; reopen the session to append.`, { file: this.location });
+    this.queue.push(event);
+    this.draining ??= this.drain();
+  }
+
+  async flush(): Promise<void> {
+    while (this.draining) await this.draining;
+    if (this.failure) throw this.failure;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    try {
+      await this.flush();
+    } finally {
+      this.closed = true;
+      clearInterval(this.renewTimer);
+      await this.pool.query(`DELETE FROM ${this.n.leases} WHERE session_id = $1 AND holder = $2`, [this.id, this.holder]).catch(() => undefined);
+    }
+  }
+
+  private fail(err: StoreError): void {
+    this.failure ??= err;
+    clearInterval(this.renewTimer);
+  }
+
+  private conflict(why: string): StoreError {
+    return new StoreError('store-conflict', `${this.location}: ${why}. Nothing of this batch was stored; reopen the session to continue from what is stored.`, { file: this.location });
+  }
+
+  private async renew(): Promise<void> {
+    if (this.closed || this.failure) return;
+    try {
+      const r = await this.pool.query(
+        `UPDATE ${this.n.leases} SET expires_at = clock_timestamp() + $3 * interval '1 millisecond' WHERE session_id = $1 AND holder = $2`,
+        [this.id, this.holder, this.leaseMs],
+      );
+      if (r.rowCount === 0 && !this.closed) this.fail(this.conflict('the writer lease was taken over by another writer (this one stopped renewing it in time)'));
+    } catch {
+      // A missed renewal is not fatal: the lease may still be ours at the next one, and a
+      // flush that finds it gone stores nothing.
+    }
+  }
+
+  private async drain(): Promise<void> {
+    // Yield once so a burst of synchronous appends becomes one batch.
+    await Promise.resolve();
+    try {
+      while (this.queue.length > 0 && !this.failure) {
+        const batch = this.queue;
+        this.queue = [];
+        await this.insert(batch);
+      }
+    } catch (err) {
+      this.fail(err instanceof StoreError && err.code === 'store-conflict' ? err : storeErrorOf(err, this.location, 'appending events'));
+    } finally {
+      this.draining = undefined;
+      if (this.queue.length > 0 && !this.failure) this.draining = this.drain();
+    }
+  }
+
+  private async insert(batch: SessionEvent[]): Promise<void> {
+    const first = batch[0]!.seq;
+    if (first !== this.stored) throw this.conflict(`the batch starts at seq ${first} but ${this.stored} events are stored`);
+    let r;
+    try {
+      r = await this.pool.query(
+        `WITH lease AS (
+           UPDATE ${this.n.leases} SET expires_at = clock_timestamp() + $4 * interval '1 millisecond'
+           WHERE session_id = $1 AND holder = $2 RETURNING 1)
+         INSERT INTO ${this.n.events} (session_id, seq, event)
+         SELECT $1, (e->>'seq')::integer, e FROM jsonb_array_elements($3::jsonb) AS e
+         WHERE EXISTS (SELECT 1 FROM lease)
+           AND (SELECT coalesce(max(seq), -1) FROM ${this.n.events} WHERE session_id = $1) = $5`,
+        [this.id, this.holder, JSON.stringify(batch), this.leaseMs, first - 1],
+      );
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') throw this.conflict(`another writer already stored an event at seq ${first}..${first + batch.length - 1}`);
+      throw err;
+    }
+    if (r.rowCount === batch.length) {
+      this.stored += batch.length;
+      return;
+    }
+    // Nothing was stored (one statement): say why.
+    const lease = await this.pool.query(`SELECT holder FROM ${this.n.leases} WHERE session_id = $1`, [this.id]);
+    const holder = (lease.rows[0] as { holder?: string } | undefined)?.holder;
+    if (holder !== this.holder) throw this.conflict(`the writer lease is now held by ${holder ?? 'nobody'} (this writer's expired and was taken over)`);
+    throw this.conflict(`the log no longer ends at seq ${first - 1}: another writer appended`);
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * The CLI on PostgreSQL sessions: `demo --store`, `inspect postgres://…#id` (read-only, even
+ * while a writer holds the session), `compact` into a file or `--in-place`, the form in
+ * `--help`, and bad references as usage errors that write nothing.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCompact } from '../src/cli/compact.js';
+import { runDemo } from '../src/cli/demo.js';
+import { CliError } from '../src/cli/errors.js';
+import { runInspect } from '../src/cli/inspect.js';
+import { PostgresStore, Session } from '../src/session/index.js';
+import { freshSchema, pgUrl } from './helpers/pg.js';
+import { removeTempDirs, tempDir } from './helpers/session.js';
+
+afterAll(removeTempDirs);
+
+function sink(): NodeJS.WriteStream & { text(): string } {
+  let text = '';
+  const w = new Writable({
+    write(chunk, _enc, cb) {
+      text += String(chunk);
+      cb();
+    },
+  }) as unknown as NodeJS.WriteStream & { text(): string };
+  w.text = () => text;
+  return w;
+}
+
+async function count(id: string): Promise<number> {
+  const c = new pg.Client({ connectionString: pgUrl() });
+  await c.connect();
+  try {
+    return Number((await c.query('SELECT count(*) AS n FROM xcompact.events WHERE session_id = $1', [id])).rows[0].n);
+  } finally {
+    await c.end();
+  }
+}
+
+describe('CLI with a PostgreSQL session', () => {
+  const id = freshSchema('demo'); // a unique session id
+  const ref = () => `${pgUrl()}#${id}`;
+
+  it('demo --store keeps the session in PostgreSQL; inspect reads it by url#id or id + --store, without a lease', async () => {
+    const dir = tempDir();
+    const report = await runDemo({ steps: 10, window: 16384, out: dir, seed: 1, quiet: true, color: false, store: { url: pgUrl(), session: id } }, sink());
+    expect(report.sessionFile).toContain(`#${id}`);
+    expect(report.sessionFile).not.toContain(new URL(pgUrl()).password || '\u0000');
+    expect(existsSync(join(dir, 'demo.jsonl'))).toBe(false);
+    const stored = await count(id);
+    expect(stored).toBe(report.events);
+
+    // A writer holds the session: inspect still reads it (read-only needs no lease).
+    const writer = await Session.open(new PostgresStore({ url: pgUrl() }), id);
+    const a = await runInspect(ref(), { json: true }, sink());
+    const b = await runInspect(id, { json: true, store: pgUrl() }, sink());
+    await writer.close();
+    expect(a.events).toBe(stored);
+    expect(b.events).toBe(stored);
+    expect(a.file).toBe(b.file);
+    expect(a.checkpoints.length).toBeGreaterThan(0);
+    expect(await count(id)).toBe(stored);
+  });
+
+  it('compact writes a JSONL copy by default and leaves the PostgreSQL session alone; --in-place appends to it', async () => {
+    const before = await count(id);
+    const dir = tempDir();
+    const output = join(dir, 'copy.jsonl');
+    const r = await runCompact(ref(), { summarizer: 'extractive', apiKeyEnv: 'OPENAI_API_KEY', maxTokens: 1024, output }, sink());
+    expect(r.compacted).toBe(true);
+    expect(readFileSync(output, 'utf8').trim().split('\n').length).toBeGreaterThan(before);
+    expect(await count(id)).toBe(before);
+
+    const inPlace = await runCompact(id, { summarizer: 'extractive', apiKeyEnv: 'OPENAI_API_KEY', maxTokens: 1024, inPlace: true, store: pgUrl() }, sink());
+    expect(inPlace.compacted).toBe(true);
+    expect(inPlace.output).toContain(`#${id}`);
+    const after = await Session.open(new PostgresStore({ url: pgUrl(), readOnly: true }), id);
+    expect(after.length).toBeGreaterThan(before);
+    expect(after.events().at(-1)?.type).toBe('compaction/end');
+    await after.close();
+  });
+
+  it('--help says the PostgreSQL form for inspect, compact and demo', { timeout: 60_000 }, async () => {
+    const cli = new URL('../src/cli/main.ts', import.meta.url).pathname;
+    for (const name of ['inspect', 'compact', 'demo']) {
+      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', cli, name, '--help']);
+      expect(stdout, name).toContain('--store <postgres-url>');
+      expect(stdout.replace(/\s+/g, ' '), name).toContain('postgres://user:password@host:5432/database');
+    }
+  });
+
+  it('bad references are clear errors and write nothing', async () => {
+    const noId = await runInspect(pgUrl(), {}, sink()).catch((e: unknown) => e);
+    expect(noId).toBeInstanceOf(CliError);
+    expect((noId as CliError).message).toMatch(/names no session/);
+    expect((noId as Error).message).not.toContain(new URL(pgUrl()).password || '\u0000');
+
+    const badStore = await runInspect('x', { store: 'mysql://h/db' }, sink()).catch((e: unknown) => e);
+    expect((badStore as Error).message).toMatch(/not a postgres:\/\/ url/);
+
+    const unreachable = new URL(pgUrl());
+    unreachable.port = '1';
+    const down = await runInspect(`${unreachable.href}#s1`, {}, sink()).catch((e: unknown) => e);
+    expect(down).toBeInstanceOf(CliError);
+    expect((down as Error).message).toMatch(/cannot reach the PostgreSQL server/);
+
+    const empty = await runCompact(`${pgUrl()}#no-such-session-${id}`, { summarizer: 'extractive', apiKeyEnv: 'OPENAI_API_KEY', maxTokens: 1024, inPlace: true }, sink()).catch(
+      (e: unknown) => e,
+    );
+    expect((empty as Error).message).toMatch(/is empty/);
+    expect(await count(`no-such-session-${id}`)).toBe(0);
+  });
+});

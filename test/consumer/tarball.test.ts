@@ -1,0 +1,200 @@
+/**
+ * xcompact as a user gets it: `npm pack`, installed from the tarball into a fresh project in
+ * the temp folder (outside this repository, so nothing resolves to its sources or its
+ * node_modules), then every entry of package.json `exports` loaded with `import` and with
+ * `require`, their types compiled, and the `xcompact` bin run. Catches files missing from the
+ * tarball, broken `exports`, and runtime imports of packages that are only devDependencies.
+ *
+ * Needs `npm run build` first (`npm run test:consumer` does both). Not part of `npm test`: it
+ * packs and installs, ~30–60 s.
+ */
+import { execFile, type ExecFileOptions } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+interface PackageJson {
+  name: string;
+  bin?: Record<string, string>;
+  exports: Record<string, unknown>;
+  devDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+}
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as PackageJson;
+
+/** Every importable entry: `exports` keys except package.json, as specifiers (`xcompact`, `xcompact/testing`, …). */
+const entries = Object.keys(pkg.exports)
+  .filter((k) => k !== './package.json')
+  .map((k) => (k === '.' ? pkg.name : `${pkg.name}/${k.slice(2)}`));
+
+interface Ran {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** A child process with a user's environment: none of the `npm_*` variables of the `npm test` that runs us. */
+function run(cmd: string, args: string[], cwd: string, timeout = 240_000): Promise<Ran> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && k !== 'INIT_CWD' && k !== 'NODE_OPTIONS'));
+  const opts: ExecFileOptions = { cwd, env: { ...env, NO_COLOR: '1' }, timeout, maxBuffer: 64 * 1024 * 1024 };
+  return new Promise((done) => {
+    execFile(cmd, args, opts, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code as number) : 1) : 0;
+      done({ code, stdout: String(stdout), stderr: String(stderr) });
+    });
+  });
+}
+
+const NPM_INSTALL = ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'];
+
+let work: string;
+let project: string;
+let tarball: string;
+/** Optional peers the entries needed, installed at the versions this repo tests with. */
+const peersInstalled: string[] = [];
+
+beforeAll(async () => {
+  const missing = ['dist/index.js', 'dist/index.cjs', ...Object.values(pkg.bin ?? {})].filter((f) => !existsSync(join(ROOT, f)));
+  if (missing.length) throw new Error(`${missing.join(', ')} not built: run \`npm run build\` first (or \`npm run test:consumer\`, which builds).`);
+  work = mkdtempSync(join(tmpdir(), 'xcompact-consumer-'));
+  const packed = await run('npm', ['pack', '--json', '--pack-destination', work], ROOT);
+  expect(packed.code, packed.stderr).toBe(0);
+  tarball = join(work, (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]!.filename);
+  project = join(work, 'app');
+  await run('mkdir', ['-p', project], work);
+  writeFileSync(join(project, 'package.json'), `${JSON.stringify({ name: 'consumer-app', version: '1.0.0', private: true }, null, 2)}\n`);
+  // What a user types: the tarball alone; npm adds the required peers (openai) itself.
+  const installed = await run('npm', [...NPM_INSTALL, tarball], project);
+  expect(installed.code, installed.stderr).toBe(0);
+}, 300_000);
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+/** Loads every entry both ways in a process of the consumer project; reports what loaded or which package was missing. */
+async function loadEntries(): Promise<Record<string, { esm: string[] | { missing?: string; error?: string }; cjs: string[] | { missing?: string; error?: string } }>> {
+  const script = `
+const { createRequire } = require('node:module');
+const requireHere = createRequire(__filename);
+const entries = ${JSON.stringify(entries)};
+const missingOf = (e) => {
+  const m = /Cannot find (?:package|module) '([^']+)'/.exec(String(e && e.message));
+  if (!m) return undefined;
+  const parts = m[1].split('/');
+  return m[1].startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+};
+const outcome = (e) => (missingOf(e) ? { missing: missingOf(e) } : { error: String(e && e.stack || e) });
+(async () => {
+  const out = {};
+  for (const spec of entries) {
+    out[spec] = {};
+    try { out[spec].esm = Object.keys(await import(spec)).sort(); } catch (e) { out[spec].esm = outcome(e); }
+    try { out[spec].cjs = Object.keys(requireHere(spec)).sort(); } catch (e) { out[spec].cjs = outcome(e); }
+  }
+  process.stdout.write(JSON.stringify(out));
+})();
+`;
+  writeFileSync(join(project, 'load-entries.cjs'), script);
+  const r = await run(process.execPath, ['load-entries.cjs'], project, 60_000);
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as Awaited<ReturnType<typeof loadEntries>>;
+}
+
+describe(`${pkg.name} installed from its packed tarball`, { timeout: 300_000 }, () => {
+  it('finds the entries to check in package.json exports', () => {
+    expect(entries).toContain(pkg.name);
+    expect(entries).toContain(`${pkg.name}/testing`);
+  });
+
+  it('loads every entry with import and with require, with the same exports both ways', async () => {
+    let loaded = await loadEntries();
+    // An entry may need an optional peer (an adapter's SDK): it may be missing only if it is
+    // declared as one; install it at the version this repo tests with, and load again.
+    for (let round = 0; round < 10; round++) {
+      const needed = new Set<string>();
+      for (const [spec, r] of Object.entries(loaded)) {
+        for (const side of [r.esm, r.cjs]) {
+          if (Array.isArray(side) || !side.missing) continue;
+          const peer = side.missing;
+          expect(pkg.peerDependencies?.[peer], `${spec} imports "${peer}", which is neither a dependency nor a declared peer`).toBeDefined();
+          expect(pkg.peerDependenciesMeta?.[peer]?.optional, `${spec} needs the required peer "${peer}", which npm should have installed`).toBe(true);
+          needed.add(peer);
+        }
+      }
+      if (needed.size === 0) break;
+      const specs = [...needed].map((p) => `${p}@${pkg.devDependencies?.[p] ?? pkg.peerDependencies![p]!}`);
+      const r = await run('npm', [...NPM_INSTALL, ...specs], project);
+      expect(r.code, r.stderr).toBe(0);
+      peersInstalled.push(...specs);
+      loaded = await loadEntries();
+    }
+    for (const spec of entries) {
+      const r = loaded[spec]!;
+      expect(r.esm, `import('${spec}')`).toBeInstanceOf(Array);
+      expect(r.cjs, `require('${spec}')`).toBeInstanceOf(Array);
+      expect((r.esm as string[]).length, `${spec} exports something`).toBeGreaterThan(0);
+      // CJS adds `default`/`module.exports` only where ESM interop does; compare the named ones.
+      const named = (names: string[]) => names.filter((n) => n !== 'default' && n !== 'module.exports');
+      expect(named(r.cjs as string[]), `${spec}: require and import export the same names`).toEqual(named(r.esm as string[]));
+    }
+  });
+
+  it('compiles a TypeScript file that imports every entry, as ESM and as CommonJS', async () => {
+    const esm = entries.map((s, i) => `import * as e${i} from '${s}';\nexport const n${i}: number = Object.keys(e${i}).length;`).join('\n');
+    const cjs = entries.map((s, i) => `import e${i} = require('${s}');\nexport const n${i}: number = Object.keys(e${i}).length;`).join('\n');
+    writeFileSync(join(project, 'check-esm.mts'), `${esm}\n`);
+    writeFileSync(join(project, 'check-cjs.cts'), `${cjs}\n`);
+    const tsconfig = {
+      compilerOptions: {
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        strict: true,
+        noEmit: true,
+        // The shipped declarations are checked too: one that names a package the user does not
+        // have (a devDependency only) fails here.
+        skipLibCheck: false,
+        types: ['node'],
+        typeRoots: [join(ROOT, 'node_modules', '@types')],
+      },
+      files: ['check-esm.mts', 'check-cjs.cts'],
+    };
+    writeFileSync(join(project, 'tsconfig.json'), `${JSON.stringify(tsconfig, null, 2)}\n`);
+    const r = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], project, 180_000);
+    // Errors inside another package's declarations (a peer's own loose typings) are that
+    // package's business; ours and the check files must be clean. An error with no location
+    // (a broken tsconfig) counts too.
+    const errors = `${r.stdout}\n${r.stderr}`.split('\n').filter((l) => /error TS\d+/.test(l));
+    const ours = errors.filter((l) => !l.startsWith('node_modules/') || l.startsWith(`node_modules/${pkg.name}/`));
+    expect(ours, errors.join('\n')).toEqual([]);
+    expect(r.code === 0 || errors.length > 0, `${r.stdout}\n${r.stderr}`).toBe(true);
+  });
+
+  it('runs `npx xcompact --help`', async () => {
+    const r = await run('npx', ['--no-install', 'xcompact', '--help'], project, 60_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/Usage: xcompact/);
+    for (const command of ['demo', 'inspect', 'compact']) expect(r.stdout).toContain(command);
+  });
+
+  it('runs a short `xcompact demo --quiet` and its session inspects', async () => {
+    // The demo refuses --steps below 8, and at 8 its scripted overflow comes before there is
+    // history to condense (a demo defect, reported): 12 is a short run that still goes through
+    // a compaction and the recovery of the scripted overflow.
+    const r = await run('npx', ['--no-install', 'xcompact', 'demo', '--quiet', '--steps', '12', '--out', 'demo-out'], project, 120_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/steps\s+12 in 2 turns/);
+    expect(r.stdout).toMatch(/compactions\s+[1-9]/);
+    expect(r.stdout).toMatch(/overflow recovery\s+1 rejected request recovered/);
+    expect(existsSync(join(project, 'demo-out', 'demo.jsonl'))).toBe(true);
+    const inspected = await run('npx', ['--no-install', 'xcompact', 'inspect', 'demo-out/demo.jsonl', '--json'], project, 60_000);
+    expect(inspected.code, inspected.stderr).toBe(0);
+    expect(() => JSON.parse(inspected.stdout) as unknown).not.toThrow();
+  });
+});

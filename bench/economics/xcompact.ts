@@ -12,7 +12,7 @@ import type { ChatMessage } from '../../src/session/derive.js';
 import type { SessionEvent } from '../../src/session/events.js';
 import { Session } from '../../src/session/session.js';
 import { replayThroughEngine } from '../../test/helpers/replay.js';
-import { Ledger, type Pricer } from './pricing.js';
+import { Ledger, PRICES, type Pricer } from './pricing.js';
 import type { SimOptions } from './simulate.js';
 
 export interface XcompactRun {
@@ -57,9 +57,10 @@ export async function replayXcompact(
 ): Promise<XcompactRun> {
   const ledger = new Ledger(pricer, options.window);
   const session = Session.inMemory('economics-xcompact');
-  const models: Record<string, { contextWindow: number; maxOutputTokens: number }> = {};
+  // The bench's price table is the model's: the engine's cost model decides on the prices it is billed at.
+  const models: Record<string, { contextWindow: number; maxOutputTokens: number; prices: typeof PRICES }> = {};
   for (const e of source.events()) {
-    if (e.type === 'request/header') models[`${e.data.provider}/${e.data.model}`] = { contextWindow: options.window, maxOutputTokens: options.maxOutputTokens };
+    if (e.type === 'request/header') models[`${e.data.provider}/${e.data.model}`] = { contextWindow: options.window, maxOutputTokens: options.maxOutputTokens, prices: PRICES };
   }
   const engine = createCompactionEngine({
     session,

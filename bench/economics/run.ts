@@ -103,7 +103,10 @@ export async function run(argv: readonly string[] = []): Promise<void> {
   console.log(`same for every policy: extractive summarizer, summary cap ${SUMMARY_CAP} tokens, agent output reservation ${MAX_OUTPUT_TOKENS}, o200k_base pricing of every message`);
   console.log(PRICE_TABLE);
   console.log(CACHE_MODEL);
-  console.log('xcompact = the real engine (createCompactionEngine, defaults; headroom scaled to the summary cap). The others are SIMULATIONS from public facts:');
+  console.log(
+    "xcompact = the real engine (createCompactionEngine, default policy with its cost model; headroom scaled to the summary cap, the price table above as the model's prices). " +
+      'The others are SIMULATIONS from public facts:',
+  );
   for (const p of PEERS) console.log(`  - ${p.description}`);
   console.log('retained = share of the history\'s distinct file paths (tool-call arguments) and error lines (failed results, command output) visible verbatim in the last request.');
   for (const w of windows) {

@@ -108,7 +108,9 @@ export async function run(argv: readonly string[] = []): Promise<void> {
       'The others are SIMULATIONS from public facts:',
   );
   for (const p of PEERS) console.log(`  - ${p.description}`);
-  console.log('retained = share of the history\'s distinct file paths (tool-call arguments) and error lines (failed results, command output) visible verbatim in the last request.');
+  console.log(
+    "retained = share of the history's distinct file paths (tool-call arguments) and error lines (failed results; command output lines shaped like an error report) visible verbatim in the last request.",
+  );
   for (const w of windows) {
     console.log('');
     console.log(formatTable(await economics(source, w)));

@@ -122,6 +122,8 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
 
   const server = await startOpenAIServer({ scenarios: coder.handler, defaultModel: MODEL });
   let session: Session | undefined;
+  // A PostgreSQL session also ends its store's pool on close.
+  let closeSession = () => session?.close();
   const report: DemoReport = {
     steps: 0,
     turns: 0,
@@ -147,6 +149,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
     if (options.store) {
       const pg = await openDemoPostgresSession(options.store);
       session = pg.session;
+      closeSession = pg.close;
       report.sessionFile = pg.label;
     } else {
       session = await Session.open(new JsonlStore(outDir, { sync: false }), 'demo');
@@ -275,7 +278,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
     await session.flush();
     report.events = session.length;
     report.fullHistoryTokens = fullHistoryTokens(session);
-    await session.close();
+    await closeSession();
     engine.stop();
     recorder.stop();
     await recorder.save(traceFile);
@@ -288,7 +291,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
     report.requests.total = server.requests.length;
   } finally {
     spinner.stop();
-    await session?.close().catch(() => undefined);
+    await closeSession()?.catch(() => undefined);
     await server.close();
   }
   report.durationMs = performance.now() - started;

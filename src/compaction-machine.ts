@@ -147,6 +147,8 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
       if (r.kind !== 'reading') return false;
       const silent = r.reading.silentOverflow;
       if ((silent !== undefined && silent.seq > silentSeenSeq) || !(r.reading.totalTokens < r.reading.threshold)) return false;
+      // Below the threshold, but the cost model says compacting now pays: the pressure chart decides.
+      if (r.reading.economics?.compaction?.pays === true) return false;
       quickReading = r.reading;
       return true;
     } catch {

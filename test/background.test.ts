@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { CompactionError } from '../src/engine';
 import { deferredSummarizer, harness, openTurn, type Harness } from './helpers/engine';
 
-const BG = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, background: true } as const;
+// The cost model's early compactions (economics) are off: these tests drive the prepare point itself.
+const BG = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, background: true, economics: false } as const;
 const SUMMARY = { text: 'The user asked to fix the build; files were listed.', requests: 1 };
 
 /** Settles pending promise callbacks and actor messages. */

@@ -13,7 +13,8 @@ import {
   type CompactionConfig,
   type CompactionConfigInput,
 } from '../src/services/config.js';
-import { BUILTIN_MODELS, resolveModel } from '../src/services/models.js';
+import { BUILTIN_MODELS, resolveModel, resolvePrices } from '../src/services/models.js';
+import { NEUTRAL_PRICES } from '../src/services/economics.js';
 
 /** The ConfigError parseConfig throws for `input` (fails the test if it does not throw). */
 function configError(input: unknown): ConfigError {
@@ -51,6 +52,7 @@ describe('defaults (SPEC §3)', () => {
     circuitBreaker: { failureLimit: 3, cooldownMs: 300_000 },
     minProgressRatio: 0.1,
     prune: { enabled: true, thresholdChars: 8192, headChars: 4096, tailChars: 1024, neverPrune: [] },
+    economics: true,
     models: {},
   };
 
@@ -429,8 +431,14 @@ describe('resolveBudget (SPEC §3)', () => {
 
 describe('model registry', () => {
   it('has real figures for the built-in models', () => {
-    expect(resolveModel('deepseek/deepseek-chat')).toEqual({ contextWindow: 131_072, maxOutputTokens: 4096, tokenizer: 'o200k_base' });
-    expect(resolveModel('openai/gpt-4.1')).toEqual({ contextWindow: 1_047_576, maxOutputTokens: 32_768, tokenizer: 'o200k_base' });
+    const deepseekPrices = { input: 0.28, cacheRead: 0.028, cacheWrite: 0.28, output: 0.42 };
+    expect(resolveModel('deepseek/deepseek-chat')).toEqual({ contextWindow: 131_072, maxOutputTokens: 4096, tokenizer: 'o200k_base', prices: deepseekPrices });
+    expect(resolveModel('openai/gpt-4.1')).toEqual({
+      contextWindow: 1_047_576,
+      maxOutputTokens: 32_768,
+      tokenizer: 'o200k_base',
+      prices: { input: 2, cacheRead: 0.5, cacheWrite: 2, output: 8 },
+    });
     expect(resolveModel('openai/gpt-3.5-turbo')?.tokenizer).toBe('cl100k_base');
     for (const [key, info] of Object.entries(BUILTIN_MODELS)) expect([key, info.maxOutputTokens! < info.contextWindow]).toEqual([key, true]);
   });
@@ -445,10 +453,30 @@ describe('model registry', () => {
       contextWindow: 131_072,
       maxOutputTokens: 4096,
       tokenizer: 'deepseek-v3',
+      prices: { input: 0.28, cacheRead: 0.028, cacheWrite: 0.28, output: 0.42 },
     });
     expect(resolveModel('acme/big', { 'acme/big': { contextWindow: 50_000 } })).toEqual({ contextWindow: 50_000, tokenizer: 'o200k_base' });
     expect(resolveModel('acme/big')).toBeUndefined();
     expect(resolveModel('toString')).toBeUndefined();
+  });
+
+  it('prices: the neutral table, under the built-in entry, under the user entry field by field', () => {
+    expect(resolvePrices('acme/big')).toEqual(NEUTRAL_PRICES);
+    expect(resolvePrices('openai/gpt-5')).toEqual({ input: 1.25, cacheRead: 0.125, cacheWrite: 1.25, output: 10 });
+    const config = parseConfig({ models: { 'openai/gpt-5': { prices: { cacheWrite: 1.5 } }, 'acme/big': { contextWindow: 50_000, prices: { input: 3, cacheRead: 0.3 } } } });
+    expect(resolvePrices('openai/gpt-5', config.models)).toEqual({ input: 1.25, cacheRead: 0.125, cacheWrite: 1.5, output: 10 });
+    expect(resolvePrices('acme/big', config.models)).toEqual({ ...NEUTRAL_PRICES, input: 3, cacheRead: 0.3 });
+    expect(onlyMessage({ models: { 'acme/big': { contextWindow: 50_000, prices: { output: -1 } } } })).toMatch(/output/);
+    expect(onlyMessage({ models: { 'acme/big': { contextWindow: 50_000, prices: { input: 1, tip: 2 } } } })).toMatch(/tip/);
+  });
+
+  it('retainFloorTokens bounds the tail of an early compaction, never above the retained tail', () => {
+    const budget = (input: object) =>
+      resolveBudget({ config: parseConfig(input), provider: 'acme', model: 'big', contextWindow: 100_000, modelMaxOutputTokens: 0 });
+    expect(budget({}).retainFloor).toBe(2_000); // floor(100 000 × 0.02)
+    expect(budget({ retainFloorTokens: 5_000 }).retainFloor).toBe(5_000);
+    expect(budget({ retainFloorTokens: 50_000 }).retainFloor).toBe(budget({}).retain);
+    expect(onlyMessage({ retainFloorTokens: -1 })).toMatch(/retainFloorTokens|>=|0/);
   });
 
   it('config.tokenizer forces one tokenizer for every model', () => {

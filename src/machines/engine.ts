@@ -163,6 +163,7 @@ export function answerBelowThreshold(readingOf: () => PressureReading | undefine
       transactions: [],
       error: undefined,
       silentOverflowSeq: undefined,
+      economics: undefined,
     };
     return settle((event as EngineRequest).id, { kind: 'pressure', output });
   });

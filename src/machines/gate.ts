@@ -167,6 +167,7 @@ export const gateMachine = setup({
       after: context.reading,
       skipped: undefined,
       prune: undefined,
+      economics: undefined,
       transactions: [],
       error: undefined,
       silentOverflowSeq: undefined,

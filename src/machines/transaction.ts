@@ -44,6 +44,8 @@ export interface TransactionContext {
   range: RangeSelection;
   turn: number | null;
   focus: string | undefined;
+  /** The cost model's decision that started it, if it did. */
+  economics: TransactionInput['economics'];
   snapshot: SpanCheck['snapshot'] | undefined;
   startSeq: number | undefined;
   opened: OpenedBracket | undefined;
@@ -156,6 +158,7 @@ export const transactionMachine = setup({
           nodes: context.range.shadowed.length,
           spanTokens: context.range.tokens,
           tokensBefore: context.opened?.tokensBefore ?? 0,
+          ...(context.economics ? { economics: context.economics } : {}),
         });
       } else if (params.what === 'committed') {
         tell(enqueue, self, { type: 'compaction.committed', ...compactionRecord(context.trigger, context.commit!, context.summary!) });
@@ -176,6 +179,7 @@ export const transactionMachine = setup({
     mode: input.mode,
     range: input.range,
     turn: input.turn,
+    economics: input.economics,
     focus: input.focus,
     snapshot: undefined,
     startSeq: undefined,

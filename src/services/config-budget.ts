@@ -4,7 +4,7 @@
  */
 import { XcompactError } from '../errors.js';
 import { modelKey } from './models.js';
-import { DEFAULT_RETAIN_RATIO, defaultHeadroom, type EffectivePolicy } from './config-schema.js';
+import { DEFAULT_RETAIN_FLOOR_RATIO, DEFAULT_RETAIN_RATIO, defaultHeadroom, type EffectivePolicy } from './config-schema.js';
 import { policyFor } from './config-policy.js';
 import type { CompactionConfig } from './config.js';
 
@@ -48,6 +48,8 @@ export interface ResolvedBudget {
    * background compaction is off for the route.
    */
   prepare: number | undefined;
+  /** The tail of a compaction the cost model starts early: min(retain, retainFloorTokens ?? floor(M × 0.02)). */
+  retainFloor: number;
   /** Summary output cap. */
   maxTokens: number;
   /** Newest tool results within this many tokens are not pruned (default: retain). */
@@ -124,6 +126,7 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
     threshold,
     retain,
     prepare,
+    retainFloor: Math.min(retain, config.retainFloorTokens ?? floorProduct(M, DEFAULT_RETAIN_FLOOR_RATIO)),
     maxTokens: policy.maxTokens ?? B,
     protectRecentTokens: config.prune.protectRecentTokens ?? retain,
     minReclaimTokens: config.prune.minReclaimTokens ?? Math.max(512, floorProduct(W, 0.02)),

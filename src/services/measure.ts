@@ -7,6 +7,7 @@ import type { ServiceDeps } from './deps';
 import type { Measurement } from './meter';
 import { isSilentOverflow } from './overflow';
 import { routeBudget } from './route';
+import { weighPressure } from './weigh';
 import type { ReadingResult } from '../machines/types';
 
 /** The reading the pressure chart decides on; `silentOverflow` when the provider reported a prompt above the window. */
@@ -36,6 +37,7 @@ export function measurePressure(deps: Pick<ServiceDeps, 'session' | 'meter' | 'c
   if (usage?.data.usage && isSilentOverflow(usage.data.usage, budget.window)) {
     reading.silentOverflow = { seq: usage.seq, promptTokens: usage.data.usage.promptTokens };
   }
+  if (deps.config.economics) reading.economics = weighPressure(deps, { provider, model, totalTokens: m.totalTokens, budget });
   return { kind: 'reading', reading };
 }
 

@@ -46,7 +46,8 @@ export const MODELS = {
   'test/small': { contextWindow: 6000, maxOutputTokens: 500 },
   'test/big': { contextWindow: 200_000, maxOutputTokens: 500 },
 };
-export const BASE_CONFIG: CompactionConfigInput = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2 };
+// The cost model is off unless a world turns it on (the pressure paths that weigh costs do).
+export const BASE_CONFIG: CompactionConfigInput = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false };
 export const SUMMARY_TEXT = '## Goal\nFix the build.\n## Progress\nListed the files of every directory; nothing failed yet.';
 
 export type ServiceName = keyof EngineServices;

@@ -12,6 +12,7 @@ const SECTIONS = [
   { file: 'store.ts', title: 'Session stores: PostgreSQL against JSONL (appends, 8 writers, reopen of 100k events)' },
   { file: 'compaction.ts', title: 'Compaction economics on the real transcript: ours vs the reference policy' },
   { file: 'calibration.ts', title: 'Providers we have no tokenizer for: calibrated growth, windows in provider tokens, pathological text' },
+  { file: 'scale.ts', title: 'Scale: quick afterStep, reopen of 100k events, no re-tokenizing, O(appended) deriveMessages' },
 ] as const;
 
 export async function run(): Promise<void> {

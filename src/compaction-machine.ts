@@ -8,16 +8,17 @@
  */
 import type { OpenAIClient } from './services/openai-client';
 import { assign, createMachine, fromPromise } from 'xstate';
-import { DEFAULT_ENGINE_INPUT, engineContext, engineMachine, type EngineInput } from './machines/engine';
+import { answerBelowThreshold, DEFAULT_ENGINE_INPUT, engineContext, engineMachine, type EngineInput } from './machines/engine';
 import { manualMachine } from './machines/manual';
 import { overflowMachine } from './machines/overflow';
 import { pressureMachine } from './machines/pressure';
 import { transactionMachine, type TransactionActorInputs } from './machines/transaction';
-import type { ErrorInfo } from './machines/types';
+import type { ErrorInfo, PressureReading } from './machines/types';
 import type { Session } from './session/session';
 import { parseConfig, tokenizerNameFor, type CompactionConfig, type CompactionConfigInput } from './services/config';
 import type { ServiceDeps } from './services/deps';
 import { createEngineServices, type EngineServices } from './services/engine-services';
+import { measurePressure } from './services/measure';
 import { TokenMeter } from './services/meter';
 import type { ModelInfo } from './services/models';
 import { routePolicy } from './services/route';
@@ -42,6 +43,13 @@ export interface CompactionMachineOptions {
   now?: () => number;
   /** Wrap or replace the services the charts invoke; receives the defaults. */
   services?: (defaults: EngineServices) => Partial<EngineServices>;
+  /**
+   * Answer a step that is below the threshold from the root chart, with the default
+   * measurement, without starting the pressure chart (no child actor: a step costs about one
+   * measurement). Default: on, unless `services` replaces `measure` (its figure would not be
+   * the one judged); false runs every step through the pressure chart.
+   */
+  quickCheck?: boolean;
 }
 
 /** The machine and what it was built over (the promise facade reads these). */
@@ -111,9 +119,30 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     actors: { checkAdmission: act((i: { purpose: 'manual' }) => services.checkAdmission(i)), selectRange, transaction },
     actions: closeAbandoned,
   });
+  // The reading the quick guard judged, reported by the answer of the same transition.
+  let quickReading: PressureReading | undefined;
+  const quickCheck = options.quickCheck ?? services.measure === defaults.measure;
+  const belowQuickly = (silentSeenSeq: number): boolean => {
+    quickReading = undefined;
+    if (!quickCheck) return false;
+    try {
+      if (!routePolicy(deps).auto) return false;
+      const r = measurePressure(deps);
+      if (r.kind !== 'reading') return false;
+      const silent = r.reading.silentOverflow;
+      if ((silent !== undefined && silent.seq > silentSeenSeq) || !(r.reading.totalTokens < r.reading.threshold)) return false;
+      quickReading = r.reading;
+      return true;
+    } catch {
+      // A measurement that throws is the pressure chart's to report (its measure fails).
+      return false;
+    }
+  };
   const provided = engineMachine.provide({
     actors: { pressure, overflow, manual },
+    guards: { 'pressure is below the threshold': ({ context }) => belowQuickly(context.silentSeenSeq) },
     actions: {
+      'answer below the threshold': answerBelowThreshold(() => quickReading),
       'look up route policy': assign({ policy: () => routePolicy(deps) }),
       'close abandoned bracket': () => void built.brackets.closeAbandoned(STOPPED),
     },

@@ -303,7 +303,7 @@ describe('planPrune / applyPrune', () => {
         { callId: 'c3', content: 'tail' },
       ]);
       applyPrune(session, planPrune(session, SETTINGS, pricingFor(session)));
-      const messages = structuredClone(session.deriveMessages());
+      const messages = structuredClone([...session.deriveMessages()]);
       const seqs = [...session.surface.seqs()];
       const generation = session.surface.replaceGeneration;
       const length = session.length;

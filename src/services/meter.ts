@@ -98,6 +98,8 @@ interface Anchor {
 
 export class TokenMeter implements NodePrices {
   private readonly prices = new Map<number, number>();
+  /** Per priced node, the count of each text in `textsOfMessage` order (for reuse by summaries). */
+  private readonly textCounts = new Map<number, number[]>();
   private folded = 0;
   private surfaceTotal = 0;
   private envelope = 0;
@@ -150,6 +152,16 @@ export class TokenMeter implements NodePrices {
   /** Price of a text sent as one user message (what a checkpoint costs). */
   priceUserText(text: string): number {
     return this.priceEvent({ type: 'user/message', data: { content: [{ type: 'text', text }] } });
+  }
+
+  /**
+   * Counts of the texts of a current surface node with the current tokenizer, as they were
+   * priced: `textsOfMessage(message)[i]` has count `[i]`. A summary request reads them instead of
+   * counting the span again.
+   */
+  textCountsOf(seq: number): readonly number[] | undefined {
+    this.fold();
+    return this.textCounts.get(seq);
   }
 
   /** Token count of a plain text with the current tokenizer. */
@@ -245,7 +257,9 @@ export class TokenMeter implements NodePrices {
   }
 
   private foldSurface(e: SurfaceEvent): void {
-    const price = this.priceNode(e);
+    const counts: number[] = [];
+    const price = this.priceNode(e, counts);
+    this.textCounts.set(e.seq, counts);
     if (e.surfaceOp === 'append') {
       // A prompt of 0 tokens is no measurement: agents record all-zero usage on an aborted
       // response (pi does), and anchoring on it would report the context as nearly empty. The
@@ -270,6 +284,7 @@ export class TokenMeter implements NodePrices {
       removed += this.ledger.take(s) ?? p * ratio;
       this.surfaceTotal -= p;
       this.prices.delete(s);
+      this.textCounts.delete(s);
     }
     this.prices.set(e.seq, price);
     this.surfaceTotal += price;
@@ -307,6 +322,7 @@ export class TokenMeter implements NodePrices {
 
   private reprice(): void {
     this.prices.clear();
+    this.textCounts.clear();
     this.surfaceTotal = 0;
     this.anchor = undefined;
     this.ledger.interrupt();
@@ -315,37 +331,48 @@ export class TokenMeter implements NodePrices {
       // Surface order is not seq order (a checkpoint has a high seq at an old position), so
       // skip them rather than stop.
       if (seq >= this.folded) continue;
-      const p = this.priceNode(this.session.event(seq) as SurfaceEvent);
+      const counts: number[] = [];
+      const p = this.priceNode(this.session.event(seq) as SurfaceEvent, counts);
       this.prices.set(seq, p);
+      this.textCounts.set(seq, counts);
       this.surfaceTotal += p;
     }
   }
 
-  private priceNode(event: Pick<SurfaceEvent, 'type' | 'data'>): number {
-    return this.priceMessage(toChatMessage(event as SurfaceEvent), blockCount(event));
+  private priceNode(event: Pick<SurfaceEvent, 'type' | 'data'>, counts?: number[]): number {
+    return this.priceMessage(toChatMessage(event as SurfaceEvent), blockCount(event), counts);
   }
 
-  private priceMessage(message: ChatMessage, blocks: number): number {
+  private priceMessage(message: ChatMessage, blocks: number, counts: number[] | undefined): number {
     const t = this.tokenizer;
     let tokens = 0;
-    let toolCalls = 0;
+    for (const text of textsOfMessage(message)) {
+      const n = t.count(text);
+      counts?.push(n);
+      tokens += n;
+    }
     const content = message.content;
-    if (typeof content === 'string') tokens += t.count(content);
-    else if (Array.isArray(content)) {
+    if (Array.isArray(content)) {
       for (const part of content) {
-        if (part.type === 'text') tokens += t.count(part.text);
-        else if (part.type === 'image_url') tokens += part.image_url.detail === 'low' ? IMAGE_TOKENS.low : IMAGE_TOKENS.high;
+        if (part.type === 'image_url') tokens += part.image_url.detail === 'low' ? IMAGE_TOKENS.low : IMAGE_TOKENS.high;
       }
     }
-    if (message.role === 'assistant' && message.tool_calls) {
-      for (const call of message.tool_calls) {
-        if (call.type !== 'function') continue;
-        toolCalls++;
-        tokens += t.count(call.function.name) + t.count(call.function.arguments);
-      }
-    }
+    let toolCalls = 0;
+    if (message.role === 'assistant' && message.tool_calls) for (const call of message.tool_calls) if (call.type === 'function') toolCalls++;
     return tokens + messageOverhead(t.overhead, { role: message.role as 'system' | 'user' | 'assistant' | 'tool', toolCalls, blocks });
   }
+}
+
+/** The texts the meter counts in a message, in order: its content (or text parts), then each function call's name and arguments. */
+export function textsOfMessage(message: ChatMessage): string[] {
+  const out: string[] = [];
+  const content = message.content;
+  if (typeof content === 'string') out.push(content);
+  else if (Array.isArray(content)) for (const part of content) if (part.type === 'text') out.push(part.text);
+  if (message.role === 'assistant' && message.tool_calls) {
+    for (const call of message.tool_calls) if (call.type === 'function') out.push(call.function.name, call.function.arguments);
+  }
+  return out;
 }
 
 /**

@@ -355,7 +355,6 @@ export const JOB_OUTCOMES: Record<'pressure' | 'overflow' | 'manual', Array<[str
           skipped: { kind: 'misconfigured', provider: 'nowhere', model: `mystery-${aux.warned + 1}`, code: 'budget-unknown-window', message: 'unknown window' },
         }),
     ],
-    ['below', () => pressureOut({ status: 'below' })],
   ],
   overflow: [
     ['retry', () => ({ action: 'retry', classification: { kind: 'context-overflow', provider: 'openai', message: 'x' }, prune: undefined, transaction: TX_COMMITTED }) satisfies OverflowOutput],
@@ -378,7 +377,10 @@ export const ENGINE_INPUT: EngineInput = { auto: true, pruneEnabled: true, maxAt
 
 export const engineSpec: MachineSpec<EngineAux> = {
   name: 'engine',
-  machine: engineMachine,
+  // The engine's quick check (a cheap measurement) stands here for the event's `quiet` mark.
+  machine: engineMachine.provide({
+    guards: { 'pressure is below the threshold': ({ context, event }) => (event as { quiet?: boolean }).quiet === true && context.policy.auto },
+  }),
   inputs: [
     { label: 'auto', input: ENGINE_INPUT },
     { label: 'auto off', input: { ...ENGINE_INPUT, auto: false } },
@@ -409,6 +411,7 @@ export const engineSpec: MachineSpec<EngineAux> = {
       }
     }
     out.push({ outcome: 'afterStep', event: { type: 'step.completed', id, turn: 0, aborted: false }, aux: made });
+    out.push({ outcome: 'afterStep below', event: { type: 'step.completed', id, turn: 0, aborted: false, quiet: true }, aux: made });
     out.push({
       outcome: 'onRequestError',
       event: { type: 'request.failed', id, error: new Error('overflow'), turn: 0, aborted: false, lastAssistantSeq: aux.requests },

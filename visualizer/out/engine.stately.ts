@@ -18,10 +18,16 @@ export const machine = createMachine({
       states: {
         idle: {
           on: {
-            'step.completed': {
-              target: 'admitting',
-              actions: ['start job', 'look up route policy'],
-            },
+            'step.completed': [
+              {
+                guard: '(not signal already aborted) & (not breaker is open) & pressure is below the threshold',
+                actions: 'answer below the threshold',
+              },
+              {
+                target: 'admitting',
+                actions: ['start job', 'look up route policy'],
+              },
+            ],
             'request.failed': {
               target: 'overflow',
               actions: [

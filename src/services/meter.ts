@@ -194,7 +194,8 @@ export class TokenMeter implements NodePrices {
       const growth = Math.round(priced * this.calibration.growthRatio(this.route, priced));
       anchor = { seq: this.anchor.seq, providerTokens: this.anchor.providerTokens, growthTokens: growth };
       const anchored = this.anchor.providerTokens + growth;
-      if (isSuspect(anchored, calibrated)) suspectUsage = true;
+      // A report refused since this anchor says the provider's figures cannot be trusted now.
+      if (isSuspect(anchored, calibrated) || this.suspectSeq !== undefined) suspectUsage = true;
       else total = anchored;
     }
     return {
@@ -274,14 +275,18 @@ export class TokenMeter implements NodePrices {
     // A replace: the session recorded which nodes it shadowed. The anchor survives a prune or
     // a checkpoint, rebased on the figure just before it minus what the provider counted for
     // the nodes that left (nodes since the last report: our price × the growth ratio, as they
-    // were added) plus the new node at the growth ratio.
+    // were added) plus the new node at the same provider/priced ratio as what it replaces (a
+    // pruned result, or a summary of them), so a replace that shrinks the request in our
+    // prices shrinks the figure too.
     const a = this.anchor;
     const sinceAnchor = a ? this.surfaceTotal - a.surfaceAtAnchor : 0;
     const ratio = this.calibration.growthRatio(this.route, sinceAnchor);
     let removed = 0;
+    let removedPriced = 0;
     for (const s of this.session.surface.shadowedBy(e.seq) ?? []) {
       const p = this.prices.get(s) ?? 0;
       removed += this.ledger.take(s) ?? p * ratio;
+      removedPriced += p;
       this.surfaceTotal -= p;
       this.prices.delete(s);
       this.textCounts.delete(s);
@@ -290,7 +295,7 @@ export class TokenMeter implements NodePrices {
     this.surfaceTotal += price;
     this.ledger.interrupt();
     if (a) {
-      a.providerTokens = Math.round(a.providerTokens + sinceAnchor * ratio - removed + price * ratio);
+      a.providerTokens = Math.round(a.providerTokens + sinceAnchor * ratio - removed + price * (removedPriced > 0 ? removed / removedPriced : ratio));
       a.surfaceAtAnchor = this.surfaceTotal;
       a.clean = false;
     }

@@ -12,9 +12,11 @@
  * on code left the figure 79% above the provider's next report (the AI SDK example with a
  * few prose files first: 5,661 against 3,158).
  *
- * Nodes without an interval (appended since the last report, or in an interval a replace or
- * an envelope change interrupted) have no entry: the meter prices them by calibration.
+ * Nodes without an interval (appended since the last report, in an interval a replace or an
+ * envelope change interrupted, or in one whose ratio no tokenizer pair explains: a noisy or bad
+ * report) have no entry: the meter prices them by calibration.
  */
+import { CALIBRATION } from './calibration';
 
 export class ProviderLedger {
   /** Provider tokens per node (seq), for nodes of completed clean intervals. */
@@ -45,8 +47,8 @@ export class ProviderLedger {
       providerGrowth = prompt;
       pricedGrowth = priced;
     }
-    if (providerGrowth !== undefined && providerGrowth > 0 && pricedGrowth > 0) {
-      const ratio = providerGrowth / pricedGrowth;
+    const ratio = providerGrowth !== undefined && pricedGrowth > 0 ? providerGrowth / pricedGrowth : 0;
+    if (ratio >= CALIBRATION.minRatio && ratio <= CALIBRATION.maxRatio) {
       for (const seq of this.since) {
         const p = priceOf(seq);
         if (p !== undefined) this.counted.set(seq, p * ratio);

@@ -249,7 +249,8 @@ describe('suspect usage (the larger figure wins)', () => {
     w.assistant({ text: 'ok', toolCalls: [{ id: 'c1', name: 'read', arguments: '{}' }], usage: { promptTokens: low, completionTokens: 1 } });
     w.toolResult('c1', 'done');
     expect(meter.measure().suspectUsage).toBe(false);
-    // A compaction then replaced more than the provider counted: anchor + delta would be ≤ 0.
+    // A compaction then replaced nearly all the provider counted: the anchor carried by what it
+    // counted for the nodes that left is a few tokens, far below our estimate of what stays.
     const shadowed = session.surface.slice(1, session.surface.length);
     const [first, last] = [shadowed[0]!, shadowed[shadowed.length - 1]!];
     const start = session.append({ type: 'compaction/start', data: { turn: session.openTurn, trigger: 'pressure' } });
@@ -262,7 +263,7 @@ describe('suspect usage (the larger figure wins)', () => {
     });
     session.append({ type: 'compaction/end', data: { turn: session.openTurn } });
     const m = meter.measure();
-    expect(m.anchor!.providerTokens + m.anchor!.growthTokens).toBeLessThanOrEqual(0);
+    expect(m.anchor!.providerTokens + m.anchor!.growthTokens).toBeLessThan(m.calibratedTokens * 0.5);
     expect(m.totalTokens).toBeGreaterThan(0);
     expect(m.totalTokens).toBe(m.calibratedTokens);
     expect(m.suspectUsage).toBe(true);

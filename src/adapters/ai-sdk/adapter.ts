@@ -36,6 +36,7 @@ import { isCheckpoint, type SurfaceEvent } from '../../session/events';
 import type { Session } from '../../session/session';
 import { SessionWriter } from '../../session/writer';
 import type { Summarizer } from '../../services/summarizer';
+import { boundSummarizer } from '../../services/summarizers/bounded-summarizer';
 import type { ModelInfo } from '../../services/models';
 import { normaliseRequestError, recoveryFailed } from './errors';
 import {
@@ -72,7 +73,8 @@ export interface AiSdkCompactionOptions extends Omit<CompactionEngineOptions, 's
   models?: Record<string, Partial<ModelInfo>>;
   /**
    * Who writes summaries. Default: {@link AiSdkSummarizer} over `model` itself (the unwrapped
-   * one), so summaries go through the same provider, credentials and prompt cache.
+   * one), so summaries go through the same provider, credentials and prompt cache, bounded by
+   * the model's window (`boundSummarizer`): a span that does not fit is summarized in chunks.
    */
   summarizer?: Summarizer;
 }
@@ -108,7 +110,9 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     ...engineOptions,
     session,
     models,
-    summarizer: options.summarizer ?? new AiSdkSummarizer({ model: base }),
+    // Bounded by the summarizing model's window (this model's: the registry entry, or `contextWindow`):
+    // a span larger than the window goes out in chunks that fit, never as one request that overflows.
+    summarizer: options.summarizer ?? boundSummarizer(new AiSdkSummarizer({ model: base }), options.contextWindow !== undefined ? { window: options.contextWindow } : {}),
   });
   const w = new SessionWriter(session);
 

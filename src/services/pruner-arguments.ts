@@ -11,7 +11,8 @@
  * pruned call in `neverPrune`, and a replacement that costs fewer tokens. The pass's minimum
  * reclaim is judged by planPrune over tool results and arguments together.
  */
-import { toolCallsOf, type EventData, type SessionEvent } from '../session/events.js';
+import { withPrunedArguments } from '../session/argument-prune.js';
+import { toolCallsOf, type EventData } from '../session/events.js';
 import { jsonTokens } from '../session/json-tokens.js';
 import type { Session } from '../session/session.js';
 
@@ -107,7 +108,7 @@ export function planArgumentPrunes(
       continue;
     }
     const byId = new Map(pruned.map((c) => [c.callId, c.arguments]));
-    const data = withArguments(event, byId);
+    const data = withPrunedArguments(event, byId).data;
     const tokensBefore = h.priceOf(seq);
     const tokensAfter = h.priceAssistant(data);
     if (tokensAfter >= tokensBefore) {
@@ -129,12 +130,6 @@ export function planArgumentPrunes(
     );
   }
   return { targets, kept };
-}
-
-/** The assistant message's data with the given calls' arguments replaced. */
-export function withArguments(event: SessionEvent<'assistant/message'>, args: ReadonlyMap<string, string>): EventData<'assistant/message'> {
-  const content = event.data.content.map((b) => (b.type === 'tool-call' && args.has(b.id) ? { ...b, arguments: args.get(b.id)! } : { ...b }));
-  return { ...event.data, content } as EventData<'assistant/message'>;
 }
 
 /**
@@ -163,6 +158,9 @@ export function argumentWrites(
       charsBefore: target.charsBefore,
       charsAfter: target.charsAfter,
     },
-    replacement: (pruneSeq) => ({ data: withArguments(event, args), sourceEventSeqs: [target.seq, pruneSeq] }),
+    replacement: (pruneSeq) => {
+      const { data, sourceEventSeqs } = withPrunedArguments(event, args, pruneSeq);
+      return { data, sourceEventSeqs: [...sourceEventSeqs!] };
+    },
   };
 }

@@ -414,10 +414,25 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
       expect(argumentPruneProblem(before, after('{"s":"l…t","n":[1,"abcd"]}'))).toContain('arguments.n[1] grew');
       expect(argumentPruneProblem(before, after('{"s":"l…t"}'))).toContain('keys');
       expect(argumentPruneProblem(before, after('["l…t"]'))).toContain('arguments was an object');
-      // Nesting deeper than the stack is a refusal, not a crash.
-      const deep = (n: number, leaf: string) => '['.repeat(n) + JSON.stringify(leaf) + ']'.repeat(n);
-      const nested = { content: [{ ...before.content[0]!, arguments: deep(200_000, 'long text') }] };
-      expect(argumentPruneProblem(nested, { content: [{ ...nested.content[0]!, arguments: deep(200_000, 'short') }] })).toContain('too deeply');
+      // Nesting deeper than any stack is compared like the rest (the text is scanned, not recursed).
+      const deep = (n: number, leaf: string) => '['.repeat(n) + leaf + ']'.repeat(n);
+      const nested = { content: [{ ...before.content[0]!, arguments: deep(200_000, '"long text", 7') }] };
+      const deepAfter = (leaf: string) => ({ content: [{ ...nested.content[0]!, arguments: deep(200_000, leaf) }] });
+      expect(argumentPruneProblem(nested, deepAfter('"short", 7'))).toBeUndefined();
+      expect(argumentPruneProblem(nested, deepAfter('"short", 8'))).toMatch(/arguments\[0\].*levels.*\[0\]\[1\] changed from 7/);
+    });
+
+    it('compares every token but string values byte-for-byte: numbers as written, keys, __proto__', () => {
+      const call = (args: string) => ({ content: [{ type: 'tool-call' as const, id: 'a', name: 'w', arguments: args }] });
+      const problem = (before: string, after: string) => argumentPruneProblem(call(before), call(after));
+      // What a parse and re-serialise would do: each is a value changed, not a string shortened.
+      expect(problem('{"id":9007199254740993,"s":"long"}', '{"id":9007199254740992,"s":"l"}')).toContain('arguments.id changed from 9007199254740993');
+      expect(problem('{"price":1.50,"s":"long"}', '{"price":1.5,"s":"l"}')).toContain('arguments.price changed from 1.50');
+      expect(problem('{"n":1e3,"s":"long"}', '{"n":1000,"s":"l"}')).toContain('arguments.n changed from 1e3');
+      expect(problem('{"__proto__":{"x":"long"},"s":"long"}', '{"s":"l"}')).toContain('"__proto__"');
+      expect(problem('{"a":"long"}', '{"\\u0061":"l"}')).toContain('had key "a"'); // same key decoded, not as written
+      // Kept as written, with the strings shortened: a prune (whitespace between tokens aside).
+      expect(problem('{"id":9007199254740993,"price":1.50,"n":1e3,"__proto__":{"x":"long"}}', '{ "id": 9007199254740993, "price": 1.50, "n": 1e3, "__proto__": {"x": "l"} }')).toBeUndefined();
     });
   });
 });

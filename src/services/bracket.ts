@@ -21,11 +21,20 @@ export interface CommitInput {
 export class BracketWriter {
   /** compaction/start seqs this writer appended, until a compaction/end closes them. */
   private readonly owned = new Set<number>();
-  private readonly unsubscribe: () => void;
+  /**
+   * Subscribed only while a bracket this writer opened is open: a machine that is created and
+   * stopped (its actor stopped, nothing disposed) leaves no listener on a long-lived session.
+   */
+  private unsubscribe: (() => void) | undefined;
 
-  constructor(private readonly deps: Pick<ServiceDeps, 'session' | 'meter' | 'now'>) {
-    this.unsubscribe = deps.session.subscribe((e) => {
-      if (e.type === 'compaction/end' || e.type === 'session/end-seed') this.owned.clear();
+  constructor(private readonly deps: Pick<ServiceDeps, 'session' | 'meter' | 'now'>) {}
+
+  private watchUntilClosed(): void {
+    this.unsubscribe ??= this.deps.session.subscribe((e) => {
+      if (e.type === 'compaction/end' || e.type === 'session/end-seed') {
+        this.owned.clear();
+        this.dispose();
+      }
     });
   }
 
@@ -42,6 +51,7 @@ export class BracketWriter {
       throw err;
     }
     this.owned.add(seq);
+    this.watchUntilClosed();
     return { startSeq: seq, tokensBefore, startedAt: now() };
   }
 
@@ -127,6 +137,7 @@ export class BracketWriter {
   }
 
   dispose(): void {
-    this.unsubscribe();
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
   }
 }

@@ -2,6 +2,7 @@
  * Pressure readings: the meter's total against the routed model's threshold (what the
  * charts judge), and the figures `engine.measure()` reports.
  */
+import { XcompactError } from '../errors';
 import { BudgetError, type ResolvedBudget } from './config';
 import type { ServiceDeps } from './deps';
 import type { Measurement } from './meter';
@@ -56,8 +57,9 @@ export function measureFigures(deps: Pick<ServiceDeps, 'session' | 'meter' | 'co
     const b = routeBudget(deps);
     threshold = b.threshold;
     contextWindow = b.window;
-  } catch {
-    // No route or no capacity yet: the figures stay undefined.
+  } catch (err) {
+    // No route or no capacity yet: the figures stay undefined. Anything else is a bug to surface.
+    if (!(err instanceof BudgetError) && !(err instanceof XcompactError && err.code === 'unrouted')) throw err;
   }
   const out = { ...m, anchor: m.anchor ? { ...m.anchor } : undefined, threshold, contextWindow } as EngineMeasurement;
   Object.defineProperty(out, 'prices', { value: prices, enumerable: false });

@@ -4,7 +4,7 @@
  * the way Claude or Qwen count differently from our o200k prices.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { CALIBRATION } from '../src/services/calibration.js';
+import { CALIBRATION, CalibrationState, emptyCounts } from '../src/services/calibration.js';
 import { SUSPECT_TOLERANCE, TokenMeter } from '../src/services/meter.js';
 import { retainedCut } from '../src/services/range.js';
 import { getTokenizer, type TokenizerName } from '../src/services/tokenizer.js';
@@ -306,5 +306,18 @@ describe('whole-surface budgets in provider tokens', () => {
     expect(two).toBeGreaterThanOrEqual(1000);
     expect(two).toBeLessThan(one);
     expect(two * 2).toBeLessThan(2000 + 2 * Math.max(...Array.from({ length: 20 }, (_, p) => meter.priceAt(p))));
+  });
+});
+
+describe('the fit needs evidence', () => {
+  it('a few odd steps do not move the ratio off the seed; enough consistent steps do', () => {
+    const state = new CalibrationState();
+    const added = emptyCounts();
+    // One step where the provider counted 6× what we priced (a proxy's odd report, a fuzzed figure).
+    state.add('p/m', 600, 100, added);
+    expect(state.ratio('p/m')).toBe(1);
+    for (let i = 1; i < CALIBRATION.minSamples; i++) state.add('p/m', 125, 100, added);
+    expect(state.ratio('p/m')).toBeGreaterThan(1.1);
+    expect(state.ratio('p/m')).toBeLessThan(CALIBRATION.maxRatio);
   });
 });

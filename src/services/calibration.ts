@@ -34,6 +34,12 @@ export const CALIBRATION = Object.freeze({
   window: 128,
   /** Reweighting rounds of the robust fit. */
   rounds: 6,
+  /**
+   * Clean steps needed before the fit leaves the seed: one or two steps are not evidence of a
+   * tokenizer's ratio (a single odd report once drove the ratio to its clamp, and the whole-surface
+   * estimate with it, so a trustworthy anchored figure looked suspect right after a compaction).
+   */
+  minSamples: 4,
   /** No real tokenizer pair differs by more than this; a ratio outside is noise or a bad report. */
   minRatio: 0.5,
   maxRatio: 2.5,
@@ -132,7 +138,7 @@ export class CalibrationState {
     let m = this.models.get(route);
     if (!m) {
       const samples = this.windows.get(route);
-      m = samples && samples.length > 0 ? fit(samples) : SEED;
+      m = samples && samples.length >= CALIBRATION.minSamples ? fit(samples) : SEED;
       this.models.set(route, m);
     }
     return m;

@@ -62,7 +62,7 @@ beforeAll(async () => {
   srv = await startServer();
 });
 afterAll(async () => {
-  cleanupWorlds();
+  await cleanupWorlds();
   await srv.close();
 });
 

@@ -277,9 +277,15 @@ export interface World {
 }
 
 const dirs: string[] = [];
+const sessions: Session[] = [];
 
-export function cleanupWorlds(): void {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+/**
+ * Closes every session a test opened (its store's queued writes land first), then removes
+ * their folders: removing a folder while a session still flushed into it failed with ENOTEMPTY.
+ */
+export async function cleanupWorlds(): Promise<void> {
+  for (const s of sessions.splice(0)) await s.close().catch(() => undefined);
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
 }
 
 export async function openWorld(srv: Server, opts: WorldOptions = {}): Promise<World> {
@@ -288,6 +294,7 @@ export async function openWorld(srv: Server, opts: WorldOptions = {}): Promise<W
   const store = new JsonlStore(dir, { sync: false });
   const id = opts.id ?? 'graph';
   const session = await Session.open(store, id);
+  sessions.push(session);
   return attachEngine(srv, { dir, store, id, session }, opts);
 }
 

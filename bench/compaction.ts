@@ -56,7 +56,8 @@ async function replay(source: Session, name: string, reference: boolean): Promis
       headroomTokens: 4096,
       maxTokens: 2048,
       minProgressRatio: 0,
-      ...(reference ? { prune: { protectRecentTokens: 0, minReclaimTokens: 0 } } : {}),
+      // The reference has no cost model: the threshold alone decides.
+      ...(reference ? { prune: { protectRecentTokens: 0, minReclaimTokens: 0 }, economics: false } : {}),
     },
     ...(reference
       ? {

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { JsonlStore, PostgresStore, Session, type AppendInput, type SessionStore } from '../src/session/index.js';
-import { startPgServer } from '../test/helpers/pg-server.js';
+import { startPgServerProcess } from '../test/helpers/pg-server.js';
 
 const LOREM = 'The quick brown fox jumps over the lazy dog; const x = await read("src/index.ts"); ';
 const text = (n: number) => LOREM.repeat(Math.ceil(n / LOREM.length)).slice(0, n);
@@ -67,7 +67,7 @@ const rate = (r: { events: number; ms: number }) => (r.events / r.ms) * 1000;
 const f0 = (x: number) => Math.round(x).toLocaleString('en-US');
 
 export async function run(): Promise<void> {
-  const server = await startPgServer();
+  const server = await startPgServerProcess();
   const dir = await mkdtemp(join(tmpdir(), 'xcompact-bench-store-'));
   const schema = `bench_${Date.now().toString(36)}`;
   const stores: PostgresStore[] = [];

@@ -22,7 +22,8 @@ export {
   type ModelPolicyOverride,
   type ConfigIssue,
 } from './services/config';
-export { BUILTIN_MODELS, resolveModel, modelKey } from './services/models';
+export { BUILTIN_MODELS, resolveModel, resolvePrices, modelKey } from './services/models';
+export { NEUTRAL_PRICES, compactionEconomics, pruneEconomics, type CompactionEstimate, type PruneEstimate } from './services/economics';
 export { TOKENIZER_NAMES } from './services/tokenizer';
 
 // Building an argument-prune replace (SPEC §15) for a custom pruner.

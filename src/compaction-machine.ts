@@ -8,16 +8,19 @@
  */
 import type { OpenAIClient } from './services/openai-client';
 import { assign, createMachine, fromPromise } from 'xstate';
-import { DEFAULT_ENGINE_INPUT, engineContext, engineMachine, type EngineInput } from './machines/engine';
+import { answerBelowThreshold, DEFAULT_ENGINE_INPUT, engineContext, engineMachine, type EngineInput } from './machines/engine';
+import { backgroundMachine } from './machines/background';
+import { gateContext, gateMachine, type GateInput } from './machines/gate';
 import { manualMachine } from './machines/manual';
 import { overflowMachine } from './machines/overflow';
 import { pressureMachine } from './machines/pressure';
 import { transactionMachine, type TransactionActorInputs } from './machines/transaction';
-import type { ErrorInfo } from './machines/types';
+import type { ErrorInfo, PressureReading } from './machines/types';
 import type { Session } from './session/session';
 import { parseConfig, tokenizerNameFor, type CompactionConfig, type CompactionConfigInput } from './services/config';
 import type { ServiceDeps } from './services/deps';
 import { createEngineServices, type EngineServices } from './services/engine-services';
+import { measurePressure } from './services/measure';
 import { TokenMeter } from './services/meter';
 import type { ModelInfo } from './services/models';
 import { routePolicy } from './services/route';
@@ -42,6 +45,13 @@ export interface CompactionMachineOptions {
   now?: () => number;
   /** Wrap or replace the services the charts invoke; receives the defaults. */
   services?: (defaults: EngineServices) => Partial<EngineServices>;
+  /**
+   * Answer a step that is below the threshold from the root chart, with the default
+   * measurement, without starting the pressure chart (no child actor: a step costs about one
+   * measurement). Default: on, unless `services` replaces `measure` (its figure would not be
+   * the one judged); false runs every step through the pressure chart.
+   */
+  quickCheck?: boolean;
 }
 
 /** The machine and what it was built over (the promise facade reads these). */
@@ -84,17 +94,16 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
   // Each service becomes an invoked actor; sync services run inside the promise so a throw is an error event.
   type In<K extends keyof TransactionActorInputs> = TransactionActorInputs[K];
   const act = <I, O>(fn: (input: I) => O | PromiseLike<O>) => fromPromise<O, I>(async ({ input }) => fn(input));
-  const transaction = transactionMachine.provide({
-    actors: {
-      validateSpan: act((i: In<'validateSpan'>) => services.validateSpan(i)),
-      openBracket: act((i: In<'openBracket'>) => services.openBracket(i)),
-      summarize: fromPromise(({ input, signal }: { input: In<'summarize'>; signal: AbortSignal }) => services.summarize(input, signal)),
-      revalidate: act((i: In<'revalidate'>) => services.revalidate(i)),
-      commit: act((i: In<'commit'>) => services.commit(i)),
-      flush: act((i: In<'flush'>) => services.flush(i)),
-      closeWithError: act((i: In<'closeWithError'>) => services.closeWithError(i)),
-    },
-  });
+  const txActors = {
+    validateSpan: act((i: In<'validateSpan'>) => services.validateSpan(i)),
+    openBracket: act((i: In<'openBracket'>) => services.openBracket(i)),
+    summarize: fromPromise(({ input, signal }: { input: In<'summarize'>; signal: AbortSignal }) => services.summarize(input, signal)),
+    revalidate: act((i: In<'revalidate'>) => services.revalidate(i)),
+    commit: act((i: In<'commit'>) => services.commit(i)),
+    flush: act((i: In<'flush'>) => services.flush(i)),
+    closeWithError: act((i: In<'closeWithError'>) => services.closeWithError(i)),
+  };
+  const transaction = transactionMachine.provide({ actors: txActors });
   // A transaction chart that failed (a bug, not a service failure) cannot close its own bracket:
   // its parent chart decides to release the lock, and this does the work.
   const closeAbandoned = { 'close abandoned bracket': () => void built.brackets.closeAbandoned(CHART_FAILED) };
@@ -111,9 +120,47 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     actors: { checkAdmission: act((i: { purpose: 'manual' }) => services.checkAdmission(i)), selectRange, transaction },
     actions: closeAbandoned,
   });
+  // Background compaction (SPEC §13), if any route has it: each job passes the gate first.
+  const background = config.background || config.modelPolicies.some((p) => p.background);
+  const gated = gateMachine.provide({ actors: { measure, pressure, overflow, manual } });
+  const gateFor = <K extends GateInput['kind']>(kind: K) =>
+    createMachine(
+      { ...gated.config, context: ({ input }: { input: Extract<GateInput, { kind: K }>['job'] }) => gateContext({ kind, job: input } as GateInput) } as typeof gated.config,
+      gated.implementations as never,
+    ) as unknown as typeof gateMachine;
+  const backgroundChart = backgroundMachine.provide({
+    actors: { selectRange, ...txActors },
+  });
+  const jobs = background
+    ? { pressure: gateFor('pressure'), overflow: gateFor('overflow'), manual: gateFor('manual'), background: backgroundChart }
+    : { pressure, overflow, manual };
+  // The reading the quick guard judged, reported by the answer of the same transition.
+  let quickReading: PressureReading | undefined;
+  // Background mode answers through the gate (preparing / committed are its to report).
+  const quickCheck = (options.quickCheck ?? services.measure === defaults.measure) && !background;
+  const belowQuickly = (silentSeenSeq: number): boolean => {
+    quickReading = undefined;
+    if (!quickCheck) return false;
+    try {
+      if (!routePolicy(deps).auto) return false;
+      const r = measurePressure(deps);
+      if (r.kind !== 'reading') return false;
+      const silent = r.reading.silentOverflow;
+      if ((silent !== undefined && silent.seq > silentSeenSeq) || !(r.reading.totalTokens < r.reading.threshold)) return false;
+      // Below the threshold, but the cost model says compacting now pays: the pressure chart decides.
+      if (r.reading.economics?.compaction?.pays === true) return false;
+      quickReading = r.reading;
+      return true;
+    } catch {
+      // A measurement that throws is the pressure chart's to report (its measure fails).
+      return false;
+    }
+  };
   const provided = engineMachine.provide({
-    actors: { pressure, overflow, manual },
+    actors: jobs as never,
+    guards: { 'pressure is below the threshold': ({ context }) => belowQuickly(context.silentSeenSeq) },
     actions: {
+      'answer below the threshold': answerBelowThreshold(() => quickReading),
       'look up route policy': assign({ policy: () => routePolicy(deps) }),
       'close abandoned bracket': () => void built.brackets.closeAbandoned(STOPPED),
     },
@@ -124,6 +171,7 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     pruneEnabled: options.pruner !== false && config.prune.enabled,
     maxAttempts: 1 + config.compactionRetries,
     maxOverflowRetries: config.maxOverflowRetries,
+    background,
     failureLimit: config.circuitBreaker.failureLimit,
     cooldownMs: config.circuitBreaker.cooldownMs,
   };

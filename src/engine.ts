@@ -9,9 +9,10 @@ import { createActor, type Actor, type InspectionEvent, type Observer } from 'xs
 import { buildCompactionMachine, type CompactionMachineOptions } from './compaction-machine';
 import { XcompactError } from './errors';
 import type { CompactionEmitted, EngineEmitted, EngineRequest, engineMachine, SettledResult } from './machines/engine';
+import type { BackgroundReport } from './machines/gate';
 import type { DeclineReason } from './machines/overflow';
 import type { PressureOutput, PressureStatus } from './machines/pressure';
-import { compactionRecord, type ChartNotification, type CompactionRecord, type ErrorInfo, type PressureReading, type PruneSummary, type Trigger } from './machines/types';
+import { compactionRecord, type ChartNotification, type CompactionRecord, type ErrorInfo, type PressureReading, type Trigger } from './machines/types';
 import { CompactionError } from './services/compaction-error';
 import type { CompactionConfig } from './services/config';
 import { measureFigures, type EngineMeasurement } from './services/measure';
@@ -28,13 +29,25 @@ export interface CompactionEngineOptions extends CompactionMachineOptions {
   clock?: { setTimeout(fn: (...args: unknown[]) => void, timeout: number): unknown; clearTimeout(id: unknown): void };
 }
 
+/**
+ * `preparing`: a background summary is being prepared and the agent goes on (SPEC §13);
+ * `committed`: a background summary was committed since the previous step, nothing waited;
+ * `waited`: this call waited for a background summary (the threshold came first).
+ */
+export type AfterStepStatus = Exclude<PressureStatus, 'preparing'> | 'auto-off' | 'paused' | 'busy' | 'preparing' | 'committed' | 'waited';
+
 export interface AfterStepResult {
-  status: PressureStatus | 'auto-off' | 'paused' | 'busy';
+  status: AfterStepStatus;
   before: PressureReading | undefined;
   after: PressureReading | undefined;
-  pruned: PruneSummary | undefined;
+  pruned: PressureOutput['prune'];
+  /** Committed by this call, background summaries that landed since the previous call first. */
   compactions: CompactionRecord[];
   error: CompactionError | undefined;
+  /** Background mode: how long this call waited for a background summary (ms; 0 when it did not). */
+  waitedMs: number;
+  /** Background runs that failed since the previous call (the breaker counted them). */
+  backgroundFailures: CompactionError[];
 }
 
 export type RequestErrorAction =
@@ -52,7 +65,7 @@ export type RequestErrorAction =
 /** What `engine.on` listeners receive: the machine's notifications, errors as CompactionError. */
 export type EngineNotification =
   | Exclude<ChartNotification, { type: 'compaction.failed' }>
-  | { type: 'compaction.failed'; trigger: Trigger; error: CompactionError; durationMs: number }
+  | { type: 'compaction.failed'; trigger: Trigger; error: CompactionError; durationMs: number; background?: true }
   | Exclude<EngineEmitted, { type: 'request.settled' }>;
 
 type Listener = (event: EngineNotification) => void;
@@ -96,7 +109,13 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
   const toNotification = (e: CompactionEmitted): EngineNotification | undefined => {
     if (e.type === 'request.settled') return undefined;
     if (e.type !== 'compaction.failed') return e;
-    return { type: e.type, trigger: e.trigger, error: compactionError(e.error), durationMs: e.startedAt === undefined ? 0 : now() - e.startedAt };
+    return {
+      type: e.type,
+      trigger: e.trigger,
+      error: compactionError(e.error),
+      durationMs: e.startedAt === undefined ? 0 : now() - e.startedAt,
+      ...(e.background ? { background: true as const } : {}),
+    };
   };
 
   const actor = createActor(built.machine, {
@@ -161,7 +180,13 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
 
   const records = (out: PressureOutput): CompactionRecord[] =>
     out.transactions.flatMap((t) => (t.status === 'committed' ? [compactionRecord(t.trigger, t.commit, t.summary)] : []));
-  const idle = { before: undefined, after: undefined, pruned: undefined, compactions: [], error: undefined };
+  const idle = { before: undefined, after: undefined, pruned: undefined, compactions: [], error: undefined, waitedMs: 0, backgroundFailures: [] };
+  const statusOf = (out: PressureOutput, report: BackgroundReport | undefined): AfterStepStatus => {
+    if (!report) return out.status as AfterStepStatus;
+    if (report.waited && (out.status === 'below' || out.status === 'relieved-by-pruning' || out.status === 'compacted')) return 'waited';
+    if (out.status === 'below' && report.outcomes.some((o) => o.status === 'committed')) return 'committed';
+    return out.status;
+  };
 
   return {
     config,
@@ -175,10 +200,22 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       actor.stop();
     },
     async afterStep(opts = {}) {
+      const startedAt = now();
       const result = await request((id) => ({ type: 'step.completed', id, turn: session.openTurn, aborted: opts.signal?.aborted ?? false }), opts.signal);
       if (result.kind === 'pressure') {
         const out = result.output;
-        return { status: out.status, before: out.before, after: out.after, pruned: out.prune, compactions: records(out), error: out.error ? compactionError(out.error) : undefined };
+        const report = (out as PressureOutput & { background?: BackgroundReport }).background;
+        const landed = (report?.outcomes ?? []).flatMap((o) => (o.record ? [o.record] : []));
+        return {
+          status: statusOf(out, report),
+          before: out.before,
+          after: out.after,
+          pruned: out.prune,
+          compactions: [...landed, ...records(out)],
+          error: out.error ? compactionError(out.error) : undefined,
+          waitedMs: report?.waited ? now() - startedAt : 0,
+          backgroundFailures: (report?.outcomes ?? []).flatMap((o) => (o.status === 'failed' && o.error ? [new CompactionError(o.error)] : [])),
+        };
       }
       if (result.kind === 'error') return { ...idle, status: 'failed', error: new CompactionError(result.error) };
       return { ...idle, status: result.kind === 'busy' ? 'busy' : result.kind === 'auto-off' ? 'auto-off' : 'paused' };

@@ -33,7 +33,9 @@ export type XcompactErrorCode =
   | 'span-invalid' // the selected span is no longer a balanced run of surface nodes
   | 'engine-stopped' // a call on, or pending in, a stopped engine
   | 'unmappable-part' // AiSdkAdapterError: a message part the session cannot represent
-  | 'history-diverged'; // AiSdkAdapterError: the app's conversation does not continue the recorded one
+  | 'history-diverged' // AiSdkAdapterError: the app's conversation does not continue the recorded one
+  | 'missing-tool-results' // AiSdkAdapterError: a prompt that leaves tool calls without a result
+  | 'recovery-failed'; // AiSdkAdapterError: the engine failed while handling a provider's error
 
 export class XcompactError extends Error {
   readonly code: XcompactErrorCode;

@@ -12,16 +12,18 @@ export {
   type CompactionEngineOptions,
   type CompactionRecord,
   type AfterStepResult,
+  type AfterStepStatus,
   type RequestErrorAction,
   type EngineNotification,
   type EngineServices,
 } from './engine';
-export type { CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, PressureReading, Trigger, OpenedBracket } from './machines/types';
+export type { CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, PressureReading, PressureEconomics, Trigger, OpenedBracket } from './machines/types';
 export type { EngineMeasurement } from './services/measure';
 // The engine as a machine a host machine invokes (examples/xstate-agent.ts).
 export { createCompactionMachine, type CompactionMachineOptions } from './compaction-machine';
 export type { CompactionEmitted, EngineRequest, SettledResult, ShutdownEvent } from './machines/engine';
-export type { PressureStatus, PressureOutput } from './machines/pressure';
+export type { PressureStatus, PressureOutput, EconomicDecision } from './machines/pressure';
+export type { ModelPrices, SessionPace, EconomicVerdict } from './services/economics';
 export type { DeclineReason, OverflowOutput } from './machines/overflow';
 export type { ManualOutput } from './machines/manual';
 

@@ -16,7 +16,8 @@ import { AiSdkAdapterError, createAiSdkCompaction, type AiSdkCompaction } from '
 import type { SessionEvent } from '../src/session/events';
 import { Session } from '../src/session/session';
 import { JsonlStore } from '../src/session/stores/jsonl';
-import { startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer } from '../src/testing/index';
+import { XcompactError } from '../src/errors';
+import { OVERFLOW_BODIES, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer } from '../src/testing/index';
 import { openAIMessageProblems } from './helpers/openai-validator';
 
 let server: LocalOpenAIServer;
@@ -181,6 +182,23 @@ describe('xcompact/ai-sdk: provider errors that are not an overflow', () => {
     expect(reasons('step/end')).toEqual(['error', undefined]);
     expect(reasons('turn/end')).toEqual(['completed']);
     expect(a.session.events().filter((e) => e.type === 'user/message')).toHaveLength(1);
+  });
+
+  it('an overflow the engine cannot handle (it was stopped): recovery-failed, with the engine error as cause and the provider error kept', async () => {
+    const a = adapter();
+    a.engine.stop();
+    server.enqueue({ kind: 'status', ...OVERFLOW_BODIES.openai });
+    const err = await generateText({ model: a.model, messages: [{ role: 'user', content: 'hello' }], maxRetries: 0 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AiSdkAdapterError);
+    expect((err as AiSdkAdapterError).code).toBe('recovery-failed');
+    expect((err as Error).message).toMatch(/engine-stopped/);
+    expect(((err as Error).cause as XcompactError).code).toBe('engine-stopped');
+    const requestError = (err as AiSdkAdapterError).requestError;
+    expect(APICallError.isInstance(requestError)).toBe(true);
+    expect((requestError as APICallError).statusCode).toBe(400);
+    // The failed request's step is closed, as for any request that failed for good.
+    expect(a.session.openStep).toBeNull();
+    expect(a.session.events().filter((e) => e.type === 'step/end').map((e) => (e.data as { reason?: string }).reason)).toEqual(['error']);
   });
 
   it('a stream that fails midway records no partial reply and closes its step', async () => {

@@ -68,6 +68,17 @@ describe('AiSdkSummarizer', () => {
     expect(body['max_tokens']).toBe(256);
   });
 
+  it('sends the messages it is given, not the events: a bounding wrapper cuts the texts and keeps the events whole', async () => {
+    server.enqueue({ kind: 'reply', content: 'The retry loop is in src/http.ts.' });
+    const at = server.requests.length;
+    const r = request();
+    const cut = r.messages.map((m) => (m.role === 'tool' ? { ...m, content: 'src/http.ts:12: […] 40 tokens cut […]' } : m));
+    await summarizer.summarize({ ...r, messages: cut }, new AbortController().signal);
+    const body = server.requests[at]!.json as ChatRequestBody;
+    expect(body.messages!.find((m) => m.role === 'tool')!.content).toBe('src/http.ts:12: […] 40 tokens cut […]');
+    expect(body.messages!.find((m) => m.role === 'assistant')!['tool_calls']).toEqual([{ id: 'g1', type: 'function', function: { name: 'grep', arguments: '{"q":"retry"}' } }]);
+  });
+
   it('a reply cut at max tokens: summary-truncated', async () => {
     server.enqueue({ kind: 'reply', content: 'The retry loop is', finishReason: 'length' });
     await fails('summary-truncated');

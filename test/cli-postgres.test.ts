@@ -9,16 +9,31 @@ import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { runCompact } from '../src/cli/compact.js';
 import { runDemo } from '../src/cli/demo.js';
 import { CliError } from '../src/cli/errors.js';
 import { runInspect } from '../src/cli/inspect.js';
-import { PostgresStore, Session } from '../src/session/index.js';
+import { PostgresStore, Session, SessionWriter } from '../src/session/index.js';
 import { freshSchema, pgUrl } from './helpers/pg.js';
 import { removeTempDirs, tempDir } from './helpers/session.js';
 
 afterAll(removeTempDirs);
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** The pools of the PostgresStores the CLI opens sessions with, from now on: each must be ended once the command returns. */
+function watchPools(): pg.Pool[] {
+  const pools: pg.Pool[] = [];
+  const open = PostgresStore.prototype.open;
+  vi.spyOn(PostgresStore.prototype, 'open').mockImplementation(async function (this: PostgresStore, id: string) {
+    const pool = (this as unknown as { pool(): Promise<pg.Pool> }).pool();
+    pools.push(await pool);
+    return open.call(this, id);
+  });
+  return pools;
+}
 
 function sink(): NodeJS.WriteStream & { text(): string } {
   let text = '';
@@ -48,7 +63,11 @@ describe('CLI with a PostgreSQL session', () => {
 
   it('demo --store keeps the session in PostgreSQL; inspect reads it by url#id or id + --store, without a lease', async () => {
     const dir = tempDir();
+    const demoPools = watchPools();
     const report = await runDemo({ steps: 10, window: 16384, out: dir, seed: 1, quiet: true, color: false, store: { url: pgUrl(), session: id } }, sink());
+    expect(demoPools.length).toBe(1);
+    expect(demoPools.every((p) => p.ended)).toBe(true);
+    vi.restoreAllMocks();
     expect(report.sessionFile).toContain(`#${id}`);
     expect(report.sessionFile).not.toContain(new URL(pgUrl()).password || '\u0000');
     expect(existsSync(join(dir, 'demo.jsonl'))).toBe(false);
@@ -76,13 +95,48 @@ describe('CLI with a PostgreSQL session', () => {
     expect(readFileSync(output, 'utf8').trim().split('\n').length).toBeGreaterThan(before);
     expect(await count(id)).toBe(before);
 
+    const pools = watchPools();
     const inPlace = await runCompact(id, { summarizer: 'extractive', apiKeyEnv: 'OPENAI_API_KEY', maxTokens: 1024, inPlace: true, store: pgUrl() }, sink());
+    expect(pools.length).toBeGreaterThan(0);
+    expect(pools.map((p) => p.ended)).not.toContain(false);
+    vi.restoreAllMocks();
     expect(inPlace.compacted).toBe(true);
     expect(inPlace.output).toContain(`#${id}`);
     const after = await Session.open(new PostgresStore({ url: pgUrl(), readOnly: true }), id);
     expect(after.length).toBeGreaterThan(before);
     expect(after.events().at(-1)?.type).toBe('compaction/end');
     await after.close();
+  });
+
+  it('--in-place checks the events it appends after: what another writer appended before our lease is not recovered without --recover', async () => {
+    // Another writer appends (a turn left open, as a crashed agent leaves it) just before our
+    // writer lease is taken: whatever compact checked must include these events.
+    const open = PostgresStore.prototype.open;
+    let done = false;
+    vi.spyOn(PostgresStore.prototype, 'open').mockImplementation(async function (this: PostgresStore, sid: string) {
+      if (!this.readOnly && !done) {
+        done = true;
+        const otherStore = new PostgresStore({ url: pgUrl() });
+        const other = await Session.open(otherStore, sid);
+        const w = new SessionWriter(other);
+        w.startTurn();
+        w.user('a prompt whose turn never ended');
+        await other.close();
+        await otherStore.close();
+      }
+      return open.call(this, sid);
+    });
+    const before = await count(id);
+    const err = await runCompact(id, { summarizer: 'extractive', apiKeyEnv: 'OPENAI_API_KEY', maxTokens: 1024, inPlace: true, store: pgUrl() }, sink()).catch((e: unknown) => e);
+    vi.restoreAllMocks();
+    expect(done).toBe(true);
+    expect(err).toBeInstanceOf(CliError);
+    expect((err as Error).message).toMatch(/ends mid-flight \(turn \d+ is open\).*--recover/);
+    // Nothing of ours was written, and the lease was released.
+    expect(await count(id)).toBe(before + 2);
+    const next = await Session.open(new PostgresStore({ url: pgUrl() }), id);
+    expect(next.events().at(-1)?.type).toBe('user/message');
+    await next.close();
   });
 
   it('--help says the PostgreSQL form for inspect, compact and demo', { timeout: 60_000 }, async () => {

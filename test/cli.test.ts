@@ -156,9 +156,25 @@ describe('xcompact demo', { timeout: SPAWN_TIMEOUT }, () => {
   });
 
   it('rejects a bad --steps with one line and exit code 2', async () => {
-    const r = await xcompact(['demo', '--steps', '3', '--out', join(dir, 'unused')]);
-    expectOneLineError(r, /--steps 3 is out of range/);
+    const r = await xcompact(['demo', '--steps', '2001', '--out', join(dir, 'unused')]);
+    expectOneLineError(r, /--steps 2001 is out of range/);
     expect(r.code).toBe(2);
+  });
+
+  it('runs 5 steps: a short task, with the overflow scene reported as not staged', async () => {
+    const out = join(dir, 'demo-5');
+    const r = await xcompact(['demo', '--steps', '5', '--quiet', '--out', out]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/steps\s+5 in 2 turns/);
+    expect(r.stdout).toMatch(/overflow recovery\s+not staged/);
+    const session = await Session.open(new JsonlStore(out), 'demo');
+    try {
+      expect(session.events().filter((e) => e.type === 'step/start')).toHaveLength(5);
+      expect(openAIMessageProblems(session.deriveMessages())).toEqual([]);
+    } finally {
+      await session.close();
+    }
   });
 });
 

@@ -13,7 +13,8 @@ import {
   type CompactionConfig,
   type CompactionConfigInput,
 } from '../src/services/config.js';
-import { BUILTIN_MODELS, resolveModel } from '../src/services/models.js';
+import { BUILTIN_MODELS, resolveModel, resolvePrices } from '../src/services/models.js';
+import { NEUTRAL_PRICES } from '../src/services/economics.js';
 
 /** The ConfigError parseConfig throws for `input` (fails the test if it does not throw). */
 function configError(input: unknown): ConfigError {
@@ -43,12 +44,15 @@ describe('defaults (SPEC §3)', () => {
     compactionRetries: 1,
     maxOverflowRetries: 1,
     auto: true,
+    background: false,
+    prepareRatio: undefined,
     summarizationProvider: '',
     summarizationModel: '',
     modelPolicies: [],
     circuitBreaker: { failureLimit: 3, cooldownMs: 300_000 },
     minProgressRatio: 0.1,
     prune: { enabled: true, thresholdChars: 8192, headChars: 4096, tailChars: 1024, neverPrune: [] },
+    economics: true,
     models: {},
   };
 
@@ -254,7 +258,7 @@ describe('model policies', () => {
   it('resolves each policy completely', () => {
     const config = parseConfig({ retainRatio: 0.2, maxTokens: 8192, modelPolicies: [{ provider: 'p', model: 'm', headroomTokens: 1000, auto: false }] });
     expect(config.modelPolicies).toEqual([
-      { provider: 'p', model: 'm', thresholdRatio: 0.8, headroomTokens: 1000, retainRatio: 0.2, maxTokens: 8192, compactionRetries: 1, maxOverflowRetries: 1, auto: false },
+      { provider: 'p', model: 'm', thresholdRatio: 0.8, headroomTokens: 1000, retainRatio: 0.2, maxTokens: 8192, compactionRetries: 1, maxOverflowRetries: 1, auto: false, background: false },
     ]);
   });
 
@@ -427,8 +431,14 @@ describe('resolveBudget (SPEC §3)', () => {
 
 describe('model registry', () => {
   it('has real figures for the built-in models', () => {
-    expect(resolveModel('deepseek/deepseek-chat')).toEqual({ contextWindow: 131_072, maxOutputTokens: 4096, tokenizer: 'o200k_base' });
-    expect(resolveModel('openai/gpt-4.1')).toEqual({ contextWindow: 1_047_576, maxOutputTokens: 32_768, tokenizer: 'o200k_base' });
+    const deepseekPrices = { input: 0.28, cacheRead: 0.028, cacheWrite: 0.28, output: 0.42 };
+    expect(resolveModel('deepseek/deepseek-chat')).toEqual({ contextWindow: 131_072, maxOutputTokens: 4096, tokenizer: 'o200k_base', prices: deepseekPrices });
+    expect(resolveModel('openai/gpt-4.1')).toEqual({
+      contextWindow: 1_047_576,
+      maxOutputTokens: 32_768,
+      tokenizer: 'o200k_base',
+      prices: { input: 2, cacheRead: 0.5, cacheWrite: 2, output: 8 },
+    });
     expect(resolveModel('openai/gpt-3.5-turbo')?.tokenizer).toBe('cl100k_base');
     for (const [key, info] of Object.entries(BUILTIN_MODELS)) expect([key, info.maxOutputTokens! < info.contextWindow]).toEqual([key, true]);
   });
@@ -443,10 +453,30 @@ describe('model registry', () => {
       contextWindow: 131_072,
       maxOutputTokens: 4096,
       tokenizer: 'deepseek-v3',
+      prices: { input: 0.28, cacheRead: 0.028, cacheWrite: 0.28, output: 0.42 },
     });
     expect(resolveModel('acme/big', { 'acme/big': { contextWindow: 50_000 } })).toEqual({ contextWindow: 50_000, tokenizer: 'o200k_base' });
     expect(resolveModel('acme/big')).toBeUndefined();
     expect(resolveModel('toString')).toBeUndefined();
+  });
+
+  it('prices: the neutral table, under the built-in entry, under the user entry field by field', () => {
+    expect(resolvePrices('acme/big')).toEqual(NEUTRAL_PRICES);
+    expect(resolvePrices('openai/gpt-5')).toEqual({ input: 1.25, cacheRead: 0.125, cacheWrite: 1.25, output: 10 });
+    const config = parseConfig({ models: { 'openai/gpt-5': { prices: { cacheWrite: 1.5 } }, 'acme/big': { contextWindow: 50_000, prices: { input: 3, cacheRead: 0.3 } } } });
+    expect(resolvePrices('openai/gpt-5', config.models)).toEqual({ input: 1.25, cacheRead: 0.125, cacheWrite: 1.5, output: 10 });
+    expect(resolvePrices('acme/big', config.models)).toEqual({ ...NEUTRAL_PRICES, input: 3, cacheRead: 0.3 });
+    expect(onlyMessage({ models: { 'acme/big': { contextWindow: 50_000, prices: { output: -1 } } } })).toMatch(/output/);
+    expect(onlyMessage({ models: { 'acme/big': { contextWindow: 50_000, prices: { input: 1, tip: 2 } } } })).toMatch(/tip/);
+  });
+
+  it('retainFloorTokens bounds the tail of an early compaction, never above the retained tail', () => {
+    const budget = (input: object) =>
+      resolveBudget({ config: parseConfig(input), provider: 'acme', model: 'big', contextWindow: 100_000, modelMaxOutputTokens: 0 });
+    expect(budget({}).retainFloor).toBe(2_000); // floor(100 000 × 0.02)
+    expect(budget({ retainFloorTokens: 5_000 }).retainFloor).toBe(5_000);
+    expect(budget({ retainFloorTokens: 50_000 }).retainFloor).toBe(budget({}).retain);
+    expect(onlyMessage({ retainFloorTokens: -1 })).toMatch(/retainFloorTokens|>=|0/);
   });
 
   it('config.tokenizer forces one tokenizer for every model', () => {
@@ -455,5 +485,34 @@ describe('model registry', () => {
     expect(tokenizerNameFor(config, 'openai', 'gpt-4-turbo')).toBe('cl100k_base');
     expect(tokenizerNameFor(config, 'acme', 'unknown')).toBe('o200k_base');
     expect(tokenizerNameFor(parseConfig({ tokenizer: 'utf8-bytes', models: config.models }), 'deepseek', 'deepseek-chat')).toBe('utf8-bytes');
+  });
+});
+
+describe('background compaction fields (SPEC §13)', () => {
+  const budgetOf = (config: unknown) => resolveBudget({ config: parseConfig(config), provider: 'p', model: 'm', contextWindow: 1_000_000 });
+
+  it('puts the default prepare point a quarter of the way from the threshold back to the retained tail', () => {
+    const b = budgetOf({ background: true });
+    expect(b.threshold).toBe(800_000);
+    expect(b.retain).toBe(160_000);
+    expect(b.prepare).toBe(800_000 - (800_000 - 160_000) / 4);
+    expect(budgetOf({}).prepare).toBeUndefined();
+  });
+
+  it('takes prepareRatio as a share of the window, per model too', () => {
+    expect(budgetOf({ background: true, prepareRatio: 0.7 }).prepare).toBe(700_000);
+    const config = parseConfig({ modelPolicies: [{ provider: 'p', model: 'm', background: true, prepareRatio: 0.5 }] });
+    expect(resolveBudget({ config, provider: 'p', model: 'm', contextWindow: 1_000_000 }).prepare).toBe(500_000);
+    expect(resolveBudget({ config, provider: 'p', model: 'other', contextWindow: 1_000_000 }).prepare).toBeUndefined();
+  });
+
+  it('rejects a prepare point above the threshold or inside the retained tail', () => {
+    expect(onlyMessage({ prepareRatio: 0.9 })).toMatch(/prepareRatio.*must not be above thresholdRatio/);
+    expect(onlyMessage({ prepareRatio: 0.1 })).toMatch(/prepareRatio.*must be above retainRatio/);
+    expect(onlyMessage({ background: 'yes' })).toMatch(/background/);
+    // A retainTokens is only known per route: checked when the budget resolves.
+    expect(() => budgetOf({ background: true, prepareRatio: 0.3, retainTokens: 400_000 })).toThrow(
+      expect.objectContaining({ code: 'prepare-out-of-range' }),
+    );
   });
 });

@@ -99,6 +99,24 @@ describe('measure', () => {
     expect(m.prices.length).toBe(deps.session.surface.length);
     expect(m.threshold).toBeGreaterThan(0);
   });
+
+  it('measureFigures leaves the figures undefined only for no route or no budget; any other throw propagates', () => {
+    const { deps, step } = world();
+    expect(measureFigures(deps).threshold).toBeUndefined(); // unrouted: no request/header yet
+    step();
+    const noBudget = { ...deps, config: { ...deps.config, models: {} } };
+    expect(measureFigures(noBudget).contextWindow).toBeUndefined(); // BudgetError: no window known
+    const bug = new TypeError('a bug in the route lookup');
+    const broken = {
+      ...deps,
+      config: Object.defineProperty({ ...deps.config }, 'models', {
+        get() {
+          throw bug;
+        },
+      }),
+    };
+    expect(() => measureFigures(broken)).toThrow(bug);
+  });
 });
 
 describe('pruneSurface', () => {

@@ -202,11 +202,38 @@ describe('bad pi input: one error naming the line, nothing written', () => {
     await expectRefused(l.join('\n'), at + 1, /parent "missing", which is not in the file/);
   });
 
+  it('a parentId cycle on the active branch', async () => {
+    const l = lines(TREE);
+    const root = l.findIndex((x) => x.includes('"id":"e1"'));
+    const child = l.findIndex((x) => x.includes('"parentId":"e1"'));
+    const childId = /"id":"(e\d+)"/.exec(l[child]!)![1]!;
+    l[root] = l[root]!.replace('"parentId":null', `"parentId":"${childId}"`);
+    // The walk from the last entry meets the child again through the root: that entry is named.
+    await expectRefused(l.join('\n'), child + 1, new RegExp(`entry "${childId}" is its own ancestor \\(a parentId cycle\\)`));
+  });
+
   it('a compaction without a summary', async () => {
     const l = lines(LINEAR);
     const at = l.findIndex((x) => x.includes('"type":"compaction"'));
     l[at] = l[at]!.replace(/"summary":"[^"]*"/, '"summary":""');
     await expectRefused(l.join('\n'), at + 1, /no summary/);
+  });
+
+  it('content blocks that cannot be imported (unknown types, an image without data) are counted by kind, not dropped silently', () => {
+    const s = Session.inMemory();
+    const jsonl = [
+      '{"type":"session","version":1,"id":"blocks","provider":"anthropic","modelId":"m"}',
+      '{"type":"message","message":{"role":"user","content":[{"type":"text","text":"look"},{"type":"image","mimeType":"image/png"},{"type":"audio","data":"AAAA"}]}}',
+      '{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"ok"},{"type":"hologram"},{"type":"toolCall","id":"c1","name":"read","arguments":{}}]}}',
+      '{"type":"message","message":{"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"r"},{"type":"audio","data":"AAAA"}]}}',
+    ].join('\n');
+    const r = importPiTranscript(s, jsonl);
+    expect(r.ignored).toEqual({ 'image block without data': 1, 'block:audio': 2, 'assistant block:hologram': 1 });
+    expect(sent(s)).toEqual([
+      ['user', 'look'],
+      ['assistant', 'okcall read'],
+      ['tool', 'r'],
+    ]);
   });
 
   it('an unknown entry type is counted, not fatal', () => {

@@ -401,6 +401,47 @@ describe('incremental measurement', () => {
 // ---------------------------------------------------------------------------------------------
 
 describe('replaces', () => {
+  it('a compaction carries the anchor by what the provider counted for the span, not by our price × a ratio learned on other text', () => {
+    // A provider that counts the pasted prose at 2× our price and everything else at 1×: the
+    // calibration (a median over the code steps) learns 1×, which is wrong for the span.
+    const session = Session.inMemory();
+    const w = new SessionWriter(session);
+    const meter = meterWith(session, 'o200k_base');
+    const factor = new Map<number, number>();
+    const providerCount = (seqs: Iterable<number>) => {
+      let n = meter.measure().envelopeTokens;
+      for (const s of seqs) n += meter.priceOf(s) * (factor.get(s) ?? 1);
+      return Math.round(n);
+    };
+    w.startTurn();
+    w.startStep();
+    w.request({ provider: 'p', model: 'm', systemPrompt: 'You read design notes and code.', tools: [READ_TOOL] });
+    const prose = w.user('The retry policy decides when a failed request is sent again, and how long the client waits. '.repeat(60));
+    factor.set(prose.seq, 2);
+    for (let i = 0; i < 8; i++) {
+      const prompt = providerCount(session.surface.seqs());
+      w.assistant({ toolCalls: [{ id: `c${i}`, name: 'read', arguments: `{"path":"src/m${i}.ts"}` }], usage: { promptTokens: prompt, completionTokens: 0 } });
+      w.toolResult(`c${i}`, Array.from({ length: 30 }, (_, j) => `export const limit${i}_${j} = { attempt: ${j}, delayMs: ${(i * 31 + j * 17) % 997} };`).join('\n'), { toolName: 'read' });
+      w.endStep();
+      w.startStep();
+      w.request({ provider: 'p', model: 'm', tools: [READ_TOOL] });
+    }
+    expect(meter.measure().calibration.ratio).toBeCloseTo(1, 1);
+    // Compact the prose and the first five steps; the last three stay.
+    const surface = [...session.surface.seqs()];
+    const span = surface.slice(1, surface.length - 6);
+    session.append({
+      type: 'user/message',
+      data: { content: [{ type: 'text', text: 'Notes on retries; modules m0–m4 define delay limits.' }] },
+      surfaceOp: { op: 'replace', start: span[0]!, end: span[span.length - 1]! },
+      sourceEventSeqs: span,
+    });
+    const truth = providerCount(session.surface.seqs());
+    const m = meter.measure();
+    expect(m.suspectUsage).toBe(false);
+    expect(Math.abs(m.totalTokens - truth) / truth, `measured ${m.totalTokens}, the provider counts ${truth}`).toBeLessThanOrEqual(0.03);
+  });
+
   function withResults() {
     const { session, w } = agentSession();
     w.startStep();

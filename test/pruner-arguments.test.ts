@@ -108,6 +108,32 @@ describe('argument pruning', () => {
     expect(s.length).toBe(before);
   });
 
+  it('cuts only string values and keeps every other byte: big integers, 1.50, 1e3, __proto__ keys, whitespace', () => {
+    // Written by hand: JSON.stringify could not produce these forms, and a parse would lose them.
+    const args = `{ "__proto__": {"id": 9007199254740993}, "price": 1.50, "n": 1e3, "neg": -0, "content": ${JSON.stringify(FILE)},\n  "tags": ["gen"] }`;
+    const { s, write } = session(3, args);
+    const result = applyPrune(s, planPrune(s, SETTINGS, pricing(s).pricing));
+    expect(result.pruned.map((p) => p.seq)).toEqual([write.seq]);
+    const replaced = s.event(result.pruned[0]!.replacementSeq) as SessionEvent<'assistant/message'>;
+    const after = (replaced.data.content.find((b) => b.type === 'tool-call') as { arguments: string }).arguments;
+    const cut = FILE.slice(0, 4096) + pruneMarker(FILE.length - 4096 - 1024) + FILE.slice(-1024);
+    expect(after).toBe(args.replace(JSON.stringify(FILE), JSON.stringify(cut)));
+    // A second pass has nothing left to do (a __proto__ key used to be dropped, the rule refused, every pass threw stale).
+    expect(planPrune(s, SETTINGS, pricing(s).pricing).argumentTargets).toEqual([]);
+  });
+
+  it('prunes a string however deeply it is nested', () => {
+    const depth = 100_000;
+    const args = '{"content":' + '['.repeat(depth) + JSON.stringify(FILE) + ', 1.0' + ']'.repeat(depth) + '}';
+    const { s, write } = session(3, args);
+    const result = applyPrune(s, planPrune(s, SETTINGS, pricing(s).pricing));
+    expect(result.pruned.map((p) => p.seq)).toEqual([write.seq]);
+    const replaced = s.event(result.pruned[0]!.replacementSeq) as SessionEvent<'assistant/message'>;
+    const after = (replaced.data.content.find((b) => b.type === 'tool-call') as { arguments: string }).arguments;
+    expect(after.startsWith('{"content":' + '['.repeat(depth) + JSON.stringify(FILE.slice(0, 4096)).slice(0, -1))).toBe(true);
+    expect(after.endsWith(', 1.0' + ']'.repeat(depth) + '}')).toBe(true);
+  });
+
   it('leaves arguments that are not JSON, and calls still waiting for their result', () => {
     const notJson = session(1, `{"path": "a.ts", "content": "${'x'.repeat(20_000)}"`); // truncated JSON
     expect(planPrune(notJson.s, SETTINGS, pricing(notJson.s).pricing).argumentTargets).toEqual([]);

@@ -3,6 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/services/config.js';
+import { TokenMeter } from '../src/services/meter.js';
+import { pruneSurface } from '../src/services/prune-step.js';
+import { getTokenizer } from '../src/services/tokenizer.js';
 import { JsonlStore, Session, SessionWriter, type ContentBlock, type SessionEvent } from '../src/session/index.js';
 import {
   PRUNE_MARKER_MAX_CHARS,
@@ -303,7 +307,7 @@ describe('planPrune / applyPrune', () => {
         { callId: 'c3', content: 'tail' },
       ]);
       applyPrune(session, planPrune(session, SETTINGS, pricingFor(session)));
-      const messages = structuredClone(session.deriveMessages());
+      const messages = structuredClone([...session.deriveMessages()]);
       const seqs = [...session.surface.seqs()];
       const generation = session.surface.replaceGeneration;
       const length = session.length;
@@ -387,6 +391,79 @@ describe('planPrune / applyPrune', () => {
       ]);
       applyPrune(session, plan);
       expect(session.length).toBe(before);
+    });
+  });
+
+  describe("budgets in the provider's tokens (prices × providerRatio, SPEC §12)", () => {
+    // Surface tail as above: … R1 (46) · A2 (10) · R2 (46); each pruned result frees 20.
+    function setup() {
+      const session = Session.inMemory();
+      const [r1, r2] = record(session, [
+        { callId: 'c1', content: BIG },
+        { callId: 'c2', content: BIG },
+      ]);
+      return { session, r1: r1!, r2: r2! };
+    }
+
+    it('the protected budget holds half the priced tokens when the provider counts twice ours', () => {
+      const { session, r1, r2 } = setup();
+      const at = (providerRatio: number, protectRecentTokens: number) =>
+        planPrune(session, { ...SETTINGS, protectRecentTokens }, { ...pricingFor(session), providerRatio }).targets.map((t) => t.seq);
+      expect(at(1, 46 + 10 + 46)).toEqual([]);
+      expect(at(2, 46 + 10 + 46)).toEqual([r1]); // R2 alone is 92 provider tokens: A2 no longer fits
+      expect(at(2, 92)).toEqual([r1]);
+      expect(at(2, 91)).toEqual([r1, r2]); // R2 straddles the edge
+      expect(at(0.5, 46 + 10 + 46 + 50)).toEqual([]); // a provider counting half: more fits
+    });
+
+    it('the minimum reclaim is judged in provider tokens; the plan still reports our prices', () => {
+      const { session } = setup();
+      const plan = (providerRatio: number, minReclaimTokens: number) => planPrune(session, { ...SETTINGS, minReclaimTokens }, { ...pricingFor(session), providerRatio });
+      expect(plan(1, 41).skipped).toBe('below-min-reclaim');
+      expect(plan(2, 80).tokensFreed).toBe(40); // 40 priced = 80 provider tokens
+      expect(plan(2, 81)).toMatchObject({ skipped: 'below-min-reclaim', reclaimableTokens: 40 });
+    });
+
+    it('a providerRatio that is not a positive number is a pricing error, and nothing is written', () => {
+      const { session } = setup();
+      const before = session.length;
+      for (const providerRatio of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+        expect(() => planPrune(session, SETTINGS, { ...pricingFor(session), providerRatio })).toThrow(PrunePricingError);
+      }
+      expect(session.length).toBe(before);
+    });
+
+    it("the engine's prune step uses the meter's calibration: a result our prices protect is pruned when the provider counts more", () => {
+      const session = Session.inMemory();
+      const w = new SessionWriter(session);
+      const meter = new TokenMeter(session, { tokenizerFor: () => getTokenizer('o200k_base') });
+      const models = { 'acme/m': { contextWindow: 200_000, maxOutputTokens: 1000 } };
+      w.request({ provider: 'acme', model: 'm', systemPrompt: 'You are a coding agent.' });
+      w.startTurn();
+      w.user('Read the logs.');
+      // A provider that counts twice our price of everything (its reports say so).
+      let completion = 0;
+      for (let i = 0; i < 12; i++) {
+        w.startStep();
+        w.request({ provider: 'acme', model: 'm' });
+        const call = { id: `c${i}`, name: 'read', arguments: JSON.stringify({ path: `log${i}.txt` }) };
+        const prompt = 2 * meter.measure().estimatedTokens;
+        completion = 2 * meter.priceEvent({ type: 'assistant/message', data: { content: [{ type: 'tool-call', ...call }] } });
+        w.assistant({ toolCalls: [call], usage: { promptTokens: prompt, completionTokens: completion } });
+        w.toolResult(call.id, `line ${i}: the service restarted after a timeout of ${i * 7} ms.\n`.repeat(40), { toolName: 'read' });
+        w.endStep();
+      }
+      expect(meter.providerRatio).toBeCloseTo(2, 1);
+      const newest = session.surface.seqAt(session.surface.length - 1);
+      const priced = meter.priceOf(newest);
+      // The newest result fits the budget in our tokens, not in the provider's.
+      const prune = { thresholdChars: 400, headChars: 100, tailChars: 100, protectRecentTokens: Math.round(priced * 1.5), minReclaimTokens: 0 };
+      const config = parseConfig({ models, prune });
+      const uncalibrated = planPrune(session, { ...prune, neverPrune: [] }, { priceOf: (s) => meter.priceOf(s), priceEvent: (e) => meter.priceEvent(e) });
+      expect(uncalibrated.kept).toContainEqual({ seq: newest, callId: 'c11', reason: 'protected-recent' });
+      const summary = pruneSurface({ session, meter, config }, { trigger: 'pressure', protectRecent: true });
+      expect(summary.count).toBe(12);
+      expect(session.surface.has(newest)).toBe(false); // replaced by its pruned copy
     });
   });
 

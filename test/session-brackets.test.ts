@@ -153,6 +153,33 @@ describe.each(BACKENDS)('compaction bracket rules on a %s store', (backend) => {
     s.append(user('a checkpoint-like note', 'compaction-checkpoint'));
   });
 
+  it('a background bracket stays open across step and turn boundaries; every other rule holds (SPEC §13)', async () => {
+    const bg: AppendInput<'compaction/start'> = { type: 'compaction/start', data: { turn: 0, trigger: 'pressure', background: true } };
+    const st = s.append(bg);
+    // The agent works on: a step, the turn's end, a new turn, all while the summary is prepared.
+    appendAll(s, [stepStart(0, 1), user('u3'), assistant('a3'), stepEnd(0, 1), turnEnd(0), turnStart(1), user('u4')]);
+    await expectRejected(h, start(1), 'compaction-locked');
+    await expectRejected(h, end(1, failed), 'compaction-turn'); // it ends naming the turn it started in
+    await expectRejected(h, end(0), 'compaction-end-without-summary');
+    s.append(summary([3, 4]));
+    await expectRejected(h, summary([5, 6]), 'compaction-summary-twice');
+    s.append(checkpoint(3, 4, [st.seq, st.seq + 1, 3, 4]));
+    s.append(end(0));
+    expect(s.lock.held).toBe(false);
+    const reopened = await h.reopen();
+    expect(reopened.events()).toEqual(s.events());
+  });
+
+  it('recover() clears an orphan background bracket left open in a later turn', async () => {
+    const st = s.append({ type: 'compaction/start', data: { turn: 0, trigger: 'pressure', background: true } });
+    appendAll(s, [turnEnd(0), turnStart(1), user('u3')]);
+    s = await h.reopen();
+    expect(s.lock).toMatchObject({ held: true, orphan: true, startSeq: st.seq });
+    expect(s.recover()).toMatchObject({ clearedLock: st.seq, closedTurn: true });
+    expect(s.lock.held).toBe(false);
+    s.append(turnStart(2));
+  });
+
   it('recover() ends an orphan bracket before it ends the turn, so the recovered log is valid', async () => {
     const st = s.append(start(0));
     s = await h.reopen();

@@ -20,6 +20,8 @@ const WORKERS = 8;
 const SESSIONS = 20;
 const LEASE_MS = 600;
 const RUN_MS = 14_000;
+const MIN_ACKS = 40;
+const MAX_RUN_MS = 120_000;
 
 type Msg = { w: string; pid: number; k: string; s?: string; seq?: number; tag?: string; clearedLock?: number | null; from?: string | null; on?: boolean; message?: string };
 
@@ -29,7 +31,7 @@ afterAll(async () => {
   await closePgStores();
 });
 
-it('8 workers, 20 sessions, SIGKILLs and stopped lease holders: nothing lost or doubled, one commit per contested compaction, orphans recovered', { timeout: 120_000 }, async () => {
+it('8 workers, 20 sessions, SIGKILLs and stopped lease holders: nothing lost or doubled, one commit per contested compaction, orphans recovered', { timeout: 240_000 }, async () => {
   const schema = freshSchema('mp');
   // Create the schema once up front, so the workers' first opens do not all queue on it.
   const setup = new PostgresStore({ url: pgUrl(), schema });
@@ -63,6 +65,8 @@ it('8 workers, 20 sessions, SIGKILLs and stopped lease holders: nothing lost or 
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     child.stderr!.resume();
+    // Sending to a worker this test has just killed fails with EPIPE: expected here, not a test error.
+    child.on('error', () => undefined);
     live.add(child);
     workers.set(id, child);
     child.on('message', (m: Msg) => {
@@ -111,8 +115,11 @@ it('8 workers, 20 sessions, SIGKILLs and stopped lease holders: nothing lost or 
   const roles = ['before', 'before', 'bracket', 'bracket', 'none', 'none', 'none', 'none'] as const;
   for (let i = 0; i < WORKERS; i++) spawnWorker(roles[i]!);
 
+  // Run for RUN_MS, and on a loaded machine longer (up to MAX_RUN_MS) until the workers have
+  // acknowledged enough events for the checks below to mean something.
   const started = Date.now();
-  while (Date.now() - started < RUN_MS) {
+  const ackCount = () => msgs.reduce((n, m) => n + (m.k === 'ack' ? 1 : 0), 0);
+  while (Date.now() - started < RUN_MS || (ackCount() < MIN_ACKS && Date.now() - started < MAX_RUN_MS)) {
     await new Promise((r) => setTimeout(r, 1200 + Math.random() * 1000));
     const candidates = [...workers.keys()].filter((id) => ready.has(id) && !protectedIds.has(id));
     const victim = candidates[Math.floor(Math.random() * candidates.length)];
@@ -165,7 +172,7 @@ it('8 workers, 20 sessions, SIGKILLs and stopped lease holders: nothing lost or 
     }
   }
   const acks = msgs.filter((m) => m.k === 'ack');
-  expect(acks.length, 'the workers made progress').toBeGreaterThan(20);
+  expect(acks.length, 'the workers made progress').toBeGreaterThan(20); // MIN_ACKS is the target; under heavy load the run may end a little short
   for (const a of acks) expect(where.get(a.tag!), `ack ${a.tag}`).toEqual([`${a.s}#${a.seq}`]);
   for (const [tag, at] of where) expect(at, `tag ${tag}`).toHaveLength(1);
 

@@ -6,6 +6,7 @@
  */
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { XcompactError } from '../src/errors.js';
 import { PostgresStore, Session, StoreError } from '../src/session/index.js';
 import { closePgStores, freshSchema, pgStore, pgUrl } from './helpers/pg.js';
 import { appendAll, turnStart, user } from './helpers/session.js';
@@ -106,6 +107,59 @@ describe('PostgresStore: a pool of your own', () => {
     expect(r.length).toBe(1);
     await r.close();
     await pool.end();
+  });
+});
+
+describe('PostgresStore: corrupt rows', () => {
+  async function threeEvents(): Promise<PostgresStore> {
+    const store = pgStore();
+    const s = await Session.open(store, 'c');
+    appendAll(s, [turnStart(0), user('one'), user('two')]);
+    await s.close();
+    return store;
+  }
+
+  it.each([
+    ['a gap in the seqs (seq 2 stored as 3)', `UPDATE {events} SET seq = 3 WHERE session_id = 'c' AND seq = 2`, /row with seq 3 \(row 3\).*seqs 2\.\.2 are missing/],
+    ['an event whose seq is not the seq of its row', `UPDATE {events} SET event = jsonb_set(event, '{seq}', '7') WHERE session_id = 'c' AND seq = 1`, /row with seq 1 \(row 2\).*its event says seq 7/],
+  ])('%s is store-corrupt naming the row, for writers and readers; nothing is written', async (_, update, message) => {
+    const store = await threeEvents();
+    await sql(update.replace('{events}', `${schemaOf(store)}.events`));
+    const before = await rows(store, 'c');
+    const err = await rejection(Session.open(store, 'c'), 'store-corrupt');
+    expect(err.message).toMatch(message);
+    expect(err.message).toContain('#c');
+    await rejection(Session.open(new PostgresStore({ url: pgUrl(), schema: schemaOf(store), readOnly: true }), 'c'), 'store-corrupt');
+    expect(await rows(store, 'c')).toEqual(before);
+    expect(await leaseOf(store, 'c')).toBeUndefined();
+  });
+});
+
+describe('PostgresStore: bad options', () => {
+  it('an invalid leaseMs or schema name is a config error naming the option, before any connection', () => {
+    for (const leaseMs of [0, 99, 1.5, Number.NaN, -1]) {
+      const err = (() => {
+        try {
+          new PostgresStore({ url: 'postgres://u@127.0.0.1:1/db', leaseMs });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(err, String(leaseMs)).toBeInstanceOf(XcompactError);
+      expect((err as XcompactError).code).toBe('config');
+      expect((err as Error).message).toContain('leaseMs');
+    }
+    for (const schema of ['Upper', '1x', 'a;drop table x', '']) {
+      const err = (() => {
+        try {
+          new PostgresStore({ url: 'postgres://u@127.0.0.1:1/db', schema });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect((err as XcompactError).code, schema).toBe('config');
+      expect((err as Error).message).toContain('schema');
+    }
   });
 });
 

@@ -405,6 +405,25 @@ describe('JsonlStore', () => {
       expect(existsSync(lockPath)).toBe(false);
     });
 
+    it('a lock found shared right after winning it is refused, and this process leaves no owner file behind', async () => {
+      const store = new JsonlStore(tempDir(), { sync: false });
+      const lockPath = `${fileOf(store, 'shared')}.lock`;
+      // Another process's owner file lands in the lock between our rename and our check of it
+      // (a protocol breach by a foreign tool, say): we must refuse, and not keep the session locked.
+      const rename = fs.rename.bind(fs);
+      vi.spyOn(fs, 'rename').mockImplementation(async (from, to) => {
+        await rename(from, to);
+        if (String(to) === lockPath) await fs.writeFile(join(lockPath, 'owner-intruder'), JSON.stringify({ pid: process.ppid, host: hostname(), token: 'intruder' }));
+      });
+      await expectStoreError(Session.open(store, 'shared'), 'store-locked');
+      expect(readdirSync(lockPath)).toEqual(['owner-intruder']);
+      vi.restoreAllMocks();
+      // Once the intruder is gone the session opens: nothing of ours was left holding it.
+      await fs.unlink(join(lockPath, 'owner-intruder'));
+      const s = await Session.open(store, 'shared');
+      await s.close();
+    });
+
     it('an empty lock directory (a release or a takeover cut short) is free', async () => {
       const store = new JsonlStore(tempDir(), { sync: false });
       const lockPath = `${fileOf(store, 'empty')}.lock`;
@@ -488,9 +507,51 @@ describe('JsonlStore: two writers can never lose each other\'s lines', () => {
       expect(reopen.file).toBe(file);
       expect(reopen.line).toBe(4);
       expect(reopen.message).toContain(`${file}:4: seq 2 again (first at line 3)`);
+      expect(reopen.message).toContain('repairInterleaved');
       expect(await fs.readFile(file, 'utf8')).toBe(onDisk);
       expect(existsSync(`${file}.lock`)).toBe(false);
     }
+
+    // The way out, chosen explicitly: keep the lines before the repeat, move the rest aside.
+    const repair = new JsonlStore(store.dir, { sync: false, repairInterleaved: true });
+    const r = await Session.open(repair, 'iw');
+    expect(r.length).toBe(3);
+    expect(r.event(2).data).toEqual({ turn: 0 }); // the first writer of seq 2 is kept
+    const keptAt = r.loadReport.interleavedTail?.keptAt ?? '';
+    expect(r.loadReport.interleavedTail).toEqual({ line: 4, seq: 2, firstAt: 3, lines: 1, bytes: Buffer.byteLength(mine), keptAt });
+    expect(keptAt).toMatch(/iw\.jsonl\.interleaved-/);
+    r.append(turnStart(1));
+    await r.close();
+    expect(await fs.readFile(keptAt, 'utf8')).toBe(mine);
+    expect(await fs.readFile(file, 'utf8')).toBe(`${lines.slice(0, 3).join('\n')}\n${JSON.stringify(r.event(3))}\n`);
+    const plain = await Session.open(store, 'iw');
+    expect(plain.length).toBe(4);
+    await plain.close();
+  });
+
+  it('repairInterleaved moves everything from the first repeated seq on, a torn tail included; without an append the file is left as it is', async () => {
+    const dir = tempDir();
+    const store = new JsonlStore(dir, { sync: false });
+    const s = await Session.open(store, 'rep');
+    appendAll(s, [user('a'), user('b'), user('c')]);
+    await s.close();
+    const file = fileOf(store, 'rep');
+    const good = await fs.readFile(file, 'utf8');
+    const [l0, l1] = good.split('\n');
+    const rest = `${l1}\n${l0}\n{"seq":3,"ty`;
+    await fs.appendFile(file, rest);
+    const onDisk = await fs.readFile(file, 'utf8');
+    await expectStoreError(Session.open(store, 'rep'), 'store-interleaved');
+    expect(await fs.readFile(file, 'utf8')).toBe(onDisk);
+
+    const repair = new JsonlStore(dir, { sync: false, repairInterleaved: true });
+    const r = await Session.open(repair, 'rep');
+    expect(r.length).toBe(3);
+    expect(r.loadReport.tornTail).toBeUndefined();
+    expect(r.loadReport.interleavedTail).toMatchObject({ line: 4, seq: 1, firstAt: 2, lines: 3, bytes: Buffer.byteLength(rest) });
+    await r.close();
+    expect(await fs.readFile(file, 'utf8')).toBe(onDisk);
+    expect(existsSync(r.loadReport.interleavedTail!.keptAt)).toBe(false);
   });
 });
 

@@ -4,6 +4,7 @@ import { frameCheckpoint } from '../src/services/checkpoint';
 import { SummarizerError, type SummaryRequest } from '../src/services/summarizer';
 import { ExtractiveSummarizer, parseSummary } from '../src/services/summarizers/extractive';
 import { SUMMARY_SECTIONS } from '../src/services/summarizers/instruction';
+import { parseLedger } from '../src/services/summarizers/ledger';
 import { getTokenizer } from '../src/services/tokenizer';
 import { COMPACTION_CHECKPOINT_SOURCE, type SessionEvent, type SurfaceEvent } from '../src/session/events';
 import { importPiFile } from '../src/session/import-pi';
@@ -33,7 +34,9 @@ function headings(text: string): string[] {
   return [...text.matchAll(/^## (.+)$/gm)].map((m) => m[1]!);
 }
 
-function section(text: string, name: string): string {
+/** A section of the prose; the ledger blocks after the last section are not part of it. */
+function section(full: string, name: string): string {
+  const text = parseLedger(full).body;
   const start = text.indexOf(`## ${name}\n`);
   const next = text.indexOf('\n## ', start + 1);
   return text.slice(start + name.length + 4, next < 0 ? undefined : next);

@@ -196,7 +196,7 @@ describe('OpenAISummarizer: the request', () => {
     for await (const _ of stream) {
       // drain
     }
-    const result = await new OpenAISummarizer({ client }).summarize(summaryRequest(messages, events), signal());
+    const result = await new OpenAISummarizer({ ledger: false, client }).summarize(summaryRequest(messages, events), signal());
 
     const conv = rawMembers(server.requests[0]!.raw);
     const summ = rawMembers(server.requests[1]!.raw);
@@ -257,7 +257,7 @@ describe('OpenAISummarizer: the request', () => {
   it('sends a separately configured summarization model and reports the model the server answered with', async () => {
     const { messages, events } = conversation();
     server.enqueue({ kind: 'reply', content: SUMMARY, model: 'cheap-summarizer-2025-01' });
-    const result = await new OpenAISummarizer({ client }).summarize(
+    const result = await new OpenAISummarizer({ ledger: false, client }).summarize(
       summaryRequest(messages, events, { target: { provider: 'deepseek', model: 'cheap-summarizer' }, maxTokens: 1234 }),
       signal(),
     );
@@ -268,7 +268,7 @@ describe('OpenAISummarizer: the request', () => {
   it('sends the cap as max_completion_tokens when told to (OpenAI reasoning models reject max_tokens)', async () => {
     const { messages, events } = conversation();
     server.enqueue({ kind: 'reply', content: SUMMARY });
-    await new OpenAISummarizer({ client, outputCapField: 'max_completion_tokens' }).summarize(summaryRequest(messages, events, { maxTokens: 777 }), signal());
+    await new OpenAISummarizer({ ledger: false, client, outputCapField: 'max_completion_tokens' }).summarize(summaryRequest(messages, events, { maxTokens: 777 }), signal());
     expect(bodyOf(0)).toMatchObject({ max_completion_tokens: 777 });
     expect(bodyOf(0)).not.toHaveProperty('max_tokens');
   });
@@ -284,7 +284,7 @@ describe('OpenAISummarizer: the response', () => {
       chunks: 4,
       usage: { prompt_tokens: 5210, cached_tokens: 4992, completion_tokens: 180 },
     });
-    const result = await new OpenAISummarizer({ client }).summarize(summaryRequest(messages, events), signal());
+    const result = await new OpenAISummarizer({ ledger: false, client }).summarize(summaryRequest(messages, events), signal());
     expect(result.text).toBe(SUMMARY);
     expect(result.text).not.toContain('Let me think');
     expect(result.usage).toMatchObject({ promptTokens: 5210, cachedTokens: 4992, completionTokens: 180 });
@@ -308,7 +308,7 @@ describe('OpenAISummarizer: the response', () => {
     it('max_tokens reached: raise maxTokens', async () => {
       const { messages, events } = conversation();
       llama.enqueue({ kind: 'reply', content: long });
-      const err = await rejection(new OpenAISummarizer({ client: llamaClient }).summarize(summaryRequest(messages, events, { maxTokens: 100 }), signal()));
+      const err = await rejection(new OpenAISummarizer({ ledger: false, client: llamaClient }).summarize(summaryRequest(messages, events, { maxTokens: 100 }), signal()));
       expect(err.code).toBe('summary-truncated');
       expect(err.message).toContain('cut off at max_tokens 100 (finish reason "length")');
       expect(err.message).toContain('Raise maxTokens');
@@ -320,7 +320,7 @@ describe('OpenAISummarizer: the response', () => {
       llama.enqueue({ kind: 'reply', content: long });
       // The registry says 128k; the server really has 2000. max_tokens 4096 is never reached.
       const err = await rejection(
-        new OpenAISummarizer({ client: llamaClient }).summarize(summaryRequest(messages, events, { maxTokens: 4096, contextWindow: 128_000 }), signal()),
+        new OpenAISummarizer({ ledger: false, client: llamaClient }).summarize(summaryRequest(messages, events, { maxTokens: 4096, contextWindow: 128_000 }), signal()),
       );
       expect(err.code).toBe('summary-truncated');
       expect(err.message).toMatch(/cut off by the server's context window, not by max_tokens: prompt \d+ \+ generated \d+ = 2000 tokens reached the server's window \(before max_tokens 4096\)/);
@@ -333,7 +333,7 @@ describe('OpenAISummarizer: the response', () => {
       const { messages, events } = conversation();
       // The server counts 1500 prompt tokens, so max_tokens 500 ends exactly at its window of 2000.
       llama.enqueue({ kind: 'reply', content: long, usage: { prompt_tokens: 1500 } });
-      const err = await rejection(new OpenAISummarizer({ client: llamaClient }).summarize(summaryRequest(messages, events, { maxTokens: 500, contextWindow: 2000 }), signal()));
+      const err = await rejection(new OpenAISummarizer({ ledger: false, client: llamaClient }).summarize(summaryRequest(messages, events, { maxTokens: 500, contextWindow: 2000 }), signal()));
       expect(err.message).toContain("= 2000 tokens reached the model's window of 2000");
       expect(err.message).toContain('Raising maxTokens cannot help');
     });
@@ -342,7 +342,7 @@ describe('OpenAISummarizer: the response', () => {
       const { messages, events } = conversation();
       server.enqueue({ kind: 'reply', content: SUMMARY, finishReason: 'length' });
       const stream = new OpenAI({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0, fetch: withoutUsage });
-      const err = await rejection(new OpenAISummarizer({ client: stream }).summarize(summaryRequest(messages, events), signal()));
+      const err = await rejection(new OpenAISummarizer({ ledger: false, client: stream }).summarize(summaryRequest(messages, events), signal()));
       expect(err.code).toBe('summary-truncated');
       expect(err.message).toContain("unknown whether max_tokens 4096 or the server's own context window was reached");
     });
@@ -354,7 +354,7 @@ describe('OpenAISummarizer: the response', () => {
   ])('rejects %s text as summary-empty', async (_name, content) => {
     const { messages, events } = conversation();
     server.enqueue({ kind: 'reply', content });
-    const err = await rejection(new OpenAISummarizer({ client }).summarize(summaryRequest(messages, events), signal()));
+    const err = await rejection(new OpenAISummarizer({ ledger: false, client }).summarize(summaryRequest(messages, events), signal()));
     expect(err.code).toBe('summary-empty');
   });
 
@@ -398,7 +398,7 @@ describe('OpenAISummarizer: failures and retries', () => {
   it('maxRetries is passed per request', async () => {
     const { messages, events } = conversation();
     server.enqueue({ kind: 'status', ...OTHER_ERROR_BODIES.serverError, headers: { 'retry-after-ms': '1' } }, { kind: 'reply', content: SUMMARY });
-    const result = await new OpenAISummarizer({ client, maxRetries: 1 }).summarize(summaryRequest(messages, events), signal());
+    const result = await new OpenAISummarizer({ ledger: false, client, maxRetries: 1 }).summarize(summaryRequest(messages, events), signal());
     expect(result.text).toBe(SUMMARY);
     expect(server.requests).toHaveLength(2);
     expect(client.maxRetries).toBe(0);
@@ -500,7 +500,7 @@ describe('OpenAISummarizer: bounded input', () => {
   it('refuses before sending when system + tools + instruction alone do not fit', async () => {
     const { messages, events } = conversation();
     const err = await rejection(
-      new OpenAISummarizer({ client }).summarize(summaryRequest(messages, events, { contextWindow: 1500, maxTokens: 500 }), signal()),
+      new OpenAISummarizer({ ledger: false, client }).summarize(summaryRequest(messages, events, { contextWindow: 1500, maxTokens: 500 }), signal()),
     );
     expect(err.code).toBe('summary-input-too-large');
     expect(err.message).toMatch(/alone cost \d+ tokens, and the input budget is \d+ \(window 1500 − max_tokens 500 − safety margin 542\)/);
@@ -531,7 +531,7 @@ describe('OpenAISummarizer: bounded input', () => {
     const events = session.surface.slice(0).map((s) => session.event(s) as SurfaceEvent);
 
     server.enqueue({ kind: 'reply', content: SUMMARY });
-    const summarizer = new OpenAISummarizer({ client });
+    const summarizer = new OpenAISummarizer({ ledger: false, client });
     const request = summaryRequest(messages, events, { contextWindow: 16_000, maxTokens: 2_000 });
     const budget = inputBudget(16_000, 2_000, defaultSafetyMargin(16_000));
     const result = await summarizer.summarize(request, signal());
@@ -569,7 +569,7 @@ describe('OpenAISummarizer: bounded input', () => {
     const budget = inputBudget(contextWindow, 1_000, defaultSafetyMargin(contextWindow));
 
     server.setHandler((req) => ({ kind: 'reply', content: `## Current Work\n- part ${req.index}` }));
-    const summarizer = new OpenAISummarizer({ client });
+    const summarizer = new OpenAISummarizer({ ledger: false, client });
     const result = await summarizer.summarize(summaryRequest(messages, events, { contextWindow, maxTokens: 1_000 }), signal());
 
     expect(result.bounding?.mode).toBe('chunked');
@@ -601,7 +601,7 @@ describe('OpenAISummarizer: bounded input', () => {
       content: `## Primary Request and Intent\n- merged through request ${req.index}\n\n## Current Work\n- chunk ${req.index}`,
       usage: { prompt_tokens: 1000 + req.index, completion_tokens: 20, cached_tokens: 7 },
     }));
-    const summarizer = new OpenAISummarizer({ client });
+    const summarizer = new OpenAISummarizer({ ledger: false, client });
     const result = await summarizer.summarize(request, signal());
 
     const n = server.requests.length;

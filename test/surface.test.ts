@@ -32,6 +32,23 @@ import {
 afterAll(removeTempDirs);
 
 /** The incremental answers must equal the from-scratch ones. */
+/** Every way of editing an array throws; the array stays as it was. */
+function expectReadOnly(messages: readonly unknown[]): void {
+  const a = messages as unknown[];
+  const before = JSON.stringify(a);
+  expect(() => a.push({ role: 'user', content: 'x' })).toThrow(TypeError);
+  expect(() => {
+    a[0] = { role: 'user', content: 'x' };
+  }).toThrow(TypeError);
+  expect(() => {
+    a.length = 0;
+  }).toThrow(TypeError);
+  expect(() => a.splice(0, 1)).toThrow(TypeError);
+  expect(() => a.sort()).toThrow(TypeError);
+  expect(() => delete a[0]).toThrow(TypeError);
+  expect(JSON.stringify(a)).toBe(before);
+}
+
 function expectMatchesReference(s: Session): void {
   const seqs = s.surface.slice(0);
   expect(seqs).toEqual(referenceSurface(s.events()));
@@ -397,10 +414,25 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
       expect(argumentPruneProblem(before, after('{"s":"l…t","n":[1,"abcd"]}'))).toContain('arguments.n[1] grew');
       expect(argumentPruneProblem(before, after('{"s":"l…t"}'))).toContain('keys');
       expect(argumentPruneProblem(before, after('["l…t"]'))).toContain('arguments was an object');
-      // Nesting deeper than the stack is a refusal, not a crash.
-      const deep = (n: number, leaf: string) => '['.repeat(n) + JSON.stringify(leaf) + ']'.repeat(n);
-      const nested = { content: [{ ...before.content[0]!, arguments: deep(200_000, 'long text') }] };
-      expect(argumentPruneProblem(nested, { content: [{ ...nested.content[0]!, arguments: deep(200_000, 'short') }] })).toContain('too deeply');
+      // Nesting deeper than any stack is compared like the rest (the text is scanned, not recursed).
+      const deep = (n: number, leaf: string) => '['.repeat(n) + leaf + ']'.repeat(n);
+      const nested = { content: [{ ...before.content[0]!, arguments: deep(200_000, '"long text", 7') }] };
+      const deepAfter = (leaf: string) => ({ content: [{ ...nested.content[0]!, arguments: deep(200_000, leaf) }] });
+      expect(argumentPruneProblem(nested, deepAfter('"short", 7'))).toBeUndefined();
+      expect(argumentPruneProblem(nested, deepAfter('"short", 8'))).toMatch(/arguments\[0\].*levels.*\[0\]\[1\] changed from 7/);
+    });
+
+    it('compares every token but string values byte-for-byte: numbers as written, keys, __proto__', () => {
+      const call = (args: string) => ({ content: [{ type: 'tool-call' as const, id: 'a', name: 'w', arguments: args }] });
+      const problem = (before: string, after: string) => argumentPruneProblem(call(before), call(after));
+      // What a parse and re-serialise would do: each is a value changed, not a string shortened.
+      expect(problem('{"id":9007199254740993,"s":"long"}', '{"id":9007199254740992,"s":"l"}')).toContain('arguments.id changed from 9007199254740993');
+      expect(problem('{"price":1.50,"s":"long"}', '{"price":1.5,"s":"l"}')).toContain('arguments.price changed from 1.50');
+      expect(problem('{"n":1e3,"s":"long"}', '{"n":1000,"s":"l"}')).toContain('arguments.n changed from 1e3');
+      expect(problem('{"__proto__":{"x":"long"},"s":"long"}', '{"s":"l"}')).toContain('"__proto__"');
+      expect(problem('{"a":"long"}', '{"\\u0061":"l"}')).toContain('had key "a"'); // same key decoded, not as written
+      // Kept as written, with the strings shortened: a prune (whitespace between tokens aside).
+      expect(problem('{"id":9007199254740993,"price":1.50,"n":1e3,"__proto__":{"x":"long"}}', '{ "id": 9007199254740993, "price": 1.50, "n": 1e3, "__proto__": {"x": "l"} }')).toBeUndefined();
     });
   });
 });
@@ -563,28 +595,66 @@ describe('deriveMessages', () => {
     expect(() => s.messageAt(11)).toThrow(RangeError);
   });
 
-  it('reuses the cached array while nothing changed; an append gives a new frozen array', () => {
+  it('reuses the cached array while nothing changed; an append gives a new read-only array', () => {
     const s = Session.inMemory();
     appendAll(s, [system('s'), user('u')]);
     const first = s.deriveMessages();
-    expect(Object.isFrozen(first)).toBe(true);
+    expectReadOnly(first);
     expect(s.deriveMessages()).toBe(first);
     s.append(header());
     expect(s.deriveMessages()).toBe(first);
     s.append(assistant('a'));
     const second = s.deriveMessages();
     expect(second).not.toBe(first);
-    expect(Object.isFrozen(second)).toBe(true);
+    expectReadOnly(second);
     expect(first).toHaveLength(2); // an earlier array is a stable snapshot
+    expect([...first].map((m) => m.role)).toEqual(['system', 'user']);
+    expect(first[2]).toBeUndefined();
     expect(second).toHaveLength(3);
     expect(second[0]).toBe(first[0]); // nodes are converted once
     expect(s.deriveMessages()).toBe(second);
+    expect(Array.isArray(second)).toBe(true);
+    expect(JSON.parse(JSON.stringify(second))).toEqual([...second]);
+    expect(Object.keys(first)).toEqual(['0', '1']);
+  });
+
+  it('deriveMessages after an append converts and copies only what was appended, at any size', () => {
+    // Work counted, not timed: events read (conversions) and whole-array copies or freezes.
+    const work = (nodes: number) => {
+      const s = Session.inMemory();
+      appendAll(s, [system('s')]);
+      for (let i = 1; i < nodes; i++) s.append(user(`u${i}`));
+      s.deriveMessages();
+      s.append(user('new'));
+      const reads = vi.spyOn(s, 'event');
+      const slice = vi.spyOn(Array.prototype, 'slice');
+      const freeze = vi.spyOn(Object, 'freeze');
+      try {
+        const messages = s.deriveMessages();
+        const big = (calls: unknown[][], self: (i: number) => unknown) =>
+          calls.filter((_, i) => Array.isArray(self(i)) && (self(i) as unknown[]).length > 100).length;
+        expect(messages).toHaveLength(nodes + 1);
+        return {
+          reads: reads.mock.calls.length,
+          bigCopies: big(slice.mock.calls, (i) => slice.mock.contexts[i]) + big(freeze.mock.calls, (i) => freeze.mock.calls[i]![0]),
+        };
+      } finally {
+        reads.mockRestore();
+        slice.mockRestore();
+        freeze.mockRestore();
+      }
+    };
+    const small = work(1_000);
+    const large = work(50_000);
+    expect(small).toEqual({ reads: 1, bigCopies: 0 });
+    expect(large).toEqual(small);
   });
 
   it('a replace gives a new array; a message cannot be edited to corrupt the cache', () => {
     const s = Session.inMemory();
     appendAll(s, [system('s'), user('u1'), assistant('a1'), user('u2')]);
     const before = s.deriveMessages();
+    const shown = JSON.stringify(before);
     expect(() => {
       (before[1] as { content: string }).content = 'edited';
     }).toThrow(TypeError);
@@ -594,6 +664,10 @@ describe('deriveMessages', () => {
     expect(after.map((m) => m.role)).toEqual(['system', 'user', 'user']);
     expect(after[1]).toEqual({ role: 'user', content: '<condensed>\nS\n</condensed>' });
     expect(before).toHaveLength(4);
+    expect(JSON.stringify(before)).toBe(shown); // the replace did not reach the earlier snapshot
+    s.append(user('u3'));
+    expect(JSON.stringify(before)).toBe(shown);
+    expect(s.deriveMessages()).toHaveLength(4);
   });
 });
 

@@ -1,6 +1,8 @@
 /** The charts the visualizer exports, in the order the viewer shows them. */
 import type { AnyStateMachine } from 'xstate';
+import { backgroundMachine } from '../src/machines/background';
 import { engineMachine } from '../src/machines/engine';
+import { gateMachine } from '../src/machines/gate';
 import { manualMachine } from '../src/machines/manual';
 import { overflowMachine } from '../src/machines/overflow';
 import { pressureMachine } from '../src/machines/pressure';
@@ -20,6 +22,8 @@ export const charts: ChartEntry[] = [
   { name: 'overflow', machine: overflowMachine, source: 'src/machines/overflow.ts' },
   { name: 'manual', machine: manualMachine, source: 'src/machines/manual.ts' },
   { name: 'transaction', machine: transactionMachine, source: 'src/machines/transaction.ts' },
+  { name: 'gate', machine: gateMachine, source: 'src/machines/gate.ts' },
+  { name: 'background', machine: backgroundMachine, source: 'src/machines/background.ts' },
 ];
 
 export interface StateNodeInfo {

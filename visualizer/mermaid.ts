@@ -87,6 +87,21 @@ function children(node: Node): Node[] {
   return Object.values(node.states);
 }
 
+function ownTransitions(node: Node): Transition[] {
+  return [...node.transitions.values()].flat().concat(node.always ?? []);
+}
+
+/** `target` is a state strictly inside `node`. */
+function isInside(target: Node, node: Node): boolean {
+  for (let p = target.parent; p; p = p.parent) if (p === node) return true;
+  return false;
+}
+
+/** The marker an edge from a composite to one of its own states leaves from (`__` never ends a state id's segment). */
+function anyStateId(id: string): string {
+  return `${id}___any`;
+}
+
 export function toMermaid(machine: AnyStateMachine): MermaidChart {
   const root = machine.root as unknown as Node;
   const ids: Record<string, string> = {};
@@ -121,13 +136,19 @@ export function toMermaid(machine: AnyStateMachine): MermaidChart {
         lines.push(`${pad}  ${mermaidId(child.id)} --> [*]`);
         pseudoEdges.push({ source: child.id, target: null });
       }
+      // An edge from a composite to a state inside it ("from any state here", e.g. a region's
+      // shutdown) cannot be laid out across the block's border: it leaves from an "any state"
+      // marker drawn inside the block instead.
+      if (ownTransitions(node).some((t) => (t.target ?? []).some((target) => isInside(target, node)))) {
+        lines.push(`${pad}  state "any state" as ${anyStateId(id)}`);
+      }
       lines.push(`${pad}}`);
     }
-    const transitions = [...node.transitions.values()].flat().concat(node.always ?? []);
-    for (const t of transitions) {
+    for (const t of ownTransitions(node)) {
       const targets = t.target && t.target.length > 0 ? t.target : [node];
       for (const target of targets) {
-        const edge = `  ${id} --> ${mermaidId(target.id)} : ${transitionLabel(t)}`;
+        const from = isInside(target, node) ? anyStateId(id) : id;
+        const edge = `  ${from} --> ${mermaidId(target.id)} : ${transitionLabel(t)}`;
         if (edges.includes(edge)) continue;
         edges.push(edge);
         const guard = describeGuard(t.guard);

@@ -37,6 +37,10 @@ export const ATTR = {
   summaryRequests: 'xcompact.summary.requests',
   summaryModel: 'xcompact.summary.model',
   prunedCount: 'xcompact.prune.count',
+  /** A prune's freed tokens as xcompact's tokenizer priced them (before calibration). */
+  tokenizerTokensFreed: 'xcompact.prune.tokenizer_tokens_freed',
+  /** Provider tokens per tokenizer token for the route (what converts the figure above). */
+  calibrationRatio: 'xcompact.calibration.ratio',
   outcome: 'xcompact.outcome',
   action: 'xcompact.action',
   reason: 'xcompact.reason',
@@ -114,13 +118,27 @@ export function instrument(engine: CompactionEngine, options: InstrumentOptions 
         compactions.add(1, with_({ [ATTR.trigger]: e.trigger, [ATTR.outcome]: 'skipped' }));
         return;
       case 'pruned': {
-        const after = engine.measure().totalTokens;
+        // `tokensFreed` is priced with our tokenizer; the totals (and a compaction's before and
+        // after) are the provider's tokens: the freed figure goes through the same calibration
+        // ratio as the rest of the estimate, so before − after = saved and the counter adds
+        // one unit across kinds. The tokenizer's own figure stays, named for its unit.
+        const m = engine.measure();
+        const after = m.totalTokens;
+        const freed = Math.round(e.tokensFreed * m.calibration.ratio);
         const span = tracer.startSpan('xcompact.prune', {
-          attributes: with_({ [ATTR.trigger]: e.trigger, [ATTR.prunedCount]: e.count, [ATTR.tokensBefore]: after + e.tokensFreed, [ATTR.tokensAfter]: after, [ATTR.tokensSaved]: e.tokensFreed }),
+          attributes: with_({
+            [ATTR.trigger]: e.trigger,
+            [ATTR.prunedCount]: e.count,
+            [ATTR.tokensBefore]: after + freed,
+            [ATTR.tokensAfter]: after,
+            [ATTR.tokensSaved]: freed,
+            [ATTR.tokenizerTokensFreed]: e.tokensFreed,
+            [ATTR.calibrationRatio]: m.calibration.ratio,
+          }),
         });
         span.end();
         prunes.add(e.count, with_({ [ATTR.trigger]: e.trigger }));
-        saved.add(e.tokensFreed, with_({ [ATTR.trigger]: e.trigger, kind: 'prune' }));
+        saved.add(freed, with_({ [ATTR.trigger]: e.trigger, kind: 'prune' }));
         return;
       }
       default:

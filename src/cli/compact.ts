@@ -18,7 +18,18 @@ import { ExtractiveSummarizer } from '../services/summarizers/extractive';
 import { OpenAISummarizer } from '../services/summarizers/openai';
 import { loadConfig } from './config-file';
 import { CliError } from './errors';
-import { detectFormat, jsonErrorLocation, loadSessionReadOnly, openPostgresSession, parseRoute, postgresRef, readInput, sessionAsJsonl } from './load';
+import {
+  detectFormat,
+  jsonErrorLocation,
+  loadSessionReadOnly,
+  openPostgresSession,
+  parseRoute,
+  postgresRef,
+  readInput,
+  sessionAsJsonl,
+  type OpenedPostgresSession,
+  type PostgresRef,
+} from './load';
 import { importChatMessages, parseMessagesFile } from './messages';
 import { fmt, pct, seconds } from './ui';
 
@@ -50,10 +61,27 @@ export interface CompactResult {
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
 export async function runCompact(file: string, options: CompactOptions, out: NodeJS.WritableStream = process.stdout): Promise<CompactResult> {
-  // A PostgreSQL session is read (without a lease) into the JSONL a file would hold; only
-  // --in-place opens it as a writer, and only once every check has passed.
+  // A PostgreSQL session is read without a lease into the JSONL a file would hold. --in-place
+  // takes the writer lease first, so every check runs on exactly the events it appends after:
+  // a copy read before the lease would miss what another writer appended in between.
   const pg = postgresRef(file, options.store);
-  const bytes = pg ? await readPostgres(pg) : await readInput(file);
+  const writer = pg && options.inPlace ? await openPostgresSession(pg, false) : undefined;
+  try {
+    return await compactInput(file, options, out, pg, writer);
+  } finally {
+    // Already closed on every path that got that far; this covers the checks that throw before.
+    await writer?.close().catch(() => undefined);
+  }
+}
+
+async function compactInput(
+  file: string,
+  options: CompactOptions,
+  out: NodeJS.WritableStream,
+  pg: PostgresRef | undefined,
+  writer: OpenedPostgresSession | undefined,
+): Promise<CompactResult> {
+  const bytes = writer ? postgresAsJsonl(pg!, writer.session) : pg ? await readPostgres(pg) : await readInput(file);
   const format = pg ? 'xcompact' : detectFormat(file, bytes);
   const config = loadConfig(options.config, pg ? join(process.cwd(), pg.id) : file);
   if (options.inPlace && options.output) throw new CliError('--in-place and --output exclude each other: pick one.', 2);
@@ -156,7 +184,7 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
     importChatMessages(probe, file, messagesFile, route);
   } else {
     // A bad line is reported against the input, not a copy.
-    probe = (await loadSessionReadOnly(pg ? `${pg.id}.jsonl` : file, bytes, format)).session;
+    probe = writer ? writer.session : (await loadSessionReadOnly(pg ? `${pg.id}.jsonl` : file, bytes, format)).session;
     torn = probe.loadReport.tornTail;
   }
   const sessionId = format === 'messages' ? undefined : pg && options.inPlace ? pg.id : sessionIdFor(output);
@@ -196,6 +224,8 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
 
   // ---- the session to write: only now is anything written
   let session: Session;
+  // What releases the session: a PostgreSQL writer also ends its store's pool.
+  let closeSession = () => session.close();
   let cleanupOutput = false;
   if (format === 'messages') {
     session = probe;
@@ -218,7 +248,12 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
       if (torn) out.write(`note: ${file} ends with a torn line ${torn.line} (${torn.bytes} bytes, a crash mid-write); it is not part of the output.\n`);
     }
     try {
-      session = pg && options.inPlace ? (await openPostgresSession(pg, false)).session : await Session.open(new JsonlStore(dirname(output)), sessionId!);
+      if (writer) {
+        session = writer.session;
+        closeSession = writer.close;
+      } else {
+        session = await Session.open(new JsonlStore(dirname(output)), sessionId!);
+      }
     } catch (err) {
       if (cleanupOutput) await rm(output, { force: true });
       throw err;
@@ -226,7 +261,7 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
   }
 
   const fail = async (err: unknown): Promise<never> => {
-    await session.close().catch(() => undefined);
+    await closeSession().catch(() => undefined);
     if (cleanupOutput) await rm(output, { force: true });
     throw err;
   };
@@ -255,7 +290,7 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
   const after = engine.measure();
 
   if (!record) {
-    await session.close();
+    await closeSession();
     if (cleanupOutput) await rm(output, { force: true });
     out.write(
       `nothing to compact in ${file}: the newest message (or tool batch) is always kept, and what precedes it is too small to pay for a checkpoint; no output written.\n`,
@@ -269,7 +304,7 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
     const result = messagesFile.bare ? messages : { ...(JSON.parse(bytes.toString('utf8')) as Record<string, unknown>), messages };
     await writeFile(output, `${JSON.stringify(result, null, 2)}\n`);
   }
-  await session.close();
+  await closeSession();
 
   const u = record.summarizer.usage;
   out.write(
@@ -282,14 +317,18 @@ export async function runCompact(file: string, options: CompactOptions, out: Nod
   return { output, compacted: true, tokensBefore: record.tokensBefore, tokensAfter: record.tokensAfter, shadowedNodes: record.shadowedNodes };
 }
 
-async function readPostgres(ref: NonNullable<ReturnType<typeof postgresRef>>): Promise<Buffer> {
+async function readPostgres(ref: PostgresRef): Promise<Buffer> {
   const { session, close } = await openPostgresSession(ref, true);
   try {
-    if (session.length === 0) throw new CliError(`${ref.label} is empty (no events): check the session id and the database.`);
-    return sessionAsJsonl(session);
+    return postgresAsJsonl(ref, session);
   } finally {
     await close();
   }
+}
+
+function postgresAsJsonl(ref: PostgresRef, session: Session): Buffer {
+  if (session.length === 0) throw new CliError(`${ref.label} is empty (no events): check the session id and the database.`);
+  return sessionAsJsonl(session);
 }
 
 function sessionIdFor(output: string): string {

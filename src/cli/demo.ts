@@ -15,7 +15,9 @@ import { join, relative, resolve } from 'node:path';
 import OpenAI from 'openai';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { createScriptedCoder } from './demo/scripted-coder';
+import { requestFailure } from './demo/failure';
 import { planTask, TASK_PROMPTS } from './demo/plan';
+import { scheduleDemo } from './demo/schedule';
 import { generateProject } from './demo/project';
 import { DEMO_TOOLS, SimulatedWorkspace } from './demo/simulated-tools';
 import { createCompactionEngine, type CompactionRecord, type EngineNotification } from '../engine';
@@ -25,6 +27,7 @@ import { Session } from '../session/session';
 import { JsonlStore } from '../session/stores/jsonl';
 import { SessionWriter } from '../session/writer';
 import { getTokenizer } from '../services/tokenizer';
+import { CompactionError } from '../services/compaction-error';
 import { withErrorBodyRecovery } from '../services/overflow';
 import { startOpenAIServer } from '../testing/openai-server';
 import { createTraceRecorder } from '../trace';
@@ -41,6 +44,8 @@ export interface DemoOptions {
   color: boolean;
   /** Keep the session in PostgreSQL instead of <out>/demo.jsonl. */
   store?: { url: string; session?: string | undefined };
+  /** History the scripted overflow waits for (default: twice the summary budget); 0 stages it even where recovery cannot help. */
+  overflowMinSpanTokens?: number;
 }
 
 export interface DemoReport {
@@ -56,6 +61,10 @@ export interface DemoReport {
   fullHistoryTokens: number;
   summary: { promptTokens: number; cachedTokens: number };
   overflowRecoveries: number;
+  /** Time the agent spent inside afterStep() in total (ms), and how many calls waited for a background summary. */
+  agentWaited: { ms: number; waits: number; background: number };
+  /** Why the scripted overflow was not served (a run too short to have history worth condensing). */
+  overflowSkipped?: string;
   sessionFile: string;
   traceFile: string;
   configFile: string;
@@ -71,8 +80,8 @@ const SYSTEM_PROMPT =
 
 export async function runDemo(options: DemoOptions, out: Output = process.stdout): Promise<DemoReport> {
   const started = performance.now();
-  if (!Number.isInteger(options.steps) || options.steps < 8 || options.steps > 2000) {
-    throw new CliError(`--steps ${options.steps} is out of range: the demo needs a whole number of steps from 8 to 2000 (default 96).`, 2);
+  if (!Number.isInteger(options.steps) || options.steps < 1 || options.steps > 2000) {
+    throw new CliError(`--steps ${options.steps} is out of range: the demo needs a whole number of steps from 1 to 2000 (default 96).`, 2);
   }
   // Below 8k a single parallel batch of the task's (pruned) file reads no longer fits the window.
   if (!Number.isInteger(options.window) || options.window < 8192 || options.window > 2_000_000) {
@@ -91,20 +100,22 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
   const window = options.window;
   const maxOutputTokens = Math.min(1024, Math.floor(window / 8));
   const models = { [`${PROVIDER}/${MODEL}`]: { contextWindow: window, maxOutputTokens } };
-  const config = { thresholdRatio: 0.8, retainRatio: 0.16, headroomTokens: Math.floor(window / 8), maxTokens: maxOutputTokens };
+  // Background mode (SPEC §13): summaries are prepared while the agent works on.
+  const config = { thresholdRatio: 0.8, retainRatio: 0.16, headroomTokens: Math.floor(window / 8), maxTokens: maxOutputTokens, background: true };
 
-  // ---- the task: a long first turn, a manual /compact, a short second turn
-  const second = Math.min(12, Math.max(3, Math.round(options.steps * 0.12)));
-  const turns = [options.steps - second, second];
+  // ---- the task: a long first turn, a manual /compact, a short second turn (one turn when very short)
+  const schedule = scheduleDemo(options.steps, maxOutputTokens);
+  const turns = schedule.turns;
   const files = generateProject(options.seed);
   const plan = planTask({ files, turns, seed: options.seed, toolset: 'demo' });
-  const inputs = [TASK_PROMPTS[0]!, '/compact the retry logic and the test failures', TASK_PROMPTS[1]!];
+  const inputs = [TASK_PROMPTS[0]!, ...(schedule.compactBetweenTurns ? ['/compact the retry logic and the test failures'] : []), ...(turns.length > 1 ? [TASK_PROMPTS[1]!] : [])];
   const workspace = new SimulatedWorkspace(files);
   const paced = !options.quiet;
   const coder = createScriptedCoder({
     plan,
     contextWindow: window,
-    overflowAt: Math.floor(turns[0]! * 0.55),
+    overflowAt: schedule.overflowFrom,
+    overflowMinSpanTokens: options.overflowMinSpanTokens ?? schedule.minOverflowSpanTokens,
     stepDelayMs: paced ? 25 : 0,
     summaryDelayMs: paced ? 300 : 0,
     summaryChunkDelayMs: paced ? 45 : 0,
@@ -122,6 +133,8 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
 
   const server = await startOpenAIServer({ scenarios: coder.handler, defaultModel: MODEL });
   let session: Session | undefined;
+  // A PostgreSQL session also ends its store's pool on close.
+  let closeSession = () => session?.close();
   const report: DemoReport = {
     steps: 0,
     turns: 0,
@@ -135,6 +148,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
     fullHistoryTokens: 0,
     summary: { promptTokens: 0, cachedTokens: 0 },
     overflowRecoveries: 0,
+    agentWaited: { ms: 0, waits: 0, background: 0 },
     sessionFile,
     traceFile,
     configFile,
@@ -147,6 +161,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
     if (options.store) {
       const pg = await openDemoPostgresSession(options.store);
       session = pg.session;
+      closeSession = pg.close;
       report.sessionFile = pg.label;
     } else {
       session = await Session.open(new JsonlStore(outDir, { sync: false }), 'demo');
@@ -155,14 +170,27 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
     const engine = createCompactionEngine({ session, client, models, config, inspect: recorder.inspect });
     const w = new SessionWriter(session);
     const compactionNo = { n: 0 };
+    // A background summary still being written when the agent is done is waited for, not dropped.
+    let inFlight: { settled: Promise<void>; resolve: () => void } | undefined;
 
     engine.on((e: EngineNotification) => {
       switch (e.type) {
         case 'compaction.started':
+          if (e.background) {
+            let resolve = () => undefined as void;
+            const settled = new Promise<void>((r) => (resolve = r));
+            inFlight = { settled, resolve };
+            say(`   ${style.magenta('…')} preparing a summary in the background ${style.dim(`(${e.nodes} nodes, ${fmt(e.spanTokens)} tokens); the agent goes on`)}`);
+            return;
+          }
           spinner.start(`writing summary ${style.dim(`(${e.trigger}: ${e.nodes} nodes, ${fmt(e.spanTokens)} tokens)`)}`);
           return;
         case 'compaction.committed': {
           spinner.stop();
+          if (e.background) {
+            report.agentWaited.background++;
+            inFlight?.resolve();
+          }
           const r: CompactionRecord = e;
           report.compactions.total++;
           report.compactions.byTrigger[r.trigger] = (report.compactions.byTrigger[r.trigger] ?? 0) + 1;
@@ -174,13 +202,14 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
           }
           const cache = u ? `, summary request ${fmt(u.promptTokens)} tokens ${pct(u.cachedTokens ?? 0, u.promptTokens)} cached` : '';
           say(
-            `   ${style.magenta('⟳')} ${style.bold(`compaction #${++compactionNo.n}`)} ${style.dim(`(${r.trigger})`)} ` +
+            `   ${style.magenta('⟳')} ${style.bold(`compaction #${++compactionNo.n}`)} ${style.dim(`(${r.trigger}${e.background ? ', background' : ''})`)} ` +
               `${r.shadowedNodes} nodes → 1 checkpoint · ${fmt(r.tokensBefore)} → ${style.green(fmt(r.tokensAfter))} tokens · ${seconds(r.durationMs)}${style.dim(cache)}`,
           );
           return;
         }
         case 'compaction.failed':
           spinner.stop();
+          if (e.background) inFlight?.resolve();
           report.compactions.failed++;
           say(`   ${style.red('✖')} compaction failed ${style.dim(`(${e.trigger})`)}: ${e.error.message}`);
           return;
@@ -219,8 +248,13 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
         const focus = input.slice('/compact'.length).trim();
         say('');
         say(`${style.bold('> /compact')} ${focus}`);
-        const record = await engine.compactNow(focus ? { focus } : {});
-        if (!record) say('   nothing to compact');
+        // A /compact that cannot condense anything is the user's answer, not the end of the session.
+        const record = await engine.compactNow(focus ? { focus } : {}).catch((err: unknown) => {
+          if (!(err instanceof CompactionError)) throw err;
+          say(`   /compact did not complete (${err.code}); the agent goes on with the history as it is`);
+          return undefined;
+        });
+        if (record === null) say('   nothing to compact');
         continue;
       }
       w.startTurn();
@@ -233,6 +267,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
         report.steps++;
         request();
         const completion = await send(client, session, engine, maxOutputTokens, {
+          step: () => report.steps,
           beforeSend: () => {
             const m = engine.measure();
             report.peakTokens = Math.max(report.peakTokens, m.totalTokens);
@@ -262,7 +297,10 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
           ` step ${String(report.steps).padStart(3)} ${bar(style, m.totalTokens, threshold)} ${fmt(m.totalTokens).padStart(7)} / ${fmt(threshold)}  ` +
             style.dim(truncate(calls.length > 0 ? described.join(', ') : `answer: ${message.content ?? ''}`, 70)),
         );
-        await engine.afterStep();
+        const before = performance.now();
+        const stepResult = await engine.afterStep();
+        report.agentWaited.ms += performance.now() - before;
+        if (stepResult.waitedMs > 0) report.agentWaited.waits++;
         w.endStep();
         if (calls.length === 0) {
           w.endTurn();
@@ -271,11 +309,12 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
       }
     }
     spinner.stop();
+    if (session.lock.held && inFlight) await inFlight.settled;
 
     await session.flush();
     report.events = session.length;
     report.fullHistoryTokens = fullHistoryTokens(session);
-    await session.close();
+    await closeSession();
     engine.stop();
     recorder.stop();
     await recorder.save(traceFile);
@@ -286,9 +325,14 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
       else report.requests.rejected++;
     }
     report.requests.total = server.requests.length;
+    if (!coder.served.some((s) => s.kind === 'overflow')) {
+      report.overflowSkipped = `not staged: the run never held the ${fmt(schedule.minOverflowSpanTokens)} tokens of history before its newest step that recovery needs to condense (a longer run, such as the default 96 steps, shows it)`;
+      say('');
+      say(`${style.yellow('!')} the scripted context overflow was ${report.overflowSkipped}`);
+    }
   } finally {
     spinner.stop();
-    await session?.close().catch(() => undefined);
+    await closeSession()?.catch(() => undefined);
     await server.close();
   }
   report.durationMs = performance.now() - started;
@@ -302,7 +346,7 @@ async function send(
   session: Session,
   engine: ReturnType<typeof createCompactionEngine>,
   maxTokens: number,
-  hooks: { beforeSend(): void; rejected(err: unknown): void; retrying(): void },
+  hooks: { step(): number; beforeSend(): void; rejected(err: unknown): void; retrying(): void },
 ): Promise<ChatCompletion> {
   for (let attempt = 0; ; attempt++) {
     hooks.beforeSend();
@@ -316,7 +360,7 @@ async function send(
     } catch (err) {
       hooks.rejected(err);
       const action = await engine.onRequestError(err);
-      if (action.kind !== 'retry' || attempt >= 3) throw err;
+      if (action.kind !== 'retry' || attempt >= 3) throw requestFailure(hooks.step(), err, action.kind === 'retry' ? undefined : action);
       hooks.retrying();
     }
   }
@@ -371,7 +415,11 @@ export function renderReport(r: DemoReport, style = createStyle(false)): string 
     ['full history', `${fmt(r.fullHistoryTokens)} tokens (${(r.fullHistoryTokens / r.window).toFixed(1)}× the window) without compaction`],
     ['tokens saved', `${fmt(r.tokensSaved)} (sum of before − after over compactions and prunes)`],
     ['summary requests', `${r.requests.summary}, ${fmt(r.summary.promptTokens)} prompt tokens, ${pct(r.summary.cachedTokens, r.summary.promptTokens)} served from the prompt cache`],
-    ['overflow recovery', `${r.overflowRecoveries} rejected request recovered and retried`],
+    ['overflow recovery', r.overflowSkipped ?? `${r.overflowRecoveries} rejected request recovered and retried`],
+    [
+      'agent waited',
+      `${seconds(r.agentWaited.ms)} inside afterStep() in total (${r.agentWaited.background} summaries prepared in the background, ${r.agentWaited.waits} step${r.agentWaited.waits === 1 ? '' : 's'} waited for one)`,
+    ],
     ['session', `${relativePath(r.sessionFile)} (${r.events} events) — try: ${selfCommand()} inspect ${relativePath(r.sessionFile)}`],
     ['trace', `${relativePath(r.traceFile)} — load it in visualizer/index.html (or open index.html?trace=<path of trace.js>)`],
     ['time', seconds(r.durationMs)],

@@ -310,7 +310,7 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
     [
       'calibration',
       p.calibration.samples > 0
-        ? `×${p.calibration.ratio.toFixed(3)} provider tokens per ${p.tokenizer} token (median of ${p.calibration.samples} recent steps)`
+        ? `×${p.calibration.ratio.toFixed(3)} provider tokens per ${p.tokenizer} token (fitted to ${p.calibration.samples} recent steps, with the provider's framing per message)`
         : `×1 (no clean step with provider usage yet)`,
     ],
   ];

@@ -184,11 +184,17 @@ export function postgresRef(arg: string, store: string | undefined): PostgresRef
   return { url, id, label: `${describeUrl(url)}#${id}` };
 }
 
+export interface OpenedPostgresSession {
+  session: Session;
+  /** Closes the session, then ends its store's pool. */
+  close(): Promise<void>;
+}
+
 /**
  * Opens a PostgreSQL session: read-only takes no writer lease and writes nothing (inspect,
  * a compaction into a new file); a writer holds the lease until `close()`.
  */
-export async function openPostgresSession(ref: PostgresRef, readOnly: boolean): Promise<{ session: Session; close(): Promise<void> }> {
+export async function openPostgresSession(ref: PostgresRef, readOnly: boolean): Promise<OpenedPostgresSession> {
   const store = new PostgresStore({ url: ref.url, readOnly });
   try {
     const session = await Session.open(store, ref.id);
@@ -215,12 +221,12 @@ export function sessionAsJsonl(session: Session): Buffer {
 }
 
 /** The demo's session in PostgreSQL: a new one each run unless named, and never one that already has events. */
-export async function openDemoPostgresSession(store: { url: string; session?: string | undefined }): Promise<{ session: Session; label: string }> {
+export async function openDemoPostgresSession(store: { url: string; session?: string | undefined }): Promise<{ session: Session; label: string; close(): Promise<void> }> {
   const ref = postgresRef(store.session ?? `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`, store.url)!;
   const opened = await openPostgresSession(ref, false);
   if (opened.session.length > 0) {
     await opened.close();
     throw new CliError(`${ref.label} already holds ${opened.session.length} events: the demo starts a fresh session; pick another --session (or leave it out).`, 2);
   }
-  return { session: opened.session, label: ref.label };
+  return { session: opened.session, label: ref.label, close: opened.close };
 }

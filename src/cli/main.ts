@@ -50,7 +50,7 @@ export function buildProgram(): Command {
       'Run a scripted coding agent on a long task against a built-in local OpenAI-compatible server with a small context window, ' +
         'showing pressure per step, each prune and compaction, one provider overflow and its recovery. No API key needed.',
     )
-    .option('--steps <n>', 'agent steps to run (8–2000)', wholeNumber('--steps', 1), 96)
+    .option('--steps <n>', 'agent steps to run (1–2000)', wholeNumber('--steps', 1), 96)
     .option('--window <tokens>', "the model's context window in tokens", wholeNumber('--window', 1), 16384)
     .option('--out <dir>', 'where to write the session JSONL and the inspection trace', 'xcompact-demo')
     .option('--seed <n>', 'seed of the scripted task (same seed, same conversation)', wholeNumber('--seed'), 1)

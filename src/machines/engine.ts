@@ -21,11 +21,12 @@
  * `shutdown` is a graceful stop: the running job is stopped (its summary request aborted),
  * a bracket its transaction left open is closed `cancelled`, and the chart ends.
  */
-import { assign, enqueueActions, raise, sendTo, setup, stateIn, type EventObject } from 'xstate';
+import { and, assign, enqueueActions, not, raise, sendTo, setup, stateIn, type EventObject } from 'xstate';
+import { BACKGROUND_SYSTEM_ID, backgroundMachine } from './background';
 import { manualMachine, type ManualOutput } from './manual';
 import { overflowMachine, type OverflowOutput } from './overflow';
 import { pressureMachine, type PressureOutput } from './pressure';
-import { errorOf, NOTIFY, outputOf, toErrorInfo, type ChartNotification, type ErrorInfo, type NotifyEvent } from './types';
+import { errorOf, NOTIFY, outputOf, toErrorInfo, type ChartNotification, type ErrorInfo, type NotifyEvent, type PressureReading } from './types';
 
 /** What the charts take from the routed model's policy (per-model fields of SPEC §3). */
 export interface RoutePolicy {
@@ -37,6 +38,8 @@ export interface RoutePolicy {
 
 /** `auto`, `maxAttempts`, `maxOverflowRetries`: the policy used where no route policy is looked up. */
 export interface EngineInput extends RoutePolicy {
+  /** Background compaction (SPEC §13) on for some route: the engine keeps a background chart. */
+  background?: boolean;
   pruneEnabled: boolean;
   failureLimit: number;
   cooldownMs: number;
@@ -143,6 +146,29 @@ function publish(make: (args: { context: EngineContext; event: EngineEvent }) =>
 
 const settle = (id: string, result: SettledResult): CompactionEmitted => ({ type: 'request.settled', id, result });
 
+/**
+ * The answer to a step found below the threshold before any job started: the pressure chart's
+ * `below` output, with the reading the guard judged (`readingOf` gives it; the engine provides
+ * the cheap measurement, the chart alone has none).
+ */
+export function answerBelowThreshold(readingOf: () => PressureReading | undefined) {
+  return publish(({ event }) => {
+    const r = readingOf();
+    const output: PressureOutput = {
+      status: 'below',
+      before: r,
+      after: r,
+      skipped: undefined,
+      prune: undefined,
+      transactions: [],
+      error: undefined,
+      silentOverflowSeq: undefined,
+      economics: undefined,
+    };
+    return settle((event as EngineRequest).id, { kind: 'pressure', output });
+  });
+}
+
 export const engineMachine = setup({
   types: {
     context: {} as EngineContext,
@@ -154,12 +180,20 @@ export const engineMachine = setup({
     pressure: pressureMachine,
     overflow: overflowMachine,
     manual: manualMachine,
+    background: backgroundMachine,
   },
   delays: {
     cooldown: ({ context }) => context.cooldownMs,
   },
   guards: {
     'automatic compaction is off': ({ context }) => !context.policy.auto,
+    'signal already aborted': ({ event }) => event.type === 'step.completed' && event.aborted,
+    /**
+     * Provided by the engine from a cheap measurement: the routed model has automatic compaction
+     * on, pressure is below its threshold, and no unreported silent overflow. The chart alone
+     * cannot measure, so it always runs the pressure chart.
+     */
+    'pressure is below the threshold': () => false,
     'breaker is open': stateIn({ breaker: 'open' }),
     'is the running request': ({ context, event }) => event.type === 'cancel' && context.current?.id === event.id,
     'this failure reaches the limit': ({ context }) => context.consecutiveFailures + 1 >= context.failureLimit,
@@ -198,6 +232,7 @@ export const engineMachine = setup({
         return seen !== undefined && seen > context.silentSeenSeq ? seen : context.silentSeenSeq;
       },
     }),
+    'answer below the threshold': answerBelowThreshold(() => undefined),
     'answer busy': publish(({ context, event }) => settle((event as EngineRequest).id, { kind: 'busy', running: context.current!.kind })),
     // Answered from the admitting state, after 'start job': the request is the pending one.
     'answer auto off': publish(({ context }) => settle(context.pending!.id, { kind: 'auto-off' })),
@@ -226,6 +261,10 @@ export const engineMachine = setup({
     })),
     'announce breaker closed by success': publish(() => ({ type: 'breaker.closed', why: 'success' })),
     'announce breaker closed by cool-down': publish(() => ({ type: 'breaker.closed', why: 'cooldown' })),
+    // Lives as long as the engine: its summary outlasts the step that started it (SPEC §13).
+    'spawn background chart': enqueueActions(({ context, enqueue }) => {
+      if (context.background) enqueue.spawnChild('background', { id: 'background', systemId: BACKGROUND_SYSTEM_ID });
+    }),
     'forward cancel': sendTo('job', ({ event }) => ({
       type: 'cancel' as const,
       ...(event.type === 'cancel' && event.reason !== undefined ? { reason: event.reason } : {}),
@@ -235,6 +274,7 @@ export const engineMachine = setup({
   id: 'engine',
   type: 'parallel',
   context: ({ input }) => engineContext(input ?? DEFAULT_ENGINE_INPUT),
+  entry: 'spawn background chart',
   on: {
     [NOTIFY]: { actions: 'announce notification' },
   },
@@ -244,7 +284,15 @@ export const engineMachine = setup({
       states: {
         idle: {
           on: {
-            'step.completed': { target: 'admitting', actions: ['start job', 'look up route policy'] },
+            // Most steps end here: below the threshold, answered without starting a job (no child
+            // actor, no abort signal), so a step costs little more than the measurement.
+            'step.completed': [
+              {
+                guard: and([not('signal already aborted'), not('breaker is open'), 'pressure is below the threshold']),
+                actions: 'answer below the threshold',
+              },
+              { target: 'admitting', actions: ['start job', 'look up route policy'] },
+            ],
             'request.failed': { target: 'overflow', actions: ['reset overflow retries after a success', 'start job', 'look up route policy'] },
             'compact.requested': { target: 'manual', actions: 'start job' },
           },

@@ -4,6 +4,8 @@
  *
  *   checkingSignal ─ already aborted ▶ cancelled
  *   measuring ─ unrouted / misconfigured ▶ skipped      ─ below threshold ▶ below
+ *       │ below, but compacting now pays (cost model) ▶ selecting
+ *       │ at or above, pruning enabled but it does not pay (cost model) ▶ selecting
  *       │ at or above threshold, or the provider reported a prompt above the window
  *       │ (a silent overflow: announced once per reply, compacted whatever the meter says)
  *   pruning (if enabled) ▶ remeasuringAfterPrune ─ below ▶ relievedByPruning (no model call)
@@ -17,6 +19,7 @@
  * overflow.silent.
  */
 import { and, assign, sendTo, setup } from 'xstate';
+import type { EconomicVerdict } from '../services/economics';
 import type { RangeSelection } from '../services/range';
 import { transactionMachine } from './transaction';
 import {
@@ -53,7 +56,9 @@ export type PressureStatus =
   | 'compacted' // one or more checkpoints brought it under
   | 'stuck' // above the threshold with nothing compactable (one indivisible unit)
   | 'failed' // a transaction failed, or pressure stayed above after every attempt
-  | 'cancelled';
+  | 'cancelled'
+  /** Background mode (gate.ts): a summary is being prepared below the threshold; this chart did not run. */
+  | 'preparing';
 
 export interface PressureOutput {
   status: PressureStatus;
@@ -65,6 +70,8 @@ export interface PressureOutput {
   error: ErrorInfo | undefined;
   /** The usage seq of a silent overflow this run handled (reported once per seq). */
   silentOverflowSeq: number | undefined;
+  /** What the cost model decided, with its numbers (undefined: the threshold alone decided). */
+  economics: EconomicDecision | undefined;
 }
 
 export interface PressureContext extends PressureInput {
@@ -80,7 +87,12 @@ export interface PressureContext extends PressureInput {
   /** A cancel arrived while a transaction was running: nothing new starts after it. */
   cancelRequested: boolean;
   silentOverflowSeq: number | undefined;
+  /** What the cost model decided this run, with its numbers (undefined: the threshold alone decided). */
+  economics: EconomicDecision | undefined;
 }
+
+/** A decision of the cost model: compact below the threshold, prune, or skip a prune that does not pay. */
+export type EconomicDecision = EconomicVerdict & { decision: 'compact-early' | 'prune' | 'skip-prune' };
 
 export type PressureEvent = { type: 'cancel'; reason?: string };
 
@@ -93,9 +105,10 @@ function isBelow(r: PressureReading | undefined): boolean {
   return r !== undefined && r.totalTokens < r.threshold;
 }
 
-const announcePrune = announceAction<PressureContext, PressureEvent>(({ event }) => {
+const announcePrune = announceAction<PressureContext, PressureEvent>(({ context, event }) => {
   const p = outputOf<PruneSummary>(event);
-  return p.count > 0 ? { type: 'pruned', trigger: 'pressure', count: p.count, tokensFreed: p.tokensFreed } : undefined;
+  if (p.count === 0) return undefined;
+  return { type: 'pruned', trigger: 'pressure', count: p.count, tokensFreed: p.tokensFreed, ...(context.economics ? { economics: context.economics } : {}) };
 });
 const announceStuck = announceAction<PressureContext, PressureEvent>(() => ({
   type: 'compaction.skipped',
@@ -136,6 +149,8 @@ export const pressureMachine = setup({
       return silent !== undefined && silent.seq > context.silentSeenSeq;
     },
     'pruning is enabled': ({ context }) => context.pruneEnabled,
+    'compacting now pays': ({ event }) => reading(event)?.economics?.compaction?.pays === true,
+    'pruning does not pay': ({ event }) => reading(event)?.economics?.prune?.pays === false,
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
     'transaction committed': ({ event }) => outputOf<TransactionOutput>(event).status === 'committed',
     'transaction was cancelled': ({ event }) => {
@@ -155,6 +170,13 @@ export const pressureMachine = setup({
       skipped: ({ event }) => outputOf<ReadingResult>(event) as PressureOutput['skipped'],
     }),
     'remember prune': assign({ prune: ({ event }) => outputOf<PruneSummary>(event) }),
+    'remember economic decision': assign({
+      economics: ({ event }, params: { decision: EconomicDecision['decision'] }) => {
+        const e = reading(event)?.economics;
+        const verdict = params.decision === 'compact-early' ? e?.compaction : e?.prune;
+        return verdict ? { ...verdict, decision: params.decision } : undefined;
+      },
+    }),
     'announce prune': announcePrune,
     'announce stuck': announceStuck,
     'remember silent overflow': assign({ silentOverflowSeq: ({ event }) => reading(event)?.silentOverflow?.seq }),
@@ -199,6 +221,7 @@ export const pressureMachine = setup({
     status: 'failed',
     cancelRequested: false,
     silentOverflowSeq: undefined,
+    economics: undefined,
   }),
   initial: 'checkingSignal',
   on: { cancel: { target: '.cancelled' } },
@@ -219,8 +242,23 @@ export const pressureMachine = setup({
             actions: ['remember first reading', 'remember silent overflow', 'announce silent overflow'],
           },
           { guard: 'the provider truncated the prompt silently', target: 'selecting', actions: ['remember first reading', 'remember silent overflow', 'announce silent overflow'] },
+          {
+            guard: and(['below threshold', 'compacting now pays']),
+            target: 'selecting',
+            actions: ['remember first reading', { type: 'remember economic decision', params: { decision: 'compact-early' } }],
+          },
           { guard: 'below threshold', target: 'below', actions: 'remember first reading' },
-          { guard: 'pruning is enabled', target: 'pruning', actions: 'remember first reading' },
+          // Pruning rewrites everything after the first pruned result: skipped when that costs more than it saves.
+          {
+            guard: and(['pruning is enabled', 'pruning does not pay']),
+            target: 'selecting',
+            actions: ['remember first reading', { type: 'remember economic decision', params: { decision: 'skip-prune' } }],
+          },
+          {
+            guard: 'pruning is enabled',
+            target: 'pruning',
+            actions: ['remember first reading', { type: 'remember economic decision', params: { decision: 'prune' } }],
+          },
           { target: 'selecting', actions: 'remember first reading' },
         ],
         onError: { target: 'failed', actions: 'fail from service' },
@@ -252,7 +290,8 @@ export const pressureMachine = setup({
         input: ({ context }): SelectInput => ({
           purpose: 'pressure',
           attempt: context.attempts + 1,
-          retain: 'budget',
+          // An early compaction (the cost model's) keeps the floor tail; one at the threshold, the budget's.
+          retain: context.economics?.decision === 'compact-early' && context.attempts === 0 ? 'floor' : 'budget',
           stackCheckpoints: context.attempts === 0,
         }),
         onDone: [
@@ -268,7 +307,13 @@ export const pressureMachine = setup({
       invoke: {
         id: 'transaction',
         src: 'transaction',
-        input: ({ context }) => ({ trigger: 'pressure' as const, mode: 'automatic' as const, range: context.range!, turn: context.turn }),
+        input: ({ context }) => ({
+          trigger: 'pressure' as const,
+          mode: 'automatic' as const,
+          range: context.range!,
+          turn: context.turn,
+          ...(context.economics ? { economics: context.economics } : {}),
+        }),
         onDone: [
           { guard: 'transaction was cancelled', target: 'cancelled', actions: ['remember transaction', 'fail from transaction'] },
           // Cancelled too late to stop this commit: keep it, but start nothing after it.
@@ -312,5 +357,6 @@ export const pressureMachine = setup({
     transactions: context.transactions,
     error: context.error,
     silentOverflowSeq: context.silentOverflowSeq,
+    economics: context.economics,
   }),
 });

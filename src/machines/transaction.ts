@@ -44,6 +44,8 @@ export interface TransactionContext {
   range: RangeSelection;
   turn: number | null;
   focus: string | undefined;
+  /** The cost model's decision that started it, if it did. */
+  economics: TransactionInput['economics'];
   snapshot: SpanCheck['snapshot'] | undefined;
   startSeq: number | undefined;
   opened: OpenedBracket | undefined;
@@ -60,7 +62,7 @@ export type TransactionEvent = { type: 'cancel'; reason?: string };
 
 export type TransactionActorInputs = {
   validateSpan: { range: RangeSelection; mode: Mode };
-  openBracket: { trigger: Trigger; turn: number | null; range: RangeSelection };
+  openBracket: { trigger: Trigger; turn: number | null; range: RangeSelection; background?: boolean };
   summarize: { range: RangeSelection; focus: string | undefined; trigger: Trigger };
   revalidate: { range: RangeSelection; mode: Mode; snapshot: SpanCheck['snapshot']; summary: SummaryOutcome };
   commit: { range: RangeSelection; startSeq: number; summary: SummaryOutcome; turn: number | null; opened?: OpenedBracket };
@@ -156,6 +158,7 @@ export const transactionMachine = setup({
           nodes: context.range.shadowed.length,
           spanTokens: context.range.tokens,
           tokensBefore: context.opened?.tokensBefore ?? 0,
+          ...(context.economics ? { economics: context.economics } : {}),
         });
       } else if (params.what === 'committed') {
         tell(enqueue, self, { type: 'compaction.committed', ...compactionRecord(context.trigger, context.commit!, context.summary!) });
@@ -176,6 +179,7 @@ export const transactionMachine = setup({
     mode: input.mode,
     range: input.range,
     turn: input.turn,
+    economics: input.economics,
     focus: input.focus,
     snapshot: undefined,
     startSeq: undefined,

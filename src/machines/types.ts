@@ -4,10 +4,12 @@
  */
 import { enqueueActions, fromPromise, type AnyActorRef, type EventObject, type MachineContext } from 'xstate';
 import { XcompactError } from '../errors';
+import type { EconomicVerdict, ModelPrices, SessionPace } from '../services/economics';
 import type { RangeSelection } from '../services/range';
 
 export type Trigger = 'pressure' | 'overflow' | 'manual';
-export type Mode = 'automatic' | 'manual';
+/** `background`: a summary prepared while the agent works on (SPEC §13); its span must stay as selected. */
+export type Mode = 'automatic' | 'manual' | 'background';
 
 /** Stable codes of a failed compaction (SPEC §9 plus the automatic path's own). */
 export type CompactionErrorCode =
@@ -35,8 +37,22 @@ export interface PressureReading {
   threshold: number;
   retainTokens: number;
   contextWindow: number;
+  /** Where a background summary starts (SPEC §13); absent when background compaction is off for the route. */
+  prepareAt?: number;
   /** The provider reported a prompt above the window: it truncated the request silently (llama.cpp, Ollama). */
   silentOverflow?: { seq: number; promptTokens: number };
+  /** The cost model's figures (config `economics`): whether compacting below the threshold, or pruning at it, pays. */
+  economics?: PressureEconomics;
+}
+
+/** What compacting or pruning now would cost and save (services/economics.ts), for the pressure chart to decide on. */
+export interface PressureEconomics {
+  prices: ModelPrices;
+  pace: SessionPace;
+  /** Weighed below the threshold only (at it, compaction is due whatever it costs); absent when nothing can be compacted. */
+  compaction?: EconomicVerdict;
+  /** Weighed at or above the threshold, when pruning is enabled. */
+  prune?: EconomicVerdict;
 }
 
 export type ReadingResult =
@@ -46,14 +62,15 @@ export type ReadingResult =
 
 /**
  * What a chart asks of range selection. The chart decides the policy; the service applies it.
- * `retain: 'budget'` keeps the model's retained tail verbatim, `'newest-unit'` only the newest
+ * `retain: 'budget'` keeps the model's retained tail verbatim, `'floor'` the smaller tail a
+ * compaction the cost model starts early may keep (retainFloorTokens), `'newest-unit'` only the newest
  * unit (overflow recovery, manual compaction). `stackCheckpoints` keeps small earlier
  * checkpoints in place (warm prompt cache); false merges them from the head.
  */
 export interface SelectInput {
   purpose: Trigger;
   attempt: number;
-  retain: 'budget' | 'newest-unit';
+  retain: 'budget' | 'floor' | 'newest-unit';
   stackCheckpoints: boolean;
 }
 
@@ -159,6 +176,8 @@ export interface TransactionInput {
   range: RangeSelection;
   turn: number | null;
   focus?: string;
+  /** The cost model's decision that started it (pressure), announced with compaction.started. */
+  economics?: EconomicVerdict & { decision: string };
 }
 
 export type TransactionOutput =
@@ -204,12 +223,23 @@ export function toErrorInfo(error: unknown, fallback: CompactionErrorCode): Erro
  * sends it on to a host machine that invoked it.
  */
 export type ChartNotification =
-  | { type: 'compaction.started'; trigger: Trigger; startSeq: number; nodes: number; spanTokens: number; tokensBefore: number }
-  | ({ type: 'compaction.committed' } & CompactionRecord)
+  /** `background: true`: prepared while the agent works on (SPEC §13). */
+  | {
+      type: 'compaction.started';
+      trigger: Trigger;
+      startSeq: number;
+      nodes: number;
+      spanTokens: number;
+      tokensBefore: number;
+      background?: true;
+      /** The cost model's decision and numbers, when it (not the threshold) started this compaction. */
+      economics?: EconomicVerdict & { decision: string };
+    }
+  | ({ type: 'compaction.committed'; background?: true } & CompactionRecord)
   /** `startedAt`: when the bracket opened (clock ms), undefined when the transaction failed before. */
-  | { type: 'compaction.failed'; trigger: Trigger; error: ErrorInfo; startedAt: number | undefined }
+  | { type: 'compaction.failed'; trigger: Trigger; error: ErrorInfo; startedAt: number | undefined; background?: true }
   | { type: 'compaction.skipped'; trigger: Trigger; reason: string }
-  | { type: 'pruned'; trigger: Trigger; count: number; tokensFreed: number }
+  | { type: 'pruned'; trigger: Trigger; count: number; tokensFreed: number; economics?: EconomicVerdict & { decision: string } }
   /** The provider reported a prompt larger than the window: it truncated the request silently (llama.cpp, Ollama). */
   | { type: 'overflow.silent'; seq: number; promptTokens: number; contextWindow: number };
 

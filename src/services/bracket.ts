@@ -21,26 +21,37 @@ export interface CommitInput {
 export class BracketWriter {
   /** compaction/start seqs this writer appended, until a compaction/end closes them. */
   private readonly owned = new Set<number>();
-  private readonly unsubscribe: () => void;
+  /**
+   * Subscribed only while a bracket this writer opened is open: a machine that is created and
+   * stopped (its actor stopped, nothing disposed) leaves no listener on a long-lived session.
+   */
+  private unsubscribe: (() => void) | undefined;
 
-  constructor(private readonly deps: Pick<ServiceDeps, 'session' | 'meter' | 'now'>) {
-    this.unsubscribe = deps.session.subscribe((e) => {
-      if (e.type === 'compaction/end' || e.type === 'session/end-seed') this.owned.clear();
+  constructor(private readonly deps: Pick<ServiceDeps, 'session' | 'meter' | 'now'>) {}
+
+  private watchUntilClosed(): void {
+    this.unsubscribe ??= this.deps.session.subscribe((e) => {
+      if (e.type === 'compaction/end' || e.type === 'session/end-seed') {
+        this.owned.clear();
+        this.dispose();
+      }
     });
   }
 
   /** Appends compaction/start; a lock another writer took meanwhile is `busy`, not a commit failure. */
-  open(input: { trigger: Trigger; turn: number | null }): OpenedBracket {
+  open(input: { trigger: Trigger; turn: number | null; background?: boolean }): OpenedBracket {
     const { session, meter, now } = this.deps;
     const tokensBefore = meter.measure().totalTokens;
     let seq: number;
     try {
-      seq = session.append({ type: 'compaction/start', data: { turn: input.turn, trigger: input.trigger } }).seq;
+      const data = { turn: input.turn, trigger: input.trigger, ...(input.background ? { background: true as const } : {}) };
+      seq = session.append({ type: 'compaction/start', data }).seq;
     } catch (err) {
       if (err instanceof SessionRuleError && err.rule === 'compaction-locked') throw Object.assign(err, { chartCode: 'busy' });
       throw err;
     }
     this.owned.add(seq);
+    this.watchUntilClosed();
     return { startSeq: seq, tokensBefore, startedAt: now() };
   }
 
@@ -126,6 +137,7 @@ export class BracketWriter {
   }
 
   dispose(): void {
-    this.unsubscribe();
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
   }
 }

@@ -4,7 +4,7 @@
  */
 import { XcompactError } from '../errors.js';
 import { modelKey } from './models.js';
-import { DEFAULT_RETAIN_RATIO, defaultHeadroom, type EffectivePolicy } from './config-schema.js';
+import { DEFAULT_RETAIN_FLOOR_RATIO, DEFAULT_RETAIN_RATIO, defaultHeadroom, type EffectivePolicy } from './config-schema.js';
 import { policyFor } from './config-policy.js';
 import type { CompactionConfig } from './config.js';
 
@@ -12,7 +12,7 @@ import type { CompactionConfig } from './config.js';
 // Budget resolution (SPEC §3)
 // ---------------------------------------------------------------------------------------------
 
-export type BudgetErrorCode = 'no-context-capacity' | 'no-message-budget' | 'no-pressure-budget' | 'retain-not-below-threshold';
+export type BudgetErrorCode = 'no-context-capacity' | 'no-message-budget' | 'no-pressure-budget' | 'retain-not-below-threshold' | 'prepare-out-of-range';
 
 /** A route's budget cannot be resolved; the message names the route, the figures and the fix. */
 export class BudgetError extends XcompactError {
@@ -42,6 +42,14 @@ export interface ResolvedBudget {
   threshold: number;
   /** Recent tokens kept verbatim: retainTokens ?? floor(M × retainRatio); below threshold. */
   retain: number;
+  /**
+   * Where a background summary starts (SPEC §13): floor(W × prepareRatio), default
+   * threshold − floor((threshold − retain) / 4); retain < prepare ≤ threshold. Undefined when
+   * background compaction is off for the route.
+   */
+  prepare: number | undefined;
+  /** The tail of a compaction the cost model starts early: min(retain, retainFloorTokens ?? floor(M × 0.02)). */
+  retainFloor: number;
   /** Summary output cap. */
   maxTokens: number;
   /** Newest tool results within this many tokens are not pruned (default: retain). */
@@ -99,6 +107,16 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
       `retained tail ${retain} (${retainSource}) must be below the threshold ${threshold} (floor(min(${W} × thresholdRatio ${policy.thresholdRatio}, ${P}))): lower retainTokens/retainRatio, raise thresholdRatio or lower headroomTokens`,
     );
   }
+  let prepare: number | undefined;
+  if (policy.background) {
+    prepare = policy.prepareRatio !== undefined ? floorProduct(W, policy.prepareRatio) : threshold - Math.floor((threshold - retain) / 4);
+    if (!(retain < prepare && prepare <= threshold)) {
+      fail(
+        'prepare-out-of-range',
+        `prepare point ${prepare} (floor(${W} × prepareRatio ${policy.prepareRatio})) must be above the retained tail ${retain} and at most the threshold ${threshold}: change prepareRatio, or leave it unset for the default`,
+      );
+    }
+  }
   return {
     window: W,
     outputReservation: O,
@@ -107,6 +125,8 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
     pressureBudget: P,
     threshold,
     retain,
+    prepare,
+    retainFloor: Math.min(retain, config.retainFloorTokens ?? floorProduct(M, DEFAULT_RETAIN_FLOOR_RATIO)),
     maxTokens: policy.maxTokens ?? B,
     protectRecentTokens: config.prune.protectRecentTokens ?? retain,
     minReclaimTokens: config.prune.minReclaimTokens ?? Math.max(512, floorProduct(W, 0.02)),

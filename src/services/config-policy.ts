@@ -12,7 +12,7 @@ import type { CompactionConfig } from './config.js';
 // ---------------------------------------------------------------------------------------------
 
 export function resolveConfig(fields: Fields) {
-  const { modelPolicies, thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, ...rest } = fields;
+  const { modelPolicies, thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio, ...rest } = fields;
   const overrides: ModelPolicyOverride[] = modelPolicies.map((policy) => ({
     provider: policy.provider,
     model: policy.model,
@@ -26,7 +26,10 @@ export function resolveConfig(fields: Fields) {
  * scope that gives one (a policy's retainTokens replaces a global retainRatio). maxTokens:
  * an explicit per-model cap, else an explicit global cap, else the resolved headroom.
  */
-type MergeFields = Pick<Fields, 'thresholdRatio' | 'headroomTokens' | 'retainRatio' | 'retainTokens' | 'maxTokens' | 'compactionRetries' | 'maxOverflowRetries' | 'auto'>;
+type MergeFields = Pick<
+  Fields,
+  'thresholdRatio' | 'headroomTokens' | 'retainRatio' | 'retainTokens' | 'maxTokens' | 'compactionRetries' | 'maxOverflowRetries' | 'auto' | 'background' | 'prepareRatio'
+>;
 
 function mergePolicy(fields: MergeFields, policy: PolicyInput | undefined): ModelPolicy {
   const headroomTokens = policy?.headroomTokens ?? fields.headroomTokens;
@@ -38,6 +41,8 @@ function mergePolicy(fields: MergeFields, policy: PolicyInput | undefined): Mode
     compactionRetries: policy?.compactionRetries ?? fields.compactionRetries,
     maxOverflowRetries: policy?.maxOverflowRetries ?? fields.maxOverflowRetries,
     auto: policy?.auto ?? fields.auto,
+    background: policy?.background ?? fields.background,
+    prepareRatio: policy?.prepareRatio ?? fields.prepareRatio,
   };
 }
 
@@ -63,8 +68,21 @@ export function mergedMaxTokens(fields: { maxTokens?: number | undefined }, poli
 export function policyFor(config: CompactionConfig, provider: string, model: string): EffectivePolicy {
   const override = config.modelPolicies.find((p) => p.provider === provider && p.model === model);
   if (override) return { ...override, overridden: true };
-  const { thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto } = config;
-  return { provider, model, thresholdRatio, headroomTokens, ...mergedRetention({ retainRatio, retainTokens }, undefined), maxTokens, compactionRetries, maxOverflowRetries, auto, overridden: false };
+  const { thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio } = config;
+  return {
+    provider,
+    model,
+    thresholdRatio,
+    headroomTokens,
+    ...mergedRetention({ retainRatio, retainTokens }, undefined),
+    maxTokens,
+    compactionRetries,
+    maxOverflowRetries,
+    auto,
+    background,
+    prepareRatio,
+    overridden: false,
+  };
 }
 
 /** A route's model figures: built-in entry overridden by `config.models`. */

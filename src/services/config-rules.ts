@@ -63,6 +63,7 @@ function scopeIssues(fields: CrossFields, policy: PolicyInput | undefined, at: P
     // (With both forms given the effective retention is ambiguous: compare nothing against it.)
     issues.push(...retentionIssues(fields, policy, at));
   }
+  issues.push(...prepareIssues(fields, policy, at));
   const headroom = policy?.headroomTokens ?? fields.headroomTokens;
   const headroomSetHere = policy === undefined || policy.headroomTokens !== undefined;
   if (headroom === 0 && headroomSetHere && mergedMaxTokens(fields, policy) === undefined) {
@@ -97,6 +98,25 @@ function retentionIssues(fields: CrossFields, policy: PolicyInput | undefined, a
     ];
   }
   return []; // both inherited: reported where they were set
+}
+
+/**
+ * SPEC §13: retain < prepare ≤ threshold. Checked here on the ratios (prepareRatio against
+ * thresholdRatio and a retainRatio); the resolved figures are checked again per route at budget
+ * time, where a retainTokens or the headroom can move them.
+ */
+function prepareIssues(fields: CrossFields, policy: PolicyInput | undefined, at: PropertyKey[]): CrossIssue[] {
+  const prepareRatio = policy === undefined ? fields.prepareRatio : policy.prepareRatio;
+  if (prepareRatio === undefined) return [];
+  const thresholdRatio = policy?.thresholdRatio ?? fields.thresholdRatio;
+  const { retainRatio } = mergedRetention(fields, policy);
+  if (thresholdRatio !== undefined && prepareRatio > thresholdRatio) {
+    return [{ path: [...at, 'prepareRatio'], message: `must not be above thresholdRatio (${thresholdRatio}): the summary is prepared before the threshold, not after` }];
+  }
+  if (retainRatio !== undefined && prepareRatio <= retainRatio) {
+    return [{ path: [...at, 'prepareRatio'], message: `must be above retainRatio (${retainRatio}): a prepare point inside the retained tail has nothing to summarize` }];
+  }
+  return [];
 }
 
 type ScopeFields = Partial<Pick<Fields, 'thresholdRatio' | 'retainRatio' | 'retainTokens' | 'headroomTokens' | 'maxTokens'>>;

@@ -25,6 +25,13 @@ export function defaultHeadroom(window: number): number {
 }
 /** Applies only when neither retainRatio nor retainTokens is given (at any level). */
 export const DEFAULT_RETAIN_RATIO = 0.16;
+/**
+ * The retained tail of a compaction the cost model starts before the threshold, as a share
+ * of the message budget, when retainFloorTokens is not set: the economics bench
+ * (bench/economics) shows a small tail is cheapest and, with the checkpoint ledger, forgets
+ * nothing its retention proxy sees.
+ */
+export const DEFAULT_RETAIN_FLOOR_RATIO = 0.02;
 
 /**
  * Code points the pruner's marker line may use (including its newlines): the pruner owns the
@@ -52,6 +59,10 @@ const POLICY_FIELDS = {
   compactionRetries: nonNegativeInt().optional(),
   maxOverflowRetries: nonNegativeInt().optional(),
   auto: z.boolean().optional(),
+  /** SPEC §13: prepare the summary in the background from the prepare point. */
+  background: z.boolean().optional(),
+  /** The prepare point as a share of the window (default: a quarter of the way from the threshold back to the retained tail). */
+  prepareRatio: ratio().optional(),
 };
 
 export const ModelPolicySchema = z.strictObject({ provider: name(), model: name(), ...POLICY_FIELDS });
@@ -74,7 +85,17 @@ export const PruneSchema = z.strictObject({
   neverPrune: z.array(name()).default([]),
 });
 
+const price = () => z.number().min(0).refine(Number.isFinite, 'must be finite');
+/** Per million tokens; any field left out comes from the built-in entry, else the neutral table. */
+export const PricesSchema = z.strictObject({
+  input: price().optional(),
+  cacheRead: price().optional(),
+  cacheWrite: price().optional(),
+  output: price().optional(),
+});
+
 export const ModelEntrySchema = z.strictObject({
+  prices: PricesSchema.optional(),
   contextWindow: positiveInt().optional(),
   maxOutputTokens: positiveInt().optional(),
   tokenizer: z.enum(TOKENIZER_NAMES).optional(),
@@ -89,12 +110,25 @@ export const FIELDS = {
   compactionRetries: nonNegativeInt().default(1),
   maxOverflowRetries: nonNegativeInt().default(1),
   auto: z.boolean().default(true),
+  // Off by default for now: a host opts in (the demo does); see SPEC §13.
+  background: z.boolean().default(false),
   summarizationProvider: z.string().default(''),
   summarizationModel: z.string().default(''),
   modelPolicies: z.array(ModelPolicySchema).default([]),
   circuitBreaker: CircuitBreakerSchema.prefault({}), // prefault: parse {} so inner defaults apply
   minProgressRatio: z.number().min(0).lt(1).default(0.1),
   prune: PruneSchema.prefault({}),
+  /**
+   * The cost model (economics.ts): compact before the threshold once that pays, prune only when
+   * the rewrite pays. false: the threshold alone decides (compaction at it, pruning first).
+   */
+  economics: z.boolean().default(true),
+  /**
+   * The smallest retained tail the cost model may keep in a compaction it starts before the
+   * threshold (default floor(M × 0.02), never above the retained tail). Compactions at the
+   * threshold and overflow recovery keep retainRatio/retainTokens.
+   */
+  retainFloorTokens: nonNegativeInt().optional(),
   tokenizer: z.enum(TOKENIZER_NAMES).optional(),
   models: z.record(z.string(), ModelEntrySchema).default({}),
 };
@@ -119,6 +153,9 @@ export interface ModelPolicy {
   compactionRetries: number;
   maxOverflowRetries: number;
   auto: boolean;
+  background: boolean;
+  /** Undefined: the default prepare point (SPEC §13). */
+  prepareRatio: number | undefined;
 }
 
 export interface ModelPolicyOverride extends ModelPolicy {

@@ -2,11 +2,13 @@
  * Pressure readings: the meter's total against the routed model's threshold (what the
  * charts judge), and the figures `engine.measure()` reports.
  */
+import { XcompactError } from '../errors';
 import { BudgetError, type ResolvedBudget } from './config';
 import type { ServiceDeps } from './deps';
 import type { Measurement } from './meter';
 import { isSilentOverflow } from './overflow';
 import { routeBudget } from './route';
+import { weighPressure } from './weigh';
 import type { ReadingResult } from '../machines/types';
 
 /** The reading the pressure chart decides on; `silentOverflow` when the provider reported a prompt above the window. */
@@ -31,10 +33,12 @@ export function measurePressure(deps: Pick<ServiceDeps, 'session' | 'meter' | 'c
     retainTokens: budget.retain,
     contextWindow: budget.window,
   };
+  if (budget.prepare !== undefined) reading.prepareAt = budget.prepare;
   const usage = session.latestUsage;
   if (usage?.data.usage && isSilentOverflow(usage.data.usage, budget.window)) {
     reading.silentOverflow = { seq: usage.seq, promptTokens: usage.data.usage.promptTokens };
   }
+  if (deps.config.economics) reading.economics = weighPressure(deps, { provider, model, totalTokens: m.totalTokens, budget });
   return { kind: 'reading', reading };
 }
 
@@ -53,8 +57,9 @@ export function measureFigures(deps: Pick<ServiceDeps, 'session' | 'meter' | 'co
     const b = routeBudget(deps);
     threshold = b.threshold;
     contextWindow = b.window;
-  } catch {
-    // No route or no capacity yet: the figures stay undefined.
+  } catch (err) {
+    // No route or no capacity yet: the figures stay undefined. Anything else is a bug to surface.
+    if (!(err instanceof BudgetError) && !(err instanceof XcompactError && err.code === 'unrouted')) throw err;
   }
   const out = { ...m, anchor: m.anchor ? { ...m.anchor } : undefined, threshold, contextWindow } as EngineMeasurement;
   Object.defineProperty(out, 'prices', { value: prices, enumerable: false });

@@ -8,10 +8,13 @@
  *
  * Pressure is anchored to the provider: after a response that reported usage, the total
  * is that usage plus the priced growth since (appends add, replaces subtract their signed
- * delta), in the provider's tokens (see calibration.ts: growth is multiplied by the learned
- * ratio of the provider's counts to ours). The anchor is dropped when the request can no
- * longer be compared with the one the provider counted: a changed system prompt, tool list or
- * tokenizer.
+ * delta), in the provider's tokens (see calibration.ts: the learned ratio of the provider's
+ * counts to ours, plus its framing per appended message). The anchor is dropped when the
+ * request can no longer be compared with the one the provider counted: a changed system
+ * prompt, tool list or tokenizer. A replace (a prune, a checkpoint) carries it by what the
+ * provider counted for the nodes that left (provider-ledger.ts), not by our price of them: a
+ * compaction removes most of the request, and a ratio error on what left would land whole on
+ * the little that stays.
  *
  * Suspect usage (SPEC §12). A figure is suspect when it is below our own calibrated estimate
  * of the same request by more than SUSPECT_TOLERANCE (half): proxies under-report (a prompt of
@@ -26,7 +29,8 @@ import { toChatMessage, type ChatMessage } from '../session/derive';
 import type { SessionEvent, SurfaceEvent } from '../session/events';
 import { isSurfaceType } from '../session/events';
 import type { Session } from '../session/session';
-import { CalibrationState, type Calibration } from './calibration';
+import { CalibrationState, countNode, emptyCounts, type Calibration, type NodeCounts } from './calibration';
+import { ProviderLedger } from './provider-ledger';
 import { messageOverhead, type Tokenizer, type TokenizerName } from './tokenizer';
 
 export type { Calibration } from './calibration';
@@ -69,7 +73,7 @@ export interface Measurement {
   surfaceTokens: number;
   /** Tool definitions and the per-request template cost (the system prompt is surface node 0). */
   envelopeTokens: number;
-  /** `growthTokens`: priced growth since the anchor, in provider tokens (× the ratio). */
+  /** `growthTokens`: growth since the anchor (or the last replace, which rebases `providerTokens`) in provider tokens (the calibration's prediction from our prices and the appended nodes). */
   anchor: { seq: number; providerTokens: number; growthTokens: number } | undefined;
   tokenizer: TokenizerName;
   /** Log length the measurement reflects. */
@@ -91,10 +95,14 @@ interface Anchor {
   route: string;
   /** False once a replace moved the surface: the growth to the next report is no clean sample. */
   clean: boolean;
+  /** Nodes appended since, by kind: the provider frames each message its own way. */
+  added: NodeCounts;
 }
 
 export class TokenMeter implements NodePrices {
   private readonly prices = new Map<number, number>();
+  /** Per priced node, the count of each text in `textsOfMessage` order (for reuse by summaries). */
+  private readonly textCounts = new Map<number, number[]>();
   private folded = 0;
   private surfaceTotal = 0;
   private envelope = 0;
@@ -104,6 +112,7 @@ export class TokenMeter implements NodePrices {
   private anchor: Anchor | undefined;
   private tokenizer: Tokenizer;
   private readonly calibration = new CalibrationState();
+  private readonly ledger = new ProviderLedger();
   /** provider/model of the latest request header ('' before any). */
   private route = '';
   /** Seq of the latest report refused as suspect, until a report anchors again. */
@@ -148,6 +157,16 @@ export class TokenMeter implements NodePrices {
     return this.priceEvent({ type: 'user/message', data: { content: [{ type: 'text', text }] } });
   }
 
+  /**
+   * Counts of the texts of a current surface node with the current tokenizer, as they were
+   * priced: `textsOfMessage(message)[i]` has count `[i]`. A summary request reads them instead of
+   * counting the span again.
+   */
+  textCountsOf(seq: number): readonly number[] | undefined {
+    this.fold();
+    return this.textCounts.get(seq);
+  }
+
   /** Token count of a plain text with the current tokenizer. */
   countText(text: string): number {
     this.fold();
@@ -175,10 +194,11 @@ export class TokenMeter implements NodePrices {
     let anchor: Measurement['anchor'];
     if (this.anchor) {
       const priced = this.surfaceTotal - this.anchor.surfaceAtAnchor;
-      const growth = Math.round(priced * this.calibration.growthRatio(this.route, priced));
+      const growth = Math.round(this.calibration.predict(this.route, priced, this.anchor.added));
       anchor = { seq: this.anchor.seq, providerTokens: this.anchor.providerTokens, growthTokens: growth };
       const anchored = this.anchor.providerTokens + growth;
-      if (isSuspect(anchored, calibrated)) suspectUsage = true;
+      // A report refused since this anchor says the provider's figures cannot be trusted now.
+      if (isSuspect(anchored, calibrated) || this.suspectSeq !== undefined) suspectUsage = true;
       else total = anchored;
     }
     return {
@@ -217,7 +237,9 @@ export class TokenMeter implements NodePrices {
 
   private foldHeader(e: SessionEvent<'request/header'>): void {
     const next = this.options.tokenizerFor(e);
-    this.route = routeKey(e.data.provider, e.data.model);
+    const route = routeKey(e.data.provider, e.data.model);
+    if (route !== this.route && this.route !== '') this.ledger.reset();
+    this.route = route;
     const retokenized = next.name !== this.tokenizer.name;
     if (retokenized) {
       this.tokenizer = next;
@@ -227,6 +249,7 @@ export class TokenMeter implements NodePrices {
     const changed = json !== this.toolsJson;
     if (changed) {
       if (this.toolsJson !== undefined) this.anchor = undefined;
+      this.ledger.interrupt();
       this.toolsJson = json;
     }
     if (changed || retokenized) {
@@ -238,7 +261,9 @@ export class TokenMeter implements NodePrices {
   }
 
   private foldSurface(e: SurfaceEvent): void {
-    const price = this.priceNode(e);
+    const counts: number[] = [];
+    const price = this.priceNode(e, counts);
+    this.textCounts.set(e.seq, counts);
     if (e.surfaceOp === 'append') {
       // A prompt of 0 tokens is no measurement: agents record all-zero usage on an aborted
       // response (pi does), and anchoring on it would report the context as nearly empty. The
@@ -246,21 +271,40 @@ export class TokenMeter implements NodePrices {
       if (e.type === 'assistant/message' && e.data.usage && e.data.usage.promptTokens > 0) this.foldReport(e.seq, e.data.usage);
       this.prices.set(e.seq, price);
       this.surfaceTotal += price;
+      this.ledger.appended(e.seq);
       if (this.anchor?.seq === e.seq) this.anchor.surfaceAtAnchor = this.surfaceTotal;
+      else if (this.anchor) countNode(this.anchor.added, e);
       return;
     }
-    if (this.anchor) this.anchor.clean = false;
-    // A replace: the session recorded which nodes it shadowed.
+    // A replace: the session recorded which nodes it shadowed. The anchor survives a prune or
+    // a checkpoint, rebased on the figure just before it minus what the provider counted for
+    // the nodes that left (nodes since the last report: our price × the growth ratio, as they
+    // were added) plus the new node at the same provider/priced ratio as what it replaces (a
+    // pruned result, or a summary of them), so a replace that shrinks the request in our
+    // prices shrinks the figure too.
+    const a = this.anchor;
+    const sinceAnchor = a ? this.surfaceTotal - a.surfaceAtAnchor : 0;
+    const grown = a ? this.calibration.predict(this.route, sinceAnchor, a.added) : 0;
+    const ratio = this.calibration.ratio(this.route);
+    let removed = 0;
+    let removedPriced = 0;
     for (const s of this.session.surface.shadowedBy(e.seq) ?? []) {
-      this.surfaceTotal -= this.prices.get(s) ?? 0;
+      const p = this.prices.get(s) ?? 0;
+      removed += this.ledger.take(s) ?? p * ratio;
+      removedPriced += p;
+      this.surfaceTotal -= p;
       this.prices.delete(s);
+      this.textCounts.delete(s);
     }
     this.prices.set(e.seq, price);
     this.surfaceTotal += price;
-    // The anchor survives a prune or a checkpoint: the provider counted the request before it,
-    // and the replace's signed delta (our prices of what left and what came) is part of the
-    // growth since. Where our tokenizer under-counts the provider's, the delta under-counts
-    // what a replace removed, so pressure errs high (compact again), never low (overflow).
+    this.ledger.interrupt();
+    if (a) {
+      a.providerTokens = Math.round(a.providerTokens + grown - removed + price * (removedPriced > 0 ? removed / removedPriced : ratio));
+      a.surfaceAtAnchor = this.surfaceTotal;
+      a.added = emptyCounts();
+      a.clean = false;
+    }
     // A new system prompt is an envelope change: the provider's figure no longer applies.
     if (e.type === 'system/message') this.anchor = undefined;
   }
@@ -278,54 +322,68 @@ export class TokenMeter implements NodePrices {
       return;
     }
     const a = this.anchor;
-    if (a && a.clean && a.route === this.route) this.calibration.add(this.route, u.promptTokens - a.providerTokens, this.surfaceTotal - a.surfaceAtAnchor);
+    if (a && a.clean && a.route === this.route) this.calibration.add(this.route, u.promptTokens - a.providerTokens, this.surfaceTotal - a.surfaceAtAnchor, a.added);
+    this.ledger.report(this.route, u.promptTokens, this.envelope + this.surfaceTotal, (s) => this.prices.get(s));
     // Reasoning is billed as completion but never sent back, so it is not part of the next
     // request. It is part of the completion, so never subtract more than the completion.
     const providerTokens = u.promptTokens + u.completionTokens - Math.min(u.reasoningTokens ?? 0, u.completionTokens);
-    this.anchor = { seq, providerTokens, surfaceAtAnchor: this.surfaceTotal, route: this.route, clean: true };
+    this.anchor = { seq, providerTokens, surfaceAtAnchor: this.surfaceTotal, route: this.route, clean: true, added: emptyCounts() };
     this.suspectSeq = undefined;
   }
 
   private reprice(): void {
     this.prices.clear();
+    this.textCounts.clear();
     this.surfaceTotal = 0;
     this.anchor = undefined;
+    this.ledger.interrupt();
     for (const seq of this.session.surface.seqs()) {
       // Nodes appended after the event being folded are priced when their own append folds.
       // Surface order is not seq order (a checkpoint has a high seq at an old position), so
       // skip them rather than stop.
       if (seq >= this.folded) continue;
-      const p = this.priceNode(this.session.event(seq) as SurfaceEvent);
+      const counts: number[] = [];
+      const p = this.priceNode(this.session.event(seq) as SurfaceEvent, counts);
       this.prices.set(seq, p);
+      this.textCounts.set(seq, counts);
       this.surfaceTotal += p;
     }
   }
 
-  private priceNode(event: Pick<SurfaceEvent, 'type' | 'data'>): number {
-    return this.priceMessage(toChatMessage(event as SurfaceEvent), blockCount(event));
+  private priceNode(event: Pick<SurfaceEvent, 'type' | 'data'>, counts?: number[]): number {
+    return this.priceMessage(toChatMessage(event as SurfaceEvent), blockCount(event), counts);
   }
 
-  private priceMessage(message: ChatMessage, blocks: number): number {
+  private priceMessage(message: ChatMessage, blocks: number, counts: number[] | undefined): number {
     const t = this.tokenizer;
     let tokens = 0;
-    let toolCalls = 0;
+    for (const text of textsOfMessage(message)) {
+      const n = t.count(text);
+      counts?.push(n);
+      tokens += n;
+    }
     const content = message.content;
-    if (typeof content === 'string') tokens += t.count(content);
-    else if (Array.isArray(content)) {
+    if (Array.isArray(content)) {
       for (const part of content) {
-        if (part.type === 'text') tokens += t.count(part.text);
-        else if (part.type === 'image_url') tokens += part.image_url.detail === 'low' ? IMAGE_TOKENS.low : IMAGE_TOKENS.high;
+        if (part.type === 'image_url') tokens += part.image_url.detail === 'low' ? IMAGE_TOKENS.low : IMAGE_TOKENS.high;
       }
     }
-    if (message.role === 'assistant' && message.tool_calls) {
-      for (const call of message.tool_calls) {
-        if (call.type !== 'function') continue;
-        toolCalls++;
-        tokens += t.count(call.function.name) + t.count(call.function.arguments);
-      }
-    }
+    let toolCalls = 0;
+    if (message.role === 'assistant' && message.tool_calls) for (const call of message.tool_calls) if (call.type === 'function') toolCalls++;
     return tokens + messageOverhead(t.overhead, { role: message.role as 'system' | 'user' | 'assistant' | 'tool', toolCalls, blocks });
   }
+}
+
+/** The texts the meter counts in a message, in order: its content (or text parts), then each function call's name and arguments. */
+export function textsOfMessage(message: ChatMessage): string[] {
+  const out: string[] = [];
+  const content = message.content;
+  if (typeof content === 'string') out.push(content);
+  else if (Array.isArray(content)) for (const part of content) if (part.type === 'text') out.push(part.text);
+  if (message.role === 'assistant' && message.tool_calls) {
+    for (const call of message.tool_calls) if (call.type === 'function') out.push(call.function.name, call.function.arguments);
+  }
+  return out;
 }
 
 /**

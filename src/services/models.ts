@@ -1,3 +1,4 @@
+import { NEUTRAL_PRICES, type ModelPrices } from './economics.js';
 import type { TokenizerName } from './tokenizers/types.js';
 
 export interface ModelInfo {
@@ -16,7 +17,25 @@ export interface ModelInfo {
    * `max_tokens` and want `max_completion_tokens`; every other endpoint reads `max_tokens`.
    */
   outputCapField?: 'max_tokens' | 'max_completion_tokens';
+  /** List prices per million tokens, for the cost model (economics.ts); a user entry overrides them field by field. */
+  prices?: Partial<ModelPrices>;
 }
+
+/**
+ * List prices (USD per 1M tokens) of the built-in models, from the providers' pricing pages:
+ * OpenAI's cached input, DeepSeek's cache hit. Neither charges extra to write the cache.
+ */
+const OPENAI_PRICES = {
+  'gpt-4o': { input: 2.5, cacheRead: 1.25, cacheWrite: 2.5, output: 10 },
+  'gpt-4o-mini': { input: 0.15, cacheRead: 0.075, cacheWrite: 0.15, output: 0.6 },
+  'gpt-4.1': { input: 2, cacheRead: 0.5, cacheWrite: 2, output: 8 },
+  'gpt-4.1-mini': { input: 0.4, cacheRead: 0.1, cacheWrite: 0.4, output: 1.6 },
+  o3: { input: 2, cacheRead: 0.5, cacheWrite: 2, output: 8 },
+  'o4-mini': { input: 1.1, cacheRead: 0.275, cacheWrite: 1.1, output: 4.4 },
+  'gpt-5': { input: 1.25, cacheRead: 0.125, cacheWrite: 1.25, output: 10 },
+  'gpt-5-mini': { input: 0.25, cacheRead: 0.025, cacheWrite: 0.25, output: 2 },
+} as const;
+const DEEPSEEK_PRICES = { input: 0.28, cacheRead: 0.028, cacheWrite: 0.28, output: 0.42 } as const;
 
 /** The tokenizer for models that do not name one. */
 export const DEFAULT_TOKENIZER: TokenizerName = 'o200k_base';
@@ -37,16 +56,16 @@ export const DEFAULT_TOKENIZER: TokenizerName = 'o200k_base';
  * published 272K input limit. Encodings per gpt-tokenizer's model-to-encoding map.
  */
 export const BUILTIN_MODELS: Readonly<Record<string, ModelInfo>> = freezeTable({
-  'deepseek/deepseek-chat': { contextWindow: 131_072, maxOutputTokens: 4_096, tokenizer: 'o200k_base' },
-  'deepseek/deepseek-reasoner': { contextWindow: 131_072, maxOutputTokens: 32_768, tokenizer: 'o200k_base' },
-  'openai/gpt-4o': { contextWindow: 128_000, maxOutputTokens: 16_384, tokenizer: 'o200k_base' },
-  'openai/gpt-4o-mini': { contextWindow: 128_000, maxOutputTokens: 16_384, tokenizer: 'o200k_base' },
-  'openai/gpt-4.1': { contextWindow: 1_047_576, maxOutputTokens: 32_768, tokenizer: 'o200k_base' },
-  'openai/gpt-4.1-mini': { contextWindow: 1_047_576, maxOutputTokens: 32_768, tokenizer: 'o200k_base' },
-  'openai/o3': { contextWindow: 200_000, maxOutputTokens: 100_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens' },
-  'openai/o4-mini': { contextWindow: 200_000, maxOutputTokens: 100_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens' },
-  'openai/gpt-5': { contextWindow: 400_000, maxOutputTokens: 128_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens' },
-  'openai/gpt-5-mini': { contextWindow: 400_000, maxOutputTokens: 128_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens' },
+  'deepseek/deepseek-chat': { contextWindow: 131_072, maxOutputTokens: 4_096, tokenizer: 'o200k_base', prices: DEEPSEEK_PRICES },
+  'deepseek/deepseek-reasoner': { contextWindow: 131_072, maxOutputTokens: 32_768, tokenizer: 'o200k_base', prices: DEEPSEEK_PRICES },
+  'openai/gpt-4o': { contextWindow: 128_000, maxOutputTokens: 16_384, tokenizer: 'o200k_base', prices: OPENAI_PRICES['gpt-4o'] },
+  'openai/gpt-4o-mini': { contextWindow: 128_000, maxOutputTokens: 16_384, tokenizer: 'o200k_base', prices: OPENAI_PRICES['gpt-4o-mini'] },
+  'openai/gpt-4.1': { contextWindow: 1_047_576, maxOutputTokens: 32_768, tokenizer: 'o200k_base', prices: OPENAI_PRICES['gpt-4.1'] },
+  'openai/gpt-4.1-mini': { contextWindow: 1_047_576, maxOutputTokens: 32_768, tokenizer: 'o200k_base', prices: OPENAI_PRICES['gpt-4.1-mini'] },
+  'openai/o3': { contextWindow: 200_000, maxOutputTokens: 100_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens', prices: OPENAI_PRICES['o3'] },
+  'openai/o4-mini': { contextWindow: 200_000, maxOutputTokens: 100_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens', prices: OPENAI_PRICES['o4-mini'] },
+  'openai/gpt-5': { contextWindow: 400_000, maxOutputTokens: 128_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens', prices: OPENAI_PRICES['gpt-5'] },
+  'openai/gpt-5-mini': { contextWindow: 400_000, maxOutputTokens: 128_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens', prices: OPENAI_PRICES['gpt-5-mini'] },
   'openai/gpt-4-turbo': { contextWindow: 128_000, maxOutputTokens: 4_096, tokenizer: 'cl100k_base' },
   'openai/gpt-3.5-turbo': { contextWindow: 16_385, maxOutputTokens: 4_096, tokenizer: 'cl100k_base' },
 });
@@ -71,7 +90,19 @@ export function resolveModel(key: string, userModels?: Record<string, Partial<Mo
   if (maxOutputTokens !== undefined) info.maxOutputTokens = maxOutputTokens;
   const outputCapField = user?.outputCapField ?? builtin?.outputCapField;
   if (outputCapField !== undefined) info.outputCapField = outputCapField;
+  if (builtin?.prices !== undefined || user?.prices !== undefined) info.prices = { ...builtin?.prices, ...user?.prices };
   return info;
+}
+
+/**
+ * The prices the cost model uses for a model: the neutral table (NEUTRAL_PRICES), overridden
+ * by the built-in entry's, overridden field by field by the user's. Known whether or not the
+ * model's window is.
+ */
+export function resolvePrices(key: string, userModels?: Record<string, Partial<ModelInfo>>): ModelPrices {
+  const builtin = Object.hasOwn(BUILTIN_MODELS, key) ? BUILTIN_MODELS[key] : undefined;
+  const user = userModels !== undefined && Object.hasOwn(userModels, key) ? userModels[key] : undefined;
+  return { ...NEUTRAL_PRICES, ...builtin?.prices, ...user?.prices };
 }
 
 function freezeTable<T extends Record<string, object>>(table: T): Readonly<T> {

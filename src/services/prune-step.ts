@@ -24,7 +24,8 @@ export function pruneSurface(deps: Pick<ServiceDeps, 'session' | 'meter' | 'conf
     protectRecentTokens,
     minReclaimTokens,
   };
-  const plan = planPrune(session, settings, { priceOf: (seq) => meter.priceOf(seq), priceEvent: (e) => meter.priceEvent(e) });
+  // The budgets are in the provider's tokens, like the retained tail in range selection.
+  const plan = planPrune(session, settings, { priceOf: (seq) => meter.priceOf(seq), priceEvent: (e) => meter.priceEvent(e), providerRatio: meter.providerRatio });
   const result = applyPrune(session, plan);
   return { count: result.pruned.length, tokensFreed: result.tokensFreed, generation: session.surface.replaceGeneration };
 }

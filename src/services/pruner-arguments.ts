@@ -11,7 +11,9 @@
  * pruned call in `neverPrune`, and a replacement that costs fewer tokens. The pass's minimum
  * reclaim is judged by planPrune over tool results and arguments together.
  */
-import { toolCallsOf, type EventData, type SessionEvent } from '../session/events.js';
+import { withPrunedArguments } from '../session/argument-prune.js';
+import { toolCallsOf, type EventData } from '../session/events.js';
+import { jsonTokens } from '../session/json-tokens.js';
 import type { Session } from '../session/session.js';
 
 export interface ArgumentPruneTarget {
@@ -42,26 +44,25 @@ interface Helpers {
   priceAssistant(data: EventData<'assistant/message'>): number;
 }
 
-/** Every string in a JSON value with more than `threshold` code points, cut; undefined when none is. */
-export function pruneJsonStrings(value: unknown, settings: ArgumentPruneSettings, h: Pick<Helpers, 'codePointLength' | 'truncateMiddle'>): unknown {
-  let changed = false;
-  const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') {
-      if (v.length <= settings.thresholdChars || h.codePointLength(v) <= settings.thresholdChars) return v;
-      const cut = h.truncateMiddle(v, settings);
-      if (cut !== v) changed = true;
-      return cut;
-    }
-    if (Array.isArray(v)) return v.map(walk);
-    if (v !== null && typeof v === 'object') {
-      const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) out[k] = walk(x);
-      return out;
-    }
-    return v;
-  };
-  const result = walk(value);
-  return changed ? result : undefined;
+/**
+ * `text` (valid JSON) with every string value of more than `threshold` code points cut, and
+ * every other byte (keys, numbers as written, whitespace) copied unchanged; undefined when no
+ * string is cut. Works on the text, not a parsed value: see json-tokens.ts for what parsing loses.
+ */
+export function pruneJsonText(text: string, settings: ArgumentPruneSettings, h: Pick<Helpers, 'codePointLength' | 'truncateMiddle'>): string | undefined {
+  let out = '';
+  let copied = 0;
+  for (const t of jsonTokens(text)) {
+    // A literal's text is at least as long as its value (escapes only lengthen it): cheap filter.
+    if (t.kind !== 'string' || t.end - t.start - 2 <= settings.thresholdChars) continue;
+    const value = JSON.parse(text.slice(t.start, t.end)) as string;
+    if (h.codePointLength(value) <= settings.thresholdChars) continue;
+    const cut = h.truncateMiddle(value, settings);
+    if (cut === value) continue;
+    out += text.slice(copied, t.start) + JSON.stringify(cut);
+    copied = t.end;
+  }
+  return copied === 0 ? undefined : out + text.slice(copied);
 }
 
 /**
@@ -88,19 +89,18 @@ export function planArgumentPrunes(
     if (big.length === 0) continue;
     const pruned: Array<{ callId: string; name: string; arguments: string }> = [];
     for (const call of big) {
-      let parsed: unknown;
       try {
-        parsed = JSON.parse(call.arguments);
+        JSON.parse(call.arguments);
       } catch {
         continue; // not JSON: the session keeps such arguments byte-identical
       }
-      const next = pruneJsonStrings(parsed, settings, h);
+      const next = pruneJsonText(call.arguments, settings, h);
       if (next === undefined) continue;
       if (never.has(call.name)) {
         kept.push({ seq, callId: call.id, reason: 'never-prune' });
         continue;
       }
-      pruned.push({ callId: call.id, name: call.name, arguments: JSON.stringify(next) });
+      pruned.push({ callId: call.id, name: call.name, arguments: next });
     }
     if (pruned.length === 0) continue;
     if (recent.has(seq)) {
@@ -108,7 +108,7 @@ export function planArgumentPrunes(
       continue;
     }
     const byId = new Map(pruned.map((c) => [c.callId, c.arguments]));
-    const data = withArguments(event, byId);
+    const data = withPrunedArguments(event, byId).data;
     const tokensBefore = h.priceOf(seq);
     const tokensAfter = h.priceAssistant(data);
     if (tokensAfter >= tokensBefore) {
@@ -130,12 +130,6 @@ export function planArgumentPrunes(
     );
   }
   return { targets, kept };
-}
-
-/** The assistant message's data with the given calls' arguments replaced. */
-export function withArguments(event: SessionEvent<'assistant/message'>, args: ReadonlyMap<string, string>): EventData<'assistant/message'> {
-  const content = event.data.content.map((b) => (b.type === 'tool-call' && args.has(b.id) ? { ...b, arguments: args.get(b.id)! } : { ...b }));
-  return { ...event.data, content } as EventData<'assistant/message'>;
 }
 
 /**
@@ -164,6 +158,9 @@ export function argumentWrites(
       charsBefore: target.charsBefore,
       charsAfter: target.charsAfter,
     },
-    replacement: (pruneSeq) => ({ data: withArguments(event, args), sourceEventSeqs: [target.seq, pruneSeq] }),
+    replacement: (pruneSeq) => {
+      const { data, sourceEventSeqs } = withPrunedArguments(event, args, pruneSeq);
+      return { data, sourceEventSeqs: [...sourceEventSeqs!] };
+    },
   };
 }

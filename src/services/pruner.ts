@@ -28,8 +28,8 @@
  *   the result is still valid UTF-16, and the spec counts code points.
  *
  * - **Protected recent budget.** Walking from the surface tail over every node and summing
- *   `pricing.priceOf`, a node is protected when the running total *including* it is
- *   ≤ protectRecentTokens (it lies wholly inside the budget). A node that straddles the
+ *   `pricing.priceOf` × `pricing.providerRatio`, a node is protected when the running total
+ *   *including* it is ≤ protectRecentTokens (it lies wholly inside the budget). A node that straddles the
  *   budget's edge is not protected: otherwise one gigantic newest output (bigger than the
  *   whole budget) could never be pruned, and overflow recovery would lose its cheapest step
  *   exactly when it needs it.
@@ -45,6 +45,12 @@
  *
  * - **Worth it, or nothing.** A pass that frees fewer than `minReclaimTokens` tokens (or none)
  *   writes nothing and says `below-min-reclaim`.
+ *
+ * - **Budgets in the provider's tokens.** protectRecentTokens and minReclaimTokens are shares
+ *   of the window, which the provider counts (SPEC §12), so they are compared with our prices
+ *   × the calibrated `providerRatio`, as range selection does with the retained tail. The
+ *   figures a plan and the log report (tokensBefore/After, tokensFreed) stay our prices, the
+ *   unit every node price and `shadowedTokens` is logged in.
  */
 import { XcompactError } from '../errors.js';
 import {
@@ -85,6 +91,8 @@ export interface Pricing {
   priceOf(seq: number): number;
   /** Price of a node that is not appended yet (a pruned result, or an assistant message with pruned arguments). */
   priceEvent(event: { type: 'tool/result'; data: EventData<'tool/result'> } | { type: 'assistant/message'; data: EventData<'assistant/message'> }): number;
+  /** Provider tokens per priced token (the meter's calibration): the budgets are in the provider's tokens. Absent = 1. */
+  readonly providerRatio?: number;
 }
 
 type ToolResultContent = EventData<'tool/result'>['content'];
@@ -122,7 +130,7 @@ export interface PrunePlan {
   readonly argumentTargets: readonly ArgumentPruneTarget[];
   /** Tokens the pass frees (0 when skipped). */
   readonly tokensFreed: number;
-  /** Tokens the eligible oversized results would free: tells how far a skipped pass was from minReclaimTokens. */
+  /** Tokens (priced) the eligible oversized results would free: × providerRatio, tells how far a skipped pass was from minReclaimTokens. */
   readonly reclaimableTokens: number;
   /** Oversized results (and calls, by their assistant message's seq) left alone, and why. */
   readonly kept: ReadonlyArray<{ readonly seq: number; readonly callId: string; readonly reason: PruneKeepReason }>;
@@ -188,6 +196,13 @@ function price(what: string, value: number): number {
   return value;
 }
 
+/** The pricing's provider ratio: absent is 1; anything but a positive finite number is a pricing error. */
+function providerRatioOf(pricing: Pricing): number {
+  const r = pricing.providerRatio ?? 1;
+  if (!Number.isFinite(r) || r <= 0) throw new PrunePricingError(`pricing returned providerRatio ${String(r)}: it must be a positive number of provider tokens per priced token.`);
+  return r;
+}
+
 function textChars(content: ToolResultContent): number {
   let n = 0;
   for (const b of content) if (b.type === 'text') n += codePointLength(b.text);
@@ -199,14 +214,14 @@ function oversized(text: string, threshold: number): boolean {
   return text.length > threshold && codePointLength(text) > threshold;
 }
 
-/** Seqs of the surface nodes that lie wholly within the newest `budget` tokens. */
-function protectedSeqs(session: Session, budget: number, pricing: Pricing): Set<number> {
+/** Seqs of the surface nodes that lie wholly within the newest `budget` provider tokens. */
+function protectedSeqs(session: Session, budget: number, pricing: Pricing, ratio: number): Set<number> {
   const out = new Set<number>();
   const surface = session.surface;
   let total = 0;
   for (let p = surface.length - 1; p >= 0; p--) {
     const seq = surface.seqAt(p);
-    total += price(`surface node ${seq}`, pricing.priceOf(seq));
+    total += price(`surface node ${seq}`, pricing.priceOf(seq)) * ratio;
     if (total > budget) break;
     out.add(seq);
   }
@@ -217,7 +232,8 @@ function protectedSeqs(session: Session, budget: number, pricing: Pricing): Set<
 export function planPrune(session: Session, settings: PruneSettings, pricing: Pricing): PrunePlan {
   checkSettings(settings);
   const never = new Set(settings.neverPrune);
-  const recent = protectedSeqs(session, settings.protectRecentTokens, pricing);
+  const ratio = providerRatioOf(pricing);
+  const recent = protectedSeqs(session, settings.protectRecentTokens, pricing, ratio);
   const callNames = new Map<string, string>();
   const targets: PruneTarget[] = [];
   const kept: Array<{ seq: number; callId: string; reason: PruneKeepReason }> = [];
@@ -281,7 +297,7 @@ export function planPrune(session: Session, settings: PruneSettings, pricing: Pr
   if (targets.length === 0 && args.targets.length === 0 && kept.every((k) => k.reason !== 'no-gain')) {
     return Object.freeze({ targets: none, argumentTargets: none, tokensFreed: 0, reclaimableTokens: 0, kept: keptFrozen, skipped: 'nothing-oversized' as const });
   }
-  if (reclaimable === 0 || reclaimable < settings.minReclaimTokens) {
+  if (reclaimable === 0 || reclaimable * ratio < settings.minReclaimTokens) {
     return Object.freeze({ targets: none, argumentTargets: none, tokensFreed: 0, reclaimableTokens: reclaimable, kept: keptFrozen, skipped: 'below-min-reclaim' as const });
   }
   return Object.freeze({

@@ -6,14 +6,8 @@ import { XcompactError } from '../errors';
 import { CompactionError } from './compaction-error';
 import { modelInfoFor, policyFor, resolveBudget, type ResolvedBudget } from './config';
 import type { ServiceDeps } from './deps';
-
-/** What the charts take from a route's policy (SPEC §3's per-model fields the charts read). */
-export interface RoutePolicy {
-  auto: boolean;
-  /** 1 + compactionRetries. */
-  maxAttempts: number;
-  maxOverflowRetries: number;
-}
+// The chart declares what it reads of a policy (one declaration); routePolicy fills it in.
+import type { RoutePolicy } from '../machines/engine';
 
 /** Throws `unrouted` before the first request, a BudgetError when the budget cannot be resolved. */
 export function routeBudget({ session, config }: Pick<ServiceDeps, 'session' | 'config'>): ResolvedBudget {

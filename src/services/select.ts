@@ -15,7 +15,7 @@ export function selectSpan(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config
   const prices = meter.measure().prices;
   // A span must cost at least twice an empty checkpoint, or no summary can shrink it.
   const minSpanTokens = 2 * meter.priceUserText(frameCheckpoint(''));
-  const retainTokens = retain === 'budget' ? routeBudget(deps).retain : 0;
+  const retainTokens = retain === 'budget' ? routeBudget(deps).retain : retain === 'floor' ? routeBudget(deps).retainFloor : 0;
   return selectRange(session, prices, {
     retainTokens,
     minSpanTokens,

@@ -44,7 +44,7 @@ export interface RevalidateInput {
 
 /**
  * An automatic compaction needs the surface exactly as it was (nothing appended or replaced);
- * a manual one only its span intact. Automatic ones must also free minProgressRatio of the span.
+ * a manual one only its span intact; a background one its span at the same positions. Automatic ones must also free minProgressRatio of the span.
  */
 export function revalidateSpan(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>, input: RevalidateInput): Verdict {
   const { session, meter, config } = deps;
@@ -52,8 +52,11 @@ export function revalidateSpan(deps: Pick<ServiceDeps, 'session' | 'meter' | 'co
   const stable =
     input.mode === 'automatic'
       ? s.replaceGeneration === input.snapshot.generation && s.length === input.snapshot.surfaceLength
-      : spanIntact(session, input.range);
+      : input.mode === 'background'
+        ? // The agent worked on meanwhile: appends after the span are fine, the span itself must be as selected.
+          s.positionOf(input.range.start) === input.range.startPos && spanIntact(session, input.range)
+        : spanIntact(session, input.range);
   const checkpointTokens = meter.priceUserText(frameCheckpoint(input.summary.text));
-  const requiredTokens = input.mode === 'automatic' ? Math.ceil(config.minProgressRatio * input.range.tokens) : 0;
+  const requiredTokens = input.mode === 'manual' ? 0 : Math.ceil(config.minProgressRatio * input.range.tokens);
   return { stable, spanTokens: input.range.tokens, checkpointTokens, requiredTokens };
 }

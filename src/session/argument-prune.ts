@@ -10,14 +10,16 @@
  * - keeps every text and reasoning block byte-identical;
  * - keeps every tool call's id and name; its `arguments` are byte-identical, or both the old
  *   and the new arguments are JSON and the new value is the old one with some string values
- *   (never keys) replaced by strings no longer than they were: same keys in the same order,
- *   same array lengths, same numbers, booleans and nulls. Arguments that were not JSON stay
- *   byte-identical.
+ *   (never keys) replaced by strings no longer than they were: every other token (keys,
+ *   numbers as written, booleans, nulls, brackets) byte-identical, whitespace between tokens
+ *   aside, so the same keys in the same order and the same array lengths. Arguments that were
+ *   not JSON stay byte-identical.
  *
  * Both functions are pure: the session applies `argumentPruneProblem` as its rule, and a pruner
  * uses `withPrunedArguments` to build the event (and can check it first with `Session.check`).
  */
 import type { AppendInput, EventData, SessionEvent } from './events';
+import { jsonTokens } from './json-tokens';
 
 type AssistantData = EventData<'assistant/message'>;
 
@@ -30,42 +32,66 @@ function sameUsage(a: AssistantData['usage'], b: AssistantData['usage']): boolea
   return true;
 }
 
-/** Where `after` is not `before` with only string values shortened, or undefined when it is. */
-function jsonShapeProblem(before: unknown, after: unknown, path: string): string | undefined {
-  if (typeof before === 'string') {
-    if (typeof after !== 'string') return `${path} was a string`;
-    return after.length <= before.length ? undefined : `${path} grew from ${before.length} to ${after.length} characters`;
-  }
-  if (before === null || typeof before !== 'object') {
-    return after === before ? undefined : `${path} changed from ${JSON.stringify(before)} (only string values may be shortened)`;
-  }
-  if (Array.isArray(before)) {
-    if (!Array.isArray(after)) return `${path} was an array`;
-    if (after.length !== before.length) return `${path} had ${before.length} items, now ${after.length}`;
-    for (let i = 0; i < before.length; i++) {
-      const p = jsonShapeProblem(before[i], after[i], `${path}[${i}]`);
-      if (p) return p;
-    }
-    return undefined;
-  }
-  if (after === null || typeof after !== 'object' || Array.isArray(after)) return `${path} was an object`;
-  const bk = Object.keys(before);
-  const ak = Object.keys(after);
-  if (bk.length !== ak.length || bk.some((k, i) => ak[i] !== k)) {
-    return `${path} had keys ${JSON.stringify(bk)}, now ${JSON.stringify(ak)}`;
-  }
-  for (const k of bk) {
-    const p = jsonShapeProblem((before as Record<string, unknown>)[k], (after as Record<string, unknown>)[k], `${path}.${k}`);
-    if (p) return p;
-  }
-  return undefined;
+type Segment = { key: string | undefined } | { index: number };
+
+/** `arguments.a[0].b`; the middle elided when the nesting is deep. */
+function pathOf(stack: readonly Segment[]): string {
+  const part = (s: Segment) => ('index' in s ? `[${s.index}]` : s.key === undefined ? '' : `.${s.key}`);
+  const parts = stack.length > 20 ? [...stack.slice(0, 10).map(part), `…(${stack.length - 20} levels)…`, ...stack.slice(-10).map(part)] : stack.map(part);
+  return ROOT + parts.join('');
 }
 
-function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+/**
+ * Where `after` is not `before` with only string values shortened, or undefined when it is.
+ * Both are valid JSON texts. Compared token by token (whitespace aside): keys, numbers,
+ * booleans, nulls and punctuation byte-for-byte, so a number rewritten (`1.50` as `1.5`, an
+ * integer above 2^53 rounded) or a key lost is refused; string values by decoded length.
+ */
+function jsonShapeProblem(before: string, after: string): string | undefined {
+  const stack: Segment[] = [];
+  const a = jsonTokens(after);
+  for (const b of jsonTokens(before)) {
+    const t = a.next();
+    const bText = before.slice(b.start, b.end);
+    if (t.done) return `${pathOf(stack)} ends early: ${JSON.stringify(bText)} is missing`;
+    const aText = after.slice(t.value.start, t.value.end);
+    if (b.kind === 'string') {
+      if (t.value.kind !== 'string') return `${pathOf(stack)} was a string`;
+      if (aText !== bText) {
+        const was = (JSON.parse(bText) as string).length;
+        const now = (JSON.parse(aText) as string).length;
+        if (now > was) return `${pathOf(stack)} grew from ${was} to ${now} characters`;
+      }
+      continue;
+    }
+    if (aText !== bText) {
+      if (b.kind === 'key') return `${pathOf(stack)} had key ${bText}, now ${aText}: the keys must stay`;
+      if (bText === '{') return `${pathOf(stack)} was an object`;
+      if (bText === '[') return `${pathOf(stack)} was an array`;
+      if (bText === ',' || bText === '}' || bText === ']') {
+        const top = stack[stack.length - 1];
+        return top !== undefined && 'index' in top ? `${pathOf(stack.slice(0, -1))} must keep its number of items` : `${pathOf(stack.slice(0, -1))} must keep its keys`;
+      }
+      return `${pathOf(stack)} changed from ${bText} (only string values may be shortened)`;
+    }
+    if (b.kind === 'key') stack[stack.length - 1] = { key: JSON.parse(bText) as string };
+    else if (bText === '{') stack.push({ key: undefined });
+    else if (bText === '[') stack.push({ index: 0 });
+    else if (bText === '}' || bText === ']') stack.pop();
+    else if (bText === ',') {
+      const top = stack[stack.length - 1];
+      if (top !== undefined && 'index' in top) stack[stack.length - 1] = { index: top.index + 1 };
+    }
+  }
+  return a.next().done ? undefined : `${ROOT} has more after its end`;
+}
+
+function isJson(text: string): boolean {
   try {
-    return { ok: true, value: JSON.parse(text) as unknown };
+    JSON.parse(text);
+    return true;
   } catch {
-    return { ok: false };
+    return false;
   }
 }
 
@@ -85,6 +111,8 @@ export function argumentPruneProblem(before: Readonly<AssistantData>, after: Rea
     const b = before.content[i]!;
     const a = after.content[i]!;
     if (a.type !== b.type) return `content[${i}] must stay a ${b.type} block`;
+    // A thought or thinking signature the provider checks must survive a prune byte for byte.
+    if (JSON.stringify(a.providerOptions) !== JSON.stringify(b.providerOptions)) return `content[${i}] must keep its providerOptions`;
     if (b.type !== 'tool-call') {
       if ((a as typeof b).text !== b.text) return `content[${i}] (${b.type}) must stay unchanged: only tool-call arguments may be pruned`;
       continue;
@@ -94,17 +122,9 @@ export function argumentPruneProblem(before: Readonly<AssistantData>, after: Rea
       return `content[${i}] must stay tool call "${b.id}" (${b.name}), got "${call.id}" (${call.name})`;
     }
     if (call.arguments === b.arguments) continue;
-    const old = parseJson(b.arguments);
-    if (!old.ok) return `call "${b.id}": its arguments are not JSON, so they must stay byte-identical`;
-    const next = parseJson(call.arguments);
-    if (!next.ok) return `call "${b.id}": the pruned arguments must be valid JSON`;
-    let problem: string | undefined;
-    try {
-      problem = jsonShapeProblem(old.value, next.value, ROOT);
-    } catch (err) {
-      if (!(err instanceof RangeError)) throw err;
-      problem = 'the arguments nest too deeply to compare';
-    }
+    if (!isJson(b.arguments)) return `call "${b.id}": its arguments are not JSON, so they must stay byte-identical`;
+    if (!isJson(call.arguments)) return `call "${b.id}": the pruned arguments must be valid JSON`;
+    const problem = jsonShapeProblem(b.arguments, call.arguments);
     if (problem) return `call "${b.id}": ${problem}; a prune may only shorten string values`;
   }
   return undefined;

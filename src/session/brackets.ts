@@ -8,7 +8,7 @@
  *
  * A bracket also pins the turn structure: it ends in the turn it started in (between turns
  * when `turn` is null), so a turn cannot end, nor a new one start, while it is open. That rule
- * is the one place (`pinsTurn`) a bracket marked background (SPEC §13) will be let through.
+ * is the one place (`pinsTurn`) a bracket marked background (SPEC §13) is let through.
  *
  * Every check here is O(1), or O(the checkpoint's provenance) for a checkpoint replace.
  */
@@ -60,11 +60,12 @@ export class Brackets {
   }
 
   /**
-   * The open bracket that keeps the turn structure as it is, if any. The only place a
-   * background bracket (SPEC §13: open across step and turn boundaries) will differ.
+   * The open bracket that keeps the turn structure as it is, if any. A background bracket
+   * (SPEC §13) does not: its summary is prepared while the agent works on, across step and turn
+   * boundaries. It still names the turn it started in, and its compaction/end names the same.
    */
   private pinsTurn(): SessionEvent<'compaction/start'> | undefined {
-    return this.start;
+    return this.start?.data.background ? undefined : this.start;
   }
 
   /** Throws when a turn boundary (`turn/start`, `turn/end`) would cross an open bracket. */

@@ -8,21 +8,30 @@ import { z } from 'zod';
 // ---------------------------------------------------------------------------
 // Content blocks
 
-export const TextBlockSchema = z.object({ type: z.literal('text'), text: z.string() }).strict();
-export const ReasoningBlockSchema = z.object({ type: z.literal('reasoning'), text: z.string() }).strict();
+/**
+ * Provider-specific data a block must carry back to its provider, by provider name (the AI
+ * SDK's `providerOptions`): a Gemini thought signature on a tool call, an Anthropic thinking
+ * signature on reasoning. Opaque JSON, kept as recorded; the chat projection ignores it.
+ */
+export const ProviderOptionsSchema = z.record(z.string(), z.record(z.string(), z.unknown()));
+const providerOptions = ProviderOptionsSchema.optional();
+
+export const TextBlockSchema = z.object({ type: z.literal('text'), text: z.string(), providerOptions }).strict();
+export const ReasoningBlockSchema = z.object({ type: z.literal('reasoning'), text: z.string(), providerOptions }).strict();
 /** `arguments` is the raw JSON string the model produced, kept byte for byte. */
 export const ToolCallBlockSchema = z
-  .object({ type: z.literal('tool-call'), id: z.string().min(1), name: z.string().min(1), arguments: z.string() })
+  .object({ type: z.literal('tool-call'), id: z.string().min(1), name: z.string().min(1), arguments: z.string(), providerOptions })
   .strict();
 /** `url` is an http(s) URL or a `data:` URL, as the OpenAI chat API accepts. */
 export const ImageBlockSchema = z
-  .object({ type: z.literal('image'), url: z.string().min(1), detail: z.enum(['auto', 'low', 'high']).optional() })
+  .object({ type: z.literal('image'), url: z.string().min(1), detail: z.enum(['auto', 'low', 'high']).optional(), providerOptions })
   .strict();
 
 export type TextBlock = z.infer<typeof TextBlockSchema>;
 export type ReasoningBlock = z.infer<typeof ReasoningBlockSchema>;
 export type ToolCallBlock = z.infer<typeof ToolCallBlockSchema>;
 export type ImageBlock = z.infer<typeof ImageBlockSchema>;
+export type ProviderOptions = z.infer<typeof ProviderOptionsSchema>;
 export type ContentBlock = TextBlock | ReasoningBlock | ToolCallBlock | ImageBlock;
 
 const UserContentSchema = z.array(z.discriminatedUnion('type', [TextBlockSchema, ImageBlockSchema])).min(1);
@@ -81,6 +90,8 @@ export const EventDataSchemas = {
       toolName: z.string().min(1).optional(),
       content: ToolResultContentSchema,
       isError: z.boolean().optional(),
+      /** The result part's provider options (the AI SDK copies a call's thought signature onto its result). */
+      providerOptions,
     })
     .strict(),
   /** What a request was routed to and built with. The system prompt is surface node 0. */
@@ -95,7 +106,12 @@ export const EventDataSchemas = {
   /** Ends a lifecycle: a `compaction/start` left open before it is stale, not a live lock. */
   'session/end-seed': z.object({ reason: z.string().min(1).optional() }).strict(),
   'compaction/start': z
-    .object({ turn: turnNumber.nullable(), trigger: z.enum(['pressure', 'overflow', 'manual']) })
+    .object({
+      turn: turnNumber.nullable(),
+      trigger: z.enum(['pressure', 'overflow', 'manual']),
+      /** Prepared in the background (SPEC §13): the bracket may stay open across step and turn boundaries. */
+      background: z.literal(true).optional(),
+    })
     .strict(),
   'compaction/summary': z
     .object({

@@ -30,6 +30,7 @@ import {
   type BashExecution,
   type PiEntry,
 } from './import-pi-format';
+import { answerPendingCalls } from './recover';
 import { Session } from './session';
 import { SessionWriter } from './writer';
 
@@ -52,7 +53,10 @@ export interface PiImportReport {
   rendered: Record<string, number>;
   /** What pi recorded but never sent to the model, by kind (settings changes, labels, other branches, `!!` commands, …). */
   notSent: Record<string, number>;
-  /** Entry types (and message roles) we do not know, by type: not imported. */
+  /**
+   * What could not be imported, by kind: entry types and message roles we do not know, content
+   * blocks of unknown types (`block:<type>`, `assistant block:<type>`), images without data.
+   */
   ignored: Record<string, number>;
 }
 
@@ -96,12 +100,15 @@ function usageOf(u: PiUsage | undefined): Usage | undefined {
   };
 }
 
-function userBlocks(content: unknown): Array<TextBlock | ImageBlock> {
+/** pi's user-side content as our blocks; `dropped` hears of every block that cannot be carried over. */
+function userBlocks(content: unknown, dropped: (kind: string) => void): Array<TextBlock | ImageBlock> {
   if (typeof content === 'string') return [{ type: 'text', text: content }];
   const out: Array<TextBlock | ImageBlock> = [];
   for (const b of (content ?? []) as PiBlock[]) {
     if (b.type === 'text') out.push({ type: 'text', text: b.text ?? '' });
     else if (b.type === 'image' && b.data) out.push({ type: 'image', url: `data:${b.mimeType ?? 'image/png'};base64,${b.data}` });
+    else if (b.type === 'image') dropped('image block without data');
+    else dropped(`block:${String(b.type)}`);
   }
   return out.length > 0 ? out : [{ type: 'text', text: '' }];
 }
@@ -145,6 +152,7 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
   const count = (into: Record<string, number>, kind: string) => {
     into[kind] = (into[kind] ?? 0) + 1;
   };
+  const blocks = (content: unknown) => userBlocks(content, (kind) => count(report.ignored, kind));
   if (offBranch > 0) report.notSent['entries on other branches'] = offBranch;
 
   const header = lines.find((l) => l.entry.type === 'session')?.entry;
@@ -152,14 +160,8 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
   let model = typeof header?.modelId === 'string' && header.modelId ? header.modelId : 'unknown';
   if (options.systemPrompt !== undefined) w.system(options.systemPrompt);
 
-  const answerPending = () => {
-    for (const callId of session.surface.pendingCalls()) {
-      w.toolResult(callId, MISSING_RESULT, { isError: true });
-      report.synthesizedResults++;
-    }
-  };
   const closeStep = () => {
-    answerPending();
+    report.synthesizedResults += answerPendingCalls(session, MISSING_RESULT).length;
     if (session.openStep) w.endStep();
   };
   /** A user-role message that is not a prompt (a `!` command, an extension message): joins the open turn. */
@@ -193,7 +195,7 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
       case 'message':
         return importMessage((entry.message ?? {}) as Record<string, unknown>);
       case 'custom_message':
-        return sendAsUser(userBlocks(entry.content), `custom_message:${String(entry.customType ?? 'unnamed')}`);
+        return sendAsUser(blocks(entry.content), `custom_message:${String(entry.customType ?? 'unnamed')}`);
       case 'branch_summary':
         if (typeof entry.summary === 'string' && entry.summary !== '') return sendAsUser([{ type: 'text', text: branchSummaryText(entry.summary) }], 'branch_summary');
         count(report.notSent, 'branch_summary without a summary');
@@ -222,13 +224,13 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
         w.startTurn();
         report.turns++;
         report.userMessages++;
-        return w.user(userBlocks(m.content)).seq;
+        return w.user(blocks(m.content)).seq;
       }
       case 'assistant':
         return importAssistant(m);
       case 'toolResult': {
         report.toolResults++;
-        return w.toolResult(String(m.toolCallId), userBlocks(m.content), {
+        return w.toolResult(String(m.toolCallId), blocks(m.content), {
           ...(m.isError === true ? { isError: true } : {}),
           ...(typeof m.toolName === 'string' && m.toolName ? { toolName: m.toolName } : {}),
         }).seq;
@@ -242,7 +244,7 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
         return sendAsUser([{ type: 'text', text: bashExecutionText(m as BashExecution) }], 'bashExecution');
       case 'custom':
       case 'hookMessage': // the same message before pi's session version 3
-        return sendAsUser(userBlocks(m.content), `custom:${String(m.customType ?? 'unnamed')}`);
+        return sendAsUser(blocks(m.content), `custom:${String(m.customType ?? 'unnamed')}`);
       case 'branchSummary':
         return sendAsUser([{ type: 'text', text: branchSummaryText(String(m.summary ?? '')) }], 'branchSummary');
       case 'compactionSummary':
@@ -263,10 +265,11 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
     const msgProvider = typeof m.provider === 'string' && m.provider ? m.provider : provider;
     const msgModel = typeof m.model === 'string' && m.model ? m.model : model;
     w.request({ provider: msgProvider, model: msgModel, tools: options.tools ?? [] });
-    const blocks = (m.content ?? []) as PiBlock[];
-    const textParts = blocks.filter((b) => b.type === 'text').map((b) => b.text ?? '');
-    const reasoning = blocks.filter((b) => b.type === 'thinking').map((b) => b.thinking ?? '').join('\n\n');
-    const calls = blocks
+    const parts = (m.content ?? []) as PiBlock[];
+    for (const b of parts) if (b.type !== 'text' && b.type !== 'thinking' && b.type !== 'toolCall') count(report.ignored, `assistant block:${String(b.type)}`);
+    const textParts = parts.filter((b) => b.type === 'text').map((b) => b.text ?? '');
+    const reasoning = parts.filter((b) => b.type === 'thinking').map((b) => b.thinking ?? '').join('\n\n');
+    const calls = parts
       .filter((b) => b.type === 'toolCall')
       .map((b) => ({ id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.arguments ?? {}) }));
     const usage = usageOf(m.usage as PiUsage | undefined);

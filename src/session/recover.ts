@@ -15,17 +15,22 @@ export interface RecoveryReport {
 const INTERRUPTED_RESULT =
   'Tool call interrupted: the process stopped before this result was recorded. The call may or may not have run.';
 
+/**
+ * Answers every call still waiting for its result with an error result saying `why`: a request
+ * with an unanswered call is invalid for every OpenAI-compatible API. Returns the call ids.
+ */
+export function answerPendingCalls(session: Session, why: string): string[] {
+  const answered: string[] = [];
+  for (const callId of session.surface.pendingCalls()) {
+    session.append({ type: 'tool/result', data: { callId, content: [{ type: 'text', text: why }], isError: true }, surfaceOp: 'append' });
+    answered.push(callId);
+  }
+  return answered;
+}
+
 /** Appends, through the ordinary rules, what closes every open thing of `session`. */
 export function recoverSession(session: Session): RecoveryReport {
-  const report: RecoveryReport = { closedCalls: [], closedStep: false, closedTurn: false, clearedLock: undefined };
-  for (const callId of session.surface.pendingCalls()) {
-    session.append({
-      type: 'tool/result',
-      data: { callId, content: [{ type: 'text', text: INTERRUPTED_RESULT }], isError: true },
-      surfaceOp: 'append',
-    });
-    report.closedCalls.push(callId);
-  }
+  const report: RecoveryReport = { closedCalls: answerPendingCalls(session, INTERRUPTED_RESULT), closedStep: false, closedTurn: false, clearedLock: undefined };
   const step = session.openStep;
   if (step) {
     session.append({ type: 'step/end', data: { ...step, reason: 'interrupted' } });

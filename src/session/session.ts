@@ -273,11 +273,11 @@ export class Session {
 
   private replay(value: unknown): void {
     const e = parseStoredLine(value, this.log.length);
-    this.commit(e.seq, e.time, this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs));
+    this.commit(e.seq, e.time, this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs, true));
   }
 
-  private plan(seq: number, type: EventType, rawData: unknown, rawSurfaceOp: unknown, rawSourceEventSeqs: unknown): Planned {
-    const parsed = parseEvent(seq, type, rawData, rawSurfaceOp, rawSourceEventSeqs);
+  private plan(seq: number, type: EventType, rawData: unknown, rawSurfaceOp: unknown, rawSourceEventSeqs: unknown, stored = false): Planned {
+    const parsed = parseEvent(seq, type, rawData, rawSurfaceOp, rawSourceEventSeqs, stored);
     const { data, surfaceOp, sourceEventSeqs } = parsed;
     if (surfaceOp !== undefined) {
       const ev = { type, data } as { type: SurfaceEvent['type']; data: SurfaceEvent['data'] };

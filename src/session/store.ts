@@ -9,6 +9,12 @@ import type { SessionEvent } from './events';
 export interface LoadReport {
   /** A last line cut short by a crash: dropped (and kept aside by stores that can), never merged. */
   tornTail?: { line: number; bytes: number; keptAt?: string };
+  /**
+   * Lines from a repeated seq on (two writers appended), left out of the session by a store
+   * opened with an explicit repair option, and moved to `keptAt` before the first write.
+   * `line` is the first line moved, `firstAt` the line that holds its seq first.
+   */
+  interleavedTail?: { line: number; seq: number; firstAt: number; lines: number; bytes: number; keptAt: string };
   /** The writer lease was taken over from a writer that stopped renewing it (a dead process). */
   leaseTakenOver?: { from: string; expiredAt: string };
 }

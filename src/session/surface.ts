@@ -15,6 +15,7 @@ import { deepFreeze } from './freeze';
 import { SessionRuleError } from './errors';
 import { toChatMessage, type ChatMessage } from './derive';
 import { argumentPruneProblem } from './argument-prune';
+import { readOnlyPrefix } from './message-view';
 import { toolCallsOf, type ReplaceOp, type SessionEvent, type SurfaceEvent } from './events';
 
 export type SurfacePlan =
@@ -73,7 +74,12 @@ export class Surface implements SurfaceView {
   private readonly callIds = new Set<string>();
   private readonly shadowMap = new Map<number, readonly number[]>();
   private generation = 0;
-  private frozenMessages: readonly ChatMessage[] | undefined;
+  /** Positions below this have their message converted (a replace lowers it). */
+  private converted = 0;
+  /** The view deriveMessages() returns until the surface changes. */
+  private view: readonly ChatMessage[] | undefined;
+  /** `messages` backs a view handed out: a replace copies it before editing (appends only add). */
+  private shared = false;
 
   constructor(private readonly eventAt: (seq: number) => SessionEvent) {}
 
@@ -125,14 +131,19 @@ export class Surface implements SurfaceView {
     return this.shadowMap.get(seq);
   }
 
-  /** Derived chat messages of the whole surface; each node is converted once and cached. */
+  /**
+   * Derived chat messages of the whole surface; each node is converted once and cached. After
+   * appends only the new nodes are converted and the view is O(1) (see message-view.ts).
+   */
   messagesView(): readonly ChatMessage[] {
-    if (this.frozenMessages) return this.frozenMessages;
-    for (let p = 0; p < this.nodes.length; p++) {
+    if (this.view) return this.view;
+    for (let p = this.converted; p < this.nodes.length; p++) {
       if (this.messages[p] === undefined) this.messages[p] = frozenMessage(this.eventAt(this.nodes[p]!));
     }
-    this.frozenMessages = Object.freeze(this.messages.slice() as ChatMessage[]);
-    return this.frozenMessages;
+    this.converted = this.nodes.length;
+    this.view = readOnlyPrefix(this.messages as ChatMessage[], this.nodes.length);
+    this.shared = true;
+    return this.view;
   }
 
   /** The derived message of one node (cached). */
@@ -222,10 +233,15 @@ export class Surface implements SurfaceView {
         );
       }
       const old = first.data;
-      if (old.callId !== data.callId || old.toolName !== data.toolName || (old.isError ?? false) !== (data.isError ?? false)) {
+      if (
+        old.callId !== data.callId ||
+        old.toolName !== data.toolName ||
+        (old.isError ?? false) !== (data.isError ?? false) ||
+        JSON.stringify(old.providerOptions) !== JSON.stringify(data.providerOptions)
+      ) {
         throw new SessionRuleError(
           'tool-result-replacement',
-          `a tool/result replacement may change content only: callId, toolName and isError must stay ${JSON.stringify({ callId: old.callId, toolName: old.toolName, isError: old.isError })}.`,
+          `a tool/result replacement may change content only: callId, toolName, isError and providerOptions must stay ${JSON.stringify({ callId: old.callId, toolName: old.toolName, isError: old.isError, providerOptions: old.providerOptions })}.`,
         );
       }
       return { kind: 'replace', startPos, endPos, shadowed, contentOnly: true };
@@ -291,7 +307,7 @@ export class Surface implements SurfaceView {
   // Commit: applies a plan made against the current state. Never throws.
 
   commit(plan: SurfacePlan, event: SurfaceEvent): SurfaceChange {
-    this.frozenMessages = undefined;
+    this.view = undefined;
     if (plan.kind === 'append') {
       const position = this.nodes.length;
       this.nodes.push(event.seq);
@@ -305,7 +321,13 @@ export class Surface implements SurfaceView {
     const { startPos, endPos, shadowed } = plan;
     const count = endPos - startPos + 1;
     this.nodes.splice(startPos, count, event.seq);
+    if (this.shared) {
+      // Earlier views keep showing what they showed.
+      this.messages = this.messages.slice();
+      this.shared = false;
+    }
     this.messages.splice(startPos, count, undefined);
+    this.converted = Math.min(this.converted, startPos);
     for (const s of shadowed) this.pos.delete(s);
     // A one-node replace (prune, prompt update) moves nothing: only the new node needs an index.
     if (count === 1) this.pos.set(event.seq, startPos);

@@ -52,18 +52,31 @@ export function parseStoredLine(value: unknown, position: number): z.infer<typeo
   return e;
 }
 
-/** Checks an event's own shape as it would take log position `seq`. */
-export function parseEvent(seq: number, type: EventType, rawData: unknown, rawSurfaceOp: unknown, rawSourceEventSeqs: unknown): ParsedEvent {
+/**
+ * Checks an event's own shape as it would take log position `seq`. `stored`: a line read back
+ * from a store, whose envelope (surfaceOp, sourceEventSeqs) parseStoredLine already checked and
+ * whose values came from JSON.parse, so the tools need no JSON round trip; its data is still
+ * checked against the type's schema.
+ */
+export function parseEvent(
+  seq: number,
+  type: EventType,
+  rawData: unknown,
+  rawSurfaceOp: unknown,
+  rawSourceEventSeqs: unknown,
+  stored = false,
+): ParsedEvent {
   // Own keys only: a type like "toString" must be a rule error, not a TypeError.
   const schema = Object.hasOwn(EventDataSchemas, type) ? EventDataSchemas[type] : undefined;
   if (!schema) throw new SessionRuleError('unknown-type', `unknown event type ${JSON.stringify(type)}.`);
   const parsed = schema.safeParse(rawData);
   if (!parsed.success) throw new SessionRuleError('invalid-data', formatZodIssues(type, parsed.error.issues));
-  if (type === 'request/header') normaliseTools(parsed.data as { tools: Record<string, unknown>[] });
+  if (type === 'request/header' && !stored) normaliseTools(parsed.data as { tools: Record<string, unknown>[] });
   // Checked here, not only on replay: a shape accepted live but refused by StoredEventSchema
   // would make the session file impossible to reopen.
   let surfaceOp: SurfaceOp | undefined;
-  if (rawSurfaceOp !== undefined) {
+  if (stored) surfaceOp = rawSurfaceOp as SurfaceOp | undefined;
+  else if (rawSurfaceOp !== undefined) {
     const op = SurfaceOpSchema.safeParse(rawSurfaceOp);
     if (!op.success) {
       throw new SessionRuleError('surface-op-shape', `surfaceOp must be 'append' or {op: 'replace', start, end} with seqs ≥ 0 and no other keys; got ${JSON.stringify(rawSurfaceOp)}.`);
@@ -71,7 +84,8 @@ export function parseEvent(seq: number, type: EventType, rawData: unknown, rawSu
     surfaceOp = op.data;
   }
   let sourceEventSeqs: readonly number[] | undefined;
-  if (rawSourceEventSeqs !== undefined) {
+  if (stored) sourceEventSeqs = rawSourceEventSeqs as readonly number[] | undefined;
+  else if (rawSourceEventSeqs !== undefined) {
     const seqs = SourceSeqsSchema.safeParse(rawSourceEventSeqs);
     if (!seqs.success) throw new SessionRuleError('source-seqs', `sourceEventSeqs must be an array of seqs (integers ≥ 0); got ${JSON.stringify(rawSourceEventSeqs)}.`);
     sourceEventSeqs = seqs.data;

@@ -13,8 +13,10 @@ import { manualMachine, type ManualInput, type ManualOutput } from '../../src/ma
 import { overflowMachine, type OverflowInput, type OverflowOutput } from '../../src/machines/overflow';
 import { pressureMachine, type PressureInput, type PressureOutput } from '../../src/machines/pressure';
 import { transactionMachine } from '../../src/machines/transaction';
-import type { CommitRecord, PressureReading, SpanCheck, TransactionInput, TransactionOutput, Verdict } from '../../src/machines/types';
+import type { CommitRecord, PressureEconomics, PressureReading, SpanCheck, TransactionInput, TransactionOutput, Verdict } from '../../src/machines/types';
 import type { RangeSelection } from '../../src/services/range';
+import { backgroundSpec, gateSpec } from './catalogs-background';
+import type { EconomicVerdict } from '../../src/services/economics';
 import { activeAfterEvents, activeInvokes } from './model';
 import { generatePaths, type CatalogEvent, type Coverage, type MachineSpec } from './paths';
 
@@ -31,6 +33,12 @@ const READING = (totalTokens: number): PressureReading => ({
   threshold: 4000,
   retainTokens: 1000,
   contextWindow: 6000,
+});
+const VERDICT = (pays: boolean): EconomicVerdict => ({ pays, savings: pays ? 2 : 0, cost: 1, requestsToCome: 40, breakEvenTokens: 2500, reason: pays ? 'pays' : 'does not pay' });
+const ECONOMICS = (over: Partial<PressureEconomics>): PressureEconomics => ({
+  prices: { input: 1, cacheRead: 0.1, cacheWrite: 1.25, output: 4 },
+  pace: { requests: 40, growthPerRequest: 60 },
+  ...over,
 });
 const error = (code: string, chartCode?: string) => Object.assign(new Error(`scripted ${code}`), { code, ...(chartCode ? { chartCode } : {}) });
 
@@ -158,6 +166,9 @@ export const PRESSURE_OFFERS: Record<string, Offer[]> = {
       states: ['measuring'],
     },
     { outcome: 'throws', error: error('internal') },
+    // The cost model (economics on): below the threshold, compacting now pays; above it, pruning does not.
+    { outcome: 'below-pays', output: { kind: 'reading', reading: { ...READING(3000), economics: ECONOMICS({ compaction: VERDICT(true) }) } }, states: ['measuring'] },
+    { outcome: 'above-prune-unpaid', output: { kind: 'reading', reading: { ...READING(5000), economics: ECONOMICS({ prune: VERDICT(false) }) } }, states: ['measuring'] },
   ],
   prune: [
     { outcome: 'pruned', output: { count: 1, tokensFreed: 900, generation: 1 } },
@@ -184,14 +195,29 @@ export const PRESSURE_INPUTS: Array<{ label: string; input: PressureInput }> = [
   { label: 'aborted', input: { turn: 0, aborted: true, pruneEnabled: true, maxAttempts: 2, silentSeenSeq: -1 } },
 ];
 
+/**
+ * After a decision of the cost model only what a real session can then give: an early
+ * compaction's selection finds the range the cost model weighed (or the route is gone:
+ * throws); a skipped prune's, above the threshold, may find nothing (one indivisible unit).
+ * Everything after a selection is the threshold's paths' to cover.
+ */
+function economicOffers(s: AnyMachineSnapshot, offers: Array<CatalogEvent<undefined>>): Array<CatalogEvent<undefined>> {
+  const decision = (s.context as { economics?: { decision: string } }).economics?.decision;
+  if (decision === 'compact-early') return offers.filter((o) => o.outcome === 'selectRange:throws');
+  if (decision === 'skip-prune') return offers.filter((o) => o.outcome === 'selectRange:nothing');
+  return offers;
+}
+
 export const pressureSpec: MachineSpec<undefined> = {
   name: 'pressure',
   machine: pressureMachine,
   inputs: PRESSURE_INPUTS,
   initialAux: undefined,
-  events: (s) => (active(s) ? [...afterCancelFirst(invokeOffers<undefined>(s, PRESSURE_OFFERS), s.context.cancelRequested), { outcome: 'cancel', event: { type: 'cancel' } }] : []),
+  events: (s) =>
+    active(s) ? [...afterCancelFirst(economicOffers(s, invokeOffers<undefined>(s, PRESSURE_OFFERS)), s.context.cancelRequested), { outcome: 'cancel', event: { type: 'cancel' } }] : [],
   // A cancel remembered while compacting decides how the transaction's outcome is taken: part of the state.
-  project: (s) => JSON.stringify([s.value, s.context.pruneEnabled, s.context.attempts, s.context.cancelRequested]),
+  // The cost model's decision too: its paths stay apart from the threshold's (see economicOffers).
+  project: (s) => JSON.stringify([s.value, s.context.pruneEnabled, s.context.attempts, s.context.cancelRequested, s.context.economics?.decision]),
   atRest: (s) => s.status === 'done',
   maxDepth: 12,
 };
@@ -341,6 +367,7 @@ const pressureOut = (over: Partial<PressureOutput>): PressureOutput => ({
   transactions: [],
   error: undefined,
   silentOverflowSeq: undefined,
+  economics: undefined,
   ...over,
 });
 const overflowFail = (over: Partial<Extract<OverflowOutput, { action: 'fail' }>>): OverflowOutput => ({
@@ -365,7 +392,6 @@ export const JOB_OUTCOMES: Record<'pressure' | 'overflow' | 'manual', Array<[str
           skipped: { kind: 'misconfigured', provider: 'nowhere', model: `mystery-${aux.warned + 1}`, code: 'budget-unknown-window', message: 'unknown window' },
         }),
     ],
-    ['below', () => pressureOut({ status: 'below' })],
   ],
   overflow: [
     ['retry', () => ({ action: 'retry', classification: { kind: 'context-overflow', provider: 'openai', message: 'x' }, prune: undefined, transaction: TX_COMMITTED }) satisfies OverflowOutput],
@@ -388,7 +414,10 @@ export const ENGINE_INPUT: EngineInput = { auto: true, pruneEnabled: true, maxAt
 
 export const engineSpec: MachineSpec<EngineAux> = {
   name: 'engine',
-  machine: engineMachine,
+  // The engine's quick check (a cheap measurement) stands here for the event's `quiet` mark.
+  machine: engineMachine.provide({
+    guards: { 'pressure is below the threshold': ({ context, event }) => (event as { quiet?: boolean }).quiet === true && context.policy.auto },
+  }),
   inputs: [
     { label: 'auto', input: ENGINE_INPUT },
     { label: 'auto off', input: { ...ENGINE_INPUT, auto: false } },
@@ -419,6 +448,7 @@ export const engineSpec: MachineSpec<EngineAux> = {
       }
     }
     out.push({ outcome: 'afterStep', event: { type: 'step.completed', id, turn: 0, aborted: false }, aux: made });
+    out.push({ outcome: 'afterStep below', event: { type: 'step.completed', id, turn: 0, aborted: false, quiet: true }, aux: made });
     out.push({
       outcome: 'onRequestError',
       event: { type: 'request.failed', id, error: new Error('overflow'), turn: 0, aborted: false, lastAssistantSeq: aux.requests },
@@ -445,7 +475,7 @@ export const engineSpec: MachineSpec<EngineAux> = {
   maxDepth: 8,
 };
 
-export const SPECS = [transactionSpec, pressureSpec, overflowSpec, manualSpec, engineSpec] as const;
+export const SPECS = [transactionSpec, pressureSpec, overflowSpec, manualSpec, engineSpec, backgroundSpec, gateSpec] as const;
 
 let cached: Map<string, Coverage> | undefined;
 

@@ -12,31 +12,18 @@ import { Session } from '../../src/session/session';
 import { openAIMessageProblems } from '../helpers/openai-validator';
 import { SPECS, allCoverage } from './catalogs';
 import { crashPathFor } from './crash-paths';
-import type { PathRunner } from './describe';
 import { crashStates } from './required';
 import { attachEngine, cleanupWorlds, clearCrashPlan, endTurn, planCrash, startServer, startTurn, toolStep, type Server } from './runner';
-import { runEnginePath } from './suite-engine';
-import { runManualPath } from './suite-manual';
-import { runOverflowPath } from './suite-overflow';
-import { runPressurePath } from './suite-pressure';
-import { runTransactionPath } from './suite-transaction';
-
-const RUNNERS: Record<string, PathRunner> = {
-  transaction: runTransactionPath,
-  pressure: runPressurePath,
-  overflow: runOverflowPath,
-  manual: runManualPath,
-  engine: runEnginePath,
-};
+import { RUNNERS } from './runners';
 
 let srv: Server;
 beforeAll(async () => {
   srv = await startServer();
 });
 afterAll(() => srv.close());
-afterEach(() => {
+afterEach(async () => {
   clearCrashPlan();
-  cleanupWorlds();
+  await cleanupWorlds();
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -9,23 +9,10 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SPECS, allCoverage } from './catalogs';
-import type { PathRunner } from './describe';
 import { install, mutantsOf, type Mutant } from './mutants';
 import type { GeneratedPath } from './paths';
 import { cleanupWorlds, startServer, stopWorlds, timing, type Server } from './runner';
-import { runEnginePath } from './suite-engine';
-import { runManualPath } from './suite-manual';
-import { runOverflowPath } from './suite-overflow';
-import { runPressurePath } from './suite-pressure';
-import { runTransactionPath } from './suite-transaction';
-
-const RUNNERS: Record<string, PathRunner> = {
-  transaction: runTransactionPath,
-  pressure: runPressurePath,
-  overflow: runOverflowPath,
-  manual: runManualPath,
-  engine: runEnginePath,
-};
+import { RUNNERS } from './runners';
 const EQUIVALENT = JSON.parse(readFileSync(new URL('../../scripts/equivalent-mutants.json', import.meta.url), 'utf8')) as Record<string, Record<string, string>>;
 const ONLY = process.env.MUTATE_CHARTS?.split(',');
 const PATH_TIMEOUT_MS = 4000;
@@ -57,7 +44,7 @@ async function runPath(name: string, path: GeneratedPath, byKey: Map<string, imp
   } finally {
     clearTimeout(timer);
     await stopWorlds();
-    cleanupWorlds();
+    await cleanupWorlds();
     srv.queue.length = 0;
   }
 }

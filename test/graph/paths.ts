@@ -65,6 +65,8 @@ export interface GeneratedPath {
   finalValue: unknown;
   /** The chart's context at the end of the path (from the catalog's payloads, not the world's). */
   finalContext: unknown;
+  /** The chart's output, when the path ends in a final state (from the catalog's payloads too). */
+  finalOutput: unknown;
   /** Short readable form: `input: outcome → outcome …`. */
   title: string;
 }
@@ -151,6 +153,7 @@ function toGenerated<Aux>(spec: MachineSpec<Aux>, logic: ActorLogic<CatSnap<Aux>
     fired: [...initFired, ...steps.flatMap((x) => x.fired)],
     finalValue: s.m.value,
     finalContext: s.m.context,
+    finalOutput: s.m.output,
     title: `${label}: ${steps.map((x) => x.outcome).join(' → ') || '(initial)'}`,
   };
 }

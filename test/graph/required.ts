@@ -36,6 +36,7 @@ const S6 = 'SPEC §6 overflow recovery';
 const S9 = 'SPEC §9 manual compaction';
 const CANCEL = 'DESIGN: cancellation from every waiting state; SPEC §5: a summary finished after cancel is never committed';
 const BREAKER = 'SPEC §10/§14: circuit breaker for repeated failures';
+const S13 = 'SPEC §13 background compaction';
 
 /** The decisions SPEC.md names, per chart. */
 export const SPEC_DECISIONS: Record<string, RequiredTransition[]> = {
@@ -94,6 +95,38 @@ export const SPEC_DECISIONS: Record<string, RequiredTransition[]> = {
     { source: 'work', event: 'cancel', guard: 'is the running request', target: null, why: CANCEL },
     { source: 'work', event: 'shutdown', target: 'work.stopped', why: 'engine.stop(): leaving the job stops it' },
   ],
+  background: [
+    { source: 'idle', event: 'step', guard: 'the prepare point is reached', target: 'selecting', why: `${S13}: from the prepare point, select the span and start summarizing` },
+    { source: 'idle', event: 'step', target: null, why: `${S13}: nothing running, below the prepare point: the job runs as usual` },
+    { source: '(root)', event: 'step', guard: 'the step must wait', why: `${S13}: the threshold reached while the summary runs: afterStep waits (the only wait)` },
+    { source: '(root)', event: 'await', target: null, why: `${S13}: overflow and compactNow wait for a running summary` },
+    { source: 'selecting', event: 'done(selectRange)', guard: 'nothing to compact', target: 'idle', why: `${S4}: nothing to compact, nothing written` },
+    { source: 'validating', event: 'done(validateSpan)', guard: 'lock is held', target: 'idle', why: `${S13}: one bracket at a time (busy)` },
+    { source: 'summarizing', event: 'cancel', target: 'cancelled', why: `${S13}: cancellation behaves as in the foreground path` },
+    { source: 'ready', event: 'done(revalidate)', guard: 'span changed', target: 'closing', why: `${S13}: stability for a background commit` },
+    { source: 'ready', event: 'done(revalidate)', guard: 'checkpoint does not shrink the span', target: 'closing', why: `${S5}: shrink check` },
+    { source: 'ready', event: 'done(revalidate)', guard: 'too little progress', target: 'closing', why: 'SPEC §10: skip a pass that frees too little (minProgressRatio)' },
+    { source: 'ready', event: 'done(revalidate)', target: 'committing', why: `${S13}: committed at once when ready` },
+    { source: 'flushing', event: 'done(flush)', target: 'idle', why: `${S13}/§9: flush the store before the run ends` },
+  ],
+  gate: [
+    { source: 'start', event: 'always', guard: 'the job is pressure', target: 'measuring', why: `${S13}: a step is judged by its reading` },
+    { source: 'consulting', event: 'background.preparing', target: 'preparing', why: `${S13}: afterStep returns at once ('preparing')` },
+    { source: 'consulting', event: 'background.proceed', target: 'running', why: `${S13}: nothing running: the job runs as usual` },
+    { source: 'consulting', event: 'background.waiting', target: 'waiting', why: `${S13}: the only wait` },
+    { source: 'waiting', event: 'background.settled', target: 'running', why: `${S13}: then decide as §4, §6, §9` },
+    { source: 'waiting', event: 'cancel', target: null, why: `${S13}: the wait is cancellable` },
+  ],
+};
+
+/**
+ * Invokes whose failure a chart leaves to its parent on purpose (no error transition of its
+ * own): the parent's error transition, itself required, handles it.
+ */
+export const ESCALATED: Record<string, Record<string, string>> = {
+  gate: {
+    job: "a job chart that fails (a bug) fails the gate with it: the engine's error(job) transition, required on the engine, reports it as the job's chart error",
+  },
 };
 
 function ancestors(state: string): string[] {
@@ -108,7 +141,10 @@ export function requiredTransitions(name: string, machine: AnyStateMachine): Req
   for (const s of statesOfConfig(machine.config as never)) {
     if (s.invokes.length === 0) continue;
     out.push({ source: s.name, event: 'cancel', inherited: true, why: CANCEL });
-    for (const src of s.invokes) out.push({ source: s.name, event: `error(${src})`, why: `every invoked service has its error transition (${src})` });
+    for (const src of s.invokes) {
+      if (ESCALATED[name]?.[src]) continue;
+      out.push({ source: s.name, event: `error(${src})`, why: `every invoked service has its error transition (${src})` });
+    }
   }
   return [...out, ...(SPEC_DECISIONS[name] ?? [])];
 }

@@ -46,8 +46,13 @@ export const SYSTEM_PROMPT = 'You are a coding agent. Keep answers short.';
 export const MODELS = {
   'test/small': { contextWindow: 6000, maxOutputTokens: 500 },
   'test/big': { contextWindow: 200_000, maxOutputTokens: 500 },
+  // The agent switches to a smaller window: the same request is suddenly over its threshold.
+  'test/tiny': { contextWindow: 4000, maxOutputTokens: 500 },
 };
-export const BASE_CONFIG: CompactionConfigInput = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2 };
+// The cost model is off unless a world turns it on (the pressure paths that weigh costs do).
+// Background off: these paths walk the foreground charts (pressure, transaction, engine); the
+// background and gate charts have their own suite (suite-background.ts).
+export const BASE_CONFIG: CompactionConfigInput = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false, background: false };
 export const SUMMARY_TEXT = '## Goal\nFix the build.\n## Progress\nListed the files of every directory; nothing failed yet.';
 
 export type ServiceName = keyof EngineServices;
@@ -69,7 +74,7 @@ export interface Recorded {
  * generator uses (model.ts), on the actor's own logic (the engine's `provide()`d copy, or a
  * mutant). `@xstate.microstep` names them only in its internal `_transitions`.
  */
-function transitionsTaken(e: Extract<InspectionEvent, { type: '@xstate.snapshot' }>, previous: Map<string, AnyMachineSnapshot>): TransitionInfo[] {
+export function transitionsTaken(e: Extract<InspectionEvent, { type: '@xstate.snapshot' }>, previous: Map<string, AnyMachineSnapshot>): TransitionInfo[] {
   const logic = (e.actorRef as { logic?: unknown }).logic as AnyStateMachine | undefined;
   if (!logic || typeof (logic as { getTransitionData?: unknown }).getTransitionData !== 'function') return [];
   const id = e.actorRef.sessionId;
@@ -215,6 +220,24 @@ export class Controller {
   }
 
   /**
+   * The first pending call to `service`, whatever calls wait before it (another actor's, which
+   * the script settles later).
+   */
+  async takeOf(service: ServiceName, timeoutMs = timing.takeMs): Promise<Call> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (this.dead) throw new Error(`expected a call to ${service}, but the process crashed`);
+      const at = this.pending.findIndex((c) => c.service === service);
+      if (at >= 0) return this.pending.splice(at, 1)[0]!;
+      if (Date.now() >= deadline) throw new Error(`expected a call to ${service} within ${timeoutMs} ms; none came (calls so far: ${this.calls.map((c) => c.service).join(', ')})`);
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, Math.max(1, deadline - Date.now()));
+        this.waiters.push(() => (clearTimeout(t), r()));
+      });
+    }
+  }
+
+  /**
    * The next service call, which must be to `service`. Fails when the engine calls another
    * service first, or when `settledFirst` (the facade call) settles before any call comes.
    */
@@ -294,6 +317,8 @@ export interface WorldOptions {
    * the host aborts fails `summary-cancelled` while the engine's own signal is still live.
    */
   hostSummarizer?: boolean;
+  /** The engine's quick check of a step below the threshold (off here: every step runs the pressure chart, its measure held). */
+  quickCheck?: boolean;
 }
 
 export interface World {
@@ -324,6 +349,7 @@ export interface World {
 }
 
 const dirs: string[] = [];
+const sessions: Session[] = [];
 
 /** How long a script waits for the engine's next service call (the mutation run shortens it). */
 export const timing = { takeMs: 5000 };
@@ -339,9 +365,14 @@ export async function stopWorlds(): Promise<void> {
   }
 }
 
-export function cleanupWorlds(): void {
+/**
+ * Closes every session a test opened (its store's queued writes land first), then removes
+ * their folders: removing a folder while a session still flushed into it failed with ENOTEMPTY.
+ */
+export async function cleanupWorlds(): Promise<void> {
   live.length = 0;
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  for (const s of sessions.splice(0)) await s.close().catch(() => undefined);
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
 }
 
 export async function openWorld(srv: Server, opts: WorldOptions = {}): Promise<World> {
@@ -350,6 +381,7 @@ export async function openWorld(srv: Server, opts: WorldOptions = {}): Promise<W
   const store = new JsonlStore(dir, { sync: false });
   const id = opts.id ?? 'graph';
   const session = await Session.open(store, id);
+  sessions.push(session);
   return attachEngine(srv, { dir, store, id, session }, opts);
 }
 
@@ -410,6 +442,7 @@ export function attachEngine(
       return ctl.wrap(d);
     },
     ...(opts.pruner === false ? { pruner: false as const } : {}),
+    quickCheck: opts.quickCheck ?? false,
   };
   const engine = createCompactionEngine(options);
   if (crashPlan) {

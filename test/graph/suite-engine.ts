@@ -9,7 +9,8 @@
  *   pressure compacted / failed   steps until over the threshold; the server writes the
  *                                 summary, or answers 500
  *   pressure unknown-model        a request/header for a model the registry does not know
- *   pressure below                a request/header for the 200k-window model
+ *   afterStep below               a request/header for the 200k-window model: answered by the
+ *                                 root chart's quick check, no job started
  *   overflow retry / failed       the provider's real overflow error; the server writes the
  *                                 summary, or answers 500 (nothing to prune: no progress)
  *   overflow not-overflow         the provider's real non-overflow 400
@@ -49,15 +50,15 @@ interface Job {
 }
 
 const FIRST_CALL: Record<Kind, 'measure' | 'classify' | 'checkAdmission'> = { pressure: 'measure', overflow: 'classify', manual: 'checkAdmission' };
-const FACADE_KIND: Record<string, Kind> = { afterStep: 'pressure', onRequestError: 'overflow', compactNow: 'manual' };
+const FACADE_KIND: Record<string, Kind> = { afterStep: 'pressure', 'afterStep below': 'pressure', onRequestError: 'overflow', compactNow: 'manual' };
 const SERVER_500 = { kind: 'status' as const, status: 500, body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } } };
 
 /** Prepares the world so the job about to start ends with `outcome`. */
 function prepare(w: World, srv: Server, kind: Kind, outcome: string, warned: { n: number }): unknown {
   if (kind === 'pressure') {
     if (outcome === 'unknown-model') route(w, `mystery-${++warned.n}`);
-    else if (outcome === 'below') route(w, 'big');
-    else if (outcome !== 'chart-error' && outcome !== 'cancelled') {
+    else {
+      // Above the threshold, else the quick check answers the step without a job.
       const p = pressureNow(w);
       if (w.session.openTurn === null || p.total < p.threshold + 100) fillAbove(w, 100);
       else route(w);
@@ -88,7 +89,7 @@ function expectJobAnswer(job: Job, answer: Answer): void {
   const { kind, outcome } = job;
   if (kind === 'pressure') {
     const r = answer as AfterStepResult;
-    const status = { compacted: 'compacted', failed: 'failed', 'unknown-model': 'skipped', below: 'below', cancelled: 'cancelled', 'chart-error': 'failed' }[outcome];
+    const status = { compacted: 'compacted', failed: 'failed', 'unknown-model': 'skipped', cancelled: 'cancelled', 'chart-error': 'failed' }[outcome];
     expect(r.status).toBe(status);
     if (outcome === 'failed') expect(r.error?.causeCode).toBe('summary-request');
     if (outcome === 'chart-error') expect(r.error?.code).toBe('internal');
@@ -112,6 +113,7 @@ function expectJobAnswer(job: Job, answer: Answer): void {
 export async function runEnginePath(srv: Server, path: GeneratedPath, byKey: Map<string, TransitionInfo>): Promise<void> {
   const w = await openWorld(srv, {
     config: { circuitBreaker: { failureLimit: 2, cooldownMs: 1000 }, ...(path.input === 'auto off' ? { auto: false } : {}) },
+    quickCheck: true,
   });
   toolStep(w);
   markRun(w);
@@ -136,11 +138,14 @@ export async function runEnginePath(srv: Server, path: GeneratedPath, byKey: Map
         w.ctl.putBack(first);
         continue;
       }
-      // Answered at once: auto off, paused, or busy.
-      const answer = await call(w, facadeKind, srv.overflowError, new AbortController().signal);
+      // Answered at once: below the threshold (the quick check), auto off, paused, or busy.
       const busy = job !== undefined;
+      if (step.outcome === 'afterStep below' && !busy) route(w, 'big');
+      const answer = await call(w, facadeKind, srv.overflowError, new AbortController().signal);
       if (facadeKind === 'pressure') {
-        const status = busy ? 'busy' : step.fired.some((k) => byKey.get(k)!.guard === 'breaker is open') ? 'paused' : 'auto-off';
+        const fired = (guard: string) => step.fired.some((k) => byKey.get(k)!.guard === guard);
+        const status = busy ? 'busy' : fired('breaker is open') ? 'paused' : fired('automatic compaction is off') ? 'auto-off' : 'below';
+        if (status === 'below') expect((answer as AfterStepResult).before?.totalTokens).toBeLessThan((answer as AfterStepResult).before!.threshold);
         expect((answer as AfterStepResult).status).toBe(status);
       } else if (facadeKind === 'overflow') {
         expect(answer).toMatchObject({ kind: 'fail', reason: 'busy' });

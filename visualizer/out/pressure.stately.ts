@@ -49,14 +49,42 @@ export const machine = createMachine({
             ],
           },
           {
+            guard: 'below threshold & compacting now pays',
+            target: 'selecting',
+            actions: [
+              'remember first reading',
+              {
+                type: 'remember economic decision',
+                params: { decision: 'compact-early' },
+              },
+            ],
+          },
+          {
             guard: 'below threshold',
             target: 'below',
             actions: 'remember first reading',
           },
           {
+            guard: 'pruning is enabled & pruning does not pay',
+            target: 'selecting',
+            actions: [
+              'remember first reading',
+              {
+                type: 'remember economic decision',
+                params: { decision: 'skip-prune' },
+              },
+            ],
+          },
+          {
             guard: 'pruning is enabled',
             target: 'pruning',
-            actions: 'remember first reading',
+            actions: [
+              'remember first reading',
+              {
+                type: 'remember economic decision',
+                params: { decision: 'prune' },
+              },
+            ],
           },
           { target: 'selecting', actions: 'remember first reading' },
         ],

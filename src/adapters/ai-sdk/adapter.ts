@@ -28,6 +28,7 @@ import type {
   LanguageModelV3Prompt,
   LanguageModelV3StreamPart,
   LanguageModelV3Usage,
+  SharedV3ProviderMetadata,
 } from '@ai-sdk/provider';
 import { wrapLanguageModel } from 'ai';
 import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../../engine';
@@ -35,13 +36,15 @@ import { isCheckpoint, type SurfaceEvent } from '../../session/events';
 import type { Session } from '../../session/session';
 import { SessionWriter } from '../../session/writer';
 import type { Summarizer } from '../../services/summarizer';
+import { boundSummarizer } from '../../services/summarizers/bounded-summarizer';
 import type { ModelInfo } from '../../services/models';
-import { normaliseRequestError } from './errors';
+import { normaliseRequestError, recoveryFailed } from './errors';
 import {
   AiSdkAdapterError,
   assistantFacts,
   fingerprint,
   promptOf,
+  refuseOptions,
   replyFacts,
   toolResults,
   usageOf,
@@ -70,7 +73,8 @@ export interface AiSdkCompactionOptions extends Omit<CompactionEngineOptions, 's
   models?: Record<string, Partial<ModelInfo>>;
   /**
    * Who writes summaries. Default: {@link AiSdkSummarizer} over `model` itself (the unwrapped
-   * one), so summaries go through the same provider, credentials and prompt cache.
+   * one), so summaries go through the same provider, credentials and prompt cache, bounded by
+   * the model's window (`boundSummarizer`): a span that does not fit is summarized in chunks.
    */
   summarizer?: Summarizer;
 }
@@ -106,7 +110,9 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     ...engineOptions,
     session,
     models,
-    summarizer: options.summarizer ?? new AiSdkSummarizer({ model: base }),
+    // Bounded by the summarizing model's window (this model's: the registry entry, or `contextWindow`):
+    // a span larger than the window goes out in chunks that fit, never as one request that overflows.
+    summarizer: options.summarizer ?? boundSummarizer(new AiSdkSummarizer({ model: base }), options.contextWindow !== undefined ? { window: options.contextWindow } : {}),
   });
   const w = new SessionWriter(session);
 
@@ -148,6 +154,36 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
       }
     });
 
+  /**
+   * Every tool call answered, checked before anything is written: a message arriving while
+   * calls wait, or a prompt ending with calls unanswered, would otherwise be sent to the
+   * provider as a call without its result (a request providers reject, or answer blind). The
+   * AI SDK refuses the same prompts itself (`MissingToolResultsError`); this catches the ones
+   * that reach the model another way (a middleware before this one, a direct `doGenerate`).
+   */
+  const checkAnswered = (mapped: readonly Mapped[]): void => {
+    const waiting = new Set(session.surface.pendingCalls());
+    const refuse = (where: string) => {
+      const ids = [...waiting];
+      return new AiSdkAdapterError(
+        'missing-tool-results',
+        `xcompact/ai-sdk cannot send a prompt in which tool call${ids.length > 1 ? 's' : ''} ${ids.map((id) => `"${id}"`).join(', ')} ha${ids.length > 1 ? 've' : 's'} no result ${where}: ` +
+          'give every tool call its tool-result part (an error result for a call that was not run), as the AI SDK requires; nothing was recorded or sent',
+        { toolCallIds: ids },
+      );
+    };
+    for (const m of mapped) {
+      if (m.role === 'tool') {
+        for (const r of m.results) waiting.delete(r.callId);
+        continue;
+      }
+      if (waiting.size > 0) throw refuse(`before the next ${m.role} message`);
+      if (m.role === 'assistant') for (const c of m.facts.toolCalls) waiting.add(c.id);
+    }
+    // The next request is built from the surface: a call still waiting would go out without its result.
+    if (waiting.size > 0) throw refuse('at the end of the prompt');
+  };
+
   const record = async (m: Mapped, signal: AbortSignal | undefined): Promise<void> => {
     switch (m.role) {
       case 'user':
@@ -164,20 +200,29 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
         writeReply(m.facts, undefined);
         return;
       case 'tool':
-        for (const r of m.results) w.toolResult(r.callId, r.content, { toolName: r.toolName, ...(r.isError ? { isError: true } : {}) });
+        for (const r of m.results) {
+          session.append({
+            type: 'tool/result',
+            data: { callId: r.callId, toolName: r.toolName, content: r.content, ...(r.isError ? { isError: true } : {}), ...(r.providerOptions ? { providerOptions: r.providerOptions } : {}) },
+            surfaceOp: 'append',
+          });
+        }
         return;
     }
   };
 
   const writeReply = (facts: AssistantFacts, meta: { usage?: LanguageModelV3Usage; finish?: LanguageModelV3FinishReason; modelId?: string } | undefined) => {
     const usage = usageOf(meta?.usage);
-    w.assistant({
-      ...(facts.text ? { text: facts.text } : {}),
-      ...(facts.reasoning ? { reasoning: facts.reasoning } : {}),
-      toolCalls: facts.toolCalls,
-      ...(usage ? { usage } : {}),
-      ...(meta ? { provider, model: meta.modelId ?? base.modelId } : {}),
-      ...(meta?.finish?.raw ? { finishReason: meta.finish.raw } : {}),
+    // The parts in their order with their provider options (the writer's assistant() keeps neither).
+    session.append({
+      type: 'assistant/message',
+      data: {
+        content: facts.blocks,
+        ...(meta ? { provider, model: meta.modelId ?? base.modelId } : {}),
+        ...(usage ? { usage } : {}),
+        ...(meta?.finish?.raw ? { finishReason: meta.finish.raw } : {}),
+      },
+      surfaceOp: 'append',
     });
   };
 
@@ -186,7 +231,10 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     const signal = params.abortSignal;
     let i = 0;
     const system: string[] = [];
-    for (; i < params.prompt.length && params.prompt[i]!.role === 'system'; i++) system.push(params.prompt[i]!.content as string);
+    for (; i < params.prompt.length && params.prompt[i]!.role === 'system'; i++) {
+      refuseOptions(params.prompt[i]!.providerOptions, 'the system prompt');
+      system.push(params.prompt[i]!.content as string);
+    }
     const rest = params.prompt.slice(i);
     for (let k = 0; k < consumed.length; k++) {
       if (rest[k] === undefined || !sameMessage(rest[k]!, consumed[k]!)) {
@@ -201,6 +249,7 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     const echoed = echo !== undefined && candidate !== undefined && isEcho(candidate, echo);
     const fresh = rest.slice(consumed.length + (echoed ? 1 : 0));
     const mapped = mapAll(fresh);
+    checkAnswered(mapped);
     if (echoed) consumed.push(fingerprint(candidate!));
     echo = undefined;
     if (system.length > 0) w.system(system.join('\n\n'));
@@ -260,7 +309,19 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
         return await call({ ...params, prompt });
       } catch (err) {
         const signal = params.abortSignal;
-        const action = await engine.onRequestError(normaliseRequestError(err), signal ? { signal } : {}).catch(() => ({ kind: 'fail' as const }));
+        let action: Awaited<ReturnType<CompactionEngine['onRequestError']>>;
+        try {
+          action = await engine.onRequestError(normaliseRequestError(err), signal ? { signal } : {});
+        } catch (failure) {
+          // Not the provider's error alone: the app must see why no recovery ran (a stopped
+          // engine, a store that failed), with the provider's error kept beside it.
+          try {
+            abandon();
+          } catch {
+            // The session refuses the step's end too (a failed store): the error below says why.
+          }
+          throw recoveryFailed(err, failure);
+        }
         if (action.kind !== 'retry') {
           abandon();
           throw err;
@@ -280,7 +341,8 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     wrapStream: async ({ params, model }) => {
       const result = await send(params, (p) => model.doStream(p));
       const content: LanguageModelV3Content[] = [];
-      const texts = new Map<string, { type: 'text' | 'reasoning'; text: string }>();
+      // Accumulated as the AI SDK does: a later delta's or the end's providerMetadata wins.
+      const texts = new Map<string, { type: 'text' | 'reasoning'; text: string; providerMetadata?: SharedV3ProviderMetadata }>();
       let usage: LanguageModelV3Usage | undefined;
       let finishReason: LanguageModelV3FinishReason | undefined;
       let modelId: string | undefined;
@@ -290,7 +352,7 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
           switch (part.type) {
             case 'text-start':
             case 'reasoning-start': {
-              const entry = { type: part.type === 'text-start' ? ('text' as const) : ('reasoning' as const), text: '' };
+              const entry = { type: part.type === 'text-start' ? ('text' as const) : ('reasoning' as const), text: '', ...(part.providerMetadata ? { providerMetadata: part.providerMetadata } : {}) };
               texts.set(part.id, entry);
               content.push(entry as LanguageModelV3Content);
               break;
@@ -298,7 +360,16 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
             case 'text-delta':
             case 'reasoning-delta': {
               const entry = texts.get(part.id);
-              if (entry) entry.text += part.delta;
+              if (entry) {
+                entry.text += part.delta;
+                if (part.providerMetadata) entry.providerMetadata = part.providerMetadata;
+              }
+              break;
+            }
+            case 'text-end':
+            case 'reasoning-end': {
+              const entry = texts.get(part.id);
+              if (entry && part.providerMetadata) entry.providerMetadata = part.providerMetadata;
               break;
             }
             case 'tool-call':

@@ -9,6 +9,7 @@
  */
 import type {
   LanguageModelV3Content,
+  SharedV3ProviderOptions,
   LanguageModelV3FilePart,
   LanguageModelV3Message,
   LanguageModelV3Prompt,
@@ -16,21 +17,52 @@ import type {
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
 import { XcompactError } from '../../errors';
-import type { ContentBlock, ImageBlock, SurfaceEvent, TextBlock, Usage } from '../../session/events';
+import type { ImageBlock, ProviderOptions, ReasoningBlock, SurfaceEvent, TextBlock, ToolCallBlock, Usage } from '../../session/events';
 
 export type AiSdkAdapterErrorCode =
   | 'unmappable-part' // a message part the session cannot represent (named in the message)
-  | 'history-diverged'; // the app sent a conversation that does not continue the recorded one
+  | 'history-diverged' // the app sent a conversation that does not continue the recorded one
+  | 'missing-tool-results' // the prompt leaves tool calls without a result (named in `toolCallIds`)
+  | 'recovery-failed'; // the provider rejected a request and the engine failed handling it (`cause`: why; `requestError`: the provider's error)
 
 export class AiSdkAdapterError extends XcompactError {
   declare readonly code: AiSdkAdapterErrorCode;
-  constructor(code: AiSdkAdapterErrorCode, message: string, options?: { cause?: unknown }) {
-    super(code, message, options);
+  /** For `missing-tool-results`: the calls that have no result. */
+  readonly toolCallIds: readonly string[] | undefined;
+  /** For `recovery-failed`: the provider's error the engine was handling (an `APICallError`). */
+  readonly requestError: unknown;
+  constructor(code: AiSdkAdapterErrorCode, message: string, options?: { cause?: unknown; toolCallIds?: readonly string[]; requestError?: unknown }) {
+    super(code, message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.toolCallIds = options?.toolCallIds;
+    this.requestError = options?.requestError;
   }
 }
 
 const unmappable = (where: string, what: string, hint: string): AiSdkAdapterError =>
   new AiSdkAdapterError('unmappable-part', `xcompact/ai-sdk cannot record ${what} in ${where}: ${hint}`);
+
+const hasOptions = (o: SharedV3ProviderOptions | undefined): o is SharedV3ProviderOptions => o !== undefined && Object.keys(o).length > 0;
+
+/**
+ * A part's provider options onto its block, as a JSON copy: the session freezes what it
+ * records, and the SDK's own objects must stay the SDK's.
+ */
+function withOptions<B extends object>(block: B, options: SharedV3ProviderOptions | undefined): B & { providerOptions?: ProviderOptions } {
+  return hasOptions(options) ? { ...block, providerOptions: JSON.parse(JSON.stringify(options)) as ProviderOptions } : block;
+}
+
+/**
+ * Provider options where the session keeps none (a whole message, a tool result): refused
+ * rather than dropped, since the provider would then get a request the app did not make.
+ */
+export function refuseOptions(options: SharedV3ProviderOptions | undefined, where: string): void {
+  if (!hasOptions(options)) return;
+  throw unmappable(
+    where,
+    `providerOptions (${Object.keys(options).join(', ')})`,
+    'only message parts (text, file, reasoning, tool-call, tool-result) keep them; set them on the parts instead',
+  );
+}
 
 // ---------------------------------------------------------------------------------------
 // Prompt → session
@@ -51,35 +83,58 @@ function imageOf(part: LanguageModelV3FilePart, where: string): ImageBlock {
 }
 
 export function userBlocks(message: Extract<LanguageModelV3Message, { role: 'user' }>): Array<TextBlock | ImageBlock> {
+  refuseOptions(message.providerOptions, 'a user message');
   const out: Array<TextBlock | ImageBlock> = [];
   for (const part of message.content) {
-    if (part.type === 'text') out.push({ type: 'text', text: part.text });
-    else if (part.type === 'file') out.push(imageOf(part, 'a user message'));
+    if (part.type === 'text') out.push(withOptions({ type: 'text', text: part.text }, part.providerOptions));
+    else if (part.type === 'file') out.push(withOptions(imageOf(part, 'a user message'), part.providerOptions));
     else throw unmappable('a user message', `a part of type "${(part as { type: string }).type}"`, 'it is not a text or image part');
   }
   if (out.length === 0) out.push({ type: 'text', text: '' });
   return out;
 }
 
+/**
+ * An assistant message as the session keeps it: its parts in order, each with its provider
+ * options (a thinking signature belongs to its reasoning part, a thought signature to its
+ * call), and the calls among them.
+ */
 export interface AssistantFacts {
-  text: string;
-  reasoning: string;
-  toolCalls: Array<{ id: string; name: string; arguments: string }>;
+  blocks: Array<TextBlock | ReasoningBlock | ToolCallBlock>;
+  toolCalls: ToolCallBlock[];
+}
+
+class FactsBuilder {
+  readonly facts: AssistantFacts = { blocks: [], toolCalls: [] };
+  /** An empty text part is dropped, as the AI SDK drops it from the messages it sends back. */
+  text(text: string, options: SharedV3ProviderOptions | undefined): void {
+    if (text !== '') this.facts.blocks.push(withOptions({ type: 'text', text }, options));
+  }
+  /** Reasoning goes back to the provider, empty or not when it carries options (a redacted thinking block). */
+  reasoning(text: string, options: SharedV3ProviderOptions | undefined): void {
+    if (text !== '' || hasOptions(options)) this.facts.blocks.push(withOptions({ type: 'reasoning', text }, options));
+  }
+  call(id: string, name: string, args: string, options: SharedV3ProviderOptions | undefined): void {
+    const block = withOptions({ type: 'tool-call' as const, id, name, arguments: args }, options);
+    this.facts.blocks.push(block);
+    this.facts.toolCalls.push(block);
+  }
 }
 
 /** An assistant message of the app's history (one the adapter did not see come back from the model). */
 export function assistantFacts(message: Extract<LanguageModelV3Message, { role: 'assistant' }>): AssistantFacts {
-  const facts: AssistantFacts = { text: '', reasoning: '', toolCalls: [] };
+  refuseOptions(message.providerOptions, 'an assistant message');
+  const b = new FactsBuilder();
   for (const part of message.content) {
-    if (part.type === 'text') facts.text += part.text;
-    else if (part.type === 'reasoning') facts.reasoning += part.text;
+    if (part.type === 'text') b.text(part.text, part.providerOptions);
+    else if (part.type === 'reasoning') b.reasoning(part.text, part.providerOptions);
     else if (part.type === 'tool-call') {
       if (part.providerExecuted) throw providerExecuted('an assistant message', part.toolName);
-      facts.toolCalls.push({ id: part.toolCallId, name: part.toolName, arguments: argumentsOf(part.input) });
+      b.call(part.toolCallId, part.toolName, argumentsOf(part.input), part.providerOptions);
     } else if (part.type === 'tool-result') throw providerExecuted('an assistant message', part.toolName);
     else throw unmappable('an assistant message', `a part of type "${part.type}"`, 'only text, reasoning and function tool calls can be recorded');
   }
-  return facts;
+  return b.facts;
 }
 
 const providerExecuted = (where: string, tool: string): AiSdkAdapterError =>
@@ -95,15 +150,18 @@ export interface ToolResultFacts {
   toolName: string;
   content: Array<TextBlock | ImageBlock>;
   isError: boolean;
+  providerOptions?: ProviderOptions;
 }
 
 export function toolResults(message: Extract<LanguageModelV3Message, { role: 'tool' }>): ToolResultFacts[] {
+  refuseOptions(message.providerOptions, 'a tool message');
   const out: ToolResultFacts[] = [];
   for (const part of message.content) {
     if (part.type !== 'tool-result') {
       throw unmappable('a tool message', `a part of type "${part.type}"`, 'only tool results can be recorded (tool approvals are not supported)');
     }
-    out.push({ callId: part.toolCallId, toolName: part.toolName, ...resultContent(part.output, part.toolName) });
+    refuseOptions((part.output as { providerOptions?: SharedV3ProviderOptions }).providerOptions, `the output of tool "${part.toolName}"`);
+    out.push(withOptions({ callId: part.toolCallId, toolName: part.toolName, ...resultContent(part.output, part.toolName) }, part.providerOptions));
   }
   return out;
 }
@@ -124,6 +182,7 @@ function resultContent(output: LanguageModelV3ToolResultOutput, tool: string): {
     case 'content': {
       const content: Array<TextBlock | ImageBlock> = [];
       for (const item of output.value) {
+        refuseOptions((item as { providerOptions?: SharedV3ProviderOptions }).providerOptions, `a content item of tool "${tool}"`);
         if (item.type === 'text') content.push(text(item.text));
         else if (item.type === 'image-data') content.push({ type: 'image', url: `data:${item.mediaType};base64,${item.data}` });
         else if (item.type === 'image-url') content.push({ type: 'image', url: item.url });
@@ -151,19 +210,20 @@ export function usageOf(u: LanguageModelV3Usage | undefined): Usage | undefined 
 
 /** A model reply (generate result content, or the parts of a finished stream) as session facts. */
 export function replyFacts(content: readonly LanguageModelV3Content[]): AssistantFacts {
-  const facts: AssistantFacts = { text: '', reasoning: '', toolCalls: [] };
+  // A reply's `providerMetadata` is what the AI SDK sends back as the part's `providerOptions`.
+  const b = new FactsBuilder();
   for (const part of content) {
-    if (part.type === 'text') facts.text += part.text;
-    else if (part.type === 'reasoning') facts.reasoning += part.text;
+    if (part.type === 'text') b.text(part.text, part.providerMetadata);
+    else if (part.type === 'reasoning') b.reasoning(part.text, part.providerMetadata);
     else if (part.type === 'tool-call') {
       if (part.providerExecuted) throw providerExecuted('the model reply', part.toolName);
-      facts.toolCalls.push({ id: part.toolCallId, name: part.toolName, arguments: part.input });
+      b.call(part.toolCallId, part.toolName, part.input, part.providerMetadata);
     } else if (part.type === 'tool-result') throw providerExecuted('the model reply', part.toolName);
     // Citations are metadata of the reply; the AI SDK does not send them back either.
     else if (part.type === 'source') continue;
     else throw unmappable('the model reply', `a part of type "${part.type}"`, 'only text, reasoning and function tool calls can be recorded');
   }
-  return facts;
+  return b.facts;
 }
 
 /** Cheap identity of a prompt message: role, part types and call ids (enough to notice another conversation). */
@@ -194,15 +254,21 @@ function filePartOf(block: ImageBlock): LanguageModelV3FilePart {
   return { type: 'file', mediaType: 'image/*', data: new URL(block.url) };
 }
 
-const textOfBlocks = (blocks: readonly ContentBlock[]): string =>
+const textOfBlocks = (blocks: ReadonlyArray<{ type: string }>): string =>
   blocks
     .filter((b): b is TextBlock => b.type === 'text')
     .map((b) => b.text)
     .join('\n\n');
 
+/** A recorded block's provider options, back on its part (a copy: the log is frozen, providers may not expect that). */
+const optionsOf = (b: { providerOptions?: ProviderOptions | undefined }): { providerOptions?: SharedV3ProviderOptions } =>
+  b.providerOptions ? { providerOptions: JSON.parse(JSON.stringify(b.providerOptions)) as SharedV3ProviderOptions } : {};
+
 /**
- * The surface as the prompt the provider receives. Reasoning is not replayed (like the
- * session's chat projection); tool names come from the calls when a result lacks one.
+ * The surface as the prompt the provider receives, as the AI SDK itself would send the
+ * messages back: each assistant part in its order, reasoning included, with its provider
+ * options (thought and thinking signatures); tool names come from the calls when a result
+ * lacks one.
  */
 export function promptOf(events: Iterable<SurfaceEvent>): LanguageModelV3Prompt {
   const prompt: LanguageModelV3Prompt = [];
@@ -213,16 +279,18 @@ export function promptOf(events: Iterable<SurfaceEvent>): LanguageModelV3Prompt 
         prompt.push({ role: 'system', content: e.data.text });
         break;
       case 'user/message':
-        prompt.push({ role: 'user', content: e.data.content.map((b) => (b.type === 'text' ? { type: 'text' as const, text: b.text } : filePartOf(b))) });
+        prompt.push({
+          role: 'user',
+          content: e.data.content.map((b) => (b.type === 'text' ? { type: 'text' as const, text: b.text, ...optionsOf(b) } : { ...filePartOf(b), ...optionsOf(b) })),
+        });
         break;
       case 'assistant/message': {
         const content: Extract<LanguageModelV3Message, { role: 'assistant' }>['content'] = [];
-        const text = textOfBlocks(e.data.content);
-        if (text !== '') content.push({ type: 'text', text });
         for (const b of e.data.content) {
-          if (b.type !== 'tool-call') continue;
-          names.set(b.id, b.name);
-          content.push({ type: 'tool-call', toolCallId: b.id, toolName: b.name, input: parseArguments(b.arguments) });
+          if (b.type === 'tool-call') {
+            names.set(b.id, b.name);
+            content.push({ type: 'tool-call', toolCallId: b.id, toolName: b.name, input: parseArguments(b.arguments), ...optionsOf(b) });
+          } else if (b.text !== '' || b.providerOptions) content.push({ type: b.type, text: b.text, ...optionsOf(b) });
         }
         prompt.push({ role: 'assistant', content });
         break;
@@ -240,7 +308,7 @@ export function promptOf(events: Iterable<SurfaceEvent>): LanguageModelV3Prompt 
                   b.type === 'text' ? { type: 'text' as const, text: b.text } : { type: 'image-url' as const, url: (b as ImageBlock).url },
                 ),
               };
-        const part = { type: 'tool-result' as const, toolCallId: e.data.callId, toolName: e.data.toolName ?? names.get(e.data.callId) ?? 'unknown', output };
+        const part = { type: 'tool-result' as const, toolCallId: e.data.callId, toolName: e.data.toolName ?? names.get(e.data.callId) ?? 'unknown', output, ...optionsOf(e.data) };
         const last = prompt[prompt.length - 1];
         // Consecutive results share one tool message, as the AI SDK builds them.
         if (last?.role === 'tool') last.content.push(part);

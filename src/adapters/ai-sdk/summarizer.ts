@@ -6,15 +6,18 @@
  * base URL, headers and retries the app already configured, works for any provider the AI
  * SDK supports (not only OpenAI-compatible ones), and replays the conversation's system
  * prompt and tools first so the provider's prompt cache stays warm. It makes one request
- * (as-is); bounding an oversized span is the job of a wrapper around any Summarizer.
+ * from `request.messages`, the texts a bounding wrapper may have cut or chunked (the events
+ * stay whole and are read only for what chat messages do not carry: a result's error flag).
+ * The adapter's default wears `boundSummarizer`, so a span larger than the window is sent in
+ * chunks that fit.
  */
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { generateText, jsonSchema, tool, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import type { ChatCompletionContentPart } from 'openai/resources/chat/completions';
 import type { ChatMessage } from '../../session/derive';
-import type { Usage } from '../../session/events';
+import type { SurfaceEvent, Usage } from '../../session/events';
 import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from '../../services/summarizer';
 import { buildInstruction } from '../../services/summarizers/instruction';
-import { promptOf } from './convert';
 
 export interface AiSdkSummarizerOptions {
   /** Any AI SDK language model (use the unwrapped one: a summary must not be compacted itself). */
@@ -30,8 +33,8 @@ export class AiSdkSummarizer implements Summarizer {
   async summarize(request: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
     if (signal.aborted) throw new SummarizerError('summary-cancelled', 'The summary request was cancelled before it was sent.');
     const messages: ModelMessage[] = [
-      ...request.context.map(modelMessageOf),
-      ...(promptOf(request.events) as ModelMessage[]),
+      ...modelMessagesOf(request.context, []),
+      ...modelMessagesOf(request.messages, request.events),
       { role: 'user', content: buildInstruction({ keptCheckpoints: request.context.length, focus: request.focus }) },
     ];
     const system = request.system && typeof request.system.content === 'string' ? request.system.content : undefined;
@@ -92,17 +95,66 @@ function toolsOf(defs: ReadonlyArray<Record<string, unknown>>): ToolSet {
   return set;
 }
 
-/** The engine's context messages (earlier checkpoints: user text) as ModelMessages. */
-function modelMessageOf(m: ChatMessage): ModelMessage {
-  const text = (c: unknown): string =>
-    typeof c === 'string' ? c : Array.isArray(c) ? c.map((p: { text?: string }) => p.text ?? '').join('\n\n') : '';
-  switch (m.role) {
-    case 'assistant':
-      return { role: 'assistant', content: text(m.content) };
-    case 'system':
-    case 'developer':
-      return { role: 'user', content: text(m.content) };
-    default:
-      return { role: 'user', content: text(m.content) };
+/**
+ * Chat-completions messages as AI SDK ModelMessages. A system message inside the span becomes
+ * user text (only the request's own system prompt leads). When the events pair one to one with
+ * the messages, a tool result's error flag comes from its event.
+ */
+export function modelMessagesOf(messages: readonly ChatMessage[], events: readonly SurfaceEvent[]): ModelMessage[] {
+  const paired = events.length === messages.length;
+  const names = new Map<string, string>();
+  return messages.map((m, i): ModelMessage => {
+    switch (m.role) {
+      case 'assistant': {
+        const parts: Array<{ type: 'text'; text: string } | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }> = [];
+        const text = textOf(m.content);
+        if (text !== '') parts.push({ type: 'text', text });
+        for (const c of m.tool_calls ?? []) {
+          if (c.type !== 'function') continue;
+          names.set(c.id, c.function.name);
+          parts.push({ type: 'tool-call', toolCallId: c.id, toolName: c.function.name, input: parseArguments(c.function.arguments) });
+        }
+        return { role: 'assistant', content: parts.length === 1 && parts[0]!.type === 'text' ? text : parts };
+      }
+      case 'tool': {
+        const event = paired ? events[i] : undefined;
+        const isError = event?.type === 'tool/result' && event.data.callId === m.tool_call_id && event.data.isError === true;
+        const fromEvent = event?.type === 'tool/result' ? event.data.toolName : undefined;
+        const toolName = names.get(m.tool_call_id) ?? fromEvent ?? 'unknown';
+        const parts = typeof m.content === 'string' ? undefined : (m.content as ChatCompletionContentPart[]);
+        const images = parts?.some((p) => p.type === 'image_url') ?? false;
+        const output = images
+          ? { type: 'content' as const, value: parts!.map((p) => (p.type === 'image_url' ? { type: 'image-url' as const, url: p.image_url.url } : { type: 'text' as const, text: p.type === 'text' ? p.text : '' })) }
+          : { type: isError ? ('error-text' as const) : ('text' as const), value: textOf(m.content) };
+        return { role: 'tool', content: [{ type: 'tool-result', toolCallId: m.tool_call_id, toolName, output }] };
+      }
+      case 'user': {
+        if (typeof m.content === 'string') return { role: 'user', content: m.content };
+        return {
+          role: 'user',
+          content: m.content.map((p) => (p.type === 'image_url' ? { type: 'image' as const, image: p.image_url.url } : { type: 'text' as const, text: p.type === 'text' ? p.text : '' })),
+        };
+      }
+      default:
+        return { role: 'user', content: textOf(m.content) };
+    }
+  });
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return (content as Array<{ type?: string; text?: string }>)
+    .filter((p) => p.type === 'text')
+    .map((p) => p.text ?? '')
+    .join('\n\n');
+}
+
+/** Arguments as the AI SDK's `input`: parsed JSON, or the raw text when it is not JSON. */
+function parseArguments(args: string): unknown {
+  try {
+    return JSON.parse(args) as unknown;
+  } catch {
+    return args;
   }
 }

@@ -51,7 +51,7 @@ const READ_REASONS = [
 ];
 
 /**
- * The plan for `turns[i]` steps per turn (each at least 2; the last step of a turn is the answer).
+ * The plan for `turns[i]` steps per turn (each at least 1; the last step of a turn is the answer).
  * Deterministic for a seed.
  */
 export function planTask(options: { files: ProjectFiles; turns: readonly number[]; seed: number; toolset: Toolset }): PlannedAction[] {
@@ -115,7 +115,7 @@ export function planTask(options: { files: ProjectFiles; turns: readonly number[
   };
 
   options.turns.forEach((steps, turn) => {
-    const n = Math.max(2, Math.floor(steps));
+    const n = Math.max(1, Math.floor(steps));
     const fixAt = toolset === 'demo' && turn === 0 ? Math.max(1, Math.floor(n * 0.6)) : -1;
     for (let i = 0; i < n - 1; i++) {
       let calls: PlannedCall[];

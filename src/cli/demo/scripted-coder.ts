@@ -9,7 +9,8 @@
  *   written by the extractive summarizer from the request's own messages, streamed slowly so a
  *   progress indicator has something to show;
  * - one chosen agent request with OpenAI's real `context_length_exceeded` 400, to exercise
- *   overflow recovery. The plan does not advance on it, so the retried request gets that step.
+ *   overflow recovery (only once there is history to condense, see overflowMinSpanTokens).
+ *   The plan does not advance on it, so the retried request gets that step.
  */
 import type { ChatMessage } from '../../session/derive';
 import { ExtractiveSummarizer } from '../../services/summarizers/extractive';
@@ -24,6 +25,12 @@ export interface ScriptedCoderOptions {
   contextWindow: number;
   /** Index into the plan whose first request is rejected as too long (none when undefined). */
   overflowAt?: number;
+  /**
+   * With this, the rejection moves to the first request at or after `overflowAt` whose history
+   * (after the system prompt, before the newest assistant step) holds this many tokens: one
+   * with less has nothing recovery could condense, so rejecting it would stage a failure.
+   */
+  overflowMinSpanTokens?: number;
   /** Delay before each agent reply (ms). */
   stepDelayMs?: number;
   /** Delay before a summary starts streaming, and between its chunks (ms). */
@@ -79,6 +86,14 @@ export function createScriptedCoder(options: ScriptedCoderOptions): ScriptedCode
     for (const c of m.tool_calls ?? []) n += tokenizer.count(c.function?.name ?? '') + tokenizer.count(c.function?.arguments ?? '') + 3;
     priceCache.set(json, n);
     return n;
+  };
+
+  /** The tokens overflow recovery could condense: everything between the system prompt and the newest assistant step. */
+  const condensable = (body: ChatRequestBody): number => {
+    const messages = body.messages ?? [];
+    const from = messages[0]?.role === 'system' ? 1 : 0;
+    const newest = messages.map((m) => m.role).lastIndexOf('assistant');
+    return messages.slice(from, Math.max(from, newest)).reduce((n, m) => n + priceOf(JSON.stringify(m)), 0);
   };
 
   const account = (body: ChatRequestBody): { promptTokens: number; cachedTokens: number } => {
@@ -137,7 +152,7 @@ export function createScriptedCoder(options: ScriptedCoderOptions): ScriptedCode
   const handler: ScenarioHandler = async (req) => {
     if (isSummaryRequest(req.body)) return summaryReply(req);
     const step = position;
-    if (step === options.overflowAt && !overflowSent) {
+    if (options.overflowAt !== undefined && step >= options.overflowAt && !overflowSent && condensable(req.body) >= (options.overflowMinSpanTokens ?? 0)) {
       overflowSent = true;
       const { promptTokens } = account(req.body);
       served.push({ index: req.index, kind: 'overflow', action: step, promptTokens, cachedTokens: 0 });

@@ -10,6 +10,7 @@ import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResu
 import type { ChatMessage } from '../../session/derive';
 import { isCheckpoint, type SurfaceEvent } from '../../session/events';
 import { SUMMARY_SECTIONS, type SummarySection } from './instruction';
+import { deriveLedger, ERROR_LINE, fitLedger, parseArgs, parseLedger, pathArguments, renderLedger, withLedger } from './ledger';
 
 export interface ExtractiveSummarizerOptions {
   /** A command or error line longer than this is cut (with "…"). Default 400 characters. */
@@ -40,13 +41,6 @@ const SLASH_PATH = /(?<![\w@./:*-])(?:~\/|\.{1,2}\/|\/)?(?:[\w@.+-]+\/)+[\w@+-][
 const BARE_FILE =
   /(?<![\w@./:*-])[\w@+-][\w@.+-]*\.(?:ts|tsx|mts|cts|js|jsx|mjs|cjs|json|jsonl|md|mdx|yaml|yml|toml|py|rs|go|java|kt|c|h|cc|cpp|hpp|cs|rb|php|sh|bash|zsh|css|scss|html|vue|svelte|sql|txt|lock|env|ini|cfg|conf|xml|gradle|swift)(?![\w/-])/g;
 const CODE_SPAN = /`([^`\n]+)`/g;
-/**
- * A line that reports an error. Searched in failed results, and in the output of commands
- * (calls with a command argument) — not in file contents, where "error" is just code.
- */
-const ERROR_LINE =
-  /\berror TS\d+\b|\b[A-Z]\w*(?:Error|Exception)\b:|^\s*(?:Error|ERROR|error)\b|\bFAIL\b|(?<!\b0 )\bfailed\b|Traceback \(most recent call last\)|\bpanic:|\bfatal:|npm ERR!|command not found|No such file or directory/;
-
 export class ExtractiveSummarizer implements Summarizer {
   readonly name = 'extractive';
   private readonly maxLineChars: number;
@@ -59,7 +53,7 @@ export class ExtractiveSummarizer implements Summarizer {
     throwIfCancelled(signal);
     const items = request.events.length > 0 ? itemsFromEvents(request.events) : itemsFromMessages(request.messages);
     const sections = this.extract(items);
-    const text = fitToBudget(sections, request.maxTokens, request.countTokens, signal);
+    const text = fitWithLedger(sections, deriveLedger(request.events), request.maxTokens, request.countTokens, signal);
     throwIfCancelled(signal);
     return { text, provider: 'xcompact', model: 'extractive', requests: 0 };
   }
@@ -87,7 +81,8 @@ export class ExtractiveSummarizer implements Summarizer {
       if (item.kind === 'user') {
         const summary = item.checkpoint ? unframeCheckpoint(item.text) ?? item.text : undefined;
         if (summary !== undefined) {
-          const parsed = parseSummary(summary);
+          // The prior ledger is merged by deriveLedger, not copied into the sections.
+          const parsed = parseSummary(parseLedger(summary).body);
           for (const s of SUMMARY_SECTIONS) prior[s].push(...parsed[s]);
           continue;
         }
@@ -103,7 +98,7 @@ export class ExtractiveSummarizer implements Summarizer {
         for (const call of item.calls) {
           toolCounts.set(call.name, (toolCounts.get(call.name) ?? 0) + 1);
           const args = parseArgs(call.args);
-          for (const p of pathArguments(args)) mention(p, call.name);
+          for (const p of pathArguments(args, PATH_KEYS)) mention(p, call.name);
           const ran = commandArguments(args);
           callsById.set(call.id, { name: call.name, ranCommand: ran.length > 0 });
           for (const c of ran) {
@@ -239,34 +234,9 @@ export function parseSummary(summary: string): Sections {
   return out;
 }
 
-function parseArgs(args: string): unknown {
-  try {
-    return JSON.parse(args);
-  } catch {
-    return undefined;
-  }
-}
-
-/** Values of path-like keys, anywhere in the arguments. */
-function pathArguments(args: unknown): string[] {
-  const out: string[] = [];
-  const visit = (v: unknown, key: string | undefined) => {
-    if (typeof v === 'string') {
-      if (key !== undefined && PATH_KEYS.test(key) && isPathValue(v)) out.push(v);
-    } else if (Array.isArray(v)) for (const x of v) visit(x, key);
-    else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) visit(x, k);
-  };
-  visit(args, undefined);
-  return out;
-}
-
 function commandArguments(args: unknown): string[] {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) return [];
   return Object.entries(args).flatMap(([k, v]) => (COMMAND_KEYS.test(k) && typeof v === 'string' && v.trim() !== '' ? [v.trim()] : []));
-}
-
-function isPathValue(v: string): boolean {
-  return v.length > 0 && v.length <= 260 && !v.includes('\n') && v !== '.' && v !== '/' && v !== '..' && !/^[a-z][a-z0-9+.-]*:\/\//i.test(v);
 }
 
 function pathsInText(text: string): string[] {
@@ -324,6 +294,22 @@ export function renderSections(sections: Sections, omitted: Partial<Record<Summa
     const lines = [...(omitted[s] ? [omittedNote(omitted[s])] : []), ...sections[s]];
     return `## ${s}\n${lines.length > 0 ? lines.join('\n') : NONE}`;
   }).join('\n\n');
+}
+
+/**
+ * The sections and the ledger together within `budget` tokens. The ledger gets at most a
+ * quarter of the cap, never the room the eight headings need; the sections get the rest.
+ */
+function fitWithLedger(sections: Sections, ledger: ReturnType<typeof deriveLedger>, budget: number, count: (text: string) => number, signal: AbortSignal): string {
+  const headings = count(renderSections(emptySections()));
+  const ledgerText = renderLedger(fitLedger(ledger, Math.min(Math.floor(budget / 4), budget - headings - 16), count));
+  let room = budget - (ledgerText === '' ? 0 : count(ledgerText) + 2);
+  for (;;) {
+    const text = withLedger(fitToBudget(sections, room, count, signal), ledgerText);
+    const over = count(text) - budget;
+    if (over <= 0) return text;
+    room -= over;
+  }
 }
 
 /**

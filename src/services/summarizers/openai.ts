@@ -22,6 +22,7 @@ import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResu
 import { priceRequest } from './bounded';
 import { BoundedSummarizer, sumUsage, type BoundingOptions } from './bounded-summarizer';
 import { buildInstruction } from './instruction';
+import { deriveLedger, fitLedger, parseLedger, renderLedger, withLedger } from './ledger';
 
 export { sumUsage, type BoundingOptions } from './bounded-summarizer';
 export type { BoundingReport } from '../summarizer';
@@ -47,6 +48,12 @@ export interface OpenAISummarizerOptions {
    * single request). `false`: one request per call, as is; for a caller that bounds itself.
    */
   bounding?: BoundingOptions | false;
+  /**
+   * Append the checkpoint ledger (files read and modified, unresolved errors, merged with the
+   * span's earlier checkpoints) to every summary. Default true; false sends and returns
+   * exactly what the model wrote, at the full cap.
+   */
+  ledger?: boolean;
 }
 
 export class OpenAISummarizer implements Summarizer {
@@ -54,6 +61,7 @@ export class OpenAISummarizer implements Summarizer {
   private readonly client: OpenAIClient;
   private readonly maxRetries: number;
   private readonly outputCapField: 'max_tokens' | 'max_completion_tokens';
+  private readonly ledger: boolean;
   private readonly bounded: Summarizer | undefined;
 
   constructor(options: OpenAISummarizerOptions) {
@@ -63,13 +71,22 @@ export class OpenAISummarizer implements Summarizer {
     // A copy, so the caller's own client is not patched behind its back.
     this.client = withErrorBodyRecovery(options.client.withOptions({}));
     this.maxRetries = options.maxRetries ?? 0;
+    this.ledger = options.ledger ?? true;
     this.outputCapField = options.outputCapField ?? 'max_tokens';
     const single: Summarizer = { name: this.name, summarize: (request, signal) => this.summarizeOnce(request, signal) };
     this.bounded = options.bounding === false ? undefined : new BoundedSummarizer(single, options.bounding ?? {});
   }
 
-  summarize(request: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
-    return this.bounded ? this.bounded.summarize(request, signal) : this.summarizeOnce(request, signal);
+  /**
+   * The model writes the prose; the checkpoint ledger (files read and modified, unresolved
+   * errors: ledger.ts) is derived from the span and appended here, its size taken off the
+   * model's cap so the checkpoint stays within `maxTokens`.
+   */
+  async summarize(full: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
+    const ledgerText = !this.ledger ? '' : renderLedger(fitLedger(deriveLedger(full.events), Math.floor(full.maxTokens / 4), full.countTokens));
+    const request = ledgerText === '' ? full : { ...full, maxTokens: full.maxTokens - full.countTokens(ledgerText) - 2 };
+    const result = await (this.bounded ? this.bounded.summarize(request, signal) : this.summarizeOnce(request, signal));
+    return ledgerText === '' ? result : { ...result, text: withLedger(parseLedger(result.text).body, ledgerText) };
   }
 
   /**

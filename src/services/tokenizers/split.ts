@@ -20,7 +20,13 @@
  * text at worst; measured 0% (one character, JSON, digits), 0.01% (CJK), 0.5% (random
  * lowercase), 1.4% (base64). Text without a run over 64 characters (whitespace: 512) is priced
  * in one call, exactly as before.
+ *
+ * Linear is not always fast enough: base64 or hex costs ~1 µs per character to price even in
+ * short pieces. A dense region (≥ 64k characters of long runs) is priced from a sample of its
+ * segments instead (sample.ts, with its own stated error); other text is never sampled.
  */
+import { isSpace } from './chars.js';
+import { denseRegions, sampleSegments } from './sample.js';
 import type { Tokenizer } from './types.js';
 
 export const MAX_RUN_CHARS = 64;
@@ -63,13 +69,26 @@ export function splitOverlongRuns(text: string, maxRun: number = MAX_RUN_CHARS, 
 /** The same tokenizer, with `count` linear in the length of any run. */
 export function withLinearPricing(tokenizer: Tokenizer, maxRun: number = MAX_RUN_CHARS): Tokenizer {
   const inner = tokenizer.count;
-  const count = (text: string): number => {
+  const split = (text: string): number => {
     if (text.length <= maxRun) return inner(text);
     const parts = splitOverlongRuns(text, maxRun);
     if (parts.length === 1) return inner(text);
     let total = 0;
     for (const part of parts) total += inner(part);
     return total;
+  };
+  // Long dense regions (a 1 MB base64 run) are priced by a sample: see sample.ts.
+  const count = (text: string): number => {
+    const regions = denseRegions(text);
+    if (regions.length === 0) return split(text);
+    let total = 0;
+    let at = 0;
+    for (const [start, end] of regions) {
+      total += split(text.slice(at, start));
+      total += sampleSegments(splitOverlongRuns(text.slice(start, end), maxRun), inner).tokens;
+      at = end;
+    }
+    return total + split(text.slice(at));
   };
   return Object.freeze({ ...tokenizer, count });
 }
@@ -116,11 +135,6 @@ function charClass(code: number): number {
   // with itself.
   if (code >= 0x80) return WIDE;
   return OTHER;
-}
-
-function isSpace(code: number): boolean {
-  // ASCII whitespace plus the Unicode spaces a pre-tokenizer's \s matches.
-  return code === 32 || (code >= 9 && code <= 13) || code === 0xa0 || code === 0x1680 || (code >= 0x2000 && code <= 0x200a) || code === 0x2028 || code === 0x2029 || code === 0x202f || code === 0x205f || code === 0x3000 || code === 0xfeff || code === 0x85;
 }
 
 function isLowSurrogate(code: number): boolean {

@@ -104,6 +104,8 @@ async function verifyOwnership(file: string, lockPath: string, token: string): P
   const owner = mine ? (JSON.parse(await fs.readFile(join(lockPath, entries[0]!), 'utf8')) as Owner) : undefined;
   if (!mine || owner?.token !== token || owner.pid !== process.pid) {
     heldHere.delete(token);
+    // Our owner file names a live pid (ours): left behind, it would lock the session for everyone until this process exits.
+    await fs.unlink(join(lockPath, OWNER_PREFIX + token)).catch(() => undefined);
     throw new StoreError('store-locked', `${file}: ${lockPath} holds ${entries.join(', ') || 'nothing'} right after this process took it; refusing to write.`, {
       file,
     });

@@ -13,7 +13,9 @@
  *   (O_APPEND), and the size is checked before and after every write, so a foreign append is
  *   detected (`store-interleaved`) instead of silently interleaving lines. On open, a seq that
  *   repeats an earlier line's (the trace two writers leave) is `store-interleaved` naming the
- *   line, and the file is left as it is.
+ *   line, and the file is left as it is; only `repairInterleaved: true` (an explicit choice)
+ *   keeps the lines before it and moves the rest aside to `<file>.interleaved-<time>`
+ *   before the first write.
  * - Appends are queued synchronously and written in order; `flush()` waits for the writes
  *   and an fdatasync.
  */
@@ -21,12 +23,21 @@ import { promises as fs, constants as fsc } from 'node:fs';
 import { join } from 'node:path';
 import { StoreError } from '../errors';
 import type { SessionEvent } from '../events';
-import { checkSessionId, type LoadReport, type LogWriter, type SessionStore, type StoredLog } from '../store';
+import { checkSessionId, type LoadReport, type SessionStore, type StoredLog } from '../store';
+import { QueuedWriter } from './queued-writer';
 import { acquireLock, errnoOf, releaseLock, type HeldLock } from './jsonl-lock';
 
 export interface JsonlStoreOptions {
   /** fdatasync on flush (default true). Turn off only for throwaway sessions. */
   sync?: boolean;
+  /**
+   * Open a session whose file repeats a seq (two writers appended to it) instead of refusing:
+   * the session is the lines before the first repeat; every line from it on is moved to
+   * `<file>.interleaved-<time>` before the first write (as a torn tail is), and
+   * `loadReport.interleavedTail` says what moves where. Off by default: which writer's lines
+   * to keep is the caller's call.
+   */
+  repairInterleaved?: boolean;
 }
 
 const openInThisProcess = new Set<string>();
@@ -34,10 +45,12 @@ const openInThisProcess = new Set<string>();
 export class JsonlStore implements SessionStore {
   readonly dir: string;
   private readonly sync: boolean;
+  private readonly repairInterleaved: boolean;
 
   constructor(dir: string, options: JsonlStoreOptions = {}) {
     this.dir = dir;
     this.sync = options.sync ?? true;
+    this.repairInterleaved = options.repairInterleaved ?? false;
   }
 
   pathOf(id: string): string {
@@ -56,10 +69,20 @@ export class JsonlStore implements SessionStore {
     let lock: HeldLock | undefined;
     try {
       lock = await acquireLock(file, `${file}.lock`);
-      const { records, report, validLength, torn } = await readLog(file);
-      const keptAt = `${file}.torn-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-      if (report.tornTail) report.tornTail.keptAt = keptAt;
-      const writer = new JsonlWriter(file, lock, validLength, torn && { bytes: torn, keptAt }, this.sync);
+      const { records, report, validLength, torn, interleaved } = await readLog(file, this.repairInterleaved);
+      const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+      // What follows the kept lines is moved aside before the first write, as a torn tail is:
+      // a session that then fails to replay leaves the file as it was.
+      let cut: { bytes: Buffer; keptAt: string } | undefined;
+      if (interleaved) {
+        const { line, seq, firstAt, lines, bytes } = interleaved;
+        cut = { bytes, keptAt: `${file}.interleaved-${stamp}` };
+        report.interleavedTail = { line, seq, firstAt, lines, bytes: bytes.length, keptAt: cut.keptAt };
+      } else if (torn && report.tornTail) {
+        cut = { bytes: torn, keptAt: `${file}.torn-${stamp}` };
+        report.tornTail.keptAt = cut.keptAt;
+      }
+      const writer = new JsonlWriter(file, lock, validLength, cut, this.sync);
       return { records, report, location: file, writer };
     } catch (err) {
       openInThisProcess.delete(file);
@@ -69,7 +92,7 @@ export class JsonlStore implements SessionStore {
   }
 }
 
-async function readLog(file: string): Promise<ParsedLog> {
+async function readLog(file: string, stopAtRepeatedSeq: boolean): Promise<ParsedLog> {
   let buf: Buffer;
   try {
     buf = await fs.readFile(file);
@@ -77,7 +100,7 @@ async function readLog(file: string): Promise<ParsedLog> {
     if (errnoOf(err) === 'ENOENT') return { records: [], report: {}, validLength: 0, torn: undefined };
     throw new StoreError('store-io', `cannot read ${file}: ${String(err)}`, { file, cause: err });
   }
-  return parseLogBytes(buf, file);
+  return parseLogBytes(buf, file, { stopAtRepeatedSeq });
 }
 
 export interface ParsedLog {
@@ -87,6 +110,11 @@ export interface ParsedLog {
   validLength: number;
   /** The bytes of a torn last line, if any. */
   torn: Buffer | undefined;
+  /**
+   * With `stopAtRepeatedSeq`: where the first repeated seq was met. `records` and
+   * `validLength` then end before that line; `bytes` is everything from it on.
+   */
+  interleaved?: { line: number; seq: number; firstAt: number; lines: number; offset: number; bytes: Buffer };
 }
 
 /**
@@ -95,7 +123,7 @@ export interface ParsedLog {
  * that is not JSON is a StoreError naming the file and line. Pure: reads nothing, writes
  * nothing (tools that inspect a live session use it without taking the writer lock).
  */
-export function parseLogBytes(buf: Buffer, file: string): ParsedLog {
+export function parseLogBytes(buf: Buffer, file: string, options: { stopAtRepeatedSeq?: boolean } = {}): ParsedLog {
   const lastNewline = buf.lastIndexOf(0x0a);
   const validLength = lastNewline + 1;
   const torn = validLength < buf.length ? buf.subarray(validLength) : undefined;
@@ -119,9 +147,15 @@ export function parseLogBytes(buf: Buffer, file: string): ParsedLog {
     if (typeof seq === 'number') {
       const first = lineOfSeq.get(seq);
       if (first !== undefined) {
+        if (options.stopAtRepeatedSeq) {
+          const offset = Buffer.byteLength(lines.slice(0, i).join('\n'), 'utf8') + (i > 0 ? 1 : 0);
+          const interleaved = { line: i + 1, seq, firstAt: first, lines: lines.length - i + (torn ? 1 : 0), offset, bytes: buf.subarray(offset) };
+          return { records, report: {}, validLength: offset, torn: undefined, interleaved };
+        }
         throw new StoreError(
           'store-interleaved',
-          `${file}:${i + 1}: seq ${seq} again (first at line ${first}): two writers appended to this session; the file was not changed.`,
+          `${file}:${i + 1}: seq ${seq} again (first at line ${first}): two writers appended to this session; the file was not changed. ` +
+            `To keep lines 1-${i} and move the rest aside, open it with JsonlStore option repairInterleaved.`,
           { file, line: i + 1 },
         );
       }
@@ -133,123 +167,93 @@ export function parseLogBytes(buf: Buffer, file: string): ParsedLog {
   return { records, report, validLength, torn };
 }
 
-class JsonlWriter implements LogWriter {
-  failure: Error | undefined;
-  private queue: string[] = [];
-  private draining: Promise<void> | undefined;
+class JsonlWriter extends QueuedWriter<string> {
   private handle: fs.FileHandle | undefined;
-  private closed = false;
 
   constructor(
     private readonly file: string,
     private readonly lock: HeldLock,
     private offset: number,
-    private torn: { bytes: Buffer; keptAt: string } | undefined,
+    /** Bytes after the kept lines (a torn tail, or interleaved lines), moved aside before the first write. */
+    private cut: { bytes: Buffer; keptAt: string } | undefined,
     private readonly sync: boolean,
-  ) {}
-
-  append(event: SessionEvent): void {
-    if (this.closed) throw new StoreError('store-closed', `${this.file} was closed; reopen the session to append.`, { file: this.file });
-    this.queue.push(`${JSON.stringify(event)}\n`);
-    this.draining ??= this.drain();
+  ) {
+    super(file);
   }
 
-  async flush(): Promise<void> {
-    while (this.draining) await this.draining;
-    if (this.failure) throw this.failure;
-    if (this.sync && this.handle) {
-      try {
-        await this.handle.datasync();
-      } catch (err) {
-        this.fail(new StoreError('store-io', `fdatasync of ${this.file} failed: ${String(err)}`, { file: this.file, cause: err }));
-        throw this.failure;
-      }
-    }
+  protected encode(event: SessionEvent): string {
+    return `${JSON.stringify(event)}\n`;
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
+  protected asFailure(err: unknown): StoreError {
+    return err instanceof StoreError ? err : new StoreError('store-io', `write to ${this.file} failed: ${String(err)}`, { file: this.file, cause: err });
+  }
+
+  protected override async durable(): Promise<void> {
+    if (!this.sync || !this.handle) return;
     try {
-      await this.flush();
-    } finally {
-      this.closed = true;
-      await this.handle?.close().catch(() => undefined);
-      this.handle = undefined;
-      openInThisProcess.delete(this.file);
-      await releaseLock(this.lock);
-    }
-  }
-
-  private fail(err: StoreError): void {
-    this.failure ??= err;
-  }
-
-  private async drain(): Promise<void> {
-    // Yield once so a burst of synchronous appends becomes one write.
-    await Promise.resolve();
-    try {
-      while (this.queue.length > 0 && !this.failure) {
-        const chunk = Buffer.from(this.queue.join(''), 'utf8');
-        this.queue = [];
-        const fh = await this.fileHandle();
-        const { size } = await fh.stat();
-        if (size !== this.offset) {
-          this.fail(
-            new StoreError(
-              'store-interleaved',
-              `${this.file} is ${size} bytes but this writer wrote up to byte ${this.offset}: another writer appended to the session. Stopped writing to avoid interleaved lines.`,
-              { file: this.file },
-            ),
-          );
-          return;
-        }
-        let written = 0;
-        while (written < chunk.length) {
-          // No position: with O_APPEND every write lands at the end, never on bytes already there.
-          const r = await fh.write(chunk, written, chunk.length - written, null);
-          written += r.bytesWritten;
-        }
-        const after = (await fh.stat()).size;
-        if (after !== this.offset + chunk.length) {
-          // Another writer appended between the check above and this write: both sets of lines
-          // are in the file, in some order. Nothing of this chunk is acknowledged.
-          this.fail(
-            new StoreError(
-              'store-interleaved',
-              `${this.file} grew to ${after} bytes while this writer appended ${chunk.length} bytes at byte ${this.offset}: another writer appended at the same time. Stopped writing; reopening the session reports the interleaved line.`,
-              { file: this.file },
-            ),
-          );
-          return;
-        }
-        this.offset += chunk.length;
-      }
+      await this.handle.datasync();
     } catch (err) {
-      this.fail(err instanceof StoreError ? err : new StoreError('store-io', `write to ${this.file} failed: ${String(err)}`, { file: this.file, cause: err }));
-    } finally {
-      this.draining = undefined;
-      if (this.queue.length > 0 && !this.failure) this.draining = this.drain();
+      this.fail(new StoreError('store-io', `fdatasync of ${this.file} failed: ${String(err)}`, { file: this.file, cause: err }));
+      throw this.failure;
     }
+  }
+
+  protected async release(): Promise<void> {
+    await this.handle?.close().catch(() => undefined);
+    this.handle = undefined;
+    openInThisProcess.delete(this.file);
+    await releaseLock(this.lock);
+  }
+
+  protected async writeBatch(lines: string[]): Promise<void> {
+    const chunk = Buffer.from(lines.join(''), 'utf8');
+    const fh = await this.fileHandle();
+    const { size } = await fh.stat();
+    if (size !== this.offset) {
+      throw new StoreError(
+        'store-interleaved',
+        `${this.file} is ${size} bytes but this writer wrote up to byte ${this.offset}: another writer appended to the session. Stopped writing to avoid interleaved lines.`,
+        { file: this.file },
+      );
+    }
+    let written = 0;
+    while (written < chunk.length) {
+      // No position: with O_APPEND every write lands at the end, never on bytes already there.
+      const r = await fh.write(chunk, written, chunk.length - written, null);
+      written += r.bytesWritten;
+    }
+    const after = (await fh.stat()).size;
+    if (after !== this.offset + chunk.length) {
+      // Another writer appended between the check above and this write: both sets of lines
+      // are in the file, in some order. Nothing of this chunk is acknowledged.
+      throw new StoreError(
+        'store-interleaved',
+        `${this.file} grew to ${after} bytes while this writer appended ${chunk.length} bytes at byte ${this.offset}: another writer appended at the same time. Stopped writing; reopening the session reports the interleaved line.`,
+        { file: this.file },
+      );
+    }
+    this.offset += chunk.length;
   }
 
   private async fileHandle(): Promise<fs.FileHandle> {
     if (this.handle) return this.handle;
     const fh = await fs.open(this.file, fsc.O_WRONLY | fsc.O_APPEND | fsc.O_CREAT, 0o644);
     this.handle = fh;
-    if (this.torn) {
+    if (this.cut) {
       // Cut only what we saw at open: bytes appended since then belong to another writer.
       const { size } = await fh.stat();
-      if (size !== this.offset + this.torn.bytes.length) {
+      if (size !== this.offset + this.cut.bytes.length) {
         throw new StoreError(
           'store-interleaved',
-          `${this.file} is ${size} bytes but was ${this.offset + this.torn.bytes.length} when opened: another writer appended to the session. Stopped writing to avoid interleaved lines.`,
+          `${this.file} is ${size} bytes but was ${this.offset + this.cut.bytes.length} when opened: another writer appended to the session. Stopped writing to avoid interleaved lines.`,
           { file: this.file },
         );
       }
-      // Keep the torn bytes aside before cutting them off: nothing is thrown away.
-      await fs.writeFile(this.torn.keptAt, this.torn.bytes);
+      // Keep the bytes aside before cutting them off: nothing is thrown away.
+      await fs.writeFile(this.cut.keptAt, this.cut.bytes);
       await fh.truncate(this.offset);
-      this.torn = undefined;
+      this.cut = undefined;
     }
     return fh;
   }

@@ -12,6 +12,7 @@
  * The primary key is what makes appends safe: two writers can never store two events at one
  * seq. The lease only keeps two live writers from wasting work on the same session.
  */
+import { XcompactError } from '../../errors';
 import { StoreError } from '../errors';
 
 export const SCHEMA_VERSION = 1;
@@ -31,7 +32,10 @@ export interface SchemaNames {
 /** Identifiers are interpolated into SQL, so only plain lower-case names are accepted. */
 export function schemaNames(schema: string): SchemaNames {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
-    throw new StoreError('store-schema', `PostgreSQL schema name ${JSON.stringify(schema)} is not allowed: use 1-63 lower-case letters, digits or '_', not starting with a digit.`);
+    throw new XcompactError(
+      'config',
+      `PostgresStore option schema: the PostgreSQL schema name ${JSON.stringify(schema)} is not allowed: use 1-63 lower-case letters, digits or '_', not starting with a digit.`,
+    );
   }
   return { schema, meta: `${schema}.meta`, events: `${schema}.events`, leases: `${schema}.leases` };
 }

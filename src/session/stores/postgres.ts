@@ -16,9 +16,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { XcompactError } from '../../errors';
 import { StoreError } from '../errors';
 import type { SessionEvent } from '../events';
 import { checkSessionId, type LoadReport, type LogWriter, type SessionStore, type StoredLog } from '../store';
+import { QueuedWriter } from './queued-writer';
 import { createPool, describeUrl, storeErrorOf } from './postgres-connect';
 import { migrate, schemaNames, storedVersion, type Queryable, type SchemaNames } from './postgres-schema';
 
@@ -64,7 +66,8 @@ export class PostgresStore implements SessionStore {
     this.readOnly = options.readOnly ?? false;
     this.leaseMs = options.leaseMs ?? 30_000;
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 100) {
-      throw new StoreError('store-io', `PostgresStore leaseMs must be an integer ≥ 100 (ms); got ${String(options.leaseMs)}.`);
+      // A bad option, not a store failure: nothing was tried, and retrying cannot help.
+      throw new XcompactError('config', `PostgresStore option leaseMs must be an integer number of milliseconds ≥ 100; got ${String(options.leaseMs)}.`);
     }
     this.url = options.url;
     this.ownsPool = !options.pool;
@@ -165,7 +168,26 @@ export class PostgresStore implements SessionStore {
 
   private async load(pool: Pool, id: string): Promise<{ line: number; value: unknown }[]> {
     const r = await this.run('loading the session', () => pool.query(`SELECT seq, event FROM ${this.names.events} WHERE session_id = $1 ORDER BY seq`, [id]));
-    return (r.rows as { seq: number; event: unknown }[]).map((row) => ({ line: row.seq + 1, value: row.event }));
+    const rows = r.rows as { seq: number; event: unknown }[];
+    // The seq column is what appends are fenced on, the event's own seq what replay checks: a
+    // row written around the store (a gap, a mismatch) would pass one check and break the other.
+    rows.forEach((row, i) => {
+      const claimed = (row.event as { seq?: unknown } | null)?.seq;
+      const why =
+        row.seq !== i
+          ? `seqs ${i}..${row.seq - 1} are missing (the rows jump from seq ${i - 1} to ${row.seq})`
+          : claimed !== row.seq
+            ? `its event says seq ${JSON.stringify(claimed ?? null)}`
+            : undefined;
+      if (why) {
+        const location = `${this.where}#${id}`;
+        throw new StoreError('store-corrupt', `${location}: the row with seq ${row.seq} (row ${i + 1}) is corrupt: ${why}. The session was not changed; fix or remove that row.`, {
+          file: location,
+          line: i + 1,
+        });
+      }
+    });
+    return rows.map((row) => ({ line: row.seq + 1, value: row.event }));
   }
 }
 
@@ -180,11 +202,7 @@ function readOnlyWriter(id: string, location: string): LogWriter {
   };
 }
 
-class PostgresWriter implements LogWriter {
-  failure: Error | undefined;
-  private queue: SessionEvent[] = [];
-  private draining: Promise<void> | undefined;
-  private closed = false;
+class PostgresWriter extends QueuedWriter<SessionEvent> {
   private readonly renewTimer: NodeJS.Timeout;
 
   constructor(
@@ -192,39 +210,31 @@ class PostgresWriter implements LogWriter {
     private readonly n: SchemaNames,
     private readonly id: string,
     private readonly holder: string,
-    private readonly location: string,
+    location: string,
     /** Events stored so far: the seq the next batch must start at. */
     private stored: number,
     private readonly leaseMs: number,
   ) {
+    super(location);
     this.renewTimer = setInterval(() => void this.renew(), Math.max(50, Math.floor(leaseMs / 3)));
     this.renewTimer.unref();
   }
 
-  append(event: SessionEvent): void {
-    if (this.closed) throw new StoreError('store-closed', `${this.location} was closed; reopen the session to append.`, { file: this.location });
-    this.queue.push(event);
-    this.draining ??= this.drain();
+  protected encode(event: SessionEvent): SessionEvent {
+    return event;
   }
 
-  async flush(): Promise<void> {
-    while (this.draining) await this.draining;
-    if (this.failure) throw this.failure;
+  protected asFailure(err: unknown): StoreError {
+    return err instanceof StoreError && err.code === 'store-conflict' ? err : storeErrorOf(err, this.location, 'appending events');
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    try {
-      await this.flush();
-    } finally {
-      this.closed = true;
-      clearInterval(this.renewTimer);
-      await this.pool.query(`DELETE FROM ${this.n.leases} WHERE session_id = $1 AND holder = $2`, [this.id, this.holder]).catch(() => undefined);
-    }
+  protected async release(): Promise<void> {
+    clearInterval(this.renewTimer);
+    await this.pool.query(`DELETE FROM ${this.n.leases} WHERE session_id = $1 AND holder = $2`, [this.id, this.holder]).catch(() => undefined);
   }
 
-  private fail(err: StoreError): void {
-    this.failure ??= err;
+  protected override fail(err: Error): void {
+    super.fail(err);
     clearInterval(this.renewTimer);
   }
 
@@ -246,24 +256,7 @@ class PostgresWriter implements LogWriter {
     }
   }
 
-  private async drain(): Promise<void> {
-    // Yield once so a burst of synchronous appends becomes one batch.
-    await Promise.resolve();
-    try {
-      while (this.queue.length > 0 && !this.failure) {
-        const batch = this.queue;
-        this.queue = [];
-        await this.insert(batch);
-      }
-    } catch (err) {
-      this.fail(err instanceof StoreError && err.code === 'store-conflict' ? err : storeErrorOf(err, this.location, 'appending events'));
-    } finally {
-      this.draining = undefined;
-      if (this.queue.length > 0 && !this.failure) this.draining = this.drain();
-    }
-  }
-
-  private async insert(batch: SessionEvent[]): Promise<void> {
+  protected async writeBatch(batch: SessionEvent[]): Promise<void> {
     const first = batch[0]!.seq;
     if (first !== this.stored) throw this.conflict(`the batch starts at seq ${first} but ${this.stored} events are stored`);
     let r;

@@ -1,0 +1,157 @@
+/**
+ * The economics bench's yardsticks, the same for every policy: one tokenizer pricing every
+ * message the way the engine's meter does, the prompt-cache model and the price table.
+ *
+ * Cache model: a request's cached prefix is its longest common prefix, in whole messages,
+ * with the previous agent request (tools first: a different tool list shares nothing). Agent
+ * requests write their uncached suffix to the cache (a breakpoint at the end, as coding agents
+ * set it); summary requests are never reused, so their uncached part is plain input.
+ */
+import type { ChatMessage } from '../../src/session/derive.js';
+import { getTokenizer, messageOverhead, type Tokenizer } from '../../src/services/tokenizer.js';
+
+/** US dollars per million tokens (Anthropic-like; output is Claude Sonnet's list price). */
+export const PRICES = { input: 3, cacheRead: 0.3, cacheWrite: 3.75, output: 15 } as const;
+
+export const PRICE_TABLE =
+  `prices per 1M tokens: input $${PRICES.input.toFixed(2)}, cache read $${PRICES.cacheRead.toFixed(2)}, ` +
+  `cache write $${PRICES.cacheWrite.toFixed(2)}, output $${PRICES.output.toFixed(2)}`;
+
+export const CACHE_MODEL =
+  "cache model: a request's cached prefix = its longest common prefix (whole messages, tools first) with the previous agent request; " +
+  'agent requests pay cache read on it and cache write on the rest; a summary request pays cache read on its prefix shared with the ' +
+  'agent request before it, input on the rest, output on the summary. Agent replies are identical for every policy and not billed.';
+
+/** What a request sends, as the cache sees it. */
+export interface PricedRequest {
+  /** Tool list as sent (JSON): part of the cached prefix, before the messages. */
+  tools: string;
+  messages: readonly ChatMessage[];
+}
+
+export class Pricer {
+  readonly tokenizer: Tokenizer;
+  private readonly byJson = new Map<string, number>();
+
+  constructor(tokenizerName: Parameters<typeof getTokenizer>[0] = 'o200k_base') {
+    this.tokenizer = getTokenizer(tokenizerName);
+  }
+
+  count(text: string): number {
+    return this.tokenizer.count(text);
+  }
+
+  /** A message's tokens, as src/services/meter.ts prices a surface node (cached by content). */
+  message(m: ChatMessage): number {
+    const key = JSON.stringify(m);
+    let p = this.byJson.get(key);
+    if (p === undefined) {
+      p = this.price(m);
+      this.byJson.set(key, p);
+    }
+    return p;
+  }
+
+  envelope(tools: string): number {
+    const t = this.tokenizer;
+    return t.overhead.perRequest + (tools === '' || tools === '[]' ? 0 : t.count(tools) + (t.overhead.perBlock ?? 0));
+  }
+
+  tokens(r: PricedRequest): number {
+    let sum = this.envelope(r.tools);
+    for (const m of r.messages) sum += this.message(m);
+    return sum;
+  }
+
+  /** Tokens of `r` a prompt cache holding `previous` serves. */
+  cachedPrefix(r: PricedRequest, previous: PricedRequest | undefined): number {
+    if (previous === undefined || previous.tools !== r.tools) return 0;
+    let sum = this.envelope(r.tools);
+    const n = Math.min(r.messages.length, previous.messages.length);
+    for (let i = 0; i < n; i++) {
+      const a = JSON.stringify(r.messages[i]);
+      if (a !== JSON.stringify(previous.messages[i])) break;
+      sum += this.message(r.messages[i]!);
+    }
+    return sum;
+  }
+
+  private price(m: ChatMessage): number {
+    const t = this.tokenizer;
+    let tokens = 0;
+    let toolCalls = 0;
+    let blocks = 0;
+    const content = m.content;
+    if (typeof content === 'string') {
+      tokens += t.count(content);
+      blocks = content === '' ? 0 : 1;
+    } else if (Array.isArray(content)) {
+      for (const part of content as Array<{ type: string; text?: string; image_url?: { detail?: string } }>) {
+        blocks++;
+        if (part.type === 'text') tokens += t.count(part.text ?? '');
+        else if (part.type === 'image_url') tokens += part.image_url?.detail === 'low' ? 85 : 765;
+      }
+    }
+    if (m.role === 'assistant' && m.tool_calls) {
+      for (const call of m.tool_calls) {
+        if (call.type !== 'function') continue;
+        toolCalls++;
+        tokens += t.count(call.function.name) + t.count(call.function.arguments);
+      }
+    }
+    return tokens + messageOverhead(t.overhead, { role: m.role as 'system' | 'user' | 'assistant' | 'tool', toolCalls, blocks });
+  }
+}
+
+/** Running totals of one policy's bill. */
+export class Ledger {
+  requests = 0;
+  promptTokens = 0;
+  cacheMissTokens = 0;
+  peak = 0;
+  overWindow = 0;
+  summaryRequests = 0;
+  summaryInputTokens = 0;
+  summaryTokens = 0;
+  cost = 0;
+  /** The bill by kind: cache reads and writes of agent requests, summary requests' input, summary output. */
+  costs = { read: 0, write: 0, summaryInput: 0, output: 0 };
+  private previous: PricedRequest | undefined;
+
+  constructor(
+    private readonly pricer: Pricer,
+    private readonly window: number,
+  ) {}
+
+  /** An agent request: billed, and the cache now holds it. */
+  agent(r: PricedRequest): number {
+    const tokens = this.pricer.tokens(r);
+    const cached = Math.min(tokens, this.pricer.cachedPrefix(r, this.previous));
+    this.requests++;
+    this.promptTokens += tokens;
+    this.cacheMissTokens += tokens - cached;
+    this.peak = Math.max(this.peak, tokens);
+    if (tokens > this.window) this.overWindow++;
+    this.bill('read', cached * PRICES.cacheRead);
+    this.bill('write', (tokens - cached) * PRICES.cacheWrite);
+    this.previous = r;
+    return tokens;
+  }
+
+  /** A summary request and its output; `cacheable` false when the request cannot share the agent's cache key. */
+  summary(r: PricedRequest, outputTokens: number, cacheable = true): void {
+    const tokens = this.pricer.tokens(r);
+    const cached = cacheable ? Math.min(tokens, this.pricer.cachedPrefix(r, this.previous)) : 0;
+    this.summaryRequests++;
+    this.summaryInputTokens += tokens;
+    this.cacheMissTokens += tokens - cached;
+    this.summaryTokens += outputTokens;
+    this.bill('summaryInput', cached * PRICES.cacheRead + (tokens - cached) * PRICES.input);
+    this.bill('output', outputTokens * PRICES.output);
+  }
+
+  private bill(kind: keyof Ledger['costs'], microDollars: number): void {
+    this.costs[kind] += microDollars / 1e6;
+    this.cost += microDollars / 1e6;
+  }
+}

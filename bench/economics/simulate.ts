@@ -1,0 +1,155 @@
+/**
+ * The replay loop for the simulated peer policies: the recorded events, in order, through a
+ * policy that may rewrite the message list before each request and after each turn. Only the
+ * yardsticks are shared with the xcompact replay (pricing, cache model, summarizer, cap); the
+ * decisions are each policy's own (peers.ts).
+ */
+import { frameCheckpoint } from '../../src/services/checkpoint.js';
+import { ExtractiveSummarizer } from '../../src/services/summarizers/extractive.js';
+import { COMPACTION_INSTRUCTION } from '../../src/services/summarizers/instruction.js';
+import { toChatMessage, type ChatMessage } from '../../src/session/derive.js';
+import { isSurfaceType, type SessionEvent, type SurfaceEvent } from '../../src/session/events.js';
+import { Ledger, Pricer, type PricedRequest } from './pricing.js';
+
+export interface Entry {
+  event: SurfaceEvent;
+  msg: ChatMessage;
+  tokens: number;
+  /** A checkpoint this policy wrote. */
+  summary: boolean;
+  /** A tool result this policy cleared. */
+  pruned: boolean;
+}
+
+export interface SimOptions {
+  window: number;
+  /** Output tokens the agent reserves per request. */
+  maxOutputTokens: number;
+  /** Summary cap, the same for every policy. */
+  summaryCap: number;
+}
+
+export class SimState {
+  entries: Entry[] = [];
+  tools = '';
+  compactions = 0;
+  prunes = 0;
+  readonly ledger: Ledger;
+  private readonly summarizer = new ExtractiveSummarizer();
+
+  constructor(
+    readonly pricer: Pricer,
+    readonly options: SimOptions,
+  ) {
+    this.ledger = new Ledger(pricer, options.window);
+  }
+
+  get window(): number {
+    return this.options.window;
+  }
+
+  messages(entries: readonly Entry[] = this.entries): ChatMessage[] {
+    return entries.map((e) => e.msg);
+  }
+
+  request(): PricedRequest {
+    return { tools: this.tools, messages: this.messages() };
+  }
+
+  tokens(): number {
+    return this.pricer.tokens(this.request());
+  }
+
+  entry(event: SurfaceEvent, flags: Partial<Pick<Entry, 'summary' | 'pruned'>> = {}): Entry {
+    const msg = toChatMessage(event);
+    return { event, msg, tokens: this.pricer.message(msg), summary: flags.summary ?? false, pruned: flags.pruned ?? false };
+  }
+
+  /** Index of the first entry that is not the system prompt. */
+  head(): number {
+    let i = 0;
+    while (i < this.entries.length && this.entries[i]!.event.type === 'system/message') i++;
+    return i;
+  }
+
+  /**
+   * The cut that keeps at least `keepTokens` of the newest entries, moved to the nearest entry
+   * that is not a tool result (so no call loses its result), never before `head()`.
+   */
+  cutKeeping(keepTokens: number): number {
+    const head = this.head();
+    let kept = 0;
+    let i = this.entries.length;
+    while (i > head && kept < keepTokens) kept += this.entries[--i]!.tokens;
+    while (i > head && this.entries[i]?.event.type === 'tool/result') i--;
+    return i;
+  }
+
+  /** The extractive summary of `span` (earlier checkpoints in it are merged), within the shared cap. */
+  async summarize(span: readonly Entry[]): Promise<{ text: string; tokens: number }> {
+    const result = await this.summarizer.summarize(
+      {
+        system: undefined,
+        tools: [],
+        context: [],
+        messages: this.messages(span),
+        events: span.map((e) => e.event),
+        target: { provider: 'bench', model: 'extractive' },
+        maxTokens: this.options.summaryCap,
+        countTokens: (t) => this.pricer.count(t),
+      },
+      new AbortController().signal,
+    );
+    return { text: result.text, tokens: this.pricer.count(result.text) };
+  }
+
+  checkpoint(summary: string): Entry {
+    const event = { seq: -1, type: 'user/message', time: '', data: { content: [{ type: 'text', text: frameCheckpoint(summary) }] } } as unknown as SurfaceEvent;
+    return this.entry(event, { summary: true });
+  }
+
+  /** The compaction instruction as the last user message of a summary request. */
+  instruction(): ChatMessage {
+    return { role: 'user', content: COMPACTION_INSTRUCTION };
+  }
+}
+
+export interface PeerPolicy {
+  name: string;
+  /** One line: what the simulation does and where the facts come from. */
+  description: string;
+  beforeRequest(s: SimState, firstOfTurn: boolean): Promise<void>;
+  /** The request is over the window: the provider would reject it. */
+  onOverflow?(s: SimState): Promise<void>;
+  afterTurn?(s: SimState): Promise<void>;
+}
+
+export interface SimResult {
+  state: SimState;
+  lastRequest: ChatMessage[];
+}
+
+export async function simulate(events: Iterable<SessionEvent>, policy: PeerPolicy, pricer: Pricer, options: SimOptions): Promise<SimResult> {
+  const s = new SimState(pricer, options);
+  let firstOfTurn = false;
+  let lastRequest: ChatMessage[] = [];
+  for (const e of events) {
+    if (e.type === 'request/header') {
+      const tools = (e as SessionEvent<'request/header'>).data.tools;
+      s.tools = tools.length === 0 ? '' : JSON.stringify(tools);
+    } else if (e.type === 'turn/start') {
+      firstOfTurn = true;
+    } else if (e.type === 'turn/end') {
+      await policy.afterTurn?.(s);
+    } else if (e.type === 'assistant/message') {
+      await policy.beforeRequest(s, firstOfTurn);
+      firstOfTurn = false;
+      if (s.tokens() > s.window) await policy.onOverflow?.(s);
+      const request = s.request();
+      s.ledger.agent(request);
+      lastRequest = [...request.messages];
+    }
+    if (isSurfaceType(e.type) && e.surfaceOp === 'append') s.entries.push(s.entry(e as SurfaceEvent));
+  }
+  return { state: s, lastRequest };
+}

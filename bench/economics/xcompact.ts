@@ -1,0 +1,103 @@
+/**
+ * xcompact in the economics bench: the real engine (createCompactionEngine, default policy)
+ * living the recorded session step by step (test/helpers/replay.ts), with the bench's
+ * extractive summarizer and summary cap. Its summary requests are billed as the OpenAI
+ * summarizer would send them: system prompt, kept checkpoints, the span, the instruction.
+ */
+import { createCompactionEngine, type CompactionEngineOptions } from '../../src/engine.js';
+import type { Summarizer, SummaryRequest, SummaryResult } from '../../src/services/summarizer.js';
+import { ExtractiveSummarizer } from '../../src/services/summarizers/extractive.js';
+import { buildInstruction } from '../../src/services/summarizers/instruction.js';
+import type { ChatMessage } from '../../src/session/derive.js';
+import type { SessionEvent } from '../../src/session/events.js';
+import { Session } from '../../src/session/session.js';
+import { replayThroughEngine } from '../../test/helpers/replay.js';
+import { Ledger, PRICES, type Pricer } from './pricing.js';
+import type { SimOptions } from './simulate.js';
+
+export interface XcompactRun {
+  ledger: Ledger;
+  compactions: number;
+  prunes: number;
+  lastRequest: ChatMessage[];
+  stuck: number;
+  failed: number;
+}
+
+/** Bills each summary request to the ledger, then lets the extractive summarizer write it. */
+class BilledSummarizer implements Summarizer {
+  readonly name = 'extractive';
+  private readonly inner = new ExtractiveSummarizer();
+
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly pricer: Pricer,
+  ) {}
+
+  async summarize(request: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
+    const result = await this.inner.summarize(request, signal);
+    const instruction = buildInstruction({ keptCheckpoints: request.context.length, focus: request.focus });
+    const messages: ChatMessage[] = [
+      ...(request.system ? [request.system] : []),
+      ...request.context,
+      ...request.messages,
+      { role: 'user', content: instruction },
+    ];
+    const tools = request.tools.length === 0 ? '' : JSON.stringify(request.tools);
+    this.ledger.summary({ tools, messages }, this.pricer.count(result.text));
+    return result;
+  }
+}
+
+export async function replayXcompact(
+  source: Session,
+  pricer: Pricer,
+  options: SimOptions,
+  config: CompactionEngineOptions['config'] = {},
+): Promise<XcompactRun> {
+  const ledger = new Ledger(pricer, options.window);
+  const session = Session.inMemory('economics-xcompact');
+  // The bench's price table is the model's: the engine's cost model decides on the prices it is billed at.
+  const models: Record<string, { contextWindow: number; maxOutputTokens: number; prices: typeof PRICES }> = {};
+  for (const e of source.events()) {
+    if (e.type === 'request/header') models[`${e.data.provider}/${e.data.model}`] = { contextWindow: options.window, maxOutputTokens: options.maxOutputTokens, prices: PRICES };
+  }
+  const engine = createCompactionEngine({
+    session,
+    models,
+    summarizer: new BilledSummarizer(ledger, pricer),
+    // The default headroom (65,536) is larger than a 32k window: scale it to the summary cap.
+    config: { headroomTokens: options.summaryCap, maxTokens: options.summaryCap, ...config },
+  });
+  let compactions = 0;
+  let prunes = 0;
+  engine.on((e) => {
+    if (e.type === 'compaction.committed') compactions++;
+    if (e.type === 'pruned') prunes += e.count;
+  });
+  let tools = '';
+  let lastRequest: ChatMessage[] = [];
+  const results = await replayThroughEngine(source, session, engine, {
+    beforeReply: () => {
+      for (let i = session.length - 1; i >= 0; i--) {
+        const e = session.event(i);
+        if (e.type === 'request/header') {
+          const t = (e as SessionEvent<'request/header'>).data.tools;
+          tools = t.length === 0 ? '' : JSON.stringify(t);
+          break;
+        }
+      }
+      lastRequest = [...session.deriveMessages()];
+      ledger.agent({ tools, messages: lastRequest });
+    },
+  });
+  engine.stop();
+  return {
+    ledger,
+    compactions,
+    prunes,
+    lastRequest,
+    stuck: results.filter((r) => r.status === 'stuck').length,
+    failed: results.filter((r) => r.status === 'failed').length,
+  };
+}

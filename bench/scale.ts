@@ -1,0 +1,289 @@
+/**
+ * Scale benchmark (issue 18): the costs that grow with a long session, each as a ratio measured
+ * in one run against a baseline of the same run.
+ *
+ *   npx tsx bench/scale.ts
+ *
+ * 1. `engine.afterStep()` below the threshold ÷ `engine.measure()`, at 10k surface nodes, after
+ *    one appended step each (target ≤ 3).
+ * 2. `Session.open` of a JSONL log of 100k events + the first `afterStep()` ÷ `JSON.parse` of
+ *    the log's lines (target ≤ 4).
+ * 3. Tokenizer calls of a compaction with the bounded OpenAI summarizer ÷ the span's nodes
+ *    (target: every span node counted by the meter once, none again by the summarizer).
+ * 4. `deriveMessages()` after one append: work at 100k nodes ÷ work at 1k (target ≈ 1: O(appended)).
+ *
+ * Content: the real transcript's texts (test/fixtures/pi-large-session.jsonl), each use made
+ * unique (a counter woven in), so no tokenizer cache flatters a figure.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createCompactionEngine } from '../src/engine.js';
+import { importPiFile, JsonlStore, Session, SessionWriter } from '../src/session/index.js';
+import { parseConfig, tokenizerNameFor } from '../src/services/config.js';
+import type { ServiceDeps } from '../src/services/deps.js';
+import { TokenMeter } from '../src/services/meter.js';
+import { selectSpan } from '../src/services/select.js';
+import { buildSummaryRequest } from '../src/services/summary-request.js';
+import { BoundedSummarizer } from '../src/services/summarizers/bounded-summarizer.js';
+import { getTokenizer } from '../src/services/tokenizer.js';
+
+const FIXTURE = fileURLToPath(new URL('../test/fixtures/pi-large-session.jsonl', import.meta.url));
+const MODELS = { 'bench/huge': { contextWindow: 50_000_000, maxOutputTokens: 8_000 } };
+const TOOLS = [
+  { type: 'function', function: { name: 'read', description: 'Read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
+  { type: 'function', function: { name: 'bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } } },
+];
+
+export interface Corpus {
+  user: string[];
+  assistant: string[];
+  calls: Array<{ name: string; arguments: string }>;
+  results: string[];
+}
+
+/** The transcript's message texts, tool results cut to at most 3,000 characters. */
+export async function loadCorpus(): Promise<Corpus> {
+  const pi = Session.inMemory('pi');
+  await importPiFile(pi, FIXTURE);
+  const c: Corpus = { user: [], assistant: [], calls: [], results: [] };
+  for (const e of pi.events()) {
+    if (e.type === 'user/message') {
+      for (const b of e.data.content) if (b.type === 'text' && b.text.length > 0) c.user.push(b.text.slice(0, 3000));
+    } else if (e.type === 'assistant/message') {
+      for (const b of e.data.content) {
+        if (b.type === 'text' && b.text.length > 0) c.assistant.push(b.text.slice(0, 3000));
+        else if (b.type === 'tool-call') c.calls.push({ name: b.name, arguments: b.arguments });
+      }
+    } else if (e.type === 'tool/result') {
+      for (const b of e.data.content) if (b.type === 'text' && b.text.length > 0) c.results.push(b.text.slice(0, 3000));
+    }
+  }
+  return c;
+}
+
+/** A text made unique by the use counter (woven in mid-text, not only appended). */
+function vary(text: string, n: number): string {
+  const at = text.indexOf(' ', Math.floor(text.length / 2));
+  return at < 0 ? `${text} #${n}` : `${text.slice(0, at)} (${n})${text.slice(at)}`;
+}
+
+/**
+ * Appends agent steps (header, assistant with one tool call and usage, its result) until the
+ * surface has `nodes` nodes; a user turn every 8 steps. Usage grows with the priced text so the
+ * anchored figure stays plausible (not suspect).
+ */
+export class Workload {
+  private n = 0;
+  private call = 0;
+  private steps = 0;
+  private promptTokens = 2_000;
+  readonly writer: SessionWriter;
+  constructor(
+    readonly session: Session,
+    private readonly corpus: Corpus,
+  ) {
+    this.writer = new SessionWriter(session);
+  }
+
+  private pick(list: string[]): string {
+    this.n++;
+    return vary(list[this.n % list.length]!, this.n);
+  }
+
+  step(): void {
+    const w = this.writer;
+    if (this.session.openTurn === null) {
+      w.startTurn();
+      w.request({ provider: 'bench', model: 'huge', systemPrompt: 'You are a coding agent. Work in small verified steps.', tools: TOOLS, maxTokens: 8_000 });
+      w.user(this.pick(this.corpus.user));
+    }
+    w.startStep();
+    w.request({ provider: 'bench', model: 'huge', systemPrompt: 'You are a coding agent. Work in small verified steps.', tools: TOOLS, maxTokens: 8_000 });
+    const c = this.corpus.calls[this.call % this.corpus.calls.length]!;
+    const id = `call_${++this.call}`;
+    const text = this.pick(this.corpus.assistant);
+    const result = this.pick(this.corpus.results);
+    // A rough, steady figure: the provider's count grows about as our prices do.
+    this.promptTokens += Math.round((text.length + result.length + c.arguments.length) / 3.6) + 20;
+    w.assistant({ text, toolCalls: [{ id, name: c.name, arguments: vary(c.arguments, this.n) }], usage: { promptTokens: this.promptTokens, completionTokens: 50 } });
+    w.toolResult(id, result, { toolName: c.name });
+    w.endStep();
+    if (++this.steps % 8 === 0) w.endTurn();
+  }
+
+  fill(nodes: number): void {
+    while (this.session.surface.length < nodes) this.step();
+  }
+}
+
+const us = (ms: number) => `${(ms * 1000).toFixed(1)} µs`;
+
+/** Part 1: afterStep() below the threshold against measure(), with and without an appended step before each. */
+async function quickStep(corpus: Corpus, print: (l: string) => void): Promise<void> {
+  const session = Session.inMemory('bench-scale');
+  const work = new Workload(session, corpus);
+  work.fill(8_000);
+  const engine = createCompactionEngine({ session, models: MODELS });
+  const from = session.surface.length;
+  const timed = async (reps: number, append: boolean) => {
+    let measureMs = 0;
+    let stepMs = 0;
+    // Interleaved: both see the same sizes and the same machine load; the first tenth warms up.
+    const warm = Math.floor(reps / 10);
+    for (let i = 0; i < reps + warm; i++) {
+      if (append) work.step();
+      let t = performance.now();
+      engine.measure();
+      const m = performance.now() - t;
+      if (append) work.step();
+      t = performance.now();
+      const r = await engine.afterStep();
+      const s = performance.now() - t;
+      if (r.status !== 'below') throw new Error(`expected below, got ${r.status}`);
+      if (i >= warm) {
+        measureMs += m;
+        stepMs += s;
+      }
+    }
+    return { step: stepMs / reps, measure: measureMs / reps, ratio: stepMs / measureMs };
+  };
+  const appended = await timed(1_000, true);
+  const to = session.surface.length;
+  const bare = await timed(5_000, false);
+  engine.stop();
+  const verdict = (r: number) => (r <= 3 ? 'met' : 'NOT met');
+  print(`1. afterStep() below the threshold, ${from.toLocaleString('en-US')}→${to.toLocaleString('en-US')} surface nodes (ratio target ≤ 3×)`);
+  print(`   after one appended step each (pricing it included): afterStep ${us(appended.step)}, measure ${us(appended.measure)}: ratio ${appended.ratio.toFixed(2)}× ${verdict(appended.ratio)}`);
+  print(`   nothing appended between calls:                      afterStep ${us(bare.step)}, measure ${us(bare.measure)}: ratio ${bare.ratio.toFixed(2)}× ${verdict(bare.ratio)}`);
+}
+
+/** Part 2: reopen of a JSONL log of `events` events + the first afterStep, against JSON.parse of its lines. */
+async function reopen(corpus: Corpus, events: number, print: (l: string) => void): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'xcompact-scale-'));
+  try {
+    const store = new JsonlStore(dir, { sync: false });
+    const first = await Session.open(store, 'big');
+    const work = new Workload(first, corpus);
+    while (first.length < events) {
+      work.step();
+      if (first.length % 5_000 < 8) await first.flush();
+    }
+    // The session ends as an agent leaves it between steps: a reply whose usage anchors the figure.
+    await first.close();
+    const file = join(dir, 'big.jsonl');
+    const bytes = readFileSync(file);
+    const t0 = performance.now();
+    const lines = bytes.toString('utf8').split('\n');
+    let parsed = 0;
+    for (const line of lines) if (line.length > 0) parsed += JSON.parse(line) === null ? 0 : 1;
+    const parseMs = performance.now() - t0;
+
+    const t1 = performance.now();
+    const session = await Session.open(store, 'big');
+    const openMs = performance.now() - t1;
+    const engine = createCompactionEngine({ session, models: MODELS });
+    const t2 = performance.now();
+    const r = await engine.afterStep();
+    const stepMs = performance.now() - t2;
+    engine.stop();
+    await session.close();
+    const total = openMs + stepMs;
+    const ratio = total / parseMs;
+    print(`2. reopen of ${parsed.toLocaleString('en-US')} events (${(bytes.length / 1e6).toFixed(1)} MB, ${session.surface.length.toLocaleString('en-US')} surface nodes), then the first afterStep (${r.status})`);
+    print(`   JSON.parse of the lines ${parseMs.toFixed(0)} ms; Session.open ${openMs.toFixed(0)} ms (${(openMs / parseMs).toFixed(2)}×); first afterStep ${stepMs.toFixed(0)} ms`);
+    print(`   ratio (open + first afterStep) ÷ JSON.parse = ${ratio.toFixed(2)}× (target ≤ 4×) ${ratio <= 4 ? 'met' : 'NOT met'}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Part 3: the bounding step of a summary of a ~100k-token span (the OpenAI summarizer's own
+ * wrapper, around a summarizer that answers at once), its request counting with the meter's
+ * prices against one that re-tokenizes (what it did before).
+ */
+export async function summaryPricing(corpus: Corpus, print: (l: string) => void): Promise<void> {
+  const session = Session.inMemory('bench-summary');
+  const work = new Workload(session, corpus);
+  const models = { ...MODELS, 'bench/summarizer': { contextWindow: 32_000, maxOutputTokens: 4_000 } };
+  const config = parseConfig({ models, summarizationProvider: 'bench', summarizationModel: 'summarizer' });
+  const tokenizerName = (provider: string | undefined, model: string | undefined) =>
+    provider && model ? tokenizerNameFor(config, provider, model) : (config.tokenizer ?? 'o200k_base');
+  const meter = new TokenMeter(session, { tokenizerFor: (h) => getTokenizer(tokenizerName(h?.data.provider, h?.data.model)) });
+  const deps: ServiceDeps = { session, meter, config, now: Date.now, tokenizerName };
+  while (meter.measure().surfaceTokens < 120_000) work.step();
+  const range = selectSpan(deps, { purpose: 'manual', attempt: 1, retain: 'newest-unit', stackCheckpoints: false })!;
+  const inner = { name: 'instant', summarize: async () => ({ text: 'summary', requests: 1 }) };
+  const bounded = new BoundedSummarizer(inner);
+  const request = buildSummaryRequest(deps, range, undefined);
+  const tokenizer = getTokenizer(meter.measure().tokenizer);
+  const retokenizing = { ...request, countTokens: (t: string) => tokenizer.count(t) };
+  const signal = new AbortController().signal;
+  const time = async (r: typeof request) => {
+    const t = performance.now();
+    const out = await bounded.summarize(r, signal);
+    return { ms: performance.now() - t, out };
+  };
+  // Alternated, twice each, best of two: the same machine load for both.
+  const base1 = await time(retokenizing);
+  const ours1 = await time(buildSummaryRequest(deps, range, undefined));
+  const base2 = await time(retokenizing);
+  const ours2 = await time(buildSummaryRequest(deps, range, undefined));
+  const base = Math.min(base1.ms, base2.ms);
+  const ours = Math.min(ours1.ms, ours2.ms);
+  let spanTokens = 0;
+  for (let p = range.startPos; p <= range.endPos; p++) spanTokens += meter.priceAt(p);
+  print(`3. bounding a summary of ${range.endPos - range.startPos + 1} nodes (${spanTokens.toLocaleString('en-US')} tokens) for a 32k window (${ours1.out.bounding?.mode}, ${ours1.out.bounding?.chunks} chunk(s))`);
+  print(`   with the meter's prices ${ours.toFixed(0)} ms, re-tokenizing the span ${base.toFixed(0)} ms: ratio ours ÷ before = ${(ours / base).toFixed(3)}× (each span text tokenized 0 times more: test/summary-prices.test.ts counts it)`);
+}
+
+/** Part 4: deriveMessages() right after one append, at 1k and 100k surface nodes. */
+export function deriveAfterAppend(corpus: Corpus, print: (l: string) => void): void {
+  const perCall = (nodes: number) => {
+    const session = Session.inMemory('bench-derive');
+    const work = new Workload(session, corpus);
+    work.fill(nodes);
+    const w = work.writer;
+    session.deriveMessages();
+    w.startStep();
+    const reps = 501;
+    const times: number[] = [];
+    for (let i = 0; i < reps; i++) {
+      w.request({ provider: 'bench', model: 'huge', tools: [], maxTokens: 8_000 });
+      w.assistant({ text: `step ${i}` });
+      const t = performance.now();
+      session.deriveMessages();
+      times.push(performance.now() - t);
+    }
+    // The median: a garbage collection of the larger heap landing in one call is not the call's cost.
+    const ms = times.sort((a, b) => a - b)[reps >> 1]! * reps;
+    // What it did before: copy and freeze the whole array (from a plain copy, so only that is timed).
+    const plain = [...session.deriveMessages()];
+    const t = performance.now();
+    for (let i = 0; i < 50; i++) Object.freeze(plain.slice());
+    return { us: (ms / reps) * 1000, copyUs: ((performance.now() - t) / 50) * 1000, nodes: session.surface.length };
+  };
+  perCall(1_000); // warm-up
+  const small = perCall(1_000);
+  const large = perCall(100_000);
+  const ratio = large.us / small.us;
+  print(`4. deriveMessages() after one append (median): ${small.us.toFixed(2)} µs at ${small.nodes.toLocaleString('en-US')} nodes, ${large.us.toFixed(2)} µs at ${large.nodes.toLocaleString('en-US')} (a whole copy + freeze: ${large.copyUs.toFixed(0)} µs)`);
+  print(`   ratio 100k ÷ 1k = ${ratio.toFixed(2)}× (target ≈ 1×: O(appended)) ${ratio <= 2 ? 'met' : 'NOT met'}`);
+}
+
+export async function run(options: { print?: (line: string) => void } = {}): Promise<void> {
+  const print = options.print ?? ((l: string) => console.log(l));
+  const corpus = await loadCorpus();
+  print(`corpus: ${corpus.user.length} user texts, ${corpus.assistant.length} assistant texts, ${corpus.calls.length} tool calls, ${corpus.results.length} tool results from the real transcript`);
+  await quickStep(corpus, print);
+  await reopen(corpus, 100_000, print);
+  await summaryPricing(corpus, print);
+  deriveAfterAppend(corpus, print);
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  await run();
+}

@@ -1,0 +1,357 @@
+/**
+ * Background compaction (SPEC §13): a summary prepared while the agent works on. One actor
+ * lives as long as the engine (spawned by it, system id `xcompact.background`); the gate chart
+ * of each job consults it (see gate.ts).
+ *
+ *   idle ─ step at the prepare point ─▶ selecting ─ nothing ▶ idle
+ *   validating ─ lock held ▶ idle          opening (compaction/start, marked background)
+ *   summarizing ┬ preparing ─ a step reached the threshold ─▶ waitingAtThreshold
+ *               └ the summary ▶ ready (span as selected? shrinks? frees enough?)
+ *   committing ▶ flushing ▶ idle (committed at once: the next request is smaller)
+ *   any failure ▶ closing (compaction/end {error}) ▶ idle;  cancel ▶ cancelled (compaction/end {cancelled}) ▶ idle
+ *
+ * Replies to the gate that consulted it: `background.proceed` (nothing running: the job runs as
+ * usual), `background.preparing` (a summary is being prepared and the threshold is not reached:
+ * the agent goes on), `background.waiting` then `background.settled` (the job waits for the
+ * summary: the only wait). Each reply hands over the runs that ended since the last one.
+ * Every run that ends is counted by the engine's breaker (busy and cancelled are not failures).
+ */
+import { assign, enqueueActions, not, setup, type AnyActorRef } from 'xstate';
+import type { RangeSelection } from '../services/range';
+import type { TransactionActorInputs } from './transaction';
+import {
+  compactionRecord,
+  engineAncestor,
+  errorOf,
+  notProvided,
+  outputOf,
+  tell,
+  toErrorInfo,
+  type ChartNotification,
+  type CommitRecord,
+  type CompactionRecord,
+  type ErrorInfo,
+  type OpenedBracket,
+  type PressureReading,
+  type SelectInput,
+  type SpanCheck,
+  type SummaryOutcome,
+  type Verdict,
+} from './types';
+
+export const BACKGROUND_SYSTEM_ID = 'xcompact.background';
+
+/** One background run, as the gate reports it to the host. */
+export interface BackgroundOutcome {
+  status: 'committed' | 'failed' | 'cancelled' | 'nothing';
+  record: CompactionRecord | undefined;
+  error: ErrorInfo | undefined;
+  /** A job waited for this run. */
+  waited: boolean;
+}
+
+export type BackgroundEvent =
+  | { type: 'step'; reading: PressureReading; silentSeenSeq: number; turn: number | null; replyTo: AnyActorRef }
+  | { type: 'await'; replyTo: AnyActorRef }
+  | { type: 'cancel'; reason?: string };
+
+export type BackgroundReply =
+  | { type: 'background.proceed'; outcomes: BackgroundOutcome[] }
+  | { type: 'background.preparing'; outcomes: BackgroundOutcome[] }
+  | { type: 'background.waiting' }
+  | { type: 'background.settled'; outcomes: BackgroundOutcome[] };
+
+export interface BackgroundContext {
+  turn: number | null;
+  range: RangeSelection | undefined;
+  snapshot: SpanCheck['snapshot'] | undefined;
+  opened: OpenedBracket | undefined;
+  summary: SummaryOutcome | undefined;
+  commit: CommitRecord | undefined;
+  error: ErrorInfo | undefined;
+  outcome: BackgroundOutcome['status'] | undefined;
+  cancelRequested: boolean;
+  cancelReason: string | undefined;
+  waiters: AnyActorRef[];
+  waited: boolean;
+  unreported: BackgroundOutcome[];
+}
+
+const IDLE: Omit<BackgroundContext, 'unreported' | 'turn'> = {
+  range: undefined,
+  snapshot: undefined,
+  opened: undefined,
+  summary: undefined,
+  commit: undefined,
+  error: undefined,
+  outcome: undefined,
+  cancelRequested: false,
+  cancelReason: undefined,
+  waiters: [],
+  waited: false,
+};
+
+type StepEvent = Extract<BackgroundEvent, { type: 'step' }>;
+
+/** At or above the threshold, or a prompt the provider truncated silently: the agent must not go on. */
+function mustWait(e: StepEvent): boolean {
+  const r = e.reading;
+  return r.totalTokens >= r.threshold || (r.silentOverflow !== undefined && r.silentOverflow.seq > e.silentSeenSeq);
+}
+
+const cancelledError = (reason: string | undefined): ErrorInfo => ({
+  code: 'cancelled',
+  message: reason === undefined ? 'the background compaction was cancelled' : `the background compaction was cancelled: ${reason}`,
+});
+
+export const backgroundMachine = setup({
+  types: {
+    context: {} as BackgroundContext,
+    events: {} as BackgroundEvent,
+    emitted: {} as ChartNotification,
+  },
+  actors: {
+    selectRange: notProvided<RangeSelection | null, SelectInput>('selectRange'),
+    validateSpan: notProvided<SpanCheck, TransactionActorInputs['validateSpan']>('validateSpan'),
+    openBracket: notProvided<OpenedBracket, TransactionActorInputs['openBracket']>('openBracket'),
+    summarize: notProvided<SummaryOutcome, TransactionActorInputs['summarize']>('summarize'),
+    revalidate: notProvided<Verdict, TransactionActorInputs['revalidate']>('revalidate'),
+    commit: notProvided<CommitRecord, TransactionActorInputs['commit']>('commit'),
+    flush: notProvided<void, TransactionActorInputs['flush']>('flush'),
+    closeWithError: notProvided<void, TransactionActorInputs['closeWithError']>('closeWithError'),
+  },
+  guards: {
+    'the prepare point is reached': ({ event }) => {
+      const e = event as StepEvent;
+      return e.reading.prepareAt !== undefined && e.reading.totalTokens >= e.reading.prepareAt && !mustWait(e);
+    },
+    'the step must wait': ({ event }) => mustWait(event as StepEvent),
+    'a job is waiting': ({ context }) => context.waited,
+    'cancel was requested': ({ context }) => context.cancelRequested,
+    'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
+    'lock is held': ({ event }) => outputOf<SpanCheck>(event).lockHeld,
+    'span changed': ({ event }) => !outputOf<Verdict>(event).stable,
+    'checkpoint does not shrink the span': ({ event }) => {
+      const v = outputOf<Verdict>(event);
+      return v.checkpointTokens >= v.spanTokens;
+    },
+    'too little progress': ({ event }) => {
+      const v = outputOf<Verdict>(event);
+      return v.spanTokens - v.checkpointTokens < v.requiredTokens;
+    },
+  },
+  actions: {
+    reply: enqueueActions(({ context, event, enqueue }, params: { type: 'background.proceed' | 'background.preparing' | 'background.waiting' }) => {
+      const to = (event as { replyTo: AnyActorRef }).replyTo;
+      if (params.type === 'background.waiting') {
+        enqueue.sendTo(to, { type: 'background.waiting' } satisfies BackgroundReply);
+        return;
+      }
+      enqueue.sendTo(to, { type: params.type, outcomes: context.unreported } satisfies BackgroundReply);
+      enqueue.assign({ unreported: [] });
+    }),
+    'start run': assign({ ...IDLE, turn: ({ event }) => (event as StepEvent).turn }),
+    'add waiter': assign({ waiters: ({ context, event }) => [...context.waiters, (event as { replyTo: AnyActorRef }).replyTo], waited: true }),
+    'remember cancel': assign({
+      cancelRequested: true,
+      cancelReason: ({ context, event }) => (event.type === 'cancel' && event.reason !== undefined ? event.reason : context.cancelReason),
+    }),
+    'remember range': assign({ range: ({ event }) => outputOf<RangeSelection>(event) }),
+    'remember snapshot': assign({ snapshot: ({ event }) => outputOf<SpanCheck>(event).snapshot }),
+    'remember start': assign({ opened: ({ event }) => outputOf<OpenedBracket>(event) }),
+    'remember summary': assign({ summary: ({ event }) => outputOf<SummaryOutcome>(event) }),
+    'remember commit': assign({ commit: ({ event }) => outputOf<CommitRecord>(event) }),
+    fail: assign({ error: ({ event }, params: { fallback: ErrorInfo['code'] }) => toErrorInfo(errorOf(event), params.fallback) }),
+    'fail with': assign({ error: (_, params: { error: ErrorInfo }) => params.error }),
+    'fail cancelled': assign({
+      error: ({ context, event }) => cancelledError(event.type === 'cancel' && event.reason !== undefined ? event.reason : context.cancelReason),
+    }),
+    'fail no shrink': assign({
+      error: ({ event }) => {
+        const v = outputOf<Verdict>(event);
+        return { code: 'summary', cause: 'summary-no-shrink', message: `the checkpoint (${v.checkpointTokens} tokens) is not smaller than the span (${v.spanTokens} tokens)` } satisfies ErrorInfo;
+      },
+    }),
+    'fail no progress': assign({
+      error: ({ event }) => {
+        const v = outputOf<Verdict>(event);
+        return { code: 'no-progress', message: `the checkpoint would free ${v.spanTokens - v.checkpointTokens} tokens, less than the required ${v.requiredTokens}` } satisfies ErrorInfo;
+      },
+    }),
+    end: assign({ outcome: (_, params: { as: BackgroundOutcome['status'] }) => params.as }),
+    notify: enqueueActions(({ context, enqueue, self }, params: { what: 'started' | 'committed' | 'failed' }) => {
+      if (params.what === 'started') {
+        tell(enqueue, self, {
+          type: 'compaction.started',
+          trigger: 'pressure',
+          startSeq: context.opened!.startSeq,
+          nodes: context.range!.shadowed.length,
+          spanTokens: context.range!.tokens,
+          tokensBefore: context.opened!.tokensBefore,
+          background: true,
+        });
+      } else if (params.what === 'committed') {
+        tell(enqueue, self, { type: 'compaction.committed', ...compactionRecord('pressure', context.commit!, context.summary!), background: true });
+      } else {
+        tell(enqueue, self, {
+          type: 'compaction.failed',
+          trigger: 'pressure',
+          error: context.error ?? { code: 'internal', message: 'unknown failure' },
+          startedAt: context.opened?.startedAt,
+          background: true,
+        });
+      }
+    }),
+    /** The run ended: the breaker counts it, a waiting job is released, the next step hears of it. */
+    'settle run': enqueueActions(({ context, enqueue, self }) => {
+      if (context.outcome === undefined) return;
+      const outcome: BackgroundOutcome = {
+        status: context.outcome,
+        record: context.outcome === 'committed' ? compactionRecord('pressure', context.commit!, context.summary!) : undefined,
+        error: context.outcome === 'committed' || context.outcome === 'nothing' ? undefined : context.error,
+        waited: context.waited,
+      };
+      const engine = engineAncestor(self);
+      const counted = outcome.status === 'failed' && outcome.error?.code !== 'busy';
+      if (engine && (counted || outcome.status === 'committed')) enqueue.sendTo(engine, { type: counted ? 'breaker.failure' : 'breaker.success' });
+      const unreported = [...context.unreported, outcome];
+      if (context.waiters.length > 0) {
+        for (const [i, w] of context.waiters.entries()) enqueue.sendTo(w, { type: 'background.settled', outcomes: i === 0 ? unreported : [] } satisfies BackgroundReply);
+        enqueue.assign({ ...IDLE, unreported: [] });
+      } else {
+        enqueue.assign({ ...IDLE, unreported });
+      }
+    }),
+  },
+}).createMachine({
+  id: 'background',
+  context: { ...IDLE, turn: null, unreported: [] },
+  initial: 'idle',
+  // While a run is under way: a step below the threshold goes on, one at or above it waits.
+  on: {
+    step: [
+      { guard: not('the step must wait'), actions: { type: 'reply', params: { type: 'background.preparing' } } },
+      { actions: ['add waiter', { type: 'reply', params: { type: 'background.waiting' } }] },
+    ],
+    await: { actions: ['add waiter', { type: 'reply', params: { type: 'background.waiting' } }] },
+    cancel: { actions: 'remember cancel' },
+  },
+  states: {
+    idle: {
+      entry: 'settle run',
+      on: {
+        step: [
+          { guard: 'the prepare point is reached', target: 'selecting', actions: ['start run', { type: 'reply', params: { type: 'background.preparing' } }] },
+          { actions: { type: 'reply', params: { type: 'background.proceed' } } },
+        ],
+        await: { actions: { type: 'reply', params: { type: 'background.proceed' } } },
+        cancel: {},
+      },
+    },
+    selecting: {
+      invoke: {
+        src: 'selectRange',
+        input: { purpose: 'pressure', attempt: 1, retain: 'budget', stackCheckpoints: true } satisfies SelectInput,
+        onDone: [
+          { guard: 'cancel was requested', target: 'idle', actions: ['fail cancelled', { type: 'end', params: { as: 'cancelled' } }] },
+          { guard: 'nothing to compact', target: 'idle', actions: { type: 'end', params: { as: 'nothing' } } },
+          { target: 'validating', actions: 'remember range' },
+        ],
+        onError: { target: 'idle', actions: [{ type: 'fail', params: { fallback: 'internal' } }, { type: 'end', params: { as: 'failed' } }] },
+      },
+    },
+    validating: {
+      invoke: {
+        src: 'validateSpan',
+        input: ({ context }) => ({ range: context.range!, mode: 'background' as const }),
+        onDone: [
+          { guard: 'cancel was requested', target: 'idle', actions: ['fail cancelled', { type: 'end', params: { as: 'cancelled' } }] },
+          {
+            guard: 'lock is held',
+            target: 'idle',
+            actions: [{ type: 'fail with', params: { error: { code: 'busy', message: 'another compaction holds the lock' } } }, { type: 'end', params: { as: 'failed' } }],
+          },
+          { target: 'opening', actions: 'remember snapshot' },
+        ],
+        onError: { target: 'idle', actions: [{ type: 'fail', params: { fallback: 'changed' } }, { type: 'end', params: { as: 'failed' } }] },
+      },
+    },
+    opening: {
+      invoke: {
+        src: 'openBracket',
+        input: ({ context }) => ({ trigger: 'pressure' as const, turn: context.turn, range: context.range!, background: true }),
+        onDone: [
+          { guard: 'cancel was requested', target: 'cancelled', actions: ['remember start', { type: 'notify', params: { what: 'started' } }, 'fail cancelled'] },
+          { target: 'summarizing', actions: ['remember start', { type: 'notify', params: { what: 'started' } }] },
+        ],
+        onError: { target: 'idle', actions: [{ type: 'fail', params: { fallback: 'commit' } }, { type: 'end', params: { as: 'failed' } }] },
+      },
+    },
+    summarizing: {
+      invoke: {
+        src: 'summarize',
+        input: ({ context }) => ({ range: context.range!, focus: undefined, trigger: 'pressure' as const }),
+        onDone: { target: 'ready', actions: 'remember summary' },
+        onError: { target: 'closing', actions: { type: 'fail', params: { fallback: 'summary' } } },
+      },
+      on: { cancel: { target: 'cancelled', actions: 'fail cancelled' } },
+      initial: 'preparing',
+      states: {
+        // The agent goes on; a job that reached the threshold meanwhile waits from the start.
+        preparing: { always: { guard: 'a job is waiting', target: 'waitingAtThreshold' } },
+        waitingAtThreshold: {},
+      },
+    },
+    ready: {
+      invoke: {
+        src: 'revalidate',
+        input: ({ context }) => ({ range: context.range!, mode: 'background' as const, snapshot: context.snapshot!, summary: context.summary! }),
+        onDone: [
+          { guard: 'span changed', target: 'closing', actions: { type: 'fail with', params: { error: { code: 'changed', message: 'the span changed while its summary was prepared; nothing was committed' } } } },
+          { guard: 'checkpoint does not shrink the span', target: 'closing', actions: 'fail no shrink' },
+          { guard: 'too little progress', target: 'closing', actions: 'fail no progress' },
+          { target: 'committing' },
+        ],
+        onError: { target: 'closing', actions: { type: 'fail', params: { fallback: 'changed' } } },
+      },
+      on: { cancel: { target: 'cancelled', actions: 'fail cancelled' } },
+    },
+    committing: {
+      // Three appends with no await between them: a cancel is too late here.
+      invoke: {
+        src: 'commit',
+        input: ({ context }) => ({ range: context.range!, startSeq: context.opened!.startSeq, summary: context.summary!, turn: context.turn, opened: context.opened! }),
+        onDone: { target: 'flushing', actions: 'remember commit' },
+        onError: { target: 'closing', actions: { type: 'fail', params: { fallback: 'commit' } } },
+      },
+    },
+    flushing: {
+      invoke: {
+        src: 'flush',
+        input: { trigger: 'pressure' as const },
+        onDone: { target: 'idle', actions: [{ type: 'notify', params: { what: 'committed' } }, { type: 'end', params: { as: 'committed' } }] },
+        onError: {
+          target: 'idle',
+          actions: [{ type: 'fail', params: { fallback: 'persistence' } }, { type: 'notify', params: { what: 'failed' } }, { type: 'end', params: { as: 'failed' } }],
+        },
+      },
+    },
+    closing: {
+      invoke: {
+        src: 'closeWithError',
+        input: ({ context }) => ({ startSeq: context.opened!.startSeq, turn: context.turn, error: context.error! }),
+        // Even a failed close ends here: the orphan compaction/start then keeps reporting busy.
+        onDone: { target: 'idle', actions: [{ type: 'notify', params: { what: 'failed' } }, { type: 'end', params: { as: 'failed' } }] },
+        onError: { target: 'idle', actions: [{ type: 'notify', params: { what: 'failed' } }, { type: 'end', params: { as: 'failed' } }] },
+      },
+    },
+    cancelled: {
+      invoke: {
+        src: 'closeWithError',
+        input: ({ context }) => ({ startSeq: context.opened!.startSeq, turn: context.turn, error: context.error! }),
+        onDone: { target: 'idle', actions: [{ type: 'notify', params: { what: 'failed' } }, { type: 'end', params: { as: 'cancelled' } }] },
+        onError: { target: 'idle', actions: [{ type: 'notify', params: { what: 'failed' } }, { type: 'end', params: { as: 'cancelled' } }] },
+      },
+    },
+  },
+});

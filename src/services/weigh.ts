@@ -1,0 +1,125 @@
+/**
+ * The cost model's inputs, measured: what compacting now or pruning now would cost and save
+ * (economics.ts), from the routed model's prices and the session's pace so far. Numbers only;
+ * the pressure chart decides with them.
+ */
+import type { PressureEconomics } from '../machines/types';
+import { frameCheckpoint } from './checkpoint';
+import type { ResolvedBudget } from './config';
+import type { ServiceDeps } from './deps';
+import { compactionEconomics, pruneEconomics, type ModelPrices, type SessionPace } from './economics';
+import type { TokenMeter } from './meter';
+import { modelKey, resolvePrices } from './models';
+import { planPrune } from './pruner';
+import { selectSpan } from './select';
+import { COMPACTION_INSTRUCTION } from './summarizers/instruction';
+
+/** The pace of one meter's session, folded incrementally (each event once). */
+interface PaceState {
+  folded: number;
+  requests: number;
+  appendedTokens: number;
+  summaries: number;
+  summaryTokens: number;
+  instructionTokens: number | undefined;
+}
+
+const paces = new WeakMap<TokenMeter, PaceState>();
+
+export function sessionPace(deps: Pick<ServiceDeps, 'session' | 'meter'>): { pace: SessionPace; state: PaceState } {
+  const { session, meter } = deps;
+  let s = paces.get(meter);
+  if (!s) {
+    s = { folded: 0, requests: 0, appendedTokens: 0, summaries: 0, summaryTokens: 0, instructionTokens: undefined };
+    paces.set(meter, s);
+  }
+  for (; s.folded < session.length; s.folded++) {
+    const e = session.event(s.folded);
+    if (e.type === 'compaction/summary') {
+      s.summaries++;
+      s.summaryTokens += meter.countText(e.data.summary);
+      continue;
+    }
+    if (e.surfaceOp !== 'append') continue;
+    if (e.type === 'assistant/message') s.requests++;
+    if (e.type === 'system/message') continue;
+    // What the conversation grew by: priced once, as the meter priced it when it was appended.
+    let price: number;
+    try {
+      price = meter.priceOf(e.seq);
+    } catch {
+      price = meter.priceEvent(e as Parameters<TokenMeter['priceEvent']>[0]);
+    }
+    s.appendedTokens += price;
+  }
+  return { pace: { requests: s.requests, growthPerRequest: s.requests === 0 ? 0 : s.appendedTokens / s.requests }, state: s };
+}
+
+export function routePrices(deps: Pick<ServiceDeps, 'config'>, provider: string, model: string): ModelPrices {
+  return resolvePrices(modelKey(provider, model), deps.config.models);
+}
+
+/**
+ * The economics of compacting and of pruning now. Compaction is weighed below the threshold
+ * (above it, it is due whatever it costs); pruning is weighed at or above it, where the chart
+ * would prune first.
+ */
+export function weighPressure(
+  deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>,
+  at: { provider: string; model: string; totalTokens: number; budget: ResolvedBudget },
+): PressureEconomics {
+  const { meter } = deps;
+  const prices = routePrices(deps, at.provider, at.model);
+  const { pace, state } = sessionPace(deps);
+  const out: PressureEconomics = { prices, pace };
+  if (at.totalTokens < at.budget.threshold) {
+    // What an early compaction would select: the floor tail, small earlier checkpoints kept.
+    const range = selectSpan(deps, { purpose: 'pressure', attempt: 1, retain: 'floor', stackCheckpoints: true });
+    if (range) {
+      const m = meter.measure();
+      let keptPrefix = m.envelopeTokens;
+      for (let p = 0; p < range.startPos; p++) keptPrefix += m.prices.priceAt(p);
+      state.instructionTokens ??= meter.countText(COMPACTION_INSTRUCTION);
+      const summaryTokens = state.summaries > 0 ? Math.ceil(state.summaryTokens / state.summaries) : Math.min(at.budget.maxTokens, Math.ceil(range.tokens / 2));
+      const checkpoint = meter.priceUserText(frameCheckpoint('')) + Math.min(summaryTokens, at.budget.maxTokens);
+      out.compaction = compactionEconomics(
+        {
+          tokensNow: at.totalTokens,
+          tokensAfter: at.totalTokens - range.tokens + checkpoint,
+          keptPrefixTokens: keptPrefix,
+          summaryInputCached: keptPrefix + range.tokens,
+          summaryInputUncached: state.instructionTokens,
+          summaryTokens: Math.min(summaryTokens, at.budget.maxTokens),
+        },
+        pace,
+        prices,
+      );
+    }
+  } else if (deps.config.prune.enabled) {
+    const p = deps.config.prune;
+    const plan = planPrune(
+      deps.session,
+      {
+        thresholdChars: p.thresholdChars,
+        headChars: p.headChars,
+        tailChars: p.tailChars,
+        neverPrune: p.neverPrune,
+        protectRecentTokens: at.budget.protectRecentTokens,
+        minReclaimTokens: at.budget.minReclaimTokens,
+      },
+      { priceOf: (seq) => meter.priceOf(seq), priceEvent: (e) => meter.priceEvent(e) },
+    );
+    const firstSeqs = [...plan.targets.map((t) => t.seq), ...plan.argumentTargets.map((t) => t.seq)];
+    let rewritten = 0;
+    if (firstSeqs.length > 0) {
+      const m = meter.measure();
+      const seqs = [...deps.session.surface.seqs()];
+      const targets = new Set(firstSeqs);
+      const first = seqs.findIndex((s) => targets.has(s));
+      for (let i = first; i < seqs.length; i++) rewritten += m.prices.priceAt(i);
+      rewritten -= plan.tokensFreed;
+    }
+    out.prune = pruneEconomics({ tokensFreed: plan.tokensFreed, rewrittenTokens: Math.max(0, rewritten) }, pace, prices);
+  }
+  return out;
+}

@@ -1,0 +1,211 @@
+/**
+ * Background compaction (SPEC §13) on the real engine: the summary is prepared from the prepare
+ * point while the agent works on, committed as soon as it is ready, and waited for only when
+ * the threshold comes first. Summaries are held by the test (deferredSummarizer) so every
+ * interleaving is produced on purpose, not by timing.
+ */
+import { describe, expect, it } from 'vitest';
+import { CompactionError } from '../src/engine';
+import { deferredSummarizer, harness, openTurn, type Harness } from './helpers/engine';
+
+// The cost model's early compactions (economics) are off: these tests drive the prepare point itself.
+const BG = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, background: true, economics: false } as const;
+const SUMMARY = { text: 'The user asked to fix the build; files were listed.', requests: 1 };
+
+/** Settles pending promise callbacks and actor messages. */
+const settle = () => new Promise<void>((r) => setTimeout(r, 10));
+
+/** Tracks whether a promise has settled, without awaiting it. */
+function track<T>(p: Promise<T>): { done: () => boolean; value: Promise<T> } {
+  let done = false;
+  const value = p.finally(() => (done = true));
+  return { done: () => done, value };
+}
+
+/** Steps until the engine reports `preparing`; returns the step index after it. */
+async function stepToPrepare(h: Harness): Promise<number> {
+  for (let i = 0; i < 40; i++) {
+    const r = await h.step(i);
+    if (r.status === 'preparing') return i + 1;
+    expect(r.status).toBe('below');
+  }
+  throw new Error('the prepare point was never reached');
+}
+
+const pressure = (h: Harness) => {
+  const m = h.engine.measure();
+  return { total: m.totalTokens, threshold: m.threshold! };
+};
+
+describe('background compaction (SPEC §13)', () => {
+  it('prepares from the prepare point, keeps the agent going, commits as soon as the summary is ready', async () => {
+    const sum = deferredSummarizer();
+    const h = harness({ summarizer: sum, config: BG });
+    openTurn(h);
+    let i = await stepToPrepare(h);
+    const start = h.session.events().find((e) => e.type === 'compaction/start')!;
+    expect(start.data).toMatchObject({ background: true, trigger: 'pressure' });
+    expect(h.events.find((e) => e.type === 'compaction.started')).toMatchObject({ background: true });
+    const call = await sum.call(0);
+    // The agent works on, below the threshold, while the summary is prepared: nothing waits.
+    const more = await h.step(i++);
+    expect(more).toMatchObject({ status: 'preparing', waitedMs: 0 });
+    expect(pressure(h).total).toBeLessThan(pressure(h).threshold);
+    call.resolve(SUMMARY);
+    await settle();
+    // Committed at once: the lock is free and the next request is smaller.
+    expect(h.session.lock.held).toBe(false);
+    expect(h.events.find((e) => e.type === 'compaction.committed')).toMatchObject({ background: true });
+    const next = await h.step(i++);
+    expect(next.status).toBe('committed');
+    expect(next.compactions).toHaveLength(1);
+    // The span was as selected; the step appended after it survives behind the checkpoint.
+    const cp = h.session.event(next.compactions[0]!.checkpointSeq);
+    expect(h.session.surface.positionOf(cp.seq)).toBe(1);
+    expect(h.session.surface.pendingCalls()).toEqual([]);
+  });
+
+  it('waits only when the threshold comes first, then commits and goes on', async () => {
+    const sum = deferredSummarizer();
+    const h = harness({ summarizer: sum, config: BG });
+    openTurn(h);
+    let i = await stepToPrepare(h);
+    const call = await sum.call(0);
+    let r = await h.step(i++);
+    while (r.status === 'preparing') {
+      h.toolStep(i++);
+      if (pressure(h).total >= pressure(h).threshold) break;
+      r = await h.engine.afterStep();
+      h.writer.endStep();
+    }
+    expect(pressure(h).total).toBeGreaterThanOrEqual(pressure(h).threshold);
+    const waiting = track(h.engine.afterStep());
+    await settle();
+    expect(waiting.done()).toBe(false); // the only wait
+    call.resolve(SUMMARY);
+    const waited = await waiting.value;
+    h.writer.endStep();
+    expect(waited.status).toBe('waited');
+    expect(waited.waitedMs).toBeGreaterThan(0);
+    expect(waited.compactions.length).toBeGreaterThanOrEqual(1);
+    expect(pressure(h).total).toBeLessThan(pressure(h).threshold);
+    const types = h.types();
+    expect(types.filter((t) => t === 'compaction/start')).toHaveLength(types.filter((t) => t === 'compaction/end').length);
+  });
+
+  it('never commits a summary whose span changed', async () => {
+    const sum = deferredSummarizer();
+    const h = harness({ summarizer: sum, config: BG });
+    openTurn(h);
+    await stepToPrepare(h);
+    const call = await sum.call(0);
+    const span = h.events.find((e) => e.type === 'compaction.started')!;
+    expect(span.type).toBe('compaction.started');
+    // Another writer replaces a tool result inside the span (the engine's own pruner never would).
+    const inSpan = h.session.surface.slice(0).map((seq) => h.session.event(seq)).find((e) => e.type === 'tool/result')!;
+    h.session.append({ ...(inSpan as never as object), type: 'tool/result', data: { ...(inSpan.data as object), content: [{ type: 'text', text: 'cut' }] }, surfaceOp: { op: 'replace', start: inSpan.seq, end: inSpan.seq }, sourceEventSeqs: [inSpan.seq] } as never);
+    call.resolve(SUMMARY);
+    await settle();
+    expect(h.session.events().some((e) => e.type === 'compaction/summary')).toBe(false);
+    const end = h.session.events().filter((e) => e.type === 'compaction/end').at(-1)!;
+    expect(end.data).toMatchObject({ error: { code: 'changed' } });
+    expect(h.events.find((e) => e.type === 'compaction.failed')).toMatchObject({ background: true });
+  });
+
+  it('overflow recovery and /compact wait for the background summary, then run as usual', async () => {
+    const sum = deferredSummarizer();
+    const h = harness({ summarizer: sum, config: BG });
+    openTurn(h);
+    await stepToPrepare(h);
+    const call = await sum.call(0);
+    h.writer.endTurn();
+    const manual = track(h.engine.compactNow());
+    await settle();
+    expect(manual.done()).toBe(false);
+    call.resolve(SUMMARY);
+    // The background summary commits first, then the manual compaction asks for its own.
+    (await sum.call(1)).resolve(SUMMARY);
+    const record = await manual.value;
+    expect(record?.trigger).toBe('manual');
+    expect(h.session.lock.held).toBe(false);
+
+    // Overflow while a background summary runs: wait, then SPEC §6.
+    openTurn(h, 'Go on.');
+    let i = 100;
+    let r = await h.step(i++);
+    while (r.status !== 'preparing') r = await h.step(i++);
+    const call2 = await sum.call(2);
+    const overflow = Object.assign(new Error("This model's maximum context length is 6000 tokens."), { status: 400, code: 'context_length_exceeded' });
+    const action = track(h.engine.onRequestError(overflow));
+    await settle();
+    expect(action.done()).toBe(false);
+    call2.resolve(SUMMARY);
+    const next = sum.call(3).then((c) => c.resolve(SUMMARY));
+    const answer = await action.value;
+    expect(['retry', 'fail']).toContain(answer.kind);
+    void next;
+  });
+
+  it('a cancel while waiting at the threshold cancels the background summary and ends the step cancelled', async () => {
+    const sum = deferredSummarizer();
+    const h = harness({ summarizer: sum, config: BG });
+    openTurn(h);
+    let i = await stepToPrepare(h);
+    const call = await sum.call(0);
+    for (h.toolStep(i++); pressure(h).total < pressure(h).threshold; h.toolStep(i++)) h.writer.endStep();
+    const controller = new AbortController();
+    const waiting = track(h.engine.afterStep({ signal: controller.signal }));
+    await settle();
+    controller.abort(new Error('user pressed Ctrl-C'));
+    const r = await waiting.value;
+    expect(call.signal.aborted).toBe(true);
+    expect(r.status).toBe('cancelled');
+    const end = h.session.events().filter((e) => e.type === 'compaction/end').at(-1)!;
+    expect(end.data).toMatchObject({ error: { code: 'cancelled' } });
+    expect(h.session.lock.held).toBe(false);
+  });
+
+  it('a cancel while /compact waits for the background summary cancels both', async () => {
+    const sum = deferredSummarizer();
+    const h = harness({ summarizer: sum, config: BG });
+    openTurn(h);
+    await stepToPrepare(h);
+    const call = await sum.call(0);
+    h.writer.endTurn();
+    const controller = new AbortController();
+    const manual = track(h.engine.compactNow({ signal: controller.signal }).catch((e: unknown) => e));
+    await settle();
+    expect(manual.done()).toBe(false);
+    controller.abort(new Error('user pressed Ctrl-C'));
+    const err = await manual.value;
+    expect(err).toBeInstanceOf(CompactionError);
+    expect((err as CompactionError).code).toBe('cancelled');
+    expect(call.signal.aborted).toBe(true);
+    expect(sum.calls).toHaveLength(1); // the manual compaction never asked for a summary
+    expect(h.session.lock.held).toBe(false);
+  });
+
+  it('the breaker counts background failures', async () => {
+    const sum = deferredSummarizer();
+    const h = harness({ summarizer: sum, config: { ...BG, circuitBreaker: { failureLimit: 1, cooldownMs: 60_000 } } });
+    openTurn(h);
+    let i = await stepToPrepare(h);
+    (await sum.call(0)).reject(Object.assign(new Error('the server had an error'), { status: 500 }));
+    await settle();
+    expect(h.events.some((e) => e.type === 'breaker.opened')).toBe(true);
+    const r = await h.step(i++);
+    expect(r.status).toBe('paused');
+    const failed = h.events.find((e) => e.type === 'compaction.failed');
+    expect(failed).toMatchObject({ background: true });
+    expect(failed?.type === 'compaction.failed' && failed.error).toBeInstanceOf(CompactionError);
+  });
+
+  it('with background off nothing is prepared below the threshold', async () => {
+    const sum = deferredSummarizer();
+    const h = harness({ summarizer: sum, config: { ...BG, background: false } });
+    openTurn(h);
+    for (let i = 0; pressure(h).total < pressure(h).threshold - 300; i++) expect((await h.step(i)).status).toBe('below');
+    expect(sum.calls).toHaveLength(0);
+    expect(h.session.events().some((e) => e.type === 'compaction/start')).toBe(false);
+  });
+});

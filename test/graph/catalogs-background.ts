@@ -1,0 +1,161 @@
+/**
+ * Outcome catalogs of the background compaction charts (SPEC §13): the background chart and
+ * the gate in front of each job. Same shape as catalogs.ts; their paths run in
+ * suite-background.ts.
+ */
+import type { AnyActorRef, AnyMachineSnapshot } from 'xstate';
+import { backgroundMachine } from '../../src/machines/background';
+import { gateMachine, type GateInput } from '../../src/machines/gate';
+import type { CommitRecord, PressureReading, SpanCheck, Verdict } from '../../src/machines/types';
+import type { RangeSelection } from '../../src/services/range';
+import { activeInvokes } from './model';
+import type { CatalogEvent, MachineSpec } from './paths';
+
+/** Replies go to this stand-in in the pure model; the runtime runner puts a real actor there. */
+export const REPLY_TO = { id: 'gate' } as unknown as AnyActorRef;
+
+const RANGE: RangeSelection = { start: 2, end: 9, startPos: 2, endPos: 9, shadowed: [2, 3, 4, 5, 6, 7, 8, 9], tokens: 1000, contextPos: 1 };
+const error = (code: string, chartCode?: string) => Object.assign(new Error(`scripted ${code}`), { code, ...(chartCode ? { chartCode } : {}) });
+const COMMIT: CommitRecord = { startSeq: 20, summarySeq: 21, checkpointSeq: 22, endSeq: 23, shadowedCount: 8, spanTokens: 1000, checkpointTokens: 80, tokensBefore: 3600, tokensAfter: 2680, durationMs: 5 };
+const SNAPSHOT: SpanCheck['snapshot'] = { generation: 0, surfaceLength: 12 };
+export const BG_READING = (totalTokens: number): PressureReading => ({
+  provider: 'test',
+  model: 'small',
+  totalTokens,
+  threshold: 4000,
+  retainTokens: 1000,
+  contextWindow: 6000,
+  prepareAt: 3250,
+});
+const verdict = (v: Partial<Verdict>): Verdict => ({ stable: true, spanTokens: 1000, checkpointTokens: 80, requiredTokens: 100, ...v });
+
+type Offer = { outcome: string; output?: unknown; error?: unknown };
+
+function invokeOffers<Aux>(snapshot: AnyMachineSnapshot, table: Record<string, Offer[]>): Array<CatalogEvent<Aux>> {
+  const out: Array<CatalogEvent<Aux>> = [];
+  for (const inv of activeInvokes(snapshot)) {
+    for (const o of table[inv.src] ?? []) {
+      const event =
+        'error' in o ? { type: `xstate.error.actor.${inv.id}`, error: o.error, actorId: inv.id } : { type: `xstate.done.actor.${inv.id}`, output: o.output, actorId: inv.id };
+      out.push({ outcome: `${inv.src}:${o.outcome}`, event });
+    }
+  }
+  return out;
+}
+
+export const BACKGROUND_OFFERS: Record<string, Offer[]> = {
+  selectRange: [
+    { outcome: 'range', output: RANGE },
+    { outcome: 'nothing', output: null },
+    { outcome: 'throws', error: error('budget') },
+  ],
+  validateSpan: [
+    { outcome: 'lock-free', output: { lockHeld: false, snapshot: SNAPSHOT } satisfies SpanCheck },
+    { outcome: 'lock-held', output: { lockHeld: true, snapshot: SNAPSHOT } satisfies SpanCheck },
+    { outcome: 'span-invalid', error: error('span-invalid', 'changed') },
+  ],
+  openBracket: [
+    { outcome: 'opened', output: { startSeq: 20, tokensBefore: 3600, startedAt: 0 } },
+    { outcome: 'append-refused', error: error('session-rule') },
+  ],
+  summarize: [
+    { outcome: 'summary', output: { text: 'summary', requests: 1 } },
+    { outcome: 'fails', error: error('summary-request', 'summary') },
+  ],
+  revalidate: [
+    { outcome: 'good', output: verdict({}) },
+    { outcome: 'span-changed', output: verdict({ stable: false }) },
+    { outcome: 'no-shrink', output: verdict({ checkpointTokens: 1000 }) },
+    { outcome: 'too-little-progress', output: verdict({ checkpointTokens: 950 }) },
+    { outcome: 'throws', error: error('internal') },
+  ],
+  commit: [
+    { outcome: 'committed', output: COMMIT },
+    { outcome: 'refused', error: error('session-rule') },
+  ],
+  flush: [
+    { outcome: 'durable', output: undefined },
+    { outcome: 'store-fails', error: error('store-interleaved', 'persistence') },
+  ],
+  closeWithError: [
+    { outcome: 'closed', output: undefined },
+    { outcome: 'close-fails', error: error('store-interleaved') },
+  ],
+};
+
+const step = (total: number) => ({ type: 'step', reading: BG_READING(total), silentSeenSeq: -1, turn: 0, replyTo: REPLY_TO });
+
+export const backgroundSpec: MachineSpec<undefined> = {
+  name: 'background',
+  machine: backgroundMachine,
+  inputs: [{ label: 'engine', input: undefined }],
+  initialAux: undefined,
+  events: (s) => [
+    ...invokeOffers<undefined>(s, BACKGROUND_OFFERS),
+    { outcome: 'step:prepare-point', event: step(3500) },
+    { outcome: 'step:below-prepare-point', event: step(3000) },
+    { outcome: 'step:threshold', event: step(4100) },
+    { outcome: 'await', event: { type: 'await', replyTo: REPLY_TO } },
+    // Only a waiting job's gate cancels a run (its caller's signal aborts); with nothing running,
+    // no real engine sends one: forced, there only (see FORCED_OUTCOMES).
+    ...(s.context.waited ? [{ outcome: 'cancel', event: { type: 'cancel', reason: 'user pressed Ctrl-C' } }] : []),
+    ...(s.value === 'idle' ? [{ outcome: 'cancel:unasked', event: { type: 'cancel' } }] : []),
+  ],
+  project: (s) => JSON.stringify([s.value, s.context.cancelRequested, s.context.waited]),
+  atRest: (s) => s.value === 'idle',
+  maxDepth: 12,
+};
+
+// ---------------------------------------------------------------------------
+// gate
+
+const PRESSURE_JOB = { turn: 0, aborted: false, pruneEnabled: true, maxAttempts: 2, silentSeenSeq: -1 };
+export const GATE_INPUTS: Array<{ label: string; input: GateInput }> = [
+  { label: 'pressure', input: { kind: 'pressure', job: PRESSURE_JOB } },
+  {
+    label: 'overflow',
+    input: { kind: 'overflow', job: { error: new Error('context overflow'), retriesUsed: 0, maxRetries: 1, auto: true, pruneEnabled: true, aborted: false, turn: 0 } },
+  },
+  { label: 'manual', input: { kind: 'manual', job: { aborted: false, abortReason: undefined, focus: undefined } } },
+];
+
+const JOB_DONE: Record<string, unknown> = {
+  pressure: { status: 'below', before: undefined, after: undefined, skipped: undefined, prune: undefined, transactions: [], error: undefined, silentOverflowSeq: undefined },
+  overflow: { action: 'fail', reason: 'not-overflow', classification: { kind: 'other', message: 'x' }, prune: undefined, transaction: undefined },
+  manual: { status: 'nothing' },
+};
+
+export const GATE_OFFERS: Record<string, Offer[]> = {
+  measure: [
+    { outcome: 'reading', output: { kind: 'reading', reading: BG_READING(3500) } },
+    { outcome: 'unrouted', output: { kind: 'unrouted' } },
+    { outcome: 'throws', error: error('internal') },
+  ],
+  pressure: [{ outcome: 'done', output: JOB_DONE.pressure }],
+  overflow: [{ outcome: 'done', output: JOB_DONE.overflow }],
+  manual: [{ outcome: 'done', output: JOB_DONE.manual }],
+};
+
+export const gateSpec: MachineSpec<undefined> = {
+  name: 'gate',
+  machine: gateMachine,
+  inputs: GATE_INPUTS,
+  initialAux: undefined,
+  events: (s) => {
+    if (s.status !== 'active') return [];
+    const out = invokeOffers<undefined>(s, GATE_OFFERS);
+    if (s.matches('consulting')) {
+      out.push(
+        { outcome: 'background:proceed', event: { type: 'background.proceed', outcomes: [] } },
+        { outcome: 'background:preparing', event: { type: 'background.preparing', outcomes: [] } },
+        { outcome: 'background:waiting', event: { type: 'background.waiting' } },
+      );
+    }
+    if (s.matches('waiting')) out.push({ outcome: 'background:settled', event: { type: 'background.settled', outcomes: [] } });
+    out.push({ outcome: 'cancel', event: { type: 'cancel', reason: 'user pressed Ctrl-C' } });
+    return out;
+  },
+  project: (s) => JSON.stringify([s.value, s.context.input.kind, s.context.cancelled]),
+  atRest: (s) => s.status === 'done',
+  maxDepth: 8,
+};

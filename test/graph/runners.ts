@@ -1,0 +1,22 @@
+/**
+ * The path runner of each chart: how its generated paths run (see the suite-*.ts files). The
+ * chart files, the crash paths and the mutation run all take them from here.
+ */
+import type { PathRunner } from './describe';
+import { runGatePath } from './suite-background';
+import { runBackgroundEnginePath } from './suite-background-engine';
+import { runEnginePath } from './suite-engine';
+import { runManualPath } from './suite-manual';
+import { runOverflowPath } from './suite-overflow';
+import { runPressurePath } from './suite-pressure';
+import { runTransactionPath } from './suite-transaction';
+
+export const RUNNERS: Record<string, PathRunner> = {
+  transaction: runTransactionPath,
+  pressure: runPressurePath,
+  overflow: runOverflowPath,
+  manual: runManualPath,
+  engine: runEnginePath,
+  background: runBackgroundEnginePath,
+  gate: runGatePath,
+};

@@ -1,0 +1,193 @@
+/**
+ * The checkpoint ledger (src/services/summarizers/ledger.ts): cumulative lists of files read
+ * and modified and of unresolved errors, derived from the span, carried from checkpoint to
+ * checkpoint in a machine-readable section, within the summary cap — for the extractive
+ * summarizer and, over real HTTP, the OpenAI one.
+ */
+import OpenAI from 'openai';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { frameCheckpoint, unframeCheckpoint } from '../src/services/checkpoint';
+import type { SummaryRequest } from '../src/services/summarizer';
+import { ExtractiveSummarizer, parseSummary } from '../src/services/summarizers/extractive';
+import { deriveLedger, fitLedger, parseLedger, renderLedger, withLedger, type Ledger } from '../src/services/summarizers/ledger';
+import { OpenAISummarizer } from '../src/services/summarizers/openai';
+import { getTokenizer } from '../src/services/tokenizer';
+import { COMPACTION_CHECKPOINT_SOURCE, type SurfaceEvent } from '../src/session/events';
+import { Session } from '../src/session/session';
+import { SessionWriter } from '../src/session/writer';
+import { startOpenAIServer, type LocalOpenAIServer } from '../src/testing/index';
+
+const count = (text: string): number => getTokenizer('o200k_base').count(text);
+const signal = () => new AbortController().signal;
+
+/** A request for the whole surface after the system prompt, built by `build`. */
+function spanOf(build: (w: SessionWriter) => void, maxTokens = 2_000): SummaryRequest {
+  const session = Session.inMemory();
+  const w = new SessionWriter(session);
+  w.startTurn();
+  w.startStep();
+  w.request({ provider: 'p', model: 'm', systemPrompt: 'sys' });
+  build(w);
+  const seqs = session.surface.slice(1, session.surface.length);
+  return {
+    system: session.messageAt(0),
+    tools: [],
+    context: [],
+    messages: seqs.map((_, i) => session.messageAt(i + 1)),
+    events: seqs.map((s) => session.event(s) as SurfaceEvent),
+    target: { provider: 'p', model: 'm' },
+    maxTokens,
+    countTokens: count,
+  };
+}
+
+let n = 0;
+function call(w: SessionWriter, name: string, args: Record<string, unknown>, result: string, isError = false): void {
+  const id = `c${n++}`;
+  w.assistant({ toolCalls: [{ id, name, arguments: JSON.stringify(args) }] });
+  w.toolResult(id, result, { toolName: name, isError });
+}
+
+/** A first span: reads, edits, a failing test run and a missing file. */
+function firstSpan(w: SessionWriter): void {
+  w.user('Fix the parser');
+  call(w, 'read', { path: 'src/a.ts' }, 'export const a = 1;');
+  call(w, 'read', { path: 'src/b.ts' }, 'export const b = 2;');
+  call(w, 'edit', { path: 'src/b.ts', oldText: '2', newText: '3' }, 'Edited src/b.ts');
+  call(w, 'str_replace_based_edit_tool', { command: 'create', path: 'src/c.ts', file_text: 'x' }, 'File created');
+  call(w, 'str_replace_based_edit_tool', { command: 'view', path: 'src/d.ts' }, '1\tconst d = 4;');
+  call(w, 'bash', { command: 'npm test' }, 'RUN\n FAIL test/parse.test.ts > splits [quoted]\nAssertionError: 2 ≠ 3');
+  call(w, 'read', { path: 'src/missing.ts' }, 'ENOENT: no such file or directory, open src/missing.ts', true);
+}
+
+describe('deriveLedger', () => {
+  it('lists files read (never modified) and modified, oldest first, and errors with their target', () => {
+    const ledger = deriveLedger(spanOf(firstSpan).events);
+    expect(ledger.read).toEqual(['src/a.ts', 'src/d.ts', 'src/missing.ts']);
+    expect(ledger.modified).toEqual(['src/b.ts', 'src/c.ts']);
+    expect(ledger.errors).toEqual([
+      { target: 'bash npm test', line: 'FAIL test/parse.test.ts > splits [quoted]' },
+      { target: 'read src/missing.ts', line: 'ENOENT: no such file or directory, open src/missing.ts' },
+    ]);
+  });
+
+  it('drops an error once a later call on the same target succeeds', () => {
+    const ledger = deriveLedger(
+      spanOf((w) => {
+        firstSpan(w);
+        call(w, 'bash', { command: 'npm test' }, 'Tests 12 passed');
+      }).events,
+    );
+    expect(ledger.errors.map((e) => e.target)).toEqual(['read src/missing.ts']);
+  });
+
+  it('renders a stable section and parses it back, out of a framed checkpoint too', () => {
+    const ledger: Ledger = {
+      read: ['src/a b.ts', 'docs/x.md'],
+      modified: ['src/b.ts'],
+      errors: [{ target: 'bash grep -n "a)" x', line: 'error: unmatched ] in [x]' }],
+    };
+    const text = renderLedger(ledger);
+    expect(text).toBe(
+      '<read-files>\nsrc/a b.ts\ndocs/x.md\n</read-files>\n<modified-files>\nsrc/b.ts\n</modified-files>\n' +
+        '<unresolved-errors>\n[bash grep -n "a)" x] error: unmatched ] in [x]\n</unresolved-errors>',
+    );
+    const framed = frameCheckpoint(withLedger('## Current Work\n- parsing', text));
+    const parsed = parseLedger(unframeCheckpoint(framed)!);
+    expect(parsed.ledger).toEqual(ledger);
+    expect(parsed.body).toBe('## Current Work\n- parsing');
+    expect(renderLedger({ read: [], modified: [], errors: [] })).toBe('');
+  });
+
+  it('fits a budget by dropping the oldest errors first, then read files, then modified files', () => {
+    const ledger: Ledger = {
+      read: Array.from({ length: 50 }, (_, i) => `src/read${i}.ts`),
+      modified: ['src/kept.ts'],
+      errors: Array.from({ length: 10 }, (_, i) => ({ target: `bash make ${i}`, line: `make: *** [all] Error ${i}` })),
+    };
+    const all = count(renderLedger(ledger));
+    const noErrors = count(renderLedger({ ...ledger, errors: [] }));
+    const someErrors = fitLedger(ledger, Math.floor((all + noErrors) / 2), count);
+    expect(someErrors.read).toEqual(ledger.read);
+    expect(someErrors.errors.length).toBeGreaterThan(0);
+    expect(someErrors.errors.length).toBeLessThan(10);
+    expect(someErrors.errors.at(-1)).toEqual(ledger.errors.at(-1));
+
+    const fitted = fitLedger(ledger, 60, count);
+    expect(count(renderLedger(fitted))).toBeLessThanOrEqual(60);
+    expect(fitted.errors).toEqual([]);
+    expect(fitted.modified).toEqual(['src/kept.ts']);
+    expect(fitted.read.length).toBeGreaterThan(0);
+    expect(fitted.read.at(-1)).toBe('src/read49.ts');
+    expect(fitted.read).not.toContain('src/read0.ts');
+    expect(fitLedger(ledger, 0, count)).toEqual({ read: [], modified: [], errors: [] });
+  });
+});
+
+describe('the extractive summarizer carries the ledger', () => {
+  it('merges the previous checkpoint’s ledger, deduplicated, and resolves its errors', async () => {
+    const first = await new ExtractiveSummarizer().summarize(spanOf(firstSpan), signal());
+    expect(parseLedger(first.text).ledger.modified).toEqual(['src/b.ts', 'src/c.ts']);
+
+    const second = await new ExtractiveSummarizer().summarize(
+      spanOf((w) => {
+        w.user(frameCheckpoint(first.text), COMPACTION_CHECKPOINT_SOURCE);
+        w.user('Continue');
+        call(w, 'read', { path: 'src/a.ts' }, 'export const a = 1;'); // again: moves to the end
+        call(w, 'write', { path: 'src/e.ts', content: 'e' }, 'Wrote src/e.ts');
+        call(w, 'bash', { command: 'npm test' }, 'Tests 12 passed');
+      }),
+      signal(),
+    );
+    const { body, ledger } = parseLedger(second.text);
+    expect(ledger.read).toEqual(['src/d.ts', 'src/missing.ts', 'src/a.ts']);
+    expect(ledger.modified).toEqual(['src/b.ts', 'src/c.ts', 'src/e.ts']);
+    expect(ledger.errors.map((e) => e.target)).toEqual(['read src/missing.ts']);
+    // The prior ledger is merged as a ledger, never copied into the prose sections.
+    expect(body).not.toContain('<read-files>');
+    expect(parseSummary(body)['Critical Context'].join('\n')).not.toContain('src/missing.ts\n');
+  });
+
+  it('stays within the cap with a ledger far larger than it, keeping the newest entries', async () => {
+    const request = spanOf((w) => {
+      w.user('Survey the tree');
+      for (let i = 0; i < 400; i++) call(w, 'read', { path: `packages/module-${i}/src/index.ts` }, `export const m${i} = ${i};`);
+    }, 800);
+    const { text } = await new ExtractiveSummarizer().summarize(request, signal());
+    expect(count(text)).toBeLessThanOrEqual(800);
+    const { ledger } = parseLedger(text);
+    expect(ledger.read.at(-1)).toBe('packages/module-399/src/index.ts');
+    expect(ledger.read).not.toContain('packages/module-0/src/index.ts');
+    expect(count(renderLedger(ledger))).toBeLessThanOrEqual(200);
+  });
+});
+
+describe('the OpenAI summarizer carries the ledger (real HTTP)', () => {
+  let server: LocalOpenAIServer;
+  let client: OpenAI;
+  beforeEach(async () => {
+    server = await startOpenAIServer({ defaultModel: 'local-test' });
+    client = new OpenAI({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0 });
+  });
+  afterEach(async () => server.close());
+
+  const REPLY = '## Primary Request and Intent\n- Fix the parser';
+
+  it('appends the ledger to the reply and takes its size off max_tokens, replacing any ledger the model copied', async () => {
+    const request = spanOf(firstSpan, 1_000);
+    const ledgerText = renderLedger(deriveLedger(request.events));
+    server.enqueue({ kind: 'reply', content: `${REPLY}\n\n<read-files>\nstale/copied.ts\n</read-files>` });
+    const result = await new OpenAISummarizer({ client }).summarize(request, signal());
+    expect(result.text).toBe(withLedger(REPLY, ledgerText));
+    const body = server.requests.at(-1)!.json as { max_tokens: number; messages: Array<{ content: unknown }> };
+    expect(body.max_tokens).toBe(1_000 - count(ledgerText) - 2);
+    expect(count(result.text)).toBeLessThanOrEqual(1_000);
+  });
+
+  it('with ledger: false sends the full cap and returns what the model wrote', async () => {
+    server.enqueue({ kind: 'reply', content: REPLY });
+    const result = await new OpenAISummarizer({ client, ledger: false }).summarize(spanOf(firstSpan, 1_000), signal());
+    expect(result.text).toBe(REPLY);
+    expect((server.requests.at(-1)!.json as { max_tokens: number }).max_tokens).toBe(1_000);
+  });
+});

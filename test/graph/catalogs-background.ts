@@ -145,14 +145,16 @@ export const gateSpec: MachineSpec<undefined> = {
     if (s.status !== 'active') return [];
     const out = invokeOffers<undefined>(s, GATE_OFFERS);
     if (s.matches('consulting')) {
-      out.push(
-        { outcome: 'background:proceed', event: { type: 'background.proceed', outcomes: [] } },
-        { outcome: 'background:preparing', event: { type: 'background.preparing', outcomes: [] } },
-        { outcome: 'background:waiting', event: { type: 'background.waiting' } },
-      );
+      // The background chart answers a step `preparing` (at the prepare point, or while its run
+      // goes on below the threshold); an await (overflow, manual) only `proceed` or `waiting`.
+      out.push({ outcome: 'background:proceed', event: { type: 'background.proceed', outcomes: [] } });
+      if (s.context.input.kind === 'pressure') out.push({ outcome: 'background:preparing', event: { type: 'background.preparing', outcomes: [] } });
+      out.push({ outcome: 'background:waiting', event: { type: 'background.waiting' } });
     }
     if (s.matches('waiting')) out.push({ outcome: 'background:settled', event: { type: 'background.settled', outcomes: [] } });
-    out.push({ outcome: 'cancel', event: { type: 'cancel', reason: 'user pressed Ctrl-C' } });
+    // The caller's signal aborts while the gate waits on something; consulting is answered in
+    // the same synchronous step that sent the question, so no cancel can come between.
+    if (!s.matches('consulting')) out.push({ outcome: 'cancel', event: { type: 'cancel', reason: 'user pressed Ctrl-C' } });
     return out;
   },
   project: (s) => JSON.stringify([s.value, s.context.input.kind, s.context.cancelled]),

@@ -510,6 +510,11 @@ export const FORCED_OUTCOMES: Record<string, Record<string, string>> = {
     'overflow:chart-error': 'a bug inside the overflow chart',
     'manual:chart-error': 'a bug inside the manual chart',
   },
+  background: {
+    'cancel:unasked': 'a cancel with nothing running: only a waiting job cancels a run, and none waits',
+    'revalidate:throws': 'revalidation is arithmetic over the surface; nothing makes it throw',
+  },
+  gate: { 'measure:throws': 'the meter throws only on a bug' },
 };
 
 /** Generated paths of a chart that force at least one outcome. */

@@ -3,8 +3,8 @@
  * chart files, the crash paths and the mutation run all take them from here.
  */
 import type { PathRunner } from './describe';
-import { runGatePath } from './suite-background';
 import { runBackgroundEnginePath } from './suite-background-engine';
+import { runGateEnginePath } from './suite-gate-engine';
 import { runEnginePath } from './suite-engine';
 import { runManualPath } from './suite-manual';
 import { runOverflowPath } from './suite-overflow';
@@ -18,5 +18,5 @@ export const RUNNERS: Record<string, PathRunner> = {
   manual: runManualPath,
   engine: runEnginePath,
   background: runBackgroundEnginePath,
-  gate: runGatePath,
+  gate: runGateEnginePath,
 };

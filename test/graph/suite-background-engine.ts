@@ -26,7 +26,7 @@ import type { AfterStepResult } from '../../src/engine';
 import { Session } from '../../src/session/session';
 import type { TransitionInfo } from './model';
 import type { GeneratedPath, PathStep } from './paths';
-import { expectedBackground } from './suite-background';
+import { expectedBackground } from './background-oracle';
 import {
   expectLogOnlyGrew,
   expectPathTaken,

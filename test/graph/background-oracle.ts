@@ -1,0 +1,71 @@
+/**
+ * SPEC §13 for a background path, step by step: the answer each step or await gets from the
+ * background chart, and how each run ends. The background suite (suite-background-engine.ts)
+ * checks the real engine against it: what afterStep answered, what was announced, what the
+ * breaker counted, what the log holds.
+ */
+import type { GeneratedPath } from './paths';
+
+export interface Run {
+  status: 'committed' | 'failed' | 'cancelled' | 'nothing';
+  opened: boolean;
+  busy: boolean;
+  /** Jobs that waited for it. */
+  waiters: number;
+}
+
+const stateOf = (value: unknown): string => (typeof value === 'string' ? value : Object.keys(value as object)[0]!);
+
+/**
+ * SPEC §13, step by step: the reply each step or await gets, and how each run ends. A cancel is
+ * honoured at once while the summary is prepared or checked, at the next decision while the
+ * span is selected, validated or its bracket opened, and is too late from the commit on.
+ */
+export function expectedBackground(path: GeneratedPath): { replies: string[]; runs: Run[] } {
+  const replies: string[] = [];
+  const runs: Run[] = [];
+  let run: (Run & { cancel: boolean }) | undefined;
+  const end = (status: Run['status']) => {
+    runs.push({ status, opened: run!.opened, busy: run!.busy, waiters: run!.waiters });
+    run = undefined;
+  };
+  for (const s of path.steps) {
+    const o = s.outcome;
+    const from = stateOf(s.from);
+    if (o.startsWith('step:') || o === 'await') {
+      if (!run) {
+        if (o === 'step:prepare-point') {
+          run = { status: 'failed', opened: false, busy: false, waiters: 0, cancel: false };
+          replies.push('background.preparing');
+        } else replies.push('background.proceed');
+      } else if (o === 'step:threshold' || o === 'await') {
+        run.waiters++;
+        replies.push('background.waiting');
+      } else replies.push('background.preparing');
+      continue;
+    }
+    if (!run) continue; // a cancel with nothing running
+    if (o === 'cancel') {
+      if (from === 'summarizing' || from === 'ready') run.status = 'cancelled';
+      else if (from === 'selecting' || from === 'validating' || from === 'opening') run.cancel = true;
+      continue;
+    }
+    if (o === 'openBracket:append-refused') {
+      // Another writer's compaction/start came first: busy, like a lock seen while validating.
+      run.busy = true;
+      end('failed');
+    } else if (o === 'selectRange:throws' || o === 'validateSpan:span-invalid') end('failed');
+    else if ((o.startsWith('selectRange:') || o.startsWith('validateSpan:')) && run.cancel) end('cancelled');
+    else if (o === 'selectRange:nothing') end('nothing');
+    else if (o === 'validateSpan:lock-held') {
+      run.busy = true;
+      end('failed');
+    } else if (o === 'openBracket:opened') {
+      run.opened = true;
+      if (run.cancel) run.status = 'cancelled';
+    } else if (o === 'flush:durable') end('committed');
+    else if (o === 'flush:store-fails') end('failed');
+    else if (o.startsWith('closeWithError:')) end(run.status === 'cancelled' ? 'cancelled' : 'failed');
+  }
+  return { replies, runs };
+}

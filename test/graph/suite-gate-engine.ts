@@ -1,0 +1,201 @@
+/**
+ * Gate paths (SPEC §13) on the real engine, background mode on: the job is the engine's own
+ * (afterStep for pressure, onRequestError with the provider's real overflow error, compactNow
+ * between turns) and the background chart answering the gate is the real one.
+ *
+ *   measure reading / unrouted  a routed session, or one no request was routed in yet
+ *   background proceed          nothing running: a session under the prepare point (a step), or
+ *                               any session (overflow, manual)
+ *   background preparing        a step at the prepare point: a run starts
+ *   background waiting          a run started before the job (a step at the prepare point whose
+ *                               selection is held), the session then grown over the threshold
+ *   background settled          the run goes on for real to its end
+ *   cancel                      the caller's signal aborts while the gate measures, waits, or
+ *                               its job holds its first call
+ *   <job> done                  the job runs for real to its end
+ * Forced: `measure:throws` (the meter throws only on a bug), as in the pressure chart.
+ */
+import { expect } from 'vitest';
+import type { AfterStepResult, CompactionRecord, RequestErrorAction } from '../../src/engine';
+import type { TransitionInfo } from './model';
+import type { GeneratedPath } from './paths';
+import {
+  endTurn,
+  expectLogOnlyGrew,
+  expectPathTaken,
+  expectReplays,
+  expectValidRequest,
+  markRun,
+  openWorld,
+  route,
+  startTurn,
+  toolStep,
+  type Server,
+  type World,
+} from './runner';
+
+type Kind = 'pressure' | 'overflow' | 'manual';
+const FIRST_CALL: Record<Kind, 'measure' | 'classify' | 'checkAdmission'> = { pressure: 'measure', overflow: 'classify', manual: 'checkAdmission' };
+/** The background run's calls, in the order it makes them. */
+const RUN_CALLS = ['selectRange', 'validateSpan', 'openBracket', 'summarize', 'revalidate', 'commit', 'flush'] as const;
+
+async function reading(w: World): Promise<{ total: number; threshold: number; prepareAt: number }> {
+  const r = (await w.defaults.measure({ phase: 'initial' })) as { kind: string; reading?: { totalTokens: number; threshold: number; prepareAt?: number } };
+  if (r.kind !== 'reading') throw new Error(`no reading: ${r.kind}`);
+  return { total: r.reading!.totalTokens, threshold: r.reading!.threshold, prepareAt: r.reading!.prepareAt ?? Infinity };
+}
+
+/** Tool steps until pressure reaches `level` ('prepare': the prepare point; 'threshold'). */
+async function growTo(w: World, level: 'prepare' | 'threshold'): Promise<void> {
+  for (let n = 0; n < 100; n++) {
+    const r = await reading(w);
+    if (r.total >= (level === 'prepare' ? r.prepareAt : r.threshold)) {
+      if (level === 'prepare') expect(r.total, 'the prepare point is under the threshold').toBeLessThan(r.threshold);
+      return;
+    }
+    toolStep(w, { open: true });
+  }
+  throw new Error(`the session never reached the ${level}`);
+}
+
+const gateValue = (w: World) => (w.engine.actor.getSnapshot().children as Record<string, { getSnapshot(): { value: unknown } } | undefined>).job?.getSnapshot().value;
+const bgValue = (w: World) => (w.engine.actor.getSnapshot().children as Record<string, { getSnapshot(): { value: unknown } } | undefined>).background?.getSnapshot().value;
+async function until(ok: () => boolean, what: string): Promise<void> {
+  for (let t = 0; t < 500 && !ok(); t++) await new Promise((r) => setTimeout(r, 2));
+  expect(ok(), what).toBe(true);
+}
+
+export async function runGateEnginePath(srv: Server, path: GeneratedPath, byKey: Map<string, TransitionInfo>): Promise<void> {
+  const kind = path.input as Kind;
+  const o = path.steps.map((s) => s.outcome);
+  const w = await openWorld(srv, { config: { background: true } });
+
+  // The world before the job: a run already under way when the gate will have to wait.
+  if (o.includes('measure:unrouted')) {
+    w.writer.startTurn();
+    w.writer.user('Please fix the build.');
+  } else {
+    startTurn(w);
+    // Overflow recovery and /compact then have a span to compact (under the prepare point).
+    for (let i = 0; i < (kind === 'pressure' ? 1 : 4); i++) toolStep(w, { open: true });
+  }
+  if (o.includes('background:waiting')) {
+    await growTo(w, 'prepare');
+    const first = w.engine.afterStep();
+    await (await w.ctl.takeOf('measure')).runReal();
+    expect((await first).status).toBe('preparing');
+    await w.ctl.takeOf('selectRange').then((c) => w.ctl.putBack(c)); // the run holds its selection
+    if (kind === 'pressure') await growTo(w, 'threshold');
+  } else if (o.includes('background:preparing')) await growTo(w, 'prepare');
+  if (kind === 'manual') endTurn(w);
+  markRun(w);
+
+  const controller = new AbortController();
+  const signal = controller.signal;
+  const running: Promise<unknown> =
+    kind === 'pressure'
+      ? w.engine.afterStep({ signal })
+      : kind === 'overflow'
+        ? w.engine.onRequestError(srv.overflowError, { signal })
+        : w.engine.compactNow({ signal }).catch((e: unknown) => e);
+  running.catch(() => undefined);
+  let measured = false;
+  const takeMeasure = async () => {
+    measured = true;
+    return w.ctl.takeOf('measure');
+  };
+
+  for (const step of path.steps) {
+    const from = String(step.from);
+    switch (step.outcome) {
+      case 'measure:reading':
+      case 'measure:unrouted': {
+        const call = await takeMeasure();
+        await call.runReal();
+        expect((call.output as { kind: string }).kind).toBe(step.outcome.split(':')[1]);
+        break;
+      }
+      case 'measure:throws':
+        // FORCED: the meter throws only on a bug.
+        (await takeMeasure()).reject(Object.assign(new Error('scripted meter failure'), { code: 'internal' }));
+        break;
+      case 'cancel':
+        if (from === 'measuring') {
+          const call = await takeMeasure();
+          controller.abort(new Error('user pressed Ctrl-C'));
+          w.ctl.putBack(call);
+        } else if (from === 'waiting') {
+          await until(() => gateValue(w) === 'waiting', 'the gate waits');
+          controller.abort(new Error('user pressed Ctrl-C'));
+        } else {
+          // The job holds its first call when the caller gives up: the gate forwards the cancel.
+          const call = await w.ctl.takeOf(FIRST_CALL[kind]);
+          controller.abort(new Error('user pressed Ctrl-C'));
+          w.ctl.putBack(call);
+        }
+        break;
+      case 'background:proceed':
+      case 'background:preparing':
+      case 'background:waiting':
+        // The real background chart answers; the gate has moved on when it did.
+        await until(() => gateValue(w) !== 'consulting' && gateValue(w) !== 'measuring', `the gate was answered ${step.outcome}`);
+        break;
+      case 'background:settled': {
+        // The run the job waits for goes on for real to its end.
+        for (const service of RUN_CALLS) {
+          const before = JSON.stringify(bgValue(w));
+          if (before === '"idle"') break;
+          await (await w.ctl.takeOf(service)).runReal();
+          await until(() => JSON.stringify(bgValue(w)) !== before, `the background run left ${before}`);
+        }
+        await until(() => bgValue(w) === 'idle', 'the background run ended');
+        break;
+      }
+      default:
+        if (!/^(pressure|overflow|manual):done$/.test(step.outcome)) throw new Error(`no runtime production for gate outcome ${step.outcome}`);
+        w.ctl.setAuto();
+        await running;
+    }
+  }
+  w.ctl.setAuto();
+  const result = await running;
+
+  expectPathTaken(w, path, byKey);
+
+  // What the caller was answered (SPEC §13).
+  const cancelled = o.includes('cancel');
+  const waited = o.includes('background:waiting');
+  if (kind === 'pressure') {
+    const r = result as AfterStepResult;
+    if (o.includes('background:preparing')) expect(r.status).toBe('preparing');
+    else if (cancelled) expect(r.status).toBe('cancelled');
+    else if (o.includes('measure:unrouted')) expect(r.status).toBe('skipped');
+    // No reading for the gate: the pressure chart measures again, for real, under the threshold.
+    else if (o.includes('measure:throws')) expect(r.status).toBe('below');
+    else if (waited) expect(r.status).toBe('waited');
+    expect(r.waitedMs > 0 || !waited).toBe(true);
+  } else if (kind === 'overflow') {
+    const r = result as RequestErrorAction;
+    if (cancelled) expect(r).toMatchObject({ kind: 'fail', reason: 'cancelled' });
+    else expect(r.kind).toBe('retry');
+  } else if (cancelled) expect((result as { code?: string }).code).toBe('cancelled');
+  else expect((result as CompactionRecord | null)?.checkpointSeq).toBeGreaterThan(0);
+
+  // The background chart heard this job once (a step with its reading, or an await) unless there
+  // was no reading to judge, and was cancelled only by a cancel while the job waited.
+  const bgTaken = w.recorded.slice(w.mark).filter((r) => r.machine === 'background').flatMap((r) => r.transitions);
+  const consulted = bgTaken.filter((t) => t.event === 'step' || t.event === 'await').length;
+  expect(consulted).toBe(measured && !o.includes('measure:reading') ? 0 : 1);
+  expect(bgTaken.filter((t) => t.event === 'cancel').length).toBe(path.steps.filter((s) => s.outcome === 'cancel' && s.from === 'waiting').length);
+  if (!measured && kind === 'pressure') throw new Error('a pressure gate always measures');
+
+  expectLogOnlyGrew(w);
+  expectValidRequest(w);
+  await until(() => bgValue(w) === 'idle' || bgValue(w) === undefined, 'the background run ended');
+  if (!o.includes('background:preparing')) expect(w.session.lock.held).toBe(false);
+  else {
+    // The run the step started goes on for real to its end.
+    await until(() => !w.session.lock.held && bgValue(w) === 'idle', 'the background run committed');
+  }
+  await (await expectReplays(w)).close();
+}

@@ -10,7 +10,7 @@
 import { FORCED_OUTCOMES, SPECS, allCoverage, forcedPaths } from '../test/graph/catalogs';
 import { crashPathFor } from '../test/graph/crash-paths';
 import { shortestPathsBaseline, type MachineSpec } from '../test/graph/paths';
-import { crashStates, requiredCoverage } from '../test/graph/required';
+import { ESCALATED, crashStates, requiredCoverage } from '../test/graph/required';
 
 const pad = (s: string | number, n: number) => String(s).padEnd(n);
 const problems: string[] = [];
@@ -34,6 +34,8 @@ for (const spec of SPECS) {
 }
 console.log('\nforced outcomes (no real condition produces them):');
 for (const [chart, outcomes] of Object.entries(FORCED_OUTCOMES)) for (const [o, why] of Object.entries(outcomes)) console.log(`  ${chart}: ${o} — ${why}`);
+console.log('\nerrors left to the parent on purpose (no error transition of their own):');
+for (const [chart, invokes] of Object.entries(ESCALATED)) for (const [id, why] of Object.entries(invokes)) console.log(`  ${chart}: ${id} — ${why}`);
 for (const p of problems) console.log(p);
 if (problems.length > 0) {
   console.error(`${problems.length} required or present transition(s) or crash path(s) not covered`);

@@ -4,6 +4,7 @@
  *
  *   start ─ pressure ▶ measuring ─ a reading ▶ consulting
  *         └ overflow, manual ─────────────────▶ consulting          (no reading ▶ running)
+ *   a job whose caller gave up (signal aborted) skips consulting: running, aborted
  *   consulting ─ background.preparing ▶ preparing (final: the agent goes on, nothing waited)
  *              ─ background.proceed ▶ running
  *              ─ background.waiting ▶ waiting ─ background.settled ▶ running
@@ -82,6 +83,9 @@ export const gateMachine = setup({
     'the job is pressure': ({ context }) => context.input.kind === 'pressure',
     'the job is overflow': ({ context }) => context.input.kind === 'overflow',
     'a reading': ({ event }) => outputOf<ReadingResult>(event).kind === 'reading',
+    // The caller gave up (its signal aborted, before or while measuring): nothing to consult the
+    // background about; the job runs aborted and ends cancelled, as it would in the foreground.
+    'the job is cancelled': ({ context }) => context.cancelled || context.input.job.aborted,
   },
   actions: {
     'remember reading': assign({ reading: ({ event }) => (outputOf<ReadingResult>(event) as Extract<ReadingResult, { kind: 'reading' }>).reading }),
@@ -107,13 +111,14 @@ export const gateMachine = setup({
   // engine reports it as the job's own chart error.
   states: {
     start: {
-      always: [{ guard: 'the job is pressure', target: 'measuring' }, { target: 'consulting' }],
+      always: [{ guard: 'the job is cancelled', target: 'running' }, { guard: 'the job is pressure', target: 'measuring' }, { target: 'consulting' }],
     },
     measuring: {
       invoke: {
         src: 'measure',
         input: { phase: 'initial' },
         onDone: [
+          { guard: 'the job is cancelled', target: 'running' },
           { guard: 'a reading', target: 'consulting', actions: 'remember reading' },
           // No route or no budget: nothing to prepare; the pressure chart says why.
           { target: 'running' },

@@ -12,6 +12,25 @@ export interface Run {
   busy: boolean;
   /** Jobs that waited for it. */
   waiters: number;
+  /** The run's error (`code`, and `cause`: the service's own code) when it failed or was cancelled. */
+  code?: string;
+  cause?: string;
+}
+
+/** The error a run ends with, by the outcome that decided it (SPEC §5's codes, as in the foreground). */
+const DECISIVE: Record<string, { code: string; cause?: string }> = {
+  'selectRange:throws': { code: 'internal', cause: 'no-context-capacity' },
+  'validateSpan:span-invalid': { code: 'changed', cause: 'span-invalid' },
+  'validateSpan:lock-held': { code: 'busy' },
+  // Another writer's compaction/start came first: busy, like a lock seen while validating.
+  'openBracket:append-refused': { code: 'busy', cause: 'session-rule' },
+  'summarize:fails': { code: 'summary', cause: 'summary-truncated' },
+  'revalidate:span-changed': { code: 'changed' },
+  'revalidate:no-shrink': { code: 'summary', cause: 'summary-no-shrink' },
+  'revalidate:too-little-progress': { code: 'no-progress' },
+  'revalidate:throws': { code: 'changed', cause: 'internal' },
+  'commit:refused': { code: 'commit', cause: 'session-rule' },
+  'flush:store-fails': { code: 'persistence', cause: 'store-interleaved' },
 }
 
 const stateOf = (value: unknown): string => (typeof value === 'string' ? value : Object.keys(value as object)[0]!);
@@ -24,9 +43,10 @@ const stateOf = (value: unknown): string => (typeof value === 'string' ? value :
 export function expectedBackground(path: GeneratedPath): { replies: string[]; runs: Run[] } {
   const replies: string[] = [];
   const runs: Run[] = [];
-  let run: (Run & { cancel: boolean }) | undefined;
+  let run: (Run & { cancel: boolean; error?: { code: string; cause?: string } }) | undefined;
   const end = (status: Run['status']) => {
-    runs.push({ status, opened: run!.opened, busy: run!.busy, waiters: run!.waiters });
+    const error = status === 'cancelled' ? { code: 'cancelled' } : status === 'failed' ? run!.error : undefined;
+    runs.push({ status, opened: run!.opened, busy: run!.busy, waiters: run!.waiters, ...(error ? { code: error.code, ...(error.cause ? { cause: error.cause } : {}) } : {}) });
     run = undefined;
   };
   for (const s of path.steps) {
@@ -45,6 +65,8 @@ export function expectedBackground(path: GeneratedPath): { replies: string[]; ru
       continue;
     }
     if (!run) continue; // a cancel with nothing running
+    // The first failure decides the run's error (its bracket is then closed with it).
+    if (DECISIVE[o] && !run.error) run.error = DECISIVE[o];
     if (o === 'cancel') {
       if (from === 'summarizing' || from === 'ready') run.status = 'cancelled';
       else if (from === 'selecting' || from === 'validating' || from === 'opening') run.cancel = true;

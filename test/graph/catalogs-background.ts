@@ -117,6 +117,8 @@ export const GATE_INPUTS: Array<{ label: string; input: GateInput }> = [
     input: { kind: 'overflow', job: { error: new Error('context overflow'), retriesUsed: 0, maxRetries: 1, auto: true, pruneEnabled: true, aborted: false, turn: 0 } },
   },
   { label: 'manual', input: { kind: 'manual', job: { aborted: false, abortReason: undefined, focus: undefined } } },
+  // The caller's signal was aborted before the call.
+  { label: 'pressure aborted', input: { kind: 'pressure', job: { ...PRESSURE_JOB, aborted: true } } },
 ];
 
 const JOB_DONE: Record<string, unknown> = {
@@ -154,7 +156,9 @@ export const gateSpec: MachineSpec<undefined> = {
     if (s.matches('waiting')) out.push({ outcome: 'background:settled', event: { type: 'background.settled', outcomes: [] } });
     // The caller's signal aborts while the gate waits on something; consulting is answered in
     // the same synchronous step that sent the question, so no cancel can come between.
-    if (!s.matches('consulting')) out.push({ outcome: 'cancel', event: { type: 'cancel', reason: 'user pressed Ctrl-C' } });
+    // A job that starts cancelled ends at once: nothing is held long enough to be cancelled again.
+    const endsAtOnce = String(s.value).startsWith('running') && (s.context.cancelled || s.context.input.job.aborted);
+    if (!s.matches('consulting') && !endsAtOnce) out.push({ outcome: 'cancel', event: { type: 'cancel', reason: 'user pressed Ctrl-C' } });
     return out;
   },
   project: (s) => JSON.stringify([s.value, s.context.input.kind, s.context.cancelled]),

@@ -110,6 +110,8 @@ export const SPEC_DECISIONS: Record<string, RequiredTransition[]> = {
     { source: 'flushing', event: 'done(flush)', target: 'idle', why: `${S13}/§9: flush the store before the run ends` },
   ],
   gate: [
+    { source: 'start', event: 'always', guard: 'the job is cancelled', target: 'running', why: `${S13}: cancellation behaves as in the foreground path (nothing prepared for a caller that gave up)` },
+    { source: 'measuring', event: 'done(measure)', guard: 'the job is cancelled', target: 'running', why: `${S13}: cancellation behaves as in the foreground path` },
     { source: 'start', event: 'always', guard: 'the job is pressure', target: 'measuring', why: `${S13}: a step is judged by its reading` },
     { source: 'consulting', event: 'background.preparing', target: 'preparing', why: `${S13}: afterStep returns at once ('preparing')` },
     { source: 'consulting', event: 'background.proceed', target: 'running', why: `${S13}: nothing running: the job runs as usual` },

@@ -354,6 +354,15 @@ const sessions: Session[] = [];
 /** How long a script waits for the engine's next service call (the mutation run shortens it). */
 export const timing = { takeMs: 5000 };
 
+/** `promise`, or a failure naming `what` when it has not settled within `timing.takeMs`. */
+export function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not settled within ${timing.takeMs} ms`)), timing.takeMs);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 const live: World[] = [];
 
 /** Every world's engine dies (its controller runs nothing more) and its session closes. */

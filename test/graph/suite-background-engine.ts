@@ -40,6 +40,7 @@ import {
   startTurn,
   textOfTokens,
   toolStep,
+  within,
   type Call,
   type Server,
   type World,
@@ -85,7 +86,7 @@ const stateOf = (value: unknown): string => (typeof value === 'string' ? value :
 async function drain(w: World, jobs: Facade[]): Promise<void> {
   if (jobs.every((f) => f.done)) return;
   w.ctl.setAuto();
-  await Promise.all(jobs.map((f) => f.promise));
+  await within(Promise.all(jobs.map((f) => f.promise)), 'the released jobs');
   w.ctl.hold();
 }
 
@@ -154,7 +155,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
         // The gate measures for real; other calls in the queue are the background run's.
         await (await w.ctl.takeOf('measure')).runReal();
         if (f.reply === 'background.proceed') await drain(w, [f]);
-        else if (f.reply !== 'background.waiting') await f.promise;
+        else if (f.reply !== 'background.waiting') await within(f.promise, `afterStep answered ${f.reply}`);
         else await gateWaiting(w);
         break;
       }
@@ -233,7 +234,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
     }
   }
   w.ctl.setAuto();
-  await Promise.all(facades.map((f) => f.promise));
+  await within(Promise.all(facades.map((f) => f.promise)), 'every call of the path');
 
   // The real chart took the generated path.
   if (process.env.DEBUG_BG) console.log(w.recorded.slice(w.mark).map((r) => `${r.machine}/${r.actor}: ${r.transitions.map((t) => t.name).join(' | ')}`).join('\n'));
@@ -251,6 +252,14 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
       if (f.controller.signal.aborted) expect(r.status).toBe('cancelled');
     } else expect(['below', 'compacted'], `${f.reply}: ${r.status}`).toContain(r.status);
   }
+
+  // Every run that ended was handed over once, in order, with its error: to a later job's answer,
+  // or still kept for the next one.
+  type Outcome = { status: string; waited: boolean; error?: { code: string; cause?: string } };
+  const handed = w.settled.flatMap((e) => ((e as { result: { output?: { background?: { outcomes: Outcome[] } } } }).result.output?.background?.outcomes ?? []));
+  const bgActor = (w.engine.actor.getSnapshot().children as Record<string, { getSnapshot(): { context: { unreported: Outcome[] } } }>).background!;
+  const runs = [...handed, ...bgActor.getSnapshot().context.unreported].map((x) => ({ status: x.status, waited: x.waited, code: x.error?.code, cause: x.error?.cause }));
+  expect(runs, 'the runs, as the host learns of them').toEqual(want.runs.map((r) => ({ status: r.status, waited: r.waiters > 0, code: r.code, cause: r.cause })));
 
   // Announced: every opened bracket's start, then its commit or failure, all marked background.
   const bgNotes = w.notes.filter((n) => (n as { background?: boolean }).background === true).map((n) => n.type);

@@ -17,6 +17,7 @@
  */
 import { expect } from 'vitest';
 import type { AfterStepResult, CompactionRecord, RequestErrorAction } from '../../src/engine';
+import { GATE_INPUTS } from './catalogs-background';
 import type { TransitionInfo } from './model';
 import type { GeneratedPath } from './paths';
 import {
@@ -30,6 +31,7 @@ import {
   route,
   startTurn,
   toolStep,
+  within,
   type Server,
   type World,
 } from './runner';
@@ -66,31 +68,45 @@ async function until(ok: () => boolean, what: string): Promise<void> {
 }
 
 export async function runGateEnginePath(srv: Server, path: GeneratedPath, byKey: Map<string, TransitionInfo>): Promise<void> {
-  const kind = path.input as Kind;
+  const input = GATE_INPUTS.find((i) => i.label === path.input)!.input;
+  const kind = input.kind as Kind;
   const o = path.steps.map((s) => s.outcome);
   const w = await openWorld(srv, { config: { background: true } });
 
-  // The world before the job: a run already under way when the gate will have to wait.
+  // The world before the job: a background run that committed and was not reported yet (the
+  // first answer to a job hands it over), and a run still under way when the gate must wait.
   if (o.includes('measure:unrouted')) {
     w.writer.startTurn();
     w.writer.user('Please fix the build.');
   } else {
     startTurn(w);
+    await growTo(w, 'prepare');
+    const step = w.engine.afterStep();
+    await (await w.ctl.takeOf('measure')).runReal();
+    expect((await within(step, 'the step that starts the first run')).status).toBe('preparing');
+    w.ctl.setAuto();
+    await until(() => bgValue(w) === 'idle' && !w.session.lock.held, 'the first run committed');
+    w.ctl.hold();
+    expect(w.notes.filter((n) => n.type === 'compaction.committed')).toHaveLength(1);
     // Overflow recovery and /compact then have a span to compact (under the prepare point).
-    for (let i = 0; i < (kind === 'pressure' ? 1 : 4); i++) toolStep(w, { open: true });
+    if (kind !== 'pressure') for (let i = 0; i < 4; i++) toolStep(w, { open: true });
   }
   if (o.includes('background:waiting')) {
     await growTo(w, 'prepare');
-    const first = w.engine.afterStep();
+    const second = w.engine.afterStep();
     await (await w.ctl.takeOf('measure')).runReal();
-    expect((await first).status).toBe('preparing');
+    const answer = await within(second, 'the step that starts the run');
+    expect(answer.status).toBe('preparing');
+    expect(answer.compactions, 'the first run, handed over to the step after it').toHaveLength(1);
     await w.ctl.takeOf('selectRange').then((c) => w.ctl.putBack(c)); // the run holds its selection
     if (kind === 'pressure') await growTo(w, 'threshold');
   } else if (o.includes('background:preparing')) await growTo(w, 'prepare');
   if (kind === 'manual') endTurn(w);
   markRun(w);
+  const settledBefore = w.settled.length;
 
   const controller = new AbortController();
+  if (input.job.aborted) controller.abort(new Error('the caller gave up before the call'));
   const signal = controller.signal;
   const running: Promise<unknown> =
     kind === 'pressure'
@@ -154,16 +170,16 @@ export async function runGateEnginePath(srv: Server, path: GeneratedPath, byKey:
       default:
         if (!/^(pressure|overflow|manual):done$/.test(step.outcome)) throw new Error(`no runtime production for gate outcome ${step.outcome}`);
         w.ctl.setAuto();
-        await running;
+        await within(running, 'the job');
     }
   }
   w.ctl.setAuto();
-  const result = await running;
+  const result = await within(running, 'the job');
 
   expectPathTaken(w, path, byKey);
 
   // What the caller was answered (SPEC §13).
-  const cancelled = o.includes('cancel');
+  const cancelled = o.includes('cancel') || input.job.aborted;
   const waited = o.includes('background:waiting');
   if (kind === 'pressure') {
     const r = result as AfterStepResult;
@@ -181,13 +197,26 @@ export async function runGateEnginePath(srv: Server, path: GeneratedPath, byKey:
   } else if (cancelled) expect((result as { code?: string }).code).toBe('cancelled');
   else expect((result as CompactionRecord | null)?.checkpointSeq).toBeGreaterThan(0);
 
+  // What the job reports of the background (SPEC §13): waited, preparing, and the runs that
+  // ended since the last answer — the first run for a job that did not wait, the awaited one else.
+  const answers = w.settled.slice(settledBefore) as Array<{ result: { output?: { background?: { waited: boolean; preparing: boolean; outcomes: Array<{ status: string; waited: boolean }> } } } }>;
+  expect(answers).toHaveLength(1);
+  const report = answers[0]!.result.output?.background;
+  const cancelledFirst = input.job.aborted || path.steps.some((s) => s.outcome === 'cancel' && s.from === 'measuring');
+  const consultedAtAll = (kind !== 'pressure' || o.includes('measure:reading')) && !cancelledFirst;
+  expect(report?.waited).toBe(waited);
+  expect(report?.preparing).toBe(o.includes('background:preparing'));
+  const cancelWaiting = path.steps.some((s) => s.outcome === 'cancel' && s.from === 'waiting');
+  const runs = !consultedAtAll ? [] : waited ? [{ status: cancelWaiting ? 'cancelled' : 'committed', waited: true }] : [{ status: 'committed', waited: false }];
+  expect(report?.outcomes.map((x) => ({ status: x.status, waited: x.waited }))).toEqual(runs);
+
   // The background chart heard this job once (a step with its reading, or an await) unless there
   // was no reading to judge, and was cancelled only by a cancel while the job waited.
   const bgTaken = w.recorded.slice(w.mark).filter((r) => r.machine === 'background').flatMap((r) => r.transitions);
   const consulted = bgTaken.filter((t) => t.event === 'step' || t.event === 'await').length;
-  expect(consulted).toBe(measured && !o.includes('measure:reading') ? 0 : 1);
+  expect(consulted).toBe(consultedAtAll ? 1 : 0);
   expect(bgTaken.filter((t) => t.event === 'cancel').length).toBe(path.steps.filter((s) => s.outcome === 'cancel' && s.from === 'waiting').length);
-  if (!measured && kind === 'pressure') throw new Error('a pressure gate always measures');
+  expect(measured, 'a pressure gate measures unless its caller gave up first').toBe(kind === 'pressure' && !input.job.aborted);
 
   expectLogOnlyGrew(w);
   expectValidRequest(w);

@@ -20,7 +20,7 @@ import type { MutationLine } from '../test/graph/mutate.run';
 const CHARTS = ['engine', 'pressure', 'background', 'transaction', 'overflow', 'gate', 'manual']; // longest first
 const chosen = process.env.MUTATE_CHARTS ? process.env.MUTATE_CHARTS.split(',') : CHARTS;
 const WORKERS = Number(process.env.MUTATE_WORKERS ?? 2);
-const STALL_MS = Number(process.env.MUTATE_STALL_MS ?? 10_000);
+const STALL_MS = Number(process.env.MUTATE_STALL_MS ?? 8_000);
 const EQUIVALENT = JSON.parse(readFileSync(new URL('./equivalent-mutants.json', import.meta.url), 'utf8')) as Record<string, Record<string, string>>;
 const dir = mkdtempSync(join(tmpdir(), 'xcompact-mutants-'));
 

@@ -169,6 +169,7 @@ export const PRESSURE_OFFERS: Record<string, Offer[]> = {
     // The cost model (economics on): below the threshold, compacting now pays; above it, pruning does not.
     { outcome: 'below-pays', output: { kind: 'reading', reading: { ...READING(3000), economics: ECONOMICS({ compaction: VERDICT(true) }) } }, states: ['measuring'] },
     { outcome: 'above-prune-unpaid', output: { kind: 'reading', reading: { ...READING(5000), economics: ECONOMICS({ prune: VERDICT(false) }) } }, states: ['measuring'] },
+    { outcome: 'above-prune-pays', output: { kind: 'reading', reading: { ...READING(5000), economics: ECONOMICS({ prune: VERDICT(true) }) } }, states: ['measuring'] },
   ],
   prune: [
     { outcome: 'pruned', output: { count: 1, tokensFreed: 900, generation: 1 } },
@@ -220,6 +221,10 @@ export const pressureSpec: MachineSpec<undefined> = {
   project: (s) => JSON.stringify([s.value, s.context.pruneEnabled, s.context.attempts, s.context.cancelRequested, s.context.economics?.decision]),
   atRest: (s) => s.status === 'done',
   maxDepth: 12,
+  // The cost model's decision to prune is recorded only when the cost model weighed the prune.
+  witness: {
+    'pressure.measuring done(measure)#7': (_s, _aux, e) => (e as { output?: { reading?: { economics?: { prune?: unknown } } } }).output?.reading?.economics?.prune !== undefined,
+  },
 };
 
 // ---------------------------------------------------------------------------
@@ -327,6 +332,7 @@ export const MANUAL_OFFERS: Record<string, Offer[]> = {
     { outcome: 'committed', output: { ...TX_COMMITTED, trigger: 'manual' } },
     { outcome: 'failed', output: { ...TX_FAILED, trigger: 'manual' } },
     { outcome: 'chart-error', error: new TypeError('a transaction guard threw') },
+    { outcome: 'cancelled', output: { ...TX_CANCELLED, trigger: 'manual' } },
   ],
 };
 
@@ -335,13 +341,23 @@ export const MANUAL_INPUTS: Array<{ label: string; input: ManualInput }> = [
   { label: 'signal aborted', input: { aborted: true, abortReason: 'stop right there', focus: undefined } },
 ];
 
-export const manualSpec: MachineSpec<undefined> = {
+/** A cancel the chart forwarded to its transaction (the chart keeps no note of it). */
+export interface ManualAux {
+  cancelled: boolean;
+}
+
+export const manualSpec: MachineSpec<ManualAux> = {
   name: 'manual',
   machine: manualMachine,
   inputs: MANUAL_INPUTS,
-  initialAux: undefined,
-  events: (s) => (active(s) ? [...invokeOffers<undefined>(s, MANUAL_OFFERS), { outcome: 'cancel', event: { type: 'cancel' } }] : []),
-  project: (s) => JSON.stringify(s.value),
+  initialAux: { cancelled: false },
+  events: (s, aux) => {
+    if (!active(s)) return [];
+    // Without a cancel, the transaction's own `cancelled` is the host summarizer's: left to the others.
+    const offers = invokeOffers<ManualAux>(s, MANUAL_OFFERS).filter((o) => aux.cancelled || o.outcome !== 'transaction:cancelled');
+    return [...afterCancelFirst(offers, aux.cancelled), { outcome: 'cancel', event: { type: 'cancel' }, aux: { cancelled: s.matches('compacting') } }];
+  },
+  project: (s, aux) => JSON.stringify([s.value, aux.cancelled]),
   atRest: (s) => s.status === 'done',
   maxDepth: 8,
 };
@@ -418,6 +434,7 @@ export const engineSpec: MachineSpec<EngineAux> = {
   machine: engineMachine.provide({
     guards: { 'pressure is below the threshold': ({ context, event }) => (event as { quiet?: boolean }).quiet === true && context.policy.auto },
   }),
+  chart: engineMachine,
   inputs: [
     { label: 'auto', input: ENGINE_INPUT },
     { label: 'auto off', input: { ...ENGINE_INPUT, auto: false } },
@@ -468,21 +485,39 @@ export const engineSpec: MachineSpec<EngineAux> = {
       s.value,
       s.context.auto,
       Math.min(s.context.consecutiveFailures, s.context.failureLimit),
+      Math.min(s.context.overflowRetries, s.context.maxOverflowRetries + 1),
       (s.context.current as { kind?: string } | undefined)?.kind,
       aux.cancelled,
     ]),
+  // A success resets the breaker's count and a later overflow the retries only when there is
+  // something to reset: their paths come after a failure, or after a retry granted.
+  witness: {
+    'engine.breaker.closed breaker.success#0': (s) => s.context.consecutiveFailures > 0,
+    'engine.work.idle request.failed#0': (s) => s.context.overflowRetries > 0,
+  },
   atRest: (s) => s.status === 'done' || (s.value as { work: string }).work === 'idle',
   maxDepth: 8,
 };
 
 export const SPECS = [transactionSpec, pressureSpec, overflowSpec, manualSpec, engineSpec, backgroundSpec, gateSpec] as const;
 
-let cached: Map<string, Coverage> | undefined;
+const cached = new Map<string, Coverage>();
 
-/** Generated paths and static coverage of every chart (computed once per process). */
+/** Generated paths and static coverage of one chart (computed once per process). */
+export function coverageOf(name: string): Coverage {
+  let c = cached.get(name);
+  if (!c) {
+    const spec = SPECS.find((s) => s.name === name);
+    if (!spec) throw new Error(`no chart ${name}`);
+    c = generatePaths(spec as MachineSpec<unknown>);
+    cached.set(name, c);
+  }
+  return c;
+}
+
+/** Generated paths and static coverage of every chart. */
 export function allCoverage(): Map<string, Coverage> {
-  cached ??= new Map(SPECS.map((s) => [s.name, generatePaths(s as MachineSpec<unknown>)]));
-  return cached;
+  return new Map(SPECS.map((s) => [s.name, coverageOf(s.name)]));
 }
 
 /**

@@ -5,7 +5,7 @@
  * paths of a chart run here and nowhere else.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { SPECS, allCoverage } from './catalogs';
+import { SPECS, coverageOf } from './catalogs';
 import { requiredCoverage } from './required';
 import type { TransitionInfo } from './model';
 import type { GeneratedPath } from './paths';
@@ -28,7 +28,7 @@ export function useServer(): () => Server {
 }
 
 export function describeGeneratedPaths(machine: string, server: () => Server, run: PathRunner): void {
-  const coverage = allCoverage().get(machine)!;
+  const coverage = coverageOf(machine);
   const byKey = new Map(coverage.all.map((t) => [t.key, t]));
   describe(`${machine} chart: generated paths on the real engine`, () => {
     it('the generated paths cover every transition, required (SPEC.md) and present', () => {

@@ -10,10 +10,10 @@
  */
 import { appendFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SPECS, allCoverage } from './catalogs';
+import { SPECS, coverageOf } from './catalogs';
 import type { TransitionInfo } from './model';
 import { install, mutantsOf, type Mutant } from './mutants';
-import type { GeneratedPath } from './paths';
+import type { GeneratedPath, MachineSpec } from './paths';
 import { cleanupWorlds, startServer, stopWorlds, timing, type Server } from './runner';
 import { RUNNERS } from './runners';
 
@@ -71,16 +71,17 @@ it(`${CHART} chart mutants from ${FROM}`, { timeout: 60 * 60_000 }, async () => 
   const spec = SPECS.find((s) => s.name === CHART);
   if (!spec) throw new Error(`no chart ${CHART}`);
   // The paths are generated from the original chart, before any mutant is installed.
-  const c = allCoverage().get(CHART)!;
+  const c = coverageOf(CHART);
   const byKey = new Map(c.all.map((t) => [t.key, t]));
-  const mutants = mutantsOf(spec.machine);
+  const chart = (spec as MachineSpec<unknown>).chart ?? spec.machine;
+  const mutants = mutantsOf(chart);
   log({ type: 'total', total: mutants.length });
   for (let index = FROM; index < mutants.length; index++) {
     const mutant = mutants[index]!;
     const started = Date.now();
     let undo: () => void;
     try {
-      undo = install(spec.machine, mutant);
+      undo = install(chart, mutant);
     } catch (err) {
       // The mutated config does not build (xstate rejects it): not a chart.
       log({ type: 'result', index, id: mutant.id, status: 'invalid', why: String(err), ms: 0 });

@@ -42,6 +42,17 @@ export interface MachineSpec<Aux = undefined> {
   /** A path may end here. */
   atRest(snapshot: AnyMachineSnapshot, aux: Aux): boolean;
   maxDepth: number;
+  /**
+   * Transitions whose effect shows only when taken from some states (a reset of a count that is
+   * already 0 changes nothing): the path generated for one must take it from a state `witness`
+   * accepts, and taking it elsewhere does not cover it. The projection must tell those states apart.
+   */
+  witness?: Record<string, (snapshot: AnyMachineSnapshot, aux: Aux, event: AnyEventObject) => boolean>;
+  /**
+   * The exported chart the engine builds from, when `machine` is a `provide()`d copy of it: a
+   * mutant is installed there (see mutants.ts).
+   */
+  chart?: AnyStateMachine;
 }
 
 export interface PathStep {
@@ -69,6 +80,8 @@ export interface GeneratedPath {
   finalOutput: unknown;
   /** Short readable form: `input: outcome → outcome …`. */
   title: string;
+  /** Definitions taken here from a state that shows their effect (all but `witness` ones taken elsewhere). */
+  witnessed: Set<string>;
 }
 
 export interface Coverage {
@@ -138,12 +151,15 @@ function toGenerated<Aux>(spec: MachineSpec<Aux>, logic: ActorLogic<CatSnap<Aux>
   let s = logic.getInitialSnapshot(undefined as never, undefined);
   const initFired = s.fired;
   const steps: PathStep[] = [];
+  const witnessed = new Set<string>();
   for (const e of events) {
     const next = logic.transition(s, e, undefined as never);
     if (next.fired.length === 0) throw new Error(`${spec.name}: ${e.outcome} takes no transition in ${JSON.stringify(s.m.value)} on replay`);
+    for (const k of next.fired) if (!spec.witness?.[k] || spec.witness[k]!(s.m, s.aux, e.event)) witnessed.add(k);
     steps.push({ outcome: e.outcome, event: e.event, from: s.m.value, fired: next.fired });
     s = next;
   }
+  for (const k of initFired) witnessed.add(k);
   return {
     machine: spec.name,
     target,
@@ -155,6 +171,7 @@ function toGenerated<Aux>(spec: MachineSpec<Aux>, logic: ActorLogic<CatSnap<Aux>
     finalContext: s.m.context,
     finalOutput: s.m.output,
     title: `${label}: ${steps.map((x) => x.outcome).join(' → ') || '(initial)'}`,
+    witnessed,
   };
 }
 
@@ -173,7 +190,10 @@ export function generatePaths<Aux>(spec: MachineSpec<Aux>): Coverage {
   const firstEdge = new Map<string, Edge>();
   const perInput = spec.inputs.map(({ input }, i) => {
     const logic = catalogLogic(spec, input);
-    const adjacency = getAdjacencyMap(logic, options as never) as unknown as Record<string, { transitions: Record<string, { event: CatEvent<Aux>; state: CatSnap<Aux> }> }>;
+    const adjacency = getAdjacencyMap(logic, options as never) as unknown as Record<
+      string,
+      { state: CatSnap<Aux>; transitions: Record<string, { event: CatEvent<Aux>; state: CatSnap<Aux> }> }
+    >;
     const shortest = new Map<string, StatePath<CatSnap<Aux>, CatEvent<Aux>>>();
     for (const p of getShortestPaths(logic, options as never) as Array<StatePath<CatSnap<Aux>, CatEvent<Aux>>>) shortest.set(options.serializeState(p.state), p);
     // The edge with the shortest prefix wins (across inputs; ties: the earlier input, BFS order).
@@ -184,9 +204,9 @@ export function generatePaths<Aux>(spec: MachineSpec<Aux>): Coverage {
     };
     const initial = logic.getInitialSnapshot(undefined as never, undefined);
     for (const k of initial.fired) offer(k, { input: i, state: options.serializeState(initial), event: undefined, depth: 0 });
-    for (const [state, { transitions }] of Object.entries(adjacency)) {
+    for (const [state, { state: from, transitions }] of Object.entries(adjacency)) {
       for (const { event, state: next } of Object.values(transitions)) {
-        for (const k of next.fired) offer(k, { input: i, state, event, depth: 0 });
+        for (const k of next.fired) if (!spec.witness?.[k] || spec.witness[k]!(from.m, from.aux, event.event)) offer(k, { input: i, state, event, depth: 0 });
       }
     }
     return { logic, shortest };
@@ -226,8 +246,8 @@ export function generatePaths<Aux>(spec: MachineSpec<Aux>): Coverage {
     const generated = toGenerated(spec, logic, spec.inputs[edge.input]!.label, t, path.steps.slice(1).map((s) => s.event));
     for (const k of generated.fired) {
       if (!byKey.has(k)) throw new Error(`${spec.name}: fired ${k}, which is not a definition of the machine`);
-      covered.add(k);
     }
+    for (const k of generated.witnessed) covered.add(k);
     if (!covered.has(t.key)) throw new Error(`${spec.name}: the path for ${t.name} does not take it on replay`);
     paths.push(generated);
   }

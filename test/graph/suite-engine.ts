@@ -111,8 +111,11 @@ function expectJobAnswer(job: Job, answer: Answer): void {
 }
 
 export async function runEnginePath(srv: Server, path: GeneratedPath, byKey: Map<string, TransitionInfo>): Promise<void> {
+  // The routed model's own policy (per-model fields, SPEC §14) differs from the global one: the
+  // engine must look it up for every job (auto off, and the overflow retries it grants).
+  const policy = { provider: 'test', model: 'small', maxOverflowRetries: 1, ...(path.input === 'auto off' ? { auto: false } : {}) };
   const w = await openWorld(srv, {
-    config: { circuitBreaker: { failureLimit: 2, cooldownMs: 1000 }, ...(path.input === 'auto off' ? { auto: false } : {}) },
+    config: { circuitBreaker: { failureLimit: 2, cooldownMs: 1000 }, maxOverflowRetries: 0, modelPolicies: [policy] },
     quickCheck: true,
   });
   toolStep(w);

@@ -82,7 +82,7 @@ function expectedError(path: GeneratedPath): string | undefined {
     case 'busy':
       return 'busy';
     case 'failed':
-      return o.includes('transaction:failed') ? 'summary' : 'internal';
+      return o.includes('transaction:failed') ? 'summary' : o.includes('transaction:cancelled') ? 'cancelled' : 'internal';
     default:
       return undefined;
   }

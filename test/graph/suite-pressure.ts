@@ -97,6 +97,18 @@ export function worldFor(path: GeneratedPath): Recipe {
       },
     };
   }
+  if (o[0] === 'measure:above-prune-pays') {
+    // Over the threshold because of the newest, huge tool result: pruning it rewrites little after
+    // it and frees much for every request to come, so the cost model says it pays.
+    return {
+      name: 'a huge newest tool result over the threshold, the cost model on',
+      options: { config: { economics: true, prune: PRUNE_FAST } },
+      build: async (w) => {
+        for (let i = 0; i < 3; i++) toolStep(w);
+        toolStep(w, { open: true, result: Array.from({ length: 2500 }, (_, i) => `line${i}`).join(' ') });
+      },
+    };
+  }
   if (o[0] === 'measure:unrouted') {
     return {
       name: 'nothing routed yet',
@@ -148,6 +160,20 @@ export function worldFor(path: GeneratedPath): Recipe {
       },
     };
   }
+  if (seq(o, 'prune:pruned', 'measure:above', 'selectRange:nothing')) {
+    // One unit: a reply whose own text is over the threshold and whose tool result pruning cuts.
+    return {
+      name: 'one long reply whose tool result pruning cuts, still over the threshold',
+      options: { config: { prune: PRUNE_FAST } },
+      build: async (w) => {
+        startTurn(w);
+        w.writer.startStep();
+        route(w);
+        w.writer.assistant({ text: textOfTokens(pressureNow(w).threshold), toolCalls: [{ id: 'c1', name: 'bash', arguments: JSON.stringify({ command: 'ls' }) }] });
+        w.writer.toolResult('c1', Array.from({ length: 2500 }, (_, i) => `line${i}`).join(' '), { toolName: 'bash' });
+      },
+    };
+  }
   const firstSelect = o.find((x) => x.startsWith('selectRange:'));
   if (firstSelect === 'selectRange:nothing') {
     return {
@@ -184,6 +210,11 @@ export function worldFor(path: GeneratedPath): Recipe {
       },
       summaryText: (range) => summaryOfTokens(range.tokens - 15),
     };
+  }
+  if (o.includes('prune:pruned')) {
+    // Long tool results the prune pass cuts (it frees something: the catalog says `pruned`).
+    const long = Array.from({ length: 400 }, (_, i) => `out${i}`).join(' ');
+    return { name: 'over the threshold with long tool results', options: { config: { prune: PRUNE_FAST } }, build: async (w) => fillAbove(w, 100, { result: long }) };
   }
   return { name: 'over the threshold', options: pruneOff, build: async (w) => fillAbove(w, 100) };
 }
@@ -229,6 +260,9 @@ async function settlePressureStep(w: World, step: PathStep, next: PathStep | und
     if (outcome === 'below-pays') {
       expect(r.reading!.totalTokens).toBeLessThan(r.reading!.threshold);
       expect(economics?.compaction?.pays).toBe(true);
+    } else if (outcome === 'above-prune-pays') {
+      expect(r.reading!.totalTokens).toBeGreaterThanOrEqual(r.reading!.threshold);
+      expect(economics?.prune?.pays).toBe(true);
     } else if (outcome === 'above-prune-unpaid') {
       expect(r.reading!.totalTokens).toBeGreaterThanOrEqual(r.reading!.threshold);
       expect(economics?.prune?.pays).toBe(false);
@@ -246,7 +280,11 @@ async function settlePressureStep(w: World, step: PathStep, next: PathStep | und
       expect((r.error as { code?: string }).code).toBe('no-context-capacity');
       return false;
     }
-    if (service === 'prune') await (await w.ctl.take('prune', running)).runReal();
+    if (service === 'prune') {
+      const call = await w.ctl.take('prune', running);
+      await call.runReal();
+      expect((call.output as { count: number }).count, 'the prune pass cut something').toBeGreaterThan(0);
+    }
     else {
       const call = await takeRange(w, ctx);
       expect(call.output === null).toBe(outcome === 'nothing');
@@ -323,9 +361,20 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
     const prunes = w.ctl.calls.slice(callsBefore).filter((c) => c.service === 'prune' && ((c.output as { count?: number } | undefined)?.count ?? 0) > 0);
     expect(w.notes.filter((n) => n.type === 'pruned')).toHaveLength(prunes.length);
   }
-  // A host of the chart (createCompactionMachine) gets every transaction that ran in the settled output.
-  const settled = w.settled.at(-1) as { result?: { output?: { transactions?: unknown[] } } } | undefined;
-  expect(settled?.result?.output?.transactions ?? []).toHaveLength(o.filter((x) => x.startsWith('transaction:') && x !== 'transaction:chart-error').length);
+  // A host of the chart (createCompactionMachine) gets every transaction that ran in the settled
+  // output, the silent overflow it was told of (so the next step does not report it again), and
+  // the cost model's decision.
+  const settled = w.settled.at(-1) as
+    | { result?: { output?: { transactions?: unknown[]; silentOverflowSeq?: number; economics?: { decision: string } } } }
+    | undefined;
+  const out = settled?.result?.output;
+  expect(out?.transactions ?? []).toHaveLength(o.filter((x) => x.startsWith('transaction:') && x !== 'transaction:chart-error').length);
+  if (!o.includes('transaction:chart-error')) {
+    const silent = (w.ctl.calls.slice(callsBefore).find((c) => c.service === 'measure')?.output as { reading?: { silentOverflow?: { seq: number } } } | undefined)?.reading?.silentOverflow;
+    expect(out?.silentOverflowSeq).toBe(o[0] === 'measure:silent-overflow' ? silent!.seq : undefined);
+    const decision = { 'measure:below-pays': 'compact-early', 'measure:above-prune-unpaid': 'skip-prune', 'measure:above-prune-pays': 'prune' }[o[0]!];
+    expect(out?.economics?.decision).toBe(decision);
+  }
   if (o[0] === 'measure:silent-overflow') {
     // Reported once, with the provider's figures; the run compacted (or pruned) as if above the threshold.
     expect(w.notes.filter((n) => n.type === 'overflow.silent')).toEqual([

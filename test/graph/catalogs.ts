@@ -527,7 +527,8 @@ export function allCoverage(): Map<string, Coverage> {
 export const FORCED_OUTCOMES: Record<string, Record<string, string>> = {
   transaction: { 'revalidate:throws': 'revalidation is arithmetic over the surface; nothing makes it throw' },
   pressure: {
-    'measure:throws': 'the meter throws only on a bug',
+    'measure:throws':
+      "the meter throws only on a bug: a tokenizer that cannot load fails when the engine is created (TokenMeter resolves it then), not at a measurement",
     'transaction:chart-error': 'a bug inside the transaction chart (its guard throws)',
   },
   overflow: {
@@ -549,7 +550,7 @@ export const FORCED_OUTCOMES: Record<string, Record<string, string>> = {
     'cancel:unasked': 'a cancel with nothing running: only a waiting job cancels a run, and none waits',
     'revalidate:throws': 'revalidation is arithmetic over the surface; nothing makes it throw',
   },
-  gate: { 'measure:throws': 'the meter throws only on a bug' },
+  gate: { 'measure:throws': 'the meter throws only on a bug (as in the pressure chart)' },
 };
 
 /** Generated paths of a chart that force at least one outcome. */

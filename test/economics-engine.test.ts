@@ -40,7 +40,8 @@ describe('the cost model in the engine', () => {
   });
 
   it('with economics: false the same session waits for the threshold', async () => {
-    const h = harness({ summarizer: recordingSummarizer(), config: SMALL_CONFIG });
+    // Foreground: the threshold itself, not the background's prepare point below it.
+    const h = harness({ summarizer: recordingSummarizer(), config: { ...SMALL_CONFIG, background: false } });
     openTurn(h);
     const { r } = await smallSteps(h);
     expect(r?.status).toBe('compacted');
@@ -65,7 +66,11 @@ describe('the cost model in the engine', () => {
   });
 
   it('skips a prune whose rewrite costs more than it saves, and compacts instead', async () => {
-    const h = harness({ summarizer: recordingSummarizer(), config: { ...ON, prune: { thresholdChars: 2000, headChars: 800, tailChars: 400, protectRecentTokens: 0, minReclaimTokens: 1 } } });
+    // Foreground: the prune-or-compact decision is the pressure chart's at the threshold (a background summary does not prune).
+    const h = harness({
+      summarizer: recordingSummarizer(),
+      config: { ...ON, background: false, prune: { thresholdChars: 2000, headChars: 800, tailChars: 400, protectRecentTokens: 0, minReclaimTokens: 1 } },
+    });
     openTurn(h);
     // Early in the session (few requests to come), one oversized result followed by a long suffix.
     await h.step(0, 'x '.repeat(3000));

@@ -151,7 +151,8 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
       // The route's prepare point when it has background compaction (at most the threshold), else the threshold.
       const limit = r.reading.prepareAt ?? r.reading.threshold;
       if ((silent !== undefined && silent.seq > silentSeenSeq) || !(r.reading.totalTokens < limit)) return false;
-      // Below the threshold, but the cost model says compacting now pays: the pressure chart decides.
+      // Below the threshold, but the cost model says compacting now pays: the charts decide (the
+      // background chart prepares it when the route has background compaction, else the pressure chart compacts).
       if (r.reading.economics?.compaction?.pays === true) return false;
       quickReading = r.reading;
       return true;

@@ -1,7 +1,9 @@
 /**
  * The cost model in the engine (config `economics`): the pressure chart compacts before the
  * threshold once that pays, keeping the floor tail; skips a prune whose rewrite does not pay;
- * and says why, with its numbers, in compaction.started / pruned.
+ * and says why, with its numbers, in compaction.started / pruned. With background compaction
+ * (the default) a compaction that pays is prepared in the background instead:
+ * test/background-economics.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import type { EngineNotification } from '../src/engine';
@@ -23,7 +25,8 @@ async function smallSteps(h: ReturnType<typeof harness>, limit = 300) {
 
 describe('the cost model in the engine', () => {
   it('compacts below the threshold once that pays, keeps the floor tail, and announces its numbers', async () => {
-    const h = harness({ summarizer: recordingSummarizer(), config: ON });
+    // Foreground: compacted inside afterStep (background-economics.test.ts has it prepared in the background).
+    const h = harness({ summarizer: recordingSummarizer(), config: { ...ON, background: false } });
     openTurn(h);
     const { r } = await smallSteps(h);
     expect(r?.status).toBe('compacted');

@@ -19,7 +19,7 @@
 import { assign, enqueueActions, not, setup, type AnyActorRef } from 'xstate';
 import type { RangeSelection } from '../services/range';
 import type { EconomicDecision } from './pressure';
-import type { TransactionActorInputs } from './transaction';
+import { transactionActors } from './transaction';
 import {
   compactionRecord,
   engineAncestor,
@@ -37,8 +37,8 @@ import {
   type SelectInput,
   type SpanCheck,
   type SummaryOutcome,
-  type Verdict,
 } from './types';
+import { noProgressError, noShrinkError, spanChanged, verdictGuards } from './verdict';
 
 export const BACKGROUND_SYSTEM_ID = 'xcompact.background';
 
@@ -116,13 +116,7 @@ export const backgroundMachine = setup({
   },
   actors: {
     selectRange: notProvided<RangeSelection | null, SelectInput>('selectRange'),
-    validateSpan: notProvided<SpanCheck, TransactionActorInputs['validateSpan']>('validateSpan'),
-    openBracket: notProvided<OpenedBracket, TransactionActorInputs['openBracket']>('openBracket'),
-    summarize: notProvided<SummaryOutcome, TransactionActorInputs['summarize']>('summarize'),
-    revalidate: notProvided<Verdict, TransactionActorInputs['revalidate']>('revalidate'),
-    commit: notProvided<CommitRecord, TransactionActorInputs['commit']>('commit'),
-    flush: notProvided<void, TransactionActorInputs['flush']>('flush'),
-    closeWithError: notProvided<void, TransactionActorInputs['closeWithError']>('closeWithError'),
+    ...transactionActors,
   },
   guards: {
     'the prepare point is reached': ({ event }) => {
@@ -142,16 +136,8 @@ export const backgroundMachine = setup({
     'a job is waiting': ({ context }) => context.waited,
     'cancel was requested': ({ context }) => context.cancelRequested,
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
-    'lock is held': ({ event }) => outputOf<SpanCheck>(event).lockHeld,
-    'span changed': ({ event }) => !outputOf<Verdict>(event).stable,
-    'checkpoint does not shrink the span': ({ event }) => {
-      const v = outputOf<Verdict>(event);
-      return v.checkpointTokens >= v.spanTokens;
-    },
-    'too little progress': ({ event }) => {
-      const v = outputOf<Verdict>(event);
-      return v.spanTokens - v.checkpointTokens < v.requiredTokens;
-    },
+    ...verdictGuards,
+    'span changed': spanChanged,
   },
   actions: {
     reply: enqueueActions(({ context, event, enqueue }, params: { type: 'background.proceed' | 'background.preparing' | 'background.waiting' }) => {
@@ -182,18 +168,8 @@ export const backgroundMachine = setup({
     'fail cancelled': assign({
       error: ({ context, event }) => cancelledError(event.type === 'cancel' && event.reason !== undefined ? event.reason : context.cancelReason),
     }),
-    'fail no shrink': assign({
-      error: ({ event }) => {
-        const v = outputOf<Verdict>(event);
-        return { code: 'summary', cause: 'summary-no-shrink', message: `the checkpoint (${v.checkpointTokens} tokens) is not smaller than the span (${v.spanTokens} tokens)` } satisfies ErrorInfo;
-      },
-    }),
-    'fail no progress': assign({
-      error: ({ event }) => {
-        const v = outputOf<Verdict>(event);
-        return { code: 'no-progress', message: `the checkpoint would free ${v.spanTokens - v.checkpointTokens} tokens, less than the required ${v.requiredTokens}` } satisfies ErrorInfo;
-      },
-    }),
+    'fail no shrink': assign({ error: ({ event }) => noShrinkError(event) }),
+    'fail no progress': assign({ error: ({ event }) => noProgressError(event) }),
     end: assign({ outcome: (_, params: { as: BackgroundOutcome['status'] }) => params.as }),
     notify: enqueueActions(({ context, enqueue, self }, params: { what: 'started' | 'committed' | 'failed' }) => {
       if (params.what === 'started') {

@@ -54,7 +54,7 @@ export function expectedBackground(path: GeneratedPath): { replies: string[]; ru
     const from = stateOf(s.from);
     if (o.startsWith('step:') || o === 'await') {
       if (!run) {
-        if (o === 'step:prepare-point') {
+        if (o === 'step:prepare-point' || o === 'step:compacting-pays') {
           run = { status: 'failed', opened: false, busy: false, waiters: 0, cancel: false };
           replies.push('background.preparing');
         } else replies.push('background.proceed');

@@ -94,7 +94,9 @@ export const backgroundSpec: MachineSpec<undefined> = {
   inputs: [{ label: 'engine', input: undefined }],
   initialAux: undefined,
   events: (s) => [
-    ...invokeOffers<undefined>(s, BACKGROUND_OFFERS),
+    // After the cost model started a run, only what a real session then gives: its selection finds
+    // the range the cost model weighed, or the route is gone (throws).
+    ...invokeOffers<undefined>(s, BACKGROUND_OFFERS).filter((o) => !(s.context.economics && o.outcome === 'selectRange:nothing')),
     { outcome: 'step:prepare-point', event: step(3500) },
     { outcome: 'step:below-prepare-point', event: step(3000) },
     { outcome: 'step:compacting-pays', event: paysStep() },
@@ -105,7 +107,8 @@ export const backgroundSpec: MachineSpec<undefined> = {
     ...(s.context.waited ? [{ outcome: 'cancel', event: { type: 'cancel', reason: 'user pressed Ctrl-C' } }] : []),
     ...(s.value === 'idle' ? [{ outcome: 'cancel:unasked', event: { type: 'cancel' } }] : []),
   ],
-  project: (s) => JSON.stringify([s.value, s.context.cancelRequested, s.context.waited]),
+  // The cost model's decision too: a run it started selects differently (see the filter above).
+  project: (s) => JSON.stringify([s.value, s.context.cancelRequested, s.context.waited, s.context.economics?.decision]),
   atRest: (s) => s.value === 'idle',
   maxDepth: 12,
 };

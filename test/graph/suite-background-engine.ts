@@ -61,10 +61,14 @@ interface Facade {
 const never = new Promise<never>(() => undefined);
 const tick = () => new Promise<void>((r) => setTimeout(r, 0));
 
-async function reading(w: World): Promise<{ total: number; threshold: number; prepareAt: number }> {
-  const r = (await w.defaults.measure({ phase: 'initial' })) as { kind: string; reading?: { totalTokens: number; threshold: number; prepareAt?: number } };
-  if (r.kind !== 'reading') return { total: 0, threshold: Infinity, prepareAt: Infinity };
-  return { total: r.reading!.totalTokens, threshold: r.reading!.threshold, prepareAt: r.reading!.prepareAt ?? Infinity };
+async function reading(w: World): Promise<{ total: number; threshold: number; prepareAt: number; pays: boolean }> {
+  const r = (await w.defaults.measure({ phase: 'initial' })) as {
+    kind: string;
+    reading?: { totalTokens: number; threshold: number; prepareAt?: number; economics?: { compaction?: { pays: boolean } } };
+  };
+  if (r.kind !== 'reading') return { total: 0, threshold: Infinity, prepareAt: Infinity, pays: false };
+  const x = r.reading!;
+  return { total: x.totalTokens, threshold: x.threshold, prepareAt: x.prepareAt ?? Infinity, pays: x.economics?.compaction?.pays === true };
 }
 
 /** The service call a background state waits on. */
@@ -100,8 +104,9 @@ async function gateWaiting(w: World): Promise<void> {
 export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, byKey: Map<string, TransitionInfo>): Promise<void> {
   const o = path.steps.map((s) => s.outcome);
   const indivisible = o.includes('selectRange:nothing');
+  const economic = o.includes('step:compacting-pays');
   const w = await openWorld(srv, {
-    config: { background: true, ...(o.includes('revalidate:too-little-progress') ? { minProgressRatio: 0.9 } : {}) },
+    config: { background: true, ...(economic ? { economics: true } : {}), ...(o.includes('revalidate:too-little-progress') ? { minProgressRatio: 0.9 } : {}) },
   });
   // A world of one indivisible message (nothing to select) or of ordinary steps.
   if (indivisible) {
@@ -132,14 +137,33 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
   };
   const waiting = () => facades.filter((f) => f.reply === 'background.waiting');
 
+  // The span a run selects: the one the threshold would compact, or, when the cost model started
+  // the run early, one that keeps only the floor tail (as the pressure chart's early compaction).
+  let early = false;
+  const expectSelection = (input: unknown) =>
+    expect(input, 'the selection the run asks for').toEqual({ purpose: 'pressure', attempt: 1, retain: early ? 'floor' : 'budget', stackCheckpoints: true });
   for (let i = 0; i < path.steps.length; i++) {
     const step = path.steps[i]!;
+    if (step.outcome.startsWith('step:') && stateOf(step.from) === 'idle') early = step.outcome === 'step:compacting-pays';
     const from = stateOf(step.from);
     switch (step.outcome) {
       case 'step:prepare-point':
       case 'step:threshold':
+      case 'step:compacting-pays':
       case 'step:below-prepare-point': {
         if (step.outcome === 'step:below-prepare-point') route(w, 'big');
+        else if (step.outcome === 'step:compacting-pays') {
+          // A long session of small steps under the prepare point, far enough above what an early
+          // compaction leaves that the cost model says compacting now pays.
+          for (let n = 0; n < 400; n++) {
+            const r = await reading(w);
+            if (r.total >= 0.75 * r.threshold || r.total >= r.prepareAt) break;
+            toolStep(w, { open: true, result: `ok ${n}` });
+          }
+          const r = await reading(w);
+          expect(r.pays, 'compacting now pays').toBe(true);
+          expect(r.total, 'under the prepare point').toBeLessThan(r.prepareAt);
+        }
         else {
           for (let n = 0; n < 100; n++) {
             const r = await reading(w);
@@ -199,6 +223,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
       case 'selectRange:range':
       case 'selectRange:nothing': {
         const call = await w.ctl.take('selectRange');
+        expectSelection(call.input);
         await call.runReal();
         expect(call.error, 'selection').toBeUndefined();
         expect(call.output === null).toBe(step.outcome === 'selectRange:nothing');
@@ -207,6 +232,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
       }
       case 'selectRange:throws': {
         const call = await w.ctl.take('selectRange');
+        expectSelection(call.input);
         route(w, 'mystery');
         const r = await call.runReal();
         expect((r.error as { code?: string }).code).toBe('no-context-capacity');

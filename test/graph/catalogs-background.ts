@@ -1,7 +1,7 @@
 /**
  * Outcome catalogs of the background compaction charts (SPEC §13): the background chart and
  * the gate in front of each job. Same shape as catalogs.ts; their paths run in
- * suite-background.ts.
+ * suite-background-engine.ts and suite-gate-engine.ts, on the real engine.
  */
 import type { AnyActorRef, AnyMachineSnapshot } from 'xstate';
 import { backgroundMachine } from '../../src/machines/background';
@@ -83,6 +83,7 @@ export const BACKGROUND_OFFERS: Record<string, Offer[]> = {
   ],
 };
 
+const ECONOMIC_RUN = ['selectRange:range', 'validateSpan:lock-free', 'openBracket:opened'];
 const step = (total: number) => ({ type: 'step', reading: BG_READING(total), silentSeenSeq: -1, turn: 0, replyTo: REPLY_TO });
 /** Below the prepare point, but the cost model says compacting now pays. */
 const PAYS = { pays: true, savings: 2, cost: 1, requestsToCome: 40, breakEvenTokens: 2500, reason: 'pays: scripted' };
@@ -93,20 +94,24 @@ export const backgroundSpec: MachineSpec<undefined> = {
   machine: backgroundMachine,
   inputs: [{ label: 'engine', input: undefined }],
   initialAux: undefined,
-  events: (s) => [
-    // After the cost model started a run, only what a real session then gives: its selection finds
-    // the range the cost model weighed, or the route is gone (throws).
-    ...invokeOffers<undefined>(s, BACKGROUND_OFFERS).filter((o) => !(s.context.economics && o.outcome === 'selectRange:nothing')),
-    { outcome: 'step:prepare-point', event: step(3500) },
-    { outcome: 'step:below-prepare-point', event: step(3000) },
-    { outcome: 'step:compacting-pays', event: paysStep() },
-    { outcome: 'step:threshold', event: step(4100) },
-    { outcome: 'await', event: { type: 'await', replyTo: REPLY_TO } },
-    // Only a waiting job's gate cancels a run (its caller's signal aborts); with nothing running,
-    // no real engine sends one: forced, there only (see FORCED_OUTCOMES).
-    ...(s.context.waited ? [{ outcome: 'cancel', event: { type: 'cancel', reason: 'user pressed Ctrl-C' } }] : []),
-    ...(s.value === 'idle' ? [{ outcome: 'cancel:unasked', event: { type: 'cancel' } }] : []),
-  ],
+  events: (s) => {
+    const offers: Array<CatalogEvent<undefined>> = [
+      ...invokeOffers<undefined>(s, BACKGROUND_OFFERS),
+      { outcome: 'step:prepare-point', event: step(3500) },
+      { outcome: 'step:below-prepare-point', event: step(3000) },
+      { outcome: 'step:compacting-pays', event: paysStep() },
+      { outcome: 'step:threshold', event: step(4100) },
+      { outcome: 'await', event: { type: 'await', replyTo: REPLY_TO } },
+      // Only a waiting job's gate cancels a run (its caller's signal aborts); with nothing running,
+      // no real engine sends one: forced, there only (see FORCED_OUTCOMES).
+      ...(s.context.waited ? [{ outcome: 'cancel', event: { type: 'cancel', reason: 'user pressed Ctrl-C' } }] : []),
+      ...(s.value === 'idle' ? [{ outcome: 'cancel:unasked', event: { type: 'cancel' } }] : []),
+    ];
+    // A run the cost model started is followed until its bracket opens (the span it weighed is
+    // there, nothing else holds the lock): what differs from a run from the prepare point shows
+    // in its bracket and its announcement. Everything else is the prepare point's paths' to cover.
+    return s.context.economics && !s.context.opened ? offers.filter((o) => ECONOMIC_RUN.includes(o.outcome)) : offers;
+  },
   // The cost model's decision too: a run it started selects differently (see the filter above).
   project: (s) => JSON.stringify([s.value, s.context.cancelRequested, s.context.waited, s.context.economics?.decision]),
   atRest: (s) => s.value === 'idle',

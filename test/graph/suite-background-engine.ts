@@ -140,11 +140,16 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
   // The span a run selects: the one the threshold would compact, or, when the cost model started
   // the run early, one that keeps only the floor tail (as the pressure chart's early compaction).
   let early = false;
+  // Per run: the turn open when its step came, and whether the cost model started it.
+  const started: Array<{ turn: number | null; early: boolean }> = [];
   const expectSelection = (input: unknown) =>
     expect(input, 'the selection the run asks for').toEqual({ purpose: 'pressure', attempt: 1, retain: early ? 'floor' : 'budget', stackCheckpoints: true });
   for (let i = 0; i < path.steps.length; i++) {
     const step = path.steps[i]!;
-    if (step.outcome.startsWith('step:') && stateOf(step.from) === 'idle') early = step.outcome === 'step:compacting-pays';
+    if (step.outcome.startsWith('step:') && stateOf(step.from) === 'idle') {
+      early = step.outcome === 'step:compacting-pays';
+      if (early || step.outcome === 'step:prepare-point') started.push({ turn: w.session.openTurn, early });
+    }
     const from = stateOf(step.from);
     switch (step.outcome) {
       case 'step:prepare-point':
@@ -294,11 +299,15 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
   const failures = want.runs.reduce((n, r) => (r.status === 'committed' ? 0 : r.status === 'failed' && !r.busy ? n + 1 : n), 0);
   if (!o.some((x) => x === 'await' || x === 'step:threshold')) expect(w.engine.actor.getSnapshot().context.consecutiveFailures).toBe(failures);
 
-  // The log: background brackets marked as such; each run that opened one closed it once.
+  // The log: background brackets marked as such, each in the turn its run started in; each run
+  // that opened one closed it once. The announced start says when the cost model started it.
   expectLogOnlyGrew(w);
   const added = newEvents(w);
   const bgStarts = added.filter((e) => e.type === 'compaction/start' && (e.data as { background?: boolean }).background === true);
-  expect(bgStarts).toHaveLength(want.runs.filter((r) => r.opened).length);
+  const opened = want.runs.map((r, i) => ({ ...started[i]!, opened: r.opened })).filter((r) => r.opened);
+  expect(bgStarts.map((e) => (e.data as { turn: number | null }).turn)).toEqual(opened.map((r) => r.turn));
+  const startNotes = w.notes.filter((n) => n.type === 'compaction.started' && (n as { background?: boolean }).background === true);
+  expect(startNotes.map((n) => (n as { economics?: { decision: string } }).economics?.decision)).toEqual(opened.map((r) => (r.early ? 'compact-early' : undefined)));
   const storeBroke = o.includes('flush:store-fails') || o.includes('closeWithError:close-fails');
   expect(w.session.length).toBeGreaterThanOrEqual(startCount);
   expectValidRequest(w);

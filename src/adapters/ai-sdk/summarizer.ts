@@ -11,17 +11,20 @@
  * The adapter's default wears `boundSummarizer`, so a span larger than the window is sent in
  * chunks that fit.
  */
-import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { generateText, jsonSchema, tool, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
 import type { ChatCompletionContentPart } from 'openai/resources/chat/completions';
 import type { ChatMessage } from '../../session/derive';
 import type { SurfaceEvent, Usage } from '../../session/events';
 import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from '../../services/summarizer';
 import { buildInstruction } from '../../services/summarizers/instruction';
+import type { AiSdkLanguageModel } from './model';
 
 export interface AiSdkSummarizerOptions {
-  /** Any AI SDK language model (use the unwrapped one: a summary must not be compacted itself). */
-  model: LanguageModel | LanguageModelV3;
+  /**
+   * Any AI SDK language model the installed `ai` takes (use the unwrapped one: a summary must not
+   * be compacted itself): spec v3 for `ai` 6, v3 or v4 for `ai` 7.
+   */
+  model: LanguageModel | AiSdkLanguageModel;
   /** generateText's own retries of transient errors (429, 5xx). Default 0: the engine's retry policy decides. */
   maxRetries?: number;
 }

@@ -162,7 +162,7 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     });
 
   /**
-   * Every tool call answered, checked before anything is written: a message arriving while
+   * Every tool call answered, and every result answering a waiting call, checked before anything is written: a message arriving while
    * calls wait, or a prompt ending with calls unanswered, would otherwise be sent to the
    * provider as a call without its result (a request providers reject, or answer blind). The
    * AI SDK refuses the same prompts itself (`MissingToolResultsError`); this catches the ones
@@ -181,7 +181,17 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     };
     for (const m of mapped) {
       if (m.role === 'tool') {
-        for (const r of m.results) waiting.delete(r.callId);
+        for (const r of m.results) {
+          // The session refuses it too, but only at its own append: after the results before it were written.
+          if (!waiting.delete(r.callId)) {
+            throw new AiSdkAdapterError(
+              'unexpected-tool-result',
+              `xcompact/ai-sdk cannot record a result for tool call "${r.callId}" (${r.toolName}): no call with that id is waiting for one ` +
+                '(it was never made, or it has its result already); nothing was recorded or sent',
+              { toolCallIds: [r.callId] },
+            );
+          }
+        }
         continue;
       }
       if (waiting.size > 0) throw refuse(`before the next ${m.role} message`);

@@ -23,11 +23,12 @@ export type AiSdkAdapterErrorCode =
   | 'unmappable-part' // a message part the session cannot represent (named in the message)
   | 'history-diverged' // the app sent a conversation that does not continue the recorded one
   | 'missing-tool-results' // the prompt leaves tool calls without a result (named in `toolCallIds`)
+  | 'unexpected-tool-result' // a tool result for a call that is not waiting for one (named in `toolCallIds`)
   | 'recovery-failed'; // the provider rejected a request and the engine failed handling it (`cause`: why; `requestError`: the provider's error)
 
 export class AiSdkAdapterError extends XcompactError {
   declare readonly code: AiSdkAdapterErrorCode;
-  /** For `missing-tool-results`: the calls that have no result. */
+  /** For `missing-tool-results`: the calls that have no result; for `unexpected-tool-result`: the result's call. */
   readonly toolCallIds: readonly string[] | undefined;
   /** For `recovery-failed`: the provider's error the engine was handling (an `APICallError`). */
   readonly requestError: unknown;

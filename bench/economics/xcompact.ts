@@ -54,6 +54,7 @@ export async function replayXcompact(
   pricer: Pricer,
   options: SimOptions,
   config: CompactionEngineOptions['config'] = {},
+  onRequest?: (messages: readonly ChatMessage[]) => void,
 ): Promise<XcompactRun> {
   const ledger = new Ledger(pricer, options.window);
   const session = Session.inMemory('economics-xcompact');
@@ -89,6 +90,7 @@ export async function replayXcompact(
       }
       lastRequest = [...session.deriveMessages()];
       ledger.agent({ tools, messages: lastRequest });
+      onRequest?.(lastRequest);
     },
   });
   engine.stop();

@@ -10,11 +10,17 @@ import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResu
 import type { ChatMessage } from '../../session/derive';
 import { isCheckpoint, type SurfaceEvent } from '../../session/events';
 import { SUMMARY_SECTIONS, type SummarySection } from './instruction';
-import { deriveLedger, ERROR_LINE, fitLedger, parseArgs, parseLedger, pathArguments, renderLedger, withLedger } from './ledger';
+import { deriveLedger, emptyLedger, ERROR_LINE, fitLedger, parseArgs, parseLedger, pathArguments, renderLedger, withLedger } from './ledger';
 
 export interface ExtractiveSummarizerOptions {
   /** A command or error line longer than this is cut (with "…"). Default 400 characters. */
   maxLineChars?: number;
+  /**
+   * What ledger the summary carries (ledger.ts): all three lists (default), the file lists
+   * only (`files`: pi's design), or none. The bench uses the last two to give a simulated
+   * peer only what its own summaries carry.
+   */
+  ledger?: 'full' | 'files' | 'none';
 }
 
 /** One exchange of the span, whatever it came from (events, or messages when there are none). */
@@ -44,16 +50,20 @@ const CODE_SPAN = /`([^`\n]+)`/g;
 export class ExtractiveSummarizer implements Summarizer {
   readonly name = 'extractive';
   private readonly maxLineChars: number;
+  private readonly ledger: NonNullable<ExtractiveSummarizerOptions['ledger']>;
 
   constructor(options: ExtractiveSummarizerOptions = {}) {
     this.maxLineChars = options.maxLineChars ?? 400;
+    this.ledger = options.ledger ?? 'full';
   }
 
   async summarize(request: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
     throwIfCancelled(signal);
     const items = request.events.length > 0 ? itemsFromEvents(request.events) : itemsFromMessages(request.messages);
     const sections = this.extract(items);
-    const text = fitWithLedger(sections, deriveLedger(request.events), request.maxTokens, request.countTokens, signal);
+    const ledger = this.ledger === 'none' ? emptyLedger() : deriveLedger(request.events);
+    if (this.ledger === 'files') ledger.errors = [];
+    const text = fitWithLedger(sections, ledger, request.maxTokens, request.countTokens, signal);
     throwIfCancelled(signal);
     return { text, provider: 'xcompact', model: 'extractive', requests: 0 };
   }

@@ -36,6 +36,8 @@ export interface Row {
 export interface WindowResult {
   window: number;
   rows: Row[];
+  /** xcompact's background setting and how many of its compactions were prepared in the background. */
+  background: { on: boolean; compactions: number };
   goal: { costRatio: number; cheapestPeer: string; bestRetention: number; retentionOk: boolean; overWindow: number; met: boolean };
 }
 
@@ -53,7 +55,7 @@ export async function economics(source: Session, window: number): Promise<Window
     const r = await simulate(events, policy, pricer, options, (m) => tracker.observe(m));
     rows.push({ name: policy.name, compactions: r.state.compactions, prunes: r.state.prunes, ledger: r.state.ledger, retention: tracker.figures() });
   }
-  return { window, rows, goal: judge(rows) };
+  return { window, rows, background: { on: x.background, compactions: x.backgroundCompactions }, goal: judge(rows) };
 }
 
 /** The goal: cost ≤ 0.9 × the cheapest peer, mean retention ≥ the best peer's, no request over the window. */
@@ -93,7 +95,8 @@ export function formatTable(r: WindowResult): string {
     const c = row.ledger.costs;
     return `  ${row.name.padEnd(15)} cache read ${money(c.read)}, cache write ${money(c.write)}, summary input ${money(c.summaryInput)}, summary output ${money(c.output)}`;
   });
-  return [`window ${r.window} tokens`, head, ...lines, 'cost by kind:', ...bills, goal].join('\n');
+  const bg = `xcompact: background compaction ${r.background.on ? 'on' : 'off'}; ${r.background.compactions} of ${r.rows[0]!.compactions} compactions prepared in the background`;
+  return [`window ${r.window} tokens`, head, ...lines, 'cost by kind:', ...bills, bg, goal].join('\n');
 }
 
 /**

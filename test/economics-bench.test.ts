@@ -93,7 +93,7 @@ describe('the retention proxy', () => {
     const pricer = new Pricer('o200k_base');
     const run = async (policy: PeerPolicy, window: number) => {
       const tracker = new RetentionTracker(facts);
-      const r = await simulate(events, policy, pricer, { window, maxOutputTokens: 256, summaryCap: 120 }, (m) => tracker.observe(m));
+      const r = await simulate(events, policy, pricer, { window, maxOutputTokens: 256, summaryCap: 300 }, (m) => tracker.observe(m));
       return { compactions: r.state.compactions, retention: tracker.figures() };
     };
     const keepAll: PeerPolicy = { name: 'keep', description: 'never compacts', summaryLedger: 'none', beforeRequest: async () => {} };

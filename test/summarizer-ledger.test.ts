@@ -158,7 +158,9 @@ describe('the extractive summarizer carries the ledger', () => {
     const { ledger } = parseLedger(text);
     expect(ledger.read.at(-1)).toBe('packages/module-399/src/index.ts');
     expect(ledger.read).not.toContain('packages/module-0/src/index.ts');
-    expect(count(renderLedger(ledger))).toBeLessThanOrEqual(200);
+    // At most half the cap: the rest is the prose's.
+    expect(count(renderLedger(ledger))).toBeLessThanOrEqual(400);
+    expect(count(renderLedger(ledger))).toBeGreaterThan(200);
   });
 });
 

@@ -3,12 +3,13 @@
  * SIMULATED peer policies (peers.ts), each living the recorded session at each window, with
  * the same summarizer, summary cap, pricing and prompt-cache model.
  *
- *   npx tsx bench/economics/run.ts [transcript.jsonl] [--windows 32768,131072] [--part 2/2]
+ *   npx tsx bench/economics/run.ts [transcript.jsonl] [--windows 32768,131072] [--part 2/2] [--copies 3]
  *
  * The transcript is a pi session file (JSONL); the default is the committed fixture.
  * `--part i/n` replays only the i-th of n consecutive parts (split at turn starts, about
  * equal in requests): a second transcript from the same file, to check the policy is not
- * fitted to one history.
+ * fitted to one history. `--copies n` replays n copies in a row, each with its folders renamed:
+ * a longer session that keeps meeting new files (synthetic, built from real messages).
  * The goal line is judged in this one run; nothing here asserts.
  */
 import { pathToFileURL } from 'node:url';
@@ -122,26 +123,61 @@ export function partOf(source: Session, part: number, parts: number): Session {
   return out;
 }
 
+/**
+ * A longer session made of `copies` replays of `source` one after another, the n-th copy's
+ * top-level folders renamed (`packages/` → `packages-2/`): a session that keeps meeting new
+ * files and errors, turn numbers running on. Synthetic, but every message is a real one.
+ */
+export function stitched(source: Session, copies: number): Session {
+  const events = source.events();
+  const folders = new Set<string>();
+  for (const p of historyFacts(events).paths) {
+    const m = /^([\w.-]+)\//.exec(p);
+    if (m?.[1] !== undefined && m[1] !== '.' && m[1] !== '..') folders.add(m[1]);
+  }
+  const turns = 1 + Math.max(0, ...events.map((e) => (typeof (e.data as { turn?: unknown }).turn === 'number' ? (e.data as { turn: number }).turn : 0)));
+  const out = Session.inMemory(`economics-${copies}-copies`);
+  for (let k = 0; k < copies; k++) {
+    const rename = (text: string) => (k === 0 ? text : [...folders].reduce((t, f) => t.split(`${f}/`).join(`${f}-${k + 1}/`), text));
+    for (const e of events) {
+      const data = JSON.parse(rename(JSON.stringify(e.data))) as { turn?: number; callId?: string; content?: Array<{ type: string; id?: string }> };
+      if (typeof data.turn === 'number') data.turn += k * turns;
+      // Tool call ids are unique on a surface: each copy gets its own.
+      if (k > 0 && typeof data.callId === 'string') data.callId += `-${k + 1}`;
+      if (k > 0 && e.type === 'assistant/message') for (const b of data.content ?? []) if (b.type === 'tool-call' && b.id !== undefined) b.id += `-${k + 1}`;
+      const input = { type: e.type, data } as AppendInput;
+      if (e.surfaceOp !== undefined) input.surfaceOp = e.surfaceOp;
+      out.append(input);
+    }
+  }
+  return out;
+}
+
 export async function run(argv: readonly string[] = []): Promise<void> {
   let file: string | undefined;
   let windows: number[] = [...DEFAULT_WINDOWS];
   let part: [number, number] | undefined;
+  let copies = 1;
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--windows') windows = (argv[++i] ?? '').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
     else if (argv[i] === '--part') {
       const m = /^(\d+)\/(\d+)$/.exec(argv[++i] ?? '');
       if (!m || Number(m[1]) < 1 || Number(m[1]) > Number(m[2])) throw new Error(`--part wants i/n with 1 ≤ i ≤ n, got ${argv[i] ?? '(nothing)'}`);
       part = [Number(m[1]), Number(m[2])];
+    } else if (argv[i] === '--copies') {
+      copies = Number(argv[++i]);
+      if (!Number.isInteger(copies) || copies < 1) throw new Error(`--copies wants a whole number ≥ 1, got ${argv[i] ?? '(nothing)'}`);
     } else file = argv[i];
   }
   const path = file ?? findPiData().path;
   const whole = Session.inMemory('economics-source');
   await importPiFile(whole, path);
-  const source = part === undefined ? whole : partOf(whole, part[0], part[1]);
+  const piece = part === undefined ? whole : partOf(whole, part[0], part[1]);
+  const source = copies === 1 ? piece : stitched(piece, copies);
   const facts = historyFacts(source.events());
   const requests = source.events().filter((e) => e.type === 'assistant/message').length;
   console.log(
-    `transcript: ${path}${part === undefined ? '' : ` part ${part[0]}/${part[1]}`} (${requests} requests; ${facts.paths.size} distinct file paths, ${facts.errors.size} distinct error lines)`,
+    `transcript: ${path}${part === undefined ? '' : ` part ${part[0]}/${part[1]}`}${copies === 1 ? '' : ` × ${copies} copies, folders renamed per copy (synthetic)`} (${requests} requests; ${facts.paths.size} distinct file paths, ${facts.errors.size} distinct error lines)`,
   );
   console.log(`same for every policy: extractive summarizer, summary cap ${SUMMARY_CAP} tokens, agent output reservation ${MAX_OUTPUT_TOKENS}, o200k_base pricing of every message`);
   console.log(PRICE_TABLE);

@@ -307,12 +307,15 @@ export function renderSections(sections: Sections, omitted: Partial<Record<Summa
 }
 
 /**
- * The sections and the ledger together within `budget` tokens. The ledger gets at most a
- * quarter of the cap, never the room the eight headings need; the sections get the rest.
+ * The sections and the ledger together within `budget` tokens. The ledger gets at most half
+ * the cap, and never so much that the sections have less than twice their eight headings (the
+ * headings and an "entries omitted" note under each); the sections get the rest. Half, because
+ * the ledger's paths and error lines are the facts that must survive every later compaction
+ * verbatim, and the prose restates most of them (its files and errors sections) in longer form.
  */
 function fitWithLedger(sections: Sections, ledger: ReturnType<typeof deriveLedger>, budget: number, count: (text: string) => number, signal: AbortSignal): string {
   const headings = count(renderSections(emptySections()));
-  const ledgerText = renderLedger(fitLedger(ledger, Math.min(Math.floor(budget / 4), budget - headings - 16), count));
+  const ledgerText = renderLedger(fitLedger(ledger, Math.min(Math.floor(budget / 2), budget - 2 * headings), count));
   let room = budget - (ledgerText === '' ? 0 : count(ledgerText) + 2);
   for (;;) {
     const text = withLedger(fitToBudget(sections, room, count, signal), ledgerText);

@@ -16,7 +16,7 @@ export interface Ledger {
   read: string[];
   /** Files written, edited, created, moved or deleted, oldest first. */
   modified: string[];
-  /** Errors no later successful call on the same target resolved, oldest first. */
+  /** Errors no later successful call on the same target resolved, oldest first, one per error line. */
   errors: LedgerError[];
 }
 
@@ -60,10 +60,11 @@ export function deriveLedger(events: readonly SurfaceEvent[]): Ledger {
   const resolve = (target: string) => {
     for (const [k, e] of errors) if (e.target === target) errors.delete(k);
   };
+  // One entry per error line: the same compiler error reached by three commands is one fact,
+  // listed once with the newest command that reported it.
   const addError = (e: LedgerError) => {
-    const key = `${e.target}\n${e.line}`;
-    errors.delete(key);
-    errors.set(key, e);
+    errors.delete(e.line);
+    errors.set(e.line, e);
   };
   for (const e of events) {
     if (e.type === 'user/message') {

@@ -15,6 +15,7 @@ export const machine = createMachine({
   states: {
     start: {
       always: [
+        { guard: 'the job is cancelled', target: 'running' },
         { guard: 'the job is pressure', target: 'measuring' },
         { target: 'consulting' },
       ],
@@ -24,6 +25,7 @@ export const machine = createMachine({
         src: 'measure',
         input: { phase: 'initial' },
         onDone: [
+          { guard: 'the job is cancelled', target: 'running' },
           {
             guard: 'a reading',
             target: 'consulting',

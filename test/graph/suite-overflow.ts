@@ -261,6 +261,8 @@ export async function runOverflowPath(srv: Server, path: GeneratedPath, byKey: M
   const pruneCall = w.ctl.calls.slice(callsBefore).find((c) => c.service === 'prune' && c.output !== undefined);
   // (A cancel here lets the step under way answer: the chart takes the prune's result either way.)
   expect(w.notes.filter((n) => n.type === 'pruned')).toHaveLength(((pruneCall?.output as { count?: number } | undefined)?.count ?? 0) > 0 ? 1 : 0);
+  // A prune that threw is announced (recovery went on to compact without it).
+  expect(w.notes.filter((n) => n.type === 'prune.failed')).toHaveLength(o.filter((x) => x === 'prune:throws').length);
   const settledOut = (w.settled.at(-1) as { result?: { output?: { prune?: unknown; transaction?: unknown } } } | undefined)?.result?.output;
   if (pruneCall) expect(settledOut?.prune).toEqual(pruneCall.output);
   expect(settledOut?.transaction !== undefined).toBe(txs - chartErrors > 0);

@@ -349,12 +349,16 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
     expect(result.error).toBeUndefined();
   }
   if (final === 'relievedByPruning') expect(result.pruned!.count).toBeGreaterThan(0);
+  const readings = w.ctl.calls
+    .slice(callsBefore)
+    .filter((c) => c.service === 'measure' && (c.output as { kind?: string } | undefined)?.kind === 'reading')
+    .map((c) => (c.output as { reading: { totalTokens: number } }).reading.totalTokens);
+  // The first measurement is reported, also when a cancel came after it.
+  if (o[0]?.startsWith('measure:') && readings.length > 0) expect(result.before?.totalTokens).toBe(readings[0]);
+  // A prune that threw is announced (compaction went on without it).
+  expect(w.notes.filter((n) => n.type === 'prune.failed')).toHaveLength(o.filter((x) => x === 'prune:throws').length);
   if (!o.includes('cancel') && path.input !== 'aborted') {
-    // The readings reported: the first measurement, and the last one the chart took.
-    const readings = w.ctl.calls
-      .slice(callsBefore)
-      .filter((c) => c.service === 'measure' && (c.output as { kind?: string } | undefined)?.kind === 'reading')
-      .map((c) => (c.output as { reading: { totalTokens: number } }).reading.totalTokens);
+    // The last reading the chart took is reported too.
     expect(result.before?.totalTokens).toBe(readings[0]);
     expect(result.after?.totalTokens).toBe(readings.at(-1));
     // Every prune that freed something is announced.

@@ -16,7 +16,7 @@ import { Structure } from './structure';
 import { recoverSession, type RecoveryReport } from './recover';
 import { Surface, type SurfaceChange, type SurfacePlan, type SurfaceView } from './surface';
 import { parseEvent, parseStoredLine, type ParsedEvent } from './validate';
-import type { LoadReport, LogWriter, SessionStore } from './store';
+import type { LoadReport, LogWriter, SessionStore, StoredSnapshot } from './store';
 
 export type SessionListener = (event: SessionEvent, change: SurfaceChange | undefined) => void;
 
@@ -47,6 +47,8 @@ export class Session {
   private writer: LogWriter | undefined;
   private replaying = false;
   private opened = 0;
+  private storedSnapshot: StoredSnapshot | undefined;
+  private snapshotter: (() => string | undefined) | undefined;
 
   private readonly brackets: Brackets;
   private readonly structure: Structure;
@@ -97,6 +99,7 @@ export class Session {
     }
     session.opened = session.log.length;
     session.writer = stored.writer;
+    session.storedSnapshot = stored.snapshot;
     return session;
   }
 
@@ -241,11 +244,34 @@ export class Session {
     await this.writer?.flush();
   }
 
-  /** Flushes and releases the store's hold on this session. */
+  /**
+   * Claims this session's snapshot: the first caller gets the one the store kept (checked
+   * against the stored bytes it was taken on; its reader validates it again and may still
+   * ignore it) and `produce` becomes what is saved at close (undefined: nothing new to save).
+   * Later callers get `undefined`: one reader-writer per log (the engine's meter, which folds
+   * first), so another meter on the session never overwrites it with a fold of its own.
+   */
+  claimSnapshot(produce: () => string | undefined): { stored: StoredSnapshot | undefined } | undefined {
+    if (this.snapshotter) return undefined;
+    this.snapshotter = produce;
+    const stored = this.storedSnapshot;
+    this.storedSnapshot = undefined;
+    return { stored };
+  }
+
+  /** Flushes, saves the snapshot if the store keeps one, and releases the store's hold on this session. */
   async close(): Promise<void> {
     this.closed = true;
     const w = this.writer;
     this.writer = undefined;
+    if (w?.saveSnapshot && this.snapshotter && !w.failure) {
+      try {
+        const payload = this.snapshotter();
+        if (payload !== undefined) await w.saveSnapshot(this.log.length, payload);
+      } catch {
+        // A snapshot only saves time on the next open: failing to write one never fails a close.
+      }
+    }
     await w?.close();
   }
 

@@ -133,6 +133,9 @@ export function checkMeterState(s: MeterState, session: Session, tokenizerFor: (
     const json = header === undefined ? null : header.data.tools.length === 0 ? '' : JSON.stringify(header.data.tools);
     if (json !== s.toolsJson) return undefined;
     if (json && t.count(json) + (t.overhead.perBlock ?? 0) !== s.toolsTokens) return undefined;
+    let sum = 0;
+    for (const p of s.prices) sum += p;
+    if (sum !== s.surfaceTotal) return undefined;
     // With nothing appended since, the surface it priced is the surface now.
     if (s.folded === session.length) {
       const surface = session.surface;

@@ -1,7 +1,8 @@
 /**
  * The snapshot sidecar of a JsonlStore session: `<file>.prices` holds derived state the writer
  * saved (the token meter's fold, see services/meter-snapshot.ts) and the log prefix it was
- * taken on: how many lines, how many bytes, and their SHA-256. It is handed to a reader only
+ * taken on: how many lines, how many bytes, and their SHA-256 (and the payload's own SHA-256,
+ * so a sidecar damaged on disk is no snapshot either). It is handed to a reader only
  * when the file still starts with exactly those bytes, so a log that was cut, repaired,
  * replaced or rewritten since makes it stale, never wrong. Anything unexpected (missing,
  * unreadable, truncated, another format) means "no snapshot": it only ever saves time.
@@ -22,13 +23,15 @@ interface Header {
   events: number;
   bytes: number;
   sha256: string;
+  /** Of the payload: a sidecar damaged on disk (cut short, a flipped bit) is no snapshot. */
+  payloadSha256: string;
 }
 
 export function snapshotPath(file: string): string {
   return `${file}.prices`;
 }
 
-function sha256(bytes: Buffer): string {
+function sha256(bytes: Buffer | string): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
@@ -60,11 +63,13 @@ export async function readSnapshot(file: string, log: Buffer, validLength: numbe
   if (h === null || typeof h !== 'object' || h.format !== FORMAT || h.version !== VERSION) return undefined;
   const { events, bytes } = h;
   if (!Number.isSafeInteger(events) || !Number.isSafeInteger(bytes) || typeof h.sha256 !== 'string') return undefined;
+  const payload = text.slice(end + 1);
+  if (sha256(payload) !== h.payloadSha256) return undefined;
   if (events! < 0 || events! > records || bytes! < 0 || bytes! > validLength) return undefined;
   if (bytes! > 0 && log[bytes! - 1] !== 0x0a) return undefined;
   if (newlines(log, bytes!) !== events) return undefined;
   if (sha256(log.subarray(0, bytes!)) !== h.sha256) return undefined;
-  return { events: events!, payload: text.slice(end + 1) };
+  return { events: events!, payload };
 }
 
 /** Writes the sidecar for the first `bytes` bytes of `file`, which hold exactly `events` lines (else writes nothing). */
@@ -83,7 +88,7 @@ export async function writeSnapshot(file: string, events: number, bytes: number,
     await handle.close();
   }
   if (newlines(prefix, bytes) !== events || (bytes > 0 && prefix[bytes - 1] !== 0x0a)) return;
-  const header: Header = { format: FORMAT, version: VERSION, events, bytes, sha256: sha256(prefix) };
+  const header: Header = { format: FORMAT, version: VERSION, events, bytes, sha256: sha256(prefix), payloadSha256: sha256(payload) };
   const target = snapshotPath(file);
   const temp = `${target}.tmp-${process.pid}`;
   try {

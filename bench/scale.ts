@@ -192,40 +192,59 @@ async function reopen(corpus: Corpus, events: number, print: (l: string) => void
   const dir = mkdtempSync(join(tmpdir(), 'xcompact-scale-'));
   try {
     const store = new JsonlStore(dir, { sync: false });
-    const first = await Session.open(store, 'big');
-    const live = createCompactionEngine({ session: first, models: MODELS, config: REOPEN_CONFIG });
-    const work = new Workload(first, corpus);
-    while (first.length < events) {
-      work.step();
-      if (first.length % 5_000 < 8) {
-        live.measure();
-        await first.flush();
-      }
-    }
-    // The session ends as an agent leaves it between steps: a reply whose usage anchors the figure.
-    live.measure();
-    live.stop();
-    await first.close();
+    await writeLog(store, corpus, events);
     const file = join(dir, 'big.jsonl');
     const bytes = readFileSync(file);
-    const t0 = performance.now();
-    const lines = bytes.toString('utf8').split('\n');
+    const parse = () => {
+      const t0 = performance.now();
+      const lines = bytes.toString('utf8').split('\n');
+      let parsed = 0;
+      for (const line of lines) if (line.length > 0) parsed += JSON.parse(line) === null ? 0 : 1;
+      return { ms: performance.now() - t0, parsed };
+    };
+    // Alternated, best of three each: two shared cores make any single timing noisy, and both
+    // sides then see the same load.
+    const parses: number[] = [];
+    const reopens: Array<Awaited<ReturnType<typeof timedReopen>>> = [];
     let parsed = 0;
-    for (const line of lines) if (line.length > 0) parsed += JSON.parse(line) === null ? 0 : 1;
-    const parseMs = performance.now() - t0;
-
-    const snap = await timedReopen(store, 'big');
+    for (let i = 0; i < 3; i++) {
+      const p = parse();
+      parses.push(p.ms);
+      parsed = p.parsed;
+      reopens.push(await timedReopen(store, 'big'));
+    }
+    const parseMs = Math.min(...parses);
+    const snap = reopens.reduce((a, b) => (a.openMs + a.stepMs <= b.openMs + b.stepMs ? a : b));
     rmSync(`${file}.prices`, { force: true });
     const cold = await timedReopen(store, 'big');
     const ratio = (snap.openMs + snap.stepMs) / parseMs;
     const coldRatio = (cold.openMs + cold.stepMs) / parseMs;
-    print(`2. reopen of ${parsed.toLocaleString('en-US')} events (${(bytes.length / 1e6).toFixed(1)} MB, ${snap.nodes.toLocaleString('en-US')} surface nodes), then the first afterStep (${snap.status})`);
+    const same = reopens.every((r) => r.figures === cold.figures);
+    print(`2. reopen of ${parsed.toLocaleString('en-US')} events (${(bytes.length / 1e6).toFixed(1)} MB, ${snap.nodes.toLocaleString('en-US')} surface nodes), then the first afterStep (${snap.status}); best of 3, alternated`);
     print(`   JSON.parse of the lines ${parseMs.toFixed(0)} ms; Session.open ${snap.openMs.toFixed(0)} ms (${(snap.openMs / parseMs).toFixed(2)}×); first afterStep ${snap.stepMs.toFixed(0)} ms (the meter's fold restored from <log>.prices)`);
     print(`   ratio (open + first afterStep) ÷ JSON.parse = ${ratio.toFixed(2)}× (target ≤ 4×) ${ratio <= 4 ? 'met' : 'NOT met'}`);
-    print(`   without the snapshot (a crashed writer leaves none): open ${cold.openMs.toFixed(0)} ms + first afterStep ${cold.stepMs.toFixed(0)} ms = ${coldRatio.toFixed(2)}×; same figures: ${snap.figures === cold.figures ? 'yes' : 'NO'}`);
+    print(`   without the snapshot (a writer that crashed leaves none): open ${cold.openMs.toFixed(0)} ms + first afterStep ${cold.stepMs.toFixed(0)} ms = ${coldRatio.toFixed(2)}×; same figures: ${same ? 'yes' : 'NO'}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Writes the log as an agent does, an engine measuring as it goes, and closes it (which saves the meter's snapshot). */
+async function writeLog(store: JsonlStore, corpus: Corpus, events: number): Promise<void> {
+  const first = await Session.open(store, 'big');
+  const live = createCompactionEngine({ session: first, models: MODELS, config: REOPEN_CONFIG });
+  const work = new Workload(first, corpus);
+  while (first.length < events) {
+    work.step();
+    if (first.length % 5_000 < 8) {
+      live.measure();
+      await first.flush();
+    }
+  }
+  // The session ends as an agent leaves it between steps: a reply whose usage anchors the figure.
+  live.measure();
+  live.stop();
+  await first.close();
 }
 
 /**

@@ -89,6 +89,16 @@ function countingTokenizers(calls: { n: number }, change?: (t: Tokenizer) => Tok
   };
 }
 
+/** Tokenizer calls of a first measurement after reopening `dir` (a restored fold prices only a sample again). */
+async function tokenizerCalls(dir: string): Promise<{ calls: number; total: number; nodes: number }> {
+  const session = await Session.open(new JsonlStore(dir, { sync: false }), ID);
+  const calls = { n: 0 };
+  const m = new TokenMeter(session, { tokenizerFor: countingTokenizers(calls) }).measure();
+  const out = { calls: calls.n, total: m.totalTokens, nodes: session.surface.length };
+  await session.close();
+  return out;
+}
+
 describe('meter snapshot (<log>.prices)', () => {
   let dir: string;
   let file: string;
@@ -137,12 +147,7 @@ describe('meter snapshot (<log>.prices)', () => {
     // The same through a meter whose tokenizers count: the fold is restored, not redone.
     const count = async (sidecarBytes: Buffer | undefined) => {
       withSidecar(sidecarBytes);
-      const session = await Session.open(new JsonlStore(dir, { sync: false }), ID);
-      const calls = { n: 0 };
-      const m = new TokenMeter(session, { tokenizerFor: countingTokenizers(calls) }).measure();
-      const out = { calls: calls.n, total: m.totalTokens, nodes: session.surface.length };
-      await session.close();
-      return out;
+      return tokenizerCalls(dir);
     };
     const restored = await count(saved);
     const folded = await count(undefined);
@@ -237,5 +242,28 @@ describe('meter snapshot (<log>.prices)', () => {
     utimesSync(path, old, old);
     await figuresAfterReopen(copy);
     expect(statSync(path).mtime.getTime()).toBe(old.getTime());
+  });
+
+  it('a flush saves it every `snapshotEvery` events, so a writer that dies before closing leaves a recent one', async () => {
+    const live = tempDir();
+    const session = await Session.open(new JsonlStore(live, { sync: false }), ID, { snapshotEvery: 100 });
+    await drive(session, 0, 10);
+    await session.flush();
+    const path = join(live, `${ID}.jsonl.prices`);
+    expect(existsSync(path)).toBe(false); // fewer than 100 events so far
+    await drive(session, 10, 30);
+    await session.flush();
+    expect(existsSync(path)).toBe(true);
+    // The process dies here: no close. What it left is copied and reopened elsewhere.
+    const after = tempDir();
+    copyFileSync(join(live, `${ID}.jsonl`), join(after, `${ID}.jsonl`));
+    copyFileSync(path, join(after, `${ID}.jsonl.prices`));
+    const restored = await tokenizerCalls(after);
+    expect(restored.calls).toBeLessThanOrEqual(24 * 4 + 2);
+    copyFileSync(path, join(after, `${ID}.jsonl.prices`));
+    const withIt = await figuresAfterReopen(after);
+    rmSync(join(after, `${ID}.jsonl.prices`));
+    expect(await figuresAfterReopen(after)).toBe(withIt);
+    await session.close();
   });
 });

@@ -25,6 +25,12 @@ export interface SessionOptions {
   now?: () => number;
   /** Called when an observer throws; the append itself has already committed. */
   onListenerError?: (error: unknown) => void;
+  /**
+   * A `flush()` also saves the snapshot (see claimSnapshot) once this many events were appended
+   * since the last one, so a writer that dies before closing still leaves a recent one
+   * (default 10,000; 0: only on close).
+   */
+  snapshotEvery?: number;
 }
 
 export type { LockState } from './brackets';
@@ -49,6 +55,9 @@ export class Session {
   private opened = 0;
   private storedSnapshot: StoredSnapshot | undefined;
   private snapshotter: (() => string | undefined) | undefined;
+  private readonly snapshotEvery: number;
+  /** Log length the last saved snapshot covered (or the log's length when opened). */
+  private snapshotAt = 0;
 
   private readonly brackets: Brackets;
   private readonly structure: Structure;
@@ -58,6 +67,7 @@ export class Session {
     this.id = id;
     this.loadReport = loadReport;
     this.now = options.now ?? Date.now;
+    this.snapshotEvery = options.snapshotEvery ?? 10_000;
     this.onListenerError = options.onListenerError ?? ((e) => console.error('xcompact: a session listener threw', e));
     this.surfaceState = new Surface((seq) => this.event(seq));
     this.brackets = new Brackets((seq) => this.event(seq));
@@ -98,6 +108,7 @@ export class Session {
       session.replaying = false;
     }
     session.opened = session.log.length;
+    session.snapshotAt = session.log.length;
     session.writer = stored.writer;
     session.storedSnapshot = stored.snapshot;
     return session;
@@ -242,6 +253,7 @@ export class Session {
   /** Resolves when every appended event is durable in the store. */
   async flush(): Promise<void> {
     await this.writer?.flush();
+    if (this.snapshotEvery > 0 && this.log.length - this.snapshotAt >= this.snapshotEvery) await this.saveSnapshot();
   }
 
   /**
@@ -264,15 +276,20 @@ export class Session {
     this.closed = true;
     const w = this.writer;
     this.writer = undefined;
-    if (w?.saveSnapshot && this.snapshotter && !w.failure) {
-      try {
-        const payload = this.snapshotter();
-        if (payload !== undefined) await w.saveSnapshot(this.log.length, payload);
-      } catch {
-        // A snapshot only saves time on the next open: failing to write one never fails a close.
-      }
-    }
+    if (w) await this.saveSnapshot(w);
     await w?.close();
+  }
+
+  private async saveSnapshot(w = this.writer): Promise<void> {
+    if (!w?.saveSnapshot || !this.snapshotter || w.failure) return;
+    const events = this.log.length;
+    this.snapshotAt = events;
+    try {
+      const payload = this.snapshotter();
+      if (payload !== undefined) await w.saveSnapshot(events, payload);
+    } catch {
+      // A snapshot only saves time on the next open: failing to write one never fails a flush or a close.
+    }
   }
 
   /**

@@ -72,25 +72,37 @@ export async function readSnapshot(file: string, log: Buffer, validLength: numbe
   return { events: events!, payload };
 }
 
-/** Writes the sidecar for the first `bytes` bytes of `file`, which hold exactly `events` lines (else writes nothing). */
-export async function writeSnapshot(file: string, events: number, bytes: number, payload: string): Promise<void> {
+let temps = 0;
+
+/**
+ * Writes the sidecar for the first `events` lines of `file`, of which the writer knows the
+ * first `known` bytes are committed (lines appended since the payload was taken may follow
+ * them; they are not covered). Writes nothing if the file holds fewer lines.
+ */
+export async function writeSnapshot(file: string, events: number, known: number, payload: string): Promise<void> {
   const handle = await fs.open(file, 'r');
   let prefix: Buffer;
   try {
-    prefix = Buffer.alloc(bytes);
+    prefix = Buffer.alloc(known);
     let read = 0;
-    while (read < bytes) {
-      const r = await handle.read(prefix, read, bytes - read, read);
+    while (read < known) {
+      const r = await handle.read(prefix, read, known - read, read);
       if (r.bytesRead === 0) return;
       read += r.bytesRead;
     }
   } finally {
     await handle.close();
   }
-  if (newlines(prefix, bytes) !== events || (bytes > 0 && prefix[bytes - 1] !== 0x0a)) return;
-  const header: Header = { format: FORMAT, version: VERSION, events, bytes, sha256: sha256(prefix), payloadSha256: sha256(payload) };
+  let bytes = 0;
+  for (let n = 0; n < events; n++) {
+    const at = prefix.indexOf(0x0a, bytes);
+    if (at < 0) return;
+    bytes = at + 1;
+  }
+  const covered = prefix.subarray(0, bytes);
+  const header: Header = { format: FORMAT, version: VERSION, events, bytes, sha256: sha256(covered), payloadSha256: sha256(payload) };
   const target = snapshotPath(file);
-  const temp = `${target}.tmp-${process.pid}`;
+  const temp = `${target}.tmp-${process.pid}-${++temps}`;
   try {
     await fs.writeFile(temp, `${JSON.stringify(header)}\n${payload}`);
     await fs.rename(temp, target);

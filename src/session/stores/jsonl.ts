@@ -208,7 +208,7 @@ class JsonlWriter extends QueuedWriter<string> {
     await releaseLock(this.lock);
   }
 
-  /** Every line this writer knows of is in the first `offset` bytes once flushed: the snapshot covers them. */
+  /** Once flushed, the first `offset` bytes hold the `events` lines the snapshot covers (and any appended since). */
   async saveSnapshot(events: number, payload: string): Promise<void> {
     await this.flush();
     await writeSnapshot(this.file, events, this.offset, payload);

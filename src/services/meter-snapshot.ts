@@ -15,8 +15,9 @@
  *
  * What is checked before it is trusted: the format, the shape of every field, that each route
  * (and the start, before any header) resolves to the tokenizer it resolved to then, the current
- * tokenizer's name and overhead, the tool list of the last header, and a spread sample of node
- * prices and text counts priced again (so a tokenizer whose counts changed under the same name
+ * tokenizer's name and overhead, the tool list of the last header, that the prices add up to
+ * the saved total, and a spread sample of node prices and text counts (and of shadowed nodes'
+ * prices) priced again (so a tokenizer whose counts changed under the same name
  * is caught). A reader that cannot load a tokenizer ignores the snapshot.
  */
 import type { SessionEvent, SurfaceEvent } from '../session/events';
@@ -59,6 +60,8 @@ export interface MeterState {
   seqs: number[];
   prices: number[];
   counts: number[][];
+  /** Shadowed nodes' prices, flat: seq, price, seq, price … */
+  shadowed: number[];
   surfaceTotal: number;
   envelope: number;
   toolsJson: string | null;
@@ -91,6 +94,8 @@ export function decodeMeterState(payload: string, events: number): MeterState | 
     const c = s.counts[i];
     if (!isInt(s.seqs[i]) || s.seqs[i]! >= events || s.seqs[i]! < 0 || !isNum(s.prices[i]) || !Array.isArray(c) || !c.every(isNum)) return undefined;
   }
+  if (!Array.isArray(s.shadowed) || s.shadowed.length % 2 !== 0) return undefined;
+  for (let i = 0; i < s.shadowed.length; i += 2) if (!isInt(s.shadowed[i]) || s.shadowed[i]! >= events || !isNum(s.shadowed[i + 1])) return undefined;
   if (!isNum(s.surfaceTotal) || !isNum(s.envelope) || !isNum(s.toolsTokens) || (s.toolsJson !== null && typeof s.toolsJson !== 'string')) return undefined;
   if (typeof s.route !== 'string' || (s.suspectSeq !== null && !isInt(s.suspectSeq))) return undefined;
   const a = s.anchor;
@@ -146,6 +151,10 @@ export function checkMeterState(s: MeterState, session: Session, tokenizerFor: (
       if (!isSurfaceType(e.type)) return undefined;
       const counts: number[] = [];
       if (priceNode(t, e as SurfaceEvent, counts) !== s.prices[i] || counts.join() !== s.counts[i]!.join()) return undefined;
+    }
+    for (const i of spotCheckIndices(s.shadowed.length / 2)) {
+      const e = session.event(s.shadowed[2 * i]!);
+      if (!isSurfaceType(e.type) || priceNode(t, e as SurfaceEvent) !== s.shadowed[2 * i + 1]) return undefined;
     }
     return t;
   } catch {

@@ -104,6 +104,8 @@ export class TokenMeter implements NodePrices {
   private readonly prices = new Map<number, number>();
   /** Per priced node, the count of each text in `textsOfMessage` order (for reuse by summaries). */
   private readonly textCounts = new Map<number, number[]>();
+  /** Prices of nodes a replace took off the surface, with the current tokenizer (see shadowedPriceOf). */
+  private readonly shadowed = new Map<number, number>();
   private folded = 0;
   private surfaceTotal = 0;
   private envelope = 0;
@@ -176,6 +178,16 @@ export class TokenMeter implements NodePrices {
   textCountsOf(seq: number): readonly number[] | undefined {
     this.fold();
     return this.textCounts.get(seq);
+  }
+
+  /**
+   * The price a node had when a replace took it off the surface: what pricing it again gives,
+   * since a tokenizer change forgets them all. Lets a fold over the whole log (the session's
+   * pace, weigh.ts) read shadowed nodes without tokenizing them again after a reopen.
+   */
+  shadowedPriceOf(seq: number): number | undefined {
+    this.fold();
+    return this.shadowed.get(seq);
   }
 
   /** Token count of a plain text with the current tokenizer. */
@@ -310,6 +322,7 @@ export class TokenMeter implements NodePrices {
       removed += this.ledger.take(s) ?? p * ratio;
       removedPriced += p;
       this.surfaceTotal -= p;
+      if (this.prices.has(s)) this.shadowed.set(s, p);
       this.prices.delete(s);
       this.textCounts.delete(s);
     }
@@ -368,6 +381,7 @@ export class TokenMeter implements NodePrices {
       seqs,
       prices: seqs.map((q) => this.prices.get(q)!),
       counts: seqs.map((q) => this.textCounts.get(q) ?? []),
+      shadowed: [...this.shadowed].flat(),
       surfaceTotal: this.surfaceTotal,
       envelope: this.envelope,
       toolsJson: this.toolsJson ?? null,
@@ -408,6 +422,7 @@ export class TokenMeter implements NodePrices {
       this.prices.set(s.seqs[i]!, s.prices[i]!);
       this.textCounts.set(s.seqs[i]!, s.counts[i]!);
     }
+    for (let i = 0; i < s.shadowed.length; i += 2) this.shadowed.set(s.shadowed[i]!, s.shadowed[i + 1]!);
     for (const [route, seq, name] of s.routes) this.routeTokenizers.set(route, [seq, name]);
     this.tokenizer = tokenizer;
     this.folded = s.folded;
@@ -426,6 +441,7 @@ export class TokenMeter implements NodePrices {
   private reprice(): void {
     this.prices.clear();
     this.textCounts.clear();
+    this.shadowed.clear();
     this.surfaceTotal = 0;
     this.anchor = undefined;
     this.ledger.interrupt();

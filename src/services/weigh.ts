@@ -48,7 +48,8 @@ export function sessionPace(deps: Pick<ServiceDeps, 'session' | 'meter'>): { pac
     try {
       price = meter.priceOf(e.seq);
     } catch {
-      price = meter.priceEvent(e as Parameters<TokenMeter['priceEvent']>[0]);
+      // Off the surface since: its price when it left (a reopened log is not tokenized again).
+      price = meter.shadowedPriceOf(e.seq) ?? meter.priceEvent(e as Parameters<TokenMeter['priceEvent']>[0]);
     }
     s.appendedTokens += price;
   }

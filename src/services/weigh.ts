@@ -22,6 +22,8 @@ interface PaceState {
   summaries: number;
   summaryTokens: number;
   instructionTokens: number | undefined;
+  /** The last weighing and what it was asked with (see weighPressure). */
+  last?: { key: string; out: PressureEconomics };
 }
 
 const paces = new WeakMap<TokenMeter, PaceState>();
@@ -70,8 +72,26 @@ export function weighPressure(
   at: { provider: string; model: string; totalTokens: number; budget: ResolvedBudget },
 ): PressureEconomics {
   const { meter } = deps;
-  const prices = routePrices(deps, at.provider, at.model);
   const { pace, state } = sessionPace(deps);
+  // A weighing is a function of the log (its length: nothing is ever rewritten), the meter's
+  // fold of it and the reading: asked again with nothing appended (a step that found nothing
+  // to do, an agent calling afterStep twice), the answer is the same, and recomputing it walked
+  // the retained tail and tokenized a checkpoint frame (issue 18: afterStep ≤ 3× measure()).
+  const key = JSON.stringify([deps.session.length, at]);
+  if (state.last?.key === key) return state.last.out;
+  const out = weigh(deps, at, pace, state);
+  state.last = { key, out };
+  return out;
+}
+
+function weigh(
+  deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>,
+  at: { provider: string; model: string; totalTokens: number; budget: ResolvedBudget },
+  pace: SessionPace,
+  state: PaceState,
+): PressureEconomics {
+  const { meter } = deps;
+  const prices = routePrices(deps, at.provider, at.model);
   const out: PressureEconomics = { prices, pace };
   if (at.totalTokens < at.budget.threshold) {
     // What an early compaction would select: the floor tail, small earlier checkpoints kept.

@@ -56,8 +56,10 @@ export class Session {
   private storedSnapshot: StoredSnapshot | undefined;
   private snapshotter: (() => string | undefined) | undefined;
   private readonly snapshotEvery: number;
-  /** Log length the last saved snapshot covered (or the log's length when opened). */
+  /** Log length of the last snapshot taken (or the log's length when opened): `flush` counts from it. */
   private snapshotAt = 0;
+  /** Log length the last saved snapshot covers: nothing to save again at that length. */
+  private savedAt: number | undefined;
 
   private readonly brackets: Brackets;
   private readonly structure: Structure;
@@ -283,10 +285,13 @@ export class Session {
   private async saveSnapshot(w = this.writer): Promise<void> {
     if (!w?.saveSnapshot || !this.snapshotter || w.failure) return;
     const events = this.log.length;
+    if (this.savedAt === events) return;
     this.snapshotAt = events;
     try {
       const payload = this.snapshotter();
-      if (payload !== undefined) await w.saveSnapshot(events, payload);
+      if (payload === undefined) return;
+      await w.saveSnapshot(events, payload);
+      this.savedAt = events;
     } catch {
       // A snapshot only saves time on the next open: failing to write one never fails a flush or a close.
     }

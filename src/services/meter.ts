@@ -42,7 +42,6 @@ export { CALIBRATION } from './calibration';
 /** A figure more than this share below our calibrated estimate is suspect (see above). */
 export const SUSPECT_TOLERANCE = 0.5;
 
-
 export interface NodePrices {
   /** Number of surface nodes priced. */
   readonly length: number;

@@ -19,7 +19,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
 import { z } from 'zod';
 // In your application: from 'xcompact', 'xcompact/ai-sdk' and 'xcompact/testing'.
-import { JsonlStore, Session, type CompactionRecord } from '../src/index';
+import { JsonlStore, Session, type CompactionConfigInput, type CompactionRecord } from '../src/index';
 import { createAiSdkCompaction, type AiSdkCompaction } from '../src/adapters/ai-sdk/index';
 import { startOpenAIServer, type ChatRequestBody, type Scenario } from '../src/testing/index';
 
@@ -37,6 +37,8 @@ export interface ExampleOptions {
   sandbox: string;
   prompts: string[];
   log?: (line: string) => void;
+  /** Compaction settings over the example's (`maxTokens`). */
+  config?: CompactionConfigInput;
   /** Called with the compaction before the first request (e.g. to attach `instrument` from xcompact/otel). */
   onCompaction?: (compaction: AiSdkCompaction) => void;
 }
@@ -60,7 +62,7 @@ export async function runExample(options: ExampleOptions): Promise<ExampleRun> {
     session: options.session,
     ...(options.contextWindow ? { contextWindow: options.contextWindow } : {}),
     maxOutputTokens: options.maxOutputTokens ?? 1024,
-    config: { maxTokens: options.maxOutputTokens ?? 1024 },
+    config: { maxTokens: options.maxOutputTokens ?? 1024, ...options.config },
   });
   options.onCompaction?.(compaction);
   const run: ExampleRun = { answers: [], steps: 0, compactions: [] };

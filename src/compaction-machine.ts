@@ -136,8 +136,10 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     : { pressure, overflow, manual };
   // The reading the quick guard judged, reported by the answer of the same transition.
   let quickReading: PressureReading | undefined;
-  // Background mode answers through the gate (preparing / committed are its to report).
-  const quickCheck = (options.quickCheck ?? services.measure === defaults.measure) && !background;
+  // With background on too: the root chart's 'background is idle' guard (engine.ts) lets this
+  // answer only when no summary is in flight and no ended run waits to be reported, and the
+  // limit below is the prepare point, so a step the gate would start preparing still goes to it.
+  const quickCheck = options.quickCheck ?? services.measure === defaults.measure;
   const belowQuickly = (silentSeenSeq: number): boolean => {
     quickReading = undefined;
     if (!quickCheck) return false;
@@ -146,8 +148,11 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
       const r = measurePressure(deps);
       if (r.kind !== 'reading') return false;
       const silent = r.reading.silentOverflow;
-      if ((silent !== undefined && silent.seq > silentSeenSeq) || !(r.reading.totalTokens < r.reading.threshold)) return false;
-      // Below the threshold, but the cost model says compacting now pays: the pressure chart decides.
+      // The route's prepare point when it has background compaction (at most the threshold), else the threshold.
+      const limit = r.reading.prepareAt ?? r.reading.threshold;
+      if ((silent !== undefined && silent.seq > silentSeenSeq) || !(r.reading.totalTokens < limit)) return false;
+      // Below the threshold, but the cost model says compacting now pays: the charts decide (the
+      // background chart prepares it when the route has background compaction, else the pressure chart compacts).
       if (r.reading.economics?.compaction?.pays === true) return false;
       quickReading = r.reading;
       return true;

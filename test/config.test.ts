@@ -44,7 +44,7 @@ describe('defaults (SPEC §3)', () => {
     compactionRetries: 1,
     maxOverflowRetries: 1,
     auto: true,
-    background: false,
+    background: true,
     prepareRatio: undefined,
     summarizationProvider: '',
     summarizationModel: '',
@@ -258,7 +258,7 @@ describe('model policies', () => {
   it('resolves each policy completely', () => {
     const config = parseConfig({ retainRatio: 0.2, maxTokens: 8192, modelPolicies: [{ provider: 'p', model: 'm', headroomTokens: 1000, auto: false }] });
     expect(config.modelPolicies).toEqual([
-      { provider: 'p', model: 'm', thresholdRatio: 0.8, headroomTokens: 1000, retainRatio: 0.2, maxTokens: 8192, compactionRetries: 1, maxOverflowRetries: 1, auto: false, background: false },
+      { provider: 'p', model: 'm', thresholdRatio: 0.8, headroomTokens: 1000, retainRatio: 0.2, maxTokens: 8192, compactionRetries: 1, maxOverflowRetries: 1, auto: false, background: true },
     ]);
   });
 
@@ -496,12 +496,14 @@ describe('background compaction fields (SPEC §13)', () => {
     expect(b.threshold).toBe(800_000);
     expect(b.retain).toBe(160_000);
     expect(b.prepare).toBe(800_000 - (800_000 - 160_000) / 4);
-    expect(budgetOf({}).prepare).toBeUndefined();
+    // On by default: the default prepare point; off, none.
+    expect(budgetOf({}).prepare).toBe(b.prepare);
+    expect(budgetOf({ background: false }).prepare).toBeUndefined();
   });
 
   it('takes prepareRatio as a share of the window, per model too', () => {
     expect(budgetOf({ background: true, prepareRatio: 0.7 }).prepare).toBe(700_000);
-    const config = parseConfig({ modelPolicies: [{ provider: 'p', model: 'm', background: true, prepareRatio: 0.5 }] });
+    const config = parseConfig({ background: false, modelPolicies: [{ provider: 'p', model: 'm', background: true, prepareRatio: 0.5 }] });
     expect(resolveBudget({ config, provider: 'p', model: 'm', contextWindow: 1_000_000 }).prepare).toBe(500_000);
     expect(resolveBudget({ config, provider: 'p', model: 'other', contextWindow: 1_000_000 }).prepare).toBeUndefined();
   });

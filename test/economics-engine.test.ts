@@ -1,7 +1,9 @@
 /**
  * The cost model in the engine (config `economics`): the pressure chart compacts before the
  * threshold once that pays, keeping the floor tail; skips a prune whose rewrite does not pay;
- * and says why, with its numbers, in compaction.started / pruned.
+ * and says why, with its numbers, in compaction.started / pruned. With background compaction
+ * (the default) a compaction that pays is prepared in the background instead:
+ * test/background-economics.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import type { EngineNotification } from '../src/engine';
@@ -23,7 +25,8 @@ async function smallSteps(h: ReturnType<typeof harness>, limit = 300) {
 
 describe('the cost model in the engine', () => {
   it('compacts below the threshold once that pays, keeps the floor tail, and announces its numbers', async () => {
-    const h = harness({ summarizer: recordingSummarizer(), config: ON });
+    // Foreground: compacted inside afterStep (background-economics.test.ts has it prepared in the background).
+    const h = harness({ summarizer: recordingSummarizer(), config: { ...ON, background: false } });
     openTurn(h);
     const { r } = await smallSteps(h);
     expect(r?.status).toBe('compacted');
@@ -40,7 +43,8 @@ describe('the cost model in the engine', () => {
   });
 
   it('with economics: false the same session waits for the threshold', async () => {
-    const h = harness({ summarizer: recordingSummarizer(), config: SMALL_CONFIG });
+    // Foreground: the threshold itself, not the background's prepare point below it.
+    const h = harness({ summarizer: recordingSummarizer(), config: { ...SMALL_CONFIG, background: false } });
     openTurn(h);
     const { r } = await smallSteps(h);
     expect(r?.status).toBe('compacted');
@@ -65,7 +69,11 @@ describe('the cost model in the engine', () => {
   });
 
   it('skips a prune whose rewrite costs more than it saves, and compacts instead', async () => {
-    const h = harness({ summarizer: recordingSummarizer(), config: { ...ON, prune: { thresholdChars: 2000, headChars: 800, tailChars: 400, protectRecentTokens: 0, minReclaimTokens: 1 } } });
+    // Foreground: the prune-or-compact decision is the pressure chart's at the threshold (a background summary does not prune).
+    const h = harness({
+      summarizer: recordingSummarizer(),
+      config: { ...ON, background: false, prune: { thresholdChars: 2000, headChars: 800, tailChars: 400, protectRecentTokens: 0, minReclaimTokens: 1 } },
+    });
     openTurn(h);
     // Early in the session (few requests to come), one oversized result followed by a long suffix.
     await h.step(0, 'x '.repeat(3000));

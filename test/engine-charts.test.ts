@@ -15,13 +15,19 @@ import { openAIMessageProblems } from './helpers/openai-validator';
 import {
   deferredSummarizer,
   failingSummarizer,
-  harness,
+  harness as engineHarness,
   openTurn,
   recordingSummarizer,
   sizedSummarizer,
+  SMALL_CONFIG,
   stepUntilPressure,
 } from './helpers/engine';
 import type { EngineNotification } from '../src/engine';
+
+// Background compaction off: these are the foreground charts' rules (compaction inside
+// afterStep at the threshold); test/background*.test.ts has the background chart's.
+const harness = (options: Parameters<typeof engineHarness>[0], session?: Parameters<typeof engineHarness>[1]) =>
+  engineHarness({ ...options, config: { ...(options.config ?? SMALL_CONFIG), background: false } }, session);
 
 const dirs: string[] = [];
 function tempDir(): string {

@@ -1,11 +1,13 @@
 /**
  * The root chart's quick check (issue 18): a step below the threshold is answered on the
  * engine chart's `step.completed` without starting the pressure chart, with the same answer
- * the pressure chart gives; everything else still runs it.
+ * the pressure chart gives; everything else still runs it. With background compaction (the
+ * default) the limit is the prepare point, and only while no background summary is in flight
+ * or waits to be reported.
  */
 import type { InspectionEvent } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import { harness, openTurn, recordingSummarizer, stepUntilPressure, type Harness } from './helpers/engine';
+import { deferredSummarizer, harness, openTurn, recordingSummarizer, SMALL_CONFIG, stepUntilPressure, type Harness } from './helpers/engine';
 
 /** Child actors started (anything but the root engine actor) and the root's transitions. */
 function watch(): { inspect: (e: InspectionEvent) => void; children: string[]; reset(): void } {
@@ -20,6 +22,11 @@ function watch(): { inspect: (e: InspectionEvent) => void; children: string[]; r
     },
   };
   return w;
+}
+
+/** Resolves once the engine has announced a committed compaction (a background one lands on its own). */
+async function committed(h: Harness): Promise<void> {
+  while (!h.events.some((e) => e.type === 'compaction.committed')) await new Promise((r) => setTimeout(r, 1));
 }
 
 async function twoEngines(): Promise<{ quick: Harness; full: Harness; watched: ReturnType<typeof watch> }> {
@@ -44,8 +51,60 @@ describe('quick check of a step below the threshold', () => {
     }
   });
 
-  it('still runs the pressure chart above the threshold, and the two engines compact alike', async () => {
+  it('still runs a job from the prepare point on, and the two engines compact alike', async () => {
     const { quick, full, watched } = await twoEngines();
+    for (const h of [quick, full]) openTurn(h);
+    watched.reset();
+    const a = await stepUntilPressure(quick);
+    const b = await stepUntilPressure(full);
+    // Background compaction is on by default: the prepare point (below the threshold) starts a summary.
+    expect(a.result.status).toBe('preparing');
+    expect(a.result.before!.totalTokens).toBeLessThan(a.result.before!.threshold!);
+    expect(b.result.status).toBe('preparing');
+    expect(a.index).toBe(b.index);
+    expect(watched.children).toContain('job');
+    expect(watched.children).toContain('0.gate.measuring');
+    // Until the summary lands, no step is answered quickly: the next one reports the commit.
+    await committed(quick);
+    await committed(full);
+    const c = await quick.step(a.index + 1);
+    const d = await full.step(b.index + 1);
+    expect(c.status).toBe('committed');
+    expect(d.status).toBe('committed');
+    expect(quick.session.deriveMessages()).toEqual(full.session.deriveMessages());
+  });
+
+  it('answers quickly only while the background chart is idle with nothing to report', async () => {
+    const watched = watch();
+    const sum = deferredSummarizer();
+    const h = harness({ summarizer: sum, inspect: watched.inspect });
+    openTurn(h);
+    const { index } = await stepUntilPressure(h);
+    const call = await sum.call(0);
+    // A summary in flight: the step goes to the gate (it would have to wait at the threshold).
+    watched.reset();
+    expect((await h.step(index + 1)).status).toBe('preparing');
+    expect(watched.children).toContain('job');
+    call.resolve({ text: 'The user asked to fix the build; files were listed.', requests: 1 });
+    await committed(h);
+    // An ended run not yet reported: the gate hands it over.
+    watched.reset();
+    const r = await h.step(index + 2);
+    expect(r.status).toBe('committed');
+    expect(watched.children).toContain('job');
+    // Idle, nothing to report, below the prepare point: answered on the root chart's event.
+    watched.reset();
+    const quiet = await h.step(index + 3);
+    expect(quiet.status).toBe('below');
+    expect(quiet.before!.totalTokens).toBeLessThan(quiet.before!.prepareAt!);
+    expect(watched.children).toEqual([]);
+  });
+
+  it('with background off, runs the pressure chart at the threshold, and the two engines compact alike', async () => {
+    const watched = watch();
+    const config = { ...SMALL_CONFIG, background: false };
+    const quick = harness({ summarizer: recordingSummarizer(), inspect: watched.inspect, config });
+    const full = harness({ summarizer: recordingSummarizer(), quickCheck: false, config });
     for (const h of [quick, full]) openTurn(h);
     watched.reset();
     const a = await stepUntilPressure(quick);

@@ -54,7 +54,9 @@ describe('tokensAfter is the next request’s prompt, as the provider reports it
     const server = await startOpenAIServer({ scenarios: scriptedReader(files, prompts), defaultModel: 'scripted' });
     try {
       const session = Session.inMemory();
-      const run = await runExample({ baseURL: server.baseURL, model: 'scripted', contextWindow: 16_384, session, sandbox: dir, prompts });
+      // Foreground: only there does the next request directly follow the commit. A background
+      // commit lands while the agent goes on, so the next request also carries what it appended since.
+      const run = await runExample({ baseURL: server.baseURL, model: 'scripted', contextWindow: 16_384, session, sandbox: dir, prompts, config: { background: false } });
       expect(run.compactions.length).toBeGreaterThanOrEqual(1);
       for (const { after, reported } of afterAndReported(session, run.compactions)) {
         expect(Math.abs(after - reported) / reported, `tokensAfter ${after}, the server then reported ${reported}`).toBeLessThanOrEqual(0.05);

@@ -100,8 +100,8 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
   const window = options.window;
   const maxOutputTokens = Math.min(1024, Math.floor(window / 8));
   const models = { [`${PROVIDER}/${MODEL}`]: { contextWindow: window, maxOutputTokens } };
-  // Background mode (SPEC §13): summaries are prepared while the agent works on.
-  const config = { thresholdRatio: 0.8, retainRatio: 0.16, headroomTokens: Math.floor(window / 8), maxTokens: maxOutputTokens, background: true };
+  // The defaults' background mode (SPEC §13): summaries are prepared while the agent works on.
+  const config = { thresholdRatio: 0.8, retainRatio: 0.16, headroomTokens: Math.floor(window / 8), maxTokens: maxOutputTokens };
 
   // ---- the task: a long first turn, a manual /compact, a short second turn (one turn when very short)
   const schedule = scheduleDemo(options.steps, maxOutputTokens);

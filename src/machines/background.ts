@@ -3,7 +3,7 @@
  * lives as long as the engine (spawned by it, system id `xcompact.background`); the gate chart
  * of each job consults it (see gate.ts).
  *
- *   idle ─ step at the prepare point ─▶ selecting ─ nothing ▶ idle
+ *   idle ─ step at the prepare point, or below it when compacting now pays (cost model) ─▶ selecting ─ nothing ▶ idle
  *   validating ─ lock held ▶ idle          opening (compaction/start, marked background)
  *   summarizing ┬ preparing ─ a step reached the threshold ─▶ waitingAtThreshold
  *               └ the summary ▶ ready (span as selected? shrinks? frees enough?)
@@ -18,7 +18,8 @@
  */
 import { assign, enqueueActions, not, setup, type AnyActorRef } from 'xstate';
 import type { RangeSelection } from '../services/range';
-import type { TransactionActorInputs } from './transaction';
+import type { EconomicDecision } from './pressure';
+import { transactionActors } from './transaction';
 import {
   compactionRecord,
   engineAncestor,
@@ -36,8 +37,8 @@ import {
   type SelectInput,
   type SpanCheck,
   type SummaryOutcome,
-  type Verdict,
 } from './types';
+import { noProgressError, noShrinkError, spanChanged, verdictGuards } from './verdict';
 
 export const BACKGROUND_SYSTEM_ID = 'xcompact.background';
 
@@ -75,6 +76,8 @@ export interface BackgroundContext {
   waiters: AnyActorRef[];
   waited: boolean;
   unreported: BackgroundOutcome[];
+  /** The cost model's decision that started this run (not the prepare point), announced with compaction.started. */
+  economics: EconomicDecision | undefined;
 }
 
 const IDLE: Omit<BackgroundContext, 'unreported' | 'turn'> = {
@@ -89,6 +92,7 @@ const IDLE: Omit<BackgroundContext, 'unreported' | 'turn'> = {
   cancelReason: undefined,
   waiters: [],
   waited: false,
+  economics: undefined,
 };
 
 type StepEvent = Extract<BackgroundEvent, { type: 'step' }>;
@@ -112,13 +116,7 @@ export const backgroundMachine = setup({
   },
   actors: {
     selectRange: notProvided<RangeSelection | null, SelectInput>('selectRange'),
-    validateSpan: notProvided<SpanCheck, TransactionActorInputs['validateSpan']>('validateSpan'),
-    openBracket: notProvided<OpenedBracket, TransactionActorInputs['openBracket']>('openBracket'),
-    summarize: notProvided<SummaryOutcome, TransactionActorInputs['summarize']>('summarize'),
-    revalidate: notProvided<Verdict, TransactionActorInputs['revalidate']>('revalidate'),
-    commit: notProvided<CommitRecord, TransactionActorInputs['commit']>('commit'),
-    flush: notProvided<void, TransactionActorInputs['flush']>('flush'),
-    closeWithError: notProvided<void, TransactionActorInputs['closeWithError']>('closeWithError'),
+    ...transactionActors,
   },
   guards: {
     'the prepare point is reached': ({ event }) => {
@@ -126,19 +124,20 @@ export const backgroundMachine = setup({
       return e.reading.prepareAt !== undefined && e.reading.totalTokens >= e.reading.prepareAt && !mustWait(e);
     },
     'the step must wait': ({ event }) => mustWait(event as StepEvent),
+    /**
+     * The cost model (config `economics`) says compacting now, below the threshold, pays: the
+     * foreground pressure chart would compact early; with background on for the route (it has a
+     * prepare point) the summary is prepared here instead, and the agent does not wait for it.
+     */
+    'compacting now pays': ({ event }) => {
+      const e = event as StepEvent;
+      return e.reading.prepareAt !== undefined && e.reading.economics?.compaction?.pays === true && !mustWait(e);
+    },
     'a job is waiting': ({ context }) => context.waited,
     'cancel was requested': ({ context }) => context.cancelRequested,
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
-    'lock is held': ({ event }) => outputOf<SpanCheck>(event).lockHeld,
-    'span changed': ({ event }) => !outputOf<Verdict>(event).stable,
-    'checkpoint does not shrink the span': ({ event }) => {
-      const v = outputOf<Verdict>(event);
-      return v.checkpointTokens >= v.spanTokens;
-    },
-    'too little progress': ({ event }) => {
-      const v = outputOf<Verdict>(event);
-      return v.spanTokens - v.checkpointTokens < v.requiredTokens;
-    },
+    ...verdictGuards,
+    'span changed': spanChanged,
   },
   actions: {
     reply: enqueueActions(({ context, event, enqueue }, params: { type: 'background.proceed' | 'background.preparing' | 'background.waiting' }) => {
@@ -151,6 +150,9 @@ export const backgroundMachine = setup({
       enqueue.assign({ unreported: [] });
     }),
     'start run': assign({ ...IDLE, turn: ({ event }) => (event as StepEvent).turn }),
+    'remember economic decision': assign({
+      economics: ({ event }) => ({ ...(event as StepEvent).reading.economics!.compaction!, decision: 'compact-early' as const }),
+    }),
     'add waiter': assign({ waiters: ({ context, event }) => [...context.waiters, (event as { replyTo: AnyActorRef }).replyTo], waited: true }),
     'remember cancel': assign({
       cancelRequested: true,
@@ -166,18 +168,8 @@ export const backgroundMachine = setup({
     'fail cancelled': assign({
       error: ({ context, event }) => cancelledError(event.type === 'cancel' && event.reason !== undefined ? event.reason : context.cancelReason),
     }),
-    'fail no shrink': assign({
-      error: ({ event }) => {
-        const v = outputOf<Verdict>(event);
-        return { code: 'summary', cause: 'summary-no-shrink', message: `the checkpoint (${v.checkpointTokens} tokens) is not smaller than the span (${v.spanTokens} tokens)` } satisfies ErrorInfo;
-      },
-    }),
-    'fail no progress': assign({
-      error: ({ event }) => {
-        const v = outputOf<Verdict>(event);
-        return { code: 'no-progress', message: `the checkpoint would free ${v.spanTokens - v.checkpointTokens} tokens, less than the required ${v.requiredTokens}` } satisfies ErrorInfo;
-      },
-    }),
+    'fail no shrink': assign({ error: ({ event }) => noShrinkError(event) }),
+    'fail no progress': assign({ error: ({ event }) => noProgressError(event) }),
     end: assign({ outcome: (_, params: { as: BackgroundOutcome['status'] }) => params.as }),
     notify: enqueueActions(({ context, enqueue, self }, params: { what: 'started' | 'committed' | 'failed' }) => {
       if (params.what === 'started') {
@@ -189,6 +181,7 @@ export const backgroundMachine = setup({
           spanTokens: context.range!.tokens,
           tokensBefore: context.opened!.tokensBefore,
           background: true,
+          ...(context.economics ? { economics: context.economics } : {}),
         });
       } else if (params.what === 'committed') {
         tell(enqueue, self, { type: 'compaction.committed', ...compactionRecord('pressure', context.commit!, context.summary!), background: true });
@@ -241,6 +234,11 @@ export const backgroundMachine = setup({
       entry: 'settle run',
       on: {
         step: [
+          {
+            guard: 'compacting now pays',
+            target: 'selecting',
+            actions: ['start run', 'remember economic decision', { type: 'reply', params: { type: 'background.preparing' } }],
+          },
           { guard: 'the prepare point is reached', target: 'selecting', actions: ['start run', { type: 'reply', params: { type: 'background.preparing' } }] },
           { actions: { type: 'reply', params: { type: 'background.proceed' } } },
         ],
@@ -251,7 +249,8 @@ export const backgroundMachine = setup({
     selecting: {
       invoke: {
         src: 'selectRange',
-        input: { purpose: 'pressure', attempt: 1, retain: 'budget', stackCheckpoints: true } satisfies SelectInput,
+        // An early compaction (the cost model's) keeps the floor tail, as in the pressure chart; one from the prepare point, the budget's.
+        input: ({ context }): SelectInput => ({ purpose: 'pressure', attempt: 1, retain: context.economics ? 'floor' : 'budget', stackCheckpoints: true }),
         onDone: [
           { guard: 'cancel was requested', target: 'idle', actions: ['fail cancelled', { type: 'end', params: { as: 'cancelled' } }] },
           { guard: 'nothing to compact', target: 'idle', actions: { type: 'end', params: { as: 'nothing' } } },

@@ -21,7 +21,7 @@
  * `shutdown` is a graceful stop: the running job is stopped (its summary request aborted),
  * a bracket its transaction left open is closed `cancelled`, and the chart ends.
  */
-import { and, assign, enqueueActions, not, raise, sendTo, setup, stateIn, type EventObject } from 'xstate';
+import { and, assign, enqueueActions, not, raise, sendTo, setup, stateIn, type AnyActorRef, type EventObject } from 'xstate';
 import { BACKGROUND_SYSTEM_ID, backgroundMachine } from './background';
 import { manualMachine, type ManualOutput } from './manual';
 import { overflowMachine, type OverflowOutput } from './overflow';
@@ -100,6 +100,7 @@ export function engineContext(input: EngineInput): EngineContext {
     overflowRetries: 0,
     retryAnchorSeq: -1,
     warnedModels: [],
+    backgroundRef: undefined,
   };
 }
 
@@ -115,6 +116,8 @@ export interface EngineContext extends EngineInput {
   /** Seq of the latest assistant message when the last overflow retry was granted. */
   retryAnchorSeq: number;
   warnedModels: string[];
+  /** The background chart (SPEC §13), when `background` is on: the quick check reads whether it is idle. */
+  backgroundRef: AnyActorRef | undefined;
 }
 
 /**
@@ -190,10 +193,22 @@ export const engineMachine = setup({
     'signal already aborted': ({ event }) => event.type === 'step.completed' && event.aborted,
     /**
      * Provided by the engine from a cheap measurement: the routed model has automatic compaction
-     * on, pressure is below its threshold, and no unreported silent overflow. The chart alone
-     * cannot measure, so it always runs the pressure chart.
+     * on, pressure is below its threshold (below its prepare point when the route has background
+     * compaction), and no unreported silent overflow. The chart alone cannot measure, so it
+     * always runs the pressure chart.
      */
     'pressure is below the threshold': () => false,
+    /**
+     * Nothing can happen in the background on this step: no background chart, or it is idle (no
+     * summary in flight) with no ended run left to report. Read from the child's snapshot, not
+     * mirrored: a run starts only from a job's gate (none runs while work is idle) and ends in
+     * the child's own transitions, so its snapshot is exact here and a mirror would lag it.
+     */
+    'background is idle': ({ context }) => {
+      if (!context.backgroundRef) return true;
+      const snap = context.backgroundRef.getSnapshot() as { value: unknown; context: { unreported: unknown[] } };
+      return snap.value === 'idle' && snap.context.unreported.length === 0;
+    },
     'breaker is open': stateIn({ breaker: 'open' }),
     'is the running request': ({ context, event }) => event.type === 'cancel' && context.current?.id === event.id,
     'this failure reaches the limit': ({ context }) => context.consecutiveFailures + 1 >= context.failureLimit,
@@ -262,8 +277,8 @@ export const engineMachine = setup({
     'announce breaker closed by success': publish(() => ({ type: 'breaker.closed', why: 'success' })),
     'announce breaker closed by cool-down': publish(() => ({ type: 'breaker.closed', why: 'cooldown' })),
     // Lives as long as the engine: its summary outlasts the step that started it (SPEC §13).
-    'spawn background chart': enqueueActions(({ context, enqueue }) => {
-      if (context.background) enqueue.spawnChild('background', { id: 'background', systemId: BACKGROUND_SYSTEM_ID });
+    'spawn background chart': assign({
+      backgroundRef: ({ context, spawn }) => (context.background ? spawn('background', { id: 'background', systemId: BACKGROUND_SYSTEM_ID }) : undefined),
     }),
     'forward cancel': sendTo('job', ({ event }) => ({
       type: 'cancel' as const,
@@ -288,7 +303,7 @@ export const engineMachine = setup({
             // actor, no abort signal), so a step costs little more than the measurement.
             'step.completed': [
               {
-                guard: and([not('signal already aborted'), not('breaker is open'), 'pressure is below the threshold']),
+                guard: and([not('signal already aborted'), not('breaker is open'), 'background is idle', 'pressure is below the threshold']),
                 actions: 'answer below the threshold',
               },
               { target: 'admitting', actions: ['start job', 'look up route policy'] },

@@ -37,6 +37,7 @@ import {
   type Trigger,
   type Verdict,
 } from './types';
+import { noProgressError, noShrinkError, spanChanged, verdictGuards } from './verdict';
 
 export interface TransactionContext {
   trigger: Trigger;
@@ -70,6 +71,17 @@ export type TransactionActorInputs = {
   closeWithError: { startSeq: number; turn: number | null; error: ErrorInfo };
 };
 
+/** The services a transaction invokes, to be provided; the background chart invokes the same ones. */
+export const transactionActors = {
+  validateSpan: notProvided<SpanCheck, TransactionActorInputs['validateSpan']>('validateSpan'),
+  openBracket: notProvided<OpenedBracket, TransactionActorInputs['openBracket']>('openBracket'),
+  summarize: notProvided<SummaryOutcome, TransactionActorInputs['summarize']>('summarize'),
+  revalidate: notProvided<Verdict, TransactionActorInputs['revalidate']>('revalidate'),
+  commit: notProvided<CommitRecord, TransactionActorInputs['commit']>('commit'),
+  flush: notProvided<void, TransactionActorInputs['flush']>('flush'),
+  closeWithError: notProvided<void, TransactionActorInputs['closeWithError']>('closeWithError'),
+};
+
 export const transactionMachine = setup({
   types: {
     context: {} as TransactionContext,
@@ -78,27 +90,11 @@ export const transactionMachine = setup({
     output: {} as TransactionOutput,
     emitted: {} as ChartNotification,
   },
-  actors: {
-    validateSpan: notProvided<SpanCheck, TransactionActorInputs['validateSpan']>('validateSpan'),
-    openBracket: notProvided<OpenedBracket, TransactionActorInputs['openBracket']>('openBracket'),
-    summarize: notProvided<SummaryOutcome, TransactionActorInputs['summarize']>('summarize'),
-    revalidate: notProvided<Verdict, TransactionActorInputs['revalidate']>('revalidate'),
-    commit: notProvided<CommitRecord, TransactionActorInputs['commit']>('commit'),
-    flush: notProvided<void, TransactionActorInputs['flush']>('flush'),
-    closeWithError: notProvided<void, TransactionActorInputs['closeWithError']>('closeWithError'),
-  },
+  actors: transactionActors,
   guards: {
     'cancel was requested': ({ context }) => context.cancelRequested,
-    'lock is held': ({ event }) => outputOf<SpanCheck>(event).lockHeld,
-    'surface changed': ({ event }) => !outputOf<Verdict>(event).stable,
-    'checkpoint does not shrink the span': ({ event }) => {
-      const v = outputOf<Verdict>(event);
-      return v.checkpointTokens >= v.spanTokens;
-    },
-    'too little progress': ({ event }) => {
-      const v = outputOf<Verdict>(event);
-      return v.spanTokens - v.checkpointTokens < v.requiredTokens;
-    },
+    ...verdictGuards,
+    'surface changed': spanChanged,
   },
   actions: {
     'remember cancel': assign({
@@ -118,25 +114,8 @@ export const transactionMachine = setup({
     'fail changed': assign({
       error: () => ({ code: 'changed', message: 'the surface changed while the summary was written; nothing was committed' }) satisfies ErrorInfo,
     }),
-    'fail no shrink': assign({
-      error: ({ event }) => {
-        const v = outputOf<Verdict>(event);
-        return {
-          code: 'summary',
-          cause: 'summary-no-shrink',
-          message: `the checkpoint (${v.checkpointTokens} tokens) is not smaller than the span it replaces (${v.spanTokens} tokens)`,
-        } satisfies ErrorInfo;
-      },
-    }),
-    'fail no progress': assign({
-      error: ({ event }) => {
-        const v = outputOf<Verdict>(event);
-        return {
-          code: 'no-progress',
-          message: `the checkpoint would free ${v.spanTokens - v.checkpointTokens} tokens, less than the required ${v.requiredTokens} (minProgressRatio of ${v.spanTokens})`,
-        } satisfies ErrorInfo;
-      },
-    }),
+    'fail no shrink': assign({ error: ({ event }) => noShrinkError(event) }),
+    'fail no progress': assign({ error: ({ event }) => noProgressError(event) }),
     'fail cancelled': assign({
       error: ({ context, event }) => {
         const reason = event.type === 'cancel' && event.reason !== undefined ? event.reason : context.cancelReason;

@@ -110,8 +110,8 @@ export const FIELDS = {
   compactionRetries: nonNegativeInt().default(1),
   maxOverflowRetries: nonNegativeInt().default(1),
   auto: z.boolean().default(true),
-  // Off by default for now: a host opts in (the demo does); see SPEC §13.
-  background: z.boolean().default(false),
+  // On by default (issue 16): the agent does not wait for a summary below the threshold; see SPEC §13.
+  background: z.boolean().default(true),
   summarizationProvider: z.string().default(''),
   summarizationModel: z.string().default(''),
   modelPolicies: z.array(ModelPolicySchema).default([]),

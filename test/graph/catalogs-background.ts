@@ -84,6 +84,9 @@ export const BACKGROUND_OFFERS: Record<string, Offer[]> = {
 };
 
 const step = (total: number) => ({ type: 'step', reading: BG_READING(total), silentSeenSeq: -1, turn: 0, replyTo: REPLY_TO });
+/** Below the prepare point, but the cost model says compacting now pays. */
+const PAYS = { pays: true, savings: 2, cost: 1, requestsToCome: 40, breakEvenTokens: 2500, reason: 'pays: scripted' };
+const paysStep = () => ({ ...step(3000), reading: { ...BG_READING(3000), economics: { prices: { input: 1, cacheRead: 0.1, cacheWrite: 1.25, output: 4 }, pace: { requests: 40, growthPerRequest: 75 }, compaction: PAYS } } });
 
 export const backgroundSpec: MachineSpec<undefined> = {
   name: 'background',
@@ -94,6 +97,7 @@ export const backgroundSpec: MachineSpec<undefined> = {
     ...invokeOffers<undefined>(s, BACKGROUND_OFFERS),
     { outcome: 'step:prepare-point', event: step(3500) },
     { outcome: 'step:below-prepare-point', event: step(3000) },
+    { outcome: 'step:compacting-pays', event: paysStep() },
     { outcome: 'step:threshold', event: step(4100) },
     { outcome: 'await', event: { type: 'await', replyTo: REPLY_TO } },
     { outcome: 'cancel', event: { type: 'cancel', reason: 'user pressed Ctrl-C' } },

@@ -47,7 +47,9 @@ export const MODELS = {
   'test/big': { contextWindow: 200_000, maxOutputTokens: 500 },
 };
 // The cost model is off unless a world turns it on (the pressure paths that weigh costs do).
-export const BASE_CONFIG: CompactionConfigInput = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false };
+// Background off: these paths walk the foreground charts (pressure, transaction, engine); the
+// background and gate charts have their own suite (suite-background.ts).
+export const BASE_CONFIG: CompactionConfigInput = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false, background: false };
 export const SUMMARY_TEXT = '## Goal\nFix the build.\n## Progress\nListed the files of every directory; nothing failed yet.';
 
 export type ServiceName = keyof EngineServices;

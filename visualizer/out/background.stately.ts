@@ -45,6 +45,15 @@ export const machine = createMachine({
       on: {
         step: [
           {
+            guard: 'compacting now pays',
+            target: 'selecting',
+            actions: [
+              'start run',
+              'remember economic decision',
+              { type: 'reply', params: { type: 'background.preparing' } },
+            ],
+          },
+          {
             guard: 'the prepare point is reached',
             target: 'selecting',
             actions: [
@@ -65,12 +74,6 @@ export const machine = createMachine({
     selecting: {
       invoke: {
         src: 'selectRange',
-        input: {
-          purpose: 'pressure',
-          attempt: 1,
-          retain: 'budget',
-          stackCheckpoints: true,
-        },
         onDone: [
           {
             guard: 'cancel was requested',

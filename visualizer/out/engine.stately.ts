@@ -21,7 +21,7 @@ export const machine = createMachine({
           on: {
             'step.completed': [
               {
-                guard: '(not signal already aborted) & (not breaker is open) & pressure is below the threshold',
+                guard: '(not signal already aborted) & (not breaker is open) & background is idle & pressure is below the threshold',
                 actions: 'answer below the threshold',
               },
               {

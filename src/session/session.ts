@@ -60,6 +60,8 @@ export class Session {
   private snapshotAt = 0;
   /** Log length the last saved snapshot covers: nothing to save again at that length. */
   private savedAt: number | undefined;
+  /** The snapshot being saved (by a flush), awaited by every flush and by close. */
+  private saving: Promise<void> | undefined;
 
   private readonly brackets: Brackets;
   private readonly structure: Structure;
@@ -255,7 +257,9 @@ export class Session {
   /** Resolves when every appended event is durable in the store. */
   async flush(): Promise<void> {
     await this.writer?.flush();
-    if (this.snapshotEvery > 0 && this.log.length - this.snapshotAt >= this.snapshotEvery) await this.saveSnapshot();
+    if (this.snapshotEvery > 0 && this.log.length - this.snapshotAt >= this.snapshotEvery) this.saving = this.saveSnapshot();
+    // Another caller's flush (the engine's, say) may have started the save this one would have.
+    await this.saving;
   }
 
   /**
@@ -278,6 +282,7 @@ export class Session {
     this.closed = true;
     const w = this.writer;
     this.writer = undefined;
+    await this.saving;
     if (w) await this.saveSnapshot(w);
     await w?.close();
   }

@@ -23,7 +23,7 @@ interface PaceState {
   summaryTokens: number;
   instructionTokens: number | undefined;
   /** The last weighing and what it was asked with (see weighPressure). */
-  last?: { key: string; out: PressureEconomics };
+  last?: { length: number; at: WeighedAt; out: PressureEconomics };
 }
 
 const paces = new WeakMap<TokenMeter, PaceState>();
@@ -77,11 +77,27 @@ export function weighPressure(
   // fold of it and the reading: asked again with nothing appended (a step that found nothing
   // to do, an agent calling afterStep twice), the answer is the same, and recomputing it walked
   // the retained tail and tokenized a checkpoint frame (issue 18: afterStep ≤ 3× measure()).
-  const key = JSON.stringify([deps.session.length, at]);
-  if (state.last?.key === key) return state.last.out;
+  const last = state.last;
+  if (last && last.length === deps.session.length && sameReading(last.at, at)) return last.out;
   const out = weigh(deps, at, pace, state);
-  state.last = { key, out };
+  state.last = { length: deps.session.length, at: { ...at, budget: { ...at.budget } }, out };
   return out;
+}
+
+type WeighedAt = { provider: string; model: string; totalTokens: number; budget: ResolvedBudget };
+
+/** Field by field (this runs on every step: no serialising). */
+function sameReading(a: WeighedAt, b: WeighedAt): boolean {
+  if (a.provider !== b.provider || a.model !== b.model || a.totalTokens !== b.totalTokens) return false;
+  const x = a.budget as unknown as Record<string, unknown>;
+  const y = b.budget as unknown as Record<string, unknown>;
+  let n = 0;
+  for (const k in y) {
+    // The policy is the config's for the route (compared above), rebuilt on every reading.
+    if (k !== 'policy' && x[k] !== y[k]) return false;
+    n++;
+  }
+  return n === Object.keys(x).length;
 }
 
 function weigh(

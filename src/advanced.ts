@@ -31,6 +31,7 @@ export { argumentPruneProblem, withPrunedArguments } from './session/index';
 
 // Single services.
 export { TokenMeter, type TokenMeterOptions } from './services/meter';
+export type { UnclosedBracket } from './services/bracket';
 export { classifyRequestError, isSilentOverflow, OVERFLOW_PATTERNS } from './services/overflow';
 export {
   planPrune,

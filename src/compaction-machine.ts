@@ -19,6 +19,7 @@ import type { ErrorInfo, PressureReading } from './machines/types';
 import type { Session } from './session/session';
 import { parseConfig, tokenizerNameFor, type CompactionConfig, type CompactionConfigInput } from './services/config';
 import type { ServiceDeps } from './services/deps';
+import type { UnclosedBracket } from './services/bracket';
 import { createEngineServices, type EngineServices } from './services/engine-services';
 import { measurePressure } from './services/measure';
 import { TokenMeter } from './services/meter';
@@ -61,6 +62,8 @@ export interface BuiltCompactionMachine {
   deps: ServiceDeps;
   /** The summarizer's own error of the latest transaction (a CompactionError's cause). */
   lastSummaryError(): unknown;
+  /** Closing an abandoned compaction's bracket failed (the engine announces it as `compaction.unclosed`). */
+  onUnclosed(listener: (u: UnclosedBracket) => void): () => void;
   dispose(): void;
 }
 
@@ -185,7 +188,14 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     { ...provided.config, context: () => engineContext(input) } as typeof provided.config,
     provided.implementations as never,
   ) as unknown as typeof engineMachine;
-  return { machine, config, deps, lastSummaryError: built.lastSummaryError, dispose: () => built.brackets.dispose() };
+  return {
+    machine,
+    config,
+    deps,
+    lastSummaryError: built.lastSummaryError,
+    onUnclosed: (listener) => built.brackets.onUnclosed(listener),
+    dispose: () => built.brackets.dispose(),
+  };
 }
 
 /**

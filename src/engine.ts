@@ -15,6 +15,7 @@ import type { PressureOutput, PressureStatus } from './machines/pressure';
 import { compactionRecord, type ChartNotification, type CompactionRecord, type ErrorInfo, type PressureReading, type Trigger } from './machines/types';
 import { CompactionError } from './services/compaction-error';
 import type { CompactionConfig } from './services/config';
+import type { UnclosedBracket } from './services/bracket';
 import { measureFigures, type EngineMeasurement } from './services/measure';
 import type { RequestErrorClass } from './services/overflow';
 
@@ -66,7 +67,13 @@ export type RequestErrorAction =
 export type EngineNotification =
   | Exclude<ChartNotification, { type: 'compaction.failed' }>
   | { type: 'compaction.failed'; trigger: Trigger; error: CompactionError; durationMs: number; background?: true }
-  | Exclude<EngineEmitted, { type: 'request.settled' }>;
+  | Exclude<EngineEmitted, { type: 'request.settled' }>
+  /**
+   * A compaction abandoned mid-way (the engine stopped under it, its chart failed) could not be
+   * closed: `stage: 'append'` — the session refused its compaction/end, so the lock stays until
+   * `session.recover()`; `stage: 'flush'` — written, but the store failed to persist it.
+   */
+  | ({ type: 'compaction.unclosed' } & UnclosedBracket);
 
 type Listener = (event: EngineNotification) => void;
 
@@ -123,9 +130,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
     ...(options.inspect ? { inspect: options.inspect } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
   });
-  actor.on('*', (e) => {
-    const n = toNotification(e);
-    if (!n) return;
+  const notify = (n: EngineNotification) => {
     for (const l of listeners) {
       try {
         l(n);
@@ -133,7 +138,13 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
         console.error('xcompact: an engine listener threw', err);
       }
     }
+  };
+  actor.on('*', (e) => {
+    const n = toNotification(e);
+    if (n) notify(n);
   });
+  // Told directly, not through the actor: it comes when the engine stops (or after, from the store).
+  built.onUnclosed((u) => notify({ type: 'compaction.unclosed', ...u }));
   // However the actor ends (engine.stop(), a host stopping engine.actor), no call is left hanging.
   const inFlight = new Set<(err: Error) => void>();
   const rejectInFlight = (why: string) => {

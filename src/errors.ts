@@ -35,6 +35,7 @@ export type XcompactErrorCode =
   | 'unmappable-part' // AiSdkAdapterError: a message part the session cannot represent
   | 'history-diverged' // AiSdkAdapterError: the app's conversation does not continue the recorded one
   | 'missing-tool-results' // AiSdkAdapterError: a prompt that leaves tool calls without a result
+  | 'unexpected-tool-result' // AiSdkAdapterError: a tool result for a call that is not waiting for one
   | 'recovery-failed'; // AiSdkAdapterError: the engine failed while handling a provider's error
 
 export class XcompactError extends Error {

@@ -122,3 +122,38 @@ describe('xcompact/ai-sdk: a prompt that ends with calls unanswered', () => {
     await a.session.close();
   });
 });
+
+describe('xcompact/ai-sdk: a tool result for a call that is not waiting', () => {
+  for (const [label, extra] of [
+    ['an id no call has', 'c9'],
+    ['a second result for an answered call', 'c1'],
+  ] as const) {
+    it(`${label}: refused, naming it, before anything is written; the stored log is byte-identical; nothing sent`, async () => {
+      const { a, file } = await stored();
+      server.enqueue({ kind: 'reply', toolCalls: [{ id: 'c1', name: 'look', arguments: '{"room":1}' }, { id: 'c2', name: 'look', arguments: '{"room":2}' }] });
+      await a.model.doGenerate({ prompt: start });
+      await a.session.flush();
+      const bytes = readFileSync(file);
+      const events = JSON.stringify(a.session.events());
+      const sent = server.requests.length;
+
+      // The results of the waiting calls come first: none of them may be written either.
+      const err = await Promise.resolve(a.model.doGenerate({ prompt: [...start, calls, { role: 'tool', content: [result('c1'), result('c2'), result(extra)] }] })).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(AiSdkAdapterError);
+      expect((err as AiSdkAdapterError).code).toBe('unexpected-tool-result');
+      expect((err as AiSdkAdapterError).toolCallIds).toEqual([extra]);
+      expect((err as Error).message).toContain(`"${extra}"`);
+      await a.session.flush();
+      expect(JSON.stringify(a.session.events())).toBe(events);
+      expect(readFileSync(file).equals(bytes)).toBe(true);
+      expect(server.requests.length).toBe(sent);
+
+      // Without the stray result the conversation goes on.
+      server.enqueue({ kind: 'reply', content: 'Both tidy.' });
+      await a.model.doGenerate({ prompt: [...start, calls, { role: 'tool', content: [result('c1'), result('c2')] }] });
+      expect(openAIMessageProblems((server.requests[sent]!.json as ChatRequestBody).messages ?? [])).toEqual([]);
+      await a.close();
+      await a.session.close();
+    });
+  }
+});

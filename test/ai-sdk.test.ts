@@ -8,29 +8,9 @@
  */
 import { generateText, stepCountIs, streamText, ToolLoopAgent, type ModelMessage } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isCheckpoint, type SessionEvent } from '../src/session/events';
+import type { SessionEvent } from '../src/session/events';
 import type { ChatRequestBody } from '../src/testing/index';
-import { isSummaryRequest, OVERFLOW_AT, setup, startScript, STEPS, type Script } from './helpers/ai-sdk-script';
-import { openAIMessageProblems } from './helpers/openai-validator';
-
-function checkRequests(script: Script): void {
-  const bodies = script.server.requests.filter((r) => r.path === '/v1/chat/completions').map((r) => r.json as ChatRequestBody);
-  expect(bodies.length).toBeGreaterThan(STEPS);
-  for (const [i, body] of bodies.entries()) expect(openAIMessageProblems(body.messages ?? []), `request ${i}`).toEqual([]);
-}
-
-function midLoopCompactions(log: readonly SessionEvent[]): number {
-  let openStep = false;
-  let last: SessionEvent | undefined;
-  let count = 0;
-  for (const e of log) {
-    if (e.type === 'step/start') openStep = true;
-    else if (e.type === 'step/end') openStep = false;
-    else if (e.type === 'compaction/start' && e.data.trigger === 'pressure' && openStep && last?.type === 'tool/result') count++;
-    if (e.surfaceOp !== undefined && !isCheckpoint(e)) last = e;
-  }
-  return count;
-}
+import { checkRequests, isSummaryRequest, midLoopCompactions, OVERFLOW_AT, setup, startScript, STEPS } from './helpers/ai-sdk-script';
 
 describe('xcompact/ai-sdk with @ai-sdk/openai-compatible over HTTP', () => {
   const cleanups: Array<() => Promise<void>> = [];

@@ -431,8 +431,9 @@ describe('resolveBudget (SPEC §3)', () => {
 
 describe('model registry', () => {
   it('has real figures for the built-in models', () => {
-    const deepseekPrices = { input: 0.28, cacheRead: 0.028, cacheWrite: 0.28, output: 0.42 };
-    expect(resolveModel('deepseek/deepseek-chat')).toEqual({ contextWindow: 131_072, maxOutputTokens: 4096, tokenizer: 'o200k_base', prices: deepseekPrices });
+    // No list price for DeepSeek's retired names (models.ts): the neutral table applies.
+    expect(resolveModel('deepseek/deepseek-chat')).toEqual({ contextWindow: 131_072, maxOutputTokens: 4096, tokenizer: 'o200k_base' });
+    expect(resolvePrices('deepseek/deepseek-chat')).toEqual(NEUTRAL_PRICES);
     expect(resolveModel('openai/gpt-4.1')).toEqual({
       contextWindow: 1_047_576,
       maxOutputTokens: 32_768,
@@ -453,7 +454,6 @@ describe('model registry', () => {
       contextWindow: 131_072,
       maxOutputTokens: 4096,
       tokenizer: 'deepseek-v3',
-      prices: { input: 0.28, cacheRead: 0.028, cacheWrite: 0.28, output: 0.42 },
     });
     expect(resolveModel('acme/big', { 'acme/big': { contextWindow: 50_000 } })).toEqual({ contextWindow: 50_000, tokenizer: 'o200k_base' });
     expect(resolveModel('acme/big')).toBeUndefined();

@@ -63,17 +63,21 @@ describe('ExtractiveSummarizer on a real transcript', () => {
     expect(result).toMatchObject({ requests: 0 });
     expect(result.usage).toBeUndefined();
 
-    // Paths that the transcript's tool calls really touched.
+    // Paths that the transcript's tool calls really touched: in the ledger, not restated in the prose.
     const files = section(text, 'Files and Code');
-    expect(files).toContain('`packages/coding-agent/src/tui/tui-renderer.ts`: ');
-    expect(files).toContain('`packages/tui/test/markdown.test.ts`: ');
+    const { ledger } = parseLedger(text);
+    for (const path of ['packages/coding-agent/src/tui/tui-renderer.ts', 'packages/tui/test/markdown.test.ts']) {
+      expect([...ledger.read, ...ledger.modified]).toContain(path);
+      expect(files).not.toContain(`\`${path}\`: `);
+    }
+    expect(files).toMatch(/^- `[^`]+`: /m);
     // The newest user request of the span is kept verbatim, last.
     const users = request.events.filter((e) => e.type === 'user/message');
     const newest = (users.at(-1) as SessionEvent<'user/message'>).data.content[0]!;
     expect(newest.type === 'text' && section(text, 'Primary Request and Intent').trimEnd().endsWith(newest.text.trim().split('\n').join('\n  '))).toBe(true);
     // Commands from the bash tool's `command` argument, and errors from failed/command results.
     expect(section(text, 'Critical Context')).toMatch(/^- Ran `cd packages\/coding-agent && npm run check/m);
-    expect(section(text, 'Errors and Fixes')).toMatch(/^- `bash`: .*error TS\d+/m);
+    expect([section(text, 'Errors and Fixes'), ...parseLedger(text).ledger.errors.map((e) => e.line)].join('\n')).toMatch(/error TS\d+/m);
     expect(section(text, 'Key Technical Concepts')).toMatch(/^- Tools used: `bash` ×\d+, `edit` ×\d+, `read` ×\d+/m);
     // The latest assistant text is the current work.
     const lastAssistantText = [...request.events]
@@ -173,8 +177,21 @@ describe('ExtractiveSummarizer rules', () => {
       w.toolResult('c3', 'Could not find the exact text in src/parse.ts', { toolName: 'edit', isError: true });
     });
     const { text } = await new ExtractiveSummarizer().summarize(request, signal());
-    expect(section(text, 'Errors and Fixes')).toBe('- `bash`: FAIL test/parse.test.ts > splits\n- `edit`: Could not find the exact text in src/parse.ts\n');
-    expect(section(text, 'Files and Code')).toBe('- `test/parse.test.ts`: bash\n- `src/parse.ts`: read, edit\n');
+    // Each fact once: the ledger lists the errors and the edited file, the prose the rest.
+    expect(parseLedger(text).ledger).toEqual({
+      read: [],
+      modified: ['src/parse.ts'],
+      errors: [
+        { target: 'bash npx vitest run test/parse.test.ts', line: 'FAIL test/parse.test.ts > splits' },
+        { target: 'edit src/parse.ts', line: 'Could not find the exact text in src/parse.ts' },
+      ],
+    });
+    expect(section(text, 'Errors and Fixes')).toBe('(none)\n');
+    expect(section(text, 'Files and Code')).toBe('- `test/parse.test.ts`: bash\n');
+    // Without a ledger the prose says it all.
+    const bare = (await new ExtractiveSummarizer({ ledger: 'none' }).summarize(request, signal())).text;
+    expect(section(bare, 'Errors and Fixes')).toBe('- `bash`: FAIL test/parse.test.ts > splits\n- `edit`: Could not find the exact text in src/parse.ts\n');
+    expect(section(bare, 'Files and Code')).toBe('- `test/parse.test.ts`: bash\n- `src/parse.ts`: read, edit\n');
     expect(section(text, 'Critical Context')).toBe('- Ran `npx vitest run test/parse.test.ts`');
     expect(section(text, 'Key Technical Concepts')).toBe('- Tools used: `bash` ×1, `edit` ×1, `read` ×1\n');
   });

@@ -146,6 +146,26 @@ describe('the extractive summarizer carries the ledger', () => {
     // The prior ledger is merged as a ledger, never copied into the prose sections.
     expect(body).not.toContain('<read-files>');
     expect(parseSummary(body)['Critical Context'].join('\n')).not.toContain('src/missing.ts\n');
+    // The resolved test failure left the ledger for the history of fixes; the open error is not restated there.
+    const fixes = parseSummary(body)['Errors and Fixes'];
+    expect(fixes).toEqual(['- `bash`: FAIL test/parse.test.ts > splits [quoted]']);
+  });
+
+  it('each fact once: what the fitted ledger lists is not restated in the prose, what it drops is', async () => {
+    const request = spanOf((w) => {
+      w.user('Survey the tree');
+      for (let i = 0; i < 60; i++) call(w, 'read', { path: `packages/module-${i}/src/index.ts` }, `export const m${i} = ${i};`);
+    }, 600);
+    const { text } = await new ExtractiveSummarizer().summarize(request, signal());
+    const { body, ledger } = parseLedger(text);
+    expect(count(text)).toBeLessThanOrEqual(600);
+    const files = parseSummary(body)['Files and Code'].join('\n');
+    expect(ledger.read.length).toBeGreaterThan(0);
+    expect(ledger.read.length).toBeLessThan(60);
+    for (const p of ledger.read) expect(files).not.toContain(`\`${p}\``);
+    // The newest path the ledger dropped is in the prose (its oldest are trimmed there first).
+    const dropped = Array.from({ length: 60 }, (_, i) => `packages/module-${i}/src/index.ts`).filter((p) => !ledger.read.includes(p));
+    expect(files).toContain(`\`${dropped.at(-1)}\`: read`);
   });
 
   it('stays within the cap with a ledger far larger than it, keeping the newest entries', async () => {
@@ -158,7 +178,9 @@ describe('the extractive summarizer carries the ledger', () => {
     const { ledger } = parseLedger(text);
     expect(ledger.read.at(-1)).toBe('packages/module-399/src/index.ts');
     expect(ledger.read).not.toContain('packages/module-0/src/index.ts');
-    expect(count(renderLedger(ledger))).toBeLessThanOrEqual(200);
+    // At most half the cap: the rest is the prose's.
+    expect(count(renderLedger(ledger))).toBeLessThanOrEqual(400);
+    expect(count(renderLedger(ledger))).toBeGreaterThan(200);
   });
 });
 

@@ -77,7 +77,8 @@ async function piCompact(s: SimState): Promise<void> {
 
 export const pi: PeerPolicy = {
   name: 'pi (sim)',
-  description: `pi: compact when context > window − ${PI_RESERVE}, checked between turns; keep ${PI_KEEP_RECENT} recent tokens (cut never at a tool result); span serialized to text (tool results ≤ ${PI_TOOL_RESULT_CHARS} chars), previous summary merged; overflow → compact and retry once`,
+  summaryLedger: 'files',
+  description: `pi: compact when context > window − ${PI_RESERVE}, checked between turns; keep ${PI_KEEP_RECENT} recent tokens (cut never at a tool result); span serialized to text (tool results ≤ ${PI_TOOL_RESULT_CHARS} chars), previous summary merged, cumulative read/modified file lists; overflow → compact and retry once`,
   async beforeRequest(s, firstOfTurn) {
     if (firstOfTurn && s.tokens() > s.window - PI_RESERVE) await piCompact(s);
   },
@@ -110,6 +111,7 @@ async function codexCompact(s: SimState): Promise<void> {
 
 export const codex: PeerPolicy = {
   name: 'Codex (sim)',
+  summaryLedger: 'none',
   description: `Codex CLI: compact before any request (also mid-turn) at ${CODEX_LIMIT} × window; new history = recent real user messages ≤ ${CODEX_USER_TOKENS} tokens + the summary; tool calls dropped; summary request = whole history + prompt`,
   async beforeRequest(s) {
     if (s.tokens() >= CODEX_LIMIT * s.window) await codexCompact(s);
@@ -133,6 +135,7 @@ async function opencodeCompact(s: SimState): Promise<void> {
 
 export const opencode: PeerPolicy = {
   name: 'opencode (sim)',
+  summaryLedger: 'none',
   description: `opencode: compact when context > window − min(20k, max output); keep ~${OPENCODE_KEEP_RECENT} recent tokens, update the previous summary; after each turn prune tool outputs older than the last 2 user turns beyond ${OPENCODE_PRUNE_PROTECT} protected tokens, only if ≥ ${OPENCODE_PRUNE_MINIMUM} reclaimable; summary request by a separate agent (cache miss)`,
   async beforeRequest(s) {
     if (s.tokens() > opencodeUsable(s)) await opencodeCompact(s);
@@ -173,6 +176,7 @@ export const opencode: PeerPolicy = {
 
 export const naive: PeerPolicy = {
   name: 'naive (sim)',
+  summaryLedger: 'none',
   description: `naive: before any request at ≥ ${NAIVE_THRESHOLD} × window, summarize everything before the last user turn (summary request = that span + prompt)`,
   async beforeRequest(s) {
     if (s.tokens() < NAIVE_THRESHOLD * s.window) return;

@@ -10,11 +10,15 @@
 import type { ChatMessage } from '../../src/session/derive.js';
 import { getTokenizer, messageOverhead, type Tokenizer } from '../../src/services/tokenizer.js';
 
-/** US dollars per million tokens (Anthropic-like; output is Claude Sonnet's list price). */
+/**
+ * US dollars per million tokens: Claude Sonnet 4.x list prices (base input, 5-minute cache
+ * write, cache hit, output), https://platform.claude.com/docs/en/about-claude/pricing, checked
+ * 2026-11-30. The transcript's own recorded costs (claude-sonnet-4-5) bill at the same rates.
+ */
 export const PRICES = { input: 3, cacheRead: 0.3, cacheWrite: 3.75, output: 15 } as const;
 
 export const PRICE_TABLE =
-  `prices per 1M tokens: input $${PRICES.input.toFixed(2)}, cache read $${PRICES.cacheRead.toFixed(2)}, ` +
+  `prices per 1M tokens (Claude Sonnet 4.x list prices): input $${PRICES.input.toFixed(2)}, cache read $${PRICES.cacheRead.toFixed(2)}, ` +
   `cache write $${PRICES.cacheWrite.toFixed(2)}, output $${PRICES.output.toFixed(2)}`;
 
 export const CACHE_MODEL =

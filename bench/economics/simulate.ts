@@ -35,13 +35,15 @@ export class SimState {
   compactions = 0;
   prunes = 0;
   readonly ledger: Ledger;
-  private readonly summarizer = new ExtractiveSummarizer();
+  private readonly summarizer: ExtractiveSummarizer;
 
   constructor(
     readonly pricer: Pricer,
     readonly options: SimOptions,
+    summaryLedger: PeerPolicy['summaryLedger'] = 'none',
   ) {
     this.ledger = new Ledger(pricer, options.window);
+    this.summarizer = new ExtractiveSummarizer({ ledger: summaryLedger });
   }
 
   get window(): number {
@@ -118,6 +120,12 @@ export interface PeerPolicy {
   name: string;
   /** One line: what the simulation does and where the facts come from. */
   description: string;
+  /**
+   * The lists the peer's own summaries carry besides the prose (the shared extractive
+   * summarizer writes the same prose for all): pi keeps cumulative read/modified file lists;
+   * the others publish no such lists.
+   */
+  summaryLedger: 'files' | 'none';
   beforeRequest(s: SimState, firstOfTurn: boolean): Promise<void>;
   /** The request is over the window: the provider would reject it. */
   onOverflow?(s: SimState): Promise<void>;
@@ -129,8 +137,14 @@ export interface SimResult {
   lastRequest: ChatMessage[];
 }
 
-export async function simulate(events: Iterable<SessionEvent>, policy: PeerPolicy, pricer: Pricer, options: SimOptions): Promise<SimResult> {
-  const s = new SimState(pricer, options);
+export async function simulate(
+  events: Iterable<SessionEvent>,
+  policy: PeerPolicy,
+  pricer: Pricer,
+  options: SimOptions,
+  onRequest?: (messages: readonly ChatMessage[]) => void,
+): Promise<SimResult> {
+  const s = new SimState(pricer, options, policy.summaryLedger);
   let firstOfTurn = false;
   let lastRequest: ChatMessage[] = [];
   for (const e of events) {
@@ -148,6 +162,7 @@ export async function simulate(events: Iterable<SessionEvent>, policy: PeerPolic
       const request = s.request();
       s.ledger.agent(request);
       lastRequest = [...request.messages];
+      onRequest?.(lastRequest);
     }
     if (isSurfaceType(e.type) && e.surfaceOp === 'append') s.entries.push(s.entry(e as SurfaceEvent));
   }

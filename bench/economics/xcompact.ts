@@ -18,6 +18,10 @@ import type { SimOptions } from './simulate.js';
 export interface XcompactRun {
   ledger: Ledger;
   compactions: number;
+  /** Of those, committed from a summary prepared in the background (SPEC §13). */
+  backgroundCompactions: number;
+  /** The engine's `background` setting in this run (the default unless the caller set it). */
+  background: boolean;
   prunes: number;
   lastRequest: ChatMessage[];
   stuck: number;
@@ -54,6 +58,7 @@ export async function replayXcompact(
   pricer: Pricer,
   options: SimOptions,
   config: CompactionEngineOptions['config'] = {},
+  onRequest?: (messages: readonly ChatMessage[]) => void,
 ): Promise<XcompactRun> {
   const ledger = new Ledger(pricer, options.window);
   const session = Session.inMemory('economics-xcompact');
@@ -70,9 +75,11 @@ export async function replayXcompact(
     config: { headroomTokens: options.summaryCap, maxTokens: options.summaryCap, ...config },
   });
   let compactions = 0;
+  let backgroundCompactions = 0;
   let prunes = 0;
   engine.on((e) => {
     if (e.type === 'compaction.committed') compactions++;
+    if (e.type === 'compaction.committed' && e.background === true) backgroundCompactions++;
     if (e.type === 'pruned') prunes += e.count;
   });
   let tools = '';
@@ -89,12 +96,15 @@ export async function replayXcompact(
       }
       lastRequest = [...session.deriveMessages()];
       ledger.agent({ tools, messages: lastRequest });
+      onRequest?.(lastRequest);
     },
   });
   engine.stop();
   return {
     ledger,
     compactions,
+    backgroundCompactions,
+    background: engine.config.background,
     prunes,
     lastRequest,
     stuck: results.filter((r) => r.status === 'stuck').length,

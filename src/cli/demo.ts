@@ -222,6 +222,9 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
           report.tokensSaved += e.tokensFreed;
           say(`   ${style.cyan('✂')} pruned ${e.count} oversized tool result${e.count === 1 ? '' : 's'} ${style.dim(`(${e.trigger})`)} · −${fmt(e.tokensFreed)} tokens, no model call`);
           return;
+        case 'prune.failed':
+          say(`   ${style.yellow('!')} pruning failed ${style.dim(`(${e.trigger})`)}: ${e.error.message}; compacting without it`);
+          return;
         case 'breaker.opened':
           say(`   ${style.red('!')} automatic compaction paused after ${e.consecutiveFailures} failures`);
           return;

@@ -4,7 +4,8 @@
  *   classifying ─ not an overflow / recovery off / retries used up / cancelled ▶ declined
  *   probingLock ─ another compaction holds the lock ▶ declined   (checked before pruning)
  *       │ free: snapshot replaceGeneration
- *   pruning (if enabled; every oversized result, the newest included: the request must fit)
+ *   pruning (if enabled; every oversized result, the newest included: the request must fit;
+ *            one that throws is announced as prune.failed, and selection goes on)
  *   selecting (maximal balanced head: only the newest unit stays) ─ nothing ▶ deciding
  *   compacting (transaction)
  *   deciding ─ generation advanced and not cancelled ▶ retry
@@ -16,7 +17,7 @@ import { assign, sendTo, setup } from 'xstate';
 import type { RequestErrorClass } from '../services/overflow';
 import type { RangeSelection } from '../services/range';
 import { transactionMachine } from './transaction';
-import { announceAction, notProvided, outputOf, type ChartNotification, type LockProbe, type PruneInput, type PruneSummary, type SelectInput, type TransactionOutput } from './types';
+import { announceAction, announcePruneFailure, notProvided, outputOf, type ChartNotification, type LockProbe, type PruneInput, type PruneSummary, type SelectInput, type TransactionOutput } from './types';
 
 export interface OverflowInput {
   error: unknown;
@@ -131,6 +132,7 @@ export const overflowMachine = setup({
     'snapshot generation': assign({ generationBefore: ({ event }) => outputOf<LockProbe>(event).generation }),
     'remember prune': assign({ prune: ({ event }) => outputOf<PruneSummary>(event) }),
     'announce prune': announcePrune,
+    'announce prune failure': announcePruneFailure<OverflowContext, OverflowEvent>('overflow'),
     'remember range': assign({ range: ({ event }) => outputOf<RangeSelection>(event) }),
     'remember transaction': assign({ transaction: ({ event }) => outputOf<TransactionOutput>(event) }),
     'mark cancelled': assign({ cancelled: true }),
@@ -200,7 +202,8 @@ export const overflowMachine = setup({
           { guard: 'cancelled', target: 'deciding', actions: ['remember prune', 'announce prune'] },
           { target: 'selecting', actions: ['remember prune', 'announce prune'] },
         ],
-        onError: { target: 'deciding' },
+        // A failed prune is an optimisation that failed: announced, and compaction still runs.
+        onError: { target: 'selecting', actions: 'announce prune failure' },
       },
     },
     selecting: {

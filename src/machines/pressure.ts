@@ -9,13 +9,14 @@
  *       │ at or above threshold, or the provider reported a prompt above the window
  *       │ (a silent overflow: announced once per reply, compacted whatever the meter says)
  *   pruning (if enabled) ▶ remeasuringAfterPrune ─ below ▶ relievedByPruning (no model call)
+ *       └ threw ▶ selecting (announced as prune.failed: compaction still runs)
  *   selecting ─ nothing to compact ▶ stuck (first attempt) / failed (a retry with nothing new)
  *   compacting (transaction) ─ failed ▶ failed
  *   remeasuring ─ below ▶ compacted
  *       └ above, attempts left ▶ selecting (the retry merges from the head)
  *       └ above, none left ▶ failed ("still above threshold after N attempts")
  *
- * Announces (emitted, and relayed to the engine chart): pruned, compaction.skipped (stuck),
+ * Announces (emitted, and relayed to the engine chart): pruned, prune.failed, compaction.skipped (stuck),
  * overflow.silent.
  */
 import { and, assign, sendTo, setup } from 'xstate';
@@ -26,6 +27,7 @@ import {
   errorOf,
   notProvided,
   announceAction,
+  announcePruneFailure,
   outputOf,
   toErrorInfo,
   type ChartNotification,
@@ -178,6 +180,7 @@ export const pressureMachine = setup({
       },
     }),
     'announce prune': announcePrune,
+    'announce prune failure': announcePruneFailure<PressureContext, PressureEvent>('pressure'),
     'announce stuck': announceStuck,
     'remember silent overflow': assign({ silentOverflowSeq: ({ event }) => reading(event)?.silentOverflow?.seq }),
     'announce silent overflow': announceSilentOverflow,
@@ -269,7 +272,8 @@ export const pressureMachine = setup({
         src: 'prune',
         input: { trigger: 'pressure', protectRecent: true },
         onDone: { target: 'remeasuringAfterPrune', actions: ['remember prune', 'announce prune'] },
-        onError: { target: 'failed', actions: 'fail from service' },
+        // A failed prune is an optimisation that failed: announced, and compaction still runs.
+        onError: { target: 'selecting', actions: 'announce prune failure' },
       },
     },
     remeasuringAfterPrune: {

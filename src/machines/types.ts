@@ -240,6 +240,8 @@ export type ChartNotification =
   | { type: 'compaction.failed'; trigger: Trigger; error: ErrorInfo; startedAt: number | undefined; background?: true }
   | { type: 'compaction.skipped'; trigger: Trigger; reason: string }
   | { type: 'pruned'; trigger: Trigger; count: number; tokensFreed: number; economics?: EconomicVerdict & { decision: string } }
+  /** Pruning threw (a store that refused its write, a custom pruner's bug): the chart went on to compaction without it. */
+  | { type: 'prune.failed'; trigger: Trigger; error: ErrorInfo }
   /** The provider reported a prompt larger than the window: it truncated the request silently (llama.cpp, Ollama). */
   | { type: 'overflow.silent'; seq: number; promptTokens: number; contextWindow: number };
 
@@ -266,6 +268,11 @@ export function tell(
   enqueue.emit(notification as never);
   const engine = engineAncestor(self);
   if (engine) enqueue.sendTo(engine, { type: NOTIFY, notification });
+}
+
+/** The announcement of a prune that threw (an optimisation that failed: the chart goes on to compaction). */
+export function announcePruneFailure<TContext extends MachineContext, TEvent extends EventObject>(trigger: Trigger) {
+  return announceAction<TContext, TEvent>(({ event }) => ({ type: 'prune.failed', trigger, error: toErrorInfo(errorOf(event), 'internal') }));
 }
 
 /**

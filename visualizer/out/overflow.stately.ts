@@ -103,7 +103,7 @@ export const machine = createMachine({
             actions: ['remember prune', 'announce prune'],
           },
         ],
-        onError: { target: 'deciding' },
+        onError: { target: 'selecting', actions: 'announce prune failure' },
       },
     },
     selecting: {

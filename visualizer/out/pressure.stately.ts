@@ -99,7 +99,7 @@ export const machine = createMachine({
           target: 'remeasuringAfterPrune',
           actions: ['remember prune', 'announce prune'],
         },
-        onError: { target: 'failed', actions: 'fail from service' },
+        onError: { target: 'selecting', actions: 'announce prune failure' },
       },
     },
     remeasuringAfterPrune: {

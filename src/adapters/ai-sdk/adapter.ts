@@ -17,6 +17,11 @@
  * 4. record the reply (usage included); a reply without tool calls ends the turn.
  *
  * One adapter is one conversation; its calls must not overlap.
+ *
+ * Both AI SDK majors: `ai` 6 speaks provider spec v3, `ai` 7 spec v4 (and takes v3 models). The
+ * adapter reads the spec of the model it wraps at each call (`specificationVersion`) and writes
+ * the prompt in that spec; the two differ only in how files are held (see `SpecVersion`). The
+ * wrapped model keeps the spec of the base model, so it works with whichever `ai` the app uses.
  */
 import type {
   LanguageModelV3,
@@ -26,11 +31,8 @@ import type {
   LanguageModelV3Message,
   LanguageModelV3Middleware,
   LanguageModelV3Prompt,
-  LanguageModelV3StreamPart,
   LanguageModelV3Usage,
-  SharedV3ProviderMetadata,
 } from '@ai-sdk/provider';
-import { wrapLanguageModel } from 'ai';
 import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../../engine';
 import { isCheckpoint, type SurfaceEvent } from '../../session/events';
 import type { Session } from '../../session/session';
@@ -47,10 +49,13 @@ import {
   refuseOptions,
   replyFacts,
   toolResults,
+  type SpecVersion,
   usageOf,
   userBlocks,
   type AssistantFacts,
 } from './convert';
+import { replyRecorder } from './stream';
+import { specOf, wrapModel, type AiSdkLanguageModel, type AiSdkMiddleware } from './model';
 import { AiSdkSummarizer } from './summarizer';
 
 type Mapped =
@@ -58,9 +63,9 @@ type Mapped =
   | { role: 'assistant'; facts: AssistantFacts }
   | { role: 'tool'; results: ReturnType<typeof toolResults> };
 
-export interface AiSdkCompactionOptions extends Omit<CompactionEngineOptions, 'session' | 'client' | 'summarizer' | 'models'> {
-  /** The model the loop talks to (any AI SDK language model). */
-  model: LanguageModelV3;
+export interface AiSdkCompactionOptions<M extends AiSdkLanguageModel = LanguageModelV3> extends Omit<CompactionEngineOptions, 'session' | 'client' | 'summarizer' | 'models'> {
+  /** The model the loop talks to (any AI SDK language model of spec v3 or v4: `ai` 6 or 7). */
+  model: M;
   /** Where the conversation is recorded (`Session.inMemory()`, or a store's `Session.open`). */
   session: Session;
   /** Registry key provider: defaults to the AI SDK provider id before its first dot (`openai.chat` → `openai`). */
@@ -79,11 +84,11 @@ export interface AiSdkCompactionOptions extends Omit<CompactionEngineOptions, 's
   summarizer?: Summarizer;
 }
 
-export interface AiSdkCompaction {
-  /** Pass this as `model` to generateText / streamText / ToolLoopAgent. */
-  readonly model: LanguageModelV3;
-  /** The middleware itself, to compose with other middleware in `wrapLanguageModel`. */
-  readonly middleware: LanguageModelV3Middleware;
+export interface AiSdkCompaction<M extends AiSdkLanguageModel = LanguageModelV3> {
+  /** Pass this as `model` to generateText / streamText / ToolLoopAgent: the base model (same spec) with the adapter in front. */
+  readonly model: M;
+  /** The middleware itself, to compose with other middleware in `wrapLanguageModel` (`ai` 6 or 7). */
+  readonly middleware: AiSdkMiddleware;
   readonly engine: CompactionEngine;
   readonly session: Session;
   /** Stops the engine and closes an open step and turn, so the session is consistent; then flushes. */
@@ -91,12 +96,14 @@ export interface AiSdkCompaction {
 }
 
 /** The AI SDK provider id (`openai.chat`, `deepseek.chat`) → the registry's provider name. */
-export function providerName(model: Pick<LanguageModelV3, 'provider'>): string {
+export function providerName(model: Pick<AiSdkLanguageModel, 'provider'>): string {
   return model.provider.split('.')[0] || model.provider;
 }
 
-export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCompaction {
-  const { session, model: base } = options;
+export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageModelV3>(options: AiSdkCompactionOptions<M>): AiSdkCompaction<M> {
+  const { session } = options;
+  // Called with the call options of its own spec; v4 differs from v3 only where convert.ts handles it.
+  const base = options.model as unknown as LanguageModelV3;
   const provider = options.provider ?? providerName(base);
   const models: Record<string, Partial<ModelInfo>> = { ...(options.models ?? {}) };
   if (options.contextWindow !== undefined) {
@@ -155,7 +162,7 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     });
 
   /**
-   * Every tool call answered, checked before anything is written: a message arriving while
+   * Every tool call answered, and every result answering a waiting call, checked before anything is written: a message arriving while
    * calls wait, or a prompt ending with calls unanswered, would otherwise be sent to the
    * provider as a call without its result (a request providers reject, or answer blind). The
    * AI SDK refuses the same prompts itself (`MissingToolResultsError`); this catches the ones
@@ -174,7 +181,17 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     };
     for (const m of mapped) {
       if (m.role === 'tool') {
-        for (const r of m.results) waiting.delete(r.callId);
+        for (const r of m.results) {
+          // The session refuses it too, but only at its own append: after the results before it were written.
+          if (!waiting.delete(r.callId)) {
+            throw new AiSdkAdapterError(
+              'unexpected-tool-result',
+              `xcompact/ai-sdk cannot record a result for tool call "${r.callId}" (${r.toolName}): no call with that id is waiting for one ` +
+                '(it was never made, or it has its result already); nothing was recorded or sent',
+              { toolCallIds: [r.callId] },
+            );
+          }
+        }
         continue;
       }
       if (waiting.size > 0) throw refuse(`before the next ${m.role} message`);
@@ -227,7 +244,7 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
   };
 
   /** Steps 1–2: the new part of the app's prompt into the session; a step opened; the compacted prompt out. */
-  const prepare = async (params: LanguageModelV3CallOptions): Promise<LanguageModelV3Prompt> => {
+  const prepare = async (params: LanguageModelV3CallOptions, spec: SpecVersion): Promise<LanguageModelV3Prompt> => {
     const signal = params.abortSignal;
     let i = 0;
     const system: string[] = [];
@@ -261,13 +278,13 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
     ensureTurn();
     w.startStep();
     w.request({ provider, model: base.modelId, tools: (params.tools ?? []).map(toolDefinition), ...(params.maxOutputTokens ? { maxTokens: params.maxOutputTokens } : {}) });
-    return derive();
+    return derive(spec);
   };
 
-  const derive = (): LanguageModelV3Prompt => {
+  const derive = (spec: SpecVersion): LanguageModelV3Prompt => {
     const events: SurfaceEvent[] = [];
     for (const seq of session.surface.seqs()) events.push(session.event(seq) as SurfaceEvent);
-    return promptOf(events);
+    return promptOf(events, spec);
   };
 
   /** Step 4. */
@@ -302,8 +319,8 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
   };
 
   /** Step 3: sends, and on an overflow the engine compacts and the prompt is rebuilt. */
-  const send = async <R>(params: LanguageModelV3CallOptions, call: (p: LanguageModelV3CallOptions) => PromiseLike<R>): Promise<R> => {
-    let prompt = await prepare(params);
+  const send = async <R>(params: LanguageModelV3CallOptions, spec: SpecVersion, call: (p: LanguageModelV3CallOptions) => PromiseLike<R>): Promise<R> => {
+    let prompt = await prepare(params, spec);
     for (;;) {
       try {
         return await call({ ...params, prompt });
@@ -326,90 +343,30 @@ export function createAiSdkCompaction(options: AiSdkCompactionOptions): AiSdkCom
           abandon();
           throw err;
         }
-        prompt = derive();
+        prompt = derive(spec);
       }
     }
   };
 
-  const middleware: LanguageModelV3Middleware = {
+  const middleware = {
     specificationVersion: 'v3',
     wrapGenerate: async ({ params, model }) => {
-      const result = await send(params, (p) => model.doGenerate(p));
+      const result = await send(params, specOf(model), (p) => model.doGenerate(p));
       await finish(result.content, { usage: result.usage, finish: result.finishReason, ...(result.response?.modelId ? { modelId: result.response.modelId } : {}) }, params.abortSignal);
       return result;
     },
     wrapStream: async ({ params, model }) => {
-      const result = await send(params, (p) => model.doStream(p));
-      const content: LanguageModelV3Content[] = [];
-      // Accumulated as the AI SDK does: a later delta's or the end's providerMetadata wins.
-      const texts = new Map<string, { type: 'text' | 'reasoning'; text: string; providerMetadata?: SharedV3ProviderMetadata }>();
-      let usage: LanguageModelV3Usage | undefined;
-      let finishReason: LanguageModelV3FinishReason | undefined;
-      let modelId: string | undefined;
-      let failed = false;
-      const recorder = new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
-        transform(part, controller) {
-          switch (part.type) {
-            case 'text-start':
-            case 'reasoning-start': {
-              const entry = { type: part.type === 'text-start' ? ('text' as const) : ('reasoning' as const), text: '', ...(part.providerMetadata ? { providerMetadata: part.providerMetadata } : {}) };
-              texts.set(part.id, entry);
-              content.push(entry as LanguageModelV3Content);
-              break;
-            }
-            case 'text-delta':
-            case 'reasoning-delta': {
-              const entry = texts.get(part.id);
-              if (entry) {
-                entry.text += part.delta;
-                if (part.providerMetadata) entry.providerMetadata = part.providerMetadata;
-              }
-              break;
-            }
-            case 'text-end':
-            case 'reasoning-end': {
-              const entry = texts.get(part.id);
-              if (entry && part.providerMetadata) entry.providerMetadata = part.providerMetadata;
-              break;
-            }
-            case 'tool-call':
-            case 'tool-result':
-            case 'file':
-            case 'source':
-            case 'tool-approval-request':
-              content.push(part as LanguageModelV3Content);
-              break;
-            case 'response-metadata':
-              if (part.modelId) modelId = part.modelId;
-              break;
-            case 'finish':
-              usage = part.usage;
-              finishReason = part.finishReason;
-              break;
-            case 'error':
-              failed = true;
-              break;
-          }
-          controller.enqueue(part);
-        },
-        async flush(controller) {
-          if (failed || finishReason === undefined) {
-            abandon();
-            return;
-          }
-          try {
-            await finish(content, { ...(usage ? { usage } : {}), finish: finishReason, ...(modelId ? { modelId } : {}) }, params.abortSignal);
-          } catch (err) {
-            controller.error(err);
-          }
-        },
-      });
+      const result = await send(params, specOf(model), (p) => model.doStream(p));
+      const recorder = replyRecorder(
+        (content, meta) => finish(content, meta, params.abortSignal),
+        () => abandon(),
+      );
       return { ...result, stream: result.stream.pipeThrough(recorder) };
     },
-  };
+  } satisfies LanguageModelV3Middleware;
 
   return {
-    model: wrapLanguageModel({ model: base, middleware }) as LanguageModelV3,
+    model: wrapModel(options.model, middleware),
     middleware,
     engine,
     session,

@@ -23,11 +23,12 @@ export type AiSdkAdapterErrorCode =
   | 'unmappable-part' // a message part the session cannot represent (named in the message)
   | 'history-diverged' // the app sent a conversation that does not continue the recorded one
   | 'missing-tool-results' // the prompt leaves tool calls without a result (named in `toolCallIds`)
+  | 'unexpected-tool-result' // a tool result for a call that is not waiting for one (named in `toolCallIds`)
   | 'recovery-failed'; // the provider rejected a request and the engine failed handling it (`cause`: why; `requestError`: the provider's error)
 
 export class AiSdkAdapterError extends XcompactError {
   declare readonly code: AiSdkAdapterErrorCode;
-  /** For `missing-tool-results`: the calls that have no result. */
+  /** For `missing-tool-results`: the calls that have no result; for `unexpected-tool-result`: the result's call. */
   readonly toolCallIds: readonly string[] | undefined;
   /** For `recovery-failed`: the provider's error the engine was handling (an `APICallError`). */
   readonly requestError: unknown;
@@ -71,15 +72,48 @@ function base64Of(data: string | Uint8Array): string {
   return typeof data === 'string' ? data : Buffer.from(data).toString('base64');
 }
 
+/**
+ * The provider spec a prompt is written for: `v3` (`ai` 6) or `v4` (`ai` 7). Their prompts differ
+ * only in files: v3 holds a file's data bare (base64 text, bytes or a URL), v4 wraps it
+ * (`{ type: 'data' | 'url' | 'reference' | 'text', … }`), and v4 tool outputs have one `file`
+ * item where v3 has `image-url`, `image-data`, `file-url`, `file-data`.
+ */
+export type SpecVersion = 'v3' | 'v4';
+
+/** A v4 file's wrapped data. */
+type WrappedFileData = { type: 'data'; data: string | Uint8Array } | { type: 'url'; url: URL } | { type: 'reference' } | { type: 'text' };
+
+const isWrapped = (data: unknown): data is WrappedFileData =>
+  typeof data === 'object' && data !== null && !(data instanceof URL) && !(data instanceof Uint8Array) && typeof (data as { type?: unknown }).type === 'string';
+
+/** An image media type; `exact`: one that names the format (not `image` or `image/*`, which v4 and v3 use for "some image"). */
+const isImage = (mediaType: string, exact = false): boolean =>
+  exact ? mediaType.startsWith('image/') && mediaType !== 'image/*' : mediaType === 'image' || mediaType.startsWith('image/');
+
+/** The format of an image given only as "some image", from its first bytes (PNG when unknown, as before). */
+function sniffImage(base64: string): string {
+  if (base64.startsWith('/9j/')) return 'image/jpeg';
+  if (base64.startsWith('R0lGOD')) return 'image/gif';
+  if (base64.startsWith('UklGR')) return 'image/webp';
+  return 'image/png';
+}
+
 /** Images become data/http URLs (what the session's ImageBlock holds); any other file is refused. */
-function imageOf(part: LanguageModelV3FilePart, where: string): ImageBlock {
-  if (!part.mediaType.startsWith('image/')) {
+function imageOf(part: { mediaType: string; data: unknown }, where: string): ImageBlock {
+  if (!isImage(part.mediaType)) {
     throw unmappable(where, `a file part of type ${part.mediaType}`, 'only text and images can be recorded; send the file as text or drop it before the call');
   }
-  const data = part.data;
+  let data = part.data as string | Uint8Array | URL | WrappedFileData;
+  if (isWrapped(data)) {
+    if (data.type === 'reference' || data.type === 'text') {
+      throw unmappable(where, `an image given as ${data.type === 'reference' ? 'a provider file reference' : 'text'}`, 'only images with their bytes or a URL can be recorded');
+    }
+    data = data.type === 'url' ? data.url : data.data;
+  }
   if (data instanceof URL) return { type: 'image', url: data.toString() };
   if (typeof data === 'string' && /^(https?|data):/i.test(data)) return { type: 'image', url: data };
-  return { type: 'image', url: `data:${part.mediaType === 'image/*' ? 'image/png' : part.mediaType};base64,${base64Of(data)}` };
+  const base64 = base64Of(data);
+  return { type: 'image', url: `data:${isImage(part.mediaType, true) ? part.mediaType : sniffImage(base64)};base64,${base64}` };
 }
 
 export function userBlocks(message: Extract<LanguageModelV3Message, { role: 'user' }>): Array<TextBlock | ImageBlock> {
@@ -188,6 +222,8 @@ function resultContent(output: LanguageModelV3ToolResultOutput, tool: string): {
         else if (item.type === 'image-url') content.push({ type: 'image', url: item.url });
         else if (item.type === 'file-data' && item.mediaType.startsWith('image/')) content.push({ type: 'image', url: `data:${item.mediaType};base64,${item.data}` });
         else if (item.type === 'file-url' && /^image\//.test((item as { mediaType?: string }).mediaType ?? '')) content.push({ type: 'image', url: item.url });
+        // v4 (ai 7): one `file` item, its data wrapped.
+        else if ((item as { type: string }).type === 'file' && isImage((item as { mediaType?: string }).mediaType ?? '')) content.push(imageOf(item as unknown as { mediaType: string; data: unknown }, `the result of tool "${tool}"`));
         else throw unmappable(`the result of tool "${tool}"`, `a content item of type "${item.type}"`, 'only text and images can be recorded');
       }
       return { content, isError: false };
@@ -245,13 +281,14 @@ function parseArguments(args: string): unknown {
   }
 }
 
-function filePartOf(block: ImageBlock): LanguageModelV3FilePart {
+/** An image as a file: its media type, and its base64 data (a data URL) or its URL; wrapped for v4. */
+function filePartOf(block: ImageBlock, spec: SpecVersion): LanguageModelV3FilePart {
   const m = /^data:([^;,]+)[;,]/i.exec(block.url);
-  if (m) {
-    const comma = block.url.indexOf(',');
-    return { type: 'file', mediaType: m[1]!, data: block.url.slice(comma + 1) };
-  }
-  return { type: 'file', mediaType: 'image/*', data: new URL(block.url) };
+  const mediaType = m ? m[1]! : 'image/*';
+  const data = m ? block.url.slice(block.url.indexOf(',') + 1) : new URL(block.url);
+  if (spec === 'v3') return { type: 'file', mediaType, data };
+  const wrapped: WrappedFileData = typeof data === 'string' ? { type: 'data', data } : { type: 'url', url: data };
+  return { type: 'file', mediaType, data: wrapped as unknown as LanguageModelV3FilePart['data'] };
 }
 
 const textOfBlocks = (blocks: ReadonlyArray<{ type: string }>): string =>
@@ -270,7 +307,7 @@ const optionsOf = (b: { providerOptions?: ProviderOptions | undefined }): { prov
  * options (thought and thinking signatures); tool names come from the calls when a result
  * lacks one.
  */
-export function promptOf(events: Iterable<SurfaceEvent>): LanguageModelV3Prompt {
+export function promptOf(events: Iterable<SurfaceEvent>, spec: SpecVersion = 'v3'): LanguageModelV3Prompt {
   const prompt: LanguageModelV3Prompt = [];
   const names = new Map<string, string>();
   for (const e of events) {
@@ -281,7 +318,7 @@ export function promptOf(events: Iterable<SurfaceEvent>): LanguageModelV3Prompt 
       case 'user/message':
         prompt.push({
           role: 'user',
-          content: e.data.content.map((b) => (b.type === 'text' ? { type: 'text' as const, text: b.text, ...optionsOf(b) } : { ...filePartOf(b), ...optionsOf(b) })),
+          content: e.data.content.map((b) => (b.type === 'text' ? { type: 'text' as const, text: b.text, ...optionsOf(b) } : { ...filePartOf(b, spec), ...optionsOf(b) })),
         });
         break;
       case 'assistant/message': {
@@ -305,7 +342,12 @@ export function promptOf(events: Iterable<SurfaceEvent>): LanguageModelV3Prompt 
             : {
                 type: 'content',
                 value: e.data.content.map((b) =>
-                  b.type === 'text' ? { type: 'text' as const, text: b.text } : { type: 'image-url' as const, url: (b as ImageBlock).url },
+                  b.type === 'text'
+                    ? { type: 'text' as const, text: b.text }
+                    : spec === 'v3'
+                      ? { type: 'image-url' as const, url: b.url }
+                      : // v4's one file item (the shape differs from v3's file part only in name)
+                        (filePartOf(b, spec) as unknown as { type: 'image-url'; url: string }),
                 ),
               };
         const part = { type: 'tool-result' as const, toolCallId: e.data.callId, toolName: e.data.toolName ?? names.get(e.data.callId) ?? 'unknown', output, ...optionsOf(e.data) };

@@ -1,8 +1,9 @@
 /**
  * `xcompact/ai-sdk`: xcompact in a Vercel AI SDK loop (generateText, streamText,
- * ToolLoopAgent) with one option, `model: compaction.model`. Needs `ai` 6.x.
+ * ToolLoopAgent) with one option, `model: compaction.model`. Needs `ai` 6 or 7.
  */
 export { createAiSdkCompaction, providerName, type AiSdkCompaction, type AiSdkCompactionOptions } from './adapter';
+export type { AiSdkLanguageModel, AiSdkMiddleware } from './model';
 export { AiSdkSummarizer, type AiSdkSummarizerOptions } from './summarizer';
 export { AiSdkAdapterError, promptOf, type AiSdkAdapterErrorCode } from './convert';
 export { normaliseRequestError } from './errors';

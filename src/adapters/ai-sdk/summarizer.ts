@@ -11,17 +11,21 @@
  * The adapter's default wears `boundSummarizer`, so a span larger than the window is sent in
  * chunks that fit.
  */
-import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { generateText, jsonSchema, tool, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
 import type { ChatCompletionContentPart } from 'openai/resources/chat/completions';
 import type { ChatMessage } from '../../session/derive';
 import type { SurfaceEvent, Usage } from '../../session/events';
 import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from '../../services/summarizer';
 import { buildInstruction } from '../../services/summarizers/instruction';
+import { checkSummaryReply, summaryCancelled, throwIfCancelled } from '../../services/summarizers/reply';
+import type { AiSdkLanguageModel } from './model';
 
 export interface AiSdkSummarizerOptions {
-  /** Any AI SDK language model (use the unwrapped one: a summary must not be compacted itself). */
-  model: LanguageModel | LanguageModelV3;
+  /**
+   * Any AI SDK language model the installed `ai` takes (use the unwrapped one: a summary must not
+   * be compacted itself): spec v3 for `ai` 6, v3 or v4 for `ai` 7.
+   */
+  model: LanguageModel | AiSdkLanguageModel;
   /** generateText's own retries of transient errors (429, 5xx). Default 0: the engine's retry policy decides. */
   maxRetries?: number;
 }
@@ -31,7 +35,7 @@ export class AiSdkSummarizer implements Summarizer {
   constructor(private readonly options: AiSdkSummarizerOptions) {}
 
   async summarize(request: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
-    if (signal.aborted) throw new SummarizerError('summary-cancelled', 'The summary request was cancelled before it was sent.');
+    throwIfCancelled(signal);
     const messages: ModelMessage[] = [
       ...modelMessagesOf(request.context, []),
       ...modelMessagesOf(request.messages, request.events),
@@ -51,23 +55,19 @@ export class AiSdkSummarizer implements Summarizer {
         abortSignal: signal,
       });
     } catch (err) {
-      if (signal.aborted) throw new SummarizerError('summary-cancelled', 'The summary request was cancelled.', { cause: err });
+      if (signal.aborted) throw summaryCancelled(signal, err);
       throw new SummarizerError('summary-request', `The summary request failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
-    const text = result.text.trim();
-    const got = `(${result.text.length} characters of text, ${result.toolCalls.length} tool call(s))`;
-    if (result.finishReason === 'length') {
-      throw new SummarizerError('summary-truncated', `The summary was cut off at ${request.maxTokens} output tokens (finish reason "length") ${got}; a truncated checkpoint is never used.`);
-    }
-    if (result.finishReason === 'content-filter') {
-      throw new SummarizerError('summary-truncated', `The provider's content filter stopped the summary ${got}.`);
-    }
-    if (text === '') {
-      if (result.toolCalls.length > 0) throw new SummarizerError('summary-tool-calls', `The summarization model called ${result.toolCalls.length} tool(s) instead of writing the summary.`);
-      throw new SummarizerError('summary-empty', `The summarization model returned ${result.text.length === 0 ? 'no text' : 'only whitespace'}.`);
-    }
-    const out: SummaryResult = { text, provider: request.target.provider, model: result.response.modelId || request.target.model, requests: 1 };
     const usage = usageOf(result.usage);
+    const text = checkSummaryReply(request, {
+      text: result.text,
+      toolCalls: result.toolCalls.length,
+      // The AI SDK always reports a reason (`other` or `unknown` when the provider gave none).
+      stop: result.finishReason === 'length' ? 'length' : result.finishReason === 'content-filter' ? 'content-filter' : 'other',
+      finishReason: result.finishReason,
+      ...(usage ? { usage } : {}),
+    });
+    const out: SummaryResult = { text, provider: request.target.provider, model: result.response.modelId || request.target.model, requests: 1 };
     if (usage) out.usage = usage;
     return out;
   }

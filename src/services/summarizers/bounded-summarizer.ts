@@ -18,6 +18,7 @@ import { frameCheckpoint } from '../checkpoint';
 import type { ChatMessage } from '../../session/derive';
 import { COMPACTION_CHECKPOINT_SOURCE, type SurfaceEvent, type Usage } from '../../session/events';
 import { SummarizerError, type BoundingReport, type Summarizer, type SummaryRequest, type SummaryResult } from '../summarizer';
+import { throwIfCancelled } from './reply';
 import {
   MIN_BLOCK_TOKENS,
   TEMPLATE_COST,
@@ -233,11 +234,4 @@ function pairEvents(request: SummaryRequest): (from: number, to: number, partial
     };
     return [carried, ...events];
   };
-}
-
-function throwIfCancelled(signal: AbortSignal): void {
-  if (signal.aborted) {
-    const reason = signal.reason instanceof Error ? `: ${signal.reason.message}` : '';
-    throw new SummarizerError('summary-cancelled', `The summary request was cancelled${reason}; no partial summary is kept.`, { cause: signal.reason });
-  }
 }

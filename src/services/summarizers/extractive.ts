@@ -10,11 +10,29 @@ import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResu
 import type { ChatMessage } from '../../session/derive';
 import { isCheckpoint, type SurfaceEvent } from '../../session/events';
 import { SUMMARY_SECTIONS, type SummarySection } from './instruction';
-import { deriveLedger, ERROR_LINE, fitLedger, parseArgs, parseLedger, pathArguments, renderLedger, withLedger } from './ledger';
+import {
+  deriveLedgerAndResolved,
+  emptyLedger,
+  ERROR_LINE,
+  fitLedger,
+  parseArgs,
+  parseLedger,
+  pathArguments,
+  renderLedger,
+  withLedger,
+  type Ledger,
+  type LedgerError,
+} from './ledger';
 
 export interface ExtractiveSummarizerOptions {
   /** A command or error line longer than this is cut (with "…"). Default 400 characters. */
   maxLineChars?: number;
+  /**
+   * What ledger the summary carries (ledger.ts): all three lists (default), the file lists
+   * only (`files`: pi's design), or none. The bench uses the last two to give a simulated
+   * peer only what its own summaries carry.
+   */
+  ledger?: 'full' | 'files' | 'none';
 }
 
 /** One exchange of the span, whatever it came from (events, or messages when there are none). */
@@ -44,16 +62,23 @@ const CODE_SPAN = /`([^`\n]+)`/g;
 export class ExtractiveSummarizer implements Summarizer {
   readonly name = 'extractive';
   private readonly maxLineChars: number;
+  private readonly ledger: NonNullable<ExtractiveSummarizerOptions['ledger']>;
 
   constructor(options: ExtractiveSummarizerOptions = {}) {
     this.maxLineChars = options.maxLineChars ?? 400;
+    this.ledger = options.ledger ?? 'full';
   }
 
   async summarize(request: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
     throwIfCancelled(signal);
     const items = request.events.length > 0 ? itemsFromEvents(request.events) : itemsFromMessages(request.messages);
     const sections = this.extract(items);
-    const text = fitWithLedger(sections, deriveLedger(request.events), request.maxTokens, request.countTokens, signal);
+    const derived = this.ledger === 'none' ? { ledger: emptyLedger(), resolved: [] } : deriveLedgerAndResolved(request.events);
+    if (this.ledger === 'files') {
+      derived.ledger.errors = [];
+      derived.resolved = [];
+    }
+    const text = fitWithLedger(sections, derived, request.maxTokens, request.countTokens, signal, (l) => this.line(l));
     throwIfCancelled(signal);
     return { text, provider: 'xcompact', model: 'extractive', requests: 0 };
   }
@@ -297,19 +322,64 @@ export function renderSections(sections: Sections, omitted: Partial<Record<Summa
 }
 
 /**
- * The sections and the ledger together within `budget` tokens. The ledger gets at most a
- * quarter of the cap, never the room the eight headings need; the sections get the rest.
+ * The sections and the ledger together within `budget` tokens. The ledger gets at most half
+ * the cap, and never so much that the sections have less than twice their eight headings (the
+ * headings and an "entries omitted" note under each); the sections get the rest.
+ *
+ * Each fact once: a path or error line the fitted ledger names verbatim is not restated in
+ * "Files and Code" or "Errors and Fixes", and what the ledger cannot hold (its oldest entries
+ * over budget, errors a later call resolved) goes into those sections instead, oldest first,
+ * so it is the first to be trimmed there. A fact leaves the summary only when neither has room.
  */
-function fitWithLedger(sections: Sections, ledger: ReturnType<typeof deriveLedger>, budget: number, count: (text: string) => number, signal: AbortSignal): string {
+function fitWithLedger(
+  sections: Sections,
+  derived: { ledger: Ledger; resolved: LedgerError[] },
+  budget: number,
+  count: (text: string) => number,
+  signal: AbortSignal,
+  cut: (line: string) => string,
+): string {
   const headings = count(renderSections(emptySections()));
-  const ledgerText = renderLedger(fitLedger(ledger, Math.min(Math.floor(budget / 4), budget - headings - 16), count));
+  const fitted = fitLedger(derived.ledger, Math.min(Math.floor(budget / 2), budget - 2 * headings), count);
+  const ledgerText = renderLedger(fitted);
+  const prose = restateOutsideLedger(sections, derived, fitted, cut);
   let room = budget - (ledgerText === '' ? 0 : count(ledgerText) + 2);
   for (;;) {
-    const text = withLedger(fitToBudget(sections, room, count, signal), ledgerText);
+    const text = withLedger(fitToBudget(prose, room, count, signal), ledgerText);
     const over = count(text) - budget;
     if (over <= 0) return text;
     room -= over;
   }
+}
+
+/** The sections with the ledger's facts moved: out where the fitted ledger names them, in where it does not. */
+function restateOutsideLedger(sections: Sections, derived: { ledger: Ledger; resolved: LedgerError[] }, fitted: Ledger, cut: (line: string) => string): Sections {
+  const out = Object.fromEntries(SUMMARY_SECTIONS.map((s) => [s, [...sections[s]]])) as unknown as Sections;
+  const listedPaths = new Set([...fitted.read, ...fitted.modified]);
+  const listedErrors = new Set(fitted.errors.map((e) => e.line));
+  const { ledger } = derived;
+  if (listedPaths.size > 0 || ledger.read.length + ledger.modified.length > 0) {
+    const modified = new Set(ledger.modified);
+    const spilled = [...ledger.read, ...ledger.modified].filter((p) => !listedPaths.has(p)).map((p) => bullet(`${code(p)}: ${modified.has(p) ? 'modified' : 'read'}`));
+    out['Files and Code'] = dedupe([...spilled, ...out['Files and Code']]).filter((e) => !listedPaths.has(entrySubject(e) ?? ''));
+  }
+  if (listedErrors.size > 0 || ledger.errors.length + derived.resolved.length > 0) {
+    const spilled = [...derived.resolved, ...ledger.errors.filter((e) => !listedErrors.has(e.line))].map((e) => bullet(`${code(e.target.split(' ')[0] ?? 'tool')}: ${cut(e.line)}`));
+    out['Errors and Fixes'] = dedupe([...spilled, ...out['Errors and Fixes']]).filter((e) => !listedErrors.has(entryText(e) ?? ''));
+  }
+  return out;
+}
+
+/** The code span an entry starts with (`- \`src/a.ts\`: read` → `src/a.ts`). */
+function entrySubject(entry: string): string | undefined {
+  const m = /^- (`+) ?([\s\S]*?) ?\1: /.exec(entry);
+  return m?.[2];
+}
+
+/** What follows an entry's code span (`- \`bash\`: error TS2345: …` → `error TS2345: …`). */
+function entryText(entry: string): string | undefined {
+  const m = /^- (`+) ?[\s\S]*? ?\1: ([\s\S]*)$/.exec(entry);
+  return m?.[2];
 }
 
 /**

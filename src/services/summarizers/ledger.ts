@@ -16,7 +16,7 @@ export interface Ledger {
   read: string[];
   /** Files written, edited, created, moved or deleted, oldest first. */
   modified: string[];
-  /** Errors no later successful call on the same target resolved, oldest first. */
+  /** Errors no later successful call on the same target resolved, oldest first, one per error line. */
   errors: LedgerError[];
 }
 
@@ -53,17 +53,33 @@ export function emptyLedger(): Ledger {
  * leaves the list when a later call on the same target succeeds.
  */
 export function deriveLedger(events: readonly SurfaceEvent[]): Ledger {
+  return deriveLedgerAndResolved(events).ledger;
+}
+
+/**
+ * The span's ledger, and the errors a later successful call resolved in it (oldest first):
+ * they leave the ledger, and a summary that wants to keep its history of fixes writes them
+ * elsewhere (the extractive summarizer's "Errors and Fixes").
+ */
+export function deriveLedgerAndResolved(events: readonly SurfaceEvent[]): { ledger: Ledger; resolved: LedgerError[] } {
   const read = new Recency();
   const modified = new Recency();
   const errors = new Map<string, LedgerError>();
+  const resolvedErrors = new Map<string, LedgerError>();
   const calls = new Map<string, { target: string; ranCommand: boolean }>();
   const resolve = (target: string) => {
-    for (const [k, e] of errors) if (e.target === target) errors.delete(k);
+    for (const [k, e] of errors) {
+      if (e.target !== target) continue;
+      errors.delete(k);
+      resolvedErrors.delete(k);
+      resolvedErrors.set(k, e);
+    }
   };
+  // One entry per error line: the same compiler error reached by three commands is one fact,
+  // listed once with the newest command that reported it.
   const addError = (e: LedgerError) => {
-    const key = `${e.target}\n${e.line}`;
-    errors.delete(key);
-    errors.set(key, e);
+    errors.delete(e.line);
+    errors.set(e.line, e);
   };
   for (const e of events) {
     if (e.type === 'user/message') {
@@ -102,7 +118,11 @@ export function deriveLedger(events: readonly SurfaceEvent[]): Ledger {
   }
   const modifiedList = modified.list();
   const changed = new Set(modifiedList);
-  return { read: read.list().filter((p) => !changed.has(p)), modified: modifiedList, errors: [...errors.values()] };
+  return {
+    ledger: { read: read.list().filter((p) => !changed.has(p)), modified: modifiedList, errors: [...errors.values()] },
+    // An error reported again after its fix is unresolved, not resolved.
+    resolved: [...resolvedErrors.values()].filter((e) => !errors.has(e.line)),
+  };
 }
 
 /** The ledger of a summary request's span (`events`, or nothing when a request carries only messages). */

@@ -22,6 +22,7 @@ import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResu
 import { priceRequest } from './bounded';
 import { BoundedSummarizer, sumUsage, type BoundingOptions } from './bounded-summarizer';
 import { buildInstruction } from './instruction';
+import { checkSummaryReply, summaryCancelled, throwIfCancelled } from './reply';
 import { deriveLedger, fitLedger, parseLedger, renderLedger, withLedger } from './ledger';
 
 export { sumUsage, type BoundingOptions } from './bounded-summarizer';
@@ -158,28 +159,22 @@ export class OpenAISummarizer implements Summarizer {
         }
       }
     } catch (err) {
-      if (signal.aborted || err instanceof APIUserAbortError) throw cancelled(signal, err);
+      if (signal.aborted || err instanceof APIUserAbortError) throw summaryCancelled(signal, err);
       throw new SummarizerError('summary-request', `The summary request failed: ${messageOf(err)}`, { cause: err });
     }
     // The SDK ends the iteration silently when the signal aborts mid-stream: what arrived is
     // a partial summary and must never be used.
-    if (signal.aborted) throw cancelled(signal, signal.reason);
+    if (signal.aborted) throw summaryCancelled(signal, signal.reason);
 
-    const got = `(${text.length} characters of text, ${toolCalls.size} tool call(s))`;
-    if (finish === 'length') throw new SummarizerError('summary-truncated', lengthMessage(request, usage, got));
-    if (finish === 'content_filter') {
-      throw new SummarizerError('summary-truncated', `The provider's content filter stopped the summary (finish reason "content_filter") ${got}.`);
-    }
-    if (finish === null) {
-      throw new SummarizerError('summary-request', `The summary stream ended without a finish reason ${got}: the response is incomplete.`);
-    }
-    if (text.trim() === '') {
-      if (toolCalls.size > 0) {
-        throw new SummarizerError('summary-tool-calls', `The summarization model called ${toolCalls.size} tool(s) instead of writing the summary (finish reason "${finish}").`);
-      }
-      throw new SummarizerError('summary-empty', `The summarization model returned ${text.length === 0 ? 'no text' : 'only whitespace'} (finish reason "${finish}").`);
-    }
-    const done: Completion = { text: text.trim() };
+    const done: Completion = {
+      text: checkSummaryReply(request, {
+        text,
+        toolCalls: toolCalls.size,
+        stop: finish === null ? undefined : finish === 'length' ? 'length' : finish === 'content_filter' ? 'content-filter' : 'other',
+        ...(finish !== null ? { finishReason: finish } : {}),
+        ...(usage ? { usage: { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens } } : {}),
+      }),
+    };
     if (model) done.model = model;
     if (usage) done.usage = usageOf(usage);
     return done;
@@ -198,43 +193,6 @@ function usageOf(u: CompletionUsage): Usage {
   const hit = (u as CompletionUsage & { prompt_cache_hit_tokens?: unknown }).prompt_cache_hit_tokens;
   if (usage.cachedTokens === undefined && typeof hit === 'number') usage.cachedTokens = hit;
   return usage;
-}
-
-/**
- * Why a reply stopped with finish reason `length`. The reason alone does not say: OpenAI
- * sends it at max_tokens, llama.cpp also when prompt + generated fills its own context window
- * (`-c`, divided by `--parallel`), and raising max_tokens cannot help there. The usage tells:
- * generation that stopped short of max_tokens, or prompt + completion at the known window,
- * hit the window.
- */
-export function lengthMessage(request: Pick<SummaryRequest, 'maxTokens' | 'contextWindow'>, usage: CompletionUsage | undefined, got: string): string {
-  const never = 'a truncated checkpoint is never used';
-  if (!usage) {
-    return (
-      `The summary was cut off (finish reason "length") ${got}; ${never}. The server reported no usage, so it is unknown whether max_tokens ${request.maxTokens} ` +
-      "or the server's own context window was reached: raise maxTokens, or summarize a smaller span."
-    );
-  }
-  const used = usage.prompt_tokens + usage.completion_tokens;
-  const atWindow = request.contextWindow !== undefined && used >= request.contextWindow;
-  if (atWindow || usage.completion_tokens < request.maxTokens) {
-    const where = atWindow ? `the model's window of ${request.contextWindow}` : `the server's window (before max_tokens ${request.maxTokens})`;
-    return (
-      `The summary was cut off by the server's context window, not by max_tokens: prompt ${usage.prompt_tokens} + generated ${usage.completion_tokens} = ${used} tokens reached ${where} ` +
-      `(finish reason "length") ${got}; ${never}. Raising maxTokens cannot help: give the summarizer a smaller input (set the summarization model's contextWindow ` +
-      "to the server's real window — llama.cpp: -c divided by --parallel — so the input is bounded to leave room for the summary, or summarize a smaller span), or start the server with a larger context."
-    );
-  }
-  return `The summary was cut off at max_tokens ${request.maxTokens} (finish reason "length") ${got}; ${never}. Raise maxTokens or summarize a smaller span.`;
-}
-
-function throwIfCancelled(signal: AbortSignal): void {
-  if (signal.aborted) throw cancelled(signal, signal.reason);
-}
-
-function cancelled(signal: AbortSignal, cause: unknown): SummarizerError {
-  const reason = signal.reason instanceof Error ? `: ${signal.reason.message}` : '';
-  return new SummarizerError('summary-cancelled', `The summary request was cancelled${reason}; no partial summary is kept.`, { cause });
 }
 
 function messageOf(err: unknown): string {

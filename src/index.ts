@@ -48,6 +48,7 @@ export {
   type StoredLog,
   type LogWriter,
   type LoadReport,
+  type StoredSnapshot,
   type JsonlStoreOptions,
   type PostgresStoreOptions,
   type PgPool,

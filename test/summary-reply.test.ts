@@ -5,13 +5,14 @@
  * the same diagnosis; the bounding wrapper's cancellation is the summarizers' own error.
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { MockLanguageModelV3 } from 'ai/test';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AiSdkSummarizer } from '../src/adapters/ai-sdk/index';
 import { SummarizerError, type Summarizer, type SummaryRequest } from '../src/services/summarizer';
 import { boundSummarizer } from '../src/services/summarizers/bounded-summarizer';
 import { OpenAISummarizer } from '../src/services/summarizers/openai';
-import { checkSummaryReply } from '../src/services/summarizers/reply';
+import { checkSummaryReply, stopOf } from '../src/services/summarizers/reply';
 import { startOpenAIServer, type LocalOpenAIServer, type Scenario } from '../src/testing/index';
 
 let server: LocalOpenAIServer;
@@ -114,5 +115,36 @@ describe('checkSummaryReply', () => {
   });
   it('empty text with no tool calls: summary-empty naming "no text"', () => {
     expect(() => checkSummaryReply(req, { text: '', toolCalls: 0, stop: 'other', finishReason: 'stop' })).toThrow(/returned no text \(finish reason "stop"\)/);
+  });
+});
+
+describe('a generation the provider broke off', () => {
+  // The AI SDK hands back the partial text with finish reason `error` (ai 6 and 7) or
+  // `interrupted` (ai 7); committed, it would replace the span with half a summary.
+  it.each(['error', 'other'] as const)('the AI SDK summarizer with finish reason %s', async (unified) => {
+    const model = new MockLanguageModelV3({
+      doGenerate: async () => ({
+        content: [{ type: 'text' as const, text: '## Primary Request\nFix the par' }],
+        finishReason: { unified, raw: undefined },
+        usage: { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } },
+        warnings: [],
+      }),
+    });
+    const summarizer = new AiSdkSummarizer({ model });
+    const got = await summarizer.summarize(request(), new AbortController().signal).catch((e: unknown) => e);
+    if (unified === 'other') {
+      expect((got as { text: string }).text).toContain('Fix the par');
+      return;
+    }
+    expect(got).toBeInstanceOf(SummarizerError);
+    expect((got as SummarizerError).code).toBe('summary-request');
+    expect((got as SummarizerError).message).toMatch(/ended in an error \(finish reason "error"\).*incomplete/);
+  });
+
+  it('reads either SDK spelling of a reason', () => {
+    expect(['length', 'content_filter', 'content-filter', 'error', 'interrupted', 'stop', 'tool_calls', null].map(stopOf)).toEqual([
+      'length', 'content-filter', 'content-filter', 'failed', 'failed', 'other', 'other', undefined,
+    ]);
+    expect(() => checkSummaryReply(request(), { text: 'half', toolCalls: 0, stop: stopOf('interrupted'), finishReason: 'interrupted' })).toThrow(SummarizerError);
   });
 });

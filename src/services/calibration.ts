@@ -127,6 +127,31 @@ export class CalibrationState {
     return y;
   }
 
+  /** The samples per route (all the state there is: the fits are derived), for a snapshot. */
+  toState(): Array<[string, number[][]]> {
+    return [...this.windows].map(([route, samples]) => [route, samples.map((s) => [s.actual, ...s.x])]);
+  }
+
+  /** Replaces the state with a snapshot's (`toState`), checked for shape; false (and nothing changed) if it is not one. */
+  fromState(state: unknown): boolean {
+    if (!Array.isArray(state)) return false;
+    const windows = new Map<string, Sample[]>();
+    for (const entry of state) {
+      if (!Array.isArray(entry) || typeof entry[0] !== 'string' || !Array.isArray(entry[1])) return false;
+      const samples: Sample[] = [];
+      for (const row of entry[1] as unknown[]) {
+        if (!Array.isArray(row) || row.length !== SEED.length + 1 || !row.every((v) => typeof v === 'number' && Number.isFinite(v))) return false;
+        samples.push({ actual: row[0] as number, x: row.slice(1) as number[] });
+      }
+      if (samples.length > CALIBRATION.window) return false;
+      windows.set(entry[0], samples);
+    }
+    this.windows.clear();
+    this.models.clear();
+    for (const [route, samples] of windows) this.windows.set(route, samples);
+    return true;
+  }
+
   describe(route: string): Calibration {
     const m = this.model(route);
     const perNode = {} as Record<NodeKind, number>;

@@ -25,22 +25,22 @@
  * calibrated estimate instead (flagged `suspectUsage`). So a non-empty surface never measures
  * 0, and an under-reporting proxy cannot delay compaction until the request overflows.
  */
-import { toChatMessage, type ChatMessage } from '../session/derive';
 import type { SessionEvent, SurfaceEvent } from '../session/events';
 import { isSurfaceType } from '../session/events';
 import type { Session } from '../session/session';
 import { CalibrationState, countNode, emptyCounts, type Calibration, type NodeCounts } from './calibration';
+import { checkMeterState, decodeMeterState, METER_SNAPSHOT_VERSION, type MeterState } from './meter-snapshot';
 import { ProviderLedger } from './provider-ledger';
-import { messageOverhead, type Tokenizer, type TokenizerName } from './tokenizer';
+import { priceNode } from './pricing';
+import type { Tokenizer, TokenizerName } from './tokenizer';
+
+export { IMAGE_TOKENS, textsOfMessage } from './pricing';
 
 export type { Calibration } from './calibration';
 export { CALIBRATION } from './calibration';
 
 /** A figure more than this share below our calibrated estimate is suspect (see above). */
 export const SUSPECT_TOLERANCE = 0.5;
-
-/** OpenAI prices a 1024×1024 high-detail image at 765 tokens and any low-detail one at 85. */
-export const IMAGE_TOKENS = { low: 85, high: 765 } as const;
 
 export interface NodePrices {
   /** Number of surface nodes priced. */
@@ -103,6 +103,8 @@ export class TokenMeter implements NodePrices {
   private readonly prices = new Map<number, number>();
   /** Per priced node, the count of each text in `textsOfMessage` order (for reuse by summaries). */
   private readonly textCounts = new Map<number, number[]>();
+  /** Prices of nodes a replace took off the surface, with the current tokenizer (see shadowedPriceOf). */
+  private readonly shadowed = new Map<number, number>();
   private folded = 0;
   private surfaceTotal = 0;
   private envelope = 0;
@@ -111,8 +113,18 @@ export class TokenMeter implements NodePrices {
   private toolsTokens = 0;
   private anchor: Anchor | undefined;
   private tokenizer: Tokenizer;
-  private readonly calibration = new CalibrationState();
-  private readonly ledger = new ProviderLedger();
+  private calibration = new CalibrationState();
+  private ledger = new ProviderLedger();
+  /** Per route: the first header routing to it and the tokenizer it resolved to (a snapshot checks them). */
+  private readonly routeTokenizers = new Map<string, [number, string]>();
+  /** The last folded header, if any. */
+  private headerSeq: number | undefined;
+  /** The saved fold is looked at once, before the first event is folded (see restore). */
+  private restoreTried = false;
+  /** This meter saves the fold at close (the first meter of the session to fold). */
+  private producer = false;
+  /** Events the restored snapshot covered: closing with nothing folded since saves nothing. */
+  private restoredAt: number | undefined;
   /** provider/model of the latest request header ('' before any). */
   private route = '';
   /** Seq of the latest report refused as suspect, until a report anchors again. */
@@ -167,6 +179,16 @@ export class TokenMeter implements NodePrices {
     return this.textCounts.get(seq);
   }
 
+  /**
+   * The price a node had when a replace took it off the surface: what pricing it again gives,
+   * since a tokenizer change forgets them all. Lets a fold over the whole log (the session's
+   * pace, weigh.ts) read shadowed nodes without tokenizing them again after a reopen.
+   */
+  shadowedPriceOf(seq: number): number | undefined {
+    this.fold();
+    return this.shadowed.get(seq);
+  }
+
   /** Token count of a plain text with the current tokenizer. */
   countText(text: string): number {
     this.fold();
@@ -219,6 +241,10 @@ export class TokenMeter implements NodePrices {
   // -------------------------------------------------------------------------
 
   private fold(): void {
+    if (!this.restoreTried) {
+      this.restoreTried = true;
+      this.restore();
+    }
     const end = this.session.length;
     while (this.folded < end) {
       const e = this.session.event(this.folded);
@@ -238,6 +264,8 @@ export class TokenMeter implements NodePrices {
   private foldHeader(e: SessionEvent<'request/header'>): void {
     const next = this.options.tokenizerFor(e);
     const route = routeKey(e.data.provider, e.data.model);
+    if (!this.routeTokenizers.has(route)) this.routeTokenizers.set(route, [e.seq, next.name]);
+    this.headerSeq = e.seq;
     if (route !== this.route && this.route !== '') this.ledger.reset();
     this.route = route;
     const retokenized = next.name !== this.tokenizer.name;
@@ -293,6 +321,7 @@ export class TokenMeter implements NodePrices {
       removed += this.ledger.take(s) ?? p * ratio;
       removedPriced += p;
       this.surfaceTotal -= p;
+      if (this.prices.has(s)) this.shadowed.set(s, p);
       this.prices.delete(s);
       this.textCounts.delete(s);
     }
@@ -331,9 +360,87 @@ export class TokenMeter implements NodePrices {
     this.suspectSeq = undefined;
   }
 
+  /** The fold as a snapshot payload, when there is something new to save (see meter-snapshot.ts). */
+  private snapshot(): string | undefined {
+    // A meter that never measured leaves the log as it found it: pricing it all at close would only move the cost.
+    if (!this.producer) return undefined;
+    this.fold();
+    if (this.restoredAt === this.folded) return undefined;
+    const seqs = [...this.prices.keys()];
+    const a = this.anchor;
+    const state: MeterState = {
+      format: 'xcompact-meter',
+      version: METER_SNAPSHOT_VERSION,
+      folded: this.folded,
+      initial: this.options.tokenizerFor(undefined).name,
+      routes: [...this.routeTokenizers].map(([route, [seq, name]]) => [route, seq, name]),
+      headerSeq: this.headerSeq ?? null,
+      tokenizer: this.tokenizer.name,
+      overhead: JSON.stringify(this.tokenizer.overhead),
+      seqs,
+      prices: seqs.map((q) => this.prices.get(q)!),
+      counts: seqs.map((q) => this.textCounts.get(q) ?? []),
+      shadowed: [...this.shadowed].flat(),
+      surfaceTotal: this.surfaceTotal,
+      envelope: this.envelope,
+      toolsJson: this.toolsJson ?? null,
+      toolsTokens: this.toolsTokens,
+      anchor: a ? { ...a, added: [...a.added] } : null,
+      route: this.route,
+      suspectSeq: this.suspectSeq ?? null,
+      calibration: this.calibration.toState(),
+      ledger: this.ledger.toState(),
+    };
+    return JSON.stringify(state);
+  }
+
+  /**
+   * Takes over the fold saved with the log, if it checks out against the log and this
+   * process's tokenizers (see meter-snapshot.ts); otherwise leaves the meter as it is, to fold
+   * from the first event.
+   */
+  private restore(): void {
+    const claim = this.session.claimSnapshot(() => this.snapshot());
+    if (!claim) return;
+    this.producer = true;
+    const stored = claim.stored;
+    if (!stored || stored.events > this.session.length) return;
+    const s = decodeMeterState(stored.payload, stored.events);
+    if (!s) return;
+    const calibration = new CalibrationState();
+    const ledger = new ProviderLedger();
+    if (!calibration.fromState(s.calibration) || !ledger.fromState(s.ledger)) return;
+    const tokenizer = checkMeterState(s, this.session, this.options.tokenizerFor);
+    if (!tokenizer) return;
+    this.restoredAt = s.folded;
+    this.applyState(s, tokenizer, calibration, ledger);
+  }
+
+  private applyState(s: MeterState, tokenizer: Tokenizer, calibration: CalibrationState, ledger: ProviderLedger): void {
+    for (let i = 0; i < s.seqs.length; i++) {
+      this.prices.set(s.seqs[i]!, s.prices[i]!);
+      this.textCounts.set(s.seqs[i]!, s.counts[i]!);
+    }
+    for (let i = 0; i < s.shadowed.length; i += 2) this.shadowed.set(s.shadowed[i]!, s.shadowed[i + 1]!);
+    for (const [route, seq, name] of s.routes) this.routeTokenizers.set(route, [seq, name]);
+    this.tokenizer = tokenizer;
+    this.folded = s.folded;
+    this.headerSeq = s.headerSeq ?? undefined;
+    this.surfaceTotal = s.surfaceTotal;
+    this.envelope = s.envelope;
+    this.toolsJson = s.toolsJson ?? undefined;
+    this.toolsTokens = s.toolsTokens;
+    this.anchor = s.anchor ? { ...s.anchor, added: [...s.anchor.added] } : undefined;
+    this.route = s.route;
+    this.suspectSeq = s.suspectSeq ?? undefined;
+    this.calibration = calibration;
+    this.ledger = ledger;
+  }
+
   private reprice(): void {
     this.prices.clear();
     this.textCounts.clear();
+    this.shadowed.clear();
     this.surfaceTotal = 0;
     this.anchor = undefined;
     this.ledger.interrupt();
@@ -351,51 +458,11 @@ export class TokenMeter implements NodePrices {
   }
 
   private priceNode(event: Pick<SurfaceEvent, 'type' | 'data'>, counts?: number[]): number {
-    return this.priceMessage(toChatMessage(event as SurfaceEvent), blockCount(event), counts);
-  }
-
-  private priceMessage(message: ChatMessage, blocks: number, counts: number[] | undefined): number {
-    const t = this.tokenizer;
-    let tokens = 0;
-    for (const text of textsOfMessage(message)) {
-      const n = t.count(text);
-      counts?.push(n);
-      tokens += n;
-    }
-    const content = message.content;
-    if (Array.isArray(content)) {
-      for (const part of content) {
-        if (part.type === 'image_url') tokens += part.image_url.detail === 'low' ? IMAGE_TOKENS.low : IMAGE_TOKENS.high;
-      }
-    }
-    let toolCalls = 0;
-    if (message.role === 'assistant' && message.tool_calls) for (const call of message.tool_calls) if (call.type === 'function') toolCalls++;
-    return tokens + messageOverhead(t.overhead, { role: message.role as 'system' | 'user' | 'assistant' | 'tool', toolCalls, blocks });
+    return priceNode(this.tokenizer, event, counts);
   }
 }
 
-/** The texts the meter counts in a message, in order: its content (or text parts), then each function call's name and arguments. */
-export function textsOfMessage(message: ChatMessage): string[] {
-  const out: string[] = [];
-  const content = message.content;
-  if (typeof content === 'string') out.push(content);
-  else if (Array.isArray(content)) for (const part of content) if (part.type === 'text') out.push(part.text);
-  if (message.role === 'assistant' && message.tool_calls) {
-    for (const call of message.tool_calls) if (call.type === 'function') out.push(call.function.name, call.function.arguments);
-  }
-  return out;
-}
-
-/**
- * Content blocks priced with `perBlock` (the reference heuristic only). The system prompt has
- * no block charge: SPEC §2 prices it `ceil(len/4) + 4`, the +4 being its message framing.
- */
-function blockCount(event: Pick<SurfaceEvent, 'type' | 'data'>): number {
-  if (event.type === 'system/message') return 0;
-  return (event.data as { content: ReadonlyArray<{ type: string }> }).content.filter((b) => b.type !== 'tool-call' && b.type !== 'reasoning').length;
-}
-
-function routeKey(provider: string, model: string): string {
+export function routeKey(provider: string, model: string): string {
   return `${provider}/${model}`;
 }
 

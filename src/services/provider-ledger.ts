@@ -18,6 +18,13 @@
  */
 import { CALIBRATION } from './calibration';
 
+export interface LedgerState {
+  counted: Array<[number, number]>;
+  since: number[];
+  last: { prompt: number; priced: number; route: string } | null;
+  fromStart: boolean;
+}
+
 export class ProviderLedger {
   /** Provider tokens per node (seq), for nodes of completed clean intervals. */
   private readonly counted = new Map<number, number>();
@@ -27,6 +34,27 @@ export class ProviderLedger {
   private last: { prompt: number; priced: number; route: string } | undefined;
   /** True until the first report: its prompt covers the whole request, every node of which is in `since`. */
   private fromStart = true;
+
+  /** Everything the ledger holds, for a snapshot. */
+  toState(): LedgerState {
+    return { counted: [...this.counted], since: [...this.since], last: this.last ? { ...this.last } : null, fromStart: this.fromStart };
+  }
+
+  /** Replaces the state with a snapshot's (`toState`), checked for shape; false (and nothing changed) if it is not one. */
+  fromState(state: unknown): boolean {
+    const s = state as Partial<LedgerState> | null;
+    if (s === null || typeof s !== 'object' || !Array.isArray(s.counted) || !Array.isArray(s.since) || typeof s.fromStart !== 'boolean') return false;
+    if (!s.counted.every((e) => Array.isArray(e) && e.length === 2 && Number.isSafeInteger(e[0]) && Number.isFinite(e[1]))) return false;
+    if (!s.since.every((seq) => Number.isSafeInteger(seq))) return false;
+    const l = s.last;
+    if (l !== null && (typeof l !== 'object' || !Number.isFinite(l?.prompt) || !Number.isFinite(l?.priced) || typeof l?.route !== 'string')) return false;
+    this.counted.clear();
+    for (const [seq, n] of s.counted) this.counted.set(seq, n);
+    this.since = [...s.since];
+    this.last = l === null || l === undefined ? undefined : { prompt: l.prompt, priced: l.priced, route: l.route };
+    this.fromStart = s.fromStart;
+    return true;
+  }
 
   appended(seq: number): void {
     this.since.push(seq);

@@ -22,6 +22,8 @@ interface PaceState {
   summaries: number;
   summaryTokens: number;
   instructionTokens: number | undefined;
+  /** The last weighing and what it was asked with (see weighPressure). */
+  last?: { length: number; at: WeighedAt; out: PressureEconomics };
 }
 
 const paces = new WeakMap<TokenMeter, PaceState>();
@@ -48,7 +50,8 @@ export function sessionPace(deps: Pick<ServiceDeps, 'session' | 'meter'>): { pac
     try {
       price = meter.priceOf(e.seq);
     } catch {
-      price = meter.priceEvent(e as Parameters<TokenMeter['priceEvent']>[0]);
+      // Off the surface since: its price when it left (a reopened log is not tokenized again).
+      price = meter.shadowedPriceOf(e.seq) ?? meter.priceEvent(e as Parameters<TokenMeter['priceEvent']>[0]);
     }
     s.appendedTokens += price;
   }
@@ -69,8 +72,42 @@ export function weighPressure(
   at: { provider: string; model: string; totalTokens: number; budget: ResolvedBudget },
 ): PressureEconomics {
   const { meter } = deps;
-  const prices = routePrices(deps, at.provider, at.model);
   const { pace, state } = sessionPace(deps);
+  // A weighing is a function of the log (its length: nothing is ever rewritten), the meter's
+  // fold of it and the reading: asked again with nothing appended (a step that found nothing
+  // to do, an agent calling afterStep twice), the answer is the same, and recomputing it walked
+  // the retained tail and tokenized a checkpoint frame (issue 18: afterStep ≤ 3× measure()).
+  const last = state.last;
+  if (last && last.length === deps.session.length && sameReading(last.at, at)) return last.out;
+  const out = weigh(deps, at, pace, state);
+  state.last = { length: deps.session.length, at: { ...at, budget: { ...at.budget } }, out };
+  return out;
+}
+
+type WeighedAt = { provider: string; model: string; totalTokens: number; budget: ResolvedBudget };
+
+/** Field by field (this runs on every step: no serialising). */
+function sameReading(a: WeighedAt, b: WeighedAt): boolean {
+  if (a.provider !== b.provider || a.model !== b.model || a.totalTokens !== b.totalTokens) return false;
+  const x = a.budget as unknown as Record<string, unknown>;
+  const y = b.budget as unknown as Record<string, unknown>;
+  let n = 0;
+  for (const k in y) {
+    // The policy is the config's for the route (compared above), rebuilt on every reading.
+    if (k !== 'policy' && x[k] !== y[k]) return false;
+    n++;
+  }
+  return n === Object.keys(x).length;
+}
+
+function weigh(
+  deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>,
+  at: { provider: string; model: string; totalTokens: number; budget: ResolvedBudget },
+  pace: SessionPace,
+  state: PaceState,
+): PressureEconomics {
+  const { meter } = deps;
+  const prices = routePrices(deps, at.provider, at.model);
   const out: PressureEconomics = { prices, pace };
   if (at.totalTokens < at.budget.threshold) {
     // What an early compaction would select: the floor tail, small earlier checkpoints kept.

@@ -4,7 +4,7 @@ export { toChatMessage, type ChatMessage } from './derive';
 export type { SurfaceView, SurfaceChange } from './surface';
 export { argumentPruneProblem, withPrunedArguments } from './argument-prune';
 export { Session, type SessionOptions, type SessionListener, type LockState, type RecoveryReport } from './session';
-export { checkSessionId, type SessionStore, type StoredLog, type LogWriter, type LoadReport } from './store';
+export { checkSessionId, type SessionStore, type StoredLog, type StoredSnapshot, type LogWriter, type LoadReport } from './store';
 export { MemoryStore } from './stores/memory';
 export { JsonlStore, parseLogBytes, type JsonlStoreOptions, type ParsedLog } from './stores/jsonl';
 export {

@@ -16,7 +16,7 @@ import { Structure } from './structure';
 import { recoverSession, type RecoveryReport } from './recover';
 import { Surface, type SurfaceChange, type SurfacePlan, type SurfaceView } from './surface';
 import { parseEvent, parseStoredLine, type ParsedEvent } from './validate';
-import type { LoadReport, LogWriter, SessionStore } from './store';
+import type { LoadReport, LogWriter, SessionStore, StoredSnapshot } from './store';
 
 export type SessionListener = (event: SessionEvent, change: SurfaceChange | undefined) => void;
 
@@ -25,6 +25,12 @@ export interface SessionOptions {
   now?: () => number;
   /** Called when an observer throws; the append itself has already committed. */
   onListenerError?: (error: unknown) => void;
+  /**
+   * A `flush()` also saves the snapshot (see claimSnapshot) once this many events were appended
+   * since the last one, so a writer that dies before closing still leaves a recent one
+   * (default 10,000; 0: only on close).
+   */
+  snapshotEvery?: number;
 }
 
 export type { LockState } from './brackets';
@@ -47,6 +53,15 @@ export class Session {
   private writer: LogWriter | undefined;
   private replaying = false;
   private opened = 0;
+  private storedSnapshot: StoredSnapshot | undefined;
+  private snapshotter: (() => string | undefined) | undefined;
+  private readonly snapshotEvery: number;
+  /** Log length of the last snapshot taken (or the log's length when opened): `flush` counts from it. */
+  private snapshotAt = 0;
+  /** Log length the last saved snapshot covers: nothing to save again at that length. */
+  private savedAt: number | undefined;
+  /** The snapshot being saved (by a flush), awaited by every flush and by close. */
+  private saving: Promise<void> | undefined;
 
   private readonly brackets: Brackets;
   private readonly structure: Structure;
@@ -56,6 +71,7 @@ export class Session {
     this.id = id;
     this.loadReport = loadReport;
     this.now = options.now ?? Date.now;
+    this.snapshotEvery = options.snapshotEvery ?? 10_000;
     this.onListenerError = options.onListenerError ?? ((e) => console.error('xcompact: a session listener threw', e));
     this.surfaceState = new Surface((seq) => this.event(seq));
     this.brackets = new Brackets((seq) => this.event(seq));
@@ -96,7 +112,9 @@ export class Session {
       session.replaying = false;
     }
     session.opened = session.log.length;
+    session.snapshotAt = session.log.length;
     session.writer = stored.writer;
+    session.storedSnapshot = stored.snapshot;
     return session;
   }
 
@@ -239,14 +257,49 @@ export class Session {
   /** Resolves when every appended event is durable in the store. */
   async flush(): Promise<void> {
     await this.writer?.flush();
+    if (this.snapshotEvery > 0 && this.log.length - this.snapshotAt >= this.snapshotEvery) this.saving = this.saveSnapshot();
+    // Another caller's flush (the engine's, say) may have started the save this one would have.
+    await this.saving;
   }
 
-  /** Flushes and releases the store's hold on this session. */
+  /**
+   * Claims this session's snapshot: the first caller gets the one the store kept (checked
+   * against the stored bytes it was taken on; its reader validates it again and may still
+   * ignore it) and `produce` becomes what is saved at close (undefined: nothing new to save).
+   * Later callers get `undefined`: one reader-writer per log (the engine's meter, which folds
+   * first), so another meter on the session never overwrites it with a fold of its own.
+   */
+  claimSnapshot(produce: () => string | undefined): { stored: StoredSnapshot | undefined } | undefined {
+    if (this.snapshotter) return undefined;
+    this.snapshotter = produce;
+    const stored = this.storedSnapshot;
+    this.storedSnapshot = undefined;
+    return { stored };
+  }
+
+  /** Flushes, saves the snapshot if the store keeps one, and releases the store's hold on this session. */
   async close(): Promise<void> {
     this.closed = true;
     const w = this.writer;
     this.writer = undefined;
+    await this.saving;
+    if (w) await this.saveSnapshot(w);
     await w?.close();
+  }
+
+  private async saveSnapshot(w = this.writer): Promise<void> {
+    if (!w?.saveSnapshot || !this.snapshotter || w.failure) return;
+    const events = this.log.length;
+    if (this.savedAt === events) return;
+    this.snapshotAt = events;
+    try {
+      const payload = this.snapshotter();
+      if (payload === undefined) return;
+      await w.saveSnapshot(events, payload);
+      this.savedAt = events;
+    } catch {
+      // A snapshot only saves time on the next open: failing to write one never fails a flush or a close.
+    }
   }
 
   /**

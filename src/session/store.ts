@@ -26,6 +26,18 @@ export interface StoredLog {
   /** Where the records came from, for error messages (a file path, or `memory:<id>`). */
   readonly location: string;
   readonly writer: LogWriter;
+  /**
+   * Derived state the writer saved for a prefix of this log (see LogWriter.saveSnapshot), handed
+   * back only when the store checked that the prefix it was taken on is byte for byte the one
+   * stored now; absent otherwise (none, stale, corrupt, or a store that keeps none).
+   */
+  readonly snapshot?: StoredSnapshot;
+}
+
+export interface StoredSnapshot {
+  /** Events of the log it describes: the first `events` records. */
+  readonly events: number;
+  readonly payload: string;
 }
 
 export interface LogWriter {
@@ -37,6 +49,12 @@ export interface LogWriter {
   close(): Promise<void>;
   /** The first write error, once one happened: further appends are refused. */
   readonly failure: Error | undefined;
+  /**
+   * Saves derived state of the first `events` events (everything appended so far; flushed
+   * first), bound to those stored bytes so a reader can tell it is stale. Optional: a store
+   * without it keeps no snapshot, and nothing depends on one but speed.
+   */
+  saveSnapshot?(events: number, payload: string): Promise<void>;
 }
 
 export interface SessionStore {

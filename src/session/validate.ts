@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { SessionRuleError } from './errors';
 import {
+  EVENT_TYPES,
   EventDataSchemas,
   StoredEventSchema,
   SurfaceOpSchema,
@@ -41,11 +42,36 @@ function normaliseTools(data: { tools: Record<string, unknown>[] }): void {
   }
 }
 
+type StoredEnvelope = z.infer<typeof StoredEventSchema>;
+
+const ENVELOPE_KEYS = new Set(['seq', 'type', 'time', 'data', 'surfaceOp']);
+const TYPES = new Set<string>(EVENT_TYPES);
+
+/**
+ * The envelope most stored lines have (no replace, no provenance), checked by hand: a reopen
+ * reads one per event, and this is a strict subset of what StoredEventSchema accepts, giving
+ * the same value (its data is `unknown` there too). Anything else goes through the schema.
+ */
+function commonEnvelope(value: unknown): StoredEnvelope | undefined {
+  if (typeof value !== 'object' || value === null || Object.getPrototypeOf(value) !== Object.prototype) return undefined;
+  const v = value as Record<string, unknown>;
+  for (const k in v) if (!ENVELOPE_KEYS.has(k)) return undefined;
+  // The schema requires the key even though any value passes.
+  if (!Object.hasOwn(v, 'data')) return undefined;
+  if (!Number.isSafeInteger(v.seq) || (v.seq as number) < 0) return undefined;
+  if (typeof v.type !== 'string' || !TYPES.has(v.type) || typeof v.time !== 'string' || v.time.length === 0) return undefined;
+  if (v.surfaceOp !== undefined && v.surfaceOp !== 'append') return undefined;
+  return v as StoredEnvelope;
+}
+
 /** A stored line's envelope, before the log rules: its event and the seq it claims. */
-export function parseStoredLine(value: unknown, position: number): z.infer<typeof StoredEventSchema> {
-  const shape = StoredEventSchema.safeParse(value);
-  if (!shape.success) throw new SessionRuleError('stored-shape', formatZodIssues('stored event', shape.error.issues));
-  const e = shape.data;
+export function parseStoredLine(value: unknown, position: number): StoredEnvelope {
+  let e = commonEnvelope(value);
+  if (!e) {
+    const shape = StoredEventSchema.safeParse(value);
+    if (!shape.success) throw new SessionRuleError('stored-shape', formatZodIssues('stored event', shape.error.issues));
+    e = shape.data;
+  }
   if (e.seq !== position) {
     throw new SessionRuleError('seq-position', `event has seq ${e.seq} but is at log position ${position}.`);
   }

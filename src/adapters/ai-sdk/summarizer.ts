@@ -17,7 +17,7 @@ import type { ChatMessage } from '../../session/derive';
 import type { SurfaceEvent, Usage } from '../../session/events';
 import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from '../../services/summarizer';
 import { buildInstruction } from '../../services/summarizers/instruction';
-import { checkSummaryReply, summaryCancelled, throwIfCancelled } from '../../services/summarizers/reply';
+import { checkSummaryReply, stopOf, summaryCancelled, throwIfCancelled } from '../../services/summarizers/reply';
 import type { AiSdkLanguageModel } from './model';
 
 export interface AiSdkSummarizerOptions {
@@ -63,7 +63,7 @@ export class AiSdkSummarizer implements Summarizer {
       text: result.text,
       toolCalls: result.toolCalls.length,
       // The AI SDK always reports a reason (`other` or `unknown` when the provider gave none).
-      stop: result.finishReason === 'length' ? 'length' : result.finishReason === 'content-filter' ? 'content-filter' : 'other',
+      stop: stopOf(result.finishReason),
       finishReason: result.finishReason,
       ...(usage ? { usage } : {}),
     });

@@ -22,7 +22,7 @@ import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResu
 import { priceRequest } from './bounded';
 import { BoundedSummarizer, sumUsage, type BoundingOptions } from './bounded-summarizer';
 import { buildInstruction } from './instruction';
-import { checkSummaryReply, summaryCancelled, throwIfCancelled } from './reply';
+import { checkSummaryReply, stopOf, summaryCancelled, throwIfCancelled } from './reply';
 import { deriveLedger, fitLedger, parseLedger, renderLedger, withLedger } from './ledger';
 
 export { sumUsage, type BoundingOptions } from './bounded-summarizer';
@@ -170,7 +170,7 @@ export class OpenAISummarizer implements Summarizer {
       text: checkSummaryReply(request, {
         text,
         toolCalls: toolCalls.size,
-        stop: finish === null ? undefined : finish === 'length' ? 'length' : finish === 'content_filter' ? 'content-filter' : 'other',
+        stop: stopOf(finish),
         ...(finish !== null ? { finishReason: finish } : {}),
         ...(usage ? { usage: { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens } } : {}),
       }),

@@ -14,10 +14,22 @@ export interface SummaryReply {
   /** How many tool calls the reply made. */
   toolCalls: number;
   /** Why generation stopped: cut at a token limit, stopped by a filter, anything else; undefined when the reply gave no reason (it is incomplete). */
-  stop: 'length' | 'content-filter' | 'other' | undefined;
+  stop: 'length' | 'content-filter' | 'failed' | 'other' | undefined;
   /** The provider's own name of the reason, quoted in errors (`length`, `content_filter`, `stop`). */
   finishReason?: string;
   usage?: Pick<Usage, 'promptTokens' | 'completionTokens'>;
+}
+
+/**
+ * How a provider's finish reason reads for a summary: either SDK's spelling (`content_filter`,
+ * `content-filter`); no reason at all means an incomplete response.
+ */
+export function stopOf(finishReason: string | null | undefined): SummaryReply['stop'] {
+  if (finishReason === null || finishReason === undefined) return undefined;
+  if (finishReason === 'length') return 'length';
+  if (finishReason === 'content_filter' || finishReason === 'content-filter') return 'content-filter';
+  if (finishReason === 'error' || finishReason === 'interrupted') return 'failed';
+  return 'other';
 }
 
 /** The reply's summary text, trimmed; a reply that cannot be used throws the SummarizerError saying why. */
@@ -27,6 +39,9 @@ export function checkSummaryReply(request: Pick<SummaryRequest, 'maxTokens' | 'c
   if (reply.stop === 'length') throw new SummarizerError('summary-truncated', lengthMessage(request, reply.usage, got, reply.finishReason ?? 'length'));
   if (reply.stop === 'content-filter') throw new SummarizerError('summary-truncated', `The provider's content filter stopped the summary${reason} ${got}.`);
   if (reply.stop === undefined) throw new SummarizerError('summary-request', `The summary reply ended without a finish reason ${got}: the response is incomplete.`);
+  // The AI SDK reports a generation the provider broke off as `error` (ai 6/7) or `interrupted`
+  // (ai 7), with the partial text: a summary cut short must never replace the span.
+  if (reply.stop === 'failed') throw new SummarizerError('summary-request', `The summary reply ended in an error${reason} ${got}: the response is incomplete.`);
   const text = reply.text.trim();
   if (text === '') {
     if (reply.toolCalls > 0) throw new SummarizerError('summary-tool-calls', `The summarization model called ${reply.toolCalls} tool(s) instead of writing the summary${reason}.`);

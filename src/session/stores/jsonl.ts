@@ -26,6 +26,7 @@ import type { SessionEvent } from '../events';
 import { checkSessionId, type LoadReport, type SessionStore, type StoredLog } from '../store';
 import { QueuedWriter } from './queued-writer';
 import { acquireLock, errnoOf, releaseLock, type HeldLock } from './jsonl-lock';
+import { readSnapshot, writeSnapshot } from './jsonl-snapshot';
 
 export interface JsonlStoreOptions {
   /** fdatasync on flush (default true). Turn off only for throwaway sessions. */
@@ -69,7 +70,8 @@ export class JsonlStore implements SessionStore {
     let lock: HeldLock | undefined;
     try {
       lock = await acquireLock(file, `${file}.lock`);
-      const { records, report, validLength, torn, interleaved } = await readLog(file, this.repairInterleaved);
+      const { records, report, validLength, torn, interleaved, bytes: logBytes } = await readLog(file, this.repairInterleaved);
+      const snapshot = logBytes ? await readSnapshot(file, logBytes, validLength, records.length) : undefined;
       const stamp = new Date().toISOString().replace(/[:.]/g, '-');
       // What follows the kept lines is moved aside before the first write, as a torn tail is:
       // a session that then fails to replay leaves the file as it was.
@@ -83,7 +85,7 @@ export class JsonlStore implements SessionStore {
         report.tornTail.keptAt = cut.keptAt;
       }
       const writer = new JsonlWriter(file, lock, validLength, cut, this.sync);
-      return { records, report, location: file, writer };
+      return { records, report, location: file, writer, ...(snapshot ? { snapshot } : {}) };
     } catch (err) {
       openInThisProcess.delete(file);
       if (lock) await releaseLock(lock);
@@ -92,7 +94,7 @@ export class JsonlStore implements SessionStore {
   }
 }
 
-async function readLog(file: string, stopAtRepeatedSeq: boolean): Promise<ParsedLog> {
+async function readLog(file: string, stopAtRepeatedSeq: boolean): Promise<ParsedLog & { bytes?: Buffer }> {
   let buf: Buffer;
   try {
     buf = await fs.readFile(file);
@@ -100,7 +102,7 @@ async function readLog(file: string, stopAtRepeatedSeq: boolean): Promise<Parsed
     if (errnoOf(err) === 'ENOENT') return { records: [], report: {}, validLength: 0, torn: undefined };
     throw new StoreError('store-io', `cannot read ${file}: ${String(err)}`, { file, cause: err });
   }
-  return parseLogBytes(buf, file, { stopAtRepeatedSeq });
+  return { ...parseLogBytes(buf, file, { stopAtRepeatedSeq }), bytes: buf };
 }
 
 export interface ParsedLog {
@@ -204,6 +206,12 @@ class JsonlWriter extends QueuedWriter<string> {
     this.handle = undefined;
     openInThisProcess.delete(this.file);
     await releaseLock(this.lock);
+  }
+
+  /** Once flushed, the first `offset` bytes hold the `events` lines the snapshot covers (and any appended since). */
+  async saveSnapshot(events: number, payload: string): Promise<void> {
+    await this.flush();
+    await writeSnapshot(this.file, events, this.offset, payload);
   }
 
   protected async writeBatch(lines: string[]): Promise<void> {

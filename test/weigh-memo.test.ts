@@ -1,0 +1,47 @@
+/**
+ * A weighing asked again with nothing appended is the same answer, without walking the tail or
+ * tokenizing again (issue 18: a step that finds nothing to do stays cheap); anything appended
+ * weighs afresh.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/services/config.js';
+import { TokenMeter } from '../src/services/meter.js';
+import { routeBudget } from '../src/services/route.js';
+import { getTokenizer, type Tokenizer } from '../src/services/tokenizer.js';
+import { weighPressure } from '../src/services/weigh.js';
+import { Session, SessionWriter } from '../src/session/index.js';
+
+describe('weighPressure', () => {
+  it('answers a repeated question from the last weighing, and weighs afresh after an append', () => {
+    const session = Session.inMemory();
+    const calls = { n: 0 };
+    const t = getTokenizer('o200k_base');
+    const counting: Tokenizer = { ...t, count: (text) => (calls.n++, t.count(text)) };
+    const meter = new TokenMeter(session, { tokenizerFor: () => counting });
+    const config = parseConfig({ models: { 'acme/m': { contextWindow: 200_000, maxOutputTokens: 4_000 } } });
+    const deps = { session, meter, config };
+    const w = new SessionWriter(session);
+    w.startTurn();
+    w.request({ provider: 'acme', model: 'm', systemPrompt: 'You are terse.', tools: [], maxTokens: 1000 });
+    w.user('List the files.');
+    const step = (i: number) => {
+      w.startStep();
+      w.request({ provider: 'acme', model: 'm', systemPrompt: 'You are terse.', tools: [], maxTokens: 1000 });
+      w.assistant({ toolCalls: [{ id: `c${i}`, name: 'ls', arguments: `{"dir":"src/m${i}"}` }] });
+      w.toolResult(`c${i}`, `file${i}.ts\n`.repeat(200 + i), { toolName: 'ls' });
+      w.endStep();
+    };
+    for (let i = 0; i < 30; i++) step(i);
+    const ask = () => weighPressure(deps, { provider: 'acme', model: 'm', totalTokens: meter.measure().totalTokens, budget: routeBudget(deps) });
+    const first = ask();
+    expect(first.compaction).toBeDefined();
+    const before = calls.n;
+    const again = ask();
+    expect(again).toBe(first);
+    expect(calls.n).toBe(before);
+    step(30);
+    const after = ask();
+    expect(after).not.toBe(first);
+    expect(after.pace.requests).toBe(first.pace.requests + 1);
+  });
+});

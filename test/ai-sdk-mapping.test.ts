@@ -13,8 +13,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AiSdkAdapterError, createAiSdkCompaction, type AiSdkCompaction } from '../src/adapters/ai-sdk/index';
-import type { SessionEvent } from '../src/session/events';
+import type { SessionEvent, SurfaceEvent } from '../src/session/events';
 import { Session } from '../src/session/session';
+import { SessionWriter } from '../src/session/writer';
+import { promptOf } from '../src/adapters/ai-sdk/convert';
 import { JsonlStore } from '../src/session/stores/jsonl';
 import { XcompactError } from '../src/errors';
 import { OVERFLOW_BODIES, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer } from '../src/testing/index';
@@ -258,5 +260,38 @@ describe('xcompact/ai-sdk: a stored session continued by a new process', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('xcompact/ai-sdk: an image the model cannot fetch', () => {
+  // The session accepts any image URL (an imported transcript may hold a relative path); the
+  // prompt built from it must refuse such an image with a typed error, not a TypeError.
+  const session = Session.inMemory();
+  const w = new SessionWriter(session);
+  w.startTurn();
+  w.user([{ type: 'text', text: 'Compare these.' }, { type: 'image', url: 'screenshots/a.png' }]);
+  w.startStep();
+  w.request({ provider: 'local', model: 'm', tools: [] });
+  w.assistant({ toolCalls: [{ id: 'c1', name: 'shot', arguments: '{}' }] });
+  w.toolResult('c1', [{ type: 'text', text: 'the screen:' }, { type: 'image', url: 'shots/b.png' }], { toolName: 'shot' });
+  const surface = () => [...session.surface.seqs()].map((s) => session.event(s) as SurfaceEvent);
+
+  it.each(['v3', 'v4'] as const)('spec %s: unmappable-part naming the URL', (spec) => {
+    const err = (() => {
+      try {
+        promptOf(surface(), spec);
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    expect(err).toBeInstanceOf(AiSdkAdapterError);
+    expect((err as AiSdkAdapterError).code).toBe('unmappable-part');
+    expect((err as Error).message).toMatch(/"screenshots\/a\.png"/);
+  });
+
+  it('a tool result image alone is refused too (both specs)', () => {
+    const only = surface().filter((e) => e.type !== 'user/message');
+    for (const spec of ['v3', 'v4'] as const) expect(() => promptOf(only, spec)).toThrow(/"shots\/b\.png"/);
   });
 });

@@ -256,6 +256,19 @@ describe('meter snapshot (<log>.prices)', () => {
     expect(statSync(path).mtime.getTime()).toBe(old.getTime());
   });
 
+  it('a bad snapshotEvery is a typed config error before the store is opened: no lock taken, nothing written', async () => {
+    const dir = tempDir();
+    for (const bad of [-1, 0.5, Number.NaN, Infinity]) {
+      const err = await Session.open(new JsonlStore(dir, { sync: false }), ID, { snapshotEvery: bad }).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'config', message: expect.stringMatching(/snapshotEvery/) });
+      expect(() => Session.inMemory(ID, { snapshotEvery: bad })).toThrow(/snapshotEvery/);
+    }
+    // The store was never opened: a writer takes it at once, and the folder holds no log yet.
+    expect(existsSync(join(dir, `${ID}.jsonl`))).toBe(false);
+    const session = await Session.open(new JsonlStore(dir, { sync: false }), ID);
+    await session.close();
+  });
+
   it('a flush saves it every `snapshotEvery` events, so a writer that dies before closing leaves a recent one', async () => {
     const live = tempDir();
     const session = await Session.open(new JsonlStore(live, { sync: false }), ID, { snapshotEvery: 100 });

@@ -7,6 +7,7 @@
  * the line for the store and notifies observers. A rejected append throws a SessionRuleError
  * and changes nothing.
  */
+import { XcompactError } from '../errors';
 import { deepFreeze } from './freeze';
 import { SessionRuleError, StoreError, type StoreErrorCode } from './errors';
 import type { ChatMessage } from './derive';
@@ -34,6 +35,14 @@ export interface SessionOptions {
 }
 
 export type { LockState } from './brackets';
+
+function snapshotEveryOf(options: SessionOptions): number {
+  const n = options.snapshotEvery ?? 10_000;
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new XcompactError('config', `Session option snapshotEvery must be a whole number ≥ 0 (0: save only on close), got ${String(options.snapshotEvery)}`);
+  }
+  return n;
+}
 export type { RecoveryReport } from './recover';
 
 type Planned = ParsedEvent & { surfacePlan: SurfacePlan | undefined };
@@ -71,7 +80,7 @@ export class Session {
     this.id = id;
     this.loadReport = loadReport;
     this.now = options.now ?? Date.now;
-    this.snapshotEvery = options.snapshotEvery ?? 10_000;
+    this.snapshotEvery = snapshotEveryOf(options);
     this.onListenerError = options.onListenerError ?? ((e) => console.error('xcompact: a session listener threw', e));
     this.surfaceState = new Surface((seq) => this.event(seq));
     this.brackets = new Brackets((seq) => this.event(seq));
@@ -89,6 +98,7 @@ export class Session {
    * a StoreError naming the file and line.
    */
   static async open(store: SessionStore, id: string, options: SessionOptions = {}): Promise<Session> {
+    snapshotEveryOf(options); // a bad option is refused before the store is opened (and locked)
     const stored = await store.open(id);
     const session = new Session(id, options, stored.report);
     session.replaying = true;

@@ -281,10 +281,16 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     return derive(spec);
   };
 
+  /** The prompt from the surface. The step is open by now: a prompt that cannot be built (an image the model cannot fetch) ends it as `error`. */
   const derive = (spec: SpecVersion): LanguageModelV3Prompt => {
     const events: SurfaceEvent[] = [];
     for (const seq of session.surface.seqs()) events.push(session.event(seq) as SurfaceEvent);
-    return promptOf(events, spec);
+    try {
+      return promptOf(events, spec);
+    } catch (err) {
+      abandon();
+      throw err;
+    }
   };
 
   /** Step 4. */

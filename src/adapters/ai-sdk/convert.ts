@@ -281,11 +281,24 @@ function parseArguments(args: string): unknown {
   }
 }
 
+/**
+ * An image URL a model can fetch. The session accepts any string (an imported transcript may
+ * hold `screenshots/a.png`); a model cannot, so such an image is refused with a typed error
+ * before the request is sent rather than a TypeError from `new URL`.
+ */
+function absoluteUrl(url: string): URL {
+  try {
+    return new URL(url);
+  } catch (err) {
+    throw new AiSdkAdapterError('unmappable-part', `xcompact/ai-sdk cannot send an image whose URL is neither a data URL nor an absolute URL: ${JSON.stringify(url.slice(0, 120))}`, { cause: err });
+  }
+}
+
 /** An image as a file: its media type, and its base64 data (a data URL) or its URL; wrapped for v4. */
 function filePartOf(block: ImageBlock, spec: SpecVersion): LanguageModelV3FilePart {
   const m = /^data:([^;,]+)[;,]/i.exec(block.url);
   const mediaType = m ? m[1]! : 'image/*';
-  const data = m ? block.url.slice(block.url.indexOf(',') + 1) : new URL(block.url);
+  const data = m ? block.url.slice(block.url.indexOf(',') + 1) : absoluteUrl(block.url);
   if (spec === 'v3') return { type: 'file', mediaType, data };
   const wrapped: WrappedFileData = typeof data === 'string' ? { type: 'data', data } : { type: 'url', url: data };
   return { type: 'file', mediaType, data: wrapped as unknown as LanguageModelV3FilePart['data'] };
@@ -345,7 +358,7 @@ export function promptOf(events: Iterable<SurfaceEvent>, spec: SpecVersion = 'v3
                   b.type === 'text'
                     ? { type: 'text' as const, text: b.text }
                     : spec === 'v3'
-                      ? { type: 'image-url' as const, url: b.url }
+                      ? { type: 'image-url' as const, url: /^data:/i.test(b.url) ? b.url : (absoluteUrl(b.url), b.url) }
                       : // v4's one file item (the shape differs from v3's file part only in name)
                         (filePartOf(b, spec) as unknown as { type: 'image-url'; url: string }),
                 ),

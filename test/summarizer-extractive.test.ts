@@ -5,30 +5,14 @@ import { SummarizerError, type SummaryRequest } from '../src/services/summarizer
 import { ExtractiveSummarizer, parseSummary } from '../src/services/summarizers/extractive';
 import { SUMMARY_SECTIONS } from '../src/services/summarizers/instruction';
 import { parseLedger } from '../src/services/summarizers/ledger';
-import { getTokenizer } from '../src/services/tokenizer';
-import { COMPACTION_CHECKPOINT_SOURCE, type SessionEvent, type SurfaceEvent } from '../src/session/events';
+import { COMPACTION_CHECKPOINT_SOURCE, type SessionEvent } from '../src/session/events';
 import { importPiFile } from '../src/session/import-pi';
 import { Session } from '../src/session/session';
 import { SessionWriter } from '../src/session/writer';
+import { countO200k as count, spanRequest } from './helpers/summary-request';
 
 const PI = PI_FIXTURE;
-const count = (text: string): number => getTokenizer('o200k_base').count(text);
 const signal = () => new AbortController().signal;
-
-/** The request for surface positions [1, end): everything after the system prompt up to a balanced cut. */
-function spanRequest(session: Session, end: number, maxTokens: number): SummaryRequest {
-  const seqs = session.surface.slice(1, end);
-  return {
-    system: session.messageAt(0),
-    tools: [],
-    context: [],
-    messages: seqs.map((_, i) => session.messageAt(i + 1)),
-    events: seqs.map((s) => session.event(s) as SurfaceEvent),
-    target: { provider: 'none', model: 'none' },
-    maxTokens,
-    countTokens: count,
-  };
-}
 
 function headings(text: string): string[] {
   return [...text.matchAll(/^## (.+)$/gm)].map((m) => m[1]!);

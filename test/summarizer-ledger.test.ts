@@ -11,13 +11,12 @@ import type { SummaryRequest } from '../src/services/summarizer';
 import { ExtractiveSummarizer, parseSummary } from '../src/services/summarizers/extractive';
 import { deriveLedger, fitLedger, parseLedger, renderLedger, withLedger, type Ledger } from '../src/services/summarizers/ledger';
 import { OpenAISummarizer } from '../src/services/summarizers/openai';
-import { getTokenizer } from '../src/services/tokenizer';
-import { COMPACTION_CHECKPOINT_SOURCE, type SurfaceEvent } from '../src/session/events';
+import { COMPACTION_CHECKPOINT_SOURCE } from '../src/session/events';
 import { Session } from '../src/session/session';
 import { SessionWriter } from '../src/session/writer';
 import { startOpenAIServer, type LocalOpenAIServer } from '../src/testing/index';
+import { countO200k as count, spanRequest } from './helpers/summary-request';
 
-const count = (text: string): number => getTokenizer('o200k_base').count(text);
 const signal = () => new AbortController().signal;
 
 /** A request for the whole surface after the system prompt, built by `build`. */
@@ -28,17 +27,7 @@ function spanOf(build: (w: SessionWriter) => void, maxTokens = 2_000): SummaryRe
   w.startStep();
   w.request({ provider: 'p', model: 'm', systemPrompt: 'sys' });
   build(w);
-  const seqs = session.surface.slice(1, session.surface.length);
-  return {
-    system: session.messageAt(0),
-    tools: [],
-    context: [],
-    messages: seqs.map((_, i) => session.messageAt(i + 1)),
-    events: seqs.map((s) => session.event(s) as SurfaceEvent),
-    target: { provider: 'p', model: 'm' },
-    maxTokens,
-    countTokens: count,
-  };
+  return spanRequest(session, session.surface.length, maxTokens, { provider: 'p', model: 'm' });
 }
 
 let n = 0;

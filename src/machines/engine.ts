@@ -25,7 +25,7 @@ import { and, assign, enqueueActions, not, raise, sendTo, setup, stateIn, type A
 import { BACKGROUND_SYSTEM_ID, backgroundMachine } from './background';
 import { manualMachine, type ManualOutput } from './manual';
 import { overflowMachine, type OverflowOutput } from './overflow';
-import { pressureMachine, type PressureOutput } from './pressure';
+import { pressureMachine, restingOutput, type PressureOutput } from './pressure';
 import { errorOf, NOTIFY, outputOf, toErrorInfo, type ChartNotification, type ErrorInfo, type NotifyEvent, type PressureReading } from './types';
 
 /** What the charts take from the routed model's policy (per-model fields of SPEC §3). */
@@ -156,19 +156,7 @@ const settle = (id: string, result: SettledResult): CompactionEmitted => ({ type
  */
 export function answerBelowThreshold(readingOf: () => PressureReading | undefined) {
   return publish(({ event }) => {
-    const r = readingOf();
-    const output: PressureOutput = {
-      status: 'below',
-      before: r,
-      after: r,
-      skipped: undefined,
-      prune: undefined,
-      transactions: [],
-      error: undefined,
-      silentOverflowSeq: undefined,
-      economics: undefined,
-    };
-    return settle((event as EngineRequest).id, { kind: 'pressure', output });
+    return settle((event as EngineRequest).id, { kind: 'pressure', output: restingOutput('below', readingOf()) });
   });
 }
 

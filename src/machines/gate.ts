@@ -18,7 +18,7 @@ import { assign, sendTo, setup, type AnyActorRef } from 'xstate';
 import { BACKGROUND_SYSTEM_ID, type BackgroundEvent, type BackgroundOutcome, type BackgroundReply } from './background';
 import { manualMachine, type ManualInput, type ManualOutput } from './manual';
 import { overflowMachine, type OverflowInput, type OverflowOutput } from './overflow';
-import { pressureMachine, type PressureInput, type PressureOutput } from './pressure';
+import { pressureMachine, restingOutput, type PressureInput, type PressureOutput } from './pressure';
 import { notProvided, outputOf, type PressureReading, type ReadingResult } from './types';
 
 export type GateInput =
@@ -166,17 +166,6 @@ export const gateMachine = setup({
     const report: BackgroundReport = { waited: context.waited, preparing: context.preparing, outcomes: context.outcomes };
     if (context.output) return { ...context.output, background: report } as GateOutput;
     // Went on without running the job: a summary is being prepared below the threshold.
-    return {
-      status: 'preparing',
-      before: context.reading,
-      after: context.reading,
-      skipped: undefined,
-      prune: undefined,
-      economics: undefined,
-      transactions: [],
-      error: undefined,
-      silentOverflowSeq: undefined,
-      background: report,
-    };
+    return { ...restingOutput('preparing', context.reading), background: report };
   },
 });

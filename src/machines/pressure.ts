@@ -76,6 +76,14 @@ export interface PressureOutput {
   economics: EconomicDecision | undefined;
 }
 
+/**
+ * The answer to a step on which nothing ran (found below the threshold before any job, or a
+ * background summary is being prepared): the reading, unchanged, and nothing else.
+ */
+export function restingOutput(status: 'below' | 'preparing', reading: PressureReading | undefined): PressureOutput {
+  return { status, before: reading, after: reading, skipped: undefined, prune: undefined, transactions: [], error: undefined, silentOverflowSeq: undefined, economics: undefined };
+}
+
 export interface PressureContext extends PressureInput {
   attempts: number;
   before: PressureReading | undefined;

@@ -33,12 +33,17 @@ export const METER_SNAPSHOT_VERSION = 1;
 /** Nodes priced again to check a snapshot (spread over the surface, the newest included). */
 export const SPOT_CHECKS = 24;
 
+/** The meter's anchor: the last provider report its figure starts from. */
 export interface MeterAnchorState {
   seq: number;
   providerTokens: number;
+  /** Surface total right after the anchoring assistant message was folded. */
   surfaceAtAnchor: number;
+  /** The route that counted it: growth to the next report calibrates only that route. */
   route: string;
+  /** False once a replace moved the surface: the growth to the next report is no clean sample. */
   clean: boolean;
+  /** Nodes appended since, by kind: the provider frames each message its own way. */
   added: NodeCounts;
 }
 

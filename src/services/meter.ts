@@ -29,7 +29,7 @@ import type { SessionEvent, SurfaceEvent } from '../session/events';
 import { isSurfaceType } from '../session/events';
 import type { Session } from '../session/session';
 import { CalibrationState, countNode, emptyCounts, type Calibration, type NodeCounts } from './calibration';
-import { checkMeterState, decodeMeterState, METER_SNAPSHOT_VERSION, type MeterState } from './meter-snapshot';
+import { checkMeterState, decodeMeterState, METER_SNAPSHOT_VERSION, type MeterAnchorState, type MeterState } from './meter-snapshot';
 import { ProviderLedger } from './provider-ledger';
 import { priceNode } from './pricing';
 import type { Tokenizer, TokenizerName } from './tokenizer';
@@ -86,18 +86,8 @@ export interface TokenMeterOptions {
   tokenizerFor: (header: SessionEvent<'request/header'> | undefined) => Tokenizer;
 }
 
-interface Anchor {
-  seq: number;
-  providerTokens: number;
-  /** Surface total right after the anchoring assistant message was folded. */
-  surfaceAtAnchor: number;
-  /** The route that counted it: growth to the next report calibrates only that route. */
-  route: string;
-  /** False once a replace moved the surface: the growth to the next report is no clean sample. */
-  clean: boolean;
-  /** Nodes appended since, by kind: the provider frames each message its own way. */
-  added: NodeCounts;
-}
+/** The anchor (the last clean provider report); its fields are documented where the snapshot saves it. */
+type Anchor = MeterAnchorState;
 
 export class TokenMeter implements NodePrices {
   private readonly prices = new Map<number, number>();

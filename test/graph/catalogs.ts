@@ -11,7 +11,7 @@ import type { AnyMachineSnapshot } from 'xstate';
 import { engineMachine, type EngineInput } from '../../src/machines/engine';
 import { manualMachine, type ManualInput, type ManualOutput } from '../../src/machines/manual';
 import { overflowMachine, type OverflowInput, type OverflowOutput } from '../../src/machines/overflow';
-import { pressureMachine, type PressureInput, type PressureOutput } from '../../src/machines/pressure';
+import { pressureMachine, restingOutput, type PressureInput, type PressureOutput } from '../../src/machines/pressure';
 import { transactionMachine } from '../../src/machines/transaction';
 import type { CommitRecord, PressureEconomics, PressureReading, SpanCheck, TransactionInput, TransactionOutput, Verdict } from '../../src/machines/types';
 import type { RangeSelection } from '../../src/services/range';
@@ -386,18 +386,7 @@ export interface EngineAux {
   warned: number;
 }
 
-const pressureOut = (over: Partial<PressureOutput>): PressureOutput => ({
-  status: 'below',
-  before: undefined,
-  after: undefined,
-  skipped: undefined,
-  prune: undefined,
-  transactions: [],
-  error: undefined,
-  silentOverflowSeq: undefined,
-  economics: undefined,
-  ...over,
-});
+const pressureOut = (over: Partial<PressureOutput>): PressureOutput => ({ ...restingOutput('below', undefined), ...over });
 const overflowFail = (over: Partial<Extract<OverflowOutput, { action: 'fail' }>>): OverflowOutput => ({
   action: 'fail',
   reason: 'not-overflow',

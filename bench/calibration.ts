@@ -33,6 +33,7 @@ import { getTokenizer, splitOverlongRuns } from '../src/services/tokenizer.js';
 import { createGptTokenizer } from '../src/services/tokenizers/gpt.js';
 import { Session, importPiFile, type AppendInput, type SessionEvent, type SurfaceEvent } from '../src/session/index.js';
 import { findPiData } from '../test/helpers/pi-data.js';
+import { randomText as randomTextFrom } from '../test/helpers/random-text.js';
 
 export async function run(): Promise<void> {
   if (process.env.BENCH_CALIBRATION_SECTION === 'pricing') return pricingPathological();
@@ -265,17 +266,8 @@ function fastest(fn: () => unknown, runs = 3): number {
   return best;
 }
 
-function randomText(length: number, alphabet: string, seed = 0): string {
-  let x = (0x9e3779b9 + seed * 0x85ebca6b) | 0;
-  const out: string[] = [];
-  for (let i = 0; i < length; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out.push(alphabet[(x >>> 0) % alphabet.length]!);
-  }
-  return out.join('');
-}
+/** The shared generator, each bench seed spread over the 32-bit state as before. */
+const randomText = (length: number, alphabet: string, seed = 0): string => randomTextFrom(length, alphabet, (0x9e3779b9 + seed * 0x85ebca6b) | 0);
 
 function quantile(values: number[], q: number): number {
   if (values.length === 0) return Number.NaN;

@@ -3,19 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MAX_RUN_CHARS, getTokenizer, splitOverlongRuns, withLinearPricing } from '../src/services/tokenizer.js';
 import { createGptTokenizer } from '../src/services/tokenizers/gpt.js';
-
-/** xorshift32: reproducible pseudo-random text without Math.random. */
-function randomText(length: number, alphabet: string, seed = 0x9e3779b9): string {
-  let x = seed | 0;
-  let out = '';
-  for (let i = 0; i < length; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out += alphabet[(x >>> 0) % alphabet.length];
-  }
-  return out;
-}
+import { randomText } from './helpers/random-text';
 
 const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 const minifiedJson = (n: number) =>

@@ -8,18 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { getTokenizer, splitOverlongRuns, withLinearPricing, type Tokenizer } from '../src/services/tokenizer.js';
 import { createGptTokenizer } from '../src/services/tokenizers/gpt.js';
 import { SAMPLING, denseRegions, sampleSegments } from '../src/services/tokenizers/sample.js';
-
-function randomText(length: number, alphabet: string, seed: number): string {
-  let x = seed | 0;
-  const out: string[] = [];
-  for (let i = 0; i < length; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out.push(alphabet[(x >>> 0) % alphabet.length]!);
-  }
-  return out.join('');
-}
+import { randomText } from './helpers/random-text';
 
 const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 const N = 131_072;

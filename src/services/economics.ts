@@ -29,16 +29,6 @@ export interface ModelPrices {
  */
 export const NEUTRAL_PRICES: Readonly<ModelPrices> = Object.freeze({ input: 1, cacheRead: 0.1, cacheWrite: 1.25, output: 4 });
 
-/** The problem with a (partial) price table, or undefined when every price given is a finite number ≥ 0. */
-export function pricesProblem(p: Partial<ModelPrices>): string | undefined {
-  for (const k of ['input', 'cacheRead', 'cacheWrite', 'output'] as const) {
-    const v = p[k];
-    if (v === undefined) continue;
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) return `${k} must be a finite number ≥ 0, got ${String(v)}`;
-  }
-  return undefined;
-}
-
 /** How the session has gone so far: the basis for guessing what is still to come. */
 export interface SessionPace {
   /** Agent requests so far (assistant replies). */

@@ -33,6 +33,7 @@ import { checkMeterState, decodeMeterState, METER_SNAPSHOT_VERSION, type MeterAn
 import { ProviderLedger } from './provider-ledger';
 import { priceNode } from './pricing';
 import type { Tokenizer, TokenizerName } from './tokenizer';
+import { modelKey } from './models';
 
 export { IMAGE_TOKENS, textsOfMessage } from './pricing';
 
@@ -253,7 +254,7 @@ export class TokenMeter implements NodePrices {
 
   private foldHeader(e: SessionEvent<'request/header'>): void {
     const next = this.options.tokenizerFor(e);
-    const route = routeKey(e.data.provider, e.data.model);
+    const route = modelKey(e.data.provider, e.data.model);
     if (!this.routeTokenizers.has(route)) this.routeTokenizers.set(route, [e.seq, next.name]);
     this.headerSeq = e.seq;
     if (route !== this.route && this.route !== '') this.ledger.reset();
@@ -450,10 +451,6 @@ export class TokenMeter implements NodePrices {
   private priceNode(event: Pick<SurfaceEvent, 'type' | 'data'>, counts?: number[]): number {
     return priceNode(this.tokenizer, event, counts);
   }
-}
-
-export function routeKey(provider: string, model: string): string {
-  return `${provider}/${model}`;
 }
 
 /** Far below our calibrated estimate of the same request: see SUSPECT_TOLERANCE. */

@@ -10,7 +10,7 @@ import type { ServiceDeps } from './deps';
 import { compactionEconomics, pruneEconomics, type ModelPrices, type SessionPace } from './economics';
 import type { TokenMeter } from './meter';
 import { modelKey, resolvePrices } from './models';
-import { planPrune } from './pruner';
+import { planSurfacePrune } from './prune-step';
 import { selectSpan } from './select';
 import { COMPACTION_INSTRUCTION } from './summarizers/instruction';
 
@@ -133,19 +133,8 @@ function weigh(
       );
     }
   } else if (deps.config.prune.enabled) {
-    const p = deps.config.prune;
-    const plan = planPrune(
-      deps.session,
-      {
-        thresholdChars: p.thresholdChars,
-        headChars: p.headChars,
-        tailChars: p.tailChars,
-        neverPrune: p.neverPrune,
-        protectRecentTokens: at.budget.protectRecentTokens,
-        minReclaimTokens: at.budget.minReclaimTokens,
-      },
-      { priceOf: (seq) => meter.priceOf(seq), priceEvent: (e) => meter.priceEvent(e) },
-    );
+    // The plan the pressure chart's prune would apply (the same settings and provider ratio).
+    const plan = planSurfacePrune(deps, at.budget);
     const firstSeqs = [...plan.targets.map((t) => t.seq), ...plan.argumentTargets.map((t) => t.seq)];
     let rewritten = 0;
     if (firstSeqs.length > 0) {

@@ -8,7 +8,6 @@
  * less: a path or error line the summary prose dropped is still named verbatim.
  */
 import { unframeCheckpoint } from '../checkpoint';
-import type { SummaryRequest } from '../summarizer';
 import { isCheckpoint, type SurfaceEvent } from '../../session/events';
 
 export interface Ledger {
@@ -123,11 +122,6 @@ export function deriveLedgerAndResolved(events: readonly SurfaceEvent[]): { ledg
     // An error reported again after its fix is unresolved, not resolved.
     resolved: [...resolvedErrors.values()].filter((e) => !errors.has(e.line)),
   };
-}
-
-/** The ledger of a summary request's span (`events`, or nothing when a request carries only messages). */
-export function ledgerOfRequest(request: Pick<SummaryRequest, 'events'>): Ledger {
-  return deriveLedger(request.events);
 }
 
 export function isEmptyLedger(l: Ledger): boolean {

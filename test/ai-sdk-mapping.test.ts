@@ -21,6 +21,7 @@ import { JsonlStore } from '../src/session/stores/jsonl';
 import { XcompactError } from '../src/errors';
 import { OVERFLOW_BODIES, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer } from '../src/testing/index';
 import { openAIMessageProblems } from './helpers/openai-validator';
+import { adapterError } from './helpers/ai-sdk-script';
 
 let server: LocalOpenAIServer;
 beforeAll(async () => {
@@ -33,15 +34,7 @@ function adapter(): AiSdkCompaction {
   return createAiSdkCompaction({ model: provider.chatModel('m'), session: Session.inMemory(), contextWindow: 32_000, maxOutputTokens: 512 });
 }
 
-const expectAdapterError = async (p: PromiseLike<unknown>, code: string, names: RegExp) => {
-  const err = await Promise.resolve(p).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AiSdkAdapterError);
-  expect((err as AiSdkAdapterError).code).toBe(code);
-  expect((err as Error).message).toMatch(names);
-};
+const expectAdapterError = (p: PromiseLike<unknown>, code: string, names: RegExp) => adapterError(p, code, names);
 
 describe('xcompact/ai-sdk: messages it cannot map', () => {
   it('a PDF in a user message: unmappable-part naming the media type; nothing recorded, nothing sent', async () => {
@@ -97,6 +90,44 @@ describe('xcompact/ai-sdk: messages it cannot map', () => {
     ];
     await expectAdapterError(a.model.doGenerate({ prompt: next }), 'unmappable-part', /"file-data".*tool "fetch"/);
     expect(a.session.length).toBe(recorded);
+  });
+
+  // Parts the session has no place for: refused by name before anything is recorded or sent.
+  it.each([
+    {
+      label: 'providerOptions on the system prompt',
+      prompt: [{ role: 'system', content: 'sys', providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } } }, { role: 'user', content: [{ type: 'text', text: 'go' }] }],
+      names: /the system prompt/,
+    },
+    {
+      label: 'an image given as a provider file reference',
+      prompt: [{ role: 'user', content: [{ type: 'file', mediaType: 'image/png', data: { type: 'reference', reference: { openai: 'file-abc' } } }] }],
+      names: /a provider file reference/,
+    },
+  ])('$label: unmappable-part, nothing recorded, nothing sent', async ({ prompt, names }) => {
+    const a = adapter();
+    const sent = server.requests.length;
+    await expectAdapterError(a.model.doGenerate({ prompt: prompt as unknown as LanguageModelV3Prompt }), 'unmappable-part', names);
+    expect(a.session.length).toBe(0);
+    expect(server.requests.length).toBe(sent);
+  });
+
+  it('providerOptions on a tool output: unmappable-part naming the tool; the recorded conversation is left as it was', async () => {
+    const a = adapter();
+    server.enqueue({ kind: 'reply', toolCalls: [{ id: 'c3', name: 'look', arguments: '{}' }] });
+    const prompt: LanguageModelV3Prompt = [{ role: 'user', content: [{ type: 'text', text: 'go' }] }];
+    await a.model.doGenerate({ prompt });
+    const recorded = a.session.length;
+    const sent = server.requests.length;
+    const output = { type: 'text', value: 'seen', providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } } };
+    const next = [
+      ...prompt,
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c3', toolName: 'look', input: {} }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c3', toolName: 'look', output }] },
+    ];
+    await expectAdapterError(a.model.doGenerate({ prompt: next as unknown as LanguageModelV3Prompt }), 'unmappable-part', /the output of tool "look"/);
+    expect(a.session.length).toBe(recorded);
+    expect(server.requests.length).toBe(sent);
   });
 
   it('a provider-executed tool in the model reply: named; the step is closed as error, the log stays consistent', async () => {

@@ -20,6 +20,7 @@ import { Session } from '../src/session/session';
 import { JsonlStore } from '../src/session/stores/jsonl';
 import { startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer } from '../src/testing/index';
 import { openAIMessageProblems } from './helpers/openai-validator';
+import { adapterError } from './helpers/ai-sdk-script';
 
 let server: LocalOpenAIServer;
 let dir: string;
@@ -40,15 +41,7 @@ async function stored(): Promise<{ a: AiSdkCompaction; file: string }> {
   return { a: createAiSdkCompaction({ model: provider.chatModel('m'), session, contextWindow: 32_000, maxOutputTokens: 512 }), file: join(dir, `${id}.jsonl`) };
 }
 
-const refusal = async (p: PromiseLike<unknown>): Promise<AiSdkAdapterError> => {
-  const err = await Promise.resolve(p).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AiSdkAdapterError);
-  expect((err as AiSdkAdapterError).code).toBe('missing-tool-results');
-  return err as AiSdkAdapterError;
-};
+const refusal = (p: PromiseLike<unknown>): Promise<AiSdkAdapterError> => adapterError(p, 'missing-tool-results');
 
 const start: LanguageModelV3Prompt = [
   { role: 'system', content: 'sys' },

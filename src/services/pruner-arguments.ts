@@ -11,7 +11,7 @@
  * pruned call in `neverPrune`, and a replacement that costs fewer tokens. The pass's minimum
  * reclaim is judged by planPrune over tool results and arguments together.
  */
-import { withPrunedArguments } from '../session/argument-prune.js';
+import { isJson, withPrunedArguments } from '../session/argument-prune.js';
 import { toolCallsOf, type EventData } from '../session/events.js';
 import { jsonTokens } from '../session/json-tokens.js';
 import type { Session } from '../session/session.js';
@@ -89,11 +89,7 @@ export function planArgumentPrunes(
     if (big.length === 0) continue;
     const pruned: Array<{ callId: string; name: string; arguments: string }> = [];
     for (const call of big) {
-      try {
-        JSON.parse(call.arguments);
-      } catch {
-        continue; // not JSON: the session keeps such arguments byte-identical
-      }
+      if (!isJson(call.arguments)) continue; // not JSON: the session keeps such arguments byte-identical
       const next = pruneJsonText(call.arguments, settings, h);
       if (next === undefined) continue;
       if (never.has(call.name)) {

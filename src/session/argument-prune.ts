@@ -86,7 +86,8 @@ function jsonShapeProblem(before: string, after: string): string | undefined {
   return a.next().done ? undefined : `${ROOT} has more after its end`;
 }
 
-function isJson(text: string): boolean {
+/** Whether the text parses as JSON (the only argument strings a prune may rewrite). */
+export function isJson(text: string): boolean {
   try {
     JSON.parse(text);
     return true;

@@ -8,7 +8,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { tool } from 'ai';
 import { expect } from 'vitest';
 import { z } from 'zod';
-import { createAiSdkCompaction, type AiSdkCompaction, type AiSdkCompactionOptions } from '../../src/adapters/ai-sdk/index';
+import { AiSdkAdapterError, createAiSdkCompaction, type AiSdkCompaction, type AiSdkCompactionOptions } from '../../src/adapters/ai-sdk/index';
 import { isCheckpoint, type SessionEvent } from '../../src/session/events';
 import { Session } from '../../src/session/session';
 import { OVERFLOW_BODIES, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer, type Scenario } from '../../src/testing/index';
@@ -105,4 +105,16 @@ export function midLoopCompactions(log: readonly SessionEvent[]): number {
     if (e.surfaceOp !== undefined && !isCheckpoint(e)) last = e;
   }
   return count;
+}
+
+/** The AiSdkAdapterError a call must fail with: its code, and (when given) what its message names. */
+export async function adapterError(p: PromiseLike<unknown>, code: string, names?: RegExp): Promise<AiSdkAdapterError> {
+  const err = await Promise.resolve(p).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AiSdkAdapterError);
+  expect((err as AiSdkAdapterError).code).toBe(code);
+  if (names) expect((err as Error).message).toMatch(names);
+  return err as AiSdkAdapterError;
 }

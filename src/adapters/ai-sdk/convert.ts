@@ -272,7 +272,7 @@ export function fingerprint(message: LanguageModelV3Message): string {
 // ---------------------------------------------------------------------------------------
 // Session → prompt
 
-function parseArguments(args: string): unknown {
+export function parseArguments(args: string): unknown {
   try {
     return JSON.parse(args);
   } catch {

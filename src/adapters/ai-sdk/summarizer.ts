@@ -19,6 +19,7 @@ import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResu
 import { buildInstruction } from '../../services/summarizers/instruction';
 import { checkSummaryReply, stopOf, summaryCancelled, throwIfCancelled } from '../../services/summarizers/reply';
 import type { AiSdkLanguageModel } from './model';
+import { parseArguments } from './convert';
 
 export interface AiSdkSummarizerOptions {
   /**
@@ -150,11 +151,3 @@ function textOf(content: unknown): string {
     .join('\n\n');
 }
 
-/** Arguments as the AI SDK's `input`: parsed JSON, or the raw text when it is not JSON. */
-function parseArguments(args: string): unknown {
-  try {
-    return JSON.parse(args) as unknown;
-  } catch {
-    return args;
-  }
-}

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AfterStepResult, EngineNotification } from '../src/engine';
 import type { SummaryResult } from '../src/services/summarizer';
-import { deferredSummarizer, harness, openTurn, type Harness } from './helpers/engine';
+import { deferredSummarizer, harness, openTurn, stepsUntilPressure, type Harness } from './helpers/engine';
 import { openAIMessageProblems } from './helpers/openai-validator';
 
 // SMALL_CONFIG's window and tail, with `economics` and `background` left to their defaults.
@@ -23,12 +23,9 @@ async function until(done: () => boolean): Promise<void> {
 
 /** Small steps until something other than `below` happens; every result is kept. */
 async function smallSteps(h: Harness, results: AfterStepResult[], limit = 300): Promise<number> {
-  for (let i = 0; i < limit; i++) {
-    const r = await h.step(i, `ok ${i}`);
-    results.push(r);
-    if (r.status !== 'below') return i + 1;
-  }
-  throw new Error('nothing happened in the background');
+  const { result, index } = await stepsUntilPressure(h, { limit, text: (n) => `ok ${n}`, seen: results });
+  if (!result) throw new Error('nothing happened in the background');
+  return index + 1;
 }
 
 describe('background compaction with the cost model (both defaults on)', () => {

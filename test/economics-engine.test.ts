@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { EngineNotification } from '../src/engine';
-import { harness, openTurn, recordingSummarizer, SMALL_CONFIG } from './helpers/engine';
+import { harness, openTurn, recordingSummarizer, SMALL_CONFIG, stepsUntilPressure } from './helpers/engine';
 
 type Started = Extract<EngineNotification, { type: 'compaction.started' }>;
 type Pruned = Extract<EngineNotification, { type: 'pruned' }>;
@@ -16,11 +16,8 @@ const ON = { ...SMALL_CONFIG, economics: true };
 
 /** Small steps until something other than `below` happens (or `limit` steps). */
 async function smallSteps(h: ReturnType<typeof harness>, limit = 300) {
-  for (let i = 0; i < limit; i++) {
-    const r = await h.step(i, `ok ${i}`);
-    if (r.status !== 'below') return { r, i };
-  }
-  return { r: undefined, i: limit };
+  const { result: r, index: i } = await stepsUntilPressure(h, { limit, text: (n) => `ok ${n}` });
+  return { r, i };
 }
 
 describe('the cost model in the engine', () => {

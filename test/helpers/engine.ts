@@ -4,7 +4,7 @@
  */
 import { Session } from '../../src/session/session';
 import { SessionWriter } from '../../src/session/writer';
-import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions, type EngineNotification } from '../../src/engine';
+import { createCompactionEngine, type CompactionEngine, type AfterStepResult, type CompactionEngineOptions, type EngineNotification } from '../../src/engine';
 import type { Summarizer, SummaryRequest, SummaryResult } from '../../src/services/summarizer';
 import { SummarizerError } from '../../src/services/summarizer';
 import { frameCheckpoint } from '../../src/services/checkpoint';
@@ -118,13 +118,27 @@ export function openTurn(h: Harness, text = 'Please fix the build.'): void {
   h.writer.user(text);
 }
 
-/** Steps until the engine reports something other than `below`; returns that result. */
-export async function stepUntilPressure(h: Harness, from = 0, limit = 60) {
+/**
+ * Steps (`text(i)` as each tool result) until the engine reports something other than `below`:
+ * that result and its step, or no result after `limit` steps. `seen` collects every answer.
+ */
+export async function stepsUntilPressure(
+  h: Pick<Harness, 'step'>,
+  { from = 0, limit = 60, text, seen }: { from?: number; limit?: number; text?: (i: number) => string; seen?: AfterStepResult[] } = {},
+): Promise<{ result: AfterStepResult | undefined; index: number }> {
   for (let i = from; i < from + limit; i++) {
-    const r = await h.step(i);
+    const r = await h.step(i, text?.(i));
+    seen?.push(r);
     if (r.status !== 'below') return { result: r, index: i };
   }
-  throw new Error('pressure never qualified');
+  return { result: undefined, index: from + limit };
+}
+
+/** Steps until the engine reports something other than `below`; returns that result. */
+export async function stepUntilPressure(h: Harness, from = 0, limit = 60) {
+  const { result, index } = await stepsUntilPressure(h, { from, limit });
+  if (!result) throw new Error('pressure never qualified');
+  return { result, index };
 }
 
 /**

@@ -9,7 +9,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { frameCheckpoint, unframeCheckpoint } from '../src/services/checkpoint';
 import type { SummaryRequest } from '../src/services/summarizer';
 import { ExtractiveSummarizer, parseSummary } from '../src/services/summarizers/extractive';
-import { deriveLedger, fitLedger, parseLedger, renderLedger, withLedger, type Ledger } from '../src/services/summarizers/ledger';
+import { deriveLedger, fitLedger, parseLedger, renderLedger, withCheckpointLedger, withLedger, type Ledger } from '../src/services/summarizers/ledger';
+import { boundSummarizer } from '../src/services/summarizers/bounded-summarizer';
+import { AiSdkSummarizer } from '../src/adapters/ai-sdk/index';
+import { MockLanguageModelV3 } from 'ai/test';
 import { OpenAISummarizer } from '../src/services/summarizers/openai';
 import { COMPACTION_CHECKPOINT_SOURCE } from '../src/session/events';
 import { Session } from '../src/session/session';
@@ -200,5 +203,28 @@ describe('the OpenAI summarizer carries the ledger (real HTTP)', () => {
     const result = await new OpenAISummarizer({ client, ledger: false }).summarize(spanOf(firstSpan, 1_000), signal());
     expect(result.text).toBe(REPLY);
     expect((server.requests.at(-1)!.json as { max_tokens: number }).max_tokens).toBe(1_000);
+  });
+});
+
+describe('the AI SDK summarizer carries the same ledger (withCheckpointLedger, as the adapter composes it)', () => {
+  it('appends the ledger and takes its size off maxOutputTokens', async () => {
+    const REPLY = '## Primary Request and Intent\n- Fix the parser';
+    const asked: number[] = [];
+    const model = new MockLanguageModelV3({
+      doGenerate: async (options) => {
+        asked.push(options.maxOutputTokens!);
+        return {
+          content: [{ type: 'text' as const, text: REPLY }],
+          finishReason: { unified: 'stop' as const, raw: 'stop' },
+          usage: { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } },
+          warnings: [],
+        };
+      },
+    });
+    const request = spanOf(firstSpan, 1_000);
+    const ledgerText = renderLedger(deriveLedger(request.events));
+    const result = await withCheckpointLedger(boundSummarizer(new AiSdkSummarizer({ model }))).summarize(request, signal());
+    expect(result.text).toBe(withLedger(REPLY, ledgerText));
+    expect(asked).toEqual([1_000 - count(ledgerText) - 2]);
   });
 });

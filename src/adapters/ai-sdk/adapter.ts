@@ -39,6 +39,7 @@ import type { Session } from '../../session/session';
 import { SessionWriter } from '../../session/writer';
 import type { Summarizer } from '../../services/summarizer';
 import { boundSummarizer } from '../../services/summarizers/bounded-summarizer';
+import { withCheckpointLedger } from '../../services/summarizers/ledger';
 import type { ModelInfo } from '../../services/models';
 import { normaliseRequestError, recoveryFailed } from './errors';
 import {
@@ -79,7 +80,8 @@ export interface AiSdkCompactionOptions<M extends AiSdkLanguageModel = LanguageM
   /**
    * Who writes summaries. Default: {@link AiSdkSummarizer} over `model` itself (the unwrapped
    * one), so summaries go through the same provider, credentials and prompt cache, bounded by
-   * the model's window (`boundSummarizer`): a span that does not fit is summarized in chunks.
+   * the model's window (`boundSummarizer`): a span that does not fit is summarized in chunks;
+   * the checkpoint ledger (files, unresolved errors) is appended as with the OpenAI summarizer.
    */
   summarizer?: Summarizer;
 }
@@ -119,7 +121,8 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     models,
     // Bounded by the summarizing model's window (this model's: the registry entry, or `contextWindow`):
     // a span larger than the window goes out in chunks that fit, never as one request that overflows.
-    summarizer: options.summarizer ?? boundSummarizer(new AiSdkSummarizer({ model: base }), options.contextWindow !== undefined ? { window: options.contextWindow } : {}),
+    // The same checkpoint as the OpenAI summarizer's: the model's prose, the ledger derived from the span.
+    summarizer: options.summarizer ?? withCheckpointLedger(boundSummarizer(new AiSdkSummarizer({ model: base }), options.contextWindow !== undefined ? { window: options.contextWindow } : {})),
   });
   const w = new SessionWriter(session);
 

@@ -8,6 +8,7 @@
  * less: a path or error line the summary prose dropped is still named verbatim.
  */
 import { unframeCheckpoint } from '../checkpoint';
+import type { Summarizer, SummaryRequest, SummaryResult } from '../summarizer';
 import { isCheckpoint, type SurfaceEvent } from '../../session/events';
 
 export interface Ledger {
@@ -268,4 +269,22 @@ function oneLine(text: string, max: number): string {
 /** An error's target: one short line without `]`, which closes it in the rendered entry. */
 function targetOf(text: string): string {
   return oneLine(text.replace(/\]/g, ')'), MAX_TARGET_CHARS);
+}
+
+/**
+ * A model summarizer with the checkpoint ledger appended: the model writes the prose, the
+ * ledger is derived from the span (not asked of the model) and its size taken off the model's
+ * cap, so the checkpoint stays within `maxTokens`. Wraps the whole summarizer (bounding
+ * included), so a span summarized in chunks still gets one ledger of the whole span.
+ */
+export function withCheckpointLedger(inner: Summarizer): Summarizer {
+  return {
+    name: inner.name,
+    async summarize(full: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
+      const ledgerText = renderLedger(fitLedger(deriveLedger(full.events), Math.floor(full.maxTokens / 4), full.countTokens));
+      if (ledgerText === '') return inner.summarize(full, signal);
+      const result = await inner.summarize({ ...full, maxTokens: full.maxTokens - full.countTokens(ledgerText) - 2 }, signal);
+      return { ...result, text: withLedger(parseLedger(result.text).body, ledgerText) };
+    },
+  };
 }

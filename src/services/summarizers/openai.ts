@@ -23,7 +23,7 @@ import { priceRequest } from './bounded';
 import { BoundedSummarizer, sumUsage, type BoundingOptions } from './bounded-summarizer';
 import { buildInstruction } from './instruction';
 import { checkSummaryReply, stopOf, summaryCancelled, throwIfCancelled } from './reply';
-import { deriveLedger, fitLedger, parseLedger, renderLedger, withLedger } from './ledger';
+import { withCheckpointLedger } from './ledger';
 
 export { sumUsage, type BoundingOptions } from './bounded-summarizer';
 export type { BoundingReport } from '../summarizer';
@@ -62,8 +62,7 @@ export class OpenAISummarizer implements Summarizer {
   private readonly client: OpenAIClient;
   private readonly maxRetries: number;
   private readonly outputCapField: 'max_tokens' | 'max_completion_tokens';
-  private readonly ledger: boolean;
-  private readonly bounded: Summarizer | undefined;
+  private readonly outer: Summarizer;
 
   constructor(options: OpenAISummarizerOptions) {
     if (!Number.isInteger(options.maxRetries ?? 0) || (options.maxRetries ?? 0) < 0) {
@@ -72,22 +71,15 @@ export class OpenAISummarizer implements Summarizer {
     // A copy, so the caller's own client is not patched behind its back.
     this.client = withErrorBodyRecovery(options.client.withOptions({}));
     this.maxRetries = options.maxRetries ?? 0;
-    this.ledger = options.ledger ?? true;
     this.outputCapField = options.outputCapField ?? 'max_tokens';
     const single: Summarizer = { name: this.name, summarize: (request, signal) => this.summarizeOnce(request, signal) };
-    this.bounded = options.bounding === false ? undefined : new BoundedSummarizer(single, options.bounding ?? {});
+    const bounded = options.bounding === false ? single : new BoundedSummarizer(single, options.bounding ?? {});
+    this.outer = (options.ledger ?? true) ? withCheckpointLedger(bounded) : bounded;
   }
 
-  /**
-   * The model writes the prose; the checkpoint ledger (files read and modified, unresolved
-   * errors: ledger.ts) is derived from the span and appended here, its size taken off the
-   * model's cap so the checkpoint stays within `maxTokens`.
-   */
-  async summarize(full: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
-    const ledgerText = !this.ledger ? '' : renderLedger(fitLedger(deriveLedger(full.events), Math.floor(full.maxTokens / 4), full.countTokens));
-    const request = ledgerText === '' ? full : { ...full, maxTokens: full.maxTokens - full.countTokens(ledgerText) - 2 };
-    const result = await (this.bounded ? this.bounded.summarize(request, signal) : this.summarizeOnce(request, signal));
-    return ledgerText === '' ? result : { ...result, text: withLedger(parseLedger(result.text).body, ledgerText) };
+  /** The model writes the prose; the checkpoint ledger is derived from the span (withCheckpointLedger). */
+  async summarize(request: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
+    return this.outer.summarize(request, signal);
   }
 
   /**

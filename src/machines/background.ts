@@ -18,7 +18,7 @@
  */
 import { assign, enqueueActions, not, setup, type AnyActorRef } from 'xstate';
 import type { RangeSelection } from '../services/range';
-import type { EconomicDecision } from './pressure';
+import type { EconomicDecision } from './types';
 import { transactionActors } from './transaction';
 import {
   compactionRecord,

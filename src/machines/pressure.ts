@@ -20,7 +20,6 @@
  * overflow.silent.
  */
 import { and, assign, sendTo, setup } from 'xstate';
-import type { EconomicVerdict } from '../services/economics';
 import type { RangeSelection } from '../services/range';
 import { transactionMachine } from './transaction';
 import {
@@ -31,6 +30,7 @@ import {
   outputOf,
   toErrorInfo,
   type ChartNotification,
+  type EconomicDecision,
   type ErrorInfo,
   type PressureReading,
   type PruneSummary,
@@ -101,8 +101,7 @@ export interface PressureContext extends PressureInput {
   economics: EconomicDecision | undefined;
 }
 
-/** A decision of the cost model: compact below the threshold, prune, or skip a prune that does not pay. */
-export type EconomicDecision = EconomicVerdict & { decision: 'compact-early' | 'prune' | 'skip-prune' };
+export type { EconomicDecision };
 
 export type PressureEvent = { type: 'cancel'; reason?: string };
 

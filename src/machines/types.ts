@@ -46,6 +46,9 @@ export interface PressureReading {
 }
 
 /** What compacting or pruning now would cost and save (services/economics.ts), for the pressure chart to decide on. */
+/** What the cost model decided for a job (in its context and its notifications), with the numbers it decided on. */
+export type EconomicDecision = EconomicVerdict & { decision: 'compact-early' | 'prune' | 'skip-prune' };
+
 export interface PressureEconomics {
   prices: ModelPrices;
   pace: SessionPace;
@@ -177,7 +180,7 @@ export interface TransactionInput {
   turn: number | null;
   focus?: string;
   /** The cost model's decision that started it (pressure), announced with compaction.started. */
-  economics?: EconomicVerdict & { decision: string };
+  economics?: EconomicDecision;
 }
 
 export type TransactionOutput =
@@ -233,13 +236,13 @@ export type ChartNotification =
       tokensBefore: number;
       background?: true;
       /** The cost model's decision and numbers, when it (not the threshold) started this compaction. */
-      economics?: EconomicVerdict & { decision: string };
+      economics?: EconomicDecision;
     }
   | ({ type: 'compaction.committed'; background?: true } & CompactionRecord)
   /** `startedAt`: when the bracket opened (clock ms), undefined when the transaction failed before. */
   | { type: 'compaction.failed'; trigger: Trigger; error: ErrorInfo; startedAt: number | undefined; background?: true }
   | { type: 'compaction.skipped'; trigger: Trigger; reason: string }
-  | { type: 'pruned'; trigger: Trigger; count: number; tokensFreed: number; economics?: EconomicVerdict & { decision: string } }
+  | { type: 'pruned'; trigger: Trigger; count: number; tokensFreed: number; economics?: EconomicDecision }
   /** Pruning threw (a store that refused its write, a custom pruner's bug): the chart went on to compaction without it. */
   | { type: 'prune.failed'; trigger: Trigger; error: ErrorInfo }
   /** The provider reported a prompt larger than the window: it truncated the request silently (llama.cpp, Ollama). */

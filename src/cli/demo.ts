@@ -33,7 +33,7 @@ import { startOpenAIServer } from '../testing/openai-server';
 import { createTraceRecorder } from '../trace';
 import { CliError } from './errors';
 import { openDemoPostgresSession } from './load';
-import { bar, createSpinner, createStyle, fmt, pct, seconds, table, truncate, useColor, type Output } from './ui';
+import { bar, createSpinner, createStyle, fmt, pct, seconds, table, truncate, useColor, type CliEnv, type Output } from './ui';
 
 export interface DemoOptions {
   steps: number;
@@ -44,6 +44,8 @@ export interface DemoOptions {
   color: boolean;
   /** Keep the session in PostgreSQL instead of <out>/demo.jsonl. */
   store?: { url: string; session?: string | undefined };
+  /** The environment (NO_COLOR, FORCE_COLOR); default process.env. */
+  env?: CliEnv;
   /** History the scripted overflow waits for (default: twice the summary budget); 0 stages it even where recovery cannot help. */
   overflowMinSpanTokens?: number;
 }
@@ -90,7 +92,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
   if (!Number.isInteger(options.seed) || options.seed < 0) {
     throw new CliError(`--seed ${options.seed} is not a whole number ≥ 0: pass e.g. --seed 7.`, 2);
   }
-  const style = createStyle(useColor(options.color, out));
+  const style = createStyle(useColor(options.color, out, options.env));
   const say = (line = '') => {
     if (!options.quiet) out.write(`${line}\n`);
   };

@@ -32,7 +32,8 @@ import { TokenMeter } from '../src/services/metering';
 import { selectSpan } from '../src/services/selection';
 import { buildSummaryRequest } from '../src/services/transaction';
 import { BoundedSummarizer } from '../src/services/summarizing';
-import { getTokenizer } from '../src/services/metering';
+import { getTokenizer, priceNode } from '../src/services/metering';
+import { isSurfaceType, type SurfaceEvent } from '../src/session/events.js';
 
 const FIXTURE = fileURLToPath(new URL('../test/fixtures/pi-large-session.jsonl', import.meta.url));
 const MODELS = { 'bench/huge': { contextWindow: 50_000_000, maxOutputTokens: 8_000 } };
@@ -280,13 +281,36 @@ async function reopen(corpus: Corpus, events: number, print: (l: string) => void
     const ratio = (snap.openMs + snap.stepMs) / parseMs;
     const coldRatio = (cold.openMs + cold.stepMs) / parseMs;
     const same = reopens.every((r) => r.figures === cold.figures);
+    const pricing = await pricingAlone(store, 'big');
     print(`2. reopen of ${parsed.toLocaleString('en-US')} events (${(bytes.length / 1e6).toFixed(1)} MB, ${snap.nodes.toLocaleString('en-US')} surface nodes), then the first afterStep (${snap.status}); best of 3, alternated`);
     print(`   JSON.parse of the lines ${parseMs.toFixed(0)} ms; Session.open ${snap.openMs.toFixed(0)} ms (${(snap.openMs / parseMs).toFixed(2)}×); first afterStep ${snap.stepMs.toFixed(0)} ms (the meter's fold restored from <log>.prices)`);
     print(`   with the snapshot: ratio (open + first afterStep) ÷ JSON.parse = ${ratio.toFixed(2)}× (goal ≤ 2.5×) ${ratio <= 2.5 ? 'met' : 'NOT met'}`);
     print(`   without the snapshot (a writer with no engine, or one that crashed, leaves none): open ${cold.openMs.toFixed(0)} ms + first afterStep ${cold.stepMs.toFixed(0)} ms = ${coldRatio.toFixed(2)}× (goal ≤ 4×) ${coldRatio <= 4 ? 'met' : 'NOT met'}`);
     print(`   figures identical to a full fold (measure() with the snapshot vs without): ${same ? 'yes' : 'NO'}`);
+    print(
+      `   of the fold without it, pricing every node alone (the tokenizer over ${(pricing.chars / 1e6).toFixed(1)} MB of node data, ${pricing.nodes.toLocaleString('en-US')} nodes) takes ${pricing.ms.toFixed(0)} ms = ${(pricing.ms / parseMs).toFixed(2)}× JSON.parse`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The tokenizer's share of a fold without a snapshot: every surface event of the log priced
+ * once, as the meter prices it, and nothing else (no calibration, no ledger).
+ */
+async function pricingAlone(store: JsonlStore, id: string): Promise<{ ms: number; nodes: number; chars: number }> {
+  const session = await Session.open(store, id);
+  try {
+    const tokenizer = getTokenizer('o200k_base');
+    const events = session.events().filter((e) => isSurfaceType(e.type)) as SurfaceEvent[];
+    let chars = 0;
+    for (const e of events) chars += JSON.stringify(e.data).length;
+    const t0 = performance.now();
+    for (const e of events) priceNode(tokenizer, e);
+    return { ms: performance.now() - t0, nodes: events.length, chars };
+  } finally {
+    await session.close();
   }
 }
 

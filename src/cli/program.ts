@@ -41,7 +41,7 @@ const storeOption = (what: string) =>
 /** The process the command talks to: output streams and the environment (NO_COLOR, API keys, OPENAI_BASE_URL). */
 export interface CliIO {
   stdout: NodeJS.WriteStream;
-  stderr: NodeJS.WritableStream;
+  stderr: NodeJS.WriteStream;
   env: CliEnv;
 }
 
@@ -52,10 +52,10 @@ export function buildProgram(io: CliIO = processIO()): Command {
     .configureOutput({
       writeOut: (s) => void stdout.write(s),
       writeErr: (s) => void io.stderr.write(s),
-      getOutHelpWidth: () => (stdout.isTTY ? stdout.columns : undefined) ?? 80,
-      getErrHelpWidth: () => 80,
+      getOutHelpWidth: () => (stdout.isTTY ? stdout.columns : 80),
+      getErrHelpWidth: () => (io.stderr.isTTY ? io.stderr.columns : 80),
       getOutHasColors: () => useColor(true, stdout, env),
-      getErrHasColors: () => false,
+      getErrHasColors: () => useColor(true, io.stderr, env),
     })
     .exitOverride()
     .description('Keeps long-running LLM agent conversations working near the context limit: summary checkpoints, model-free pruning, overflow recovery.')

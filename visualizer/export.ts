@@ -63,18 +63,20 @@ export function vendorAssets(): string[] {
   return written;
 }
 
-/** The README shows the engine chart; it is copied from the generated file so it cannot drift. */
-export function readmeChartSection(mermaid: string): string {
+/** docs/charts.md shows the engine chart; it is copied from the generated file so it cannot drift. */
+export const chartsDocPath = 'docs/charts.md';
+
+export function engineChartSection(mermaid: string): string {
   return `<!-- engine-chart:start -->\n\`\`\`mermaid\n${mermaid.trimEnd()}\n\`\`\`\n<!-- engine-chart:end -->`;
 }
 
-function syncReadmeChart(mermaid: string | undefined): boolean {
+function syncDocsChart(mermaid: string | undefined): boolean {
   if (mermaid === undefined) return false;
-  const readmePath = join(repoRoot, 'README.md');
-  const readme = readFileSync(readmePath, 'utf8');
-  const next = readme.replace(/<!-- engine-chart:start -->[\s\S]*?<!-- engine-chart:end -->/, readmeChartSection(mermaid));
-  if (next === readme) return false;
-  writeFileSync(readmePath, next);
+  const docPath = join(repoRoot, chartsDocPath);
+  const doc = readFileSync(docPath, 'utf8');
+  const next = doc.replace(/<!-- engine-chart:start -->[\s\S]*?<!-- engine-chart:end -->/, engineChartSection(mermaid));
+  if (next === doc) return false;
+  writeFileSync(docPath, next);
   return true;
 }
 
@@ -89,9 +91,9 @@ async function main(): Promise<void> {
     writeFileSync(path, content);
     changed++;
   }
-  const readmeUpdated = syncReadmeChart(files.get('engine.mmd'));
+  const docUpdated = syncDocsChart(files.get('engine.mmd'));
   const vendored = vendorAssets();
-  if (readmeUpdated) console.log('README.md: engine chart updated');
+  if (docUpdated) console.log(`${chartsDocPath}: engine chart updated`);
   console.log(`visualizer/out: ${files.size} files (${changed} changed); vendored ${vendored.join(', ')}`);
   console.log(`open ${pathToFileURL(join(visualizerDir, 'index.html')).href}`);
 }

@@ -1,11 +1,10 @@
 /**
  * `npm run visualize`: exports every chart from the machine objects into visualizer/out/ and
- * copies the viewer's browser assets from node_modules into visualizer/vendor/.
+ * copies the viewer's browser assets (ELK) from node_modules into visualizer/vendor/.
  *
- * out/<name>.stately.ts  source for the Stately editor's "Import from code"
- * out/<name>.json        the normalised definition (machine.toJSON(), sorted, with `always`)
+ * out/<name>.stately.ts  source for Stately Studio's "Import from code" and the VS Code extension
  * out/<name>.mmd         Mermaid stateDiagram-v2
- * out/machines.js        the diagrams and state ids for the viewer (a script: file:// cannot fetch)
+ * out/machines.js        the charts' graphs (visualizer/graph.ts) for the viewer (a script: file:// cannot fetch)
  * out/sample-trace.js    a recorded compaction the viewer can replay (index.html?trace=out/sample-trace.js)
  *
  * out/ is committed and test/visualizer.test.ts fails when it is stale; vendor/ is not committed.
@@ -17,7 +16,7 @@ import { toViewerGraph } from './graph';
 import { charts, stateNodes } from './machines';
 import { toMermaid } from './mermaid';
 import { countingClock, recordSampleCompaction } from './sample';
-import { toDefinitionJson, toStatelySource } from './stately';
+import { toStatelySource } from './stately';
 
 export const visualizerDir = dirname(fileURLToPath(import.meta.url));
 export const outDir = join(visualizerDir, 'out');
@@ -31,7 +30,6 @@ export async function generateAll(): Promise<Map<string, string>> {
   for (const { name, machine, source } of charts) {
     const mermaid = toMermaid(machine);
     files.set(`${name}.stately.ts`, toStatelySource(machine, source));
-    files.set(`${name}.json`, toDefinitionJson(machine));
     files.set(`${name}.mmd`, mermaid.text);
     viewerData.push({ name, id: machine.id, source, states: stateNodes(machine), graph: toViewerGraph(machine), mermaid: mermaid.text });
   }

@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { fromPromise, setup, type AnyStateMachine } from 'xstate';
 import { Session } from '../src/session/index';
-import { createTraceRecorder, describeGuard, type Trace, type TraceSessionStep, type TraceStateStep } from '../src/trace';
+import { createTraceRecorder, describeGuard, type LiveTraceRecord, type Trace, type TraceSessionStep, type TraceStateStep } from '../src/trace';
 import { generateAll, outDir } from '../visualizer/export';
 import { charts, stateNodeIds } from '../visualizer/machines';
 import { mermaidId, toMermaid } from '../visualizer/mermaid';
@@ -30,7 +30,7 @@ function transitionsOf(machine: AnyStateMachine): string[] {
 describe('npm run visualize outputs', () => {
   it('visualizer/out/ matches the machines (fails when a committed file is stale)', async () => {
     const files = await generateAll();
-    const onDisk = existsSync(outDir) ? readdirSync(outDir) : [];
+    const onDisk = existsSync(outDir) ? readdirSync(outDir).filter((name) => !name.endsWith('.png')) : []; // screenshots: the browser test's
     const stale = [...files].filter(([name, content]) => !existsSync(join(outDir, name)) || readFileSync(join(outDir, name), 'utf8') !== content).map(([name]) => name);
     const extra = onDisk.filter((name) => !files.has(name));
     const problems = [...stale.map((n) => `visualizer/out/${n} is stale or missing`), ...extra.map((n) => `visualizer/out/${n} is no longer generated`)];
@@ -221,5 +221,33 @@ describe('trace recorder', () => {
     const script = readFileSync(join(dir, 'nested', 't.js'), 'utf8');
     expect(script.startsWith('window.XCOMPACT_TRACE = ')).toBe(true);
     expect(JSON.parse(script.replace('window.XCOMPACT_TRACE = ', '').replace(/;\n$/, ''))).toEqual(saved);
+  });
+
+  it('writes a live trace as it happens: one call per line, the same trace at every point', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'xcompact-trace-'));
+    const live = join(dir, 'nested', 'trace.live.js');
+    const replay = (text: string): Trace => {
+      const records: LiveTraceRecord[] = [];
+      new Function('xcompactTrace', text)((r: LiveTraceRecord) => records.push(r));
+      expect(records[0]).toEqual({ format: 'xcompact-trace', version: 1 });
+      const actors = records.flatMap((r) => ('actor' in r ? [r.actor] : []));
+      const steps = records.flatMap((r) => ('step' in r ? [r.step] : []));
+      return { format: 'xcompact-trace', version: 1, actors, steps };
+    };
+    const session = Session.inMemory();
+    const recorder = createTraceRecorder(session, { follow: live });
+    expect(replay(readFileSync(live, 'utf8')).steps).toEqual([]);
+    session.append({ type: 'turn/start', data: { turn: 0 } });
+    expect(replay(readFileSync(live, 'utf8'))).toEqual(recorder.toJSON()); // written at once, not at save()
+    recorder.stop();
+
+    const { trace } = await recordSampleCompaction({ follow: live });
+    const text = readFileSync(live, 'utf8');
+    // The sample takes its trace before it stops the engine; the live file goes on to the shutdown.
+    const followed = replay(text);
+    expect(followed.steps.slice(0, trace.steps.length)).toEqual(trace.steps);
+    expect(followed.steps.length).toBeGreaterThan(trace.steps.length);
+    expect(followed.actors.slice(0, trace.actors.length)).toEqual(trace.actors);
+    expect(text.split('\n').filter(Boolean).every((line) => /^xcompactTrace\(\{.*\}\);$/.test(line))).toBe(true);
   });
 });

@@ -7,6 +7,9 @@
  * out/machines.js        the charts' graphs (visualizer/graph.ts) for the viewer (a script: file:// cannot fetch)
  * out/sample-trace.js    a recorded compaction the viewer can replay (index.html?trace=out/sample-trace.js)
  *
+ * out/<name>.png         a screenshot of the viewer at 1600×1000, written by test/visualizer-browser.test.ts
+ *                        when XCOMPACT_SCREENSHOTS=visualizer/out (not by this script)
+ *
  * out/ is committed and test/visualizer.test.ts fails when it is stale; vendor/ is not committed.
  */
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -82,7 +85,8 @@ function syncDocsChart(mermaid: string | undefined): boolean {
 async function main(): Promise<void> {
   const files = await generateAll();
   mkdirSync(outDir, { recursive: true });
-  for (const stale of readdirSync(outDir)) if (!files.has(stale)) rmSync(join(outDir, stale));
+  // The chart screenshots (*.png) come from the browser test (XCOMPACT_SCREENSHOTS=visualizer/out), not from here.
+  for (const stale of readdirSync(outDir)) if (!files.has(stale) && !stale.endsWith('.png')) rmSync(join(outDir, stale));
   let changed = 0;
   for (const [name, content] of files) {
     const path = join(outDir, name);

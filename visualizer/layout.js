@@ -278,6 +278,7 @@
         const pts = [section.startPoint, ...(section.bendPoints || []), section.endPoint];
         const path = el('path', { d: pts.map((p, k) => `${k ? 'L' : 'M'}${p.x},${p.y}`).join(' '), class: 'xc-path', 'marker-end': `url(#arrow-${chart.name})` }, g);
         path.dataset.edge = e.id;
+        if (info.members) path.dataset.t = info.members.join(' ');
         if (info.members) for (const i of info.members) addLine(i, path);
       }
       for (const raw of e.labels || []) {

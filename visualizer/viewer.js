@@ -206,6 +206,12 @@
   // Replay
 
   function loadTrace(data, origin) {
+    stopFollow();
+    showTrace(data, origin, 0);
+  }
+
+  /** Shows a trace; `at` is the chart step to show (clamped), -1 for the newest. */
+  function showTrace(data, origin, at) {
     if (!data || data.format !== 'xcompact-trace' || !Array.isArray(data.steps)) {
       $('trace-info').textContent = `${origin} is not an xcompact trace (expected {"format":"xcompact-trace", …}).`;
       $('trace-info').className = 'hint error';
@@ -219,7 +225,68 @@
     $('trace-info').textContent = `${origin}: ${stateSteps.length} chart steps, ${sessionCount} session events, ${data.actors.length} actors.`;
     buildTimeline();
     document.body.dataset.traceSteps = String(stateSteps.length);
-    goto(0);
+    goto(at < 0 ? stateSteps.length - 1 : at);
+  }
+
+  // ---------------------------------------------------------------------------
+  // Follow: a live trace (src/trace.ts, `follow`) is a script of `xcompactTrace({...});` lines that
+  // grows while the engine runs. A page from file:// may load scripts but not read files, so the
+  // file is loaded again as a script every POLL_MS and what it holds replaces the trace shown.
+
+  const POLL_MS = 400;
+  let follow = null;
+
+  function stopFollow() {
+    if (follow) clearTimeout(follow.timer);
+    follow = null;
+    document.body.dataset.following = '';
+  }
+
+  function startFollow(src) {
+    stopFollow();
+    trace = null;
+    follow = { src, polls: 0, timer: 0, seen: -1 };
+    document.body.dataset.following = src;
+    $('trace-info').className = 'hint';
+    $('trace-info').textContent = `following ${src}: waiting for the file…`;
+    poll(follow);
+  }
+
+  function poll(f) {
+    if (follow !== f) return;
+    const records = [];
+    window.xcompactTrace = (record) => records.push(record);
+    const script = document.createElement('script');
+    script.src = `${f.src}${f.src.includes('?') ? '&' : '?'}poll=${++f.polls}`;
+    const next = () => {
+      script.remove();
+      if (follow === f) f.timer = setTimeout(() => poll(f), POLL_MS);
+    };
+    script.onload = () => {
+      if (follow === f) applyLive(f, records);
+      next();
+    };
+    script.onerror = () => {
+      if (follow === f && f.seen < 0) $('trace-info').textContent = `following ${f.src}: no such file yet (a path relative to index.html, or a file:// URL)`;
+      next();
+    };
+    document.body.appendChild(script);
+  }
+
+  function applyLive(f, records) {
+    const head = records[0];
+    if (!head || head.format !== 'xcompact-trace') return;
+    const steps = records.filter((r) => r.step).map((r) => r.step);
+    if (steps.length === f.seen) return;
+    const newest = $('follow-newest').checked || f.seen < 0;
+    f.seen = steps.length;
+    if (steps.length === 0) {
+      $('trace-info').textContent = `following ${f.src}: started, no step yet`;
+      return;
+    }
+    const data = { format: head.format, version: head.version, actors: records.filter((r) => r.actor).map((r) => r.actor), steps };
+    showTrace(data, `following ${f.src}`, newest ? -1 : pos);
+    document.body.dataset.followSteps = String(steps.length);
   }
 
   function actorLabel(id) {
@@ -375,6 +442,11 @@
 
   $('trace-file').addEventListener('change', (e) => e.target.files[0] && readTraceFile(e.target.files[0]));
   $('load-sample').addEventListener('click', () => loadTraceScript('out/sample-trace.js'));
+  $('follow-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const src = $('follow-path').value.trim();
+    if (src) startFollow(src);
+  });
   $('prev').addEventListener('click', () => goto(pos - 1));
   $('next').addEventListener('click', () => goto(pos + 1));
   document.addEventListener('keydown', (e) => {
@@ -383,12 +455,22 @@
     if (e.key === 'ArrowLeft') goto(pos - 1);
   });
 
-  window.xcompactViewer = { loadTrace, goto, activeStates: (name, value) => activeStates(charts.find((c) => c.name === name), value) };
+  window.xcompactViewer = {
+    loadTrace,
+    goto,
+    startFollow,
+    stopFollow,
+    activeStates: (name, value) => activeStates(charts.find((c) => c.name === name), value),
+    view: (name) => charts.find((c) => c.name === name).view,
+  };
 
   renderCharts()
     .then(() => {
-      const src = new URLSearchParams(location.search).get('trace');
-      if (src) loadTraceScript(src);
+      const params = new URLSearchParams(location.search);
+      if (params.get('follow')) {
+        $('follow-path').value = params.get('follow');
+        startFollow(params.get('follow'));
+      } else if (params.get('trace')) loadTraceScript(params.get('trace'));
     })
     .catch((err) => {
       if (document.body.dataset.ready !== 'error') fail(`Rendering failed: ${err && err.message ? err.message : err}`);

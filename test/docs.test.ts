@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { capabilityImports } from './helpers/imports';
 import { anchorsOf, codeBlocks, linksOf } from './helpers/markdown';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -63,6 +64,26 @@ describe('docs: links', () => {
     expect(anchorsOf('## When to call `session.recover()`\n## Many workers: the PostgreSQL store\n## Twice\n## Twice\n')).toEqual(
       new Set(['when-to-call-sessionrecover', 'many-workers-the-postgresql-store', 'twice', 'twice-1']),
     );
+  });
+});
+
+describe('docs/architecture.md', () => {
+  const page = read('docs/architecture.md');
+  const { capabilities, edges } = capabilityImports(join(root, 'src', 'services'));
+
+  it('its picture shows every import between capabilities, and only those (read from src/services/)', () => {
+    const picture = codeBlocks(page).find((b) => b.lang === 'mermaid' && /flowchart/.test(b.code));
+    expect(picture, 'a mermaid flowchart of the capabilities').toBeDefined();
+    const drawn = new Set(picture!.code.split('\n').map((l) => l.trim()).filter((l) => l.includes('-->')));
+    const missing = [...edges].filter((e) => !drawn.has(e)).sort();
+    const extra = [...drawn].filter((e) => !edges.has(e)).sort();
+    expect({ missing, extra }, 'redraw it from `npx tsx scripts/check-architecture.ts --graph`').toEqual({ missing: [], extra: [] });
+    for (const c of capabilities) expect(picture!.code, `${c} is drawn`).toMatch(new RegExp(`(^|\\s)${c}(\\s|$)`, 'm'));
+  });
+
+  it('its table names every capability folder', () => {
+    expect(capabilities.length).toBeGreaterThan(5);
+    for (const c of capabilities) expect(page, `services/${c}/ is described`).toContain(`| \`${c}/\` |`);
   });
 });
 

@@ -177,8 +177,21 @@
       if (!chart.section) continue;
       chart.section.hidden = chart.name !== name;
       chart.tab.classList.toggle('selected', chart.name === name);
+      // A window resized while the chart was hidden: fit it to the new size once it shows.
+      if (chart.name === name && chart.view && chart.refit) {
+        chart.refit = false;
+        chart.view.fit();
+      }
     }
   }
+
+  window.addEventListener('resize', () => {
+    for (const chart of charts) {
+      if (!chart.view) continue;
+      if (chart.section.hidden) chart.refit = true;
+      else chart.view.fit();
+    }
+  });
 
   /** The state node ids a state value makes active, the root included. */
   function activeStates(chart, value) {

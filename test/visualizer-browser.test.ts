@@ -227,6 +227,12 @@ describe('visualizer/index.html in Chromium', () => {
     await page.mouse.move(diagram.x + 200, diagram.y + 200);
     await page.mouse.wheel(0, -300);
     await page.waitForFunction((f) => Number((document.querySelector('section[data-chart="pressure"]') as HTMLElement).dataset.scale) > f, fitted);
+
+    // A smaller window: the chart is fitted again, still never below the legible size.
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.waitForFunction((f) => Number((document.querySelector('section[data-chart="pressure"]') as HTMLElement).dataset.scale) < f, fitted);
+    const small = await geometry(page, 'pressure');
+    expect(Math.min(...small.labels.map((l) => l.r.bottom - l.r.top))).toBeGreaterThanOrEqual(MIN_LABEL_PX);
     await page.close();
   }, 60_000);
 

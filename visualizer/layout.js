@@ -10,7 +10,8 @@
   const MIN_FONT = 11;
   const LINE = 16; // line height: a line's box (~1.17 × FONT) never reaches into the next one
   const FONT_FAMILY = '"DejaVu Sans", "Segoe UI", "Helvetica Neue", Arial, sans-serif';
-  const WRAP = 250; // px: longer labels wrap at word boundaries
+  const WRAPS = [250, 190, 330]; // px: longer labels wrap at word boundaries (each width is tried)
+  let WRAP = WRAPS[0];
   const PAD = 6;
   const SVG_NS = 'http://www.w3.org/2000/svg';
 
@@ -177,6 +178,7 @@
       'elk.layered.edgeLabels.sideSelection': 'SMART_DOWN',
       'elk.layered.nodePlacement.strategy': 'NETWORK_SIMPLEX',
       'elk.layered.considerModelOrder.strategy': 'NODES_AND_EDGES',
+      'elk.layered.compaction.postCompaction.strategy': 'EDGE_LENGTH', // pulls layers together: smaller, same order
       'elk.json.shapeCoords': 'ROOT',
       'elk.json.edgeCoords': 'ROOT',
       ...(extra || {}),
@@ -206,19 +208,23 @@
   /**
    * Lays the chart out a few ways (top-down or left-right, each arrow's label in the middle layer,
    * at its head or where it takes least room) and keeps the one that fits the box at the largest
-   * scale: the same chart and box always give the same drawing.
+   * scale, with labels wrapped at one of two widths: the same chart and box always give the same drawing.
    */
   async function layout(chart, box) {
     const elk = new window.ELK();
     let best = null;
-    for (const direction of ['DOWN', 'RIGHT']) {
-      for (const labels of ['MEDIAN_LAYER', 'HEAD_LAYER', 'SPACE_EFFICIENT_LAYER']) {
-        const g = elkGraph(chart, direction, { 'elk.layered.edgeLabels.centerLabelPlacementStrategy': labels });
-        const laid = await elk.layout(g.root);
-        const scale = Math.min(box.width / laid.width, box.height / laid.height);
-        if (!best || scale > best.scale + 1e-9) best = { ...g, laid, scale, direction: `${direction} ${labels}` };
+    for (const wrapAt of WRAPS) {
+      WRAP = wrapAt;
+      for (const direction of ['DOWN', 'RIGHT']) {
+        for (const labels of ['MEDIAN_LAYER', 'HEAD_LAYER', 'SPACE_EFFICIENT_LAYER']) {
+          const g = elkGraph(chart, direction, { 'elk.layered.edgeLabels.centerLabelPlacementStrategy': labels });
+          const laid = await elk.layout(g.root);
+          const scale = Math.min(box.width / laid.width, box.height / laid.height);
+          if (!best || scale > best.scale + 1e-9) best = { ...g, laid, scale, direction: `${direction} ${labels} wrap ${wrapAt}` };
+        }
       }
     }
+    WRAP = WRAPS[0];
     return best;
   }
 

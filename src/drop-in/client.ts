@@ -26,7 +26,8 @@ import { modelKey, resolveModel, type ModelInfo } from '../services/models';
 import type { OpenAIClient } from '../services/openai-client';
 import { withErrorBodyRecovery } from '../services/overflow';
 import { DropInError, recoveryFailed } from './errors';
-import { fingerprint, mapMessage, recordedEvents, recordedFingerprint, sessionMessages, splitSystem, type MappedMessage } from './messages';
+import { recordedMessages } from '../session/recorded';
+import { fingerprint, mapMessage, recordedFingerprint, sessionMessages, splitSystem, type MappedMessage } from './messages';
 import { firstNewMessage } from './reconcile';
 import { recordingStream, type StreamedReply } from './stream';
 
@@ -90,7 +91,7 @@ export function withCompaction<C extends OpenAIClient>(client: C, options: WithC
   /** Fingerprints of the recorded messages, in order; tool names by call id. */
   const recorded: string[] = [];
   const toolNames = new Map<string, string>();
-  for (const e of recordedEvents(session)) {
+  for (const e of recordedMessages(session)) {
     recorded.push(recordedFingerprint(e));
     if (e.type === 'assistant/message') for (const b of e.data.content) if (b.type === 'tool-call') toolNames.set(b.id, b.name);
   }

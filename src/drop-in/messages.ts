@@ -12,7 +12,8 @@
 import { createHash } from 'node:crypto';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { toChatMessage } from '../session/derive';
-import { isCheckpoint, type ImageBlock, type SessionEvent, type SurfaceEvent, type TextBlock } from '../session/events';
+import type { ImageBlock, SurfaceEvent, TextBlock } from '../session/events';
+import { currentSystemPrompt, recordedMessages } from '../session/recorded';
 import type { Session } from '../session/session';
 import { DropInError } from './errors';
 
@@ -136,20 +137,6 @@ function mappedOf(e: SurfaceEvent): MappedMessage {
   }
 }
 
-/**
- * The conversation's messages as they were recorded (each message's first append, so neither
- * pruning nor a checkpoint changes them): the caller's view, which a checkpoint only shadows.
- */
-export function recordedEvents(session: Session): SurfaceEvent[] {
-  const out: SurfaceEvent[] = [];
-  for (const e of session.events() as readonly SessionEvent[]) {
-    if (e.surfaceOp !== 'append') continue;
-    if (e.type === 'user/message' ? isCheckpoint(e) : e.type !== 'assistant/message' && e.type !== 'tool/result') continue;
-    out.push(e as SurfaceEvent);
-  }
-  return out;
-}
-
 export const recordedFingerprint = (e: SurfaceEvent): string => fingerprint(mappedOf(e));
 
 /**
@@ -159,8 +146,8 @@ export const recordedFingerprint = (e: SurfaceEvent): string => fingerprint(mapp
  */
 export function sessionMessages(session: Session): ChatCompletionMessageParam[] {
   const out: ChatCompletionMessageParam[] = [];
-  const head = session.surface.length > 0 ? session.event(session.surface.seqAt(0)) : undefined;
-  if (head?.type === 'system/message') out.push({ role: 'system', content: head.data.text });
-  for (const e of recordedEvents(session)) out.push(toChatMessage(e));
+  const system = currentSystemPrompt(session);
+  if (system !== undefined) out.push({ role: 'system', content: system });
+  for (const e of recordedMessages(session)) out.push(toChatMessage(e));
   return out;
 }

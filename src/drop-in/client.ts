@@ -21,10 +21,8 @@ import type { ChatCompletion, ChatCompletionChunk, ChatCompletionCreateParams, C
 import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../engine';
 import type { Session } from '../session/session';
 import { SessionWriter } from '../session/writer';
-import { BudgetError } from '../services/config';
-import { modelKey, resolveModel, type ModelInfo } from '../services/models';
-import type { OpenAIClient } from '../services/openai-client';
-import { withErrorBodyRecovery } from '../services/overflow';
+import { BudgetError, modelKey, resolveModel, type ModelInfo } from '../services/config';
+import { withErrorBodyRecovery, type OpenAIClient } from '../services/overflow';
 import { DropInError, recoveryFailed } from './errors';
 import { recordedMessages } from '../session/recorded';
 import { fingerprint, mapMessage, recordedFingerprint, sessionMessages, splitSystem, type MappedMessage } from './messages';

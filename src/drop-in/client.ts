@@ -49,8 +49,8 @@ export interface Compaction {
   readonly provider: string;
   /** The conversation so far, to continue it with (after a restart): the system prompt, then every message as recorded. */
   messages(): ChatCompletionMessageParam[];
-  /** Stops the engine, closes an open step and turn, and flushes the session. */
-  close(): Promise<void>;
+  /** Stops the engine, closes an open step and turn, and flushes the session; `{ session: true }` closes it too (its store released). */
+  close(options?: { session?: boolean }): Promise<void>;
 }
 
 export type CompactingClient<C> = C & { readonly compaction: Compaction };
@@ -277,13 +277,13 @@ export function withCompaction<C extends OpenAIClient>(client: C, options: WithC
     engine,
     provider,
     messages: () => sessionMessages(session),
-    async close() {
+    async close(opts = {}) {
       engine.stop();
       if (session.surface.pendingCalls().length === 0) {
         if (session.openStep) w.endStep('aborted');
         if (session.openTurn !== null) w.endTurn(turnFailed ? 'error' : 'aborted');
       }
-      await session.flush();
+      await (opts.session ? session.close() : session.flush());
     },
   };
 

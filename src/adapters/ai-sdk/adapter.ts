@@ -101,8 +101,8 @@ export interface AiSdkCompaction<M extends AiSdkLanguageModel = LanguageModelV3>
    * is new) as `messages`, and the adapter continues the recorded conversation.
    */
   messages(): ModelMessage[];
-  /** Stops the engine and closes an open step and turn, so the session is consistent; then flushes. */
-  close(): Promise<void>;
+  /** Stops the engine and closes an open step and turn, so the session is consistent; then flushes (and closes the session with `{ session: true }`). */
+  close(options?: { session?: boolean }): Promise<void>;
 }
 
 /** The AI SDK provider id (`openai.chat`, `deepseek.chat`) → the registry's provider name. */
@@ -388,13 +388,13 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     engine,
     session,
     messages: () => sessionModelMessages(session),
-    async close() {
+    async close(opts = {}) {
       engine.stop();
       if (session.surface.pendingCalls().length === 0) {
         if (session.openStep) w.endStep('aborted');
         if (session.openTurn !== null) w.endTurn(turnFailed ? 'error' : 'aborted');
       }
-      await session.flush();
+      await (opts.session ? session.close() : session.flush());
     },
   };
 }

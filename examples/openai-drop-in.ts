@@ -35,7 +35,7 @@ async function main(): Promise<void> {
   const local = process.env.OPENAI_BASE_URL ? undefined : await startLocalModel();
   const model = process.env.MODEL ?? (local ? 'local-model' : 'gpt-4o-mini');
   const window = process.env.CONTEXT_WINDOW ? Number(process.env.CONTEXT_WINDOW) : local ? 6_000 : undefined;
-  const openai = new OpenAI({ baseURL: process.env.OPENAI_BASE_URL ?? local!.baseURL, apiKey: process.env.OPENAI_API_KEY ?? 'not-needed' });
+  const openai = new OpenAI({ baseURL: process.env.OPENAI_BASE_URL || local!.baseURL, apiKey: process.env.OPENAI_API_KEY ?? 'not-needed' });
   const session = await Session.open(new JsonlStore(process.env.SESSION_DIR ?? '.xcompact-sessions'), process.env.SESSION ?? 'drop-in'); // ◀
   const client = withCompaction(openai, { session, models: window ? { [model]: { contextWindow: window, maxOutputTokens: 512 } } : {} }); // ◀
   const messages = client.compaction.messages(); // ◀ the conversation so far (empty the first time)

@@ -21,7 +21,7 @@ import type { ChatCompletion, ChatCompletionChunk, ChatCompletionCreateParams, C
 import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../engine';
 import type { Session } from '../session/session';
 import { SessionWriter } from '../session/writer';
-import { BudgetError, modelKey, resolveModel, type ModelInfo } from '../services/config';
+import { missingCapacity, modelKey, type ModelInfo } from '../services/config';
 import { withErrorBodyRecovery, type OpenAIClient } from '../services/overflow';
 import { DropInError, recoveryFailed } from './errors';
 import { recordedMessages } from '../session/recorded';
@@ -196,16 +196,8 @@ export function withCompaction<C extends OpenAIClient>(client: C, options: WithC
 
   /** No silent no-op: a model with no known window would never be compacted. */
   const requireWindow = (model: string) => {
-    if (options.requireCapacity === false) return;
-    const key = modelKey(provider, model);
-    if (resolveModel(key, engine.config.models as Record<string, Partial<ModelInfo>>)) return;
-    throw new BudgetError(
-      'no-context-capacity',
-      provider,
-      model,
-      `${key}: no context window known for this model, so it would never be compacted: pass models: { ${JSON.stringify(key)}: { contextWindow: <tokens> } } to withCompaction ` +
-        '(or requireCapacity: false to run with overflow recovery only). Nothing was recorded or sent',
-    );
+    const missing = options.requireCapacity === false ? undefined : missingCapacity(provider, model, engine.config.models as Record<string, Partial<ModelInfo>>, 'withCompaction');
+    if (missing) throw missing;
   };
 
   const create = async (params: ChatCompletionCreateParams, requestOptions?: CreateOptions): Promise<unknown> => {

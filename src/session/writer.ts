@@ -169,8 +169,19 @@ export class SessionWriter {
     message: CompletionMessage,
     meta: { usage?: CompletionUsage | null; provider?: string; model?: string; finishReason?: string | null } = {},
   ): SessionEvent<'assistant/message'> {
+    if (typeof message !== 'object' || message === null) {
+      throw new SessionRuleError('invalid-input', `assistantFromCompletion takes a completion message object (choices[0].message); got ${message === null ? 'null' : typeof message}.`);
+    }
+    const calls: unknown = message.tool_calls ?? [];
+    if (!Array.isArray(calls)) {
+      // A string would otherwise be walked character by character.
+      throw new SessionRuleError('invalid-input', `assistantFromCompletion: message.tool_calls must be an array (or null); got ${typeof calls}.`);
+    }
     const toolCalls: ToolCallBlock[] = [];
-    for (const c of message.tool_calls ?? []) {
+    for (const c of calls as CompletionToolCall[]) {
+      if (typeof c !== 'object' || c === null) {
+        throw new SessionRuleError('invalid-input', `assistantFromCompletion: each tool call must be an object {id, type, function}; got ${c === null ? 'null' : typeof c}.`);
+      }
       if (c.type !== 'function' || c.function === undefined) {
         // Dropping it would leave the agent answering a call the log never saw.
         throw new SessionRuleError('unsupported-tool-call', `tool call "${c.id}" is of type "${c.type}": only function tool calls can be recorded.`);

@@ -363,13 +363,15 @@ export class Session {
     const raw: Record<string, unknown> = { seq, type: planned.type, time, data: planned.data };
     if (surfaceOp !== undefined) raw.surfaceOp = typeof surfaceOp === 'string' ? surfaceOp : { ...surfaceOp };
     if (sourceEventSeqs !== undefined) raw.sourceEventSeqs = [...sourceEventSeqs];
+    // Queued before it is frozen and held: a writer that cannot take it (closed, too large)
+    // changes nothing, not even the caller's objects.
+    if (!this.replaying) this.writer?.append(raw as unknown as SessionEvent);
     const event = deepFreeze(raw) as unknown as SessionEvent;
     this.log.push(event);
 
     let change: SurfaceChange | undefined;
     if (planned.surfacePlan) change = this.surfaceState.commit(planned.surfacePlan, event as SurfaceEvent);
     this.foldStructure(event);
-    if (!this.replaying) this.writer?.append(event);
 
     this.observers.notify(event, change);
     return event;

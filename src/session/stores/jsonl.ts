@@ -184,7 +184,7 @@ class JsonlWriter extends QueuedWriter<string> {
   }
 
   protected encode(event: SessionEvent): string {
-    return `${JSON.stringify(event)}\n`;
+    return `${this.json(event)}\n`;
   }
 
   protected asFailure(err: unknown): StoreError {

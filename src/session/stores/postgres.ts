@@ -191,6 +191,12 @@ export class PostgresStore implements SessionStore {
   }
 }
 
+/** A queued event: its seq (what the batch is fenced on) and its JSON, encoded at append. */
+interface Encoded {
+  seq: number;
+  json: string;
+}
+
 function readOnlyWriter(id: string, location: string): LogWriter {
   return {
     failure: new StoreError('store-read-only', `session "${id}" was opened read-only (no writer lease) from ${location}: open it with a writer store to append.`, { file: location }),
@@ -202,7 +208,7 @@ function readOnlyWriter(id: string, location: string): LogWriter {
   };
 }
 
-class PostgresWriter extends QueuedWriter<SessionEvent> {
+class PostgresWriter extends QueuedWriter<Encoded> {
   private readonly renewTimer: NodeJS.Timeout;
 
   constructor(
@@ -220,8 +226,8 @@ class PostgresWriter extends QueuedWriter<SessionEvent> {
     this.renewTimer.unref();
   }
 
-  protected encode(event: SessionEvent): SessionEvent {
-    return event;
+  protected encode(event: SessionEvent): Encoded {
+    return { seq: event.seq, json: this.json(event) };
   }
 
   protected asFailure(err: unknown): StoreError {
@@ -256,7 +262,7 @@ class PostgresWriter extends QueuedWriter<SessionEvent> {
     }
   }
 
-  protected async writeBatch(batch: SessionEvent[]): Promise<void> {
+  protected async writeBatch(batch: Encoded[]): Promise<void> {
     const first = batch[0]!.seq;
     if (first !== this.stored) throw this.conflict(`the batch starts at seq ${first} but ${this.stored} events are stored`);
     let r;
@@ -269,7 +275,7 @@ class PostgresWriter extends QueuedWriter<SessionEvent> {
          SELECT $1, (e->>'seq')::integer, e FROM jsonb_array_elements($3::jsonb) AS e
          WHERE EXISTS (SELECT 1 FROM lease)
            AND (SELECT coalesce(max(seq), -1) FROM ${this.n.events} WHERE session_id = $1) = $5`,
-        [this.id, this.holder, JSON.stringify(batch), this.leaseMs, first - 1],
+        [this.id, this.holder, `[${batch.map((e) => e.json).join(',')}]`, this.leaseMs, first - 1],
       );
     } catch (err) {
       if ((err as { code?: string }).code === '23505') throw this.conflict(`another writer already stored an event at seq ${first}..${first + batch.length - 1}`);

@@ -21,7 +21,7 @@ import { StoreError } from '../errors';
 import type { SessionEvent } from '../events';
 import { checkSessionId, type LoadReport, type LogWriter, type SessionStore, type StoredLog } from '../store';
 import { QueuedWriter } from './queued-writer';
-import { createPool, describeUrl, storeErrorOf } from './postgres-connect';
+import { createPool, describeUrl, storeErrorOf, withDeadline } from './postgres-connect';
 import { migrate, schemaNames, storedVersion, type Queryable, type SchemaNames } from './postgres-schema';
 
 /**
@@ -47,11 +47,22 @@ export interface PostgresStoreOptions {
   leaseMs?: number;
   /** Open sessions without a writer lease; appends are refused. */
   readOnly?: boolean;
+  /**
+   * How long one statement may take, in ms (default 30 000). On the store's own pool it is the
+   * server's `statement_timeout` and `lock_timeout`; on any pool, a statement with no answer
+   * within it plus a second (a frozen server sends no error) fails with `store-unreachable`,
+   * so `flush()` never waits without limit.
+   */
+  statementTimeoutMs?: number;
 }
+
+/** Time past the server's own timeouts before the client stops waiting for their error. */
+const GRACE_MS = 1_000;
 
 export class PostgresStore implements SessionStore {
   readonly readOnly: boolean;
   readonly leaseMs: number;
+  readonly statementTimeoutMs: number;
   /** Where the store points, without the password (for messages). */
   readonly where: string;
   private readonly names: SchemaNames;
@@ -68,6 +79,10 @@ export class PostgresStore implements SessionStore {
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 100) {
       // A bad option, not a store failure: nothing was tried, and retrying cannot help.
       throw new XcompactError('config', `PostgresStore option leaseMs must be an integer number of milliseconds ≥ 100; got ${String(options.leaseMs)}.`);
+    }
+    this.statementTimeoutMs = options.statementTimeoutMs ?? 30_000;
+    if (!Number.isInteger(this.statementTimeoutMs) || this.statementTimeoutMs < 1) {
+      throw new XcompactError('config', `PostgresStore option statementTimeoutMs must be a whole number of milliseconds ≥ 1; got ${String(options.statementTimeoutMs)}.`);
     }
     this.url = options.url;
     this.ownsPool = !options.pool;
@@ -100,10 +115,10 @@ export class PostgresStore implements SessionStore {
     if (took) report.leaseTakenOver = took;
     try {
       const records = await this.load(pool, id);
-      const writer = new PostgresWriter(pool, this.names, id, holder, location, records.length, this.leaseMs);
+      const writer = new PostgresWriter(pool, this.names, id, holder, location, records.length, this.leaseMs, this.statementTimeoutMs + GRACE_MS);
       return { records, report, location, writer };
     } catch (err) {
-      await pool.query(`DELETE FROM ${this.names.leases} WHERE session_id = $1 AND holder = $2`, [id, holder]).catch(() => undefined);
+      await this.deadline(pool.query(`DELETE FROM ${this.names.leases} WHERE session_id = $1 AND holder = $2`, [id, holder]), 'releasing the lease').catch(() => undefined);
       throw err;
     }
   }
@@ -112,17 +127,23 @@ export class PostgresStore implements SessionStore {
   async close(): Promise<void> {
     const p = this.poolP;
     this.poolP = undefined;
-    if (p && this.ownsPool) await (await p).end().catch(() => undefined);
+    // A pool whose server froze never finishes ending (its clients are stuck): stop waiting.
+    if (p && this.ownsPool) await this.deadline((async () => (await p).end())(), 'closing the pool').catch(() => undefined);
   }
 
   private pool(): Promise<Pool> {
-    this.poolP ??= createPool(this.url!);
+    const ms = this.statementTimeoutMs;
+    this.poolP ??= createPool(this.url!, { statement_timeout: ms, lock_timeout: ms });
     return this.poolP;
+  }
+
+  private deadline<T>(work: Promise<T>, doing: string): Promise<T> {
+    return withDeadline(work, this.statementTimeoutMs + GRACE_MS, this.where, doing);
   }
 
   private async run<T>(doing: string, fn: () => Promise<T>): Promise<T> {
     try {
-      return await fn();
+      return await this.deadline(fn(), doing);
     } catch (err) {
       throw storeErrorOf(err, this.where, doing);
     }
@@ -220,6 +241,8 @@ class PostgresWriter extends QueuedWriter<Encoded> {
     /** Events stored so far: the seq the next batch must start at. */
     private stored: number,
     private readonly leaseMs: number,
+    /** No answer within this many ms is `store-unreachable`. */
+    private readonly answerMs: number,
   ) {
     super(location);
     this.renewTimer = setInterval(() => void this.renew(), Math.max(50, Math.floor(leaseMs / 3)));
@@ -236,7 +259,11 @@ class PostgresWriter extends QueuedWriter<Encoded> {
 
   protected async release(): Promise<void> {
     clearInterval(this.renewTimer);
-    await this.pool.query(`DELETE FROM ${this.n.leases} WHERE session_id = $1 AND holder = $2`, [this.id, this.holder]).catch(() => undefined);
+    await this.query(`DELETE FROM ${this.n.leases} WHERE session_id = $1 AND holder = $2`, [this.id, this.holder], 'releasing the lease').catch(() => undefined);
+  }
+
+  private query(text: string, values: unknown[], doing: string): ReturnType<Pool['query']> {
+    return withDeadline(this.pool.query(text, values), this.answerMs, this.location, doing);
   }
 
   protected override fail(err: Error): void {
@@ -251,9 +278,10 @@ class PostgresWriter extends QueuedWriter<Encoded> {
   private async renew(): Promise<void> {
     if (this.closed || this.failure) return;
     try {
-      const r = await this.pool.query(
+      const r = await this.query(
         `UPDATE ${this.n.leases} SET expires_at = clock_timestamp() + $3 * interval '1 millisecond' WHERE session_id = $1 AND holder = $2`,
         [this.id, this.holder, this.leaseMs],
+        'renewing the lease',
       );
       if (r.rowCount === 0 && !this.closed) this.fail(this.conflict('the writer lease was taken over by another writer (this one stopped renewing it in time)'));
     } catch {
@@ -267,7 +295,7 @@ class PostgresWriter extends QueuedWriter<Encoded> {
     if (first !== this.stored) throw this.conflict(`the batch starts at seq ${first} but ${this.stored} events are stored`);
     let r;
     try {
-      r = await this.pool.query(
+      r = await this.query(
         `WITH lease AS (
            UPDATE ${this.n.leases} SET expires_at = clock_timestamp() + $4 * interval '1 millisecond'
            WHERE session_id = $1 AND holder = $2 RETURNING 1)
@@ -276,6 +304,7 @@ class PostgresWriter extends QueuedWriter<Encoded> {
          WHERE EXISTS (SELECT 1 FROM lease)
            AND (SELECT coalesce(max(seq), -1) FROM ${this.n.events} WHERE session_id = $1) = $5`,
         [this.id, this.holder, `[${batch.map((e) => e.json).join(',')}]`, this.leaseMs, first - 1],
+        'appending events',
       );
     } catch (err) {
       if ((err as { code?: string }).code === '23505') throw this.conflict(`another writer already stored an event at seq ${first}..${first + batch.length - 1}`);
@@ -286,7 +315,7 @@ class PostgresWriter extends QueuedWriter<Encoded> {
       return;
     }
     // Nothing was stored (one statement): say why.
-    const lease = await this.pool.query(`SELECT holder FROM ${this.n.leases} WHERE session_id = $1`, [this.id]);
+    const lease = await this.query(`SELECT holder FROM ${this.n.leases} WHERE session_id = $1`, [this.id], 'reading the lease');
     const holder = (lease.rows[0] as { holder?: string } | undefined)?.holder;
     if (holder !== this.holder) throw this.conflict(`the writer lease is now held by ${holder ?? 'nobody'} (this writer's expired and was taken over)`);
     throw this.conflict(`the log no longer ends at seq ${first - 1}: another writer appended`);

@@ -17,14 +17,14 @@ import { pressureMachine } from './machines/pressure';
 import { transactionMachine, type TransactionActorInputs } from './machines/transaction';
 import type { ErrorInfo, PressureReading } from './machines/types';
 import type { Session } from './session/session';
-import { parseConfig, tokenizerNameFor, type CompactionConfig, type CompactionConfigInput } from './services/config';
+import { parseConfig, policyFor, tokenizerNameFor, type CompactionConfig, type CompactionConfigInput } from './services/config';
 import type { ServiceDeps } from './services/context';
 import type { UnclosedBracket } from './services/transaction';
 import { createEngineServices, type EngineServices } from './services/actors';
 import { measurePressure } from './services/pressure';
 import { TokenMeter } from './services/metering';
 import type { ModelInfo } from './services/config';
-import { routePolicy } from './services/context';
+import { routePolicy, summaryTarget } from './services/context';
 import type { Summarizer } from './services/summarizing';
 import { ExtractiveSummarizer } from './services/summarizing';
 import { OpenAISummarizer } from './services/summarizing';
@@ -106,7 +106,16 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     flush: act((i: In<'flush'>) => services.flush(i)),
     closeWithError: act((i: In<'closeWithError'>) => services.closeWithError(i)),
   };
-  const transaction = transactionMachine.provide({ actors: txActors });
+  // The summary's overall deadline: the summary target's policy (a chunked summary's every request counts).
+  const summaryDeadline = (): number => {
+    try {
+      const target = summaryTarget(deps);
+      return policyFor(config, target.provider, target.model).summaryTimeoutMs;
+    } catch {
+      return config.summaryTimeoutMs;
+    }
+  };
+  const transaction = transactionMachine.provide({ actors: txActors, delays: { summaryDeadline } });
   // A transaction chart that failed (a bug, not a service failure) cannot close its own bracket:
   // its parent chart decides to release the lock, and this does the work.
   const closeAbandoned = { 'close abandoned bracket': () => void built.brackets.closeAbandoned(CHART_FAILED) };
@@ -133,6 +142,7 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     ) as unknown as typeof gateMachine;
   const backgroundChart = backgroundMachine.provide({
     actors: { selectRange, ...txActors },
+    delays: { summaryDeadline },
   });
   const jobs = background
     ? { pressure: gateFor('pressure'), overflow: gateFor('overflow'), manual: gateFor('manual'), background: backgroundChart }

@@ -46,6 +46,8 @@ describe('defaults (SPEC §3)', () => {
     auto: true,
     background: true,
     prepareRatio: undefined,
+    summaryIdleTimeoutMs: 60_000,
+    summaryTimeoutMs: 600_000,
     summarizationProvider: '',
     summarizationModel: '',
     modelPolicies: [],

@@ -173,6 +173,31 @@ describe('the engine and a stalled summary', () => {
     }
   });
 
+  it('background compaction: a step that reaches the threshold while the summary stalls is released by the deadline, not blocked', async () => {
+    const h = harness({
+      summarizer: new OpenAISummarizer({ client: client() }),
+      config: { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false, background: true, prune: { enabled: false }, summaryTimeoutMs: 500 },
+    });
+    // Every summary request hangs after the headers (the idle limit is the default minute).
+    server.setHandler(() => ({ kind: 'hang' }));
+    try {
+      openTurn(h, 'Please list every directory.');
+      const { result, index } = await stepUntilPressure(h);
+      expect(result.status).toBe('preparing');
+      // Keep stepping: the threshold comes while the background summary hangs.
+      let last = result;
+      const started = Date.now();
+      for (let i = index + 1; i < index + 40 && last.status === 'preparing'; i++) last = await h.step(i);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(last.status).toBe('failed');
+      expect(last.error?.causeCode).toBe('summary-timeout');
+      expect(h.session.lock.held).toBe(false);
+    } finally {
+      server.setHandler(undefined as never);
+      h.engine.stop();
+    }
+  });
+
   it('background compaction: a summary past its deadline is closed with summary-timeout and reported', async () => {
     const h = harness({
       summarizer: new OpenAISummarizer({ client: client() }),

@@ -8,6 +8,7 @@
  */
 import type { OpenAIClient } from './services/overflow';
 import { assign, createMachine, fromPromise } from 'xstate';
+import { XcompactError } from './errors';
 import { answerBelowThreshold, DEFAULT_ENGINE_INPUT, engineContext, engineMachine, type EngineInput } from './machines/engine';
 import { backgroundMachine } from './machines/background';
 import { gateContext, gateMachine, type GateInput } from './machines/gate';
@@ -81,6 +82,9 @@ const CHART_FAILED: ErrorInfo = { code: 'internal', message: 'the transaction ch
 const STOPPED: ErrorInfo = { code: 'cancelled', message: 'the compaction engine was stopped while this compaction ran' };
 
 export function buildCompactionMachine(options: CompactionMachineOptions): BuiltCompactionMachine {
+  if (typeof options !== 'object' || options === null || typeof (options.session as { append?: unknown } | null | undefined)?.append !== 'function') {
+    throw new XcompactError('config', 'createCompactionEngine / createCompactionMachine need options with a `session` (a Session from Session.open or Session.inMemory).');
+  }
   const { session } = options;
   const rawConfig = (options.config ?? {}) as Record<string, unknown>;
   const config = parseConfig(options.models ? { ...rawConfig, models: mergeModels(rawConfig.models, options.models) } : rawConfig);

@@ -8,7 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JsonlStore, Session, SessionRuleError, SessionWriter, XcompactError, importPiFile } from '../src/index.js';
+import { JsonlStore, MemoryStore, Session, SessionRuleError, SessionWriter, XcompactError, createCompactionEngine, importPiFile } from '../src/index.js';
 import { expectRule, removeTempDirs, tempDir, user } from './helpers/session.js';
 
 afterAll(removeTempDirs);
@@ -147,6 +147,30 @@ describe('bad input to the public entry points is typed', () => {
       expect((err as Error).message).toContain(path);
     }
     expect(s.length).toBe(0);
+  });
+
+  it('the writer, the stores and the engine answer null or missing arguments typed', async () => {
+    const s = Session.inMemory();
+    const w = new SessionWriter(s);
+    expectRule(() => w.request(null as never), 'invalid-input');
+    expectRule(() => w.assistant(null as never), 'invalid-input');
+    expect(s.length).toBe(0);
+    const codeOf = async (f: () => unknown) => {
+      try {
+        await f();
+        return 'no error';
+      } catch (err) {
+        return err instanceof XcompactError ? err.code : `raw ${String(err)}`;
+      }
+    };
+    expect(await codeOf(() => Session.open(new MemoryStore(), null as never))).toBe('invalid-session-id');
+    expect(await codeOf(() => new JsonlStore(undefined as never))).toBe('config');
+    expect(await codeOf(() => createCompactionEngine(null as never))).toBe('config');
+    expect(await codeOf(() => createCompactionEngine({ session: null } as never))).toBe('config');
+    // null options are no options.
+    const engine = createCompactionEngine({ session: Session.inMemory('e'), models: {} });
+    expect((await engine.afterStep(null as never)).status).toBe('skipped');
+    engine.stop();
   });
 
   it('errors are XcompactErrors with a code', () => {

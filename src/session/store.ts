@@ -68,7 +68,7 @@ export interface SessionStore {
 
 /** Session ids become file names: keep them to a portable alphabet. */
 export function checkSessionId(id: string): void {
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id)) {
+  if (typeof id !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id)) {
     throw new XcompactError(
       'invalid-session-id',
       `session id ${JSON.stringify(id)} is not allowed: use 1-128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit.`,

@@ -22,6 +22,7 @@
 import { isUtf8 } from 'node:buffer';
 import { promises as fs, constants as fsc } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { XcompactError } from '../../errors';
 import { StoreError } from '../errors';
 import type { SessionEvent } from '../events';
 import { checkSessionId, type LoadReport, type SessionStore, type StoredLog } from '../store';
@@ -50,6 +51,9 @@ export class JsonlStore implements SessionStore {
   private readonly repairInterleaved: boolean;
 
   constructor(dir: string, options: JsonlStoreOptions = {}) {
+    if (typeof dir !== 'string' || dir === '') {
+      throw new XcompactError('config', `JsonlStore needs the directory its session files live in, as a non-empty string; got ${dir === '' ? 'an empty string' : typeof dir}.`);
+    }
     this.dir = dir;
     this.sync = options.sync ?? true;
     this.repairInterleaved = options.repairInterleaved ?? false;

@@ -20,8 +20,14 @@ export const MAX_DEPTH = 512;
 const BAD_TEXT = /[\u0000\ud800-\udfff]/;
 const LONE_OR_NUL = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+/** String.prototype.isWellFormed (ES2024, in Node 20): native, about 20 times faster than the regex scan. */
+const isWellFormed = (String.prototype as { isWellFormed?: () => boolean }).isWellFormed;
+const clean: (s: string) => boolean = isWellFormed
+  ? (s) => isWellFormed.call(s) && s.indexOf('\u0000') === -1
+  : (s) => !BAD_TEXT.test(s);
+
 function badText(s: string): string | undefined {
-  if (!BAD_TEXT.test(s)) return undefined; // the fast path: almost every string
+  if (clean(s)) return undefined; // the fast path: almost every string
   const m = LONE_OR_NUL.exec(s);
   if (!m) return undefined;
   const c = m[0].charCodeAt(0);
@@ -30,13 +36,26 @@ function badText(s: string): string | undefined {
     : `a lone surrogate U+${c.toString(16).toUpperCase()} at index ${m.index} (not valid Unicode: JSON stores it as an escape PostgreSQL refuses; replace it, e.g. with U+FFFD)`;
 }
 
-function pathOf(parent: string, key: string | number): string {
-  if (typeof key === 'number') return `${parent}[${key}]`;
-  return /^[A-Za-z_$][\w$]*$/.test(key) ? `${parent}.${key}` : `${parent}[${JSON.stringify(key)}]`;
+/** The path of a value, from the root's label and the keys walked to it (built only for an error). */
+function pathOf(root: string, keys: ReadonlyArray<string | number>): string {
+  let path = root;
+  for (const key of keys) {
+    if (typeof key === 'number') path += `[${key}]`;
+    else path += /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+  }
+  return path;
 }
 
-function refuse(path: string, what: string): never {
-  throw new SessionRuleError('not-storable', `${path} is ${what}: an event must be plain JSON that every store keeps exactly.`);
+interface Walk {
+  root: string;
+  /** Keys from the root to the value being checked. */
+  keys: Array<string | number>;
+  /** Objects from the root to the value being checked (a cycle is one of them again). */
+  ancestors: object[];
+}
+
+function refuse(w: Walk, what: string): never {
+  throw new SessionRuleError('not-storable', `${pathOf(w.root, w.keys)} is ${what}: an event must be plain JSON that every store keeps exactly.`);
 }
 
 function describe(v: unknown): string {
@@ -57,70 +76,79 @@ function describe(v: unknown): string {
  * had to be dropped, a copy without it). Throws `not-storable` naming `path`.
  */
 export function storable<T>(value: T, path: string): T {
-  return walk(value, path, [], 0) as T;
+  return walk(value, { root: path, keys: [], ancestors: [] }) as T;
 }
 
-function walk(v: unknown, path: string, ancestors: object[], depth: number): unknown {
+function walk(v: unknown, w: Walk): unknown {
   switch (typeof v) {
     case 'string': {
       const bad = badText(v);
-      if (bad) refuse(path, `a string with ${bad}`);
+      if (bad) refuse(w, `a string with ${bad}`);
       return v;
     }
     case 'boolean':
       return v;
     case 'number':
-      if (!Number.isFinite(v) || Object.is(v, -0)) refuse(path, describe(v));
+      if (!Number.isFinite(v) || Object.is(v, -0)) refuse(w, describe(v));
       return v;
     case 'object':
       if (v === null) return v;
       break;
     default:
-      refuse(path, describe(v));
+      refuse(w, describe(v));
   }
   const o = v as object;
-  if (depth >= MAX_DEPTH) refuse(path, `nested deeper than ${MAX_DEPTH} levels`);
-  if (ancestors.includes(o)) refuse(path, 'a cycle (an object that contains itself)');
+  if (w.ancestors.length >= MAX_DEPTH) refuse(w, `nested deeper than ${MAX_DEPTH} levels`);
+  if (w.ancestors.includes(o)) refuse(w, 'a cycle (an object that contains itself)');
   if (typeof (o as { toJSON?: unknown }).toJSON === 'function') {
-    refuse(path, `${o instanceof Date ? 'a Date' : 'an object with toJSON'} (JSON stores what toJSON returns: store that instead)`);
+    refuse(w, `${o instanceof Date ? 'a Date' : 'an object with toJSON'} (JSON stores what toJSON returns: store that instead)`);
   }
-  ancestors.push(o);
+  w.ancestors.push(o);
   try {
-    if (Array.isArray(o)) return walkArray(o, path, ancestors, depth);
-    const proto = Object.getPrototypeOf(o) as unknown;
-    if (proto !== Object.prototype && proto !== null) {
-      const name = (o.constructor as { name?: unknown } | undefined)?.name;
-      refuse(path, `an instance of ${typeof name === 'string' && name ? name : 'a class'} (JSON keeps only its own enumerable fields, if any)`);
-    }
-    if (Object.getOwnPropertySymbols(o).length > 0) refuse(path, 'an object with symbol keys (JSON drops them)');
-    const rec = o as Record<string, unknown>;
-    let copy: Record<string, unknown> | undefined;
-    for (const k of Object.keys(rec)) {
-      const bad = badText(k);
-      if (bad) refuse(pathOf(path, k), `a key with ${bad}`);
-      const item = rec[k];
-      if (item === undefined) {
-        copy ??= { ...rec };
-        delete copy[k];
-        continue;
-      }
-      const out = walk(item, pathOf(path, k), ancestors, depth + 1);
-      if (out !== item) (copy ??= { ...rec })[k] = out;
-    }
-    return copy ?? o;
+    return Array.isArray(o) ? walkArray(o, w) : walkObject(o, w);
   } finally {
-    ancestors.pop();
+    w.ancestors.pop();
   }
 }
 
-function walkArray(a: unknown[], path: string, ancestors: object[], depth: number): unknown[] {
+function walkObject(o: object, w: Walk): object {
+  const proto = Object.getPrototypeOf(o) as unknown;
+  if (proto !== Object.prototype && proto !== null) {
+    const name = (o.constructor as { name?: unknown } | undefined)?.name;
+    refuse(w, `an instance of ${typeof name === 'string' && name ? name : 'a class'} (JSON keeps only its own enumerable fields, if any)`);
+  }
+  if (Object.getOwnPropertySymbols(o).length > 0) refuse(w, 'an object with symbol keys (JSON drops them)');
+  const rec = o as Record<string, unknown>;
+  let copy: Record<string, unknown> | undefined;
+  for (const k in rec) {
+    if (!Object.hasOwn(rec, k)) continue;
+    w.keys.push(k);
+    const bad = badText(k);
+    if (bad) refuse(w, `a key with ${bad}`);
+    const item = rec[k];
+    if (item === undefined) {
+      copy ??= { ...rec };
+      delete copy[k];
+    } else {
+      const out = walk(item, w);
+      if (out !== item) (copy ??= { ...rec })[k] = out;
+    }
+    w.keys.pop();
+  }
+  return copy ?? o;
+}
+
+function walkArray(a: unknown[], w: Walk): unknown[] {
+  // (Named properties on an array, which JSON drops too, are not looked for: counting own keys
+  // costs more than the rest of the walk, and only code that means to would add them.)
   let copy: unknown[] | undefined;
   for (let i = 0; i < a.length; i++) {
-    if (!(i in a)) refuse(pathOf(path, i), 'a hole (JSON stores null)');
+    w.keys.push(i);
     const item = a[i];
-    const out = walk(item, pathOf(path, i), ancestors, depth + 1);
+    if (item === undefined) refuse(w, i in a ? describe(item) : 'a hole (JSON stores null)');
+    const out = walk(item, w);
     if (out !== item) (copy ??= [...a])[i] = out;
+    w.keys.pop();
   }
-  if (Object.keys(a).length !== a.length) refuse(path, 'an array with extra properties (JSON drops them)');
   return copy ?? a;
 }

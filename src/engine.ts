@@ -110,8 +110,8 @@ const reasonOf = (signal: AbortSignal | undefined): string | undefined =>
   signal?.aborted ? String(signal.reason instanceof Error ? signal.reason.message : (signal.reason ?? 'aborted')) : undefined;
 
 export function createCompactionEngine(options: CompactionEngineOptions): CompactionEngine {
+  const built = buildCompactionMachine(options); // checks the options first
   const { session } = options;
-  const built = buildCompactionMachine(options);
   const { config, deps } = built;
   const now = deps.now;
   const listeners = new Set<Listener>();
@@ -221,7 +221,9 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       if (actor.getSnapshot().status === 'active') actor.send({ type: 'shutdown' });
       actor.stop();
     },
-    async afterStep(opts = {}) {
+    async afterStep(given = {}) {
+      // `null` options are no options, as `undefined` is.
+      const opts = given ?? {};
       const startedAt = now();
       capacityMissing = undefined;
       const result = await request((id) => ({ type: 'step.completed', id, turn: session.openTurn, aborted: opts.signal?.aborted ?? false }), opts.signal);
@@ -253,7 +255,9 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       if (result.kind === 'error') return { ...idle, status: 'failed', error: new CompactionError(result.error) };
       return { ...idle, status: result.kind === 'busy' ? 'busy' : result.kind === 'auto-off' ? 'auto-off' : 'paused' };
     },
-    async onRequestError(error, opts = {}) {
+    async onRequestError(error, given = {}) {
+      // `null` options are no options, as `undefined` is.
+      const opts = given ?? {};
       const lastAssistantSeq = session.latestReply?.seq ?? -1;
       const aborted = opts.signal?.aborted ?? false;
       const result = await request((id) => ({ type: 'request.failed', id, error, turn: session.openTurn, aborted, lastAssistantSeq }), opts.signal);
@@ -270,7 +274,9 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
         ...(tx?.status === 'failed' ? { compactionError: compactionError(tx.error) } : {}),
       };
     },
-    async compactNow(opts = {}) {
+    async compactNow(given = {}) {
+      // `null` options are no options, as `undefined` is.
+      const opts = given ?? {};
       const signal = opts.signal;
       const result = await request(
         (id) => ({ type: 'compact.requested', id, aborted: signal?.aborted ?? false, abortReason: reasonOf(signal), focus: opts.focus }),

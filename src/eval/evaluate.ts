@@ -7,7 +7,7 @@
  * file format: the replay sees only the event log.
  */
 import type { CompactionEngineOptions } from '../engine';
-import type { Summarizer } from '../services/summarizer';
+import type { Summarizer } from '../services/summarizing';
 import type { ChatMessage } from '../session/derive';
 import type { Session } from '../session/session';
 import { MemoryMeter, transcriptOf, type MemoryFigures, type RequestMemory, type Transcript } from './memory';

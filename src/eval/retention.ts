@@ -15,7 +15,7 @@
  */
 import type { ChatMessage } from '../session/derive';
 import type { SessionEvent } from '../session/events';
-import { ERROR_LINE } from '../services/summarizers/ledger';
+import { ERROR_LINE } from '../services/summarizing';
 
 /** Argument keys whose value names a file or directory. */
 const PATH_KEY = /path|file|dir/i;

@@ -4,9 +4,7 @@
  * yardsticks are shared with the xcompact replay (pricing, cache model, summarizer, cap); the
  * decisions are each policy's own (peers.ts).
  */
-import { frameCheckpoint } from '../services/checkpoint';
-import { ExtractiveSummarizer } from '../services/summarizers/extractive';
-import { COMPACTION_INSTRUCTION } from '../services/summarizers/instruction';
+import { COMPACTION_INSTRUCTION, ExtractiveSummarizer, frameCheckpoint } from '../services/summarizing';
 import { toChatMessage, type ChatMessage } from '../session/derive';
 import { isSurfaceType, type SessionEvent, type SurfaceEvent } from '../session/events';
 import { Ledger, Pricer, type PricedRequest } from './pricing';

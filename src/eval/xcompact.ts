@@ -5,9 +5,7 @@
  * summarizer would send them: system prompt, kept checkpoints, the span, the instruction.
  */
 import { createCompactionEngine, type CompactionEngineOptions } from '../engine';
-import type { Summarizer, SummaryRequest, SummaryResult } from '../services/summarizer';
-import { ExtractiveSummarizer } from '../services/summarizers/extractive';
-import { buildInstruction } from '../services/summarizers/instruction';
+import { buildInstruction, ExtractiveSummarizer, type Summarizer, type SummaryRequest, type SummaryResult } from '../services/summarizing';
 import type { ChatMessage } from '../session/derive';
 import type { SessionEvent } from '../session/events';
 import { Session } from '../session/session';

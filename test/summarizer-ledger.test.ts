@@ -75,6 +75,7 @@ describe('deriveLedger', () => {
 
   it('renders a stable section and parses it back, out of a framed checkpoint too', () => {
     const ledger: Ledger = {
+      requests: [],
       read: ['src/a b.ts', 'docs/x.md'],
       modified: ['src/b.ts'],
       errors: [{ target: 'bash grep -n "a)" x', line: 'error: unmatched ] in [x]' }],
@@ -88,11 +89,12 @@ describe('deriveLedger', () => {
     const parsed = parseLedger(unframeCheckpoint(framed)!);
     expect(parsed.ledger).toEqual(ledger);
     expect(parsed.body).toBe('## Current Work\n- parsing');
-    expect(renderLedger({ read: [], modified: [], errors: [] })).toBe('');
+    expect(renderLedger({ requests: [], read: [], modified: [], errors: [] })).toBe('');
   });
 
   it('fits a budget by dropping the oldest errors first, then read files, then modified files', () => {
     const ledger: Ledger = {
+      requests: [],
       read: Array.from({ length: 50 }, (_, i) => `src/read${i}.ts`),
       modified: ['src/kept.ts'],
       errors: Array.from({ length: 10 }, (_, i) => ({ target: `bash make ${i}`, line: `make: *** [all] Error ${i}` })),
@@ -112,7 +114,7 @@ describe('deriveLedger', () => {
     expect(fitted.read.length).toBeGreaterThan(0);
     expect(fitted.read.at(-1)).toBe('src/read49.ts');
     expect(fitted.read).not.toContain('src/read0.ts');
-    expect(fitLedger(ledger, 0, count)).toEqual({ read: [], modified: [], errors: [] });
+    expect(fitLedger(ledger, 0, count)).toEqual({ requests: [], read: [], modified: [], errors: [] });
   });
 });
 

@@ -118,6 +118,41 @@ describe('deriveLedger', () => {
   });
 });
 
+describe("the ledger keeps the user's messages verbatim", () => {
+  it('lists each user message (not checkpoints) oldest first, multi-line text intact, merged from a prior checkpoint', () => {
+    const first = deriveLedger(
+      spanOf((w) => {
+        w.user('Fix the parser\nand keep the tests green');
+        w.user('x'.repeat(700));
+      }).events,
+    );
+    expect(first.requests).toEqual(['Fix the parser\nand keep the tests green', `${'x'.repeat(600)}…`]);
+    const text = renderLedger(first);
+    expect(parseLedger(text).ledger.requests).toEqual(first.requests);
+    const second = deriveLedger(
+      spanOf((w) => {
+        w.user(frameCheckpoint(withLedger('## Current Work\n- parsing', text)), COMPACTION_CHECKPOINT_SOURCE);
+        w.user('Now the lexer');
+      }).events,
+    );
+    expect(second.requests).toEqual([...first.requests, 'Now the lexer']);
+  });
+
+  it('under a tight budget drops errors and file lists first, then cuts the oldest messages to their first line before dropping any', () => {
+    const ledger: Ledger = {
+      requests: [`Refactor the session store so that it streams\n${'details '.repeat(60)}`, 'Then run the tests'],
+      read: Array.from({ length: 30 }, (_, i) => `src/read${i}.ts`),
+      modified: ['src/kept.ts'],
+      errors: [{ target: 'bash make', line: 'make: *** [all] Error 1' }],
+    };
+    const roomy = count(renderLedger({ ...ledger, read: [], modified: [], errors: [] }));
+    const fitted = fitLedger(ledger, roomy - 5, count);
+    expect(fitted).toMatchObject({ read: [], modified: [], errors: [] });
+    expect(fitted.requests).toEqual(['Refactor the session store so that it streams', 'Then run the tests']);
+    expect(count(renderLedger(fitted))).toBeLessThanOrEqual(roomy - 5);
+  });
+});
+
 describe('the extractive summarizer carries the ledger', () => {
   it('merges the previous checkpoint’s ledger, deduplicated, and resolves its errors', async () => {
     const first = await new ExtractiveSummarizer().summarize(spanOf(firstSpan), signal());

@@ -2,8 +2,7 @@
  * The gate in front of a job when background compaction is on (SPEC §13): it consults the
  * background chart (background.ts) before the job runs.
  *
- *   start ─ pressure ▶ measuring ─ an early prune pays (cost model) ▶ running
- *                               ─ a reading ▶ consulting
+ *   start ─ pressure ▶ measuring ─ a reading ▶ consulting
  *         └ overflow, manual ─────────────────▶ consulting          (no reading ▶ running)
  *   a job whose caller gave up (signal aborted) skips consulting: running, aborted
  *   consulting ─ background.preparing ▶ preparing (final: the agent goes on, nothing waited)
@@ -94,13 +93,6 @@ export const gateMachine = setup({
     'the job is pressure': ({ context }) => context.input.kind === 'pressure',
     'the job is overflow': ({ context }) => context.input.kind === 'overflow',
     'a reading': ({ event }) => outputOf<ReadingResult>(event).kind === 'reading',
-    // Masking old bulky outputs first: a prune the cost model says pays below the threshold runs
-    // before any background summary is considered (it may keep the request below the prepare point).
-    'an early prune pays': ({ context, event }) => {
-      const r = outputOf<ReadingResult>(event);
-      const job = context.input.job as PressureInput;
-      return r.kind === 'reading' && job.pruneEnabled && r.reading.totalTokens < r.reading.threshold && r.reading.economics?.prune?.pays === true;
-    },
     // The caller gave up (its signal aborted, before or while measuring): nothing to consult the
     // background about; the job runs aborted and ends cancelled, as it would in the foreground.
     'the job is cancelled': ({ context }) => context.cancelled || context.input.job.aborted,
@@ -137,7 +129,6 @@ export const gateMachine = setup({
         input: { phase: 'initial' },
         onDone: [
           { guard: 'the job is cancelled', target: 'running' },
-          { guard: 'an early prune pays', target: 'running', actions: 'remember reading' },
           { guard: 'a reading', target: 'consulting', actions: 'remember reading' },
           // No route or no budget: nothing to prepare; the pressure chart says why.
           { target: 'running' },

@@ -33,7 +33,7 @@ export {
 export { createCompactionMachine, type CompactionMachineOptions } from './compaction-machine';
 export type { CompactionEmitted, EngineRequest, SettledResult, ShutdownEvent } from './machines/engine';
 export type { PressureStatus, PressureOutput, EconomicDecision } from './machines/pressure';
-export type { ModelPrices, SessionPace, EconomicVerdict } from './services/economics';
+export type { ModelPrices, SessionPace, EconomicVerdict, ReliefVerdict, ReliefChoice } from './services/economics';
 export type { DeclineReason, OverflowOutput } from './machines/overflow';
 export type { ManualOutput } from './machines/manual';
 

@@ -13,15 +13,16 @@ import { SessionWriter } from './writer';
 
 export type TranscriptHarness = 'pi' | 'claude-code' | 'codex';
 
-const HARNESS_LABEL: Record<TranscriptHarness, string> = { pi: 'pi transcript', 'claude-code': 'Claude Code session', codex: 'Codex rollout' };
+const HARNESS_LABEL: Record<TranscriptHarness | 'unknown', string> = { unknown: 'transcript', pi: 'pi transcript', 'claude-code': 'Claude Code session', codex: 'Codex rollout' };
 
 /** A transcript that cannot be imported: names the harness, the line (1-based) and what was expected. */
 export class TranscriptImportError extends XcompactError {
-  readonly harness: TranscriptHarness;
+  /** 'unknown' when the file is of no format the importers know. */
+  readonly harness: TranscriptHarness | 'unknown';
   readonly line: number | undefined;
   /** The file, when the import was given one. */
   readonly file: string | undefined;
-  constructor(harness: TranscriptHarness, message: string, options: { line?: number; file?: string; cause?: unknown } = {}) {
+  constructor(harness: TranscriptHarness | 'unknown', message: string, options: { line?: number; file?: string; cause?: unknown } = {}) {
     const where = [options.file, options.line === undefined ? undefined : `line ${options.line}`].filter(Boolean).join(' ');
     super('import', `${HARNESS_LABEL[harness]}${where ? ` ${where}` : ''}: ${message}`, options.cause === undefined ? undefined : { cause: options.cause });
     this.harness = harness;

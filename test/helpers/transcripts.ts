@@ -44,5 +44,5 @@ export function usageTracking(source: Session): Array<{ seq: number; predicted: 
 }
 
 export function eventsOf<T extends SessionEvent['type']>(session: Session, type: T): SessionEvent<T>[] {
-  return session.events().filter((e): e is SessionEvent<T> => e.type === type);
+  return session.events().filter((e) => e.type === type) as unknown as SessionEvent<T>[];
 }

@@ -13,10 +13,20 @@ import { planSurfacePrune } from '../pruning';
 import { selectSpan } from '../selection';
 import { COMPACTION_INSTRUCTION } from '../summarizing';
 
-/** What compacting or pruning now would cost and save (services/economics/cost.ts), for the pressure chart to decide on. */
 /** What the cost model decided for a job (in its context and its notifications), with the numbers it decided on. */
-export type EconomicDecision = EconomicVerdict & { decision: 'compact-early' | 'prune' | 'skip-prune' };
+export type EconomicDecision = EconomicVerdict & { decision: 'compact-early' | ReliefChoice };
 
+/**
+ * Above the threshold relief is never declined: the cost model picks the cheapest of the
+ * actions that bring the request under it (a prune alone; a prune, then a summary of the pruned
+ * surface; a summary alone when a prune would free nothing).
+ */
+export type ReliefChoice = 'prune' | 'prune-then-summarize' | 'summarize';
+
+/** The cost model's choice of relief, with what the chosen action costs and saves. */
+export type ReliefVerdict = EconomicVerdict & { choice: ReliefChoice };
+
+/** What compacting or pruning now would cost and save (cost.ts), for the pressure chart to decide on. */
 export interface PressureEconomics {
   prices: ModelPrices;
   pace: SessionPace;
@@ -24,6 +34,8 @@ export interface PressureEconomics {
   compaction?: EconomicVerdict;
   /** Weighed at or above the threshold, when pruning is enabled. */
   prune?: EconomicVerdict;
+  /** At or above the threshold: which relief the cost model chose. */
+  relief?: ReliefVerdict;
 }
 
 

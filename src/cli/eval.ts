@@ -91,7 +91,7 @@ async function loadTranscript(file: string): Promise<{ session: Session; format:
 }
 
 /** A one-line progress bar on a TTY; nothing elsewhere (a pipe, a CI log). */
-function progressBar(stream: NodeJS.WriteStream | NodeJS.WritableStream, total: number): { tick(label: string): void; done(): void } {
+export function progressBar(stream: NodeJS.WriteStream | NodeJS.WritableStream, total: number): { tick(label: string): void; done(): void } {
   const tty = (stream as NodeJS.WriteStream).isTTY === true;
   let n = 0;
   let last = -1;

@@ -100,9 +100,9 @@ describe('xcompact eval on the real transcripts', { timeout: 400_000 }, () => {
     page.on('request', (r) => requests.push(r.url()));
     await page.goto(pathToFileURL(report).href);
     const drawn = await page.evaluate(() =>
-      [...document.querySelectorAll('svg.chart')].map((svg) => {
+      Array.from(document.querySelectorAll('svg.chart')).map((svg) => {
         const box = svg.getBoundingClientRect();
-        const marks = [...svg.querySelectorAll('circle, polyline')].map((m) => (m as SVGGraphicsElement).getBBox());
+        const marks = Array.from(svg.querySelectorAll('circle, polyline')).map((m) => (m as SVGGraphicsElement).getBBox());
         return { id: svg.id, width: box.width, height: box.height, marks: marks.length, drawnMarks: marks.filter((b) => b.width > 0 || b.height > 0).length };
       }),
     );

@@ -140,6 +140,15 @@ describe('Claude Code import: edge cases', () => {
     expect(report.ignored).toEqual({ 'assistant block:server_tool_use': 1 });
   });
 
+  it('records of other kinds linked into the tree (progress) are walked through, a repeated record is imported once', async () => {
+    const { session, report } = await imported('progress-and-repeats');
+    expect(session.deriveMessages().map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(report).toMatchObject({ userMessages: 1, toolResults: 1, synthesizedResults: 0 });
+    expect(report.notSent['records repeating an earlier uuid']).toBe(1);
+    expect(report.notSent.progress).toBe(1);
+    expect(report.ignored).toEqual({});
+  });
+
   it('malformed input: a typed error naming the file, the line and what was expected; the target session is untouched', async () => {
     const target = Session.inMemory('target');
     const path = fixture('claude-code/malformed.jsonl');

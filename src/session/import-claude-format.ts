@@ -21,6 +21,8 @@ export interface ClaudeBranch {
   sidechain: number;
   /** Set when the walk met a parent that is not in the file: the line of the record naming it. */
   brokenAt: number | undefined;
+  /** Records repeating the uuid of an earlier one (left out: the first stands). */
+  repeated: number;
 }
 
 const CONVERSATION = new Set(['user', 'assistant', 'system']);
@@ -48,14 +50,22 @@ function resultIds(r: Record<string, unknown>): string[] | undefined {
 }
 
 export function claudeActiveBranch(lines: JsonLine[]): ClaudeBranch {
+  // Every record with a uuid is a node of the tree (newer Claude Code versions link progress
+  // and attachment records into it too); only conversation records are imported.
   const byUuid = new Map<string, JsonLine>();
-  const conversation = lines.filter((l) => isClaudeConversationRecord(l.record));
-  const main = conversation.filter((l) => l.record.isSidechain !== true);
-  for (const l of conversation) {
-    const id = l.record.uuid as string;
-    if (byUuid.has(id)) throw new TranscriptImportError('claude-code', `uuid ${JSON.stringify(id)} is used twice (first on line ${byUuid.get(id)!.line}); expected one record per uuid.`, { line: l.line });
+  let repeated = 0;
+  for (const l of lines) {
+    const id = l.record.uuid;
+    if (typeof id !== 'string' || id === '') continue;
+    if (byUuid.has(id)) {
+      // A resumed session can repeat records it copied; the first one stands.
+      repeated++;
+      continue;
+    }
     byUuid.set(id, l);
   }
+  const conversation = lines.filter((l) => isClaudeConversationRecord(l.record) && byUuid.get(l.record.uuid as string) === l);
+  const main = conversation.filter((l) => l.record.isSidechain !== true);
   const leaf = [...main].reverse().find((l) => l.record.type === 'user' || l.record.type === 'assistant');
   const onPath = new Set<string>();
   let brokenAt: number | undefined;
@@ -77,10 +87,11 @@ export function claudeActiveBranch(lines: JsonLine[]): ClaudeBranch {
   const responseIds = new Set<string>();
   for (const id of onPath) {
     const r = byUuid.get(id)!.record;
+    if (!isClaudeConversationRecord(r)) continue;
     const mid = str(obj(r.message)?.id);
     if (r.type === 'assistant' && mid) responseIds.add(mid);
   }
-  const included = new Set(onPath);
+  const included = new Set([...onPath].filter((id) => isClaudeConversationRecord(byUuid.get(id)!.record)));
   for (const l of main) {
     const mid = str(obj(l.record.message)?.id);
     if (l.record.type === 'assistant' && mid && responseIds.has(mid)) included.add(l.record.uuid as string);
@@ -102,8 +113,8 @@ export function claudeActiveBranch(lines: JsonLine[]): ClaudeBranch {
   }
   const records = conversation.filter((l) => included.has(l.record.uuid as string));
   const sidechain = conversation.length - main.length;
-  return { records, offBranch: main.length - records.length, sidechain, brokenAt };
+  return { records, offBranch: main.length - records.filter((l) => l.record.isSidechain !== true).length, sidechain, brokenAt, repeated };
 }
 
 /** Claude Code's record types that are bookkeeping, never sent to the model. */
-export const CLAUDE_UNSENT_TYPES = new Set(['summary', 'file-history-snapshot', 'queue-operation', 'custom-title', 'tag']);
+export const CLAUDE_UNSENT_TYPES = new Set(['summary', 'file-history-snapshot', 'queue-operation', 'custom-title', 'tag', 'progress']);

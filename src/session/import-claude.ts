@@ -56,9 +56,11 @@ export function importClaudeCodeTranscript(target: Session, jsonl: string, optio
   const branch = claudeActiveBranch(lines);
   if (branch.offBranch > 0) count(report.notSent, 'records on other branches', branch.offBranch);
   if (branch.sidechain > 0) count(report.notSent, 'subagent (sidechain) records', branch.sidechain);
+  if (branch.repeated > 0) count(report.notSent, 'records repeating an earlier uuid', branch.repeated);
   if (branch.brokenAt !== undefined) count(report.notSent, `history before line ${branch.brokenAt} (its parent is not in the file)`);
   for (const l of lines) {
     if (isClaudeConversationRecord(l.record)) continue;
+    // Claude Code's own bookkeeping, or a record type this importer does not know.
     const t = String(l.record.type);
     count(CLAUDE_UNSENT_TYPES.has(t) ? report.notSent : report.ignored, t);
   }

@@ -19,7 +19,7 @@ export const FORMAT_LABELS: Record<TranscriptFormat, string> = {
 const XCOMPACT_TYPES = new Set<string>(EVENT_TYPES);
 const PI_ROLES = new Set(['user', 'assistant', 'toolResult', 'bashExecution', 'custom', 'hookMessage', 'branchSummary', 'compactionSummary']);
 const PI_TYPES = new Set(['session', 'message', 'model_change', 'thinking_level_change', 'compaction', 'custom_message', 'branch_summary', 'custom', 'label', 'session_info']);
-const CLAUDE_TYPES = new Set(['user', 'assistant', 'system', 'summary', 'file-history-snapshot', 'queue-operation', 'custom-title', 'tag']);
+const CLAUDE_TYPES = new Set(['user', 'assistant', 'system', 'summary', 'file-history-snapshot', 'queue-operation', 'custom-title', 'tag', 'progress']);
 const CODEX_TYPES = new Set(['session_meta', 'turn_context', 'response_item', 'event_msg', 'compacted']);
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -45,7 +45,8 @@ const RECOGNISERS: Record<TranscriptFormat, (r: Record<string, unknown>) => { ow
       return { own: ok, message: ok };
     }
     if (r.type === 'system') return { own: typeof r.uuid === 'string', message: r.subtype === 'compact_boundary' };
-    return { own: typeof r.type === 'string' && CLAUDE_TYPES.has(r.type) && !('payload' in r), message: false };
+    const linked = typeof r.uuid === 'string' && 'parentUuid' in r; // any record Claude Code links into its tree
+    return { own: typeof r.type === 'string' && (CLAUDE_TYPES.has(r.type) || linked) && !('payload' in r), message: false };
   },
   codex: (r) => {
     const own = typeof r.type === 'string' && CODEX_TYPES.has(r.type) && isObj(r.payload);

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { detectTranscriptFormat } from '../src/session/import-detect';
 import { importTranscriptFile } from '../src/session/import-transcript';
 import { TranscriptImportError } from '../src/session/import-common';
+import { importPiTranscript, PiImportError } from '../src/session/import-pi';
 import { Session } from '../src/session/session';
 import { findPiData } from './helpers/pi-data';
 import { CLAUDE_REAL, CODEX_REAL, fixture } from './helpers/transcripts';
@@ -38,6 +39,13 @@ describe('transcript format detection', () => {
     // A majority of foreign lines is not rescued by one line that happens to fit.
     const mostlyForeign = ['{"type":"message","role":"user","content":"x"}', '{"type":"message","role":"user","content":"y"}', '{"type":"message","message":{"role":"user","content":"z"}}'].join('\n');
     expect(detectTranscriptFormat(mostlyForeign).format).toBeUndefined();
+  });
+
+  it("the pi importer itself refuses a foreign file instead of importing it as 0 events, leaving the target untouched", () => {
+    const target = Session.inMemory();
+    expect(() => importPiTranscript(target, readFileSync(fixture('foreign/chat-log.jsonl'), 'utf8'))).toThrow(PiImportError);
+    expect(() => importPiTranscript(target, readFileSync(fixture('foreign/chat-log.jsonl'), 'utf8'))).toThrow(/none of its 3 lines is a message pi sent .*"message:undefined":3/);
+    expect(target.length).toBe(0);
   });
 
   it('importTranscriptFile picks the importer by format and refuses a foreign file naming the formats tried', async () => {

@@ -118,6 +118,13 @@ describe('Codex import: edge cases', () => {
     expect(openAIMessageProblems(session.deriveMessages())).toEqual([]);
   });
 
+  it("early Codex versions' layout (a header, bare response items, state lines) imports the same way", async () => {
+    const { session, report } = await imported('early-layout');
+    expect(session.deriveMessages().map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(report).toMatchObject({ userMessages: 1, toolCalls: 1, toolResults: 1, assistantMessages: 2 });
+    expect(report.notSent).toMatchObject({ session_meta: 1, state: 2 });
+  });
+
   it('malformed input: a typed error naming the file, the line and what was expected; nothing written', async () => {
     const target = Session.inMemory('target');
     const path = fixture('codex/malformed.jsonl');

@@ -22,7 +22,7 @@ describe('transcript format detection', () => {
     expect(detect(CLAUDE_REAL)).toBe('claude-code');
     for (const f of ['branches', 'split-response', 'missing-result', 'compaction', 'images-errors', 'progress-and-repeats']) expect(detect(fixture(`claude-code/${f}.jsonl`))).toBe('claude-code');
     expect(detect(CODEX_REAL)).toBe('codex');
-    for (const f of ['custom-tools', 'encrypted-compaction', 'compaction-summary', 'images-errors', 'missing-result']) expect(detect(fixture(`codex/${f}.jsonl`))).toBe('codex');
+    for (const f of ['custom-tools', 'encrypted-compaction', 'compaction-summary', 'images-errors', 'missing-result', 'early-layout']) expect(detect(fixture(`codex/${f}.jsonl`))).toBe('codex');
   });
 
   it('recognises an xcompact session log', () => {

@@ -43,6 +43,31 @@ export const CODEX_RECORD_TYPES = new Set(['session_meta', 'turn_context', 'resp
 const ENCRYPTED = "[Codex compacted the conversation here; its summary is encrypted (OpenAI's remote compaction), so its text is not available.]";
 const UNAVAILABLE = '[Codex compacted the conversation here, but the rollout does not record its summary: the text it sent is not available.]';
 const CALL_TYPES = new Set(['function_call', 'custom_tool_call', 'local_shell_call']);
+/** Response items as the rollouts of early Codex CLI versions wrote them: one per line, unwrapped. */
+export const CODEX_ITEM_TYPES = new Set([
+  'message',
+  'reasoning',
+  'function_call',
+  'function_call_output',
+  'custom_tool_call',
+  'custom_tool_call_output',
+  'local_shell_call',
+  'web_search_call',
+  'ghost_snapshot',
+]);
+
+/**
+ * A line of either rollout layout as `{type, payload}`: early Codex versions wrote a header
+ * `{id, timestamp, instructions}`, then each response item bare, with `{"record_type":"state"}`
+ * lines between.
+ */
+export function codexRecord(r: Record<string, unknown>): { type: string; payload: unknown } {
+  if ('payload' in r || CODEX_RECORD_TYPES.has(String(r.type))) return { type: String(r.type), payload: r.payload };
+  if (r.record_type === 'state') return { type: 'state', payload: r };
+  if (r.type === undefined && typeof r.id === 'string' && typeof r.timestamp === 'string') return { type: 'session_meta', payload: r };
+  if (CODEX_ITEM_TYPES.has(String(r.type))) return { type: 'response_item', payload: r };
+  return { type: String(r.type), payload: r.payload };
+}
 const OUTPUT_TYPES = new Set(['function_call_output', 'custom_tool_call_output']);
 
 /** One model response being gathered from its items. */
@@ -105,8 +130,12 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
     const record = l.record;
     line = l.line;
     try {
-      const type = String(record.type);
-      const p = obj(record.payload);
+      const { type, payload } = codexRecord(record);
+      const p = obj(payload);
+      if (type === 'state') {
+        count(report.notSent, 'state');
+        continue;
+      }
       if (!CODEX_RECORD_TYPES.has(type)) {
         count(report.ignored, `record:${type}`);
         continue;

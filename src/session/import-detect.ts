@@ -21,6 +21,7 @@ const PI_ROLES = new Set(['user', 'assistant', 'toolResult', 'bashExecution', 'c
 const PI_TYPES = new Set(['session', 'message', 'model_change', 'thinking_level_change', 'compaction', 'custom_message', 'branch_summary', 'custom', 'label', 'session_info']);
 const CLAUDE_TYPES = new Set(['user', 'assistant', 'system', 'summary', 'file-history-snapshot', 'queue-operation', 'custom-title', 'tag', 'progress']);
 const CODEX_TYPES = new Set(['session_meta', 'turn_context', 'response_item', 'event_msg', 'compacted']);
+const LEGACY_CODEX_ITEMS = new Set(['reasoning', 'function_call', 'function_call_output', 'custom_tool_call', 'custom_tool_call_output', 'local_shell_call']);
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -50,7 +51,16 @@ const RECOGNISERS: Record<TranscriptFormat, (r: Record<string, unknown>) => { ow
   },
   codex: (r) => {
     const own = typeof r.type === 'string' && CODEX_TYPES.has(r.type) && isObj(r.payload);
-    return { own, message: own && (r.type === 'response_item' || r.type === 'compacted') };
+    if (own) return { own, message: r.type === 'response_item' || r.type === 'compacted' };
+    // The early layout: a header, bare response items (a message's content is typed parts), state lines.
+    if (r.record_type === 'state') return { own: true, message: false };
+    if (r.type === undefined && typeof r.id === 'string' && typeof r.timestamp === 'string') return { own: true, message: false };
+    if (r.type === 'message') {
+      const parts = Array.isArray(r.content) && r.content.length > 0 && r.content.every((c) => isObj(c) && typeof c.type === 'string' && /^(input|output)_(text|image)$|^refusal$/.test(c.type));
+      return { own: parts, message: parts };
+    }
+    const item = typeof r.type === 'string' && LEGACY_CODEX_ITEMS.has(r.type) && (typeof r.call_id === 'string' || r.type === 'reasoning');
+    return { own: item, message: item };
   },
 };
 

@@ -2,6 +2,9 @@
  * `runEval` in-process: real summaries from the local OpenAI-compatible server over HTTP
  * (`--summarizer openai --base-url`), and the progress bar, drawn on a TTY only.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { progressBar, runEval } from '../src/cli/eval';
@@ -33,6 +36,23 @@ describe('xcompact eval, in-process', () => {
       expect(out.text).toMatch(/real-rollout\.jsonl \(codex, 39 requests\) — window 32,768 tokens/);
     } finally {
       await server.close();
+    }
+  }, 120_000);
+
+  it("--config is xcompact's: a lower threshold makes it compact more; the peers are unchanged; a bad config is refused", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'xcompact-eval-config-'));
+    try {
+      const config = join(dir, 'xcompact.config.json');
+      writeFileSync(config, JSON.stringify({ thresholdRatio: 0.3, retainRatio: 0.1 }));
+      const [base] = await runEval([CODEX_REAL], { window: '32k' }, sink(), sink());
+      const [tuned] = await runEval([CODEX_REAL], { window: '32k', config }, sink(), sink());
+      const runs = (r: typeof base) => r!.windows[0]!.runs;
+      expect(runs(tuned)[0]!.compactions).toBeGreaterThan(runs(base)[0]!.compactions);
+      expect(runs(tuned).slice(1).map((r) => r.ledger.cost)).toEqual(runs(base).slice(1).map((r) => r.ledger.cost));
+      writeFileSync(config, JSON.stringify({ thresholdRatio: 7 }));
+      await expect(runEval([CODEX_REAL], { window: '32k', config }, sink(), sink())).rejects.toThrow(/thresholdRatio = 7 must be at most 1/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   }, 120_000);
 

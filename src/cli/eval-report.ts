@@ -69,17 +69,32 @@ function legend(names: readonly string[]): string {
 function costRecallChart(w: WindowEval, id: string): string {
   const rows = rowsOf(w);
   const xMax = niceMax(Math.max(...rows.map((r) => r.cost)) * 1.1);
+  const at = rows.map((r) => ({ x: M.left + (plotW * r.cost) / xMax, y: M.top + plotH * (1 - r.neededRecall) }));
   const points = rows
     .map((r, i) => {
-      const x = M.left + (plotW * r.cost) / xMax;
-      const y = M.top + plotH * (1 - r.neededRecall);
-      return `<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="6" fill="${COLORS[i % COLORS.length]}" data-policy="${esc(r.policy)}"><title>${esc(r.policy)}: $${r.cost.toFixed(2)}, needed recall ${pct(r.neededRecall)}</title></circle>` +
-        `<text x="${(x + 9).toFixed(1)}" y="${(y + 4).toFixed(1)}" class="point">${esc(r.policy)}</text>`;
+      const { x, y } = at[i]!;
+      return `<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="6" fill="${COLORS[i % COLORS.length]}" data-policy="${esc(r.policy)}"><title>${esc(r.policy)}: $${r.cost.toFixed(2)}, needed recall ${pct(r.neededRecall)}</title></circle>`;
+    })
+    .join('');
+  // Policies at the same point share one label.
+  const labels = new Map<string, { x: number; y: number; names: string[] }>();
+  rows.forEach((r, i) => {
+    const { x, y } = at[i]!;
+    const key = `${Math.round(x / 4)},${Math.round(y / 4)}`;
+    const label = labels.get(key) ?? { x, y, names: [] };
+    label.names.push(r.policy);
+    labels.set(key, label);
+  });
+  // Right of the point, or left of it in the right half, so the label stays inside the chart.
+  const text = [...labels.values()]
+    .map((l) => {
+      const left = l.x > M.left + plotW / 2;
+      return `<text x="${(l.x + (left ? -9 : 9)).toFixed(1)}" y="${(l.y + 4).toFixed(1)}" text-anchor="${left ? 'end' : 'start'}" class="point">${esc(l.names.join(', '))}</text>`;
     })
     .join('');
   return (
     `<svg id="${id}" class="chart cost-recall" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="cost against needed recall, one point per policy">` +
-    `${axes(xMax, 1, 'cost (US dollars)', 'needed recall', (v) => `$${v.toFixed(v < 1 ? 2 : 1)}`, (v) => `${Math.round(v * 100)}%`)}${points}</svg>`
+    `${axes(xMax, 1, 'cost (US dollars)', 'needed recall', (v) => `$${v.toFixed(v < 1 ? 2 : 1)}`, (v) => `${Math.round(v * 100)}%`)}${points}${text}</svg>`
   );
 }
 

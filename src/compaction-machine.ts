@@ -158,6 +158,8 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
       // Below the threshold, but the cost model says compacting now pays: the charts decide (the
       // background chart prepares it when the route has background compaction, else the pressure chart compacts).
       if (r.reading.economics?.compaction?.pays === true) return false;
+      // Or pruning now pays (and pruning is on for this engine): the pressure chart prunes early.
+      if (r.reading.economics?.prune?.pays === true && options.pruner !== false && config.prune.enabled) return false;
       quickReading = r.reading;
       return true;
     } catch {

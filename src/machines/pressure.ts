@@ -5,6 +5,7 @@
  *   checkingSignal ─ already aborted ▶ cancelled
  *   measuring ─ unrouted / misconfigured ▶ skipped      ─ below threshold ▶ below
  *       │ below, but compacting now pays (cost model) ▶ selecting
+ *       │ below, but pruning now pays (cost model: reads saved, less what it forgets) ▶ pruning
  *       │ at or above threshold, or the provider reported a prompt above the window
  *       │ (a silent overflow: announced once per reply, compacted whatever the meter says):
  *       │ relief, never declined — the cost model picks the cheapest that brings the request
@@ -173,6 +174,7 @@ export const pressureMachine = setup({
     },
     'pruning is enabled': ({ context }) => context.pruneEnabled,
     'compacting now pays': ({ event }) => reading(event)?.economics?.compaction?.pays === true,
+    'pruning now pays (cost model)': ({ event }) => reading(event)?.economics?.prune?.pays === true,
     'a prune alone relieves the pressure (cost model)': ({ event }) => reading(event)?.economics?.relief?.choice === 'prune',
     'a prune would free nothing (cost model)': ({ event }) => reading(event)?.economics?.relief?.choice === 'summarize',
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
@@ -198,6 +200,7 @@ export const pressureMachine = setup({
       economics: ({ event }, params: { decision: EconomicDecision['decision'] }) => {
         const e = reading(event)?.economics;
         if (params.decision === 'compact-early') return e?.compaction ? { ...e.compaction, decision: 'compact-early' } : undefined;
+        if (params.decision === 'prune-early') return e?.prune ? { ...e.prune, decision: 'prune-early' } : undefined;
         if (!e?.relief) return undefined;
         const { choice: _choice, ...verdict } = e.relief;
         return { ...verdict, decision: params.decision };
@@ -273,6 +276,12 @@ export const pressureMachine = setup({
             guard: and(['below threshold', 'compacting now pays']),
             target: 'selecting',
             actions: ['remember first reading', { type: 'remember economic decision', params: { decision: 'compact-early' } }],
+          },
+          // Below the threshold, masking old bulky outputs when the reads it saves, less what it forgets, repay the rewrite.
+          {
+            guard: and(['below threshold', 'pruning is enabled', 'pruning now pays (cost model)']),
+            target: 'pruning',
+            actions: ['remember first reading', { type: 'remember economic decision', params: { decision: 'prune-early' } }],
           },
           { guard: 'below threshold', target: 'below', actions: 'remember first reading' },
           // Above the threshold relief is never declined: the cheapest action that brings the request under it.

@@ -43,6 +43,7 @@ export const CODEX_RECORD_TYPES = new Set(['session_meta', 'turn_context', 'resp
 const ENCRYPTED = "[Codex compacted the conversation here; its summary is encrypted (OpenAI's remote compaction), so its text is not available.]";
 const UNAVAILABLE = '[Codex compacted the conversation here, but the rollout does not record its summary: the text it sent is not available.]';
 const CALL_TYPES = new Set(['function_call', 'custom_tool_call', 'local_shell_call']);
+const OUTPUT_TYPES = new Set(['function_call_output', 'custom_tool_call_output']);
 /** Response items as the rollouts of early Codex CLI versions wrote them: one per line, unwrapped. */
 export const CODEX_ITEM_TYPES = new Set([
   'message',
@@ -68,7 +69,6 @@ export function codexRecord(r: Record<string, unknown>): { type: string; payload
   if (CODEX_ITEM_TYPES.has(String(r.type))) return { type: 'response_item', payload: r };
   return { type: String(r.type), payload: r.payload };
 }
-const OUTPUT_TYPES = new Set(['function_call_output', 'custom_tool_call_output']);
 
 /** One model response being gathered from its items. */
 interface Response {
@@ -115,13 +115,13 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
         line: r.line,
         write: () =>
           b.reply({
-          ...(r.text.length > 0 ? { text: r.text.join('\n\n') } : {}),
-          ...(r.reasoning.length > 0 ? { reasoning: r.reasoning.join('\n\n') } : {}),
-          calls: r.calls,
-          ...(r.usage ? { usage: r.usage } : {}),
-          provider,
-          model: r.model,
-        }),
+            ...(r.text.length > 0 ? { text: r.text.join('\n\n') } : {}),
+            ...(r.reasoning.length > 0 ? { reasoning: r.reasoning.join('\n\n') } : {}),
+            calls: r.calls,
+            ...(r.usage ? { usage: r.usage } : {}),
+            provider,
+            model: r.model,
+          }),
       });
     }
   };

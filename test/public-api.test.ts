@@ -125,6 +125,7 @@ describe('public API', () => {
         'BudgetError',
         'CompactionError',
         'ConfigError',
+        'DropInError',
         'ExtractiveSummarizer',
         'JsonlStore',
         'MemoryStore',
@@ -156,6 +157,8 @@ describe('public API', () => {
         'TranscriptImportError',
         'isCheckpoint',
         'parseConfig',
+        'sessionMessages',
+        'withCompaction',
         'withErrorBodyRecovery',
       ].sort(),
     );

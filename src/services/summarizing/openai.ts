@@ -11,13 +11,12 @@
  */
 import { XcompactError } from '../../errors.js';
 import type { OpenAIClient } from '../overflow';
-import { APIUserAbortError } from 'openai';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
 import type { ChatMessage } from '../../session/derive';
 import type { Usage } from '../../session/events';
 import { usageFromOpenAI } from '../../session/writer';
-import { withErrorBodyRecovery } from '../overflow';
+import { classifyRequestError, withErrorBodyRecovery } from '../overflow';
 import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from './contract';
 import { priceRequest } from './bounded';
 import { BoundedSummarizer, sumUsage, type BoundingOptions } from './bounded-summarizer';
@@ -151,7 +150,7 @@ export class OpenAISummarizer implements Summarizer {
         }
       }
     } catch (err) {
-      if (signal.aborted || err instanceof APIUserAbortError) throw summaryCancelled(signal, err);
+      if (signal.aborted || classifyRequestError(err).kind === 'cancelled') throw summaryCancelled(signal, err);
       throw new SummarizerError('summary-request', `The summary request failed: ${messageOf(err)}`, { cause: err });
     }
     // The SDK ends the iteration silently when the signal aborts mid-stream: what arrived is

@@ -53,9 +53,25 @@ export function storeErrorOf(err: unknown, where: string, doing: string): StoreE
 
 /** A pool of our own. `pg` is loaded on first use so that importing xcompact does not load it. */
 export async function createPool(url: string, extra: PoolConfig = {}): Promise<PgPool> {
-  const pg = (await import('pg')).default;
+  const pg = (await loadDriver()).default;
   const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 10_000, allowExitOnIdle: true, ...extra });
   // An idle client losing its connection must not crash the process; the next query reports it.
   pool.on('error', () => undefined);
   return pool;
+}
+
+/** `pg` is an optional peer: most users never need it, so it is not installed with xcompact. */
+async function loadDriver(): Promise<typeof import('pg')> {
+  try {
+    return await import('pg');
+  } catch (err) {
+    const e = err as { code?: unknown; message?: unknown };
+    const missing = e?.code === 'ERR_MODULE_NOT_FOUND' || e?.code === 'MODULE_NOT_FOUND' || /Cannot find (?:package|module) 'pg'/.test(String(e?.message));
+    if (!missing) throw err;
+    throw new StoreError(
+      'store-driver-missing',
+      'PostgresStore needs the PostgreSQL driver `pg`, an optional peer dependency of xcompact that is not installed: run `npm i pg` (or pass your own pool: new PostgresStore({ pool }))',
+      { cause: err },
+    );
+  }
 }

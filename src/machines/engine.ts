@@ -21,98 +21,16 @@
  * `shutdown` is a graceful stop: the running job is stopped (its summary request aborted),
  * a bracket its transaction left open is closed `cancelled`, and the chart ends.
  */
-import { and, assign, enqueueActions, not, raise, sendTo, setup, stateIn, type AnyActorRef, type EventObject } from 'xstate';
+import { and, assign, enqueueActions, not, raise, sendTo, setup, stateIn, type EventObject } from 'xstate';
 import { BACKGROUND_SYSTEM_ID, backgroundMachine } from './background';
 import { manualMachine, type ManualOutput } from './manual';
 import { overflowMachine, type OverflowOutput } from './overflow';
 import { pressureMachine, restingOutput, type PressureOutput } from './pressure';
-import type { RoutePolicy } from '../services/context';
-import { errorOf, NOTIFY, outputOf, toErrorInfo, type ChartNotification, type ErrorInfo, type NotifyEvent, type PressureReading } from './types';
+import { DEFAULT_ENGINE_INPUT, engineContext, type CompactionEmitted, type EngineContext, type EngineEvent, type EngineInput, type EngineRequest, type SettledResult } from './engine-types';
+import { errorOf, NOTIFY, outputOf, toErrorInfo, type NotifyEvent, type PressureReading } from './types';
 
-/** `auto`, `maxAttempts`, `maxOverflowRetries`: the policy used where no route policy is looked up. */
-export type { RoutePolicy };
-export interface EngineInput extends RoutePolicy {
-  /** Background compaction (SPEC §13) on for some route: the engine keeps a background chart. */
-  background?: boolean;
-  pruneEnabled: boolean;
-  failureLimit: number;
-  cooldownMs: number;
-}
-
-export type EngineRequest =
-  | { type: 'step.completed'; id: string; turn: number | null; aborted: boolean }
-  | { type: 'request.failed'; id: string; error: unknown; turn: number | null; aborted: boolean; lastAssistantSeq: number }
-  | { type: 'compact.requested'; id: string; aborted: boolean; abortReason: string | undefined; focus: string | undefined }
-  /** `reason`: the caller's, kept in the error and in `compaction/end.error`. */
-  | { type: 'cancel'; id: string; reason?: string };
-
-/** A graceful shutdown (see the header). */
-export type ShutdownEvent = { type: 'shutdown' };
-
-type InternalEvent = { type: 'breaker.failure' } | { type: 'breaker.success' } | NotifyEvent;
-export type EngineEvent = EngineRequest | ShutdownEvent | InternalEvent;
-
-export type SettledResult =
-  | { kind: 'pressure'; output: PressureOutput }
-  | { kind: 'overflow'; output: OverflowOutput }
-  | { kind: 'manual'; output: ManualOutput }
-  | { kind: 'busy'; running: 'pressure' | 'overflow' | 'manual' }
-  | { kind: 'auto-off' }
-  | { kind: 'paused'; consecutiveFailures: number }
-  /** A chart itself failed (a bug, not a service failure): the engine stays usable. */
-  | { kind: 'error'; error: ErrorInfo };
-
-/** The answer to a request (its id) and the engine's own announcements. */
-export type EngineEmitted =
-  | { type: 'request.settled'; id: string; result: SettledResult }
-  | { type: 'breaker.opened'; consecutiveFailures: number; cooldownMs: number }
-  | { type: 'breaker.closed'; why: 'success' | 'cooldown' }
-  | { type: 'capacity.missing'; provider: string; model: string; message: string };
-
-/** Everything the engine chart emits (and sends to its parent). */
-export type CompactionEmitted = EngineEmitted | ChartNotification;
-
-/** The config's defaults, for the chart run on its own; `createCompactionMachine` bakes the parsed config's. */
-export const DEFAULT_ENGINE_INPUT: EngineInput = {
-  auto: true,
-  pruneEnabled: true,
-  maxAttempts: 2,
-  maxOverflowRetries: 1,
-  failureLimit: 3,
-  cooldownMs: 300_000,
-};
-
-/** The chart's starting context for an input. */
-export function engineContext(input: EngineInput): EngineContext {
-  return {
-    ...input,
-    policy: { auto: input.auto, maxAttempts: input.maxAttempts, maxOverflowRetries: input.maxOverflowRetries },
-    silentSeenSeq: -1,
-    current: undefined,
-    pending: undefined,
-    consecutiveFailures: 0,
-    overflowRetries: 0,
-    retryAnchorSeq: -1,
-    warnedModels: [],
-    backgroundRef: undefined,
-  };
-}
-
-export interface EngineContext extends EngineInput {
-  /** The routed model's policy, looked up when a job starts. */
-  policy: RoutePolicy;
-  /** The newest usage seq a silent overflow was reported for. */
-  silentSeenSeq: number;
-  current: { id: string; kind: 'pressure' | 'overflow' | 'manual' } | undefined;
-  pending: EngineRequest | undefined;
-  consecutiveFailures: number;
-  overflowRetries: number;
-  /** Seq of the latest assistant message when the last overflow retry was granted. */
-  retryAnchorSeq: number;
-  warnedModels: string[];
-  /** The background chart (SPEC §13), when `background` is on: the quick check reads whether it is idle. */
-  backgroundRef: AnyActorRef | undefined;
-}
+export { DEFAULT_ENGINE_INPUT, engineContext } from './engine-types';
+export type { CompactionEmitted, EngineContext, EngineEmitted, EngineEvent, EngineInput, EngineRequest, RoutePolicy, SettledResult, ShutdownEvent } from './engine-types';
 
 /**
  * A failed automatic compaction, as the breaker counts it. `busy` (another compaction holds the

@@ -40,12 +40,36 @@ function blockText(blocks: readonly { type: string; text?: string }[]): string {
   return parts.join('\n');
 }
 
+/**
+ * A call as the model reads it back: its JSON arguments as sent when they hold no escapes;
+ * otherwise one `key: value` per field with strings decoded, so a written file or a quoted
+ * command is found (and shown) as the text it is, not as `\n`- and `\"`-escaped JSON.
+ */
+function callText(call: ToolCallBlock): string {
+  if (!call.arguments.includes('\\')) return `→ ${call.name} ${call.arguments}`;
+  let args: unknown;
+  try {
+    args = JSON.parse(call.arguments);
+  } catch {
+    return `→ ${call.name} ${call.arguments}`;
+  }
+  const lines = [`→ ${call.name}`];
+  const walk = (v: unknown, key: string): void => {
+    if (typeof v === 'string') lines.push(v.includes('\n') ? `${key}:\n${v}` : `${key}: ${v}`);
+    else if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${key}[${i}]`));
+    else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, key === '' ? k : `${key}.${k}`);
+    else lines.push(`${key}: ${JSON.stringify(v)}`);
+  };
+  walk(args, '');
+  return lines.join('\n');
+}
+
 /** Renders an assistant message's text and calls (recall's own calls left out: they hold nothing to recall). */
 function assistantText(event: SessionEvent<'assistant/message'>): string {
   const parts: string[] = [];
   for (const b of event.data.content) {
     if (b.type === 'text') parts.push(b.text);
-    else if (b.type === 'tool-call' && b.name !== RECALL_TOOL_NAME) parts.push(`→ ${b.name} ${b.arguments}`);
+    else if (b.type === 'tool-call' && b.name !== RECALL_TOOL_NAME) parts.push(callText(b));
   }
   return parts.join('\n');
 }

@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { recallTool, RecallIndex, RECALL_MAX_TOKENS_CAP, RECALL_TOOL_DEFINITION } from '../src/services/recall/index';
 import type { Session } from '../src/session/session';
+import { frameCheckpoint } from '../src/services/summarizing';
+import { checkpointRecallNote } from '../src/services/recall/index';
 import { compact, errorTurn, fileText, newSession, pruneAll, readTurn } from './helpers/recall';
 
 async function compactedSession(): Promise<{ session: Session; handle: string }> {
@@ -220,5 +222,47 @@ describe('recall: bad input is answered, bounded, and changes nothing', () => {
     expect(RECALL_TOOL_DEFINITION.type).toBe('function');
     expect(RECALL_TOOL_DEFINITION.function.name).toBe('recall');
     expect(Object.keys(RECALL_TOOL_DEFINITION.function.parameters.properties)).toEqual(['query', 'regex', 'path', 'handle', 'maxTokens']);
+  });
+});
+
+describe('recall on: checkpoints and markers name their handles; off: nothing changes', () => {
+  it('a checkpoint names cp-N only when recall is on, and the handle brings its span back', async () => {
+    for (const recall of [false, true]) {
+      const { session, w } = newSession();
+      readTurn(w, 'Read the config loader.', ['src/config/load.ts', 'src/config/schema.ts'], 'Both files read.');
+      readTurn(w, 'Now the server.', ['src/server.ts'], 'Server read.');
+      const start = await compact(session, { recall });
+      const checkpoint = session.events().find((e) => e.type === 'user/message' && e.data.source !== undefined)!;
+      const text = (checkpoint.data as { content: Array<{ text: string }> }).content[0]!.text;
+      const summary = session.events().find((e) => e.type === 'compaction/summary')!.data as { summary: string };
+      if (!recall) {
+        expect(text).toBe(frameCheckpoint(summary.summary));
+        expect(text).not.toMatch(/recall|cp-\d/);
+        continue;
+      }
+      expect(text).toBe(`${frameCheckpoint(summary.summary)}\n\n${checkpointRecallNote(`cp-${start}`)}`);
+      expect(text).toContain(`recall {"handle":"cp-${start}"}`);
+      const back = recallTool(session).run({ handle: `cp-${start}`, maxTokens: 8000 });
+      expect(back.text).toContain(fileText('src/config/schema.ts'));
+    }
+  });
+
+  it('a pruned result names pr-N only when recall is on, and the handle brings the full text back', () => {
+    for (const recall of [false, true]) {
+      const { session, w } = newSession();
+      readTurn(w, 'Read the big file.', ['src/big.ts'], 'Read.');
+      readTurn(w, 'Read another.', ['src/other.ts'], 'Read.');
+      const [seq] = pruneAll(session, 1_000, recall);
+      const current = [...session.surface.seqs()].map((s) => session.event(s)).find((e) => e.type === 'tool/result' && e.seq > seq!)!;
+      const text = (current.data as { content: Array<{ text: string }> }).content[0]!.text;
+      expect(seq).toBeDefined();
+      if (!recall) {
+        expect(text).toMatch(/\[… \d+ characters pruned by xcompact …\]/);
+        expect(text).not.toContain('recall');
+        continue;
+      }
+      expect(text).toMatch(new RegExp(`\\[… \\d+ characters pruned by xcompact; recall handle pr-${seq} brings back the full text …\\]`));
+      expect(recallTool(session).run({ handle: `pr-${seq}` }).text).toContain(fileText('src/big.ts'));
+    }
   });
 });

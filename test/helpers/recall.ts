@@ -5,7 +5,7 @@
 import { createCompactionEngine } from '../../src/engine';
 import { Session } from '../../src/session/session';
 import { SessionWriter } from '../../src/session/writer';
-import { applyPrune, planPrune } from '../../src/services/pruner';
+import { applyPrune, planPrune } from '../../src/services/pruning';
 
 export const PROVIDER = 'deepseek';
 export const MODEL = 'deepseek-chat';

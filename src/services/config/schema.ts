@@ -4,6 +4,7 @@
  * resolution in config-policy.ts; config.ts puts them together.
  */
 import { z } from 'zod';
+import { PRUNED_RECALL_NOTE_MAX_CHARS } from '../recall/handles.js';
 import { TOKENIZER_NAMES } from '../metering';
 
 // ---------------------------------------------------------------------------------------------
@@ -42,6 +43,8 @@ export const DEFAULT_RETAIN_FLOOR_RATIO = 0.02;
  */
 export const PRUNE_MARKER_MAX_CHARS = 64;
 export const PRUNE_MARKER_RESERVE = PRUNE_MARKER_MAX_CHARS;
+/** The reserve when recall is on anywhere in the config: the marker also names its recall handle. */
+export const PRUNE_MARKER_RESERVE_WITH_RECALL = PRUNE_MARKER_MAX_CHARS + PRUNED_RECALL_NOTE_MAX_CHARS;
 
 // ---------------------------------------------------------------------------------------------
 // Schema: per-field rules. Rules across fields live in crossFieldIssues() so that they can
@@ -67,6 +70,12 @@ const POLICY_FIELDS = {
   background: z.boolean().optional(),
   /** The prepare point as a share of the window (default: a quarter of the way from the threshold back to the retained tail). */
   prepareRatio: ratio().optional(),
+  /**
+   * Issue 26: checkpoints and pruned-result markers name the handle the recall tool brings the
+   * originals back by (the host registers the tool: recallTool(session), or the AI SDK
+   * adapter's `tools`). Off: frames and markers are byte-identical to those without recall.
+   */
+  recall: z.boolean().optional(),
 };
 
 export const ModelPolicySchema = z.strictObject({ provider: name(), model: name(), ...POLICY_FIELDS });
@@ -116,6 +125,7 @@ export const FIELDS = {
   auto: z.boolean().default(true),
   // On by default (issue 16): the agent does not wait for a summary below the threshold; see SPEC §13.
   background: z.boolean().default(true),
+  recall: z.boolean().default(false),
   summarizationProvider: z.string().default(''),
   summarizationModel: z.string().default(''),
   modelPolicies: z.array(ModelPolicySchema).default([]),
@@ -160,6 +170,8 @@ export interface ModelPolicy {
   background: boolean;
   /** Undefined: the default prepare point (SPEC §13). */
   prepareRatio: number | undefined;
+  /** Checkpoints and markers name their recall handles (issue 26). */
+  recall: boolean;
 }
 
 export interface ModelPolicyOverride extends ModelPolicy {

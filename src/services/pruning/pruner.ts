@@ -53,6 +53,7 @@
  *   unit every node price and `shadowedTokens` is logged in.
  */
 import { XcompactError } from '../../errors.js';
+import { PRUNED_RECALL_NOTE_MAX_CHARS, prunedHandle } from '../recall/handles.js';
 import {
   EventDataSchemas,
   toolCallsOf,
@@ -83,6 +84,8 @@ export interface PruneSettings {
   minReclaimTokens: number;
   /** Tool names never pruned (matched against the result's toolName, else the call's name). */
   neverPrune: readonly string[];
+  /** Recall is on: each marker names the handle (`pr-N`) the recall tool brings the original back by. */
+  recall?: boolean;
 }
 
 /** Exact per-node token prices (the token meter provides them, cached). */
@@ -178,13 +181,24 @@ export class PrunePlanStaleError extends XcompactError {
 // ---------------------------------------------------------------------------
 // Planning
 
+/** Code points a marker may take: a recall handle makes it longer. */
+export function markerReserve(recall: boolean): number {
+  return PRUNE_MARKER_MAX_CHARS + (recall ? PRUNED_RECALL_NOTE_MAX_CHARS : 0);
+}
+
+/** The cut of node `seq`: with recall on, its marker names the node's handle. */
+export function cutSettings(s: { headChars: number; tailChars: number; recall?: boolean | undefined }, seq: number): { headChars: number; tailChars: number; recallHandle?: string } {
+  return s.recall === true ? { headChars: s.headChars, tailChars: s.tailChars, recallHandle: prunedHandle(seq) } : { headChars: s.headChars, tailChars: s.tailChars };
+}
+
 function checkSettings(s: PruneSettings): void {
   for (const key of ['thresholdChars', 'headChars', 'tailChars', 'protectRecentTokens', 'minReclaimTokens'] as const) {
     checkCount(key, s[key]);
   }
-  if (s.headChars + PRUNE_MARKER_MAX_CHARS + s.tailChars > s.thresholdChars) {
+  const reserve = markerReserve(s.recall === true);
+  if (s.headChars + reserve + s.tailChars > s.thresholdChars) {
     throw new PruneSettingsError(
-      `headChars (${s.headChars}) + marker reserve (${PRUNE_MARKER_MAX_CHARS}) + tailChars (${s.tailChars}) exceeds thresholdChars (${s.thresholdChars}): a pruned text would still be oversized and every pass would prune it again. Lower headChars/tailChars or raise thresholdChars.`,
+      `headChars (${s.headChars}) + marker reserve (${reserve}) + tailChars (${s.tailChars}) exceeds thresholdChars (${s.thresholdChars}): a pruned text would still be oversized and every pass would prune it again. Lower headChars/tailChars or raise thresholdChars.`,
     );
   }
 }
@@ -260,7 +274,7 @@ export function planPrune(session: Session, settings: PruneSettings, pricing: Pr
     }
 
     const content = data.content.map((b) =>
-      b.type === 'text' && oversized(b.text, settings.thresholdChars) ? { type: 'text' as const, text: truncateMiddle(b.text, settings) } : b,
+      b.type === 'text' && oversized(b.text, settings.thresholdChars) ? { type: 'text' as const, text: truncateMiddle(b.text, cutSettings(settings, seq)) } : b,
     );
     const tokensBefore = price(`surface node ${seq}`, pricing.priceOf(seq));
     const tokensAfter = price(`the pruned replacement of ${seq}`, pricing.priceEvent({ type: 'tool/result', data: { ...data, content } }));

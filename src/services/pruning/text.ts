@@ -18,11 +18,15 @@ export class PruneSettingsError extends XcompactError {
  * which makes every pruned block ≤ thresholdChars, hence a second pass a no-op.
  */
 import { PRUNE_MARKER_MAX_CHARS } from '../config';
+import { prunedRecallNote } from '../recall/handles.js';
 export { PRUNE_MARKER_MAX_CHARS };
 
-/** The line that replaces the middle of a pruned text. */
-export function pruneMarker(removedChars: number): string {
-  return `\n[… ${removedChars} characters pruned by xcompact …]\n`;
+/**
+ * The line that replaces the middle of a pruned text. With recall on it names the handle the
+ * recall tool brings the full text back by (its reserve: PRUNE_MARKER_MAX_CHARS + PRUNED_RECALL_NOTE_MAX_CHARS).
+ */
+export function pruneMarker(removedChars: number, recallHandle?: string): string {
+  return `\n[… ${removedChars} characters pruned by xcompact${recallHandle === undefined ? '' : prunedRecallNote(recallHandle)} …]\n`;
 }
 
 function isHigh(c: number): boolean {
@@ -72,12 +76,12 @@ export function checkCount(name: string, value: unknown): void {
  * marker line saying how many were removed between them. Returns `text` unchanged when that
  * would not make it shorter (nothing in the middle, or a middle shorter than the marker).
  */
-export function truncateMiddle(text: string, s: { headChars: number; tailChars: number }): string {
+export function truncateMiddle(text: string, s: { headChars: number; tailChars: number; recallHandle?: string | undefined }): string {
   checkCount('headChars', s.headChars);
   checkCount('tailChars', s.tailChars);
   const removed = codePointLength(text) - s.headChars - s.tailChars;
   if (removed <= 0) return text;
-  const marker = pruneMarker(removed);
+  const marker = pruneMarker(removed, s.recallHandle);
   if (codePointLength(marker) >= removed) return text;
   return text.slice(0, indexAfter(text, s.headChars)) + marker + text.slice(indexBeforeLast(text, s.tailChars));
 }

@@ -12,10 +12,15 @@ export const RECALL_MAX_TOKENS_CAP = 8_000;
 /** Longer queries are refused (a fact is a line, a path, an identifier; not a file). */
 export const RECALL_QUERY_MAX_CHARS = 2_000;
 
+/** The codes the recall layer owns (src/error-codes.ts puts every layer's together). */
+export type RecallErrorCode = 'recall-args';
+
 /** A recall request that cannot run: `code` `recall-args`; the message says how to fix it. */
 export class RecallError extends XcompactError {
+  declare readonly code: RecallErrorCode;
+
   constructor(message: string) {
-    super('recall-args' as never, message);
+    super('recall-args', message);
   }
 }
 

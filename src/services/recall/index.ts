@@ -10,6 +10,7 @@ export type { RecallEntry, RecallSource } from './entries';
 export {
   RecallArgsSchema,
   RecallError,
+  type RecallErrorCode,
   parseRecallArgs,
   RECALL_DEFAULT_MAX_TOKENS,
   RECALL_MAX_TOKENS_CAP,

@@ -169,7 +169,8 @@ function render(index: RecallIndex, head: string, hits: readonly Hit[], request:
   let restTokens = 0;
   for (const hit of hits) {
     const e = index.entry(hit.id);
-    const block = `\n[${shown + 1}] ${whereOf(e)}\n${excerpt(e.text, hit)}`;
+    const where = `\n[${shown + 1}] ${whereOf(e)}\n`;
+    const block = `${where}${excerpt(e.text, hit)}`;
     const cost = count(block);
     if (restTokens === 0 && used + cost <= budget) {
       blocks.push(block);
@@ -177,8 +178,17 @@ function render(index: RecallIndex, head: string, hits: readonly Hit[], request:
       shown++;
       continue;
     }
+    // A whole text that does not fit may still fit as an excerpt (a checkpoint's long tool output).
+    const short = hit.whole ? `${where}${excerpt(e.text, { ...hit, whole: false })}` : block;
+    const shortCost = short === block ? cost : count(short);
+    if (restTokens === 0 && shown > 0 && used + shortCost <= budget) {
+      blocks.push(short);
+      used += shortCost;
+      shown++;
+      continue;
+    }
     if (shown === 0) {
-      // Nothing fits whole: the newest match, cut to the budget (its head, where a whole text starts).
+      // Nothing fits whole: the first match, cut to the budget (its head, where a whole text starts).
       const room = Math.max(0, budget - used - 40);
       const keep = Math.floor((block.length * room) / Math.max(1, cost));
       blocks.push(`${block.slice(0, keep)}\n[… cut: ${block.length - keep} more characters of this message]`);
@@ -186,7 +196,7 @@ function render(index: RecallIndex, head: string, hits: readonly Hit[], request:
       shown = 1;
       continue;
     }
-    restTokens += cost;
+    restTokens += shortCost;
   }
   const more = hits.length - shown;
   const notes: string[] = [];
@@ -224,7 +234,7 @@ function answerHandle(index: RecallIndex, handle: string, request: RecallRequest
   if (info === undefined) throw new RecallError(`no checkpoint has handle ${handle}; ${known()}.`);
   const ids = index.entriesOf(info);
   if (ids.length === 0) return { text: `recall: checkpoint ${handle} condensed nothing that can be recalled (only earlier summaries).`, isError: false, matches: 0, shown: 0 };
-  const hits = ids.map((id) => ({ id, at: [], whole: false, group: 0 }));
+  const hits = ids.map((id) => ({ id, at: [], whole: true, group: 0 }));
   const merged = info.merged.length > 0 ? ` (with the earlier checkpoint${info.merged.length > 1 ? 's' : ''} ${info.merged.join(', ')} merged into it)` : '';
   return render(index, `recall: the ${ids.length} message${ids.length === 1 ? '' : 's'} checkpoint ${handle} condensed${merged}, in order:`, hits, request, count);
 }

@@ -3,10 +3,10 @@
  * newest unit, stacked checkpoints or a merge from the head), this applies it with the budget.
  */
 import type { SelectInput } from '../context';
-import { frameCheckpoint } from '../summarizing';
+import { frameCheckpoint, pricingHandle } from '../summarizing';
 import type { ServiceDeps } from '../context';
 import { selectRange, type RangeSelection } from './range';
-import { routeBudget } from '../context';
+import { recallOn, routeBudget } from '../context';
 
 export const STACK_MAX_CHECKPOINTS = 4;
 
@@ -14,7 +14,7 @@ export function selectSpan(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config
   const { session, meter } = deps;
   const prices = meter.measure().prices;
   // A span must cost at least twice an empty checkpoint, or no summary can shrink it.
-  const minSpanTokens = 2 * meter.priceUserText(frameCheckpoint(''));
+  const minSpanTokens = 2 * meter.priceUserText(frameCheckpoint('', pricingHandle(recallOn(deps), session.length)));
   const retainTokens = retain === 'budget' ? routeBudget(deps).retain : retain === 'floor' ? routeBudget(deps).retainFloor : 0;
   return selectRange(session, prices, {
     retainTokens,

@@ -131,6 +131,7 @@ describe('public API', () => {
         'OpenAISummarizer',
         'PiImportError',
         'PostgresStore',
+        'RecallError',
         'Session',
         'SessionRuleError',
         'SessionWriter',
@@ -148,6 +149,7 @@ describe('public API', () => {
         'importPiTranscript',
         'isCheckpoint',
         'parseConfig',
+        'recallTool',
         'withErrorBodyRecovery',
       ].sort(),
     );

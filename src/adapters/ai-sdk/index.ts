@@ -7,3 +7,4 @@ export type { AiSdkLanguageModel, AiSdkMiddleware } from './model';
 export { AiSdkSummarizer, type AiSdkSummarizerOptions } from './summarizer';
 export { AiSdkAdapterError, promptOf, type AiSdkAdapterErrorCode } from './convert';
 export { normaliseRequestError } from './errors';
+export { recallTool } from './recall';

@@ -28,4 +28,5 @@ export {
   checkpointRecallNote,
   prunedRecallNote,
   PRUNED_RECALL_NOTE_MAX_CHARS,
+  type HandleKind,
 } from './handles';

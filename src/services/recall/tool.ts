@@ -24,7 +24,8 @@ export interface RecallTool {
   run(args: unknown): RecallAnswer;
 }
 
-export type RecallToolOptions = SearchOptions;
+/** How answers are counted and bounded (the search's options). */
+export interface RecallToolOptions extends SearchOptions {}
 
 export const RECALL_TOOL_DEFINITION: RecallToolDefinition = Object.freeze({
   type: 'function',

@@ -34,7 +34,7 @@ import type {
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
 import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../../engine';
-import { isCheckpoint, type SurfaceEvent } from '../../session/events';
+import type { SurfaceEvent } from '../../session/events';
 import type { Session } from '../../session/session';
 import { SessionWriter } from '../../session/writer';
 import type { Summarizer } from '../../services/summarizing';
@@ -57,6 +57,9 @@ import {
 } from './convert';
 import { replyRecorder } from './stream';
 import { specOf, wrapModel, type AiSdkLanguageModel, type AiSdkMiddleware } from './model';
+import { appMessagesIn, isEcho, sameMessage, toolDefinition } from './history';
+import { recallTool } from './recall';
+import { parseConfig, policyFor } from '../../services/config';
 import { AiSdkSummarizer } from './summarizer';
 
 type Mapped =
@@ -93,6 +96,8 @@ export interface AiSdkCompaction<M extends AiSdkLanguageModel = LanguageModelV3>
   readonly middleware: AiSdkMiddleware;
   readonly engine: CompactionEngine;
   readonly session: Session;
+  /** `tools: { ...yours, ...compaction.tools }`: the recall tool when `config.recall` is on for this model, else none. */
+  readonly tools: { recall?: ReturnType<typeof recallTool> };
   /** Stops the engine and closes an open step and turn, so the session is consistent; then flushes. */
   close(): Promise<void>;
 }
@@ -374,11 +379,13 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     },
   } satisfies LanguageModelV3Middleware;
 
+  const recall = policyFor(parseConfig(options.config), provider, base.modelId).recall;
   return {
     model: wrapModel(options.model, middleware),
     middleware,
     engine,
     session,
+    tools: recall ? { recall: recallTool(session) } : {},
     async close() {
       engine.stop();
       if (session.surface.pendingCalls().length === 0) {
@@ -387,44 +394,5 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
       }
       await session.flush();
     },
-  };
-}
-
-const sameMessage = (message: LanguageModelV3Message, recorded: string): boolean =>
-  recorded.startsWith('~') ? message.role === recorded.slice(1) : fingerprint(message) === recorded;
-
-/**
- * The roles of the app's messages a stored session already holds: every original append (not a
- * prune or checkpoint replacing one) of a user or assistant message, and each run of tool
- * results (the SDK puts one step's results in one tool message).
- */
-function appMessagesIn(session: Session): Array<'user' | 'assistant' | 'tool'> {
-  const roles: Array<'user' | 'assistant' | 'tool'> = [];
-  for (const e of session.events()) {
-    if (e.surfaceOp !== 'append' || e.type === 'system/message') continue;
-    if (e.type === 'tool/result') {
-      if (roles[roles.length - 1] !== 'tool') roles.push('tool');
-    } else if (e.type === 'assistant/message') roles.push('assistant');
-    else if (e.type === 'user/message' && !isCheckpoint(e)) roles.push('user');
-  }
-  return roles;
-}
-
-/**
- * The assistant message the SDK appends after a reply is that reply: matched by its tool-call
- * ids, not its text (providers differ in the empty text and reasoning parts they keep).
- */
-function isEcho(message: LanguageModelV3Message, callIds: readonly string[]): boolean {
-  if (message.role !== 'assistant') return false;
-  const ids = message.content.filter((p) => p.type === 'tool-call').map((p) => (p as { toolCallId: string }).toolCallId);
-  return ids.length === callIds.length && ids.every((id, k) => id === callIds[k]);
-}
-
-/** AI SDK function tools → the chat-completions shape the meter prices (and the summarizer replays). */
-function toolDefinition(tool: NonNullable<LanguageModelV3CallOptions['tools']>[number]): Record<string, unknown> {
-  if (tool.type !== 'function') return { ...tool };
-  return {
-    type: 'function',
-    function: { name: tool.name, ...(tool.description ? { description: tool.description } : {}), parameters: tool.inputSchema },
   };
 }

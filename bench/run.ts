@@ -14,6 +14,7 @@ const SECTIONS = [
   { file: 'calibration.ts', title: 'Providers we have no tokenizer for: calibrated growth, windows in provider tokens, pathological text' },
   { file: 'background.ts', title: 'Background compaction: time the agent is blocked in afterStep, foreground vs background (2 s summarizer)' },
   { file: 'scale.ts', title: 'Scale: quick afterStep, reopen of 100k events, no re-tokenizing, O(appended) deriveMessages' },
+  { file: 'recall.ts', title: 'Recall: latency at 1k/10k/100k events, index memory, needed facts one recall call returns (pi at 32k)' },
   { file: 'economics/run.ts', title: 'Economics: xcompact vs simulated peer policies (pi, Codex, opencode, naive) at 32k and 128k' },
 ] as const;
 

@@ -24,7 +24,7 @@ export interface RecallAnswer {
 export interface SearchOptions {
   /** Tokens of a text (default: the reference heuristic, ceil(length / 4)). */
   countTokens?: (text: string) => number;
-  /** Stops a regular-expression scan after this long, saying how much it searched (default 250 ms). */
+  /** Stops a regular-expression scan after this long, saying how much it searched (default 60 ms). */
   scanBudgetMs?: number;
   now?: () => number;
 }
@@ -59,38 +59,53 @@ function describe(q: RecallQuery): string {
   return q.kind === 'regex' ? `/${q.text}/i` : q.kind === 'path' ? `path ${JSON.stringify(q.text)}` : JSON.stringify(q.text);
 }
 
+/** Text checked per call once enough has matched: a query that matches everything stays bounded. */
+const CHECK_CHARS = 4_000_000;
+const ENOUGH_HITS = 25;
+
+/** Candidates newest first, checked until enough matched and the check budget is spent; the rest counted. */
+function checkNewestFirst(index: RecallIndex, ids: number[], matches: (e: RecallEntry, id: number) => Hit | undefined): { hits: Hit[]; note?: string } {
+  ids.sort((a, b) => index.entry(b).seq - index.entry(a).seq);
+  const hits: Hit[] = [];
+  let checked = 0;
+  for (let k = 0; k < ids.length; k++) {
+    if (checked > CHECK_CHARS && hits.length >= ENOUGH_HITS) {
+      const rest = ids.length - k;
+      return { hits, note: `${rest} older message${rest === 1 ? '' : 's'} holding the same words not checked` };
+    }
+    const e = index.entry(ids[k]!);
+    checked += e.text.length;
+    const hit = matches(e, ids[k]!);
+    if (hit) hits.push(hit);
+  }
+  return { hits };
+}
+
 function find(index: RecallIndex, query: Exclude<RecallQuery, { kind: 'handle' }>, options: SearchOptions): { hits: Hit[]; note?: string } {
   const all = () => index.entries.map((_, i) => i);
   if (query.kind === 'text') {
     const needle = query.text.toLowerCase();
-    const hits: Hit[] = [];
-    for (const id of index.candidates(query.text) ?? all()) {
-      const e = index.entry(id);
+    return checkNewestFirst(index, index.candidates(query.text) ?? all(), (e, id) => {
       const at = positions(e.text.toLowerCase(), needle);
-      if (at.length > 0 || (e.callArguments?.toLowerCase().includes(needle) ?? false)) hits.push({ id, at, whole: false, group: 0 });
-    }
-    return { hits };
+      return at.length > 0 || (e.callArguments?.toLowerCase().includes(needle) ?? false) ? { id, at, whole: false, group: 0 } : undefined;
+    });
   }
   if (query.kind === 'path') {
     const path = query.text.replace(/^\.\//, '');
-    const hits: Hit[] = [];
-    for (const id of index.candidates(path) ?? all()) {
-      const e = index.entry(id);
-      const own = e.source === 'tool-result' && (e.callArguments?.includes(path) ?? false);
+    return checkNewestFirst(index, index.candidates(path) ?? all(), (e, id) => {
+      if (e.source === 'tool-result' && (e.callArguments?.includes(path) ?? false)) return { id, at: [], whole: true, group: 0 };
       const at = positions(e.text, path);
-      if (own) hits.push({ id, at: [], whole: true, group: 0 });
-      else if (at.length > 0) hits.push({ id, at, whole: false, group: 1 });
-    }
-    return { hits };
+      return at.length > 0 ? { id, at, whole: false, group: 1 } : undefined;
+    });
   }
   const now = options.now ?? Date.now;
-  const deadline = now() + (options.scanBudgetMs ?? 250);
+  const deadline = now() + (options.scanBudgetMs ?? 60);
   const hits: Hit[] = [];
   const entries = index.entries;
   // Newest first, so a scan cut short by its time budget has looked at what matters most.
   for (let id = entries.length - 1; id >= 0; id--) {
     if ((id & 63) === 0 && now() > deadline) {
-      return { hits, note: `searched the newest ${entries.length - id} of ${entries.length} messages before the time budget ran out: make the pattern more specific` };
+      return { hits, note: `searched the newest ${entries.length - id} of ${entries.length} messages before the time budget ran out: make the pattern more specific, or search for a plain word of it` };
     }
     const at = regexPositions(entries[id]!.text, query.pattern);
     if (at.length > 0) hits.push({ id, at, whole: false, group: 0 });

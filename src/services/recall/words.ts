@@ -7,18 +7,89 @@
  * units (a base64 blob is one word, not thousands). In a query, a word bounded by non-word
  * characters on both sides must be a whole word of any text that contains the query; a word at
  * the query's edge may be part of a longer one (a prefix, a suffix, or anything inside).
+ *
+ * Postings are keyed by a 32-bit hash of the word, computed while scanning (no string is made
+ * per occurrence: indexing is one pass over the text). Two words with one hash only widen the
+ * candidates, which the check then narrows. Each distinct word is kept once, for the
+ * vocabulary scan an edge word needs.
  */
 const WORD = /[\p{L}\p{N}\p{M}_]+/gu;
+const WORD_CHAR = /[\p{L}\p{N}\p{M}_]/u;
 const WORD_MAX = 48;
+/**
+ * Numbers of more digits (ids, timestamps, sizes: most of a log's distinct words) share
+ * NUMBER_BUCKETS postings by their hash, so the index stays proportional to the text, not to its
+ * vocabulary of numbers: a whole number in a query still narrows to its bucket (a few entries in
+ * thousands), which the check then narrows to the ones that hold it.
+ */
+const DIGITS_MAX = 3;
+const NUMBER_BUCKETS = 65_536;
 
 function cut(word: string): string {
   return word.length > WORD_MAX ? word.slice(0, WORD_MAX) : word;
 }
 
-export function wordsOf(text: string): Set<string> {
-  const out = new Set<string>();
-  for (const m of text.toLowerCase().matchAll(WORD)) out.add(cut(m[0]));
-  return out;
+/** A number too long to have postings of its own. */
+function bucketed(word: string): boolean {
+  return word.length > DIGITS_MAX && /^\d+$/.test(word);
+}
+
+/** The postings key of a stored word: its hash, or for a long number its (negative) bucket. */
+function keyOf(hash: number, longNumber: boolean): number {
+  return longNumber ? -1 - (hash % NUMBER_BUCKETS) : hash;
+}
+
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
+/** The hash the index keys a (lowercased, cut) word by: FNV-1a over its UTF-16 units. */
+function hashOf(word: string): number {
+  let h = FNV_OFFSET;
+  for (let i = 0; i < word.length; i++) h = Math.imul(h ^ word.charCodeAt(i), FNV_PRIME);
+  return h >>> 0;
+}
+
+/**
+ * Calls `each(key, start, end)` for every word of `lower` (already lowercased; [start, end) is
+ * the word as stored: cut to WORD_MAX units), duplicates included.
+ */
+function forEachWord(lower: string, each: (key: number, start: number, end: number) => void): void {
+  const n = lower.length;
+  let start = -1;
+  let h = FNV_OFFSET;
+  let digits = true;
+  for (let i = 0; i <= n; ) {
+    let word = false;
+    let step = 1;
+    let c = 0;
+    if (i < n) {
+      c = lower.charCodeAt(i);
+      if (c < 128) word = (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 95 || (c >= 65 && c <= 90);
+      else {
+        const cp = lower.codePointAt(i)!;
+        if (cp > 0xffff) step = 2;
+        word = WORD_CHAR.test(String.fromCodePoint(cp));
+      }
+    }
+    if (word) {
+      if (start < 0) {
+        start = i;
+        h = FNV_OFFSET;
+        digits = true;
+      }
+      for (let k = i; k < i + step; k++) {
+        if (k - start >= WORD_MAX) break;
+        const u = lower.charCodeAt(k);
+        h = Math.imul(h ^ u, FNV_PRIME);
+        if (u < 48 || u > 57) digits = false;
+      }
+    } else if (start >= 0) {
+      const end = Math.min(i, start + WORD_MAX);
+      each(keyOf(h >>> 0, digits && end - start > DIGITS_MAX), start, end);
+      start = -1;
+    }
+    i += step;
+  }
 }
 
 export interface QueryTerm {
@@ -39,35 +110,63 @@ export function termsOf(query: string): QueryTerm[] {
   return out;
 }
 
+interface Posting {
+  /** Entry ids, ascending. */
+  ids: number[];
+  /** The stored words with this hash (one, unless two words share a hash). */
+  words: string[];
+}
+
 export class WordIndex {
-  /** word → entry ids, ascending (ids are given in increasing order). */
-  private readonly postings = new Map<string, number[]>();
+  private readonly postings = new Map<number, Posting>();
+  private distinct = 0;
 
   get vocabulary(): number {
-    return this.postings.size;
+    return this.distinct;
   }
 
+  /** Ids must be added in increasing order: a repeated word of the same entry is then one posting. */
   add(id: number, text: string): void {
-    for (const w of wordsOf(text)) {
-      const list = this.postings.get(w);
-      if (list === undefined) this.postings.set(w, [id]);
-      else if (list[list.length - 1] !== id) list.push(id);
-    }
+    const lower = text.toLowerCase();
+    forEachWord(lower, (key, start, end) => {
+      const p = this.postings.get(key);
+      if (p === undefined) {
+        // A number bucket keeps no words: edge matching never looks into long numbers.
+        this.postings.set(key, { ids: [id], words: key < 0 ? [] : [lower.slice(start, end)] });
+        if (key >= 0) this.distinct++;
+        return;
+      }
+      if (p.ids[p.ids.length - 1] === id) return;
+      p.ids.push(id);
+      if (key < 0) return;
+      // The first time in this entry: is it a word this hash already stands for?
+      if (!p.words.some((w) => w.length === end - start && lower.startsWith(w, start))) {
+        p.words.push(lower.slice(start, end));
+        this.distinct++;
+      }
+    });
   }
 
   /**
-   * Entry ids that may contain `query`, or undefined when words cannot narrow it (no word in
-   * it): the caller then checks every entry.
+   * Entry ids that may contain `query`, or undefined when words cannot narrow it (no indexed
+   * word in it): the caller then checks every entry.
    */
   candidates(query: string): number[] | undefined {
-    const terms = termsOf(query);
-    if (terms.length === 0) return undefined;
-    const exact = terms.filter((t) => t.boundedLeft && t.boundedRight);
+    const all = termsOf(query);
+    const exact = all.filter((t) => t.boundedLeft && t.boundedRight);
     if (exact.length > 0) {
-      const lists = exact.map((t) => this.postings.get(cut(t.word)) ?? []).sort((a, b) => a.length - b.length);
+      const lists = exact
+        .map((t) => {
+          const w = cut(t.word);
+          return this.postings.get(keyOf(hashOf(w), bucketed(w)))?.ids ?? [];
+        })
+        .sort((a, b) => a.length - b.length);
       return lists.slice(1).reduce(intersect, lists[0]!);
     }
-    // Only edge words: the longest one narrows best; every vocabulary word that can hold it counts.
+    // Only edge words (a long number at an edge may be part of a longer one: it cannot narrow).
+    const terms = all.filter((t) => !bucketed(cut(t.word)));
+    if (terms.length === 0) return undefined;
+    // The longest edge word narrows best; every vocabulary word that can hold it counts.
     const t = terms.reduce((a, b) => (b.word.length > a.word.length ? b : a));
     const w = cut(t.word);
     if (t.boundedLeft) {
@@ -82,7 +181,7 @@ export class WordIndex {
 
   private collect(fits: (word: string) => boolean): number[] {
     const hits = new Set<number>();
-    for (const [v, list] of this.postings) if (fits(v)) for (const id of list) hits.add(id);
+    for (const p of this.postings.values()) if (p.words.some(fits)) for (const id of p.ids) hits.add(id);
     return [...hits].sort((a, b) => a - b);
   }
 }

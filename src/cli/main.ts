@@ -9,6 +9,7 @@ import { runCompact } from './compact';
 import { runDemo } from './demo';
 import { reportError } from './errors';
 import { runInspect } from './inspect';
+import { runInspectRecall } from './inspect-recall';
 
 function packageVersion(): string {
   // src/cli/main.ts and dist/cli/main.js both sit two levels below the package root.
@@ -84,8 +85,14 @@ export function buildProgram(): Command {
     .option('--config <file>', 'xcompact configuration JSON (default: xcompact.config.json next to the session, if any)')
     .option('--json', 'print the report as JSON')
     .option('--no-color', 'plain output without ANSI colours')
+    .option('--recall <query>', 'instead of the report, search what checkpoints and prunes took off the surface, as the recall tool does: text, /regex/, or a handle (cp-N, pr-N)')
+    .option('--recall-tokens <tokens>', 'answer budget of --recall in tokens (default 2000, at most 8000)', wholeNumber('--recall-tokens', 1))
     .addOption(verboseOption())
-    .action(async (file: string, opts: { model?: string; contextWindow?: number; config?: string; json?: boolean; color: boolean; store?: string }) => {
+    .action(async (file: string, opts: { model?: string; contextWindow?: number; config?: string; json?: boolean; color: boolean; store?: string; recall?: string; recallTokens?: number }) => {
+      if (opts.recall !== undefined) {
+        await runInspectRecall(file, { ...opts, recall: opts.recall });
+        return;
+      }
       await runInspect(file, opts);
     });
 

@@ -12,6 +12,9 @@
  *      └ request rejected ─▶ recovering (request.failed … settled) ─ retry ─▶ calling
  *                                                                 └ fail ─▶ failed
  *
+ * With `config.recall` on, the recall tool joins the tools and a `recall` call is answered from the
+ * session log (`recall.run`), like any other tool result.
+ *
  * Run against a server: `OPENAI_BASE_URL=http://127.0.0.1:8080/v1 MODEL=m CONTEXT_WINDOW=8192 npx tsx examples/xstate-agent.ts`
  */
 import OpenAI from 'openai';
@@ -19,6 +22,7 @@ import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import { and, assign, createActor, fromPromise, sendTo, setup, toPromise } from 'xstate';
 import {
   createCompactionMachine,
+  recallTool,
   MemoryStore,
   Session,
   SessionWriter,
@@ -69,6 +73,10 @@ export function createAgentMachine(options: XStateAgentOptions) {
     models: { [`${provider}/${model}`]: { contextWindow: options.contextWindow, maxOutputTokens: maxTokens } },
     ...(options.config ? { config: options.config } : {}),
   });
+  // Nothing is lost: with recall on, the model can ask for what checkpoints and prunes took off its context.
+  const recall = options.config?.recall === true ? recallTool(session) : undefined;
+  const tools: ChatCompletionTool[] = recall ? [...TOOLS, recall.definition] : TOOLS;
+  const runTool = (name: string, args: string): string => (recall && name === recall.definition.function.name ? recall.run(args).text : readNotes(args));
 
   return setup({
     types: {
@@ -81,13 +89,13 @@ export function createAgentMachine(options: XStateAgentOptions) {
       // One model request for the open step; the reply and the tool results are recorded before it resolves.
       callModel: fromPromise(async () => {
         if (!session.openStep) writer.startStep();
-        writer.request({ provider, model, tools: TOOLS, maxTokens });
-        const completion = await client.chat.completions.create({ model, messages: [...session.deriveMessages()], tools: TOOLS, max_tokens: maxTokens });
+        writer.request({ provider, model, tools, maxTokens });
+        const completion = await client.chat.completions.create({ model, messages: [...session.deriveMessages()], tools, max_tokens: maxTokens });
         const choice = completion.choices[0];
         if (!choice) throw new Error('the endpoint returned no choices');
         writer.assistantFromCompletion(choice.message, { usage: completion.usage ?? null, provider, model: completion.model, finishReason: choice.finish_reason });
         const calls = (choice.message.tool_calls ?? []).filter((c) => c.type === 'function');
-        for (const call of calls) writer.toolResult(call.id, readNotes(call.function.arguments), { toolName: call.function.name });
+        for (const call of calls) writer.toolResult(call.id, runTool(call.function.name, call.function.arguments), { toolName: call.function.name });
         return { answer: calls.length === 0 ? (choice.message.content ?? '') : undefined };
       }),
     },
@@ -197,6 +205,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     maxTokens: 512,
     task: process.argv.slice(2).join(' ') || 'Summarise the build notes.',
     maxSteps: 20,
+    ...(process.env.RECALL === '1' ? { config: { recall: true } } : {}),
   });
   console.log(JSON.stringify({ steps: run.steps, compactions: run.compactions.length, overflowRetries: run.overflowRetries, answer: run.answer }, null, 2));
   await session.close();

@@ -97,7 +97,7 @@ export interface AiSdkCompaction<M extends AiSdkLanguageModel = LanguageModelV3>
   readonly engine: CompactionEngine;
   readonly session: Session;
   /** `tools: { ...yours, ...compaction.tools }`: the recall tool when `config.recall` is on for this model, else none. */
-  readonly tools: { recall?: ReturnType<typeof recallTool> };
+  readonly tools: Record<string, ReturnType<typeof recallTool>>;
   /** Stops the engine and closes an open step and turn, so the session is consistent; then flushes. */
   close(): Promise<void>;
 }

@@ -2,7 +2,7 @@ import { defineConfig } from 'tsup';
 
 export default defineConfig([
   {
-    entry: { index: 'src/index.ts', advanced: 'src/advanced.ts', testing: 'src/testing/index.ts', 'ai-sdk': 'src/adapters/ai-sdk/index.ts', otel: 'src/adapters/otel.ts' },
+    entry: { index: 'src/index.ts', advanced: 'src/advanced.ts', testing: 'src/testing/index.ts', 'ai-sdk': 'src/adapters/ai-sdk/index.ts', otel: 'src/adapters/otel.ts', eval: 'src/eval/index.ts' },
     format: ['esm', 'cjs'],
     dts: true,
     sourcemap: true,

@@ -106,7 +106,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
   const indivisible = o.includes('selectRange:nothing');
   const economic = o.includes('step:compacting-pays');
   const w = await openWorld(srv, {
-    config: { background: true, ...(economic ? { economics: true } : {}), ...(o.includes('revalidate:too-little-progress') ? { minProgressRatio: 0.9 } : {}) },
+    config: { background: true, ...(economic ? { economics: true, forgetting: 0 } : {}), ...(o.includes('revalidate:too-little-progress') ? { minProgressRatio: 0.9 } : {}) },
   });
   // A world of one indivisible message (nothing to select) or of ordinary steps.
   if (indivisible) {

@@ -21,8 +21,8 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { RecallIndex, recallTool, runRecall } from '../src/services/recall/index.js';
-import { COMPACTION_CHECKPOINT_SOURCE, isSurfaceType, type SessionEvent } from '../src/session/events.js';
+import { RecallIndex, recallTool } from '../src/services/recall/index.js';
+import { COMPACTION_CHECKPOINT_SOURCE, isSurfaceType } from '../src/session/events.js';
 import { Session } from '../src/session/session.js';
 import { SessionWriter } from '../src/session/writer.js';
 import { runPiRecall } from './recall-pi.js';
@@ -215,5 +215,3 @@ if (!process.env.RECALL_BENCH_IMPORT && process.argv[1] !== undefined && import.
   await run();
 }
 
-export { runRecall };
-export type { SessionEvent };

@@ -4,7 +4,7 @@
  * resolution in config-policy.ts; config.ts puts them together.
  */
 import { z } from 'zod';
-import { PRUNED_RECALL_NOTE_MAX_CHARS } from '../recall/handles.js';
+import { PRUNED_RECALL_NOTE_MAX_CHARS } from '../recall';
 import { TOKENIZER_NAMES } from '../metering';
 
 // ---------------------------------------------------------------------------------------------

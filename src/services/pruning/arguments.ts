@@ -15,7 +15,7 @@ import { isJson, withPrunedArguments } from '../../session/argument-prune.js';
 import { toolCallsOf, type EventData } from '../../session/events.js';
 import { jsonTokens } from '../../session/json-tokens.js';
 import type { Session } from '../../session/session.js';
-import { prunedHandle } from '../recall/handles.js';
+import { prunedHandle } from '../recall';
 
 export interface ArgumentPruneTarget {
   /** The assistant/message node to replace. */

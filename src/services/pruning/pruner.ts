@@ -53,7 +53,6 @@
  *   unit every node price and `shadowedTokens` is logged in.
  */
 import { XcompactError } from '../../errors.js';
-import { PRUNED_RECALL_NOTE_MAX_CHARS, prunedHandle } from '../recall/handles.js';
 import {
   EventDataSchemas,
   toolCallsOf,
@@ -61,10 +60,10 @@ import {
   type SessionEvent,
 } from '../../session/events.js';
 import type { Session } from '../../session/session.js';
-import { PRUNE_MARKER_MAX_CHARS, PruneSettingsError, checkCount, codePointLength, truncateMiddle } from './text.js';
+import { PruneSettingsError, checkCount, codePointLength, cutSettings, markerReserve, truncateMiddle } from './text.js';
 import { argumentWrites, planArgumentPrunes, type ArgumentPruneTarget } from './arguments.js';
 
-export { PRUNE_MARKER_MAX_CHARS, PruneSettingsError, codePointLength, pruneMarker, truncateMiddle } from './text.js';
+export { PRUNE_MARKER_MAX_CHARS, PruneSettingsError, codePointLength, cutSettings, markerReserve, pruneMarker, truncateMiddle } from './text.js';
 
 export type { ArgumentPruneTarget } from './arguments.js';
 
@@ -180,16 +179,6 @@ export class PrunePlanStaleError extends XcompactError {
 
 // ---------------------------------------------------------------------------
 // Planning
-
-/** Code points a marker may take: a recall handle makes it longer. */
-export function markerReserve(recall: boolean): number {
-  return PRUNE_MARKER_MAX_CHARS + (recall ? PRUNED_RECALL_NOTE_MAX_CHARS : 0);
-}
-
-/** The cut of node `seq`: with recall on, its marker names the node's handle. */
-export function cutSettings(s: { headChars: number; tailChars: number; recall?: boolean | undefined }, seq: number): { headChars: number; tailChars: number; recallHandle?: string } {
-  return s.recall === true ? { headChars: s.headChars, tailChars: s.tailChars, recallHandle: prunedHandle(seq) } : { headChars: s.headChars, tailChars: s.tailChars };
-}
 
 function checkSettings(s: PruneSettings): void {
   for (const key of ['thresholdChars', 'headChars', 'tailChars', 'protectRecentTokens', 'minReclaimTokens'] as const) {

@@ -18,7 +18,7 @@ export class PruneSettingsError extends XcompactError {
  * which makes every pruned block ≤ thresholdChars, hence a second pass a no-op.
  */
 import { PRUNE_MARKER_MAX_CHARS } from '../config';
-import { prunedRecallNote } from '../recall/handles.js';
+import { PRUNED_RECALL_NOTE_MAX_CHARS, prunedHandle, prunedRecallNote } from '../recall';
 export { PRUNE_MARKER_MAX_CHARS };
 
 /**
@@ -86,3 +86,12 @@ export function truncateMiddle(text: string, s: { headChars: number; tailChars: 
   return text.slice(0, indexAfter(text, s.headChars)) + marker + text.slice(indexBeforeLast(text, s.tailChars));
 }
 
+/** Code points a marker may take: a recall handle makes it longer. */
+export function markerReserve(recall: boolean): number {
+  return PRUNE_MARKER_MAX_CHARS + (recall ? PRUNED_RECALL_NOTE_MAX_CHARS : 0);
+}
+
+/** The cut of node `seq`: with recall on, its marker names the node's handle. */
+export function cutSettings(s: { headChars: number; tailChars: number; recall?: boolean | undefined }, seq: number): { headChars: number; tailChars: number; recallHandle?: string } {
+  return s.recall === true ? { headChars: s.headChars, tailChars: s.tailChars, recallHandle: prunedHandle(seq) } : { headChars: s.headChars, tailChars: s.tailChars };
+}

@@ -2,7 +2,7 @@
  * The checkpoint a compaction puts on the surface: one user message whose text frames the
  * summary so the model treats it as established background.
  */
-import { checkpointHandle, checkpointRecallNote } from '../recall/handles';
+import { checkpointHandle, checkpointRecallNote } from '../recall';
 
 export const CHECKPOINT_PREAMBLE =
   'This is an automatically generated checkpoint condensing an earlier span of the conversation to free up context. ' +

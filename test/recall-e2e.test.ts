@@ -127,3 +127,45 @@ describe('recall through the example agent loop, against the local server', () =
     }
   });
 });
+
+describe('recall and the prompt cache', () => {
+  it('the summary request is byte for byte the same with recall on and off; only the checkpoint gains its line', async () => {
+    const { createCompactionEngine } = await import('../src/engine');
+    const server = await startOpenAIServer({ defaultModel: 'm' });
+    try {
+      const client = new OpenAI({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0 });
+      const bodies: string[] = [];
+      const checkpoints: string[] = [];
+      for (const recall of [false, true]) {
+        const session = Session.inMemory();
+        const w = new SessionWriter(session);
+        w.system('You are a coding agent.');
+        w.startTurn();
+        w.request({ provider: 'deepseek', model: 'deepseek-chat', tools: [] });
+        w.user('Read the files.');
+        for (const [i, f] of FILES.slice(0, 3).entries()) {
+          w.startStep();
+          w.request({ provider: 'deepseek', model: 'deepseek-chat', tools: [] });
+          w.assistant({ toolCalls: [{ id: `c${i}`, name: 'read_file', arguments: JSON.stringify({ path: f }) }] });
+          w.toolResult(`c${i}`, fileBody(f), { toolName: 'read_file' });
+          w.endStep();
+        }
+        w.endTurn();
+        const engine = createCompactionEngine({ session, client, models: { 'deepseek/deepseek-chat': { contextWindow: 50_000, maxOutputTokens: 2000 } }, config: { recall } });
+        const before = server.requests.length;
+        server.enqueue({ kind: 'reply', content: '## Files and Code\n- three modules read' });
+        expect(await engine.compactNow()).not.toBeNull();
+        engine.stop();
+        bodies.push(server.requests[before]!.raw);
+        checkpoints.push(textOf(session.events().find(isCheckpoint)!));
+      }
+      expect(bodies[0]!.length).toBeGreaterThan(1000);
+      expect(bodies[1]).toBe(bodies[0]);
+      expect(checkpoints[0]).not.toContain('recall');
+      expect(checkpoints[1]!.startsWith(checkpoints[0]!)).toBe(true);
+      expect(checkpoints[1]!.slice(checkpoints[0]!.length)).toMatch(/^\n\nNothing in this span is lost: the recall tool brings back its original messages \(recall \{"handle":"cp-\d+"\}/);
+    } finally {
+      await server.close();
+    }
+  });
+});

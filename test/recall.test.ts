@@ -266,3 +266,28 @@ describe('recall on: checkpoints and markers name their handles; off: nothing ch
     }
   });
 });
+
+describe('recall: the index stays sound across queries and appends', () => {
+  it('a one-word query does not disturb later multi-word queries (postings stay in order)', async () => {
+    const { session, w } = newSession();
+    readTurn(w, 'Read alpha.', ['src/alpha.ts', 'src/beta.ts'], 'alpha beta done.');
+    readTurn(w, 'Read gamma.', ['src/gamma.ts'], 'gamma done.');
+    await compact(session);
+    const recall = recallTool(session);
+    // Single exact words first (their candidates are posting lists), then intersections over them.
+    expect(recall.run({ query: ' export ' }).matches).toBeGreaterThan(0);
+    expect(recall.run({ query: ' line ' }).matches).toBeGreaterThan(0);
+    readTurn(w, 'Read delta.', ['src/delta.ts'], 'delta done.');
+    readTurn(w, 'Read eps.', ['src/eps.ts'], 'eps done.');
+    await compact(session);
+    for (const f of ['src/alpha.ts', 'src/beta.ts', 'src/gamma.ts', 'src/delta.ts']) {
+      expect(recall.run({ query: `${f} line 7: export const v7` }).matches, f).toBe(1);
+    }
+  });
+
+  it('a regex written as /…/flags is its body', async () => {
+    const { session } = await compactedSession();
+    const out = recallTool(session).run({ query: '/ENOENT: no such/i', regex: true });
+    expect(out.matches).toBe(1);
+  });
+});

@@ -113,9 +113,12 @@ export function parseRecallArgs(raw: unknown): RecallRequest {
   if (key === 'path') return { ...request, query: { kind: 'path', text: text.trim() } };
   if (key === 'handle') return { ...request, query: { kind: 'handle', text: text.trim() } };
   if (!args.regex) return { ...request, query: { kind: 'text', text } };
-  if (nestedQuantifier(text)) throw new RecallError(`the regular expression ${JSON.stringify(text)} nests quantifiers (like (a+)+), which can take exponential time; write it without the nested repetition.`);
+  // A model may write the pattern as a literal, /…/flags: its flags are ours (gi), its body the pattern.
+  const literal = /^\/(.+)\/[dgimsuvy]*$/s.exec(text);
+  const source = literal ? literal[1]! : text;
+  if (nestedQuantifier(source)) throw new RecallError(`the regular expression ${JSON.stringify(source)} nests quantifiers (like (a+)+), which can take exponential time; write it without the nested repetition.`);
   try {
-    return { ...request, query: { kind: 'regex', text, pattern: new RegExp(text, 'gi') } };
+    return { ...request, query: { kind: 'regex', text: source, pattern: new RegExp(source, 'gi') } };
   } catch (err) {
     throw new RecallError(`query is not a valid regular expression (${(err as Error).message}); fix it, or send it as plain text without "regex": true.`);
   }

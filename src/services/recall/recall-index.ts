@@ -83,7 +83,7 @@ export class RecallIndex {
   }
 
   /** Entry ids that may contain `query` (a superset), or undefined: check them all. */
-  candidates(query: string): number[] | undefined {
+  candidates(query: string): readonly number[] | undefined {
     return this.words.candidates(query);
   }
 

@@ -64,8 +64,9 @@ const CHECK_CHARS = 4_000_000;
 const ENOUGH_HITS = 25;
 
 /** Candidates newest first, checked until enough matched and the check budget is spent; the rest counted. */
-function checkNewestFirst(index: RecallIndex, ids: number[], matches: (e: RecallEntry, id: number) => Hit | undefined): { hits: Hit[]; note?: string } {
-  ids.sort((a, b) => index.entry(b).seq - index.entry(a).seq);
+function checkNewestFirst(index: RecallIndex, candidates: readonly number[], matches: (e: RecallEntry, id: number) => Hit | undefined): { hits: Hit[]; note?: string } {
+  // A copy: a single word's candidates are its postings themselves, which must stay ascending.
+  const ids = [...candidates].sort((a, b) => index.entry(b).seq - index.entry(a).seq);
   const hits: Hit[] = [];
   let checked = 0;
   for (let k = 0; k < ids.length; k++) {

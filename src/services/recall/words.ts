@@ -151,7 +151,8 @@ export class WordIndex {
    * Entry ids that may contain `query`, or undefined when words cannot narrow it (no indexed
    * word in it): the caller then checks every entry.
    */
-  candidates(query: string): number[] | undefined {
+  /** The result may be a posting list itself: read it, never change it. */
+  candidates(query: string): readonly number[] | undefined {
     const all = termsOf(query);
     const exact = all.filter((t) => t.boundedLeft && t.boundedRight);
     if (exact.length > 0) {

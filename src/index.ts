@@ -19,11 +19,21 @@ export {
 } from './engine';
 export type { CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, PressureReading, PressureEconomics, Trigger, OpenedBracket } from './machines/types';
 export type { EngineMeasurement } from './services/pressure';
+// The drop-in: your own openai loop and messages, with `withCompaction(new OpenAI(), { session })`.
+export {
+  withCompaction,
+  sessionMessages,
+  DropInError,
+  type WithCompactionOptions,
+  type Compaction,
+  type CompactingClient,
+  type DropInErrorCode,
+} from './drop-in/index';
 // The engine as a machine a host machine invokes (examples/xstate-agent.ts).
 export { createCompactionMachine, type CompactionMachineOptions } from './compaction-machine';
 export type { CompactionEmitted, EngineRequest, SettledResult, ShutdownEvent } from './machines/engine';
 export type { PressureStatus, PressureOutput, EconomicDecision } from './machines/pressure';
-export type { ModelPrices, SessionPace, EconomicVerdict } from './services/economics';
+export type { ModelPrices, SessionPace, EconomicVerdict, ReliefVerdict, ReliefChoice } from './services/economics';
 export type { DeclineReason, OverflowOutput } from './machines/overflow';
 export type { ManualOutput } from './machines/manual';
 

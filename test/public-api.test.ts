@@ -125,6 +125,7 @@ describe('public API', () => {
         'BudgetError',
         'CompactionError',
         'ConfigError',
+        'DropInError',
         'ExtractiveSummarizer',
         'JsonlStore',
         'MemoryStore',
@@ -150,6 +151,8 @@ describe('public API', () => {
         'isCheckpoint',
         'parseConfig',
         'recallTool',
+        'sessionMessages',
+        'withCompaction',
         'withErrorBodyRecovery',
       ].sort(),
     );

@@ -40,7 +40,7 @@ import { SessionWriter } from '../../session/writer';
 import type { Summarizer } from '../../services/summarizing';
 import { boundSummarizer } from '../../services/summarizing';
 import { withCheckpointLedger } from '../../services/summarizing';
-import type { ModelInfo } from '../../services/config';
+import { missingCapacity, type ModelInfo } from '../../services/config';
 import { normaliseRequestError, recoveryFailed } from './errors';
 import {
   AiSdkAdapterError,
@@ -55,17 +55,14 @@ import {
   userBlocks,
   type AssistantFacts,
 } from './convert';
+import { appMessagesIn, checkAnswered, isEcho, sameMessage, toolDefinition, type Mapped } from './history';
 import { replyRecorder } from './stream';
 import { specOf, wrapModel, type AiSdkLanguageModel, type AiSdkMiddleware } from './model';
-import { appMessagesIn, isEcho, sameMessage, toolDefinition } from './history';
 import { recallTool } from './recall';
 import { parseConfig, policyFor } from '../../services/config';
 import { AiSdkSummarizer } from './summarizer';
-
-type Mapped =
-  | { role: 'user'; blocks: ReturnType<typeof userBlocks> }
-  | { role: 'assistant'; facts: AssistantFacts }
-  | { role: 'tool'; results: ReturnType<typeof toolResults> };
+import { sessionModelMessages } from './resume';
+import type { ModelMessage } from 'ai';
 
 export interface AiSdkCompactionOptions<M extends AiSdkLanguageModel = LanguageModelV3> extends Omit<CompactionEngineOptions, 'session' | 'client' | 'summarizer' | 'models'> {
   /** The model the loop talks to (any AI SDK language model of spec v3 or v4: `ai` 6 or 7). */
@@ -98,8 +95,13 @@ export interface AiSdkCompaction<M extends AiSdkLanguageModel = LanguageModelV3>
   readonly session: Session;
   /** `tools: { ...yours, ...compaction.tools }`: the recall tool when `config.recall` is on for this model, else none. */
   readonly tools: Record<string, ReturnType<typeof recallTool>>;
-  /** Stops the engine and closes an open step and turn, so the session is consistent; then flushes. */
-  close(): Promise<void>;
+  /**
+   * The conversation recorded so far as `ModelMessage[]`: after a restart, pass them (plus what
+   * is new) as `messages`, and the adapter continues the recorded conversation.
+   */
+  messages(): ModelMessage[];
+  /** Stops the engine and closes an open step and turn, so the session is consistent; then flushes (and closes the session with `{ session: true }`). */
+  close(options?: { session?: boolean }): Promise<void>;
 }
 
 /** The AI SDK provider id (`openai.chat`, `deepseek.chat`) → the registry's provider name. */
@@ -169,46 +171,6 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
       }
     });
 
-  /**
-   * Every tool call answered, and every result answering a waiting call, checked before anything is written: a message arriving while
-   * calls wait, or a prompt ending with calls unanswered, would otherwise be sent to the
-   * provider as a call without its result (a request providers reject, or answer blind). The
-   * AI SDK refuses the same prompts itself (`MissingToolResultsError`); this catches the ones
-   * that reach the model another way (a middleware before this one, a direct `doGenerate`).
-   */
-  const checkAnswered = (mapped: readonly Mapped[]): void => {
-    const waiting = new Set(session.surface.pendingCalls());
-    const refuse = (where: string) => {
-      const ids = [...waiting];
-      return new AiSdkAdapterError(
-        'missing-tool-results',
-        `xcompact/ai-sdk cannot send a prompt in which tool call${ids.length > 1 ? 's' : ''} ${ids.map((id) => `"${id}"`).join(', ')} ha${ids.length > 1 ? 've' : 's'} no result ${where}: ` +
-          'give every tool call its tool-result part (an error result for a call that was not run), as the AI SDK requires; nothing was recorded or sent',
-        { toolCallIds: ids },
-      );
-    };
-    for (const m of mapped) {
-      if (m.role === 'tool') {
-        for (const r of m.results) {
-          // The session refuses it too, but only at its own append: after the results before it were written.
-          if (!waiting.delete(r.callId)) {
-            throw new AiSdkAdapterError(
-              'unexpected-tool-result',
-              `xcompact/ai-sdk cannot record a result for tool call "${r.callId}" (${r.toolName}): no call with that id is waiting for one ` +
-                '(it was never made, or it has its result already); nothing was recorded or sent',
-              { toolCallIds: [r.callId] },
-            );
-          }
-        }
-        continue;
-      }
-      if (waiting.size > 0) throw refuse(`before the next ${m.role} message`);
-      if (m.role === 'assistant') for (const c of m.facts.toolCalls) waiting.add(c.id);
-    }
-    // The next request is built from the surface: a call still waiting would go out without its result.
-    if (waiting.size > 0) throw refuse('at the end of the prompt');
-  };
-
   const record = async (m: Mapped, signal: AbortSignal | undefined): Promise<void> => {
     switch (m.role) {
       case 'user':
@@ -274,7 +236,10 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     const echoed = echo !== undefined && candidate !== undefined && isEcho(candidate, echo);
     const fresh = rest.slice(consumed.length + (echoed ? 1 : 0));
     const mapped = mapAll(fresh);
-    checkAnswered(mapped);
+    checkAnswered(session.surface.pendingCalls(), mapped);
+    // No silent no-op: a model with no known window would never be compacted.
+    const missing = options.requireCapacity === false ? undefined : missingCapacity(provider, base.modelId, engine.config.models as Record<string, Partial<ModelInfo>>, 'createAiSdkCompaction (or contextWindow)');
+    if (missing) throw missing;
     if (echoed) consumed.push(fingerprint(candidate!));
     echo = undefined;
     if (system.length > 0) w.system(system.join('\n\n'));
@@ -386,13 +351,14 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     engine,
     session,
     tools: recall ? { recall: recallTool(session) } : {},
-    async close() {
+    messages: () => sessionModelMessages(session),
+    async close(opts = {}) {
       engine.stop();
       if (session.surface.pendingCalls().length === 0) {
         if (session.openStep) w.endStep('aborted');
         if (session.openTurn !== null) w.endTurn(turnFailed ? 'error' : 'aborted');
       }
-      await session.flush();
+      await (opts.session ? session.close() : session.flush());
     },
   };
 }

@@ -14,7 +14,7 @@ import { DEFAULT_RETAIN_RATIO, type EffectivePolicy, type Fields, type ModelPoli
 export type CompactionConfig = ReturnType<typeof resolveConfig>;
 
 export function resolveConfig(fields: Fields) {
-  const { modelPolicies, thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio, recall, ...rest } = fields;
+  const { modelPolicies, thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, recall, ...rest } = fields;
   const overrides: ModelPolicyOverride[] = modelPolicies.map((policy) => ({
     provider: policy.provider,
     model: policy.model,
@@ -30,7 +30,19 @@ export function resolveConfig(fields: Fields) {
  */
 type MergeFields = Pick<
   Fields,
-  'thresholdRatio' | 'headroomTokens' | 'retainRatio' | 'retainTokens' | 'maxTokens' | 'compactionRetries' | 'maxOverflowRetries' | 'auto' | 'background' | 'prepareRatio' | 'recall'
+  | 'thresholdRatio'
+  | 'headroomTokens'
+  | 'retainRatio'
+  | 'retainTokens'
+  | 'maxTokens'
+  | 'compactionRetries'
+  | 'maxOverflowRetries'
+  | 'auto'
+  | 'background'
+  | 'prepareRatio'
+  | 'recall'
+  | 'summaryIdleTimeoutMs'
+  | 'summaryTimeoutMs'
 >;
 
 function mergePolicy(fields: MergeFields, policy: PolicyInput | undefined): ModelPolicy {
@@ -46,6 +58,8 @@ function mergePolicy(fields: MergeFields, policy: PolicyInput | undefined): Mode
     background: policy?.background ?? fields.background,
     prepareRatio: policy?.prepareRatio ?? fields.prepareRatio,
     recall: policy?.recall ?? fields.recall,
+    summaryIdleTimeoutMs: policy?.summaryIdleTimeoutMs ?? fields.summaryIdleTimeoutMs,
+    summaryTimeoutMs: policy?.summaryTimeoutMs ?? fields.summaryTimeoutMs,
   };
 }
 
@@ -71,7 +85,7 @@ export function mergedMaxTokens(fields: { maxTokens?: number | undefined }, poli
 export function policyFor(config: CompactionConfig, provider: string, model: string): EffectivePolicy {
   const override = config.modelPolicies.find((p) => p.provider === provider && p.model === model);
   if (override) return { ...override, overridden: true };
-  const { thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio, recall } = config;
+  const { thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, recall } = config;
   return {
     provider,
     model,
@@ -85,6 +99,8 @@ export function policyFor(config: CompactionConfig, provider: string, model: str
     background,
     prepareRatio,
     recall,
+    summaryIdleTimeoutMs,
+    summaryTimeoutMs,
     overridden: false,
   };
 }

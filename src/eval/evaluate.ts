@@ -33,6 +33,10 @@ export interface EvalOptions {
   summarizer?: Summarizer;
   /** Keep each request's messages in its record (memory grows with the run; off by default). */
   keepMessages?: boolean;
+  /** Dollars per million tokens to bill at (default PRICES). */
+  prices?: Readonly<typeof PRICES>;
+  /** Hears of each request a policy sends: for a progress display. */
+  onRequest?: (progress: { window: number; policy: string; request: number; requests: number }) => void;
 }
 
 /** One agent request of one policy. */
@@ -152,7 +156,9 @@ export function unpaired(messages: readonly ChatMessage[]): number {
 /** One session at one window: xcompact, then every peer. */
 export async function evaluateWindow(source: Session, window: number, options: EvalOptions = {}): Promise<WindowEval> {
   const pricer = new Pricer('o200k_base');
-  const sim: SimOptions = { window, maxOutputTokens: options.maxOutputTokens ?? 4_096, summaryCap: options.summaryCap ?? 4_096 };
+  const sim: SimOptions = { window, maxOutputTokens: options.maxOutputTokens ?? 4_096, summaryCap: options.summaryCap ?? 4_096, ...(options.prices ? { prices: options.prices } : {}) };
+  const requests = transcriptOfRequests(source);
+  const tick = (policy: string, rec: Recorder) => options.onRequest?.({ window, policy, request: rec.records.length, requests });
   const events = source.events();
   const transcript = transcriptOf(events);
   const keep = options.keepMessages === true;
@@ -163,16 +169,28 @@ export async function evaluateWindow(source: Session, window: number, options: E
     pricer,
     sim,
     options.config ?? {},
-    (m, counts) => ours.observe(m, counts),
+    (m, counts) => {
+      ours.observe(m, counts);
+      tick('xcompact', ours);
+    },
     options.summarizer,
   );
   runs.push(ours.run('xcompact', window, x.ledger, { compactions: x.compactions, prunes: x.prunes }));
   for (const policy of options.peers ?? PEERS) {
     const rec = new Recorder(transcript, window, keep);
-    const r = await simulate(events, policy, pricer, sim, (m, counts) => rec.observe(m, counts));
+    const r = await simulate(events, policy, pricer, sim, (m, counts) => {
+      rec.observe(m, counts);
+      tick(policy.name, rec);
+    });
     runs.push(rec.run(policy.name, window, r.state.ledger, { compactions: r.state.compactions, prunes: r.state.prunes }));
   }
   return { window, runs };
+}
+
+function transcriptOfRequests(source: Session): number {
+  let n = 0;
+  for (const e of source.events()) if (e.type === 'assistant/message') n++;
+  return n;
 }
 
 /** Every session at every window. */

@@ -24,3 +24,4 @@ export { Pricer, Ledger, PRICES, PRICE_TABLE, CACHE_MODEL, type PricedRequest } 
 export { replayXcompact, type XcompactRun } from './xcompact';
 export { replayThroughEngine, type ReplayHooks } from './replay';
 export { partOf, stitched } from './sessions';
+export { withoutCompactions } from './lived';

@@ -7,7 +7,7 @@
 import { COMPACTION_INSTRUCTION, ExtractiveSummarizer, frameCheckpoint } from '../services/summarizing';
 import { toChatMessage, type ChatMessage } from '../session/derive';
 import { isSurfaceType, type SessionEvent, type SurfaceEvent } from '../session/events';
-import { Ledger, Pricer, type PricedRequest } from './pricing';
+import { Ledger, Pricer, type PRICES, type PricedRequest } from './pricing';
 
 export interface Entry {
   event: SurfaceEvent;
@@ -25,6 +25,8 @@ export interface SimOptions {
   maxOutputTokens: number;
   /** Summary cap, the same for every policy. */
   summaryCap: number;
+  /** Dollars per million tokens the ledgers bill at (default PRICES). */
+  prices?: Readonly<typeof PRICES>;
 }
 
 export class SimState {
@@ -40,7 +42,7 @@ export class SimState {
     readonly options: SimOptions,
     summaryLedger: PeerPolicy['summaryLedger'] = 'none',
   ) {
-    this.ledger = new Ledger(pricer, options.window);
+    this.ledger = new Ledger(pricer, options.window, options.prices);
     this.summarizer = new ExtractiveSummarizer({ ledger: summaryLedger });
   }
 

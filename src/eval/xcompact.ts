@@ -58,12 +58,12 @@ export async function replayXcompact(
   onRequest?: (messages: readonly ChatMessage[], counts: RunCounts) => void,
   summarizer?: Summarizer,
 ): Promise<XcompactRun> {
-  const ledger = new Ledger(pricer, options.window);
+  const ledger = new Ledger(pricer, options.window, options.prices);
   const session = Session.inMemory('economics-xcompact');
   // The bench's price table is the model's: the engine's cost model decides on the prices it is billed at.
   const models: Record<string, { contextWindow: number; maxOutputTokens: number; prices: typeof PRICES }> = {};
   for (const e of source.events()) {
-    if (e.type === 'request/header') models[`${e.data.provider}/${e.data.model}`] = { contextWindow: options.window, maxOutputTokens: options.maxOutputTokens, prices: PRICES };
+    if (e.type === 'request/header') models[`${e.data.provider}/${e.data.model}`] = { contextWindow: options.window, maxOutputTokens: options.maxOutputTokens, prices: options.prices ?? PRICES };
   }
   const engine = createCompactionEngine({
     session,

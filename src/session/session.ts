@@ -7,8 +7,8 @@
  * the line for the store and notifies observers. A rejected append throws a SessionRuleError
  * and changes nothing.
  */
-import { XcompactError } from '../errors';
 import { deepFreeze } from './freeze';
+import { snapshotEveryOf, type SessionOptions } from './options';
 import { SessionRuleError, StoreError, type StoreErrorCode } from './errors';
 import type { ChatMessage } from './derive';
 import { type AppendInput, type EventData, type EventType, type SessionEvent, type SurfaceEvent } from './events';
@@ -23,28 +23,10 @@ import { Observers, type SessionListener } from './observers';
 
 export type { SessionListener } from './observers';
 
-export interface SessionOptions {
-  /** Clock for event times (ms since epoch). */
-  now?: () => number;
-  /** Called when an observer throws; the append itself has already committed. */
-  onListenerError?: (error: unknown) => void;
-  /**
-   * A `flush()` also saves the snapshot (see claimSnapshot) once this many events were appended
-   * since the last one, so a writer that dies before closing still leaves a recent one
-   * (default 10,000; 0: only on close).
-   */
-  snapshotEvery?: number;
-}
+export type { SessionOptions } from './options';
 
 export type { LockState } from './brackets';
 
-function snapshotEveryOf(options: SessionOptions): number {
-  const n = options.snapshotEvery ?? 10_000;
-  if (!Number.isSafeInteger(n) || n < 0) {
-    throw new XcompactError('config', `Session option snapshotEvery must be a whole number ≥ 0 (0: save only on close), got ${String(options.snapshotEvery)}`);
-  }
-  return n;
-}
 export type { RecoveryReport } from './recover';
 
 type Planned = ParsedEvent & { surfacePlan: SurfacePlan | undefined };
@@ -101,10 +83,12 @@ export class Session {
     const stored = await store.open(id);
     const session = new Session(id, options, stored.report);
     session.replaying = true;
+    // Records the store vouches were checked by these log rules when written (see StoredSnapshot.checked).
+    const checked = stored.snapshot?.checked === true ? stored.snapshot.events : 0;
     try {
       for (const { line, value } of stored.records) {
         try {
-          session.replay(value);
+          session.replay(value, session.log.length < checked);
         } catch (err) {
           const why = err instanceof Error ? err.message : String(err);
           throw new StoreError('store-corrupt', `${stored.location}:${line}: ${why}`, {
@@ -334,13 +318,13 @@ export class Session {
     return p;
   }
 
-  private replay(value: unknown): void {
+  private replay(value: unknown, checked: boolean): void {
     const e = parseStoredLine(value, this.log.length);
-    this.commit(e.seq, e.time, this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs, true));
+    this.commit(e.seq, e.time, this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs, true, checked));
   }
 
-  private plan(seq: number, type: EventType, rawData: unknown, rawSurfaceOp: unknown, rawSourceEventSeqs: unknown, stored = false): Planned {
-    const parsed = parseEvent(seq, type, rawData, rawSurfaceOp, rawSourceEventSeqs, stored);
+  private plan(seq: number, type: EventType, rawData: unknown, rawSurfaceOp: unknown, rawSourceEventSeqs: unknown, stored = false, checked = false): Planned {
+    const parsed = parseEvent(seq, type, rawData, rawSurfaceOp, rawSourceEventSeqs, stored, checked);
     const { data, surfaceOp, sourceEventSeqs } = parsed;
     if (surfaceOp !== undefined) {
       const ev = { type, data } as { type: SurfaceEvent['type']; data: SurfaceEvent['data'] };

@@ -43,6 +43,12 @@ export interface StoredSnapshot {
   /** Events of the log it describes: the first `events` records. */
   readonly events: number;
   readonly payload: string;
+  /**
+   * True when those records are, byte for byte, lines a writer stored after this version's
+   * log rules (LOG_RULES_VERSION) had accepted them: a replay may skip their shape checks
+   * (the rules that rebuild the projections still run).
+   */
+  readonly checked?: boolean;
 }
 
 export interface LogWriter {

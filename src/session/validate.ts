@@ -16,6 +16,13 @@ import {
   type SurfaceOp,
 } from './events';
 
+/**
+ * The version of the log rules an event is checked by (the data schemas and envelope rules
+ * here). Bump it whenever they change: lines a store vouches were checked under other rules
+ * (StoredSnapshot.checked) are then checked again on replay.
+ */
+export const LOG_RULES_VERSION = 1;
+
 /** An event as validated: what is committed and stored. */
 export interface ParsedEvent {
   type: EventType;
@@ -95,7 +102,9 @@ export function parseStoredLine(value: unknown, position: number): StoredEnvelop
  * Checks an event's own shape as it would take log position `seq`. `stored`: a line read back
  * from a store, whose envelope (surfaceOp, sourceEventSeqs) parseStoredLine already checked and
  * whose values came from JSON.parse, so the tools need no JSON round trip; its data is still
- * checked against the type's schema.
+ * checked against the type's schema, unless `checked`: the store vouches these are the bytes a
+ * writer stored after these same rules accepted the event (a replayed line is then the schema's
+ * own output, which the schema gives back unchanged).
  */
 export function parseEvent(
   seq: number,
@@ -104,11 +113,12 @@ export function parseEvent(
   rawSurfaceOp: unknown,
   rawSourceEventSeqs: unknown,
   stored = false,
+  checked = false,
 ): ParsedEvent {
   // Own keys only: a type like "toString" must be a rule error, not a TypeError.
   const schema = Object.hasOwn(EventDataSchemas, type) ? EventDataSchemas[type] : undefined;
   if (!schema) throw new SessionRuleError('unknown-type', `unknown event type ${JSON.stringify(type)}.`);
-  const parsed = schema.safeParse(rawData);
+  const parsed = stored && checked ? { success: true as const, data: rawData } : schema.safeParse(rawData);
   if (!parsed.success) throw new SessionRuleError('invalid-data', formatZodIssues(type, parsed.error.issues));
   let data: unknown = parsed.data;
   if (!stored) {

@@ -121,10 +121,6 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRun> {
 
   // The system prompt must be surface node 0, so it is recorded before the first user message.
   if (session.surface.length === 0) w.system(systemPrompt);
-  // A session reopened above its threshold (the process died mid-compaction, after recover()):
-  // compact before the first request, which no afterStep() precedes.
-  const resumed = engine.measure();
-  if (resumed.threshold !== undefined && resumed.totalTokens >= resumed.threshold && session.openTurn === null) await engine.compactNow();
 
   /** One chat request for the current step; on a context overflow the engine compacts and we rebuild and resend. */
   const complete = async (turn: number, step: number): Promise<ChatCompletion> => {

@@ -16,7 +16,7 @@
  */
 import OpenAI from 'openai';
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
-import { and, assign, createActor, fromPromise, sendTo, setup, toPromise } from 'xstate';
+import { and, assign, createActor, fromCallback, fromPromise, sendTo, setup, toPromise } from 'xstate';
 import {
   createCompactionMachine,
   MemoryStore,
@@ -38,6 +38,11 @@ export interface XStateAgentOptions {
   /** The loop stops after this many steps even if the model keeps calling tools. */
   maxSteps: number;
   config?: CompactionConfigInput;
+  /** Tools the model may call and their implementation (default: `read_notes`, a stand-in). */
+  tools?: ChatCompletionTool[];
+  runTool?: (name: string, args: string) => string | Promise<string>;
+  /** Cancels the model requests (the loop then ends with the abort error). */
+  signal?: AbortSignal;
 }
 
 export interface XStateAgentRun {
@@ -45,6 +50,8 @@ export interface XStateAgentRun {
   compactions: CompactionRecord[];
   overflowRetries: number;
   answer: string | undefined;
+  /** The request error the engine could not recover from (the run ended in `failed`). */
+  error?: unknown;
 }
 
 const TOOLS: ChatCompletionTool[] = [
@@ -62,6 +69,8 @@ function readNotes(args: string): string {
 
 export function createAgentMachine(options: XStateAgentOptions) {
   const { client, session, provider, model, maxTokens } = options;
+  const tools = options.tools ?? TOOLS;
+  const runTool = options.runTool ?? ((_name: string, args: string) => readNotes(args));
   const writer = new SessionWriter(session);
   const compaction = createCompactionMachine({
     session,
@@ -73,21 +82,33 @@ export function createAgentMachine(options: XStateAgentOptions) {
   return setup({
     types: {
       context: {} as { run: XStateAgentRun; nextId: number; waitingFor: string | undefined; lastError: unknown; finished: boolean },
-      // What the compaction machine sends its parent: answers and notifications.
-      events: {} as CompactionEmitted,
+      // What the compaction machine sends its parent (answers and notifications), and the caller's abort.
+      events: {} as CompactionEmitted | { type: 'agent.aborted' },
     },
     actors: {
       compaction,
+      // The caller's signal, as an event: a summary in flight is cancelled through the compaction machine.
+      abortSignal: fromCallback(({ sendBack }) => {
+        const signal = options.signal;
+        if (!signal) return undefined;
+        const onAbort = () => sendBack({ type: 'agent.aborted' });
+        if (signal.aborted) onAbort();
+        signal.addEventListener('abort', onAbort, { once: true });
+        return () => signal.removeEventListener('abort', onAbort);
+      }),
       // One model request for the open step; the reply and the tool results are recorded before it resolves.
       callModel: fromPromise(async () => {
         if (!session.openStep) writer.startStep();
-        writer.request({ provider, model, tools: TOOLS, maxTokens });
-        const completion = await client.chat.completions.create({ model, messages: [...session.deriveMessages()], tools: TOOLS, max_tokens: maxTokens });
+        writer.request({ provider, model, tools, maxTokens });
+        const completion = await client.chat.completions.create(
+          { model, messages: [...session.deriveMessages()], tools, max_tokens: maxTokens },
+          options.signal ? { signal: options.signal } : {},
+        );
         const choice = completion.choices[0];
         if (!choice) throw new Error('the endpoint returned no choices');
         writer.assistantFromCompletion(choice.message, { usage: completion.usage ?? null, provider, model: completion.model, finishReason: choice.finish_reason });
         const calls = (choice.message.tool_calls ?? []).filter((c) => c.type === 'function');
-        for (const call of calls) writer.toolResult(call.id, readNotes(call.function.arguments), { toolName: call.function.name });
+        for (const call of calls) writer.toolResult(call.id, await runTool(call.function.name, call.function.arguments), { toolName: call.function.name });
         return { answer: calls.length === 0 ? (choice.message.content ?? '') : undefined };
       }),
     },
@@ -123,12 +144,16 @@ export function createAgentMachine(options: XStateAgentOptions) {
       }),
       'count the retry': assign(({ context }) => ({ run: { ...context.run, overflowRetries: context.run.overflowRetries + 1 }, waitingFor: undefined })),
       'shut compaction down': sendTo('compaction', { type: 'shutdown' as const }),
+      'cancel what compaction is doing': sendTo('compaction', ({ context }) => ({ type: 'cancel' as const, id: context.waitingFor ?? '', reason: 'the agent was aborted' })),
     },
   }).createMachine({
     id: 'agent',
     context: { run: { steps: 0, compactions: [], overflowRetries: 0, answer: undefined }, nextId: 1, waitingFor: undefined, lastError: undefined, finished: false },
     // The compaction machine lives as long as the agent; its notifications arrive as events.
-    invoke: { id: 'compaction', src: 'compaction', input: undefined }, // its config is baked in
+    invoke: [
+      { id: 'compaction', src: 'compaction', input: undefined }, // its config is baked in
+      { src: 'abortSignal' },
+    ],
     on: { 'compaction.committed': { actions: 'remember the compaction' } },
     initial: 'calling',
     states: {
@@ -149,6 +174,7 @@ export function createAgentMachine(options: XStateAgentOptions) {
         entry: ['ask compaction after the step', 'wait for the answer'],
         on: {
           'request.settled': { guard: 'is the answer we wait for', target: 'nextStep', actions: 'end the step' },
+          'agent.aborted': { actions: 'cancel what compaction is doing' },
         },
       },
       recovering: {
@@ -164,7 +190,7 @@ export function createAgentMachine(options: XStateAgentOptions) {
         always: [{ guard: 'work is finished', target: 'finished' }, { target: 'calling' }],
       },
       finished: { type: 'final', entry: 'shut compaction down' },
-      failed: { type: 'final', entry: 'shut compaction down' },
+      failed: { type: 'final', entry: ['shut compaction down', assign(({ context }) => ({ run: { ...context.run, error: context.lastError ?? new Error('the request failed') } }))] },
     },
     output: ({ context }) => context.run,
   });
@@ -180,8 +206,9 @@ export async function runXStateAgent(options: XStateAgentOptions): Promise<XStat
   actor.start();
   const run = (await toPromise(actor)) as XStateAgentRun;
   if (options.session.openStep) writer.endStep('error');
-  writer.endTurn(run.answer === undefined ? 'aborted' : 'completed');
+  writer.endTurn(run.error !== undefined ? 'error' : run.answer === undefined ? 'aborted' : 'completed');
   await options.session.flush();
+  if (run.error !== undefined) throw run.error;
   return run;
 }
 

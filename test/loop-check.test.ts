@@ -6,6 +6,7 @@
 import OpenAI from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runAgent } from '../examples/agent-loop';
+import { runXStateAgent } from '../examples/xstate-agent';
 import { Session } from '../src/session/session';
 import { createCompactionEngine, SessionWriter, withErrorBodyRecovery } from '../src/index';
 import { checkLoop, loopCoverage, loopScenarios, assertLoop, type LoopContext, type LoopReport } from '../src/testing';
@@ -33,18 +34,52 @@ async function exampleLoop(ctx: LoopContext): Promise<void> {
   }
 }
 
+/** examples/xstate-agent.ts (an agent loop that is itself an XState machine), one run per turn. */
+async function xstateLoop(ctx: LoopContext): Promise<void> {
+  const session = await Session.open(ctx.store, ctx.sessionId);
+  if (session.needsRecovery) session.recover();
+  try {
+    for (const task of ctx.turns) {
+      await runXStateAgent({
+        client: withErrorBodyRecovery(new OpenAI({ baseURL: ctx.baseURL, apiKey: ctx.apiKey, maxRetries: 0 })),
+        session,
+        provider: ctx.provider,
+        model: ctx.model,
+        contextWindow: ctx.contextWindow,
+        maxTokens: ctx.maxOutputTokens,
+        config: ctx.config,
+        task,
+        maxSteps: 10,
+        tools: [...ctx.tools],
+        runTool: ctx.runTool,
+        signal: ctx.signal,
+      });
+    }
+  } finally {
+    await session.close().catch(() => undefined);
+  }
+}
+
 const scenarios = loopScenarios();
 const reports: LoopReport[] = [];
 
 describe('examples/agent-loop.ts passes every generated scenario', () => {
   afterAll(() => {
+    // What the scenarios exercised of the engine's charts, through this loop.
     const coverage = loopCoverage(reports);
-    expect(coverage.find((c) => c.chart === 'pressure')!.taken).toBeGreaterThan(0);
+    console.log(coverage.map((c) => `${c.chart} ${c.taken}/${c.total}`).join(', '));
+    for (const chart of ['engine', 'pressure', 'transaction', 'overflow', 'background']) expect(coverage.find((c) => c.chart === chart)!.taken).toBeGreaterThan(0);
   });
   it.each(scenarios.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
     const report = await checkLoop(exampleLoop, scenario);
     reports.push(report);
     assertLoop(report);
+  });
+});
+
+describe('examples/xstate-agent.ts passes every generated scenario', () => {
+  it.each(scenarios.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
+    assertLoop(await checkLoop(xstateLoop, scenario));
   });
 });
 
@@ -68,8 +103,6 @@ function referenceLoop(broken: Breakage = {}) {
     const tools = [...ctx.tools];
     try {
       if (session.surface.length === 0) w.system('You are a careful agent.');
-      const resumed = engine.measure(); // reopened above the threshold after a crash: compact before the first request
-      if (resumed.threshold !== undefined && resumed.totalTokens >= resumed.threshold && session.openTurn === null) await engine.compactNow();
       for (const input of ctx.turns) {
         w.startTurn();
         w.user(input);
@@ -137,4 +170,19 @@ describe('a loop written against the control API passes every scenario; broken o
   it('no recover() on reopen: the loop does not resume after a crash', async () => {
     expect(await failing({ noRecover: true }, 'process crashes → process reopens')).toContain('resumes-after-crash');
   });
+});
+
+describe('checkLoop under node:test', () => {
+  it('runs the scenarios as node:test tests', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const run = (only: string) =>
+      spawnSync(process.execPath, ['--import', 'tsx', '--test', 'test/fixtures/loop-check/node-test.mts'], {
+        encoding: 'utf8',
+        env: { ...process.env, XCOMPACT_LOOP_ONLY: only },
+        timeout: 60_000,
+      });
+    const ok = run('pressure prunes|openai overflow → engine retries');
+    expect(ok.stdout).toMatch(/# pass 2/);
+    expect(ok.status).toBe(0);
+  }, 90_000);
 });

@@ -4,10 +4,14 @@
  *
  *   npx tsx bench/scale.ts
  *
- * 1. `engine.afterStep()` below the threshold ÷ `engine.measure()`, at 10k surface nodes, after
- *    one appended step each (target ≤ 3).
- * 2. `Session.open` of a JSONL log of 100k events + the first `afterStep()` ÷ `JSON.parse` of
- *    the log's lines (target ≤ 4), with the meter's snapshot a clean close leaves, and without.
+ *   npx tsx bench/scale.ts --part=1   (or --part=2: one part alone)
+ *
+ * 1. `engine.afterStep()` per step at 1k, 10k and 50k surface nodes, with the defaults and with
+ *    `economics: false`, `engine.measure()` beside it (goals, issue 30: 10k and 50k ≤ 1.5× the
+ *    1k figure; ≤ 3× measure()).
+ * 2. `Session.open` of a JSONL log of 80k events + the first `afterStep()` ÷ `JSON.parse` of
+ *    the log's lines, with the meter's snapshot a clean close leaves (goal ≤ 2.5×) and without
+ *    (goal ≤ 4×), the figures of both compared.
  * 3. Tokenizer calls of a compaction with the bounded OpenAI summarizer ÷ the span's nodes
  *    (target: every span node counted by the meter once, none again by the summarizer).
  * 4. `deriveMessages()` after one append: work at 100k nodes ÷ work at 1k (target ≈ 1: O(appended)).
@@ -28,7 +32,8 @@ import { TokenMeter } from '../src/services/metering';
 import { selectSpan } from '../src/services/selection';
 import { buildSummaryRequest } from '../src/services/transaction';
 import { BoundedSummarizer } from '../src/services/summarizing';
-import { getTokenizer } from '../src/services/metering';
+import { getTokenizer, priceNode } from '../src/services/metering';
+import { isSurfaceType, type SurfaceEvent } from '../src/session/events.js';
 
 const FIXTURE = fileURLToPath(new URL('../test/fixtures/pi-large-session.jsonl', import.meta.url));
 const MODELS = { 'bench/huge': { contextWindow: 50_000_000, maxOutputTokens: 8_000 } };
@@ -121,43 +126,96 @@ export class Workload {
 
 const us = (ms: number) => `${(ms * 1000).toFixed(1)} µs`;
 
-/** Part 1: afterStep() below the threshold against measure(), with and without an appended step before each. */
-async function quickStep(corpus: Corpus, print: (l: string) => void): Promise<void> {
-  const session = Session.inMemory('bench-scale');
+/** The sizes part 1 times a step at, and how many steps per size (after a tenth more to warm up). */
+export const STEP_SIZES = [1_000, 10_000, 50_000] as const;
+const STEP_REPS = 80;
+/**
+ * The cost model weighs every step with these prices, but with cache reads free a compaction
+ * or a prune never pays: the engines stay below, and what is timed is the weighing, not a
+ * compaction (at 10k nodes, millions of tokens, list prices rightly start one).
+ */
+const STEP_MODELS = { 'bench/huge': { contextWindow: 50_000_000, maxOutputTokens: 8_000, prices: { input: 1, cacheRead: 0, cacheWrite: 1, output: 4 } } };
+
+const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1]!;
+
+interface StepFigures {
+  nodes: [number, number];
+  /** Median µs of afterStep() per config, and of measure() (each after one appended step). */
+  afterStep: { defaults: number; economicsOff: number };
+  measure: { defaults: number; economicsOff: number };
+}
+
+/**
+ * One size: a session of `nodes` surface nodes, two engines on it (the defaults, and
+ * `economics: false`), each timed on `afterStep()` and on `measure()` with one small agent step
+ * appended before every timed call, so each call folds exactly one step. The engines take turns
+ * (the order swapped every round), so both see the same sizes and the same machine load.
+ */
+async function stepAt(corpus: Corpus, nodes: number): Promise<StepFigures> {
+  const session = Session.inMemory(`bench-step-${nodes}`);
   const work = new Workload(session, corpus);
-  work.fill(8_000);
-  const engine = createCompactionEngine({ session, models: MODELS });
+  work.fill(nodes);
+  const engines = { defaults: createCompactionEngine({ session, models: STEP_MODELS }), economicsOff: createCompactionEngine({ session, models: STEP_MODELS, config: { economics: false } }) };
+  const names = ['defaults', 'economicsOff'] as const;
+  // Not timed: the first call prices the whole log once.
+  for (const n of names) await engines[n].afterStep();
   const from = session.surface.length;
-  const timed = async (reps: number, append: boolean) => {
-    let measureMs = 0;
-    let stepMs = 0;
-    // Interleaved: both see the same sizes and the same machine load; the first tenth warms up.
-    const warm = Math.floor(reps / 10);
-    for (let i = 0; i < reps + warm; i++) {
-      if (append) work.step();
-      let t = performance.now();
-      engine.measure();
-      const m = performance.now() - t;
-      if (append) work.step();
-      t = performance.now();
-      const r = await engine.afterStep();
-      const s = performance.now() - t;
-      if (r.status !== 'below') throw new Error(`expected below, got ${r.status}`);
-      if (i >= warm) {
-        measureMs += m;
-        stepMs += s;
-      }
+  const steps = { defaults: [] as number[], economicsOff: [] as number[] };
+  const measures = { defaults: [] as number[], economicsOff: [] as number[] };
+  const warm = Math.ceil(STEP_REPS / 10);
+  for (let i = 0; i < STEP_REPS + warm; i++) {
+    const order = i % 2 === 0 ? names : ([...names].reverse() as typeof names[number][]);
+    work.step();
+    for (const n of order) {
+      const t = performance.now();
+      engines[n].measure();
+      if (i >= warm) measures[n].push(performance.now() - t);
     }
-    return { step: stepMs / reps, measure: measureMs / reps, ratio: stepMs / measureMs };
+    work.step();
+    for (const n of order) {
+      const t = performance.now();
+      const r = await engines[n].afterStep();
+      if (i >= warm) steps[n].push(performance.now() - t);
+      if (r.status !== 'below') throw new Error(`expected below, got ${r.status} (${n} at ${session.surface.length} nodes)`);
+    }
+  }
+  for (const n of names) engines[n].stop();
+  return {
+    nodes: [from, session.surface.length],
+    afterStep: { defaults: median(steps.defaults) * 1000, economicsOff: median(steps.economicsOff) * 1000 },
+    measure: { defaults: median(measures.defaults) * 1000, economicsOff: median(measures.economicsOff) * 1000 },
   };
-  const appended = await timed(1_000, true);
-  const to = session.surface.length;
-  const bare = await timed(5_000, false);
-  engine.stop();
-  const verdict = (r: number) => (r <= 3 ? 'met' : 'NOT met');
-  print(`1. afterStep() below the threshold, ${from.toLocaleString('en-US')}→${to.toLocaleString('en-US')} surface nodes (ratio target ≤ 3×)`);
-  print(`   after one appended step each (pricing it included): afterStep ${us(appended.step)}, measure ${us(appended.measure)}: ratio ${appended.ratio.toFixed(2)}× ${verdict(appended.ratio)}`);
-  print(`   nothing appended between calls:                      afterStep ${us(bare.step)}, measure ${us(bare.measure)}: ratio ${bare.ratio.toFixed(2)}× ${verdict(bare.ratio)}`);
+}
+
+/**
+ * Part 1 (issue 30): the per-step cost of `afterStep()` at 1k, 10k and 50k surface nodes, with
+ * the defaults (the cost model on) and with `economics: false`, `measure()` beside it. Goals:
+ * flat in session length (10k and 50k ≤ 1.5× the 1k figure) and ≤ 3× `measure()`.
+ */
+export async function perStep(corpus: Corpus, print: (l: string) => void): Promise<StepFigures[]> {
+  const figures: StepFigures[] = [];
+  for (const nodes of STEP_SIZES) figures.push(await stepAt(corpus, nodes));
+  const µs = (x: number) => `${x.toFixed(1)} µs`.padStart(10);
+  const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
+  print(`1. afterStep() per step, one small step appended before each call (median of ${STEP_REPS}), measure() beside it`);
+  print(`   surface nodes       afterStep defaults   economics: false   measure()   defaults ÷ measure   off ÷ measure`);
+  for (const f of figures) {
+    const size = `${f.nodes[0].toLocaleString('en-US')}→${f.nodes[1].toLocaleString('en-US')}`.padEnd(16);
+    const r1 = f.afterStep.defaults / f.measure.defaults;
+    const r2 = f.afterStep.economicsOff / f.measure.economicsOff;
+    print(`   ${size}  ${µs(f.afterStep.defaults)}          ${µs(f.afterStep.economicsOff)}    ${µs(f.measure.defaults)}   ${r1.toFixed(2).padStart(8)}×           ${r2.toFixed(2).padStart(6)}×`);
+  }
+  const base = figures[0]!;
+  for (const key of ['defaults', 'economicsOff'] as const) {
+    const label = key === 'defaults' ? 'defaults        ' : 'economics: false';
+    const growth = figures.slice(1).map((f) => f.afterStep[key] / base.afterStep[key]);
+    const worst = Math.max(...figures.map((f) => f.afterStep[key] / f.measure[key]));
+    print(
+      `   ${label}: 10k ÷ 1k = ${growth[0]!.toFixed(2)}×, 50k ÷ 1k = ${growth[1]!.toFixed(2)}× (goal ≤ 1.5×) ${met(growth.every((g) => g <= 1.5))}; ` +
+        `afterStep ÷ measure at most ${worst.toFixed(2)}× (goal ≤ 3×) ${met(worst <= 3)}`,
+    );
+  }
+  return figures;
 }
 
 /** What a reopen is timed on: `Session.open`, then the engine's first `afterStep()`. */
@@ -180,6 +238,9 @@ async function timedReopen(store: JsonlStore, id: string) {
  * part of reopening (bench/compaction.ts and bench/background.ts time those).
  */
 const REOPEN_CONFIG = { economics: false };
+
+/** The log size of the reopen (issue 30 measured 80k events). */
+const REOPEN_EVENTS = 80_000;
 
 /**
  * Part 2: reopen of a JSONL log of `events` events + the first afterStep, against JSON.parse
@@ -220,12 +281,36 @@ async function reopen(corpus: Corpus, events: number, print: (l: string) => void
     const ratio = (snap.openMs + snap.stepMs) / parseMs;
     const coldRatio = (cold.openMs + cold.stepMs) / parseMs;
     const same = reopens.every((r) => r.figures === cold.figures);
+    const pricing = await pricingAlone(store, 'big');
     print(`2. reopen of ${parsed.toLocaleString('en-US')} events (${(bytes.length / 1e6).toFixed(1)} MB, ${snap.nodes.toLocaleString('en-US')} surface nodes), then the first afterStep (${snap.status}); best of 3, alternated`);
     print(`   JSON.parse of the lines ${parseMs.toFixed(0)} ms; Session.open ${snap.openMs.toFixed(0)} ms (${(snap.openMs / parseMs).toFixed(2)}×); first afterStep ${snap.stepMs.toFixed(0)} ms (the meter's fold restored from <log>.prices)`);
-    print(`   ratio (open + first afterStep) ÷ JSON.parse = ${ratio.toFixed(2)}× (target ≤ 4×) ${ratio <= 4 ? 'met' : 'NOT met'}`);
-    print(`   without the snapshot (a writer that crashed leaves none): open ${cold.openMs.toFixed(0)} ms + first afterStep ${cold.stepMs.toFixed(0)} ms = ${coldRatio.toFixed(2)}×; same figures: ${same ? 'yes' : 'NO'}`);
+    print(`   with the snapshot: ratio (open + first afterStep) ÷ JSON.parse = ${ratio.toFixed(2)}× (goal ≤ 2.5×) ${ratio <= 2.5 ? 'met' : 'NOT met'}`);
+    print(`   without the snapshot (a writer with no engine, or one that crashed, leaves none): open ${cold.openMs.toFixed(0)} ms + first afterStep ${cold.stepMs.toFixed(0)} ms = ${coldRatio.toFixed(2)}× (goal ≤ 4×) ${coldRatio <= 4 ? 'met' : 'NOT met'}`);
+    print(`   figures identical to a full fold (measure() with the snapshot vs without): ${same ? 'yes' : 'NO'}`);
+    print(
+      `   of the fold without it, pricing every node alone (the tokenizer over ${(pricing.chars / 1e6).toFixed(1)} MB of node data, ${pricing.nodes.toLocaleString('en-US')} nodes) takes ${pricing.ms.toFixed(0)} ms = ${(pricing.ms / parseMs).toFixed(2)}× JSON.parse`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The tokenizer's share of a fold without a snapshot: every surface event of the log priced
+ * once, as the meter prices it, and nothing else (no calibration, no ledger).
+ */
+async function pricingAlone(store: JsonlStore, id: string): Promise<{ ms: number; nodes: number; chars: number }> {
+  const session = await Session.open(store, id);
+  try {
+    const tokenizer = getTokenizer('o200k_base');
+    const events = session.events().filter((e) => isSurfaceType(e.type)) as SurfaceEvent[];
+    let chars = 0;
+    for (const e of events) chars += JSON.stringify(e.data).length;
+    const t0 = performance.now();
+    for (const e of events) priceNode(tokenizer, e);
+    return { ms: performance.now() - t0, nodes: events.length, chars };
+  } finally {
+    await session.close();
   }
 }
 
@@ -325,14 +410,15 @@ export async function run(options: { print?: (line: string) => void } = {}): Pro
   const print = options.print ?? ((l: string) => console.log(l));
   const corpus = await loadCorpus();
   print(`corpus: ${corpus.user.length} user texts, ${corpus.assistant.length} assistant texts, ${corpus.calls.length} tool calls, ${corpus.results.length} tool results from the real transcript`);
-  await quickStep(corpus, print);
-  await reopen(corpus, 100_000, print);
+  await perStep(corpus, print);
+  await reopen(corpus, REOPEN_EVENTS, print);
   await summaryPricing(corpus, print);
   deriveAfterAppend(corpus, print);
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   // `--part=2`: the reopen alone (the slowest part to rerun).
-  if (process.argv[2] === '--part=2') await reopen(await loadCorpus(), 100_000, (l) => console.log(l));
+  if (process.argv[2] === '--part=2') await reopen(await loadCorpus(), REOPEN_EVENTS, (l) => console.log(l));
+  else if (process.argv[2] === '--part=1') await perStep(await loadCorpus(), (l) => console.log(l));
   else await run();
 }

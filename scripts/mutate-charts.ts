@@ -43,8 +43,11 @@ interface ChartRun {
 function worker(chart: string, from: number, run: ChartRun, attempt: number): Promise<number | undefined> {
   const log = join(dir, `${chart}-${attempt}.jsonl`);
   writeFileSync(log, '');
+  // A temp dir of its own, removed when it exits: a worker killed for stalling runs no cleanup,
+  // and left its session folders and module caches in the temp dir.
+  const temp = mkdtempSync(join(tmpdir(), 'xcompact-mutant-worker-'));
   const child = spawn(join('node_modules', '.bin', 'tsx'), ['scripts/mutate-worker.ts'], {
-    env: { ...process.env, MUTATE_CHART: chart, MUTATE_FROM: String(from), MUTATE_LOG: log },
+    env: { ...process.env, MUTATE_CHART: chart, MUTATE_FROM: String(from), MUTATE_LOG: log, TMPDIR: temp },
     stdio: ['ignore', 'ignore', 'inherit'],
     detached: true, // its own process group: a stalled worker is killed with everything it started
   });
@@ -85,6 +88,7 @@ function worker(chart: string, from: number, run: ChartRun, attempt: number): Pr
     child.on('exit', (code) => {
       // Read what it wrote last, then decide: finished, or died on the mutant in flight.
       setTimeout(() => {
+        rmSync(temp, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
         clearInterval(poll);
         if (done) resolve(undefined);
         else if (current !== undefined) resolve(current);

@@ -3,9 +3,7 @@
  * while a writer holds the session), `compact` into a file or `--in-place`, the form in
  * `--help`, and bad references as usage errors that write nothing.
  */
-import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pg from 'pg';
@@ -15,6 +13,7 @@ import { runDemo } from '../src/cli/demo.js';
 import { CliError } from '../src/cli/errors.js';
 import { runInspect } from '../src/cli/inspect.js';
 import { PostgresStore, Session, SessionWriter } from '../src/session/index.js';
+import { xcompact } from './helpers/cli.js';
 import { freshSchema, pgUrl } from './helpers/pg.js';
 import { removeTempDirs, tempDir } from './helpers/session.js';
 
@@ -140,9 +139,9 @@ describe('CLI with a PostgreSQL session', () => {
   });
 
   it('--help says the PostgreSQL form for inspect, compact and demo', { timeout: 60_000 }, async () => {
-    const cli = new URL('../src/cli/main.ts', import.meta.url).pathname;
     for (const name of ['inspect', 'compact', 'demo']) {
-      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', cli, name, '--help']);
+      const { stdout, code } = await xcompact([name, '--help']);
+      expect(code).toBe(0);
       expect(stdout, name).toContain('--store <postgres-url>');
       expect(stdout.replace(/\s+/g, ' '), name).toContain('postgres://user:password@host:5432/database');
     }

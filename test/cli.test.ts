@@ -1,49 +1,27 @@
 /**
- * The `xcompact` command as a user runs it: a separate process (`node --import tsx
- * src/cli/main.ts`, the same entry tsup builds into dist/cli/main.js), its exit code, stdout,
- * stderr and the files it writes or must leave alone.
+ * The `xcompact` command as a user runs it: its exit code, stdout, stderr and the files it
+ * writes or must leave alone. Most cases call the command's entry in this process
+ * (test/helpers/cli.ts); a few run it as a process of its own (node --import tsx
+ * src/cli/main.ts, the entry tsup builds into dist/cli/main.js) for what only a process shows:
+ * its exit status and what reaches its stdout and stderr.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSummaryRequest } from '../src/cli/demo/scripted-coder';
 import { Session } from '../src/session/session';
 import { JsonlStore, parseLogBytes } from '../src/session/stores/jsonl';
 import { startOpenAIServer, type ChatRequestBody } from '../src/testing/openai-server';
+import { ROOT, spawnXcompact, xcompact, type Ran } from './helpers/cli';
 import { openAIMessageProblems } from './helpers/openai-validator';
 import { findPiData } from './helpers/pi-data';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const CLI = join(ROOT, 'src', 'cli', 'main.ts');
 const EXAMPLE = join(ROOT, 'examples', 'agent-loop.ts');
-/** Each test spawns a few processes that compile TypeScript on start; leave room on a loaded machine. */
+/** A spawned process compiles TypeScript on start; leave room on a loaded machine. */
 const SPAWN_TIMEOUT = 60_000;
-
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function xcompact(args: string[], env: Record<string, string | undefined> = {}): Promise<Ran> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
-      cwd: ROOT,
-      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: undefined, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', fail);
-    child.on('close', (code) => done({ code, stdout, stderr }));
-  });
-}
 
 /** examples/agent-loop.ts run from the command line, as its header shows, with `stdin` typed at its prompt. */
 function agentLoopExample(env: Record<string, string | undefined>, stdin: string): Promise<Ran> {
@@ -122,8 +100,8 @@ describe('xcompact --help and --version', { timeout: SPAWN_TIMEOUT }, () => {
     for (const e of expected) expect(r.stdout).toContain(e);
   });
 
-  it('--version prints the package version', async () => {
-    const r = await xcompact(['--version']);
+  it('--version prints the package version (a process of its own: its stdout and exit status)', async () => {
+    const r = await spawnXcompact(['--version']);
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toBe((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
   });
@@ -160,8 +138,8 @@ describe('xcompact demo', { timeout: SPAWN_TIMEOUT }, () => {
     expect(liveSteps.slice(0, trace.steps.length)).toEqual(trace.steps);
   });
 
-  it('rejects a bad --steps with one line and exit code 2', async () => {
-    const r = await xcompact(['demo', '--steps', '2001', '--out', join(dir, 'unused')]);
+  it('rejects a bad --steps with one line and exit code 2 (a process of its own: its exit status)', async () => {
+    const r = await spawnXcompact(['demo', '--steps', '2001', '--out', join(dir, 'unused')]);
     expectOneLineError(r, /--steps 2001 is out of range/);
     expect(r.code).toBe(2);
   });
@@ -385,8 +363,10 @@ describe('xcompact compact --in-place', { timeout: SPAWN_TIMEOUT }, () => {
 });
 
 describe('errors: one line on stderr, non-zero exit, a stack only with --verbose', { timeout: SPAWN_TIMEOUT }, () => {
-  it.concurrent('a missing file', async () => {
-    expectOneLineError(await xcompact(['inspect', join(dir, 'missing.jsonl')]), /cannot read .*missing\.jsonl: no such file; check the path/);
+  it.concurrent('a missing file (inspect: a process of its own, its stderr and exit status)', async () => {
+    const spawned = await spawnXcompact(['inspect', join(dir, 'missing.jsonl')]);
+    expectOneLineError(spawned, /cannot read .*missing\.jsonl: no such file; check the path/);
+    expect(spawned.code).toBe(1);
     expectOneLineError(await xcompact(['compact', join(dir, 'missing.json'), '--summarizer', 'extractive']), /cannot read .*missing\.json: no such file/);
   });
 
@@ -456,7 +436,7 @@ describe('errors: one line on stderr, non-zero exit, a stack only with --verbose
 });
 
 describe('examples/agent-loop.ts from the command line', { timeout: SPAWN_TIMEOUT }, () => {
-  it('says once that a model without a known window gets no automatic compaction, and keeps working', async () => {
+  it('stops at the first step when the model has no known window (it would never be compacted), naming the models entry', async () => {
     const server = await startOpenAIServer({ scenarios: () => ({ kind: 'reply', content: 'All done here.' }) });
     const at = join(dir, 'agent-loop-example');
     mkdirSync(join(at, 'sandbox'), { recursive: true });
@@ -465,11 +445,11 @@ describe('examples/agent-loop.ts from the command line', { timeout: SPAWN_TIMEOU
         { OPENAI_BASE_URL: server.baseURL, MODEL: 'mystery-7b', PROVIDER: undefined, CONTEXT_WINDOW: undefined, SANDBOX: join(at, 'sandbox'), SESSION_DIR: join(at, 'sessions'), SESSION: 'example' },
         'first request\nsecond request\nthird request\n/exit\n',
       );
-      expect(r.code, r.stderr).toBe(0);
-      expect(r.stdout.match(/All done here\./g)).toHaveLength(3);
-      const notices = r.stdout.split('\n').filter((l) => l.includes('[xcompact]'));
-      expect(notices, r.stdout).toHaveLength(1);
-      expect(notices[0]).toContain('local/mystery-7b');
+      expect(r.code).not.toBe(0);
+      // No silent no-op: the first step is refused, and the message says what to add (or how to opt out).
+      const said = `${r.stdout}\n${r.stderr}`;
+      expect(said).toContain('models: { "local/mystery-7b": { contextWindow: <tokens> } }');
+      expect(said).toContain('requireCapacity: false');
     } finally {
       await server.close();
     }

@@ -2,7 +2,7 @@
  * The Node versions the project claims to be tested on are the ones CI runs: .ci/node-versions
  * (read by .ci/run) is the list, README.md names each, and none is below package.json's floor.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
 const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8');
@@ -24,10 +24,26 @@ describe('the Node versions CI tests on', () => {
     expect(new Set(versions.map((v) => v.split('.')[0])).size).toBe(versions.length);
   });
 
-  it('are run by .ci/run through scripts/with-node.sh', () => {
+  it('are run by .ci/run through scripts/with-node.sh, on the runtime-dependent test files', () => {
     const ci = read('.ci/run');
     expect(ci).toContain('.ci/node-versions');
-    expect(ci).toMatch(/scripts\/with-node\.sh "\$version" -- npx vitest run/);
+    expect(ci).toMatch(/scripts\/with-node\.sh "\$version" -- npx vitest run "\$\{version_tests\[@\]\}"/);
+    expect(ci).toContain('.ci/node-version-tests');
+  });
+
+  it('run test files that exist, the tests gated on Node 22+ among them', () => {
+    const files = read('.ci/node-version-tests')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'));
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) {
+      expect(f).toMatch(/^test\/.+\.test\.ts$/);
+      expect(existsSync(new URL(`../${f}`, import.meta.url)), f).toBe(true);
+    }
+    // openai 7 and ai 7 need Node 22+: on 20 their tests skip, so only these runs prove them.
+    expect(files).toEqual(expect.arrayContaining(['test/openai7.test.ts', 'test/ai-sdk-ai7.test.ts']));
+    expect(new Set(files).size).toBe(files.length);
   });
 
   it('are named in README.md, with the floor', () => {

@@ -152,9 +152,11 @@ describe('local OpenAI server: replies', () => {
       if (c.choices[0]?.delta.content) stamps.push(performance.now() - started);
     }
     expect(stamps).toHaveLength(3);
-    // role chunk, 3 content chunks, finish chunk: the finish arrives ≥ 4 delays after the first event
+    // role chunk, 3 content chunks, finish chunk: the finish arrives ≥ 4 delays after the first
+    // event (a lower bound no machine load can break: a starved client may read the paced chunks
+    // late and together, so the gaps between their arrivals prove nothing).
     expect(performance.now() - started).toBeGreaterThanOrEqual(4 * 15 - 5);
-    expect(stamps[2]! - stamps[0]!).toBeGreaterThanOrEqual(2 * 15 - 5);
+    expect([...stamps].sort((a, b) => a - b)).toEqual(stamps);
   });
 
   it('delays the answer by delayMs (a slow model), replies and errors alike; closing the server ends the wait', async () => {

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -214,13 +214,17 @@ describe('trace recorder', () => {
     recorder.stop();
     session.append({ type: 'turn/end', data: { turn: 0 } });
     const dir = mkdtempSync(join(tmpdir(), 'xcompact-trace-'));
-    await recorder.save(join(dir, 't.json'));
-    await recorder.save(join(dir, 'nested', 't.js'));
-    const saved = JSON.parse(readFileSync(join(dir, 't.json'), 'utf8')) as Trace;
-    expect(saved).toEqual({ format: 'xcompact-trace', version: 1, actors: [], steps: [{ kind: 'session', t: expect.any(Number), seq: 0, type: 'turn/start' }] });
-    const script = readFileSync(join(dir, 'nested', 't.js'), 'utf8');
-    expect(script.startsWith('window.XCOMPACT_TRACE = ')).toBe(true);
-    expect(JSON.parse(script.replace('window.XCOMPACT_TRACE = ', '').replace(/;\n$/, ''))).toEqual(saved);
+    try {
+      await recorder.save(join(dir, 't.json'));
+      await recorder.save(join(dir, 'nested', 't.js'));
+      const saved = JSON.parse(readFileSync(join(dir, 't.json'), 'utf8')) as Trace;
+      expect(saved).toEqual({ format: 'xcompact-trace', version: 1, actors: [], steps: [{ kind: 'session', t: expect.any(Number), seq: 0, type: 'turn/start' }] });
+      const script = readFileSync(join(dir, 'nested', 't.js'), 'utf8');
+      expect(script.startsWith('window.XCOMPACT_TRACE = ')).toBe(true);
+      expect(JSON.parse(script.replace('window.XCOMPACT_TRACE = ', '').replace(/;\n$/, ''))).toEqual(saved);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('writes a live trace as it happens: one call per line, the same trace at every point', async () => {

@@ -31,7 +31,7 @@ import {
   type PostgresRef,
 } from './load';
 import { importChatMessages, parseMessagesFile } from './messages';
-import { fmt, pct, seconds } from './ui';
+import { fmt, pct, seconds, type CliEnv } from './ui';
 
 export interface CompactOptions {
   summarizer: 'openai' | 'extractive';
@@ -48,6 +48,8 @@ export interface CompactOptions {
   config?: string;
   /** A PostgreSQL url: `file` is then a session id in it. */
   store?: string;
+  /** Where OPENAI_BASE_URL and the API key (`apiKeyEnv`) are read; default process.env. */
+  env?: CliEnv;
 }
 
 export interface CompactResult {
@@ -132,14 +134,14 @@ async function compactInput(
   let lastSummarizerError: unknown;
   let baseURL = '';
   if (options.summarizer === 'openai') {
-    baseURL = options.baseUrl ?? process.env.OPENAI_BASE_URL ?? DEFAULT_BASE_URL;
+    baseURL = options.baseUrl ?? (options.env ?? process.env).OPENAI_BASE_URL ?? DEFAULT_BASE_URL;
     let url: URL;
     try {
       url = new URL(baseURL);
     } catch {
       throw new CliError(`--base-url "${baseURL}" is not a URL: pass e.g. https://api.deepseek.com/v1 or http://127.0.0.1:8080/v1.`, 2);
     }
-    const apiKey = process.env[options.apiKeyEnv];
+    const apiKey = (options.env ?? process.env)[options.apiKeyEnv];
     const local = ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(url.hostname);
     if (!apiKey && !local) {
       throw new CliError(

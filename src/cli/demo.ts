@@ -11,7 +11,7 @@
  * and is rebuilt from the session on `retry`; `/compact` between turns calls compactNow.
  */
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { join, relative, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import OpenAI from 'openai';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { createScriptedCoder } from './demo/scripted-coder';
@@ -33,7 +33,10 @@ import { startOpenAIServer } from '../testing/openai-server';
 import { createTraceRecorder } from '../trace';
 import { CliError } from './errors';
 import { openDemoPostgresSession } from './load';
-import { bar, createSpinner, createStyle, fmt, pct, seconds, table, truncate, useColor, type Output } from './ui';
+import { renderReport, relativePath, type DemoReport } from './demo/report';
+import { bar, createSpinner, createStyle, fmt, pct, seconds, truncate, useColor, type CliEnv, type Output } from './ui';
+
+export { renderReport, type DemoReport } from './demo/report';
 
 export interface DemoOptions {
   steps: number;
@@ -44,32 +47,10 @@ export interface DemoOptions {
   color: boolean;
   /** Keep the session in PostgreSQL instead of <out>/demo.jsonl. */
   store?: { url: string; session?: string | undefined };
+  /** The environment (NO_COLOR, FORCE_COLOR); default process.env. */
+  env?: CliEnv;
   /** History the scripted overflow waits for (default: twice the summary budget); 0 stages it even where recovery cannot help. */
   overflowMinSpanTokens?: number;
-}
-
-export interface DemoReport {
-  steps: number;
-  turns: number;
-  requests: { total: number; agent: number; summary: number; rejected: number };
-  compactions: { total: number; byTrigger: Record<string, number>; failed: number };
-  prunes: { results: number; tokensFreed: number };
-  peakTokens: number;
-  threshold: number;
-  window: number;
-  tokensSaved: number;
-  fullHistoryTokens: number;
-  summary: { promptTokens: number; cachedTokens: number };
-  overflowRecoveries: number;
-  /** Time the agent spent inside afterStep() in total (ms), and how many calls waited for a background summary. */
-  agentWaited: { ms: number; waits: number; background: number };
-  /** Why the scripted overflow was not served (a run too short to have history worth condensing). */
-  overflowSkipped?: string;
-  sessionFile: string;
-  traceFile: string;
-  configFile: string;
-  events: number;
-  durationMs: number;
 }
 
 const PROVIDER = 'local';
@@ -90,7 +71,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
   if (!Number.isInteger(options.seed) || options.seed < 0) {
     throw new CliError(`--seed ${options.seed} is not a whole number ≥ 0: pass e.g. --seed 7.`, 2);
   }
-  const style = createStyle(useColor(options.color, out));
+  const style = createStyle(useColor(options.color, out, options.env));
   const say = (line = '') => {
     if (!options.quiet) out.write(`${line}\n`);
   };
@@ -391,41 +372,4 @@ function fullHistoryTokens(session: Session): number {
     total += n;
   }
   return total;
-}
-
-/** How the user ran us: the installed bin, or the source entry through tsx (`npm start`). */
-function selfCommand(): string {
-  const entry = process.argv[1] ?? '';
-  return entry.endsWith('.ts') ? `npx tsx ${relativePath(entry).replace(/^\.\//, '')}` : 'xcompact';
-}
-
-function relativePath(p: string): string {
-  if (/^postgres(ql)?:\/\//i.test(p)) return p;
-  const r = relative(process.cwd(), p);
-  return r.startsWith('..') ? p : `./${r}`;
-}
-
-export function renderReport(r: DemoReport, style = createStyle(false)): string {
-  const triggers = Object.entries(r.compactions.byTrigger)
-    .map(([k, v]) => `${v} ${k}`)
-    .join(', ');
-  const rows: Array<[string, string]> = [
-    ['steps', `${r.steps} in ${r.turns} turns`],
-    ['requests', `${r.requests.total} (${r.requests.agent} agent, ${r.requests.summary} summary, ${r.requests.rejected} rejected on purpose)`],
-    ['compactions', `${r.compactions.total}${triggers ? ` (${triggers})` : ''}${r.compactions.failed ? `, ${r.compactions.failed} failed` : ''}`],
-    ['prunes', `${r.prunes.results} tool results, −${fmt(r.prunes.tokensFreed)} tokens`],
-    ['peak request', `${fmt(r.peakTokens)} tokens of a ${fmt(r.window)} window (${pct(r.peakTokens, r.window)}; threshold ${fmt(r.threshold)})`],
-    ['full history', `${fmt(r.fullHistoryTokens)} tokens (${(r.fullHistoryTokens / r.window).toFixed(1)}× the window) without compaction`],
-    ['tokens saved', `${fmt(r.tokensSaved)} (sum of before − after over compactions and prunes)`],
-    ['summary requests', `${r.requests.summary}, ${fmt(r.summary.promptTokens)} prompt tokens, ${pct(r.summary.cachedTokens, r.summary.promptTokens)} served from the prompt cache`],
-    ['overflow recovery', r.overflowSkipped ?? `${r.overflowRecoveries} rejected request recovered and retried`],
-    [
-      'agent waited',
-      `${seconds(r.agentWaited.ms)} inside afterStep() in total (${r.agentWaited.background} summaries prepared in the background, ${r.agentWaited.waits} step${r.agentWaited.waits === 1 ? '' : 's'} waited for one)`,
-    ],
-    ['session', `${relativePath(r.sessionFile)} (${r.events} events) — try: ${selfCommand()} inspect ${relativePath(r.sessionFile)}`],
-    ['trace', `${relativePath(r.traceFile)} — load it in visualizer/index.html (or open index.html?trace=<path of trace.js>; during a run, index.html?follow=<path of trace.live.js> follows it live)`],
-    ['time', seconds(r.durationMs)],
-  ];
-  return `${style.bold('summary')}\n${table(rows)}`;
 }

@@ -11,7 +11,7 @@ import { BudgetError, modelInfoFor, resolveBudget, tokenizerNameFor } from '../s
 import { CliError } from './errors';
 import { loadConfig } from './config-file';
 import { detectFormat, loadSessionReadOnly, openPostgresSession, parseRoute, postgresRef, readInput } from './load';
-import { createStyle, fmt, pct, table, useColor } from './ui';
+import { createStyle, fmt, pct, table, useColor, type CliEnv } from './ui';
 
 export interface InspectOptions {
   model?: string;
@@ -21,6 +21,8 @@ export interface InspectOptions {
   color?: boolean;
   /** A PostgreSQL url: `file` is then a session id in it. */
   store?: string;
+  /** The environment (NO_COLOR, FORCE_COLOR); default process.env. */
+  env?: CliEnv;
 }
 
 export interface CheckpointInfo {
@@ -90,7 +92,7 @@ export async function runInspect(file: string, options: InspectOptions, out: Nod
     const { session, close } = await openPostgresSession(pg, true);
     try {
       const report = buildReport(pg.label, 'xcompact', session, loadConfig(options.config, join(process.cwd(), pg.id)), options);
-      out.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderInspect(report, createStyle(useColor(options.color !== false, out)))}\n`);
+      out.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderInspect(report, createStyle(useColor(options.color !== false, out, options.env)))}\n`);
       return report;
     } finally {
       await close();
@@ -115,7 +117,7 @@ export async function runInspect(file: string, options: InspectOptions, out: Nod
       ignored: pi.ignored,
     };
   }
-  out.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderInspect(report, createStyle(useColor(options.color !== false, out)))}\n`);
+  out.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderInspect(report, createStyle(useColor(options.color !== false, out, options.env)))}\n`);
   return report;
 }
 

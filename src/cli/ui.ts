@@ -21,10 +21,13 @@ export interface Output {
   readonly columns?: number;
 }
 
-export function useColor(requested: boolean, stream: Output): boolean {
+/** The environment a command reads (NO_COLOR, FORCE_COLOR, API keys): process.env unless a caller passes its own. */
+export type CliEnv = Readonly<Record<string, string | undefined>>;
+
+export function useColor(requested: boolean, stream: Output, env: CliEnv = process.env): boolean {
   if (!requested) return false;
-  if (process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== '') return false;
-  if (process.env.FORCE_COLOR !== undefined && process.env.FORCE_COLOR !== '0') return true;
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
   return stream.isTTY === true;
 }
 

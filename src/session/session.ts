@@ -7,8 +7,8 @@
  * the line for the store and notifies observers. A rejected append throws a SessionRuleError
  * and changes nothing.
  */
-import { XcompactError } from '../errors';
 import { deepFreeze } from './freeze';
+import { snapshotEveryOf, type SessionOptions } from './options';
 import { SessionRuleError, StoreError, type StoreErrorCode } from './errors';
 import type { ChatMessage } from './derive';
 import { type AppendInput, type EventData, type EventType, type SessionEvent, type SurfaceEvent } from './events';
@@ -16,33 +16,17 @@ import { Brackets, type LockState } from './brackets';
 import { Structure } from './structure';
 import { recoverSession, type RecoveryReport } from './recover';
 import { Surface, type SurfaceChange, type SurfacePlan, type SurfaceView } from './surface';
-import { parseEvent, parseStoredLine, type ParsedEvent } from './validate';
+import { checkInput, parseEvent, parseStoredLine, type ParsedEvent } from './validate';
 import type { LoadReport, LogWriter, SessionStore, StoredSnapshot } from './store';
 
-export type SessionListener = (event: SessionEvent, change: SurfaceChange | undefined) => void;
+import { Observers, type SessionListener } from './observers';
 
-export interface SessionOptions {
-  /** Clock for event times (ms since epoch). */
-  now?: () => number;
-  /** Called when an observer throws; the append itself has already committed. */
-  onListenerError?: (error: unknown) => void;
-  /**
-   * A `flush()` also saves the snapshot (see claimSnapshot) once this many events were appended
-   * since the last one, so a writer that dies before closing still leaves a recent one
-   * (default 10,000; 0: only on close).
-   */
-  snapshotEvery?: number;
-}
+export type { SessionListener } from './observers';
+
+export type { SessionOptions } from './options';
 
 export type { LockState } from './brackets';
 
-function snapshotEveryOf(options: SessionOptions): number {
-  const n = options.snapshotEvery ?? 10_000;
-  if (!Number.isSafeInteger(n) || n < 0) {
-    throw new XcompactError('config', `Session option snapshotEvery must be a whole number ≥ 0 (0: save only on close), got ${String(options.snapshotEvery)}`);
-  }
-  return n;
-}
 export type { RecoveryReport } from './recover';
 
 type Planned = ParsedEvent & { surfacePlan: SurfacePlan | undefined };
@@ -54,11 +38,8 @@ export class Session {
 
   private readonly log: SessionEvent[] = [];
   private readonly surfaceState: Surface;
-  private readonly listeners = new Set<SessionListener>();
-  private readonly outbox: Array<[SessionEvent, SurfaceChange | undefined]> = [];
-  private notifying = false;
+  private readonly observers: Observers;
   private readonly now: () => number;
-  private readonly onListenerError: (error: unknown) => void;
   private writer: LogWriter | undefined;
   private replaying = false;
   private opened = 0;
@@ -81,7 +62,7 @@ export class Session {
     this.loadReport = loadReport;
     this.now = options.now ?? Date.now;
     this.snapshotEvery = snapshotEveryOf(options);
-    this.onListenerError = options.onListenerError ?? ((e) => console.error('xcompact: a session listener threw', e));
+    this.observers = new Observers(options.onListenerError ?? ((e) => console.error('xcompact: a session listener threw', e)));
     this.surfaceState = new Surface((seq) => this.event(seq));
     this.brackets = new Brackets((seq) => this.event(seq));
     this.structure = new Structure(this.brackets);
@@ -102,10 +83,12 @@ export class Session {
     const stored = await store.open(id);
     const session = new Session(id, options, stored.report);
     session.replaying = true;
+    // Records the store vouches were checked by these log rules when written (see StoredSnapshot.checked).
+    const checked = stored.snapshot?.checked === true ? stored.snapshot.events : 0;
     try {
       for (const { line, value } of stored.records) {
         try {
-          session.replay(value);
+          session.replay(value, session.log.length < checked);
         } catch (err) {
           const why = err instanceof Error ? err.message : String(err);
           throw new StoreError('store-corrupt', `${stored.location}:${line}: ${why}`, {
@@ -226,11 +209,11 @@ export class Session {
   // Writing
 
   subscribe(listener: SessionListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.observers.add(listener);
   }
 
   append<T extends EventType>(input: AppendInput<T>): SessionEvent<T> {
+    checkInput(input);
     if (this.closed) {
       // Without this an append after close() would commit in memory and never reach the store.
       throw new StoreError('store-closed', `session "${this.id}" was closed; reopen it with Session.open to append.`);
@@ -256,6 +239,7 @@ export class Session {
    */
   check<T extends EventType>(input: AppendInput<T>): SessionRuleError | undefined {
     try {
+      checkInput(input);
       this.plan(this.log.length, input.type, input.data, input.surfaceOp, input.sourceEventSeqs);
       return undefined;
     } catch (err) {
@@ -334,13 +318,13 @@ export class Session {
     return p;
   }
 
-  private replay(value: unknown): void {
+  private replay(value: unknown, checked: boolean): void {
     const e = parseStoredLine(value, this.log.length);
-    this.commit(e.seq, e.time, this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs, true));
+    this.commit(e.seq, e.time, this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs, true, checked));
   }
 
-  private plan(seq: number, type: EventType, rawData: unknown, rawSurfaceOp: unknown, rawSourceEventSeqs: unknown, stored = false): Planned {
-    const parsed = parseEvent(seq, type, rawData, rawSurfaceOp, rawSourceEventSeqs, stored);
+  private plan(seq: number, type: EventType, rawData: unknown, rawSurfaceOp: unknown, rawSourceEventSeqs: unknown, stored = false, checked = false): Planned {
+    const parsed = parseEvent(seq, type, rawData, rawSurfaceOp, rawSourceEventSeqs, stored, checked);
     const { data, surfaceOp, sourceEventSeqs } = parsed;
     if (surfaceOp !== undefined) {
       const ev = { type, data } as { type: SurfaceEvent['type']; data: SurfaceEvent['data'] };
@@ -363,39 +347,18 @@ export class Session {
     const raw: Record<string, unknown> = { seq, type: planned.type, time, data: planned.data };
     if (surfaceOp !== undefined) raw.surfaceOp = typeof surfaceOp === 'string' ? surfaceOp : { ...surfaceOp };
     if (sourceEventSeqs !== undefined) raw.sourceEventSeqs = [...sourceEventSeqs];
+    // Queued before it is frozen and held: a writer that cannot take it (closed, too large)
+    // changes nothing, not even the caller's objects.
+    if (!this.replaying) this.writer?.append(raw as unknown as SessionEvent);
     const event = deepFreeze(raw) as unknown as SessionEvent;
     this.log.push(event);
 
     let change: SurfaceChange | undefined;
     if (planned.surfacePlan) change = this.surfaceState.commit(planned.surfacePlan, event as SurfaceEvent);
     this.foldStructure(event);
-    if (!this.replaying) this.writer?.append(event);
 
-    this.notify(event, change);
+    this.observers.notify(event, change);
     return event;
-  }
-
-  /**
-   * Observers see events in log order, each once, even when an observer appends: an append
-   * made from inside a listener is delivered after the current event reached every listener.
-   */
-  private notify(event: SessionEvent, change: SurfaceChange | undefined): void {
-    this.outbox.push([event, change]);
-    if (this.notifying) return;
-    this.notifying = true;
-    try {
-      for (let next = this.outbox.shift(); next; next = this.outbox.shift()) {
-        for (const listener of this.listeners) {
-          try {
-            listener(next[0], next[1]);
-          } catch (err) {
-            this.onListenerError(err);
-          }
-        }
-      }
-    } finally {
-      this.notifying = false;
-    }
   }
 
   private foldStructure(e: SessionEvent): void {

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { SessionRuleError } from './errors';
+import { storable } from './storable';
 import {
   EVENT_TYPES,
   EventDataSchemas,
@@ -14,6 +15,13 @@ import {
   type EventType,
   type SurfaceOp,
 } from './events';
+
+/**
+ * The version of the log rules an event is checked by (the data schemas and envelope rules
+ * here). Bump it whenever they change: lines a store vouches were checked under other rules
+ * (StoredSnapshot.checked) are then checked again on replay.
+ */
+export const LOG_RULES_VERSION = 1;
 
 /** An event as validated: what is committed and stored. */
 export interface ParsedEvent {
@@ -30,15 +38,27 @@ function formatZodIssues(type: string, issues: ReadonlyArray<{ path: PropertyKey
 }
 
 /**
- * Tool definitions are free-form JSON: copy them through JSON so the log neither shares (and
- * freezes) the caller's objects nor holds values a reopen would read back differently
- * (undefined, Dates, class instances). Not JSON at all (BigInt, cycles) is a rejected append.
+ * Tool definitions are recorded as sent: the SDK sends `JSON.stringify(tools)`, so they are
+ * copied through JSON (the log neither shares, and freezes, the caller's objects nor holds a
+ * Date where the wire had its string). Not JSON at all (BigInt, cycles) is a rejected append;
+ * the copy must still pass the storable rule (no U+0000, no lone surrogate).
  */
 function normaliseTools(data: { tools: Record<string, unknown>[] }): void {
   try {
     data.tools = JSON.parse(JSON.stringify(data.tools)) as Record<string, unknown>[];
   } catch (err) {
-    throw new SessionRuleError('invalid-data', `request/header data.tools must be plain JSON: ${(err as Error).message}`);
+    throw new SessionRuleError('not-storable', `request/header data.tools must be plain JSON: ${(err as Error).message}`);
+  }
+}
+
+/** What `append` and `check` are given must at least be an object naming a type. */
+export function checkInput(input: unknown): void {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new SessionRuleError('invalid-input', `an append takes an object {type, data, surfaceOp?, sourceEventSeqs?}; got ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}.`);
+  }
+  const type = (input as { type?: unknown }).type;
+  if (typeof type !== 'string') {
+    throw new SessionRuleError('invalid-input', `an append's type must be an event type string; got ${type === null ? 'null' : typeof type}.`);
   }
 }
 
@@ -82,7 +102,9 @@ export function parseStoredLine(value: unknown, position: number): StoredEnvelop
  * Checks an event's own shape as it would take log position `seq`. `stored`: a line read back
  * from a store, whose envelope (surfaceOp, sourceEventSeqs) parseStoredLine already checked and
  * whose values came from JSON.parse, so the tools need no JSON round trip; its data is still
- * checked against the type's schema.
+ * checked against the type's schema, unless `checked`: the store vouches these are the bytes a
+ * writer stored after these same rules accepted the event (a replayed line is then the schema's
+ * own output, which the schema gives back unchanged).
  */
 export function parseEvent(
   seq: number,
@@ -91,13 +113,19 @@ export function parseEvent(
   rawSurfaceOp: unknown,
   rawSourceEventSeqs: unknown,
   stored = false,
+  checked = false,
 ): ParsedEvent {
   // Own keys only: a type like "toString" must be a rule error, not a TypeError.
   const schema = Object.hasOwn(EventDataSchemas, type) ? EventDataSchemas[type] : undefined;
   if (!schema) throw new SessionRuleError('unknown-type', `unknown event type ${JSON.stringify(type)}.`);
-  const parsed = schema.safeParse(rawData);
+  const parsed = stored && checked ? { success: true as const, data: rawData } : schema.safeParse(rawData);
   if (!parsed.success) throw new SessionRuleError('invalid-data', formatZodIssues(type, parsed.error.issues));
-  if (type === 'request/header' && !stored) normaliseTools(parsed.data as { tools: Record<string, unknown>[] });
+  let data: unknown = parsed.data;
+  if (!stored) {
+    if (type === 'request/header') normaliseTools(data as { tools: Record<string, unknown>[] });
+    // Before anything is committed: what memory holds is what every store reads back.
+    data = storable(data, `${type} data`);
+  }
   // Checked here, not only on replay: a shape accepted live but refused by StoredEventSchema
   // would make the session file impossible to reopen.
   let surfaceOp: SurfaceOp | undefined;
@@ -107,20 +135,20 @@ export function parseEvent(
     if (!op.success) {
       throw new SessionRuleError('surface-op-shape', `surfaceOp must be 'append' or {op: 'replace', start, end} with seqs ≥ 0 and no other keys; got ${JSON.stringify(rawSurfaceOp)}.`);
     }
-    surfaceOp = op.data;
+    surfaceOp = storable(op.data, 'surfaceOp');
   }
   let sourceEventSeqs: readonly number[] | undefined;
   if (stored) sourceEventSeqs = rawSourceEventSeqs as readonly number[] | undefined;
   else if (rawSourceEventSeqs !== undefined) {
     const seqs = SourceSeqsSchema.safeParse(rawSourceEventSeqs);
     if (!seqs.success) throw new SessionRuleError('source-seqs', `sourceEventSeqs must be an array of seqs (integers ≥ 0); got ${JSON.stringify(rawSourceEventSeqs)}.`);
-    sourceEventSeqs = seqs.data;
+    sourceEventSeqs = storable(seqs.data, 'sourceEventSeqs');
   }
   checkProvenance(seq, type, surfaceOp, sourceEventSeqs);
   if (isSurfaceType(type) && surfaceOp === undefined) {
     throw new SessionRuleError('missing-surface-op', `${type} is a surface event and must carry surfaceOp ('append' or a replace).`);
   }
-  return { type, data: parsed.data, surfaceOp, sourceEventSeqs };
+  return { type, data, surfaceOp, sourceEventSeqs };
 }
 
 function checkProvenance(seq: number, type: EventType, surfaceOp: SurfaceOp | undefined, sourceEventSeqs: readonly number[] | undefined): void {

@@ -8,7 +8,7 @@ import { backgroundMachine } from '../../src/machines/background';
 import { gateMachine, type GateInput } from '../../src/machines/gate';
 import type { CommitRecord, PressureReading, SpanCheck, Verdict } from '../../src/machines/types';
 import type { RangeSelection } from '../../src/services/selection';
-import { activeInvokes } from './model';
+import { activeAfterEvents, activeInvokes } from './model';
 import type { CatalogEvent, MachineSpec } from './paths';
 
 /** Replies go to this stand-in in the pure model; the runtime runner puts a real actor there. */
@@ -106,6 +106,8 @@ export const backgroundSpec: MachineSpec<undefined> = {
       // no real engine sends one: forced, there only (see FORCED_OUTCOMES).
       ...(s.context.waited ? [{ outcome: 'cancel', event: { type: 'cancel', reason: 'user pressed Ctrl-C' } }] : []),
       ...(s.value === 'idle' ? [{ outcome: 'cancel:unasked', event: { type: 'cancel' } }] : []),
+      // The summary's deadline (summaryTimeoutMs) passes while it is still being prepared.
+      ...activeAfterEvents(s).map((type) => ({ outcome: 'summarize:deadline', event: { type } })),
     ];
     // A run the cost model started is followed until its bracket opens (the span it weighed is
     // there, nothing else holds the lock): what differs from a run from the prepare point shows

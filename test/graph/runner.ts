@@ -179,6 +179,19 @@ export interface World {
 }
 
 const dirs: string[] = [];
+/**
+ * World folders live under one parent, removed whole by cleanupWorlds (and when the process
+ * exits, for a mutant worker that ends mid-path), so no folder is left in the temp dir.
+ */
+let worldsRoot: string | undefined;
+function worldDir(): string {
+  if (worldsRoot === undefined) {
+    const root = mkdtempSync(join(tmpdir(), 'xcompact-graph-'));
+    worldsRoot = root;
+    process.once('exit', () => rmSync(root, { recursive: true, force: true }));
+  }
+  return mkdtempSync(join(worldsRoot, 'world-'));
+}
 const sessions: Session[] = [];
 
 const live: World[] = [];
@@ -200,10 +213,12 @@ export async function cleanupWorlds(): Promise<void> {
   live.length = 0;
   for (const s of sessions.splice(0)) await s.close().catch(() => undefined);
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
+  if (worldsRoot !== undefined) rmSync(worldsRoot, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
+  worldsRoot = undefined;
 }
 
 export async function openWorld(srv: Server, opts: WorldOptions = {}): Promise<World> {
-  const dir = mkdtempSync(join(tmpdir(), 'xcompact-graph-'));
+  const dir = worldDir();
   dirs.push(dir);
   const store = new JsonlStore(dir, { sync: false });
   const id = opts.id ?? 'graph';
@@ -270,6 +285,9 @@ export function attachEngine(
     },
     ...(opts.pruner === false ? { pruner: false as const } : {}),
     quickCheck: opts.quickCheck ?? false,
+    // The paths route to unknown models on purpose (pressure:unknown-model) and check the chart's
+    // warning: the facade's rejection of that step is tested in engine-charts.test.ts.
+    requireCapacity: false,
   };
   const engine = createCompactionEngine(options);
   if (crashPlan) {

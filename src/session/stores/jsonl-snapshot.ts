@@ -13,6 +13,7 @@
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import type { StoredSnapshot } from '../store';
+import { LOG_RULES_VERSION } from '../validate';
 
 const FORMAT = 'xcompact-snapshot';
 const VERSION = 1;
@@ -25,6 +26,12 @@ interface Header {
   sha256: string;
   /** Of the payload: a sidecar damaged on disk (cut short, a flipped bit) is no snapshot. */
   payloadSha256: string;
+  /**
+   * The log rules (LOG_RULES_VERSION) the covered lines were checked by before they were
+   * stored: a reader with the same rules need not check their shape again. Absent in older
+   * sidecars (their lines are checked).
+   */
+  rules?: number;
 }
 
 export function snapshotPath(file: string): string {
@@ -69,7 +76,7 @@ export async function readSnapshot(file: string, log: Buffer, validLength: numbe
   if (bytes! > 0 && log[bytes! - 1] !== 0x0a) return undefined;
   if (newlines(log, bytes!) !== events) return undefined;
   if (sha256(log.subarray(0, bytes!)) !== h.sha256) return undefined;
-  return { events: events!, payload };
+  return { events: events!, payload, checked: h.rules === LOG_RULES_VERSION };
 }
 
 let temps = 0;
@@ -100,7 +107,7 @@ export async function writeSnapshot(file: string, events: number, known: number,
     bytes = at + 1;
   }
   const covered = prefix.subarray(0, bytes);
-  const header: Header = { format: FORMAT, version: VERSION, events, bytes, sha256: sha256(covered), payloadSha256: sha256(payload) };
+  const header: Header = { format: FORMAT, version: VERSION, events, bytes, sha256: sha256(covered), payloadSha256: sha256(payload), rules: LOG_RULES_VERSION };
   const target = snapshotPath(file);
   const temp = `${target}.tmp-${process.pid}-${++temps}`;
   try {

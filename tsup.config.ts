@@ -1,6 +1,6 @@
 import { defineConfig } from 'tsup';
 
-const library = { index: 'src/index.ts', advanced: 'src/advanced.ts', testing: 'src/testing/index.ts', 'ai-sdk': 'src/adapters/ai-sdk/index.ts', otel: 'src/adapters/otel.ts' };
+const library = { index: 'src/index.ts', advanced: 'src/advanced.ts', testing: 'src/testing/index.ts', 'ai-sdk': 'src/adapters/ai-sdk/index.ts', otel: 'src/adapters/otel.ts', eval: 'src/eval/index.ts' };
 
 // No source maps in the package (they were 4.3 MB of a 1.7 MB tarball).
 export default defineConfig([

@@ -25,7 +25,7 @@ import { ExtractiveSummarizer } from '../src/services/summarizing';
 import { selectRange } from '../src/services/selection';
 import { Session, importPiFile } from '../src/session/index.js';
 import { findPiData } from '../test/helpers/pi-data.js';
-import { replayThroughEngine } from '../test/helpers/replay.js';
+import { replayThroughEngine } from '../src/eval/replay.js';
 
 const WINDOW = 32_768;
 

@@ -14,7 +14,7 @@ import { backgroundMachine } from './machines/background';
 import { gateContext, gateMachine, type GateInput } from './machines/gate';
 import { manualMachine } from './machines/manual';
 import { overflowMachine } from './machines/overflow';
-import { pressureMachine } from './machines/pressure';
+import { pressureMachine, type MeasureInput } from './machines/pressure';
 import { transactionMachine, type TransactionActorInputs } from './machines/transaction';
 import type { ErrorInfo, PressureReading } from './machines/types';
 import type { Session } from './session/session';
@@ -123,7 +123,8 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
   // A transaction chart that failed (a bug, not a service failure) cannot close its own bracket:
   // its parent chart decides to release the lock, and this does the work.
   const closeAbandoned = { 'close abandoned bracket': () => void built.brackets.closeAbandoned(CHART_FAILED) };
-  const measure = act((i: { phase: 'initial' | 'after-prune' | 'after-compaction' }) => services.measure(i));
+  // A reading the gate already took for this step is decided on as it is: one measurement per step.
+  const measure = act((i: MeasureInput) => i.given ?? services.measure({ phase: i.phase }));
   const prune = act((i: Parameters<EngineServices['prune']>[0]) => services.prune(i));
   const selectRange = act((i: Parameters<EngineServices['selectRange']>[0]) => services.selectRange(i));
   const probeLock = act((i: { purpose: 'admit' | 'decide' }) => services.probeLock(i));
@@ -171,6 +172,8 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
       // Below the threshold, but the cost model says compacting now pays: the charts decide (the
       // background chart prepares it when the route has background compaction, else the pressure chart compacts).
       if (r.reading.economics?.compaction?.pays === true) return false;
+      // Or pruning now pays (and pruning is on for this engine): the pressure chart prunes early.
+      if (r.reading.economics?.prune?.pays === true && options.pruner !== false && config.prune.enabled) return false;
       quickReading = r.reading;
       return true;
     } catch {

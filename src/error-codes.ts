@@ -24,7 +24,7 @@ export type XcompactErrorCode =
   | 'config' // ConfigError, or a bad option passed to a constructor
   | 'session-rule' // SessionRuleError: an append broke a log rule; the session is unchanged
   | 'invalid-session-id' // a session id that cannot be a file name
-  | 'import' // PiImportError: a transcript that cannot be imported
+  | 'import' // PiImportError, TranscriptImportError: a transcript that cannot be imported
   | 'tokenizer-unavailable' // TokenizerUnavailableError: unknown name or optional package missing
   | 'prune-settings' // PruneSettingsError
   | 'prune-pricing' // PrunePricingError

@@ -33,7 +33,7 @@ export {
 export { createCompactionMachine, type CompactionMachineOptions } from './compaction-machine';
 export type { CompactionEmitted, EngineRequest, SettledResult, ShutdownEvent } from './machines/engine';
 export type { PressureStatus, PressureOutput, EconomicDecision } from './machines/pressure';
-export type { ModelPrices, SessionPace, EconomicVerdict } from './services/economics';
+export type { ModelPrices, SessionPace, EconomicVerdict, ReliefVerdict, ReliefChoice } from './services/economics';
 export type { DeclineReason, OverflowOutput } from './machines/overflow';
 export type { ManualOutput } from './machines/manual';
 
@@ -49,6 +49,14 @@ export {
   importPiFile,
   importPiTranscript,
   PiImportError,
+  importClaudeCodeFile,
+  importClaudeCodeTranscript,
+  importCodexFile,
+  importCodexTranscript,
+  importTranscript,
+  importTranscriptFile,
+  detectTranscriptFormat,
+  TranscriptImportError,
   isCheckpoint,
   type SessionOptions,
   type SessionListener,
@@ -70,6 +78,11 @@ export {
   type UserContent,
   type PiImportReport,
   type PiImportOptions,
+  type TranscriptImportOptions,
+  type TranscriptImportReport,
+  type TranscriptHarness,
+  type TranscriptFormat,
+  type Detection,
   type SurfaceView,
   type SurfaceChange,
   type ChatMessage,

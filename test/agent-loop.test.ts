@@ -117,7 +117,10 @@ describe('the example agent loop against the local server', () => {
     expect(start).toBeDefined();
     const summary = log.find((e): e is SessionEvent<'compaction/summary'> => e.type === 'compaction/summary' && e.seq > start!.seq)!;
     const summaryRequests = server.requests.slice(rejected!.index + 1, retried!.index).filter((r) => isSummaryRequest(r.json as ChatRequestBody));
-    expect(summaryRequests).toHaveLength(1);
+    // One for the recovery, after any background summary it waited for (SPEC §13: overflow while one runs waits for it).
+    const background = log.filter((e) => e.type === 'compaction/start' && e.data.background === true && e.seq < start!.seq).length;
+    expect(summaryRequests.length).toBeGreaterThanOrEqual(1);
+    expect(summaryRequests.length).toBeLessThanOrEqual(1 + background);
 
     // The oldest call the rejected request carried is gone; the checkpoint stands in for it.
     const oldestCall = rejectedBody.messages!.find((m) => m.role === 'assistant' && Array.isArray(m.tool_calls)) as { tool_calls: Array<{ id: string }> };

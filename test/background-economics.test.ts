@@ -10,8 +10,9 @@ import type { SummaryResult } from '../src/services/summarizing';
 import { deferredSummarizer, harness, openTurn, stepsUntilPressure, type Harness } from './helpers/engine';
 import { openAIMessageProblems } from './helpers/openai-validator';
 
-// SMALL_CONFIG's window and tail, with `economics` and `background` left to their defaults.
-const DEFAULTS = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2 } as const;
+// SMALL_CONFIG's window and tail, with `economics` and `background` left to their defaults, and forgetting
+// priced at zero (the default prices it in full: then nothing below the threshold pays).
+const DEFAULTS = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, forgetting: 0 } as const;
 const SUMMARY: SummaryResult = { text: 'The user asked to fix the build; files were listed.', requests: 1 };
 type Started = Extract<EngineNotification, { type: 'compaction.started' }>;
 type Committed = Extract<EngineNotification, { type: 'compaction.committed' }>;

@@ -55,6 +55,7 @@ describe('defaults (SPEC §3)', () => {
     minProgressRatio: 0.1,
     prune: { enabled: true, thresholdChars: 8192, headChars: 4096, tailChars: 1024, neverPrune: [] },
     economics: true,
+      forgetting: 1,
     models: {},
   };
 

@@ -4,11 +4,11 @@
  * summaries carry only the lists its design has.
  */
 import { describe, expect, it } from 'vitest';
-import { naive, PEERS } from '../bench/economics/peers';
-import { Pricer } from '../bench/economics/pricing';
-import { historyFacts, RetentionTracker } from '../bench/economics/retention';
-import { partOf } from '../bench/economics/run';
-import { simulate, type PeerPolicy } from '../bench/economics/simulate';
+import { naive, PEERS } from '../src/eval/peers';
+import { Pricer } from '../src/eval/pricing';
+import { historyFacts, RetentionTracker } from '../src/eval/retention';
+import { partOf } from '../src/eval/sessions';
+import { simulate, type PeerPolicy } from '../src/eval/simulate';
 import { ExtractiveSummarizer } from '../src/services/summarizing';
 import { parseLedger } from '../src/services/summarizing';
 import type { ChatMessage } from '../src/session/derive';

@@ -146,7 +146,7 @@ describe('BoundedSummarizer around any summarizer', () => {
     expect(result.bounding?.mode).toBe('chunked');
     expect(result.bounding!.chunks).toBeGreaterThanOrEqual(2);
     expect(result.requests).toBe(0); // model-free, however many chunks
-    for (let t = 0; t < 8; t++) expect(result.text).toContain(`- Request ${t}: look at src/file${t}.ts`);
+    for (let t = 0; t < 8; t++) expect(result.text).toContain(`Request ${t}: look at src/file${t}.ts`);
     expect(unframeCheckpoint(result.text)).toBeUndefined();
   });
 

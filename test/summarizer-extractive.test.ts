@@ -4,7 +4,7 @@ import { frameCheckpoint } from '../src/services/summarizing';
 import { SummarizerError, type SummaryRequest } from '../src/services/summarizing';
 import { ExtractiveSummarizer, parseSummary } from '../src/services/summarizing';
 import { SUMMARY_SECTIONS } from '../src/services/summarizing';
-import { parseLedger } from '../src/services/summarizing';
+import { parseLedger, userMessage } from '../src/services/summarizing';
 import { COMPACTION_CHECKPOINT_SOURCE, type SessionEvent } from '../src/session/events';
 import { importPiFile } from '../src/session/import-pi';
 import { Session } from '../src/session/session';
@@ -55,10 +55,11 @@ describe('ExtractiveSummarizer on a real transcript', () => {
       expect(files).not.toContain(`\`${path}\`: `);
     }
     expect(files).toMatch(/^- `[^`]+`: /m);
-    // The newest user request of the span is kept verbatim, last.
+    // The newest user request of the span is kept verbatim, last, in the ledger (not restated in the prose).
     const users = request.events.filter((e) => e.type === 'user/message');
     const newest = (users.at(-1) as SessionEvent<'user/message'>).data.content[0]!;
-    expect(newest.type === 'text' && section(text, 'Primary Request and Intent').trimEnd().endsWith(newest.text.trim().split('\n').join('\n  '))).toBe(true);
+    expect(newest.type === 'text' && ledger.requests.at(-1) === userMessage(newest.text)).toBe(true);
+    expect(newest.type === 'text' && section(text, 'Primary Request and Intent').includes(newest.text.trim().split('\n').join('\n  '))).toBe(false);
     // Commands from the bash tool's `command` argument, and errors from failed/command results.
     expect(section(text, 'Critical Context')).toMatch(/^- Ran `cd packages\/coding-agent && npm run check/m);
     expect([section(text, 'Errors and Fixes'), ...parseLedger(text).ledger.errors.map((e) => e.line)].join('\n')).toMatch(/error TS\d+/m);
@@ -136,9 +137,9 @@ describe('ExtractiveSummarizer rules', () => {
       w.user('Now fix src/tui/editor.ts too');
     });
     const { text } = await new ExtractiveSummarizer().summarize(request, signal());
-    expect(section(text, 'Primary Request and Intent')).toBe(
-      '- Port the selectors to the theme system\n- Keep `chalk` out of src/\n- Now fix src/tui/editor.ts too\n',
-    );
+    // The user's own words are in the ledger, verbatim; the prose keeps the prior summary's other bullets.
+    expect(section(text, 'Primary Request and Intent')).toBe('- Port the selectors to the theme system\n');
+    expect(parseLedger(text).ledger.requests).toEqual(['Keep `chalk` out of src/', 'Now fix src/tui/editor.ts too']);
     expect(section(text, 'Files and Code')).toBe('- `src/theme.ts`: the tokens\n- `src/tui/editor.ts`: mentioned\n');
     expect(section(text, 'Pending Jobs')).toBe('- Port user-message-selector.ts\n');
     expect(section(text, 'Key Technical Concepts')).toBe('(none)\n');
@@ -163,6 +164,7 @@ describe('ExtractiveSummarizer rules', () => {
     const { text } = await new ExtractiveSummarizer().summarize(request, signal());
     // Each fact once: the ledger lists the errors and the edited file, the prose the rest.
     expect(parseLedger(text).ledger).toEqual({
+      requests: ['Run the tests'],
       read: [],
       modified: ['src/parse.ts'],
       errors: [
@@ -197,8 +199,9 @@ describe('ExtractiveSummarizer rules', () => {
       w.toolResult('c1', '');
       w.assistant({ text: 'Renamed.' });
     });
-    const fromEvents = await new ExtractiveSummarizer().summarize(request, signal());
-    const fromMessages = await new ExtractiveSummarizer().summarize({ ...request, events: [] }, signal());
+    // The ledger is derived from events: compared without it.
+    const fromEvents = await new ExtractiveSummarizer({ ledger: 'none' }).summarize(request, signal());
+    const fromMessages = await new ExtractiveSummarizer({ ledger: 'none' }).summarize({ ...request, events: [] }, signal());
     expect(fromMessages.text).toBe(fromEvents.text);
     expect(section(fromMessages.text, 'Current Work')).toBe('- Renamed.\n');
   });
@@ -207,7 +210,7 @@ describe('ExtractiveSummarizer rules', () => {
     const { text } = await new ExtractiveSummarizer().summarize(small((w) => w.user('hi')), signal());
     expect(text).toBe(
       [
-        '## Primary Request and Intent\n- hi',
+        '## Primary Request and Intent\n(none)',
         '## Key Technical Concepts\n(none)',
         '## Files and Code\n(none)',
         '## Errors and Fixes\n(none)',
@@ -215,6 +218,7 @@ describe('ExtractiveSummarizer rules', () => {
         '## Current Work\n(none)',
         '## Next Step\n- Continue with the most recent user request: "hi"',
         '## Critical Context\n(none)',
+        '<user-messages>\n<message>hi</message>\n</user-messages>',
       ].join('\n\n'),
     );
   });

@@ -76,6 +76,7 @@ describe('deriveLedger', () => {
 
   it('renders a stable section and parses it back, out of a framed checkpoint too', () => {
     const ledger: Ledger = {
+      requests: [],
       read: ['src/a b.ts', 'docs/x.md'],
       modified: ['src/b.ts'],
       errors: [{ target: 'bash grep -n "a)" x', line: 'error: unmatched ] in [x]' }],
@@ -89,11 +90,12 @@ describe('deriveLedger', () => {
     const parsed = parseLedger(unframeCheckpoint(framed)!);
     expect(parsed.ledger).toEqual(ledger);
     expect(parsed.body).toBe('## Current Work\n- parsing');
-    expect(renderLedger({ read: [], modified: [], errors: [] })).toBe('');
+    expect(renderLedger({ requests: [], read: [], modified: [], errors: [] })).toBe('');
   });
 
   it('fits a budget by dropping the oldest errors first, then read files, then modified files', () => {
     const ledger: Ledger = {
+      requests: [],
       read: Array.from({ length: 50 }, (_, i) => `src/read${i}.ts`),
       modified: ['src/kept.ts'],
       errors: Array.from({ length: 10 }, (_, i) => ({ target: `bash make ${i}`, line: `make: *** [all] Error ${i}` })),
@@ -113,7 +115,42 @@ describe('deriveLedger', () => {
     expect(fitted.read.length).toBeGreaterThan(0);
     expect(fitted.read.at(-1)).toBe('src/read49.ts');
     expect(fitted.read).not.toContain('src/read0.ts');
-    expect(fitLedger(ledger, 0, count)).toEqual({ read: [], modified: [], errors: [] });
+    expect(fitLedger(ledger, 0, count)).toEqual({ requests: [], read: [], modified: [], errors: [] });
+  });
+});
+
+describe("the ledger keeps the user's messages verbatim", () => {
+  it('lists each user message (not checkpoints) oldest first, multi-line text intact, merged from a prior checkpoint', () => {
+    const first = deriveLedger(
+      spanOf((w) => {
+        w.user('Fix the parser\nand keep the tests green');
+        w.user('x'.repeat(700));
+      }).events,
+    );
+    expect(first.requests).toEqual(['Fix the parser\nand keep the tests green', `${'x'.repeat(600)}…`]);
+    const text = renderLedger(first);
+    expect(parseLedger(text).ledger.requests).toEqual(first.requests);
+    const second = deriveLedger(
+      spanOf((w) => {
+        w.user(frameCheckpoint(withLedger('## Current Work\n- parsing', text)), COMPACTION_CHECKPOINT_SOURCE);
+        w.user('Now the lexer');
+      }).events,
+    );
+    expect(second.requests).toEqual([...first.requests, 'Now the lexer']);
+  });
+
+  it('under a tight budget drops errors and file lists first, then cuts the oldest messages to their first line before dropping any', () => {
+    const ledger: Ledger = {
+      requests: [`Refactor the session store so that it streams\n${'details '.repeat(60)}`, 'Then run the tests'],
+      read: Array.from({ length: 30 }, (_, i) => `src/read${i}.ts`),
+      modified: ['src/kept.ts'],
+      errors: [{ target: 'bash make', line: 'make: *** [all] Error 1' }],
+    };
+    const roomy = count(renderLedger({ ...ledger, read: [], modified: [], errors: [] }));
+    const fitted = fitLedger(ledger, roomy - 5, count);
+    expect(fitted).toMatchObject({ read: [], modified: [], errors: [] });
+    expect(fitted.requests).toEqual(['Refactor the session store so that it streams', 'Then run the tests']);
+    expect(count(renderLedger(fitted))).toBeLessThanOrEqual(roomy - 5);
   });
 });
 

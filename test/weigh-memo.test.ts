@@ -18,7 +18,8 @@ describe('weighPressure', () => {
     const t = getTokenizer('o200k_base');
     const counting: Tokenizer = { ...t, count: (text) => (calls.n++, t.count(text)) };
     const meter = new TokenMeter(session, { tokenizerFor: () => counting });
-    const config = parseConfig({ models: { 'acme/m': { contextWindow: 200_000, maxOutputTokens: 4_000 } } });
+    // Forgetting priced at zero: below the threshold an early compaction is weighed (the default weighs nothing there).
+    const config = parseConfig({ forgetting: 0, models: { 'acme/m': { contextWindow: 200_000, maxOutputTokens: 4_000 } } });
     const deps = { session, meter, config };
     const w = new SessionWriter(session);
     w.startTurn();

@@ -1,163 +1,147 @@
 /**
- * Economics of compaction on a real transcript: xcompact (the real engine) against four
- * SIMULATED peer policies (peers.ts), each living the recorded session at each window, with
- * the same summarizer, summary cap, pricing and prompt-cache model.
+ * Economics and memory of compaction on real transcripts: xcompact (the real engine) against
+ * four SIMULATED peer policies, each living the recorded session at each window, with the same
+ * summarizer, summary cap, pricing and prompt-cache model (the replay is src/eval/).
  *
- *   npx tsx bench/economics/run.ts [transcript.jsonl] [--windows 32768,131072] [--part 2/2] [--copies 3]
+ *   npx tsx bench/economics/run.ts [transcript.jsonl …] [--windows 32768,131072] [--part 2/2] [--copies 3,5]
  *
- * The transcript is a pi session file (JSONL); the default is the committed fixture.
- * `--part i/n` replays only the i-th of n consecutive parts (split at turn starts, about
- * equal in requests): a second transcript from the same file, to check the policy is not
- * fitted to one history. `--copies n` replays n copies in a row, each with its folders renamed:
- * a longer session that keeps meeting new files (synthetic, built from real messages).
- * The goal line is judged in this one run; nothing here asserts.
+ * A transcript is any file an importer of src/session/ reads (pi today; every `import…File`
+ * exported there is tried). With no file: the committed pi fixture, and the other shared
+ * transcripts committed next to it when an importer reads them. `--copies` (default 1,3,5)
+ * also replays n copies in a row, folders renamed per copy: longer sessions that keep meeting
+ * new files. `--part i/n` replays the i-th of n consecutive parts instead. Goals are judged in
+ * this one run; nothing here asserts. Charts (cost × needed recall) go to bench/out/.
  */
-import { pathToFileURL } from 'node:url';
-import { Session, importPiFile } from '../../src/session/index.js';
-import type { AppendInput } from '../../src/session/events.js';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { evaluateWindow, partOf, stitched, PEERS, PRICE_TABLE, CACHE_MODEL, DEFAULT_WINDOWS, type PolicyRun, type WindowEval } from '../../src/eval/index.js';
+import * as sessionModule from '../../src/session/index.js';
+import { Session } from '../../src/session/index.js';
 import { findPiData } from '../../test/helpers/pi-data.js';
-import { PEERS } from './peers.js';
-import { CACHE_MODEL, PRICE_TABLE, Pricer, type Ledger } from './pricing.js';
-import { historyFacts, RetentionTracker, type RetentionFigures } from './retention.js';
-import { simulate, type SimOptions } from './simulate.js';
-import { replayXcompact } from './xcompact.js';
+import { costRecallChart } from './chart.js';
 
-export const DEFAULT_WINDOWS = [32_768, 131_072] as const;
-const MAX_OUTPUT_TOKENS = 4_096;
-const SUMMARY_CAP = 4_096;
+const OUT = fileURLToPath(new URL('../out/', import.meta.url));
 
-export interface Row {
-  name: string;
-  compactions: number;
-  prunes: number;
-  ledger: Ledger;
-  retention: RetentionFigures;
+type Importer = (session: Session, path: string) => Promise<unknown>;
+
+/** Every file importer src/session/ exports (`importPiFile`, and any other `import…File`). */
+function importers(): Array<{ name: string; run: Importer }> {
+  return Object.entries(sessionModule)
+    .filter(([k, v]) => /^import\w+File$/.test(k) && typeof v === 'function')
+    .map(([k, v]) => ({ name: k, run: v as Importer }));
 }
 
-export interface WindowResult {
-  window: number;
-  rows: Row[];
-  /** xcompact's background setting and how many of its compactions were prepared in the background. */
-  background: { on: boolean; compactions: number };
-  goal: { costRatio: number; cheapestPeer: string; bestRetention: number; retentionOk: boolean; overWindow: number; met: boolean };
-}
-
-export async function economics(source: Session, window: number): Promise<WindowResult> {
-  const pricer = new Pricer('o200k_base');
-  const options: SimOptions = { window, maxOutputTokens: MAX_OUTPUT_TOKENS, summaryCap: SUMMARY_CAP };
-  const events = source.events();
-  const facts = historyFacts(events);
-  const rows: Row[] = [];
-  const ours = new RetentionTracker(facts);
-  const x = await replayXcompact(source, pricer, options, {}, (m) => ours.observe(m));
-  rows.push({ name: 'xcompact', compactions: x.compactions, prunes: x.prunes, ledger: x.ledger, retention: ours.figures() });
-  for (const policy of PEERS) {
-    const tracker = new RetentionTracker(facts);
-    const r = await simulate(events, policy, pricer, options, (m) => tracker.observe(m));
-    rows.push({ name: policy.name, compactions: r.state.compactions, prunes: r.state.prunes, ledger: r.state.ledger, retention: tracker.figures() });
+/** The session of the first importer that reads `path` into at least one agent request. */
+export async function importAny(path: string): Promise<Session> {
+  const tried: string[] = [];
+  for (const imp of importers()) {
+    const s = Session.inMemory(`economics-${basename(path)}`);
+    try {
+      await imp.run(s, path);
+      if (s.events().some((e) => e.type === 'assistant/message')) return s;
+      tried.push(`${imp.name}: no agent request`);
+    } catch (err) {
+      tried.push(`${imp.name}: ${(err as Error).message.split('\n')[0]}`);
+    }
   }
-  return { window, rows, background: { on: x.background, compactions: x.backgroundCompactions }, goal: judge(rows) };
+  throw new Error(`no importer in src/session reads ${path} (${tried.join('; ')})`);
 }
 
-/** The goal: cost ≤ 0.9 × the cheapest peer, mean retention ≥ the best peer's, no request over the window. */
-export function judge(rows: readonly Row[]): WindowResult['goal'] {
-  const ours = rows[0]!;
-  const peers = rows.slice(1);
-  const cheapest = peers.reduce((a, b) => (b.ledger.cost < a.ledger.cost ? b : a));
-  const bestRetention = Math.max(...peers.map((p) => p.retention.mean));
-  const costRatio = ours.ledger.cost / cheapest.ledger.cost;
-  // Compared at the precision the table prints: a difference of less than 0.05 points is no difference.
-  const retentionOk = Math.round(ours.retention.mean * 1000) >= Math.round(bestRetention * 1000);
-  const overWindow = ours.ledger.overWindow;
-  return { costRatio, cheapestPeer: cheapest.name, bestRetention, retentionOk, overWindow, met: costRatio <= 0.9 && retentionOk && overWindow === 0 };
-}
-
-const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-
-export function formatTable(r: WindowResult): string {
-  const head =
-    'policy          compactions  prunes  requests  prompt tok  cache-miss tok  summary tok  peak÷win  >win     cost   retained mean / min   last (paths/errors/all)';
-  const lines = r.rows.map((row) => {
-    const l = row.ledger;
-    return (
-      `${row.name.padEnd(15)} ${String(row.compactions).padStart(11)} ${String(row.prunes).padStart(7)} ${String(l.requests).padStart(9)} ` +
-      `${String(l.promptTokens).padStart(11)} ${String(l.cacheMissTokens).padStart(15)} ${String(l.summaryTokens).padStart(12)} ` +
-      `${(l.peak / r.window).toFixed(2).padStart(9)} ${String(l.overWindow).padStart(5)} ${`$${l.cost.toFixed(2)}`.padStart(8)}   ` +
-      `${pct(row.retention.mean).padStart(13)} / ${pct(row.retention.min).padStart(6)}   ` +
-      `${pct(row.retention.last.paths)} / ${pct(row.retention.last.errors)} / ${pct(row.retention.last.all)}`
-    );
-  });
-  const g = r.goal;
-  const goal =
-    `goal @ ${r.window}: xcompact cost ÷ cheapest peer (${g.cheapestPeer}) = ${g.costRatio.toFixed(3)} (target ≤ 0.900); ` +
-    `mean retention ${pct(r.rows[0]!.retention.mean)} ≥ best peer's ${pct(g.bestRetention)}: ${g.retentionOk ? 'yes' : 'no'}; requests over the window: ${g.overWindow} → ${g.met ? 'MET' : 'NOT MET'}`;
-  const money = (x: number) => `$${x.toFixed(2)}`;
-  const bills = r.rows.map((row) => {
-    const c = row.ledger.costs;
-    return `  ${row.name.padEnd(15)} cache read ${money(c.read)}, cache write ${money(c.write)}, summary input ${money(c.summaryInput)}, summary output ${money(c.output)}`;
-  });
-  const bg = `xcompact: background compaction ${r.background.on ? 'on' : 'off'}; ${r.background.compactions} of ${r.rows[0]!.compactions} compactions prepared in the background`;
-  return [`window ${r.window} tokens`, head, ...lines, 'cost by kind:', ...bills, bg, goal].join('\n');
-}
-
-/**
- * The `part`-th of `parts` consecutive pieces of a session (1-based), cut at turn starts so
- * each piece has about the same number of agent requests; a fresh session of its events.
- */
-export function partOf(source: Session, part: number, parts: number): Session {
-  const events = source.events();
-  const total = events.filter((e) => e.type === 'assistant/message').length;
-  const cuts = [0];
-  let requests = 0;
-  events.forEach((e, i) => {
-    if (e.type === 'assistant/message') requests++;
-    if (e.type === 'turn/start' && cuts.length < parts && requests >= (cuts.length * total) / parts) cuts.push(i);
-  });
-  cuts.push(events.length);
-  const out = Session.inMemory(`economics-part-${part}-of-${parts}`);
-  for (const e of events.slice(cuts[part - 1], cuts[part])) {
-    const input = { type: e.type, data: e.data } as AppendInput;
-    if (e.surfaceOp !== undefined) input.surfaceOp = e.surfaceOp;
-    out.append(input);
-  }
-  return out;
-}
-
-/**
- * A longer session made of `copies` replays of `source` one after another, the n-th copy's
- * top-level folders renamed (`packages/` → `packages-2/`): a session that keeps meeting new
- * files and errors, turn numbers running on. Synthetic, but every message is a real one.
- */
-export function stitched(source: Session, copies: number): Session {
-  const events = source.events();
-  const folders = new Set<string>();
-  for (const p of historyFacts(events).paths) {
-    const m = /^([\w.-]+)\//.exec(p);
-    if (m?.[1] !== undefined && m[1] !== '.' && m[1] !== '..') folders.add(m[1]);
-  }
-  const turns = 1 + Math.max(0, ...events.map((e) => (typeof (e.data as { turn?: unknown }).turn === 'number' ? (e.data as { turn: number }).turn : 0)));
-  const out = Session.inMemory(`economics-${copies}-copies`);
-  for (let k = 0; k < copies; k++) {
-    const rename = (text: string) => (k === 0 ? text : [...folders].reduce((t, f) => t.split(`${f}/`).join(`${f}-${k + 1}/`), text));
-    for (const e of events) {
-      const data = JSON.parse(rename(JSON.stringify(e.data))) as { turn?: number; callId?: string; content?: Array<{ type: string; id?: string }> };
-      if (typeof data.turn === 'number') data.turn += k * turns;
-      // Tool call ids are unique on a surface: each copy gets its own.
-      if (k > 0 && typeof data.callId === 'string') data.callId += `-${k + 1}`;
-      if (k > 0 && e.type === 'assistant/message') for (const b of data.content ?? []) if (b.type === 'tool-call' && b.id !== undefined) b.id += `-${k + 1}`;
-      const input = { type: e.type, data } as AppendInput;
-      if (e.surfaceOp !== undefined) input.surfaceOp = e.surfaceOp;
-      out.append(input);
+/** The committed fixtures to replay by default: pi, and the others when an importer reads them. */
+async function defaultTranscripts(): Promise<Array<{ name: string; session: Session }>> {
+  const pi = findPiData().path;
+  const out = [{ name: 'pi', session: await importAny(pi) }];
+  for (const [name, file] of [['Claude Code', 'claude-code-session.jsonl'], ['Codex', 'codex-rollout.jsonl']] as const) {
+    const path = `${dirname(pi)}/${file}`;
+    if (!existsSync(path)) {
+      console.log(`(${name}: no fixture ${path}; skipped)`);
+      continue;
+    }
+    try {
+      out.push({ name, session: await importAny(path) });
+    } catch (err) {
+      console.log(`(${name}: ${(err as Error).message}; skipped)`);
     }
   }
   return out;
 }
 
+const pct = (x: number | undefined) => (x === undefined ? '—' : `${(100 * x).toFixed(1)}%`);
+const money = (x: number) => `$${x.toFixed(2)}`;
+
+export interface RowGoal {
+  met: boolean;
+  checks: Array<{ name: string; ok: boolean; detail: string }>;
+}
+
+/**
+ * The goal of issue 25 for one row (one transcript at one window), xcompact against the peers:
+ * intent recall ≥ 99%; needed recall and recall after compaction within 2 points of the best
+ * peer's or above; cost ≤ 0.9 × the cheapest peer's; no request over the window; every tool
+ * call with its result.
+ */
+export function judgeRow(runs: readonly PolicyRun[]): RowGoal {
+  const [ours, ...peers] = runs as [PolicyRun, ...PolicyRun[]];
+  const cheapest = peers.reduce((a, b) => (b.ledger.cost < a.ledger.cost ? b : a));
+  const bestNeeded = peers.reduce((a, b) => (b.memory.neededRecall > a.memory.neededRecall ? b : a));
+  const after = peers.filter((p) => p.memory.recallAfterCompaction !== undefined);
+  const bestAfter = after.length === 0 ? undefined : Math.max(...after.map((p) => p.memory.recallAfterCompaction!));
+  const oursAfter = ours.memory.recallAfterCompaction;
+  const ratio = ours.ledger.cost / cheapest.ledger.cost;
+  // Compared at the precision the table prints.
+  const points = (x: number) => Math.round(x * 1000) / 10;
+  const checks = [
+    { name: 'intent ≥ 99%', ok: points(ours.memory.intentRecall) >= 99, detail: pct(ours.memory.intentRecall) },
+    {
+      name: 'needed ≥ best − 2',
+      ok: points(ours.memory.neededRecall) >= points(bestNeeded.memory.neededRecall) - 2,
+      detail: `${pct(ours.memory.neededRecall)} vs ${bestNeeded.policy} ${pct(bestNeeded.memory.neededRecall)}`,
+    },
+    {
+      name: 'after-compaction ≥ best − 2',
+      // No compaction followed by a needed fact: no moment of loss to measure.
+      ok: oursAfter === undefined || bestAfter === undefined || points(oursAfter) >= points(bestAfter) - 2,
+      detail: `${pct(oursAfter)} vs best ${pct(bestAfter)}`,
+    },
+    { name: 'cost ≤ 0.9 × cheapest', ok: ratio <= 0.9, detail: `${ratio.toFixed(3)} × ${cheapest.policy} ${money(cheapest.ledger.cost)}` },
+    { name: '0 over window', ok: ours.ledger.overWindow === 0, detail: String(ours.ledger.overWindow) },
+    { name: 'tool calls paired', ok: ours.unpairedRequests === 0, detail: `${ours.unpairedRequests} requests unpaired` },
+  ];
+  return { met: checks.every((c) => c.ok), checks };
+}
+
+export function formatWindow(name: string, r: WindowEval): string {
+  const head =
+    'policy          compactions  prunes  requests  cache-miss tok  summary tok  peak÷win  >win  unpaired     cost   needed recall  after compaction  intent recall';
+  const lines = r.runs.map((run) => {
+    const l = run.ledger;
+    const m = run.memory;
+    return (
+      `${run.policy.padEnd(15)} ${String(run.compactions).padStart(11)} ${String(run.prunes).padStart(7)} ${String(l.requests).padStart(9)} ` +
+      `${String(l.cacheMissTokens).padStart(15)} ${String(l.summaryTokens).padStart(12)} ${(l.peak / r.window).toFixed(2).padStart(9)} ` +
+      `${String(l.overWindow).padStart(5)} ${String(run.unpairedRequests).padStart(9)} ${money(l.cost).padStart(8)}   ` +
+      `${pct(m.neededRecall).padStart(13)}  ${`${pct(m.recallAfterCompaction)} (${m.compactionsMeasured})`.padStart(16)}  ${pct(m.intentRecall).padStart(13)}`
+    );
+  });
+  const goal = judgeRow(r.runs);
+  const verdict = `goal @ ${name}, ${r.window}: ${goal.checks.map((c) => `${c.name} ${c.ok ? 'yes' : 'NO'} (${c.detail})`).join('; ')} → ${goal.met ? 'MET' : 'NOT MET'}`;
+  return [`${name}, window ${r.window} tokens`, head, ...lines, verdict].join('\n');
+}
+
+function writeChart(name: string, r: WindowEval): string {
+  mkdirSync(OUT, { recursive: true });
+  const file = `${OUT}memory-${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${r.window}.svg`;
+  const points = r.runs.map((run, i) => ({ name: run.policy, cost: run.ledger.cost, recall: run.memory.neededRecall, ours: i === 0 }));
+  writeFileSync(file, costRecallChart(`${name}, window ${r.window}: cost × needed recall`, points));
+  return file;
+}
+
 export async function run(argv: readonly string[] = []): Promise<void> {
-  let file: string | undefined;
+  const files: string[] = [];
   let windows: number[] = [...DEFAULT_WINDOWS];
   let part: [number, number] | undefined;
-  let copies = 1;
+  let copies = [1, 3, 5];
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--windows') windows = (argv[++i] ?? '').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
     else if (argv[i] === '--part') {
@@ -165,39 +149,49 @@ export async function run(argv: readonly string[] = []): Promise<void> {
       if (!m || Number(m[1]) < 1 || Number(m[1]) > Number(m[2])) throw new Error(`--part wants i/n with 1 ≤ i ≤ n, got ${argv[i] ?? '(nothing)'}`);
       part = [Number(m[1]), Number(m[2])];
     } else if (argv[i] === '--copies') {
-      copies = Number(argv[++i]);
-      if (!Number.isInteger(copies) || copies < 1) throw new Error(`--copies wants a whole number ≥ 1, got ${argv[i] ?? '(nothing)'}`);
-    } else file = argv[i];
+      copies = (argv[++i] ?? '').split(',').map(Number);
+      if (copies.length === 0 || copies.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--copies wants whole numbers ≥ 1, got ${argv[i] ?? '(nothing)'}`);
+    } else files.push(argv[i]!);
   }
-  const path = file ?? findPiData().path;
-  const whole = Session.inMemory('economics-source');
-  await importPiFile(whole, path);
-  const piece = part === undefined ? whole : partOf(whole, part[0], part[1]);
-  const source = copies === 1 ? piece : stitched(piece, copies);
-  const facts = historyFacts(source.events());
-  const requests = source.events().filter((e) => e.type === 'assistant/message').length;
-  console.log(
-    `transcript: ${path}${part === undefined ? '' : ` part ${part[0]}/${part[1]}`}${copies === 1 ? '' : ` × ${copies} copies, folders renamed per copy (synthetic)`} (${requests} requests; ${facts.paths.size} distinct file paths, ${facts.errors.size} distinct error lines)`,
-  );
-  console.log(`same for every policy: extractive summarizer, summary cap ${SUMMARY_CAP} tokens, agent output reservation ${MAX_OUTPUT_TOKENS}, o200k_base pricing of every message`);
+  const bases = files.length === 0 ? await defaultTranscripts() : await Promise.all(files.map(async (f) => ({ name: basename(f), session: await importAny(f) })));
+  const transcripts: Array<{ name: string; session: Session }> = [];
+  for (const b of bases) {
+    const piece = part === undefined ? b.session : partOf(b.session, part[0], part[1]);
+    const label = part === undefined ? b.name : `${b.name} part ${part[0]}/${part[1]}`;
+    // Copies of a transcript are built from its first part alone when it is the pi fixture (synthetic, longer sessions).
+    for (const n of copies) transcripts.push({ name: n === 1 ? label : `${label} × ${n}`, session: n === 1 ? piece : stitched(piece, n) });
+  }
+  console.log('same for every policy: extractive summarizer, summary cap 4096 tokens, agent output reservation 4096, o200k_base pricing of every message');
   console.log(PRICE_TABLE);
   console.log(CACHE_MODEL);
-  console.log(
-    "xcompact = the real engine (createCompactionEngine, default policy with its cost model; headroom scaled to the summary cap, the price table above as the model's prices). " +
-      'The others are SIMULATIONS from public facts:',
-  );
+  console.log('xcompact = the real engine (createCompactionEngine, default policy; headroom scaled to the summary cap). The others are SIMULATIONS from public facts:');
   for (const p of PEERS) console.log(`  - ${p.description}`);
-  console.log(RETENTION_NOTE);
-  for (const w of windows) {
-    console.log('');
-    console.log(formatTable(await economics(source, w)));
+  console.log(MEMORY_NOTE);
+  const summary: string[] = [];
+  for (const t of transcripts) {
+    const requests = t.session.events().filter((e) => e.type === 'assistant/message').length;
+    for (const w of windows) {
+      const r = await evaluateWindow(t.session, w);
+      console.log('');
+      console.log(`${t.name}: ${requests} requests`);
+      console.log(formatWindow(t.name, r));
+      console.log(`chart: ${writeChart(t.name, r)}`);
+      const g = judgeRow(r.runs);
+      const x = r.runs[0]!;
+      summary.push(
+        `| ${t.name}, ${w} | ${money(x.ledger.cost)} · ${pct(x.memory.neededRecall)} · ${pct(x.memory.recallAfterCompaction)} · ${pct(x.memory.intentRecall)} | ` +
+          `${g.checks.map((c) => `${c.ok ? '✓' : '✗'} ${c.detail}`).join(' · ')} | ${g.met ? 'met' : 'NOT met'} |`,
+      );
+    }
   }
+  console.log('\nmemory goal per row (xcompact: cost · needed · after compaction · intent | checks | goal):');
+  for (const s of summary) console.log(s);
 }
 
-export const RETENTION_NOTE =
-  "retained = of the distinct file paths (tool-call arguments) and error lines (failed results; command output lines shaped like an error report) the history held before a request, the share visible verbatim in that request (messages and the policy's own summaries), " +
-  "measured at every request: mean and minimum over the run, and the last request by kind. Summaries are the same extractive prose for every policy; the lists beside it only where the policy's design has them " +
-  '(xcompact: read/modified files and unresolved errors; pi: read/modified files; Codex, opencode, naive: none). Goal on the mean.';
+export const MEMORY_NOTE =
+  'memory (src/eval/memory.ts, issue 25): needed recall = at each request, of the facts (file paths, error lines of tool results, string arguments of tool calls) that occur before it AND again in an ' +
+  'assistant message at or after it in the original transcript, the share present verbatim in what the policy sends (its summaries included); mean over requests with a needed fact. ' +
+  'After compaction = the same at the first request after each compaction (count in brackets). Intent = of every earlier user message, its first 160 characters (or first line ≥ 20 characters), present verbatim; mean over (request, message) pairs.';
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   run(process.argv.slice(2)).catch((err: unknown) => {

@@ -8,7 +8,6 @@ import { existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import OpenAI, { APIConnectionError, AuthenticationError, NotFoundError, PermissionDeniedError } from 'openai';
 import { CompactionError, createCompactionEngine } from '../engine';
-import { importPiTranscript } from '../session/import-pi';
 import { Session } from '../session/session';
 import { JsonlStore } from '../session/stores/jsonl';
 import { checkSessionId, type LoadReport } from '../session/store';
@@ -20,6 +19,8 @@ import { loadConfig } from './config-file';
 import { CliError } from './errors';
 import {
   detectFormat,
+  HARNESS_NAMES,
+  importHarnessTranscript,
   jsonErrorLocation,
   loadSessionReadOnly,
   openPostgresSession,
@@ -89,7 +90,7 @@ async function compactInput(
   if (options.inPlace && options.output) throw new CliError('--in-place and --output exclude each other: pick one.', 2);
   if (options.inPlace && format !== 'xcompact') {
     // --in-place only ever appends to an xcompact log: anything else would be replaced, not appended to.
-    const what = format === 'pi' ? 'a pi transcript (the result is an xcompact session)' : 'a chat-messages JSON file (its messages would be overwritten)';
+    const what = format !== 'messages' ? `a ${HARNESS_NAMES[format]} (the result is an xcompact session)` : 'a chat-messages JSON file (its messages would be overwritten)';
     const ext = format === 'messages' ? 'json' : 'jsonl';
     throw new CliError(
       `${file} is ${what}: --in-place only appends to an xcompact session log (JSONL); drop --in-place to write <name>.compacted.${ext} (or pass --output).`,
@@ -231,16 +232,16 @@ async function compactInput(
   let cleanupOutput = false;
   if (format === 'messages') {
     session = probe;
-  } else if (format === 'pi') {
+  } else if (format !== 'xcompact') {
     await rm(output, { force: true });
     session = await Session.open(new JsonlStore(dirname(output), { sync: true }), sessionId!);
     cleanupOutput = true;
     try {
-      importPiTranscript(session, bytes.toString('utf8'));
+      importHarnessTranscript(file, bytes, format, session);
     } catch (err) {
       await session.close().catch(() => undefined);
       await rm(output, { force: true });
-      throw new CliError(`${file}: ${(err as Error).message}; the transcript could not be imported.`, 1, { cause: err });
+      throw err;
     }
   } else {
     if (!options.inPlace) {

@@ -10,7 +10,9 @@ import type { Session } from '../session/session';
 import { BudgetError, modelInfoFor, resolveBudget, tokenizerNameFor } from '../services/config';
 import { CliError } from './errors';
 import { loadConfig } from './config-file';
-import { detectFormat, loadSessionReadOnly, openPostgresSession, parseRoute, postgresRef, readInput } from './load';
+import type { TranscriptImportReport } from '../session/import-common';
+import type { TranscriptFormat } from '../session/import-detect';
+import { HARNESS_NAMES, detectFormat, loadSessionReadOnly, openPostgresSession, parseRoute, postgresRef, readInput } from './load';
 import { createStyle, fmt, pct, table, useColor, type CliEnv } from './ui';
 
 export interface InspectOptions {
@@ -41,7 +43,7 @@ export interface CheckpointInfo {
 
 export interface InspectReport {
   file: string;
-  format: 'xcompact' | 'pi';
+  format: TranscriptFormat;
   configFile: string | undefined;
   events: number;
   eventsByType: Partial<Record<EventType, number>>;
@@ -62,6 +64,8 @@ export interface InspectReport {
         ignored: Record<string, number>;
       }
     | undefined;
+  /** What the import did, for a Claude Code session or a Codex rollout (pi's is `pi`). */
+  imported: TranscriptImportReport | undefined;
   route: { provider: string; model: string; source: 'option' | 'last request header' } | undefined;
   pressure: {
     totalTokens: number;
@@ -101,11 +105,12 @@ export async function runInspect(file: string, options: InspectOptions, out: Nod
   const bytes = await readInput(file);
   const format = detectFormat(file, bytes);
   if (format === 'messages') {
-    throw new CliError(`${file} is a .json file: inspect reads session JSONL files (xcompact or pi); use \`xcompact compact\` for a chat-messages JSON file.`, 2);
+    throw new CliError(`${file} is a .json file: inspect reads session JSONL files (xcompact, pi, Claude Code or Codex); use \`xcompact compact\` for a chat-messages JSON file.`, 2);
   }
-  const { session, pi } = await loadSessionReadOnly(file, bytes, format);
+  const { session, pi, imported } = await loadSessionReadOnly(file, bytes, format);
   const config = loadConfig(options.config, file);
   const report = buildReport(file, format, session, config, options);
+  if (imported && !pi) report.imported = imported;
   if (pi) {
     report.pi = {
       format: pi.format,
@@ -121,7 +126,7 @@ export async function runInspect(file: string, options: InspectOptions, out: Nod
   return report;
 }
 
-function buildReport(file: string, format: 'xcompact' | 'pi', session: Session, config: ReturnType<typeof loadConfig>, options: InspectOptions): InspectReport {
+function buildReport(file: string, format: TranscriptFormat, session: Session, config: ReturnType<typeof loadConfig>, options: InspectOptions): InspectReport {
   const header = session.latestHeader;
   const route = options.model
     ? { ...parseRoute(options.model), source: 'option' as const }
@@ -238,6 +243,7 @@ function buildReport(file: string, format: 'xcompact' | 'pi', session: Session, 
       openStep: session.openStep,
       pendingCalls: s.pendingCalls(),
       pi: undefined,
+      imported: undefined,
       route,
       pressure: {
         totalTokens: m.totalTokens,
@@ -269,7 +275,7 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
   const lines: string[] = [];
   const section = (title: string) => lines.push('', style.bold(title));
   lines.push(
-    `${style.bold(basename(r.file))} — ${r.format === 'pi' ? 'pi transcript, imported in memory' : 'xcompact session'} (${fmt(r.events)} events)${r.configFile ? style.dim(` · config ${r.configFile}`) : ''}`,
+    `${style.bold(basename(r.file))} — ${r.format === 'xcompact' ? 'xcompact session' : `${HARNESS_NAMES[r.format]}, imported in memory`} (${fmt(r.events)} events)${r.configFile ? style.dim(` · config ${r.configFile}`) : ''}`,
   );
   const topTypes = Object.entries(r.eventsByType)
     .sort((a, b) => b[1] - a[1])
@@ -296,6 +302,19 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
             ...(Object.keys(r.pi.rendered).length ? [['  sent as user text', counts(r.pi.rendered)]] : []),
             ...(Object.keys(r.pi.notSent).length ? [['  never sent by pi', counts(r.pi.notSent)]] : []),
             ...(Object.keys(r.pi.ignored).length ? [['  ignored (unknown)', counts(r.pi.ignored)]] : []),
+          ] as Array<[string, string]>)
+        : []),
+      ...(r.imported
+        ? ([
+            [
+              'import',
+              `${r.imported.turns} turns; ${r.imported.compactions} ${HARNESS_NAMES[r.imported.harness]} compactions as checkpoints` +
+                `${r.imported.summariesUnavailable ? ` (${r.imported.summariesUnavailable} without a readable summary)` : ''}; ` +
+                `${r.imported.synthesizedResults} calls without a recorded result answered with an error result`,
+            ],
+            ...(Object.keys(r.imported.rendered).length ? [['  sent as user text', counts(r.imported.rendered)]] : []),
+            ...(Object.keys(r.imported.notSent).length ? [['  never sent', counts(r.imported.notSent)]] : []),
+            ...(Object.keys(r.imported.ignored).length ? [['  ignored (unknown)', counts(r.imported.ignored)]] : []),
           ] as Array<[string, string]>)
         : []),
     ]),

@@ -7,7 +7,11 @@
 import { readFile, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { XcompactError } from '../errors';
-import { importPiTranscript, type PiImportReport } from '../session/import-pi';
+import type { TranscriptImportReport } from '../session/import-common';
+import { detectTranscriptFormat, FORMAT_LABELS, type TranscriptFormat } from '../session/import-detect';
+import type { PiImportReport } from '../session/import-pi';
+import { importPiTranscript } from '../session/import-pi';
+import { importTranscript } from '../session/import-transcript';
 import { Session } from '../session/session';
 import { StoreError } from '../session/errors';
 import { checkSessionId, type LogWriter, type SessionStore, type StoredLog } from '../session/store';
@@ -16,7 +20,11 @@ import { PostgresStore } from '../session/stores/postgres';
 import { describeUrl, isPostgresUrl } from '../session/stores/postgres-connect';
 import { CliError } from './errors';
 
-export type FileFormat = 'xcompact' | 'pi' | 'messages';
+export type FileFormat = TranscriptFormat | 'messages';
+/** A transcript of another harness, imported into an in-memory session. */
+export type HarnessFormat = Exclude<TranscriptFormat, 'xcompact'>;
+
+export const HARNESS_NAMES: Record<HarnessFormat, string> = { pi: 'pi transcript', 'claude-code': 'Claude Code session', codex: 'Codex rollout' };
 
 export async function readInput(file: string): Promise<Buffer> {
   let info;
@@ -32,27 +40,24 @@ export async function readInput(file: string): Promise<Buffer> {
   return readFile(file);
 }
 
-/** Decides the format from the extension (.json = chat messages) and, for JSONL, from the first line. */
+/**
+ * Decides the format from the extension (.json = chat messages) and, for JSONL, from the
+ * records themselves (import-detect.ts): an xcompact session, a pi transcript, a Claude Code
+ * session or a Codex rollout. A file that is none of them is refused naming the formats tried.
+ */
 export function detectFormat(file: string, bytes: Buffer): FileFormat {
   if (file.toLowerCase().endsWith('.json')) return 'messages';
   const text = bytes.toString('utf8');
-  const firstLine = text.split('\n').find((l) => l.trim() !== '');
-  if (firstLine === undefined) {
-    throw new CliError(`${file} is empty: there is no session to read. Pass a session JSONL written by xcompact (or a pi transcript).`);
+  if (text.trim() === '') {
+    throw new CliError(`${file} is empty: there is no session to read. Pass a session JSONL written by xcompact, or a pi, Claude Code or Codex transcript.`);
   }
-  let first: unknown;
-  try {
-    first = JSON.parse(firstLine);
-  } catch (err) {
-    const line = text.split('\n').indexOf(firstLine) + 1;
-    throw new CliError(`${file}:${line}: not valid JSON (${(err as Error).message}); expected one JSON event per line. The file was not changed.`);
+  const found = detectTranscriptFormat(text);
+  if (found.format !== undefined) return found.format;
+  if (found.lines === 0 && found.badLine) {
+    throw new CliError(`${file}:${found.badLine.line}: ${found.badLine.reason}; expected one JSON record per line. The file was not changed.`);
   }
-  const rec = (typeof first === 'object' && first !== null ? first : {}) as Record<string, unknown>;
-  if (typeof rec.seq === 'number' && typeof rec.type === 'string') return 'xcompact';
-  if (rec.type === 'session' || rec.type === 'message' || rec.type === 'model_change') return 'pi';
-  throw new CliError(
-    `${file}: the first line is neither an xcompact session event ({"seq":0,"type":…}) nor a pi transcript entry ({"type":"session"|"message",…}); pass a session JSONL, or a .json file of chat messages.`,
-  );
+  const tried = Object.values(FORMAT_LABELS).join('; ');
+  throw new CliError(`${file}: not a transcript xcompact reads; tried ${tried}, and none describes its ${found.lines} records. Pass one of those, or a .json file of chat messages.`);
 }
 
 /**
@@ -91,20 +96,31 @@ export class ReadOnlyJsonlStore implements SessionStore {
 
 export interface LoadedSession {
   session: Session;
-  format: 'xcompact' | 'pi';
+  format: TranscriptFormat;
   pi?: PiImportReport;
+  /** What the import did, for a transcript of another harness (pi included). */
+  imported?: TranscriptImportReport;
 }
 
-/** Opens an xcompact session or a pi transcript in memory; the file is only read. */
-export async function loadSessionReadOnly(file: string, bytes: Buffer, format: 'xcompact' | 'pi'): Promise<LoadedSession> {
-  if (format === 'pi') {
-    const session = Session.inMemory(sessionIdOf(file));
-    try {
+/** Imports a harness's transcript into `session` (empty); a failure is a CliError naming the file. */
+export function importHarnessTranscript(file: string, bytes: Buffer, format: HarnessFormat, session: Session): { imported: TranscriptImportReport; pi?: PiImportReport } {
+  try {
+    if (format === 'pi') {
       const pi = importPiTranscript(session, bytes.toString('utf8'));
-      return { session, format, pi };
-    } catch (err) {
-      throw new CliError(`${file}: ${err instanceof Error ? err.message : String(err)}; the transcript could not be imported.`, 1, { cause: err });
+      const { format: _variant, ...counts } = pi;
+      return { pi, imported: { harness: 'pi', ...counts, summariesUnavailable: 0 } };
     }
+    return { imported: importTranscript(session, bytes.toString('utf8'), format) };
+  } catch (err) {
+    throw new CliError(`${file}: ${err instanceof Error ? err.message.replace(/\.$/, '') : String(err)}; the transcript could not be imported (the file was not changed).`, 1, { cause: err });
+  }
+}
+
+/** Opens an xcompact session, or a transcript of another harness in memory; the file is only read. */
+export async function loadSessionReadOnly(file: string, bytes: Buffer, format: TranscriptFormat): Promise<LoadedSession> {
+  if (format !== 'xcompact') {
+    const session = Session.inMemory(sessionIdOf(file));
+    return { session, format, ...importHarnessTranscript(file, bytes, format, session) };
   }
   try {
     const session = await Session.open(new ReadOnlyJsonlStore(file, bytes), sessionIdOf(file));

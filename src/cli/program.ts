@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { runCompact } from './compact';
 import { runDemo } from './demo';
+import { runEval, type EvalCliOptions } from './eval';
 import { reportError } from './errors';
 import { useColor, type CliEnv } from './ui';
 import { runInspect } from './inspect';
@@ -46,7 +47,7 @@ export interface CliIO {
 }
 
 export function buildProgram(io: CliIO = processIO()): Command {
-  const { stdout, env } = io;
+  const { stdout, stderr, env } = io;
   const program = new Command('xcompact')
     // Set before the subcommands are added: they inherit both.
     .configureOutput({
@@ -136,6 +137,28 @@ export function buildProgram(io: CliIO = processIO()): Command {
     .addOption(verboseOption())
     .action(async (file: string, opts: Parameters<typeof runCompact>[1]) => {
       await runCompact(file, { ...opts, env }, stdout);
+    });
+
+  program
+    .command('eval')
+    .description(
+      'Replay transcripts (xcompact sessions, pi, Claude Code or Codex files) through xcompact with your config and through simulated peer policies ' +
+        '(pi, Codex, opencode, naive) at each window, and print cost, cache misses, compactions, prunes, peak ÷ window, requests over the window and ' +
+        'the memory measures (needed recall, recall after compaction, intent recall). Model-free by default.',
+    )
+    .argument('<transcript...>', 'transcript files (JSONL), recognised by their records')
+    .option('--window <sizes>', 'context windows to replay at, comma-separated (k = 1,024 tokens)', '32k,128k')
+    .option('--config <file>', "xcompact configuration JSON for xcompact's run")
+    .option('--prices <list>', 'dollars per million tokens: input,cacheRead,cacheWrite,output (e.g. 3,0.3,3.75,15) or named (input=1.25,output=10)')
+    .option('--report <file.html>', 'also write one self-contained HTML page: the tables, a cost × recall chart and the request size per step')
+    .addOption(new Option('--summarizer <kind>', 'who writes the summaries').choices(['extractive', 'openai']).default('extractive'))
+    .option('--base-url <url>', 'OpenAI-compatible endpoint for --summarizer openai (default: $OPENAI_BASE_URL)')
+    .option('--api-key-env <name>', 'environment variable holding the API key', 'OPENAI_API_KEY')
+    .option('--json', 'print the figures as JSON')
+    .option('--no-color', 'plain output without ANSI colours')
+    .addOption(verboseOption())
+    .action(async (files: string[], opts: EvalCliOptions) => {
+      await runEval(files, { ...opts, env }, stdout, stderr);
     });
 
   return program;

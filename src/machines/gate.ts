@@ -66,6 +66,16 @@ function jobInput<T extends { aborted: boolean }>(context: GateContext): T {
   return context.cancelled ? { ...job, aborted: true } : job;
 }
 
+/**
+ * The pressure job's input: with the gate's reading when nothing can have changed since it was
+ * taken (no wait, no background run ended in between), so the step is measured once.
+ */
+function pressureInput(context: GateContext): PressureInput {
+  const job = jobInput<PressureInput>(context);
+  const fresh = context.reading !== undefined && !context.waited && context.outcomes.length === 0 && !context.cancelled;
+  return fresh ? { ...job, given: { kind: 'reading', reading: context.reading! } } : job;
+}
+
 export const gateMachine = setup({
   types: {
     context: {} as GateContext,
@@ -148,7 +158,7 @@ export const gateMachine = setup({
       ],
     },
     runningPressure: {
-      invoke: { id: 'job', src: 'pressure', input: ({ context }) => jobInput<PressureInput>(context), onDone: { target: 'done', actions: 'remember output' } },
+      invoke: { id: 'job', src: 'pressure', input: ({ context }) => pressureInput(context), onDone: { target: 'done', actions: 'remember output' } },
       on: { cancel: { actions: 'forward cancel' } },
     },
     runningOverflow: {

@@ -5,9 +5,13 @@
  *   checkingSignal ─ already aborted ▶ cancelled
  *   measuring ─ unrouted / misconfigured ▶ skipped      ─ below threshold ▶ below
  *       │ below, but compacting now pays (cost model) ▶ selecting
- *       │ at or above, pruning enabled but it does not pay (cost model) ▶ selecting
+ *       │ below, but pruning now pays (cost model: reads saved, less what it forgets) ▶ pruning
  *       │ at or above threshold, or the provider reported a prompt above the window
- *       │ (a silent overflow: announced once per reply, compacted whatever the meter says)
+ *       │ (a silent overflow: announced once per reply, compacted whatever the meter says):
+ *       │ relief, never declined — the cost model picks the cheapest that brings the request
+ *       │ under the threshold: a prune alone ▶ pruning; a summary alone (a prune would free
+ *       │ nothing) ▶ selecting; otherwise (or with no cost model) a prune, then a summary of
+ *       │ the pruned surface if it is not enough
  *   pruning (if enabled) ▶ remeasuringAfterPrune ─ below ▶ relievedByPruning (no model call)
  *       └ threw ▶ selecting (announced as prune.failed: compaction still runs)
  *   selecting ─ nothing to compact ▶ stuck (first attempt) / failed (a retry with nothing new)
@@ -49,6 +53,17 @@ export interface PressureInput {
   maxAttempts: number;
   /** The newest usage seq a silent overflow was already reported for (-1: none). */
   silentSeenSeq: number;
+  /**
+   * A reading the caller took with nothing appended or committed since (the background gate's):
+   * decided on as it is, so a step is measured once.
+   */
+  given?: ReadingResult;
+}
+
+/** What the measure actor is asked: the phase, and a reading already taken for it (returned as it is). */
+export interface MeasureInput {
+  phase: 'initial' | 'after-prune' | 'after-compaction';
+  given?: ReadingResult;
 }
 
 export type PressureStatus =
@@ -142,7 +157,7 @@ export const pressureMachine = setup({
     emitted: {} as ChartNotification,
   },
   actors: {
-    measure: notProvided<ReadingResult, { phase: 'initial' | 'after-prune' | 'after-compaction' }>('measure'),
+    measure: notProvided<ReadingResult, MeasureInput>('measure'),
     prune: notProvided<PruneSummary, PruneInput>('prune'),
     selectRange: notProvided<RangeSelection | null, SelectInput>('selectRange'),
     transaction: transactionMachine,
@@ -159,7 +174,9 @@ export const pressureMachine = setup({
     },
     'pruning is enabled': ({ context }) => context.pruneEnabled,
     'compacting now pays': ({ event }) => reading(event)?.economics?.compaction?.pays === true,
-    'pruning does not pay': ({ event }) => reading(event)?.economics?.prune?.pays === false,
+    'pruning now pays (cost model)': ({ event }) => reading(event)?.economics?.prune?.pays === true,
+    'a prune alone relieves the pressure (cost model)': ({ event }) => reading(event)?.economics?.relief?.choice === 'prune',
+    'a prune would free nothing (cost model)': ({ event }) => reading(event)?.economics?.relief?.choice === 'summarize',
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
     'transaction committed': ({ event }) => outputOf<TransactionOutput>(event).status === 'committed',
     'transaction was cancelled': ({ event }) => {
@@ -182,8 +199,11 @@ export const pressureMachine = setup({
     'remember economic decision': assign({
       economics: ({ event }, params: { decision: EconomicDecision['decision'] }) => {
         const e = reading(event)?.economics;
-        const verdict = params.decision === 'compact-early' ? e?.compaction : e?.prune;
-        return verdict ? { ...verdict, decision: params.decision } : undefined;
+        if (params.decision === 'compact-early') return e?.compaction ? { ...e.compaction, decision: 'compact-early' } : undefined;
+        if (params.decision === 'prune-early') return e?.prune ? { ...e.prune, decision: 'prune-early' } : undefined;
+        if (!e?.relief) return undefined;
+        const { choice: _choice, ...verdict } = e.relief;
+        return { ...verdict, decision: params.decision };
       },
     }),
     'announce prune': announcePrune,
@@ -242,7 +262,7 @@ export const pressureMachine = setup({
     measuring: {
       invoke: {
         src: 'measure',
-        input: { phase: 'initial' },
+        input: ({ context }): MeasureInput => (context.given ? { phase: 'initial', given: context.given } : { phase: 'initial' }),
         onDone: [
           { guard: 'no routed model yet', target: 'skipped' },
           { guard: 'budget cannot be resolved', target: 'skipped', actions: 'remember misconfiguration' },
@@ -257,17 +277,29 @@ export const pressureMachine = setup({
             target: 'selecting',
             actions: ['remember first reading', { type: 'remember economic decision', params: { decision: 'compact-early' } }],
           },
-          { guard: 'below threshold', target: 'below', actions: 'remember first reading' },
-          // Pruning rewrites everything after the first pruned result: skipped when that costs more than it saves.
+          // Below the threshold, masking old bulky outputs when the reads it saves, less what it forgets, repay the rewrite.
           {
-            guard: and(['pruning is enabled', 'pruning does not pay']),
-            target: 'selecting',
-            actions: ['remember first reading', { type: 'remember economic decision', params: { decision: 'skip-prune' } }],
+            guard: and(['below threshold', 'pruning is enabled', 'pruning now pays (cost model)']),
+            target: 'pruning',
+            actions: ['remember first reading', { type: 'remember economic decision', params: { decision: 'prune-early' } }],
           },
+          { guard: 'below threshold', target: 'below', actions: 'remember first reading' },
+          // Above the threshold relief is never declined: the cheapest action that brings the request under it.
+          {
+            guard: and(['pruning is enabled', 'a prune alone relieves the pressure (cost model)']),
+            target: 'pruning',
+            actions: ['remember first reading', { type: 'remember economic decision', params: { decision: 'prune' } }],
+          },
+          {
+            guard: and(['pruning is enabled', 'a prune would free nothing (cost model)']),
+            target: 'selecting',
+            actions: ['remember first reading', { type: 'remember economic decision', params: { decision: 'summarize' } }],
+          },
+          // A prune, then a summary of the pruned surface if it is not enough (also with no cost model).
           {
             guard: 'pruning is enabled',
             target: 'pruning',
-            actions: ['remember first reading', { type: 'remember economic decision', params: { decision: 'prune' } }],
+            actions: ['remember first reading', { type: 'remember economic decision', params: { decision: 'prune-then-summarize' } }],
           },
           { target: 'selecting', actions: 'remember first reading' },
         ],

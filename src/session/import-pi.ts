@@ -122,6 +122,13 @@ export function importPiTranscript(target: Session, jsonl: string, options: PiIm
   // halfway through leaves the target (and its store) untouched.
   const session = Session.inMemory('pi-import');
   const report = importInto(session, jsonl, options);
+  const said = report.userMessages + report.assistantMessages + report.compactions + Object.values(report.rendered).reduce((a, b) => a + b, 0);
+  if (report.lines > 0 && said === 0) {
+    // Lines that look like pi entries but say nothing (another tool's JSONL) are not a pi session with 0 events.
+    throw new PiImportError(
+      `none of its ${report.lines} lines is a message pi sent (found ${JSON.stringify({ ...report.notSent, ...report.ignored })}); expected pi entries like {"type":"message","message":{"role":"user","content":[…]}}.`,
+    );
+  }
   for (const e of session.events()) {
     const input = { type: e.type, data: e.data } as AppendInput;
     if (e.surfaceOp !== undefined) input.surfaceOp = e.surfaceOp;

@@ -16,7 +16,7 @@ import { transactionMachine } from '../../src/machines/transaction';
 import type { CommitRecord, PressureEconomics, PressureReading, SpanCheck, TransactionInput, TransactionOutput, Verdict } from '../../src/machines/types';
 import type { RangeSelection } from '../../src/services/selection';
 import { backgroundSpec, gateSpec } from './catalogs-background';
-import type { EconomicVerdict } from '../../src/services/economics';
+import type { EconomicVerdict, ReliefVerdict } from '../../src/services/economics';
 import { activeAfterEvents, activeInvokes } from './model';
 import { generatePaths, type CatalogEvent, type Coverage, type MachineSpec } from './paths';
 
@@ -35,6 +35,7 @@ const READING = (totalTokens: number): PressureReading => ({
   contextWindow: 6000,
 });
 const VERDICT = (pays: boolean): EconomicVerdict => ({ pays, savings: pays ? 2 : 0, cost: 1, requestsToCome: 40, breakEvenTokens: 2500, reason: pays ? 'pays' : 'does not pay' });
+const RELIEF = (choice: ReliefVerdict['choice']): ReliefVerdict => ({ ...VERDICT(true), choice });
 const ECONOMICS = (over: Partial<PressureEconomics>): PressureEconomics => ({
   prices: { input: 1, cacheRead: 0.1, cacheWrite: 1.25, output: 4 },
   pace: { requests: 40, growthPerRequest: 60 },
@@ -174,10 +175,17 @@ export const PRESSURE_OFFERS: Record<string, Offer[]> = {
       states: ['measuring'],
     },
     { outcome: 'throws', error: error('internal') },
-    // The cost model (economics on): below the threshold, compacting now pays; above it, pruning does not.
+    // The cost model (economics on): below the threshold, compacting now pays, or pruning now pays;
+    // above it, its choice of relief: a prune alone, or a summary alone (a prune would free nothing).
     { outcome: 'below-pays', output: { kind: 'reading', reading: { ...READING(3000), economics: ECONOMICS({ compaction: VERDICT(true) }) } }, states: ['measuring'] },
-    { outcome: 'above-prune-unpaid', output: { kind: 'reading', reading: { ...READING(5000), economics: ECONOMICS({ prune: VERDICT(false) }) } }, states: ['measuring'] },
-    { outcome: 'above-prune-pays', output: { kind: 'reading', reading: { ...READING(5000), economics: ECONOMICS({ prune: VERDICT(true) }) } }, states: ['measuring'] },
+    { outcome: 'below-prune-pays', output: { kind: 'reading', reading: { ...READING(3000), economics: ECONOMICS({ prune: VERDICT(true) }) } }, states: ['measuring'] },
+    { outcome: 'above-nothing-to-prune', output: { kind: 'reading', reading: { ...READING(5000), economics: ECONOMICS({ relief: RELIEF('summarize') }) } }, states: ['measuring'] },
+    { outcome: 'above-prune-relieves', output: { kind: 'reading', reading: { ...READING(5000), economics: ECONOMICS({ relief: RELIEF('prune') }) } }, states: ['measuring'] },
+    {
+      outcome: 'above-prune-then-summarize',
+      output: { kind: 'reading', reading: { ...READING(5000), economics: ECONOMICS({ relief: RELIEF('prune-then-summarize') }) } },
+      states: ['measuring'],
+    },
   ],
   prune: [
     { outcome: 'pruned', output: { count: 1, tokensFreed: 900, generation: 1 } },
@@ -213,7 +221,14 @@ export const PRESSURE_INPUTS: Array<{ label: string; input: PressureInput }> = [
 function economicOffers<Aux>(s: AnyMachineSnapshot, offers: Array<CatalogEvent<Aux>>): Array<CatalogEvent<Aux>> {
   const decision = (s.context as { economics?: { decision: string } }).economics?.decision;
   if (decision === 'compact-early') return offers.filter((o) => o.outcome === 'selectRange:throws');
-  if (decision === 'skip-prune') return offers.filter((o) => o.outcome === 'selectRange:nothing');
+  if (decision === 'summarize') return offers.filter((o) => o.outcome === 'selectRange:nothing');
+  // A prune the cost model chose (alone above the threshold, or early below it) frees what it weighed: the request ends below.
+  if (decision === 'prune' || decision === 'prune-early') return offers.filter((o) => o.outcome === 'prune:pruned' || o.outcome === 'measure:below');
+  // A prune that is not enough, then one summary of the pruned surface that is.
+  if (decision === 'prune-then-summarize') {
+    const next = s.value === 'remeasuringAfterPrune' ? ['measure:above'] : ['prune:pruned', 'selectRange:range', 'transaction:committed', 'measure:below'];
+    return offers.filter((o) => next.includes(o.outcome));
+  }
   return offers;
 }
 
@@ -241,9 +256,9 @@ export const pressureSpec: MachineSpec<PressureAux> = {
   project: (s, aux) => JSON.stringify([s.value, s.context.pruneEnabled, s.context.attempts, s.context.cancelRequested, s.context.economics?.decision, aux]),
   atRest: (s) => s.status === 'done',
   maxDepth: 12,
-  // The cost model's decision to prune is recorded only when the cost model weighed the prune.
+  // The cost model's choice of a prune then a summary is recorded only when the cost model chose it.
   witness: {
-    'pressure.measuring done(measure)#7': (_s, _aux, e) => (e as { output?: { reading?: { economics?: { prune?: unknown } } } }).output?.reading?.economics?.prune !== undefined,
+    'pressure.measuring done(measure)#9': (_s, _aux, e) => (e as { output?: { reading?: { economics?: { relief?: unknown } } } }).output?.reading?.economics?.relief !== undefined,
   },
 };
 

@@ -108,7 +108,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
   const w = await openWorld(srv, {
     config: {
       background: true,
-      ...(economic ? { economics: true } : {}),
+      ...(economic ? { economics: true, forgetting: 0 } : {}),
       ...(o.includes('revalidate:too-little-progress') ? { minProgressRatio: 0.9 } : {}),
       ...(o.includes('summarize:deadline') ? { summaryTimeoutMs: DEADLINE_MS } : {}),
     },

@@ -74,8 +74,8 @@ export function worldFor(path: GeneratedPath): Recipe {
     // A long session of small steps, under the threshold, far enough above what an early
     // compaction would leave (checkpoint + floor tail) that compacting now pays.
     return {
-      name: 'a long session under the threshold, where compacting early pays',
-      options: { config: { economics: true } },
+      name: 'a long session under the threshold, where compacting early pays (forgetting priced at zero)',
+      options: { config: { economics: true, forgetting: 0 } },
       build: async (w) => {
         for (let i = 0; i < 400; i++) {
           toolStep(w, { open: true, result: `ok ${i}` });
@@ -85,8 +85,20 @@ export function worldFor(path: GeneratedPath): Recipe {
       },
     };
   }
-  if (o[0] === 'measure:above-prune-unpaid') {
-    // Over the threshold with nothing a prune could free: pruning cannot pay, so it is skipped.
+  if (o[0] === 'measure:below-prune-pays') {
+    // Forgetting priced at zero: a long session of small steps, then an oversized newest result
+    // that keeps the request under the threshold; pruning it rewrites nothing after it.
+    return {
+      name: 'an oversized newest result under the threshold, where pruning early pays (forgetting priced at zero)',
+      options: { config: { economics: true, forgetting: 0, prune: PRUNE_FAST } },
+      build: async (w) => {
+        for (let i = 0; i < 40; i++) toolStep(w, { result: `ok ${i}` });
+        toolStep(w, { open: true, result: 'y '.repeat(1100) });
+      },
+    };
+  }
+  if (o[0] === 'measure:above-nothing-to-prune') {
+    // Over the threshold with nothing a prune could free: the relief is a summary alone.
     return {
       name: 'one indivisible message over the threshold, the cost model on',
       options: { config: { economics: true } },
@@ -97,15 +109,25 @@ export function worldFor(path: GeneratedPath): Recipe {
       },
     };
   }
-  if (o[0] === 'measure:above-prune-pays') {
-    // Over the threshold because of the newest, huge tool result: pruning it rewrites little after
-    // it and frees much for every request to come, so the cost model says it pays.
+  if (o[0] === 'measure:above-prune-relieves') {
+    // Over the threshold because of the newest, huge tool result: pruning it alone brings the request under.
     return {
       name: 'a huge newest tool result over the threshold, the cost model on',
       options: { config: { economics: true, prune: PRUNE_FAST } },
       build: async (w) => {
         for (let i = 0; i < 3; i++) toolStep(w);
         toolStep(w, { open: true, result: Array.from({ length: 2500 }, (_, i) => `line${i}`).join(' ') });
+      },
+    };
+  }
+  if (o[0] === 'measure:above-prune-then-summarize') {
+    // One old oversized result, then ordinary steps far enough over the threshold that pruning it is not enough.
+    return {
+      name: 'an old oversized result, then the threshold overshot by more than pruning it frees',
+      options: { config: { economics: true, prune: PRUNE_FAST } },
+      build: async (w) => {
+        toolStep(w, { result: textOfTokens(1500) });
+        fillAbove(w, 1_400);
       },
     };
   }
@@ -208,7 +230,8 @@ export function worldFor(path: GeneratedPath): Recipe {
         w.ctl.hold();
         fillAbove(w, 150);
       },
-      summaryText: (range) => summaryOfTokens(range.tokens - 15),
+      // Less than the span by more than the checkpoint ledger the engine appends (the user's messages).
+      summaryText: (range) => summaryOfTokens(range.tokens - 80),
     };
   }
   if (o.includes('prune:pruned')) {
@@ -256,16 +279,18 @@ async function settlePressureStep(w: World, step: PathStep, next: PathStep | und
     if (outcome === 'throws') return void call.reject(Object.assign(new Error('scripted meter failure'), { code: 'internal' })), false;
     await call.runReal();
     const r = call.output as { kind: string; reading?: { totalTokens: number; threshold: number } };
-    const economics = (r.reading as { economics?: { compaction?: { pays: boolean }; prune?: { pays: boolean } } } | undefined)?.economics;
+    const economics = (r.reading as { economics?: { compaction?: { pays: boolean }; prune?: { pays: boolean }; relief?: { choice: string } } } | undefined)?.economics;
+    const relief = { 'above-prune-relieves': 'prune', 'above-nothing-to-prune': 'summarize', 'above-prune-then-summarize': 'prune-then-summarize' }[outcome!];
     if (outcome === 'below-pays') {
       expect(r.reading!.totalTokens).toBeLessThan(r.reading!.threshold);
       expect(economics?.compaction?.pays).toBe(true);
-    } else if (outcome === 'above-prune-pays') {
-      expect(r.reading!.totalTokens).toBeGreaterThanOrEqual(r.reading!.threshold);
+    } else if (outcome === 'below-prune-pays') {
+      expect(r.reading!.totalTokens).toBeLessThan(r.reading!.threshold);
+      expect(economics?.compaction?.pays).not.toBe(true);
       expect(economics?.prune?.pays).toBe(true);
-    } else if (outcome === 'above-prune-unpaid') {
+    } else if (relief !== undefined) {
       expect(r.reading!.totalTokens).toBeGreaterThanOrEqual(r.reading!.threshold);
-      expect(economics?.prune?.pays).toBe(false);
+      expect(economics?.relief?.choice).toBe(relief);
     } else if (outcome === 'silent-overflow') expect((r.reading as { silentOverflow?: unknown }).silentOverflow).toBeDefined();
     else if (outcome === 'above') expect(r.reading!.totalTokens).toBeGreaterThanOrEqual(r.reading!.threshold);
     else if (outcome === 'below') expect(r.reading!.totalTokens).toBeLessThan(r.reading!.threshold);
@@ -376,7 +401,13 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
   if (!o.includes('transaction:chart-error')) {
     const silent = (w.ctl.calls.slice(callsBefore).find((c) => c.service === 'measure')?.output as { reading?: { silentOverflow?: { seq: number } } } | undefined)?.reading?.silentOverflow;
     expect(out?.silentOverflowSeq).toBe(o[0] === 'measure:silent-overflow' ? silent!.seq : undefined);
-    const decision = { 'measure:below-pays': 'compact-early', 'measure:above-prune-unpaid': 'skip-prune', 'measure:above-prune-pays': 'prune' }[o[0]!];
+    const decision = {
+      'measure:below-pays': 'compact-early',
+      'measure:below-prune-pays': 'prune-early',
+      'measure:above-nothing-to-prune': 'summarize',
+      'measure:above-prune-relieves': 'prune',
+      'measure:above-prune-then-summarize': 'prune-then-summarize',
+    }[o[0]!];
     expect(out?.economics?.decision).toBe(decision);
   }
   if (o[0] === 'measure:silent-overflow') {

@@ -142,6 +142,13 @@ export const FIELDS = {
    */
   economics: z.boolean().default(true),
   /**
+   * Memory in the cost model (economics/cost.ts): the share of what a compaction forgets that
+   * the agent would have needed again, priced as reading it on every request to come. 1 (the
+   * default): an early summary never pays, compaction waits for the threshold, early relief is
+   * by pruning bulky outputs; 0 prices forgetting at zero (compact early whenever reads pay).
+   */
+  forgetting: z.number().min(0).max(1).default(1),
+  /**
    * The smallest retained tail the cost model may keep in a compaction it starts before the
    * threshold (default floor(M × 0.02), never above the retained tail). Compactions at the
    * threshold and overflow recovery keep retainRatio/retainTokens.

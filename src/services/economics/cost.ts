@@ -46,6 +46,8 @@ export interface CompactionEstimate {
   summaryInputUncached: number;
   /** Expected summary length. */
   summaryTokens: number;
+  /** What the checkpoint would not carry of the span (default: everything the compaction saves). */
+  forgottenTokens?: number;
 }
 
 export interface EconomicVerdict {
@@ -62,7 +64,22 @@ export interface EconomicVerdict {
 
 const M = 1e6;
 
-export function compactionEconomics(e: CompactionEstimate, pace: SessionPace, prices: ModelPrices): EconomicVerdict {
+/**
+ * Memory is part of the price. A summary forgets what its checkpoint does not carry; a prune
+ * forgets the middles of bulky outputs (their heads and tails stay). The agent would have read
+ * what it forgot on every request to come: `forgetting` is the share of that it would have
+ * needed (config `forgetting`; 1, the default: all of it; 0 prices forgetting at zero, the old
+ * model). With the default, relief below the threshold never pays (what it saves is what it
+ * forgets): compaction and pruning wait for the threshold, where relief is due. The memory
+ * measures of the bench (src/eval/memory.ts) found the middles of pruned outputs needed again
+ * as often as the rest (a word of a file read early, written again 400 requests later), so a
+ * prune's forgetting is priced like a summary's.
+ */
+function memoryCost(forgotten: number, n: number, prices: ModelPrices, share: number): number {
+  return (Math.max(0, forgotten) * share * n * prices.cacheRead) / M;
+}
+
+export function compactionEconomics(e: CompactionEstimate, pace: SessionPace, prices: ModelPrices, forgetting = 0): EconomicVerdict {
   const rewritten = Math.max(0, e.tokensAfter - e.keptPrefixTokens);
   const cost =
     (e.summaryInputCached * prices.cacheRead +
@@ -73,17 +90,19 @@ export function compactionEconomics(e: CompactionEstimate, pace: SessionPace, pr
   const n = requestsToCome(pace);
   const saved = Math.max(0, e.tokensNow - e.tokensAfter);
   const savings = (n * saved * prices.cacheRead) / M;
+  const memory = memoryCost(e.forgottenTokens ?? saved, n, prices, forgetting);
   const perToken = prices.cacheRead / M;
   const distance = perToken > 0 ? Math.sqrt((2 * cost * Math.max(0, pace.growthPerRequest)) / perToken) : Number.POSITIVE_INFINITY;
   const breakEvenTokens = Math.ceil(e.tokensAfter + distance);
   const due = e.tokensNow >= breakEvenTokens;
-  const pays = due && savings > cost;
+  const pays = due && savings > cost + memory;
+  const forgot = memory > 0 ? ` + ${fmt(memory)} forgotten` : '';
   const reason = pays
-    ? `pays: ${fmt(savings)} saved over ${n} requests to come against ${fmt(cost)}, request ${e.tokensNow} ≥ break-even ${breakEvenTokens}`
+    ? `pays: ${fmt(savings)} saved over ${n} requests to come against ${fmt(cost)}${forgot}, request ${e.tokensNow} ≥ break-even ${breakEvenTokens}`
     : !due
       ? `not yet: request ${e.tokensNow} < break-even ${breakEvenTokens}`
-      : `does not pay: ${fmt(savings)} saved over ${n} requests to come against ${fmt(cost)}`;
-  return { pays, savings, cost, requestsToCome: n, breakEvenTokens, reason };
+      : `does not pay: ${fmt(savings)} saved over ${n} requests to come against ${fmt(cost)}${forgot}`;
+  return { pays, savings, cost: cost + memory, requestsToCome: n, breakEvenTokens, reason };
 }
 
 export interface PruneEstimate {
@@ -92,15 +111,32 @@ export interface PruneEstimate {
   rewrittenTokens: number;
 }
 
-export function pruneEconomics(p: PruneEstimate, pace: SessionPace, prices: ModelPrices): EconomicVerdict {
+export function pruneEconomics(p: PruneEstimate, pace: SessionPace, prices: ModelPrices, forgetting = 0): EconomicVerdict {
   const n = requestsToCome(pace);
-  const cost = (p.rewrittenTokens * Math.max(0, prices.cacheWrite - prices.cacheRead)) / M;
+  const rewrite = (p.rewrittenTokens * Math.max(0, prices.cacheWrite - prices.cacheRead)) / M;
+  const memory = memoryCost(p.tokensFreed, n, prices, forgetting);
+  const cost = rewrite + memory;
   const savings = (n * p.tokensFreed * prices.cacheRead) / M;
   const pays = p.tokensFreed > 0 && savings > cost;
-  const reason = pays
-    ? `pays: ${p.tokensFreed} tokens freed save ${fmt(savings)} over ${n} requests to come against ${fmt(cost)} to rewrite ${p.rewrittenTokens}`
-    : `does not pay: ${p.tokensFreed} tokens freed save ${fmt(savings)} over ${n} requests to come against ${fmt(cost)} to rewrite ${p.rewrittenTokens}`;
+  const forgot = memory > 0 ? ` + ${fmt(memory)} forgotten` : '';
+  const reason = `${pays ? 'pays' : 'does not pay'}: ${p.tokensFreed} tokens freed save ${fmt(savings)} over ${n} requests to come against ${fmt(rewrite)} to rewrite ${p.rewrittenTokens}${forgot}`;
   return { pays, savings, cost, requestsToCome: n, breakEvenTokens: p.tokensFreed, reason };
+}
+
+export type ReliefChoice = 'prune' | 'prune-then-summarize' | 'summarize';
+
+/**
+ * Above the threshold relief is never declined: of the actions that bring the request under
+ * it, the cheapest. A prune that alone suffices is the cheapest: it makes no model call, its
+ * rewrite starts no earlier than a checkpoint's (which starts at the head), and it forgets only
+ * the middles of bulky outputs. When it does not suffice, prune first and summarize the pruned
+ * surface (a smaller summary request, the same rewrite); when a prune frees nothing, summarize.
+ */
+export function reliefChoice(tokensNow: number, threshold: number, prune: EconomicVerdict | undefined): { choice: ReliefChoice; reason: string } {
+  const freed = prune?.breakEvenTokens ?? 0;
+  if (prune === undefined || freed <= 0) return { choice: 'summarize', reason: 'a prune would free nothing: summarize' };
+  if (tokensNow - freed < threshold) return { choice: 'prune', reason: `a prune alone relieves: ${tokensNow} − ${freed} < threshold ${threshold}, no model call` };
+  return { choice: 'prune-then-summarize', reason: `a prune is not enough (${tokensNow} − ${freed} ≥ threshold ${threshold}): prune, then summarize the pruned surface` };
 }
 
 function fmt(x: number): string {

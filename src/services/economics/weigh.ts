@@ -6,24 +6,29 @@
 import { frameCheckpoint } from '../summarizing';
 import type { ResolvedBudget } from '../config';
 import type { ServiceDeps } from '../context';
-import { compactionEconomics, pruneEconomics, type EconomicVerdict, type ModelPrices, type SessionPace } from './cost';
+import { compactionEconomics, pruneEconomics, reliefChoice, type EconomicVerdict, type ModelPrices, type ReliefChoice, type SessionPace } from './cost';
 import type { TokenMeter } from '../metering';
 import { modelKey, resolvePrices } from '../config';
 import { planSurfacePrune } from '../pruning';
 import { selectSpan } from '../selection';
 import { COMPACTION_INSTRUCTION } from '../summarizing';
 
-/** What compacting or pruning now would cost and save (services/economics/cost.ts), for the pressure chart to decide on. */
 /** What the cost model decided for a job (in its context and its notifications), with the numbers it decided on. */
-export type EconomicDecision = EconomicVerdict & { decision: 'compact-early' | 'prune' | 'skip-prune' };
+export type EconomicDecision = EconomicVerdict & { decision: 'compact-early' | 'prune-early' | ReliefChoice };
 
+/** The cost model's choice of relief, with what the chosen action costs and saves. */
+export type ReliefVerdict = EconomicVerdict & { choice: ReliefChoice };
+
+/** What compacting or pruning now would cost and save (cost.ts), for the pressure chart to decide on. */
 export interface PressureEconomics {
   prices: ModelPrices;
   pace: SessionPace;
   /** Weighed below the threshold only (at it, compaction is due whatever it costs); absent when nothing can be compacted. */
   compaction?: EconomicVerdict;
-  /** Weighed at or above the threshold, when pruning is enabled. */
+  /** When pruning is enabled: below the threshold, whether an early prune pays; at or above it, what the prune would free. */
   prune?: EconomicVerdict;
+  /** At or above the threshold: which relief the cost model chose. */
+  relief?: ReliefVerdict;
 }
 
 
@@ -35,6 +40,8 @@ interface PaceState {
   summaries: number;
   summaryTokens: number;
   instructionTokens: number | undefined;
+  /** Appended tokens when an early prune last did not pay (planning one walks the surface). */
+  earlyPruneAt?: number;
   /** The last weighing and what it was asked with (see weighPressure). */
   last?: { length: number; at: WeighedAt; out: PressureEconomics };
 }
@@ -113,6 +120,16 @@ function sameReading(a: WeighedAt, b: WeighedAt): boolean {
   return n === Object.keys(x).length;
 }
 
+/**
+ * An early prune is planned again only once the conversation has grown by what a prune must
+ * at least free since the last plan that did not pay: before that nothing new can be freed
+ * (what aged out of the protected tail is at most what was appended), and planning walks the
+ * surface, so a step's weighing stays independent of the session's length.
+ */
+function earlyPruneDue(state: PaceState, minReclaimTokens: number): boolean {
+  return state.earlyPruneAt === undefined || state.appendedTokens - state.earlyPruneAt >= Math.max(1, minReclaimTokens);
+}
+
 function weigh(
   deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>,
   at: { provider: string; model: string; totalTokens: number; budget: ResolvedBudget },
@@ -121,8 +138,13 @@ function weigh(
 ): PressureEconomics {
   const { meter } = deps;
   const prices = routePrices(deps, at.provider, at.model);
+  const forgetting = deps.config.forgetting;
   const out: PressureEconomics = { prices, pace };
-  if (at.totalTokens < at.budget.threshold) {
+  const below = at.totalTokens < at.budget.threshold;
+  // Forgetting priced in full: nothing below the threshold can pay (it saves what it forgets),
+  // so nothing is weighed there — a step costs the reading alone.
+  const early = below && forgetting < 1;
+  if (early) {
     // What an early compaction would select: the floor tail, small earlier checkpoints kept.
     const range = selectSpan(deps, { purpose: 'pressure', attempt: 1, retain: 'floor', stackCheckpoints: true });
     if (range) {
@@ -143,9 +165,11 @@ function weigh(
         },
         pace,
         prices,
+        forgetting,
       );
     }
-  } else if (deps.config.prune.enabled) {
+  }
+  if (deps.config.prune.enabled && (!below || (early && earlyPruneDue(state, at.budget.minReclaimTokens)))) {
     // The plan the pressure chart's prune would apply (the same settings and provider ratio).
     const plan = planSurfacePrune(deps, at.budget);
     const firstSeqs = [...plan.targets.map((t) => t.seq), ...plan.argumentTargets.map((t) => t.seq)];
@@ -158,7 +182,13 @@ function weigh(
       for (let i = first; i < seqs.length; i++) rewritten += m.prices.priceAt(i);
       rewritten -= plan.tokensFreed;
     }
-    out.prune = pruneEconomics({ tokensFreed: plan.tokensFreed, rewrittenTokens: Math.max(0, rewritten) }, pace, prices);
+    out.prune = pruneEconomics({ tokensFreed: plan.tokensFreed, rewrittenTokens: Math.max(0, rewritten) }, pace, prices, forgetting);
+    if (below && !out.prune.pays) state.earlyPruneAt = state.appendedTokens;
+  }
+  if (!below) {
+    const { choice, reason } = reliefChoice(at.totalTokens, at.budget.threshold, out.prune);
+    const base = out.prune ?? { pays: true, savings: 0, cost: 0, requestsToCome: pace.requests, breakEvenTokens: 0, reason };
+    out.relief = { ...base, pays: true, reason, choice };
   }
   return out;
 }

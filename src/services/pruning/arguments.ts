@@ -44,6 +44,9 @@ interface Helpers {
   priceAssistant(data: EventData<'assistant/message'>): number;
 }
 
+/** Argument keys naming what the agent did (a command, a path, a pattern): never cut. */
+const ACTION_KEY = /^(?:command|cmd|script|path|paths|file|file_?path|filename|pattern|query|glob|regex)$/i;
+
 /**
  * `text` (valid JSON) with every string value of more than `threshold` code points cut, and
  * every other byte (keys, numbers as written, whitespace) copied unchanged; undefined when no
@@ -52,7 +55,16 @@ interface Helpers {
 export function pruneJsonText(text: string, settings: ArgumentPruneSettings, h: Pick<Helpers, 'codePointLength' | 'truncateMiddle'>): string | undefined {
   let out = '';
   let copied = 0;
+  let key: string | undefined;
   for (const t of jsonTokens(text)) {
+    if (t.kind === 'key') {
+      key = t.end - t.start <= 40 ? (JSON.parse(text.slice(t.start, t.end)) as string) : undefined;
+      continue;
+    }
+    const of = key;
+    key = undefined;
+    // The agent's own action stays whole: a command, a path, a search pattern (what it did, not what it wrote).
+    if (of !== undefined && ACTION_KEY.test(of)) continue;
     // A literal's text is at least as long as its value (escapes only lengthen it): cheap filter.
     if (t.kind !== 'string' || t.end - t.start - 2 <= settings.thresholdChars) continue;
     const value = JSON.parse(text.slice(t.start, t.end)) as string;

@@ -19,6 +19,7 @@ import {
   parseLedger,
   pathArguments,
   renderLedger,
+  userMessage,
   withLedger,
   type Ledger,
   type LedgerError,
@@ -76,6 +77,7 @@ export class ExtractiveSummarizer implements Summarizer {
     const derived = this.ledger === 'none' ? { ledger: emptyLedger(), resolved: [] } : deriveLedgerAndResolved(request.events);
     if (this.ledger === 'files') {
       derived.ledger.errors = [];
+      derived.ledger.requests = [];
       derived.resolved = [];
     }
     const text = fitWithLedger(sections, derived, request.maxTokens, request.countTokens, signal, (l) => this.line(l));
@@ -355,6 +357,9 @@ function fitWithLedger(
 /** The sections with the ledger's facts moved: out where the fitted ledger names them, in where it does not. */
 function restateOutsideLedger(sections: Sections, derived: { ledger: Ledger; resolved: LedgerError[] }, fitted: Ledger, cut: (line: string) => string): Sections {
   const out = Object.fromEntries(SUMMARY_SECTIONS.map((s) => [s, [...sections[s]]])) as unknown as Sections;
+  // The user's messages the ledger holds verbatim are not restated in the prose.
+  const listedRequests = new Set(fitted.requests);
+  if (listedRequests.size > 0) out['Primary Request and Intent'] = out['Primary Request and Intent'].filter((e) => !listedRequests.has(userMessage(unbullet(e))));
   const listedPaths = new Set([...fitted.read, ...fitted.modified]);
   const listedErrors = new Set(fitted.errors.map((e) => e.line));
   const { ledger } = derived;
@@ -368,6 +373,11 @@ function restateOutsideLedger(sections: Sections, derived: { ledger: Ledger; res
     out['Errors and Fixes'] = dedupe([...spilled, ...out['Errors and Fixes']]).filter((e) => !listedErrors.has(entryText(e) ?? ''));
   }
   return out;
+}
+
+/** The text of a bullet entry (its continuation lines unindented). */
+function unbullet(entry: string): string {
+  return entry.replace(/^- /, '').replace(/\n {2}/g, '\n');
 }
 
 /** The code span an entry starts with (`- \`src/a.ts\`: read` → `src/a.ts`). */

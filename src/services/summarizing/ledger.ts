@@ -1,9 +1,11 @@
 /**
- * The checkpoint ledger: cumulative lists of the files the agent read and modified and of the
- * errors still unresolved, derived from the span's tool calls and results, merged with the
- * ledgers of the checkpoints inside the span, and appended to the summary in a fixed
- * machine-readable form (`<read-files>`, `<modified-files>` — pi's tags — and
- * `<unresolved-errors>`) so the next compaction parses and merges it again. The lists cost a
+ * The checkpoint ledger: the user's own messages verbatim, cumulative lists of the files the
+ * agent read and modified and of the errors still unresolved, derived from the span's events,
+ * merged with the ledgers of the checkpoints inside the span, and appended to the summary in a
+ * fixed machine-readable form (`<user-messages>`, `<read-files>`, `<modified-files>` — pi's
+ * tags — and `<unresolved-errors>`) so the next compaction parses and merges it again. The
+ * user's words are what compaction loses most painfully in every harness (their goal and
+ * instructions); Codex keeps them verbatim, and so does this. The lists cost a
  * few tokens per entry and survive any number of compactions, so a small retained tail loses
  * less: a path or error line the summary prose dropped is still named verbatim.
  */
@@ -12,6 +14,8 @@ import type { Summarizer, SummaryRequest, SummaryResult } from './contract';
 import { isCheckpoint, type SurfaceEvent } from '../../session/events';
 
 export interface Ledger {
+  /** The user's messages (not checkpoints), verbatim up to {@link MAX_USER_MESSAGE_CHARS} code points, oldest first. */
+  requests: string[];
   /** Files only read (never modified), oldest first. */
   read: string[];
   /** Files written, edited, created, moved or deleted, oldest first. */
@@ -27,7 +31,12 @@ export interface LedgerError {
   line: string;
 }
 
-const TAGS = { read: 'read-files', modified: 'modified-files', errors: 'unresolved-errors' } as const;
+const TAGS = { requests: 'user-messages', read: 'read-files', modified: 'modified-files', errors: 'unresolved-errors' } as const;
+const MESSAGE_TAG = 'message';
+/** A user message longer than this keeps its head (with "…"): what it asks comes first. */
+export const MAX_USER_MESSAGE_CHARS = 600;
+/** What an old user message is cut to before it leaves a full ledger: its first 160 characters, or its first line of ≥ 20. */
+const USER_MESSAGE_KEY_CHARS = 160;
 const MAX_ERROR_CHARS = 400;
 const MAX_TARGET_CHARS = 80;
 
@@ -44,7 +53,7 @@ export const ERROR_LINE =
   /\berror TS\d+\b|\b[A-Z]\w*(?:Error|Exception)\b:|^\s*(?:Error|ERROR|error)\b|\bFAIL\b|(?<!\b0 )\bfailed\b|Traceback \(most recent call last\)|\bpanic:|\bfatal:|npm ERR!|^npm error\b|command not found|No such file or directory/;
 
 export function emptyLedger(): Ledger {
-  return { read: [], modified: [], errors: [] };
+  return { requests: [], read: [], modified: [], errors: [] };
 }
 
 /**
@@ -62,6 +71,7 @@ export function deriveLedger(events: readonly SurfaceEvent[]): Ledger {
  * elsewhere (the extractive summarizer's "Errors and Fixes").
  */
 export function deriveLedgerAndResolved(events: readonly SurfaceEvent[]): { ledger: Ledger; resolved: LedgerError[] } {
+  const requests = new Recency();
   const read = new Recency();
   const modified = new Recency();
   const errors = new Map<string, LedgerError>();
@@ -85,8 +95,13 @@ export function deriveLedgerAndResolved(events: readonly SurfaceEvent[]): { ledg
     if (e.type === 'user/message') {
       const text = e.data.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n');
       const summary = isCheckpoint(e) ? (unframeCheckpoint(text) ?? text) : unframeCheckpoint(text);
-      if (summary === undefined) continue;
+      if (summary === undefined) {
+        const words = userMessage(text);
+        if (words !== '') requests.touch(words);
+        continue;
+      }
       const prior = parseLedger(summary).ledger;
+      for (const r of prior.requests) requests.touch(r);
       for (const p of prior.read) read.touch(p);
       for (const p of prior.modified) modified.touch(p);
       for (const err of prior.errors) addError(err);
@@ -119,14 +134,29 @@ export function deriveLedgerAndResolved(events: readonly SurfaceEvent[]): { ledg
   const modifiedList = modified.list();
   const changed = new Set(modifiedList);
   return {
-    ledger: { read: read.list().filter((p) => !changed.has(p)), modified: modifiedList, errors: [...errors.values()] },
+    ledger: { requests: requests.list(), read: read.list().filter((p) => !changed.has(p)), modified: modifiedList, errors: [...errors.values()] },
     // An error reported again after its fix is unresolved, not resolved.
     resolved: [...resolvedErrors.values()].filter((e) => !errors.has(e.line)),
   };
 }
 
 export function isEmptyLedger(l: Ledger): boolean {
-  return l.read.length === 0 && l.modified.length === 0 && l.errors.length === 0;
+  return l.requests.length === 0 && l.read.length === 0 && l.modified.length === 0 && l.errors.length === 0;
+}
+
+/** A user message as the ledger keeps it: trimmed, its head when it is long. */
+export function userMessage(text: string): string {
+  const t = text.trim();
+  const points = Array.from(t);
+  return points.length <= MAX_USER_MESSAGE_CHARS ? t : `${points.slice(0, MAX_USER_MESSAGE_CHARS).join('').trimEnd()}…`;
+}
+
+/** The words of a user message that state what it asks: all of a short one, else its first line of ≥ 20 characters (at most 160). */
+export function userMessageKey(text: string): string {
+  const t = text.trim();
+  if (Array.from(t).length <= USER_MESSAGE_KEY_CHARS) return t;
+  const line = t.split('\n').map((l) => l.trim()).find((l) => l.length >= 20) ?? t;
+  return Array.from(line).slice(0, USER_MESSAGE_KEY_CHARS).join('').trim();
 }
 
 /** The ledger's text: one block per non-empty list, one entry a line; "" for an empty ledger. */
@@ -135,6 +165,11 @@ export function renderLedger(l: Ledger): string {
   const block = (tag: string, lines: string[]) => {
     if (lines.length > 0) blocks.push(`<${tag}>\n${lines.join('\n')}\n</${tag}>`);
   };
+  // Verbatim, several lines each: one element per message (a closing tag inside one is broken up).
+  block(
+    TAGS.requests,
+    l.requests.map((r) => `<${MESSAGE_TAG}>${r.split(`</${MESSAGE_TAG}>`).join(`</ ${MESSAGE_TAG}>`)}</${MESSAGE_TAG}>`),
+  );
   block(TAGS.read, l.read);
   block(TAGS.modified, l.modified);
   block(
@@ -146,18 +181,26 @@ export function renderLedger(l: Ledger): string {
 
 /**
  * The largest ledger whose text counts ≤ `budget` tokens: the oldest entries go first, errors
- * before read files before modified files. An error line costs as much as ten paths and goes
- * stale soonest; what was changed matters longest.
+ * before read files before modified files; the user's messages last — first cut, oldest first,
+ * to the words that state what they ask ({@link userMessageKey}), then dropped, oldest first.
+ * An error line costs as much as ten paths and goes stale soonest; what was changed matters
+ * longer; what the user asked for, longest.
  */
 export function fitLedger(l: Ledger, budget: number, count: (text: string) => number): Ledger {
-  const out: Ledger = { read: [...l.read], modified: [...l.modified], errors: [...l.errors] };
+  const out: Ledger = { requests: [...l.requests], read: [...l.read], modified: [...l.modified], errors: [...l.errors] };
   if (budget <= 0) return emptyLedger();
   let total = count(renderLedger(out));
+  let shortened = 0;
   while (total > budget && !isEmptyLedger(out)) {
     // Drop about the share that is over, at least one entry, from the cheapest list to lose.
-    const list = out.errors.length > 0 ? out.errors : out.read.length > 0 ? out.read : out.modified;
+    const list: unknown[] = out.errors.length > 0 ? out.errors : out.read.length > 0 ? out.read : out.modified.length > 0 ? out.modified : out.requests;
     const over = Math.max(1, Math.floor(((total - budget) / total) * list.length));
-    list.splice(0, Math.min(over, list.length));
+    if (list === out.requests && shortened < out.requests.length) {
+      // Cut before dropping: the oldest messages to their key first.
+      const end = Math.min(out.requests.length, shortened + over);
+      for (let i = shortened; i < end; i++) out.requests[i] = userMessageKey(out.requests[i]!);
+      shortened = end;
+    } else list.splice(0, Math.min(over, list.length));
     total = count(renderLedger(out));
   }
   return out;
@@ -185,13 +228,18 @@ export function parseLedger(summary: string): { body: string; ledger: Ledger } {
       return '';
     });
     if (last === undefined) continue;
+    if (key === 'requests') {
+      const re2 = new RegExp(`<${MESSAGE_TAG}>([\\s\\S]*?)</${MESSAGE_TAG}>`, 'g');
+      ledger.requests = dedupe([...last.matchAll(re2)].map((m) => m[1]!.trim()).filter((x) => x !== ''));
+      continue;
+    }
     const lines = last.split('\n').map((x) => x.trim()).filter((x) => x !== '');
     if (key === 'errors') {
       ledger.errors = lines.map((x) => {
         const m = /^\[([^\]]*)\] (.*)$/.exec(x);
         return m ? { target: m[1]!, line: m[2]! } : { target: '', line: x };
       });
-    } else ledger[key] = dedupe(lines);
+    } else ledger[key as 'read' | 'modified'] = dedupe(lines);
   }
   return { body: body.replace(/\n{3,}/g, '\n\n').trim(), ledger };
 }

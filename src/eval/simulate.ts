@@ -4,12 +4,10 @@
  * yardsticks are shared with the xcompact replay (pricing, cache model, summarizer, cap); the
  * decisions are each policy's own (peers.ts).
  */
-import { frameCheckpoint } from '../../src/services/summarizing';
-import { ExtractiveSummarizer } from '../../src/services/summarizing';
-import { COMPACTION_INSTRUCTION } from '../../src/services/summarizing';
-import { toChatMessage, type ChatMessage } from '../../src/session/derive.js';
-import { isSurfaceType, type SessionEvent, type SurfaceEvent } from '../../src/session/events.js';
-import { Ledger, Pricer, type PricedRequest } from './pricing.js';
+import { COMPACTION_INSTRUCTION, ExtractiveSummarizer, frameCheckpoint } from '../services/summarizing';
+import { toChatMessage, type ChatMessage } from '../session/derive';
+import { isSurfaceType, type SessionEvent, type SurfaceEvent } from '../session/events';
+import { Ledger, Pricer, type PRICES, type PricedRequest } from './pricing';
 
 export interface Entry {
   event: SurfaceEvent;
@@ -27,6 +25,8 @@ export interface SimOptions {
   maxOutputTokens: number;
   /** Summary cap, the same for every policy. */
   summaryCap: number;
+  /** Dollars per million tokens the ledgers bill at (default PRICES). */
+  prices?: Readonly<typeof PRICES>;
 }
 
 export class SimState {
@@ -42,7 +42,7 @@ export class SimState {
     readonly options: SimOptions,
     summaryLedger: PeerPolicy['summaryLedger'] = 'none',
   ) {
-    this.ledger = new Ledger(pricer, options.window);
+    this.ledger = new Ledger(pricer, options.window, options.prices);
     this.summarizer = new ExtractiveSummarizer({ ledger: summaryLedger });
   }
 
@@ -132,6 +132,14 @@ export interface PeerPolicy {
   afterTurn?(s: SimState): Promise<void>;
 }
 
+/** What a policy has done so far in a run. */
+export interface RunCounts {
+  compactions: number;
+  prunes: number;
+  /** The policy's bill so far (the request just sent included). */
+  ledger: Ledger;
+}
+
 export interface SimResult {
   state: SimState;
   lastRequest: ChatMessage[];
@@ -142,7 +150,7 @@ export async function simulate(
   policy: PeerPolicy,
   pricer: Pricer,
   options: SimOptions,
-  onRequest?: (messages: readonly ChatMessage[]) => void,
+  onRequest?: (messages: readonly ChatMessage[], counts: RunCounts) => void,
 ): Promise<SimResult> {
   const s = new SimState(pricer, options, policy.summaryLedger);
   let firstOfTurn = false;
@@ -162,7 +170,7 @@ export async function simulate(
       const request = s.request();
       s.ledger.agent(request);
       lastRequest = [...request.messages];
-      onRequest?.(lastRequest);
+      onRequest?.(lastRequest, { compactions: s.compactions, prunes: s.prunes, ledger: s.ledger });
     }
     if (isSurfaceType(e.type) && e.surfaceOp === 'append') s.entries.push(s.entry(e as SurfaceEvent));
   }

@@ -7,15 +7,15 @@
  * requests write their uncached suffix to the cache (a breakpoint at the end, as coding agents
  * set it); summary requests are never reused, so their uncached part is plain input.
  */
-import type { ChatMessage } from '../../src/session/derive.js';
-import { getTokenizer, messageOverhead, type Tokenizer } from '../../src/services/metering';
+import type { ChatMessage } from '../session/derive';
+import { getTokenizer, messageOverhead, type Tokenizer } from '../services/metering';
 
 /**
  * US dollars per million tokens: Claude Sonnet 4.x list prices (base input, 5-minute cache
  * write, cache hit, output), https://platform.claude.com/docs/en/about-claude/pricing, checked
  * 2026-11-30. The transcript's own recorded costs (claude-sonnet-4-5) bill at the same rates.
  */
-export const PRICES = { input: 3, cacheRead: 0.3, cacheWrite: 3.75, output: 15 } as const;
+export const PRICES: Readonly<{ input: number; cacheRead: number; cacheWrite: number; output: number }> = { input: 3, cacheRead: 0.3, cacheWrite: 3.75, output: 15 };
 
 export const PRICE_TABLE =
   `prices per 1M tokens (Claude Sonnet 4.x list prices): input $${PRICES.input.toFixed(2)}, cache read $${PRICES.cacheRead.toFixed(2)}, ` +
@@ -120,24 +120,30 @@ export class Ledger {
   cost = 0;
   /** The bill by kind: cache reads and writes of agent requests, summary requests' input, summary output. */
   costs = { read: 0, write: 0, summaryInput: 0, output: 0 };
+  /** Of the last agent request, the tokens the cache served. */
+  lastCached = 0;
+  lastTokens = 0;
   private previous: PricedRequest | undefined;
 
   constructor(
     private readonly pricer: Pricer,
     private readonly window: number,
+    private readonly prices: Readonly<typeof PRICES> = PRICES,
   ) {}
 
   /** An agent request: billed, and the cache now holds it. */
   agent(r: PricedRequest): number {
     const tokens = this.pricer.tokens(r);
     const cached = Math.min(tokens, this.pricer.cachedPrefix(r, this.previous));
+    this.lastCached = cached;
+    this.lastTokens = tokens;
     this.requests++;
     this.promptTokens += tokens;
     this.cacheMissTokens += tokens - cached;
     this.peak = Math.max(this.peak, tokens);
     if (tokens > this.window) this.overWindow++;
-    this.bill('read', cached * PRICES.cacheRead);
-    this.bill('write', (tokens - cached) * PRICES.cacheWrite);
+    this.bill('read', cached * this.prices.cacheRead);
+    this.bill('write', (tokens - cached) * this.prices.cacheWrite);
     this.previous = r;
     return tokens;
   }
@@ -150,8 +156,8 @@ export class Ledger {
     this.summaryInputTokens += tokens;
     this.cacheMissTokens += tokens - cached;
     this.summaryTokens += outputTokens;
-    this.bill('summaryInput', cached * PRICES.cacheRead + (tokens - cached) * PRICES.input);
-    this.bill('output', outputTokens * PRICES.output);
+    this.bill('summaryInput', cached * this.prices.cacheRead + (tokens - cached) * this.prices.input);
+    this.bill('output', outputTokens * this.prices.output);
   }
 
   private bill(kind: keyof Ledger['costs'], microDollars: number): void {

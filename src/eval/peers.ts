@@ -5,8 +5,8 @@
  * and the shape of its summary request (what the prompt cache can share). Every one uses the
  * bench's extractive summarizer and summary cap, so only the policies differ.
  */
-import type { ChatMessage } from '../../src/session/derive.js';
-import type { Entry, PeerPolicy, SimState } from './simulate.js';
+import type { ChatMessage } from '../session/derive';
+import type { Entry, PeerPolicy, SimState } from './simulate';
 
 /** pi: compaction when context > window − reserve (16,384), checked between turns; keep 20,000 recent tokens. */
 const PI_RESERVE = 16_384;

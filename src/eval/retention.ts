@@ -13,9 +13,9 @@
  * test for every policy and it needs no model. Each policy's summaries carry only what its
  * public design carries (peers.ts), so a ledger one policy has is not lent to the others.
  */
-import type { ChatMessage } from '../../src/session/derive.js';
-import type { SessionEvent } from '../../src/session/events.js';
-import { ERROR_LINE } from '../../src/services/summarizing';
+import type { ChatMessage } from '../session/derive';
+import type { SessionEvent } from '../session/events';
+import { ERROR_LINE } from '../services/summarizing';
 
 /** Argument keys whose value names a file or directory. */
 const PATH_KEY = /path|file|dir/i;

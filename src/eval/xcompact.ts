@@ -4,16 +4,14 @@
  * extractive summarizer and summary cap. Its summary requests are billed as the OpenAI
  * summarizer would send them: system prompt, kept checkpoints, the span, the instruction.
  */
-import { createCompactionEngine, type CompactionEngineOptions } from '../../src/engine.js';
-import type { Summarizer, SummaryRequest, SummaryResult } from '../../src/services/summarizing';
-import { ExtractiveSummarizer } from '../../src/services/summarizing';
-import { buildInstruction } from '../../src/services/summarizing';
-import type { ChatMessage } from '../../src/session/derive.js';
-import type { SessionEvent } from '../../src/session/events.js';
-import { Session } from '../../src/session/session.js';
-import { replayThroughEngine } from '../../test/helpers/replay.js';
-import { Ledger, PRICES, type Pricer } from './pricing.js';
-import type { SimOptions } from './simulate.js';
+import { createCompactionEngine, type CompactionEngineOptions } from '../engine';
+import { buildInstruction, ExtractiveSummarizer, type Summarizer, type SummaryRequest, type SummaryResult } from '../services/summarizing';
+import type { ChatMessage } from '../session/derive';
+import type { SessionEvent } from '../session/events';
+import { Session } from '../session/session';
+import { replayThroughEngine } from './replay';
+import { Ledger, PRICES, type Pricer } from './pricing';
+import type { RunCounts, SimOptions } from './simulate';
 
 export interface XcompactRun {
   ledger: Ledger;
@@ -31,11 +29,10 @@ export interface XcompactRun {
 /** Bills each summary request to the ledger, then lets the extractive summarizer write it. */
 class BilledSummarizer implements Summarizer {
   readonly name = 'extractive';
-  private readonly inner = new ExtractiveSummarizer();
-
   constructor(
     private readonly ledger: Ledger,
     private readonly pricer: Pricer,
+    private readonly inner: Summarizer = new ExtractiveSummarizer(),
   ) {}
 
   async summarize(request: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
@@ -58,19 +55,20 @@ export async function replayXcompact(
   pricer: Pricer,
   options: SimOptions,
   config: CompactionEngineOptions['config'] = {},
-  onRequest?: (messages: readonly ChatMessage[]) => void,
+  onRequest?: (messages: readonly ChatMessage[], counts: RunCounts) => void,
+  summarizer?: Summarizer,
 ): Promise<XcompactRun> {
-  const ledger = new Ledger(pricer, options.window);
+  const ledger = new Ledger(pricer, options.window, options.prices);
   const session = Session.inMemory('economics-xcompact');
   // The bench's price table is the model's: the engine's cost model decides on the prices it is billed at.
   const models: Record<string, { contextWindow: number; maxOutputTokens: number; prices: typeof PRICES }> = {};
   for (const e of source.events()) {
-    if (e.type === 'request/header') models[`${e.data.provider}/${e.data.model}`] = { contextWindow: options.window, maxOutputTokens: options.maxOutputTokens, prices: PRICES };
+    if (e.type === 'request/header') models[`${e.data.provider}/${e.data.model}`] = { contextWindow: options.window, maxOutputTokens: options.maxOutputTokens, prices: options.prices ?? PRICES };
   }
   const engine = createCompactionEngine({
     session,
     models,
-    summarizer: new BilledSummarizer(ledger, pricer),
+    summarizer: new BilledSummarizer(ledger, pricer, summarizer),
     // The default headroom (65,536) is larger than a 32k window: scale it to the summary cap.
     config: { headroomTokens: options.summaryCap, maxTokens: options.summaryCap, ...config },
   });
@@ -96,7 +94,7 @@ export async function replayXcompact(
       }
       lastRequest = [...session.deriveMessages()];
       ledger.agent({ tools, messages: lastRequest });
-      onRequest?.(lastRequest);
+      onRequest?.(lastRequest, { compactions, prunes, ledger });
     },
   });
   engine.stop();

@@ -1,0 +1,245 @@
+/**
+ * `xcompact eval <transcript>…`: replays each transcript (an xcompact session, or a pi, Claude
+ * Code or Codex transcript) through xcompact with the user's config and through the simulated
+ * peer policies of src/eval, at each window, and prints per transcript and window what each
+ * policy cost and what it remembered. The harness's own compactions are taken out first
+ * (withoutCompactions): every policy decides on the same conversation. Model-free by default
+ * (the extractive summarizer); `--summarizer openai --base-url URL` writes real summaries.
+ */
+import type { CliEnv } from './ui';
+import { writeFile } from 'node:fs/promises';
+import { basename } from 'node:path';
+import OpenAI from 'openai';
+import { DEFAULT_WINDOWS, PRICES, evaluateWindow, type WindowEval } from '../eval';
+import { withoutCompactions } from '../eval/lived';
+import { OpenAISummarizer, type Summarizer } from '../services/summarizing';
+import type { Session } from '../session/session';
+import { loadConfig } from './config-file';
+import { CliError } from './errors';
+import { renderEvalReport } from './eval-report';
+import { detectFormat, loadSessionReadOnly, readInput } from './load';
+import { createStyle, fmt, useColor } from './ui';
+
+export interface EvalCliOptions {
+  /** The environment the command reads ($OPENAI_BASE_URL, the API key variable); default process.env. */
+  env?: CliEnv;
+  window?: string;
+  config?: string;
+  prices?: string;
+  report?: string;
+  summarizer?: 'extractive' | 'openai';
+  baseUrl?: string;
+  apiKeyEnv?: string;
+  json?: boolean;
+  color?: boolean;
+}
+
+export interface EvaluatedTranscript {
+  file: string;
+  format: string;
+  requests: number;
+  windows: WindowEval[];
+}
+
+export type Prices = Readonly<typeof PRICES>;
+
+/** "32k,128k" → [32768, 131072]; plain token counts too. k = 1,024 tokens, m = 1,048,576. */
+export function parseWindows(text: string | undefined): number[] {
+  if (text === undefined) return [...DEFAULT_WINDOWS];
+  const out = text.split(',').map((part) => {
+    const m = /^\s*(\d+(?:\.\d+)?)\s*([km]?)\s*$/i.exec(part);
+    const n = m ? Math.round(Number(m[1]) * (m[2]!.toLowerCase() === 'k' ? 1024 : m[2]!.toLowerCase() === 'm' ? 1024 * 1024 : 1)) : NaN;
+    if (!Number.isSafeInteger(n) || n < 1024) throw new CliError(`--window "${part.trim()}" is not a window: write token counts like 32k,128k or 32768 (at least 1k).`, 2);
+    return n;
+  });
+  return [...new Set(out)];
+}
+
+const PRICE_KEYS = ['input', 'cacheRead', 'cacheWrite', 'output'] as const;
+
+/**
+ * `--prices 3,0.3,3.75,15` (dollars per million tokens: input, cache read, cache write,
+ * output), or some of them by name: `--prices input=1.25,output=10`; the rest keep their default.
+ */
+export function parsePrices(text: string | undefined): Prices {
+  if (text === undefined) return PRICES;
+  const parts = text.split(',').map((p) => p.trim());
+  const bad = (why: string) =>
+    new CliError(`--prices "${text}": ${why}; write four dollar amounts per million tokens (input,cacheRead,cacheWrite,output) like 3,0.3,3.75,15, or named ones like input=1.25,output=10.`, 2);
+  const value = (v: string) => {
+    const n = Number(v);
+    if (v === '' || !Number.isFinite(n) || n < 0) throw bad(`"${v}" is not a price`);
+    return n;
+  };
+  if (parts.every((p) => !p.includes('='))) {
+    if (parts.length !== 4) throw bad(`${parts.length} amounts`);
+    return { input: value(parts[0]!), cacheRead: value(parts[1]!), cacheWrite: value(parts[2]!), output: value(parts[3]!) };
+  }
+  const out: Record<string, number> = { ...PRICES };
+  for (const p of parts) {
+    const [key, v] = p.split('=') as [string, string | undefined];
+    if (!(PRICE_KEYS as readonly string[]).includes(key) || v === undefined) throw bad(`"${p}" names no price (${PRICE_KEYS.join(', ')})`);
+    out[key] = value(v);
+  }
+  return out as Prices;
+}
+
+/** Loads one transcript for the replay: imported in memory, the harness's compactions taken out. */
+async function loadTranscript(file: string): Promise<{ session: Session; format: string }> {
+  const bytes = await readInput(file);
+  const format = detectFormat(file, bytes);
+  if (format === 'messages') throw new CliError(`${file} is a .json file of chat messages: eval replays transcripts (JSONL: xcompact, pi, Claude Code or Codex).`, 2);
+  const { session } = await loadSessionReadOnly(file, bytes, format);
+  return { session: withoutCompactions(session), format };
+}
+
+/** A one-line progress bar on a TTY; nothing elsewhere (a pipe, a CI log). */
+export function progressBar(stream: NodeJS.WriteStream | NodeJS.WritableStream, total: number): { tick(label: string): void; done(): void } {
+  const tty = (stream as NodeJS.WriteStream).isTTY === true;
+  let n = 0;
+  let last = -1;
+  return {
+    tick(label) {
+      n++;
+      if (!tty) return;
+      const share = Math.min(1, n / total);
+      const step = Math.floor(share * 200);
+      if (step === last) return;
+      last = step;
+      const width = 28;
+      const full = Math.round(share * width);
+      stream.write(`\r[${'#'.repeat(full)}${'.'.repeat(width - full)}] ${String(Math.round(share * 100)).padStart(3)}% ${label.slice(0, 40).padEnd(40)}`);
+    },
+    done() {
+      if (tty) stream.write(`\r${' '.repeat(80)}\r`);
+    },
+  };
+}
+
+function summarizerFor(options: EvalCliOptions): Summarizer | undefined {
+  if ((options.summarizer ?? 'extractive') === 'extractive') return undefined;
+  const baseURL = options.baseUrl ?? (options.env ?? process.env).OPENAI_BASE_URL;
+  if (!baseURL) throw new CliError('--summarizer openai needs --base-url (or $OPENAI_BASE_URL): the endpoint that writes the summaries.', 2);
+  let url: URL;
+  try {
+    url = new URL(baseURL);
+  } catch {
+    throw new CliError(`--base-url "${baseURL}" is not a URL: pass e.g. https://api.deepseek.com/v1 or http://127.0.0.1:8080/v1.`, 2);
+  }
+  const envName = options.apiKeyEnv ?? 'OPENAI_API_KEY';
+  const apiKey = (options.env ?? process.env)[envName];
+  const local = ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(url.hostname);
+  if (!apiKey && !local) throw new CliError(`no API key: the environment variable ${envName} is not set; export it, name another with --api-key-env, or leave --summarizer at extractive (no network).`, 2);
+  return new OpenAISummarizer({ client: new OpenAI({ baseURL, apiKey: apiKey || 'not-needed', maxRetries: 1, timeout: 120_000 }) });
+}
+
+export async function runEval(
+  files: string[],
+  options: EvalCliOptions = {},
+  out: NodeJS.WritableStream = process.stdout,
+  err: NodeJS.WritableStream = process.stderr,
+): Promise<EvaluatedTranscript[]> {
+  if (files.length === 0) throw new CliError('name at least one transcript to evaluate.', 2);
+  const windows = parseWindows(options.window);
+  const prices = parsePrices(options.prices);
+  const summarizer = summarizerFor(options);
+  const config = options.config ? loadConfig(options.config, files[0]!).input : {};
+  const loaded = [];
+  for (const file of files) loaded.push({ file, ...(await loadTranscript(file)) });
+  const policies = 5;
+  const requestsOf = (s: Session) => s.events().filter((e) => e.type === 'assistant/message').length;
+  const total = loaded.reduce((n, l) => n + requestsOf(l.session) * windows.length * policies, 0);
+  const bar = progressBar(err, total);
+  const results: EvaluatedTranscript[] = [];
+  try {
+    for (const l of loaded) {
+      const evals: WindowEval[] = [];
+      for (const window of windows) {
+        evals.push(
+          await evaluateWindow(l.session, window, {
+            config,
+            prices,
+            ...(summarizer ? { summarizer } : {}),
+            onRequest: (p) => bar.tick(`${basename(l.file)} ${fmt(window)} ${p.policy}`),
+          }),
+        );
+      }
+      results.push({ file: l.file, format: l.format, requests: requestsOf(l.session), windows: evals });
+    }
+  } finally {
+    bar.done();
+  }
+  if (options.json) out.write(`${JSON.stringify(results.map(summaryOf), null, 2)}\n`);
+  else out.write(`${renderEvalTables(results, createStyle(useColor(options.color !== false, out)))}\n`);
+  if (options.report) {
+    await writeFile(options.report, renderEvalReport(results, { prices }), 'utf8');
+    if (!options.json) out.write(`report: ${options.report}\n`);
+  }
+  return results;
+}
+
+/** One row of the table: a policy at a window. */
+export interface EvalRow {
+  policy: string;
+  cost: number;
+  cacheMissTokens: number;
+  compactions: number;
+  prunes: number;
+  peakShare: number;
+  overWindow: number;
+  neededRecall: number;
+  recallAfterCompaction: number | undefined;
+  intentRecall: number;
+}
+
+export function rowsOf(w: WindowEval): EvalRow[] {
+  return w.runs.map((r) => ({
+    policy: r.policy,
+    cost: r.ledger.cost,
+    cacheMissTokens: r.ledger.cacheMissTokens,
+    compactions: r.compactions,
+    prunes: r.prunes,
+    peakShare: r.ledger.peak / w.window,
+    overWindow: r.ledger.overWindow,
+    neededRecall: r.memory.neededRecall,
+    recallAfterCompaction: r.memory.recallAfterCompaction,
+    intentRecall: r.memory.intentRecall,
+  }));
+}
+
+function summaryOf(t: EvaluatedTranscript) {
+  return { file: t.file, format: t.format, requests: t.requests, windows: t.windows.map((w) => ({ window: w.window, rows: rowsOf(w) })) };
+}
+
+const percent = (x: number | undefined) => (x === undefined ? '–' : `${(100 * x).toFixed(1)}%`);
+
+export function renderEvalTables(results: readonly EvaluatedTranscript[], style = createStyle(false)): string {
+  const head = ['policy', 'cost', 'cache-miss tok', 'compactions', 'prunes', 'peak÷win', '>win', 'needed recall', 'after compaction', 'intent recall'];
+  const blocks: string[] = [];
+  for (const t of results) {
+    for (const w of t.windows) {
+      const rows = rowsOf(w).map((r) => [
+        r.policy,
+        `$${r.cost.toFixed(2)}`,
+        fmt(r.cacheMissTokens),
+        String(r.compactions),
+        String(r.prunes),
+        r.peakShare.toFixed(2),
+        String(r.overWindow),
+        percent(r.neededRecall),
+        percent(r.recallAfterCompaction),
+        percent(r.intentRecall),
+      ]);
+      const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+      const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+      blocks.push(
+        [
+          style.bold(`${basename(t.file)} (${t.format}, ${fmt(t.requests)} requests) — window ${fmt(w.window)} tokens`),
+          `  ${style.dim(line(head))}`,
+          ...rows.map((r) => `  ${line(r)}`),
+        ].join('\n'),
+      );
+    }
+  }
+  return blocks.join('\n\n');
+}

@@ -300,6 +300,15 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
   };
 }
 
+/** The provider's HTTP error as the client reports it: the openai SDK's `status`, the AI SDK's `statusCode` (also as a cause). */
+function isProviderError(error: unknown): boolean {
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const { status, statusCode } = e as { status?: unknown; statusCode?: unknown };
+    if (typeof status === 'number' || typeof statusCode === 'number') return true;
+  }
+  return false;
+}
+
 function observedAnyEngine(t: TransitionLog): boolean {
   return t.taken.size > 0;
 }
@@ -372,7 +381,7 @@ function expectationViolations(
   if (x.outcome === 'done' && ended.kind === 'rejected') fail('expected-outcome', `every turn should have been answered, but ${describeEnd(ended)}`);
   if (x.outcome === 'provider-error') {
     if (ended.kind !== 'rejected') fail('expected-outcome', 'the provider rejected a request the engine could not shrink: the loop should have ended with that error');
-    else if (typeof (ended.error as { status?: unknown }).status !== 'number') fail('expected-outcome', `the loop should end with the provider's own error, not ${String(ended.error)}`);
+    else if (!isProviderError(ended.error)) fail('expected-outcome', `the loop should end with the provider's own error, not ${String(ended.error)}`);
   }
   if (x.outcome === 'cancelled' && ended.kind === 'resolved') fail('expected-outcome', 'the loop was cancelled mid-summary but resolved as if nothing happened');
   if (x.outcome === 'done' && ended.kind === 'resolved') {

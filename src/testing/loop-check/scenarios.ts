@@ -152,6 +152,8 @@ function compile(events: readonly LoopModelEvent[], path: readonly string[]): Lo
     // Pruning would relieve the pressure the compaction scenarios need; the prune scenario turns its protections off.
     prune: has('pressure.prunes') ? { protectRecentTokens: 0, minReclaimTokens: 0 } : compacting ? { enabled: false } : {},
     ...(breaker ? { circuitBreaker: { failureLimit: 2, cooldownMs: 150 } } : {}),
+    // A stalled summary stream must end as summary-timeout, not hang the loop.
+    ...(outcome === 'stalls' ? { summaryIdleTimeoutMs: 300 } : {}),
   };
 
   // A turn of history first, so there is something to compact (none where nothing must be compactable).

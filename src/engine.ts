@@ -5,6 +5,7 @@
  * services of src/services/ provided) and turns calls into events, and the events the machine
  * emits back into promises and listener calls. It decides nothing about the lifecycle.
  */
+import { announceEngine } from './engine-observers';
 import { createActor, type Actor, type InspectionEvent, type Observer } from 'xstate';
 import { buildCompactionMachine, type CompactionMachineOptions } from './compaction-machine';
 import { XcompactError } from './errors';
@@ -210,7 +211,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
     return out.status;
   };
 
-  return {
+  const engine: CompactionEngine = {
     config,
     actor,
     on(listener) {
@@ -292,4 +293,6 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
     },
     measure: () => measureFigures(deps),
   };
+  announceEngine(engine, options);
+  return engine;
 }

@@ -116,6 +116,7 @@ declare global {
   function callMyModel(request: SummaryRequest, instruction: string, signal?: AbortSignal): Promise<string>;
   const request: SummaryRequest;
   const signal: AbortSignal;
+  function myAgentLoop(ctx: import('xcompact/testing').LoopContext): Promise<void>;
 }
 export {};
 `;

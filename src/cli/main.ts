@@ -109,6 +109,8 @@ export function buildProgram(): Command {
     .option('--force', 'overwrite an existing output file')
     .option('--recover', 'close a session left mid-turn by a crash (interrupted calls, open step/turn, orphan lock) before compacting')
     .option('--config <file>', 'xcompact configuration JSON (models, tokenizer, …)')
+    // Accepted as `inspect` accepts it: compact's report has no colours, so there is nothing to turn off.
+    .option('--no-color', 'plain output without ANSI colours')
     .addOption(verboseOption())
     .action(async (file: string, opts: Parameters<typeof runCompact>[1]) => {
       await runCompact(file, opts);

@@ -78,7 +78,7 @@ describe('usage of a request answered after a background commit (issue 34, item 
     const bad = worst.filter((e) => Math.abs(e.off) > 0.15);
     expect(bad).toEqual([]);
     // No follow-up compaction of a span far smaller than the first: over-high figures start none.
-    const first = compactions[0]!.shadowedTokens;
-    expect(compactions.filter((c) => c.shadowedTokens < first / 4)).toEqual([]);
+    const first = compactions[0]!.spanTokens;
+    expect(compactions.filter((c) => c.spanTokens < first / 4)).toEqual([]);
   }, 30_000);
 });

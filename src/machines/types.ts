@@ -43,6 +43,11 @@ export interface PressureReading {
   silentOverflow?: { seq: number; promptTokens: number };
   /** The cost model's figures (config `economics`): whether compacting below the threshold, or pruning at it, pays. */
   economics?: PressureEconomics;
+  /**
+   * Requests the route's server works on at once (the model's `concurrency`; llama.cpp's `-np`):
+   * with 1, a background summary waits until the agent is not waiting for a reply. Absent: unbounded.
+   */
+  concurrency?: number;
 }
 
 /** What compacting or pruning now would cost and save (services/economics.ts), for the pressure chart to decide on. */

@@ -15,7 +15,7 @@ import OpenAI from 'openai';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { createCompactionEngine, type AfterStepResult, type EngineNotification } from '../src/engine.js';
-import { OpenAISummarizer } from '../src/services/summarizers/openai.js';
+import { OpenAISummarizer } from '../src/services/summarizing';
 import { Session } from '../src/session/session.js';
 import { SessionWriter } from '../src/session/writer.js';
 import { startOpenAIServer } from '../src/testing/openai-server.js';

@@ -26,11 +26,11 @@
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { createCompactionEngine } from '../src/engine.js';
-import { CalibrationState, countNode, emptyCounts, type NodeCounts } from '../src/services/calibration.js';
-import { TokenMeter } from '../src/services/meter.js';
-import { ExtractiveSummarizer } from '../src/services/summarizers/extractive.js';
-import { getTokenizer, splitOverlongRuns } from '../src/services/tokenizer.js';
-import { createGptTokenizer } from '../src/services/tokenizers/gpt.js';
+import { CalibrationState, countNode, emptyCounts, type NodeCounts } from '../src/services/metering';
+import { TokenMeter } from '../src/services/metering';
+import { ExtractiveSummarizer } from '../src/services/summarizing';
+import { getTokenizer, splitOverlongRuns } from '../src/services/metering';
+import { createGptTokenizer } from '../src/services/metering';
 import { Session, importPiFile, type AppendInput, type SessionEvent, type SurfaceEvent } from '../src/session/index.js';
 import { findPiData } from '../test/helpers/pi-data.js';
 import { randomText as randomTextFrom } from '../test/helpers/random-text.js';
@@ -243,8 +243,8 @@ function pricingPathological(): void {
       `${name.padEnd(20)} ${`${bigMs.toFixed(0)} ms`.padStart(11)} ${`${splitMs.toFixed(0)} ms`.padStart(11)} ${`${(splitMs / Math.max(bigMs, 0.01)).toFixed(0)}×`.padStart(9)} ${signedPct((got - want) / want).padStart(8)} ${exactChars.toLocaleString('en-US').padStart(9)} ${`${smallMs.toFixed(0)} ms`.padStart(7)} ${`${exactMs.toFixed(0)} ms`.padStart(9)} ${signedPct((linear.count(small) - exactSmall) / exactSmall).padStart(8)}`,
     );
   }
-  console.log('Goal: 1 MB under 0.5 s. The split errs high by ≤ 1 token per cut (src/services/tokenizers/split.ts); the sample over a dense');
-  console.log('region (≥ 64k characters of long runs) adds two standard errors, the standard error held ≤ 0.5% (src/services/tokenizers/sample.ts).');
+  console.log('Goal: 1 MB under 0.5 s. The split errs high by ≤ 1 token per cut (src/services/metering/tokenizers/split.ts); the sample over a dense');
+  console.log('region (≥ 64k characters of long runs) adds two standard errors, the standard error held ≤ 0.5% (src/services/metering/tokenizers/sample.ts).');
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -21,8 +21,8 @@
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { createCompactionEngine } from '../src/engine.js';
-import { ExtractiveSummarizer } from '../src/services/summarizers/extractive.js';
-import { selectRange } from '../src/services/range.js';
+import { ExtractiveSummarizer } from '../src/services/summarizing';
+import { selectRange } from '../src/services/selection';
 import { Session, importPiFile } from '../src/session/index.js';
 import { findPiData } from '../test/helpers/pi-data.js';
 import { replayThroughEngine } from '../test/helpers/replay.js';

@@ -22,8 +22,8 @@
 import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { TokenMeter } from '../src/services/meter.js';
-import { getTokenizer, messageOverhead, type Tokenizer, type TokenizerName } from '../src/services/tokenizer.js';
+import { TokenMeter } from '../src/services/metering';
+import { getTokenizer, messageOverhead, type Tokenizer, type TokenizerName } from '../src/services/metering';
 import { Session, importPiFile, type AppendInput, type ChatMessage, type SurfaceEvent } from '../src/session/index.js';
 
 const DEFAULT_SESSION = fileURLToPath(new URL('../test/fixtures/pi-large-session.jsonl', import.meta.url));

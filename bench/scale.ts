@@ -22,13 +22,13 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createCompactionEngine } from '../src/engine.js';
 import { importPiFile, JsonlStore, Session, SessionWriter } from '../src/session/index.js';
-import { parseConfig, tokenizerNameFor } from '../src/services/config.js';
-import type { ServiceDeps } from '../src/services/deps.js';
-import { TokenMeter } from '../src/services/meter.js';
-import { selectSpan } from '../src/services/select.js';
-import { buildSummaryRequest } from '../src/services/summary-request.js';
-import { BoundedSummarizer } from '../src/services/summarizers/bounded-summarizer.js';
-import { getTokenizer } from '../src/services/tokenizer.js';
+import { parseConfig, tokenizerNameFor } from '../src/services/config';
+import type { ServiceDeps } from '../src/services/context';
+import { TokenMeter } from '../src/services/metering';
+import { selectSpan } from '../src/services/selection';
+import { buildSummaryRequest } from '../src/services/transaction';
+import { BoundedSummarizer } from '../src/services/summarizing';
+import { getTokenizer } from '../src/services/metering';
 
 const FIXTURE = fileURLToPath(new URL('../test/fixtures/pi-large-session.jsonl', import.meta.url));
 const MODELS = { 'bench/huge': { contextWindow: 50_000_000, maxOutputTokens: 8_000 } };
@@ -185,7 +185,7 @@ const REOPEN_CONFIG = { economics: false };
  * Part 2: reopen of a JSONL log of `events` events + the first afterStep, against JSON.parse
  * of its lines. The log is written as an agent writes it: an engine measures as it goes and
  * the session is closed, which saves the meter's fold (`<log>.prices`, see
- * src/services/meter-snapshot.ts). Timed twice: with that snapshot (the target), and without
+ * src/services/metering/snapshot.ts). Timed twice: with that snapshot (the target), and without
  * it (a writer that crashed before closing leaves none), whose figures must be the same.
  */
 async function reopen(corpus: Corpus, events: number, print: (l: string) => void): Promise<void> {

@@ -18,7 +18,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { TOKENIZER_NAMES, getTokenizer, utf8ByteLength, type Tokenizer, type TokenizerName } from '../src/services/tokenizer.js';
+import { TOKENIZER_NAMES, getTokenizer, utf8ByteLength, type Tokenizer, type TokenizerName } from '../src/services/metering';
 
 type Kind = 'prose' | 'code' | 'json' | 'cjk';
 type Samples = Record<Kind, string[]>;

@@ -65,7 +65,7 @@ export interface RunAgentOptions {
   /** Provider and model name: `provider/model` is the engine's registry key; `model` is sent to the API. */
   provider: string;
   model: string;
-  /** Needed when provider/model is not a built-in model (see src/services/models.ts). */
+  /** Needed when provider/model is not a built-in model (see src/services/config/models.ts). */
   contextWindow?: number;
   /** max_tokens of every request (the output reservation). */
   maxOutputTokens?: number;

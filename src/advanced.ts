@@ -22,16 +22,16 @@ export {
   type ModelPolicyOverride,
   type ConfigIssue,
 } from './services/config';
-export { BUILTIN_MODELS, resolveModel, resolvePrices, modelKey } from './services/models';
+export { BUILTIN_MODELS, resolveModel, resolvePrices, modelKey } from './services/config';
 export { NEUTRAL_PRICES, compactionEconomics, pruneEconomics, type CompactionEstimate, type PruneEstimate } from './services/economics';
-export { TOKENIZER_NAMES } from './services/tokenizer';
+export { TOKENIZER_NAMES } from './services/metering';
 
 // Building an argument-prune replace (SPEC §15) for a custom pruner.
 export { argumentPruneProblem, withPrunedArguments } from './session/index';
 
 // Single services.
-export { TokenMeter, type TokenMeterOptions } from './services/meter';
-export type { UnclosedBracket } from './services/bracket';
+export { TokenMeter, type TokenMeterOptions } from './services/metering';
+export type { UnclosedBracket } from './services/transaction';
 export { classifyRequestError, isSilentOverflow, OVERFLOW_PATTERNS } from './services/overflow';
 export {
   planPrune,
@@ -44,10 +44,10 @@ export {
   type PruneTarget,
   type PruneSkip,
   type PruneKeepReason,
-} from './services/pruner';
-export { selectRange } from './services/range';
-export { frameCheckpoint, unframeCheckpoint, CHECKPOINT_PREAMBLE } from './services/checkpoint';
-export { COMPACTION_INSTRUCTION, SUMMARY_SECTIONS, type SummarySection } from './services/summarizers/instruction';
+} from './services/pruning';
+export { selectRange } from './services/selection';
+export { frameCheckpoint, unframeCheckpoint, CHECKPOINT_PREAMBLE } from './services/summarizing';
+export { COMPACTION_INSTRUCTION, SUMMARY_SECTIONS, type SummarySection } from './services/summarizing';
 
 // The session log's schemas and helpers, for tools that read or write logs themselves.
 export {

@@ -6,7 +6,7 @@
  * every notification (`compaction.*`, `pruned`, `overflow.silent`, `breaker.*`,
  * `capacity.missing`) both as emitted events and as events sent to it, its parent.
  */
-import type { OpenAIClient } from './services/openai-client';
+import type { OpenAIClient } from './services/overflow';
 import { assign, createMachine, fromPromise } from 'xstate';
 import { answerBelowThreshold, DEFAULT_ENGINE_INPUT, engineContext, engineMachine, type EngineInput } from './machines/engine';
 import { backgroundMachine } from './machines/background';
@@ -18,17 +18,17 @@ import { transactionMachine, type TransactionActorInputs } from './machines/tran
 import type { ErrorInfo, PressureReading } from './machines/types';
 import type { Session } from './session/session';
 import { parseConfig, tokenizerNameFor, type CompactionConfig, type CompactionConfigInput } from './services/config';
-import type { ServiceDeps } from './services/deps';
-import type { UnclosedBracket } from './services/bracket';
-import { createEngineServices, type EngineServices } from './services/engine-services';
-import { measurePressure } from './services/measure';
-import { TokenMeter } from './services/meter';
-import type { ModelInfo } from './services/models';
-import { routePolicy } from './services/route';
-import type { Summarizer } from './services/summarizer';
-import { ExtractiveSummarizer } from './services/summarizers/extractive';
-import { OpenAISummarizer } from './services/summarizers/openai';
-import { getTokenizer, type TokenizerName } from './services/tokenizer';
+import type { ServiceDeps } from './services/context';
+import type { UnclosedBracket } from './services/transaction';
+import { createEngineServices, type EngineServices } from './services/actors';
+import { measurePressure } from './services/pressure';
+import { TokenMeter } from './services/metering';
+import type { ModelInfo } from './services/config';
+import { routePolicy } from './services/context';
+import type { Summarizer } from './services/summarizing';
+import { ExtractiveSummarizer } from './services/summarizing';
+import { OpenAISummarizer } from './services/summarizing';
+import { getTokenizer, type TokenizerName } from './services/metering';
 
 export interface CompactionMachineOptions {
   session: Session;

@@ -14,14 +14,14 @@ import type { BackgroundReport } from './machines/gate';
 import type { DeclineReason } from './machines/overflow';
 import type { PressureOutput, PressureStatus } from './machines/pressure';
 import { compactionRecord, type ChartNotification, type CompactionRecord, type ErrorInfo, type PressureReading, type Trigger } from './machines/types';
-import { CompactionError } from './services/compaction-error';
+import { CompactionError } from './services/context';
 import type { CompactionConfig } from './services/config';
-import type { UnclosedBracket } from './services/bracket';
-import { measureFigures, type EngineMeasurement } from './services/measure';
+import type { UnclosedBracket } from './services/transaction';
+import { measureFigures, type EngineMeasurement } from './services/pressure';
 import type { RequestErrorClass } from './services/overflow';
 
-export { CompactionError } from './services/compaction-error';
-export type { EngineServices } from './services/engine-services';
+export { CompactionError } from './services/context';
+export type { EngineServices } from './services/actors';
 export type { CompactionRecord } from './machines/types';
 
 export interface CompactionEngineOptions extends CompactionMachineOptions {

@@ -2,7 +2,7 @@
 // session and its stores, summarizers (built-in, bounded, or your own), config validation and
 // the errors. The building blocks (charts, single services, zod schemas, log parsing) are in
 // `xcompact/advanced` (src/advanced.ts); the local test server is `xcompact/testing`.
-export { XcompactError, type XcompactErrorCode } from './errors';
+export { XcompactError, type XcompactErrorCode } from './error-codes';
 
 // The engine an agent loop embeds.
 export {
@@ -18,7 +18,7 @@ export {
   type EngineServices,
 } from './engine';
 export type { CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, PressureReading, PressureEconomics, Trigger, OpenedBracket } from './machines/types';
-export type { EngineMeasurement } from './services/measure';
+export type { EngineMeasurement } from './services/pressure';
 // The engine as a machine a host machine invokes (examples/xstate-agent.ts).
 export { createCompactionMachine, type CompactionMachineOptions } from './compaction-machine';
 export type { CompactionEmitted, EngineRequest, SettledResult, ShutdownEvent } from './machines/engine';
@@ -91,14 +91,14 @@ export {
   type ResolvedBudget,
   type EffectivePolicy,
 } from './services/config';
-export type { ModelInfo } from './services/models';
-export { getTokenizer, TokenizerUnavailableError, type Tokenizer, type TokenizerName, type ChatOverhead, type ChatRole } from './services/tokenizer';
-export type { Measurement, NodePrices } from './services/meter';
-export type { Calibration } from './services/calibration';
+export type { ModelInfo } from './services/config';
+export { getTokenizer, TokenizerUnavailableError, type Tokenizer, type TokenizerName, type ChatOverhead, type ChatRole } from './services/metering';
+export type { Measurement, NodePrices } from './services/metering';
+export type { Calibration } from './services/metering';
 export { withErrorBodyRecovery, type RequestErrorClass, type RequestErrorKind } from './services/overflow';
-export type { PruneSettings, PrunePlan, PruneResult } from './services/pruner';
-export type { ArgumentPruneTarget } from './services/pruner-arguments';
-export type { RangeSelection, SelectOptions } from './services/range';
+export type { PruneSettings, PrunePlan, PruneResult } from './services/pruning';
+export type { ArgumentPruneTarget } from './services/pruning';
+export type { RangeSelection, SelectOptions } from './services/selection';
 
 // Summarizers: the built-in ones, bounding for any summarizer, and the contract for your own.
 export {
@@ -108,13 +108,13 @@ export {
   type SummaryResult,
   type BoundingReport,
   type SummarizerErrorCode,
-} from './services/summarizer';
-export { OpenAISummarizer, type OpenAISummarizerOptions } from './services/summarizers/openai';
-export type { OpenAIClient } from './services/openai-client';
-export { ExtractiveSummarizer, type ExtractiveSummarizerOptions } from './services/summarizers/extractive';
-export { BoundedSummarizer, boundSummarizer, type BoundingOptions } from './services/summarizers/bounded-summarizer';
-export type { CountTokens } from './services/summarizers/bounded';
-export { buildInstruction, type InstructionOptions } from './services/summarizers/instruction';
+} from './services/summarizing';
+export { OpenAISummarizer, type OpenAISummarizerOptions } from './services/summarizing';
+export type { OpenAIClient } from './services/overflow';
+export { ExtractiveSummarizer, type ExtractiveSummarizerOptions } from './services/summarizing';
+export { BoundedSummarizer, boundSummarizer, type BoundingOptions } from './services/summarizing';
+export type { CountTokens } from './services/summarizing';
+export { buildInstruction, type InstructionOptions } from './services/summarizing';
 
 // Recording a compaction for the offline viewer (visualizer/index.html).
 export {

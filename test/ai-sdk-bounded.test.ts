@@ -11,7 +11,7 @@ import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createAiSdkCompaction } from '../src/adapters/ai-sdk/index';
 import type { EngineNotification } from '../src/engine';
-import { getTokenizer } from '../src/services/tokenizer';
+import { getTokenizer } from '../src/services/metering';
 import { Session } from '../src/session/session';
 import { estimatePromptTokens, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer, type Scenario } from '../src/testing/index';
 import { isSummaryRequest, readLog, STEPS } from './helpers/ai-sdk-script';

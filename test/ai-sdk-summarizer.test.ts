@@ -9,7 +9,7 @@ import { AiSdkSummarizer } from '../src/adapters/ai-sdk/index';
 import type { SurfaceEvent } from '../src/session/events';
 import { Session } from '../src/session/session';
 import { SessionWriter } from '../src/session/writer';
-import { SummarizerError, type SummaryRequest } from '../src/services/summarizer';
+import { SummarizerError, type SummaryRequest } from '../src/services/summarizing';
 import { startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer } from '../src/testing/index';
 import { openAIMessageProblems } from './helpers/openai-validator';
 

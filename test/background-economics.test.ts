@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { AfterStepResult, EngineNotification } from '../src/engine';
-import type { SummaryResult } from '../src/services/summarizer';
+import type { SummaryResult } from '../src/services/summarizing';
 import { deferredSummarizer, harness, openTurn, stepsUntilPressure, type Harness } from './helpers/engine';
 import { openAIMessageProblems } from './helpers/openai-validator';
 

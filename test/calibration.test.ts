@@ -4,10 +4,10 @@
  * the way Claude or Qwen count differently from our o200k prices.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { CALIBRATION, CalibrationState, emptyCounts } from '../src/services/calibration.js';
-import { SUSPECT_TOLERANCE, TokenMeter } from '../src/services/meter.js';
-import { retainedCut } from '../src/services/range.js';
-import { getTokenizer, type TokenizerName } from '../src/services/tokenizer.js';
+import { CALIBRATION, CalibrationState, emptyCounts } from '../src/services/metering';
+import { SUSPECT_TOLERANCE, TokenMeter } from '../src/services/metering';
+import { retainedCut } from '../src/services/selection';
+import { getTokenizer, type TokenizerName } from '../src/services/metering';
 import { JsonlStore, Session, SessionWriter, importPiTranscript } from '../src/session/index.js';
 import { readFileSync } from 'node:fs';
 import { removeTempDirs, tempDir } from './helpers/session.js';

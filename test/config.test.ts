@@ -12,9 +12,9 @@ import {
   type BudgetArgs,
   type CompactionConfig,
   type CompactionConfigInput,
-} from '../src/services/config.js';
-import { BUILTIN_MODELS, resolveModel, resolvePrices } from '../src/services/models.js';
-import { NEUTRAL_PRICES } from '../src/services/economics.js';
+} from '../src/services/config';
+import { BUILTIN_MODELS, resolveModel, resolvePrices } from '../src/services/config';
+import { NEUTRAL_PRICES } from '../src/services/economics';
 
 /** The ConfigError parseConfig throws for `input` (fails the test if it does not throw). */
 function configError(input: unknown): ConfigError {

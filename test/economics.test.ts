@@ -1,5 +1,5 @@
 /**
- * The cost model (src/services/economics.ts): when a compaction or a prune pays for itself.
+ * The cost model (src/services/economics/cost.ts): when a compaction or a prune pays for itself.
  */
 import { describe, expect, it } from 'vitest';
 import { compactionEconomics, NEUTRAL_PRICES, pruneEconomics, requestsToCome, type CompactionEstimate } from '../src/services/economics';

@@ -5,20 +5,20 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Session, SessionWriter } from '../src/session/index';
-import { BracketWriter } from '../src/services/bracket';
+import { BracketWriter } from '../src/services/transaction';
 import { parseConfig, type CompactionConfigInput } from '../src/services/config';
-import type { ServiceDeps } from '../src/services/deps';
-import { checkAdmission, createEngineServices, probeLock, summarizeSpan } from '../src/services/engine-services';
-import { measureFigures, measurePressure } from '../src/services/measure';
-import { TokenMeter } from '../src/services/meter';
-import { pruneSurface } from '../src/services/prune-step';
-import { routeBudget, routePolicy, summaryTarget } from '../src/services/route';
-import { selectSpan } from '../src/services/select';
-import { revalidateSpan, spanIntact, validateSpan } from '../src/services/span';
-import { SummarizerError, type Summarizer } from '../src/services/summarizer';
-import { buildSummaryRequest } from '../src/services/summary-request';
-import { ExtractiveSummarizer } from '../src/services/summarizers/extractive';
-import { getTokenizer } from '../src/services/tokenizer';
+import type { ServiceDeps } from '../src/services/context';
+import { checkAdmission, createEngineServices, probeLock, summarizeSpan } from '../src/services/actors';
+import { measureFigures, measurePressure } from '../src/services/pressure';
+import { TokenMeter } from '../src/services/metering';
+import { pruneSurface } from '../src/services/pruning';
+import { routeBudget, routePolicy, summaryTarget } from '../src/services/context';
+import { selectSpan } from '../src/services/selection';
+import { revalidateSpan, spanIntact, validateSpan } from '../src/services/transaction';
+import { SummarizerError, type Summarizer } from '../src/services/summarizing';
+import { buildSummaryRequest } from '../src/services/transaction';
+import { ExtractiveSummarizer } from '../src/services/summarizing';
+import { getTokenizer } from '../src/services/metering';
 
 const MODELS = { 'test/small': { contextWindow: 6000, maxOutputTokens: 500 }, 'test/big': { contextWindow: 200_000, maxOutputTokens: 500 } };
 

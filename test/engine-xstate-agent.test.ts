@@ -10,7 +10,7 @@ import { runXStateAgent, type XStateAgentRun } from '../examples/xstate-agent';
 import { isCheckpoint } from '../src/session/events';
 import { Session } from '../src/session/session';
 import { MemoryStore } from '../src/session/stores/memory';
-import { COMPACTION_INSTRUCTION } from '../src/services/summarizers/instruction';
+import { COMPACTION_INSTRUCTION } from '../src/services/summarizing';
 import { OVERFLOW_BODIES, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer } from '../src/testing/openai-server';
 import { openAIMessageProblems } from './helpers/openai-validator';
 

@@ -8,10 +8,10 @@ import { copyFileSync, existsSync, readFileSync, rmSync, statSync, utimesSync, w
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompactionEngine } from '../src/engine.js';
-import { TokenMeter } from '../src/services/meter.js';
-import { SPOT_CHECKS } from '../src/services/meter-snapshot.js';
-import { sessionPace } from '../src/services/weigh.js';
-import { getTokenizer, type Tokenizer, type TokenizerName } from '../src/services/tokenizer.js';
+import { TokenMeter } from '../src/services/metering';
+import { SPOT_CHECKS } from '../src/services/metering';
+import { sessionPace } from '../src/services/economics';
+import { getTokenizer, type Tokenizer, type TokenizerName } from '../src/services/metering';
 import { JsonlStore, Session, SessionWriter } from '../src/session/index.js';
 import { recordingSummarizer, SMALL_CONFIG, SYSTEM_PROMPT } from './helpers/engine.js';
 import { removeTempDirs, tempDir } from './helpers/session.js';

@@ -1,5 +1,5 @@
 /**
- * TokenMeter (src/services/meter.ts): node prices, exactness against gpt-tokenizer's chat
+ * TokenMeter (src/services/metering/meter.ts): node prices, exactness against gpt-tokenizer's chat
  * encoder, the SPEC §2 heuristic figures, incremental folding, replaces, the provider-usage
  * anchor and tokenizer switches. Every expected figure is computed here independently of the
  * meter (from the derived messages, the tokenizer and the stated overhead).
@@ -7,9 +7,9 @@
 import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
-import { TokenMeter, IMAGE_TOKENS } from '../src/services/meter.js';
-import { parseConfig, tokenizerNameFor } from '../src/services/config.js';
-import { getTokenizer, messageOverhead, type Tokenizer, type TokenizerName } from '../src/services/tokenizer.js';
+import { TokenMeter, IMAGE_TOKENS } from '../src/services/metering';
+import { parseConfig, tokenizerNameFor } from '../src/services/config';
+import { getTokenizer, messageOverhead, type Tokenizer, type TokenizerName } from '../src/services/metering';
 import {
   Session,
   SessionWriter,

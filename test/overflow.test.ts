@@ -7,7 +7,7 @@ import {
   recoverErrorBody,
   withErrorBodyRecovery,
   type RequestErrorClass,
-} from '../src/services/overflow.js';
+} from '../src/services/overflow';
 import { OTHER_ERROR_BODIES, OVERFLOW_BODIES, startOpenAIServer, type LocalOpenAIServer, type ProviderName, type Scenario } from '../src/testing/index.js';
 import { XcompactError } from '../src/errors.js';
 

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { createCompactionEngine, type AfterStepResult, type EngineNotification } from '../src/engine';
 import { importPiFile } from '../src/session/import-pi';
 import { Session } from '../src/session/session';
-import { ExtractiveSummarizer } from '../src/services/summarizers/extractive';
+import { ExtractiveSummarizer } from '../src/services/summarizing';
 import { openAIMessageProblems } from './helpers/openai-validator';
 import { findPiData } from './helpers/pi-data';
 import { replayThroughEngine } from './helpers/replay';

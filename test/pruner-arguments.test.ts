@@ -4,9 +4,9 @@
  * and name, logged with the original's price, under the same protections.
  */
 import { describe, expect, it } from 'vitest';
-import { TokenMeter } from '../src/services/meter.js';
-import { applyPrune, planPrune, pruneMarker, type PruneSettings, type Pricing } from '../src/services/pruner.js';
-import { getTokenizer } from '../src/services/tokenizer.js';
+import { TokenMeter } from '../src/services/metering';
+import { applyPrune, planPrune, pruneMarker, type PruneSettings, type Pricing } from '../src/services/pruning';
+import { getTokenizer } from '../src/services/metering';
 import { JsonlStore, Session, SessionWriter, type SessionEvent } from '../src/session/index.js';
 import { openAIMessageProblems } from './helpers/openai-validator.js';
 import { removeTempDirs, tempDir } from './helpers/session.js';
@@ -178,7 +178,7 @@ describe('argument pruning', () => {
 describe('argument pruning in the engine', () => {
   it('under pressure, the engine prunes an older 57 KB write call instead of summarizing', async () => {
     const { createCompactionEngine } = await import('../src/engine.js');
-    const { ExtractiveSummarizer } = await import('../src/services/summarizers/extractive.js');
+    const { ExtractiveSummarizer } = await import('../src/services/summarizing');
     const s = Session.inMemory();
     const engine = createCompactionEngine({
       session: s,

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../src/services/config.js';
-import { TokenMeter } from '../src/services/meter.js';
-import { pruneSurface } from '../src/services/prune-step.js';
-import { getTokenizer } from '../src/services/tokenizer.js';
+import { parseConfig } from '../src/services/config';
+import { TokenMeter } from '../src/services/metering';
+import { pruneSurface } from '../src/services/pruning';
+import { getTokenizer } from '../src/services/metering';
 import { JsonlStore, Session, SessionWriter, type ContentBlock, type SessionEvent } from '../src/session/index.js';
 import {
   PRUNE_MARKER_MAX_CHARS,
@@ -20,7 +20,7 @@ import {
   truncateMiddle,
   type PruneSettings,
   type Pricing,
-} from '../src/services/pruner.js';
+} from '../src/services/pruning';
 
 // ---------------------------------------------------------------------------
 // Fixtures

@@ -3,8 +3,8 @@
  * says (`n<price>`), so each expected span can be read off the test.
  */
 import { describe, expect, it } from 'vitest';
-import { selectRange, type RangeSelection } from '../src/services/range';
-import type { NodePrices } from '../src/services/meter';
+import { selectRange, type RangeSelection } from '../src/services/selection';
+import type { NodePrices } from '../src/services/metering';
 import { COMPACTION_CHECKPOINT_SOURCE } from '../src/session/events';
 import { Session } from '../src/session/session';
 import { SessionWriter } from '../src/session/writer';

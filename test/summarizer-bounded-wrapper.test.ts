@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { XcompactError } from '../src/errors';
-import { frameCheckpoint, unframeCheckpoint } from '../src/services/checkpoint';
-import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from '../src/services/summarizer';
-import { inputBudget, priceRequest } from '../src/services/summarizers/bounded';
-import { BoundedSummarizer, boundSummarizer } from '../src/services/summarizers/bounded-summarizer';
-import { ExtractiveSummarizer } from '../src/services/summarizers/extractive';
-import { buildInstruction } from '../src/services/summarizers/instruction';
+import { frameCheckpoint, unframeCheckpoint } from '../src/services/summarizing';
+import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from '../src/services/summarizing';
+import { inputBudget, priceRequest } from '../src/services/summarizing';
+import { BoundedSummarizer, boundSummarizer } from '../src/services/summarizing';
+import { ExtractiveSummarizer } from '../src/services/summarizing';
+import { buildInstruction } from '../src/services/summarizing';
 import type { ChatMessage } from '../src/session/derive';
 import { isCheckpoint, type SurfaceEvent } from '../src/session/events';
 import { Session } from '../src/session/session';

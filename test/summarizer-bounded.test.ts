@@ -11,8 +11,8 @@ import {
   truncateToolArguments,
   truncationMarker,
   waterLevel,
-} from '../src/services/summarizers/bounded';
-import { chunkCuts, fitUnits, planChunks, takeUnits, unitsOf } from '../src/services/summarizers/chunks';
+} from '../src/services/summarizing';
+import { chunkCuts, fitUnits, planChunks, takeUnits, unitsOf } from '../src/services/summarizing';
 import type { ChatMessage } from '../src/session/derive';
 
 /** One token per code point: makes every expected number readable. */

@@ -1,10 +1,10 @@
 import { PI_FIXTURE } from './helpers/pi-data';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { frameCheckpoint } from '../src/services/checkpoint';
-import { SummarizerError, type SummaryRequest } from '../src/services/summarizer';
-import { ExtractiveSummarizer, parseSummary } from '../src/services/summarizers/extractive';
-import { SUMMARY_SECTIONS } from '../src/services/summarizers/instruction';
-import { parseLedger } from '../src/services/summarizers/ledger';
+import { frameCheckpoint } from '../src/services/summarizing';
+import { SummarizerError, type SummaryRequest } from '../src/services/summarizing';
+import { ExtractiveSummarizer, parseSummary } from '../src/services/summarizing';
+import { SUMMARY_SECTIONS } from '../src/services/summarizing';
+import { parseLedger } from '../src/services/summarizing';
 import { COMPACTION_CHECKPOINT_SOURCE, type SessionEvent } from '../src/session/events';
 import { importPiFile } from '../src/session/import-pi';
 import { Session } from '../src/session/session';

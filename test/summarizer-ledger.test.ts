@@ -1,19 +1,19 @@
 /**
- * The checkpoint ledger (src/services/summarizers/ledger.ts): cumulative lists of files read
+ * The checkpoint ledger (src/services/summarizing/ledger.ts): cumulative lists of files read
  * and modified and of unresolved errors, derived from the span, carried from checkpoint to
  * checkpoint in a machine-readable section, within the summary cap — for the extractive
  * summarizer and, over real HTTP, the OpenAI one.
  */
 import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { frameCheckpoint, unframeCheckpoint } from '../src/services/checkpoint';
-import type { SummaryRequest } from '../src/services/summarizer';
-import { ExtractiveSummarizer, parseSummary } from '../src/services/summarizers/extractive';
-import { deriveLedger, fitLedger, parseLedger, renderLedger, withCheckpointLedger, withLedger, type Ledger } from '../src/services/summarizers/ledger';
-import { boundSummarizer } from '../src/services/summarizers/bounded-summarizer';
+import { frameCheckpoint, unframeCheckpoint } from '../src/services/summarizing';
+import type { SummaryRequest } from '../src/services/summarizing';
+import { ExtractiveSummarizer, parseSummary } from '../src/services/summarizing';
+import { deriveLedger, fitLedger, parseLedger, renderLedger, withCheckpointLedger, withLedger, type Ledger } from '../src/services/summarizing';
+import { boundSummarizer } from '../src/services/summarizing';
 import { AiSdkSummarizer } from '../src/adapters/ai-sdk/index';
 import { MockLanguageModelV3 } from 'ai/test';
-import { OpenAISummarizer } from '../src/services/summarizers/openai';
+import { OpenAISummarizer } from '../src/services/summarizing';
 import { COMPACTION_CHECKPOINT_SOURCE } from '../src/session/events';
 import { Session } from '../src/session/session';
 import { SessionWriter } from '../src/session/writer';

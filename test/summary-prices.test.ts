@@ -6,7 +6,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createCompactionEngine } from '../src/engine';
-import { textsOfMessage } from '../src/services/meter';
+import { textsOfMessage } from '../src/services/metering';
 import { toChatMessage } from '../src/session/derive';
 import { Session } from '../src/session/session';
 import { SessionWriter } from '../src/session/writer';
@@ -14,8 +14,8 @@ import { startOpenAIServer, type LocalOpenAIServer } from '../src/testing/openai
 
 // Every tokenizer counts through here: the texts each call was given, in order.
 const counted = vi.hoisted(() => [] as string[]);
-vi.mock('../src/services/tokenizer', async (importOriginal) => {
-  const mod = await importOriginal<typeof import('../src/services/tokenizer')>();
+vi.mock('../src/services/metering/tokenizer', async (importOriginal) => {
+  const mod = await importOriginal<typeof import('../src/services/metering/tokenizer')>();
   const wrapped = new Map<string, ReturnType<typeof mod.getTokenizer>>();
   return {
     ...mod,

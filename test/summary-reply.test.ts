@@ -9,10 +9,10 @@ import { MockLanguageModelV3 } from 'ai/test';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AiSdkSummarizer } from '../src/adapters/ai-sdk/index';
-import { SummarizerError, type Summarizer, type SummaryRequest } from '../src/services/summarizer';
-import { boundSummarizer } from '../src/services/summarizers/bounded-summarizer';
-import { OpenAISummarizer } from '../src/services/summarizers/openai';
-import { checkSummaryReply, stopOf } from '../src/services/summarizers/reply';
+import { SummarizerError, type Summarizer, type SummaryRequest } from '../src/services/summarizing';
+import { boundSummarizer } from '../src/services/summarizing';
+import { OpenAISummarizer } from '../src/services/summarizing';
+import { checkSummaryReply, stopOf } from '../src/services/summarizing';
 import { startOpenAIServer, type LocalOpenAIServer, type Scenario } from '../src/testing/index';
 
 let server: LocalOpenAIServer;

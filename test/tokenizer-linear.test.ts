@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_RUN_CHARS, getTokenizer, splitOverlongRuns, withLinearPricing } from '../src/services/tokenizer.js';
-import { createGptTokenizer } from '../src/services/tokenizers/gpt.js';
+import { MAX_RUN_CHARS, getTokenizer, splitOverlongRuns, withLinearPricing } from '../src/services/metering';
+import { createGptTokenizer } from '../src/services/metering';
 import { randomText } from './helpers/random-text';
 
 const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';

@@ -1,13 +1,13 @@
 /**
- * Sampled pricing of long dense regions (src/services/tokenizers/sample.ts): where it applies,
+ * Sampled pricing of long dense regions (src/services/metering/tokenizers/sample.ts): where it applies,
  * its stated error against the split price (every segment counted), determinism, and that a
  * 1 MB run is priced from a small sample. Timing is measured in bench/calibration.ts, not here.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { getTokenizer, splitOverlongRuns, withLinearPricing, type Tokenizer } from '../src/services/tokenizer.js';
-import { createGptTokenizer } from '../src/services/tokenizers/gpt.js';
-import { SAMPLING, denseRegions, sampleSegments } from '../src/services/tokenizers/sample.js';
+import { getTokenizer, splitOverlongRuns, withLinearPricing, type Tokenizer } from '../src/services/metering';
+import { createGptTokenizer } from '../src/services/metering';
+import { SAMPLING, denseRegions, sampleSegments } from '../src/services/metering';
 import { randomText } from './helpers/random-text';
 
 const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
@@ -43,7 +43,7 @@ function metered(inner: Tokenizer): { tokenizer: Tokenizer; chars: () => number 
 describe('dense regions (where pricing samples)', () => {
   it('prose and code never form one: they are priced exactly, as before', () => {
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    const code = readFileSync(new URL('../src/services/meter.ts', import.meta.url), 'utf8');
+    const code = readFileSync(new URL('../src/services/metering/meter.ts', import.meta.url), 'utf8');
     const long = (readme + code).repeat(Math.ceil((2 * SAMPLING.minRegionChars) / (readme.length + code.length)));
     expect(denseRegions(long)).toEqual([]);
     expect(getTokenizer('o200k_base').count(long)).toBe(exact.count(long));

@@ -14,10 +14,10 @@ import {
   type ChatRole,
   type Tokenizer,
   type TokenizerName,
-} from '../src/services/tokenizer.js';
-import { createDeepseekV3Tokenizer } from '../src/services/tokenizers/deepseek.js';
-import { createGptTokenizer } from '../src/services/tokenizers/gpt.js';
-import type { RequireLike } from '../src/services/tokenizers/node-require.js';
+} from '../src/services/metering';
+import { createDeepseekV3Tokenizer } from '../src/services/metering';
+import { createGptTokenizer } from '../src/services/metering';
+import type { RequireLike } from '../src/services/metering';
 
 // The service loads tokenizer packages through Node's require; its cache is the evidence of
 // what has been loaded. Everything this file needs from those packages goes through it too.

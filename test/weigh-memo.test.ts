@@ -4,11 +4,11 @@
  * weighs afresh.
  */
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../src/services/config.js';
-import { TokenMeter } from '../src/services/meter.js';
-import { routeBudget } from '../src/services/route.js';
-import { getTokenizer, type Tokenizer } from '../src/services/tokenizer.js';
-import { weighPressure } from '../src/services/weigh.js';
+import { parseConfig } from '../src/services/config';
+import { TokenMeter } from '../src/services/metering';
+import { routeBudget } from '../src/services/context';
+import { getTokenizer, type Tokenizer } from '../src/services/metering';
+import { weighPressure } from '../src/services/economics';
 import { Session, SessionWriter } from '../src/session/index.js';
 
 describe('weighPressure', () => {

@@ -8,7 +8,7 @@
  * set it); summary requests are never reused, so their uncached part is plain input.
  */
 import type { ChatMessage } from '../../src/session/derive.js';
-import { getTokenizer, messageOverhead, type Tokenizer } from '../../src/services/tokenizer.js';
+import { getTokenizer, messageOverhead, type Tokenizer } from '../../src/services/metering';
 
 /**
  * US dollars per million tokens: Claude Sonnet 4.x list prices (base input, 5-minute cache
@@ -45,7 +45,7 @@ export class Pricer {
     return this.tokenizer.count(text);
   }
 
-  /** A message's tokens, as src/services/meter.ts prices a surface node (cached by content). */
+  /** A message's tokens, as src/services/metering/meter.ts prices a surface node (cached by content). */
   message(m: ChatMessage): number {
     const key = JSON.stringify(m);
     let p = this.byJson.get(key);

@@ -15,7 +15,7 @@
  */
 import type { ChatMessage } from '../../src/session/derive.js';
 import type { SessionEvent } from '../../src/session/events.js';
-import { ERROR_LINE } from '../../src/services/summarizers/ledger.js';
+import { ERROR_LINE } from '../../src/services/summarizing';
 
 /** Argument keys whose value names a file or directory. */
 const PATH_KEY = /path|file|dir/i;

@@ -4,9 +4,9 @@
  * yardsticks are shared with the xcompact replay (pricing, cache model, summarizer, cap); the
  * decisions are each policy's own (peers.ts).
  */
-import { frameCheckpoint } from '../../src/services/checkpoint.js';
-import { ExtractiveSummarizer } from '../../src/services/summarizers/extractive.js';
-import { COMPACTION_INSTRUCTION } from '../../src/services/summarizers/instruction.js';
+import { frameCheckpoint } from '../../src/services/summarizing';
+import { ExtractiveSummarizer } from '../../src/services/summarizing';
+import { COMPACTION_INSTRUCTION } from '../../src/services/summarizing';
 import { toChatMessage, type ChatMessage } from '../../src/session/derive.js';
 import { isSurfaceType, type SessionEvent, type SurfaceEvent } from '../../src/session/events.js';
 import { Ledger, Pricer, type PricedRequest } from './pricing.js';

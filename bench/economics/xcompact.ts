@@ -5,9 +5,9 @@
  * summarizer would send them: system prompt, kept checkpoints, the span, the instruction.
  */
 import { createCompactionEngine, type CompactionEngineOptions } from '../../src/engine.js';
-import type { Summarizer, SummaryRequest, SummaryResult } from '../../src/services/summarizer.js';
-import { ExtractiveSummarizer } from '../../src/services/summarizers/extractive.js';
-import { buildInstruction } from '../../src/services/summarizers/instruction.js';
+import type { Summarizer, SummaryRequest, SummaryResult } from '../../src/services/summarizing';
+import { ExtractiveSummarizer } from '../../src/services/summarizing';
+import { buildInstruction } from '../../src/services/summarizing';
 import type { ChatMessage } from '../../src/session/derive.js';
 import type { SessionEvent } from '../../src/session/events.js';
 import { Session } from '../../src/session/session.js';

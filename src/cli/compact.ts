@@ -14,9 +14,9 @@ import { JsonlStore } from '../session/stores/jsonl';
 import { checkSessionId, type LoadReport } from '../session/store';
 import { snapshotPath } from '../session/stores/jsonl-snapshot';
 import { modelInfoFor, parseConfig } from '../services/config';
-import { SummarizerError, type Summarizer } from '../services/summarizer';
-import { ExtractiveSummarizer } from '../services/summarizers/extractive';
-import { OpenAISummarizer } from '../services/summarizers/openai';
+import { SummarizerError, type Summarizer } from '../services/summarizing';
+import { ExtractiveSummarizer } from '../services/summarizing';
+import { OpenAISummarizer } from '../services/summarizing';
 import { loadConfig } from './config-file';
 import { CliError } from './errors';
 import {

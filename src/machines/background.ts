@@ -27,7 +27,7 @@
  * Every run that ends is counted by the engine's breaker (busy and cancelled are not failures).
  */
 import { assign, enqueueActions, not, setup, type AnyActorRef } from 'xstate';
-import type { RangeSelection } from '../services/range';
+import type { RangeSelection } from '../services/selection';
 import type { EconomicDecision } from './types';
 import { transactionActors } from './transaction';
 import {

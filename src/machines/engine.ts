@@ -26,17 +26,11 @@ import { BACKGROUND_SYSTEM_ID, backgroundMachine } from './background';
 import { manualMachine, type ManualOutput } from './manual';
 import { overflowMachine, type OverflowOutput } from './overflow';
 import { pressureMachine, restingOutput, type PressureOutput } from './pressure';
+import type { RoutePolicy } from '../services/context';
 import { errorOf, NOTIFY, outputOf, toErrorInfo, type ChartNotification, type ErrorInfo, type NotifyEvent, type PressureReading } from './types';
 
-/** What the charts take from the routed model's policy (per-model fields of SPEC §3). */
-export interface RoutePolicy {
-  auto: boolean;
-  /** 1 + compactionRetries. */
-  maxAttempts: number;
-  maxOverflowRetries: number;
-}
-
 /** `auto`, `maxAttempts`, `maxOverflowRetries`: the policy used where no route policy is looked up. */
+export type { RoutePolicy };
 export interface EngineInput extends RoutePolicy {
   /** Background compaction (SPEC §13) on for some route: the engine keeps a background chart. */
   background?: boolean;

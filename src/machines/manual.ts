@@ -8,7 +8,7 @@
  *                                                                └ failed ▶ failed
  */
 import { assign, sendTo, setup } from 'xstate';
-import type { RangeSelection } from '../services/range';
+import type { RangeSelection } from '../services/selection';
 import { transactionMachine } from './transaction';
 import { errorOf, notProvided, outputOf, toErrorInfo, type ErrorInfo, type SelectInput, type TransactionOutput } from './types';
 

@@ -15,7 +15,7 @@
  */
 import { assign, sendTo, setup } from 'xstate';
 import type { RequestErrorClass } from '../services/overflow';
-import type { RangeSelection } from '../services/range';
+import type { RangeSelection } from '../services/selection';
 import { transactionMachine } from './transaction';
 import { announceAction, announcePruneFailure, notProvided, outputOf, type ChartNotification, type LockProbe, type PruneInput, type PruneSummary, type SelectInput, type TransactionOutput } from './types';
 

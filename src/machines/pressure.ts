@@ -20,7 +20,7 @@
  * overflow.silent.
  */
 import { and, assign, sendTo, setup } from 'xstate';
-import type { RangeSelection } from '../services/range';
+import type { RangeSelection } from '../services/selection';
 import { transactionMachine } from './transaction';
 import {
   errorOf,

@@ -17,7 +17,7 @@
  * Announces compaction.started / committed / failed (emitted, and relayed to the engine chart).
  */
 import { assign, enqueueActions, setup } from 'xstate';
-import type { RangeSelection } from '../services/range';
+import type { RangeSelection } from '../services/selection';
 import {
   errorOf,
   notProvided,

@@ -4,143 +4,18 @@
  */
 import { enqueueActions, fromPromise, type AnyActorRef, type EventObject, type MachineContext } from 'xstate';
 import { XcompactError } from '../errors';
-import type { EconomicVerdict, ModelPrices, SessionPace } from '../services/economics';
-import type { RangeSelection } from '../services/range';
+import type { RangeSelection } from '../services/selection';
 
-export type Trigger = 'pressure' | 'overflow' | 'manual';
-/** `background`: a summary prepared while the agent works on (SPEC §13); its span must stay as selected. */
-export type Mode = 'automatic' | 'manual' | 'background';
-
-/** Stable codes of a failed compaction (SPEC §9 plus the automatic path's own). */
-export type CompactionErrorCode =
-  | 'busy' // a turn is open, or another compaction holds the lock
-  | 'cancelled' // the caller's signal aborted it
-  | 'changed' // the surface changed under the transaction
-  | 'summary' // the summarizer failed or its summary was unusable (too long, empty, no shrink)
-  | 'no-progress' // the checkpoint would free less than minProgressRatio of the span
-  | 'commit' // appending the commit events failed
-  | 'persistence' // committed in memory, but the store could not make it durable
-  | 'still-above-threshold' // pressure stayed at or above the threshold after every attempt
-  | 'internal'; // a service threw something unexpected
-
-export interface ErrorInfo {
-  code: CompactionErrorCode;
-  message: string;
-  /** The underlying error's own code (e.g. 'summary-truncated'), when there is one. */
-  cause?: string;
-}
-
-export interface PressureReading {
-  provider: string;
-  model: string;
-  totalTokens: number;
-  threshold: number;
-  retainTokens: number;
-  contextWindow: number;
-  /** Where a background summary starts (SPEC §13); absent when background compaction is off for the route. */
-  prepareAt?: number;
-  /** The provider reported a prompt above the window: it truncated the request silently (llama.cpp, Ollama). */
-  silentOverflow?: { seq: number; promptTokens: number };
-  /** The cost model's figures (config `economics`): whether compacting below the threshold, or pruning at it, pays. */
-  economics?: PressureEconomics;
-  /**
-   * Requests the route's server works on at once (the model's `concurrency`; llama.cpp's `-np`):
-   * with 1, a background summary waits until the agent is not waiting for a reply. Absent: unbounded.
-   */
-  concurrency?: number;
-}
-
-/** What compacting or pruning now would cost and save (services/economics.ts), for the pressure chart to decide on. */
-/** What the cost model decided for a job (in its context and its notifications), with the numbers it decided on. */
-export type EconomicDecision = EconomicVerdict & { decision: 'compact-early' | 'prune' | 'skip-prune' };
-
-export interface PressureEconomics {
-  prices: ModelPrices;
-  pace: SessionPace;
-  /** Weighed below the threshold only (at it, compaction is due whatever it costs); absent when nothing can be compacted. */
-  compaction?: EconomicVerdict;
-  /** Weighed at or above the threshold, when pruning is enabled. */
-  prune?: EconomicVerdict;
-}
-
-export type ReadingResult =
-  | { kind: 'unrouted' }
-  | { kind: 'misconfigured'; provider: string; model: string; code: string; message: string }
-  | { kind: 'reading'; reading: PressureReading };
-
-/**
- * What a chart asks of range selection. The chart decides the policy; the service applies it.
- * `retain: 'budget'` keeps the model's retained tail verbatim, `'floor'` the smaller tail a
- * compaction the cost model starts early may keep (retainFloorTokens), `'newest-unit'` only the newest
- * unit (overflow recovery, manual compaction). `stackCheckpoints` keeps small earlier
- * checkpoints in place (warm prompt cache); false merges them from the head.
- */
-export interface SelectInput {
-  purpose: Trigger;
-  attempt: number;
-  retain: 'budget' | 'floor' | 'newest-unit';
-  stackCheckpoints: boolean;
-}
-
-/**
- * What a chart asks of the pruner. `protectRecent`: leave the retained tail alone and skip a
- * pass that frees too little to be worth a prompt-cache miss (pressure, an optimisation);
- * false prunes every oversized result, the newest included (overflow, a necessity).
- */
-export interface PruneInput {
-  trigger: 'pressure' | 'overflow';
-  protectRecent: boolean;
-}
-
-export interface PruneSummary {
-  count: number;
-  tokensFreed: number;
-  generation: number;
-}
-
-export interface SpanCheck {
-  lockHeld: boolean;
-  /** What the stability check compares against after the summary arrives. */
-  snapshot: { generation: number; surfaceLength: number };
-}
-
-export interface SummaryOutcome {
-  text: string;
-  provider?: string;
-  model?: string;
-  usage?: { promptTokens: number; completionTokens: number; cachedTokens?: number };
-  requests: number;
-}
-
-export interface Verdict {
-  stable: boolean;
-  spanTokens: number;
-  checkpointTokens: number;
-  /** Tokens the commit must free at least (minProgressRatio × spanTokens; 0 for manual). */
-  requiredTokens: number;
-}
-
-/** What opening a bracket (appending compaction/start) gives the transaction. */
-export interface OpenedBracket {
-  startSeq: number;
-  /** Pressure just before the bracket opened. */
-  tokensBefore: number;
-  /** Clock time the bracket opened (ms). */
-  startedAt: number;
-}
-
-export interface CommitRecord {
-  startSeq: number;
-  summarySeq: number;
-  checkpointSeq: number;
-  endSeq: number;
-  shadowedCount: number;
-  spanTokens: number;
-  checkpointTokens: number;
-  tokensBefore: number;
-  tokensAfter: number;
-  durationMs: number;
-}
+export type {
+  Trigger, Mode, CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, SpanCheck, SummaryOutcome, Verdict, OpenedBracket, CommitRecord,
+} from '../services/context';
+export type { PressureReading, ReadingResult } from '../services/pressure';
+export type { PressureEconomics, EconomicDecision } from '../services/economics';
+import type {
+  Trigger, Mode, CompactionErrorCode, ErrorInfo, SummaryOutcome, CommitRecord,
+} from '../services/context';
+import type { PressureReading } from '../services/pressure';
+import type { EconomicDecision } from '../services/economics';
 
 /** A committed compaction, as the engine reports it. */
 export interface CompactionRecord {

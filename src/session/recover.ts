@@ -1,7 +1,18 @@
 /**
  * Recovery of a log a stopped process left mid-flight (see `Session.recover`).
  */
-import type { Session } from './session';
+import type { LockState } from './brackets';
+import type { AppendInput } from './events';
+import type { Surface } from './surface';
+
+/** What recovery uses of a session (the Session class satisfies it; not imported, so no cycle). */
+interface RecoverableSession {
+  readonly surface: Pick<Surface, 'pendingCalls'>;
+  readonly openStep: { turn: number; step: number } | null;
+  readonly lock: LockState;
+  readonly openTurn: number | null;
+  append(event: AppendInput): unknown;
+}
 
 export interface RecoveryReport {
   /** Calls that never got a result; each now has an error result saying so. */
@@ -19,7 +30,7 @@ const INTERRUPTED_RESULT =
  * Answers every call still waiting for its result with an error result saying `why`: a request
  * with an unanswered call is invalid for every OpenAI-compatible API. Returns the call ids.
  */
-export function answerPendingCalls(session: Session, why: string): string[] {
+export function answerPendingCalls(session: RecoverableSession, why: string): string[] {
   const answered: string[] = [];
   for (const callId of session.surface.pendingCalls()) {
     session.append({ type: 'tool/result', data: { callId, content: [{ type: 'text', text: why }], isError: true }, surfaceOp: 'append' });
@@ -29,7 +40,7 @@ export function answerPendingCalls(session: Session, why: string): string[] {
 }
 
 /** Appends, through the ordinary rules, what closes every open thing of `session`. */
-export function recoverSession(session: Session): RecoveryReport {
+export function recoverSession(session: RecoverableSession): RecoveryReport {
   const report: RecoveryReport = { closedCalls: answerPendingCalls(session, INTERRUPTED_RESULT), closedStep: false, closedTurn: false, clearedLock: undefined };
   const step = session.openStep;
   if (step) {

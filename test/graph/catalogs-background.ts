@@ -7,7 +7,7 @@ import type { AnyActorRef, AnyMachineSnapshot } from 'xstate';
 import { backgroundMachine } from '../../src/machines/background';
 import { gateMachine, type GateInput } from '../../src/machines/gate';
 import type { CommitRecord, PressureReading, SpanCheck, Verdict } from '../../src/machines/types';
-import type { RangeSelection } from '../../src/services/range';
+import type { RangeSelection } from '../../src/services/selection';
 import { activeInvokes } from './model';
 import type { CatalogEvent, MachineSpec } from './paths';
 

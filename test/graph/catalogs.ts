@@ -14,7 +14,7 @@ import { overflowMachine, type OverflowInput, type OverflowOutput } from '../../
 import { pressureMachine, restingOutput, type PressureInput, type PressureOutput } from '../../src/machines/pressure';
 import { transactionMachine } from '../../src/machines/transaction';
 import type { CommitRecord, PressureEconomics, PressureReading, SpanCheck, TransactionInput, TransactionOutput, Verdict } from '../../src/machines/types';
-import type { RangeSelection } from '../../src/services/range';
+import type { RangeSelection } from '../../src/services/selection';
 import { backgroundSpec, gateSpec } from './catalogs-background';
 import type { EconomicVerdict } from '../../src/services/economics';
 import { activeAfterEvents, activeInvokes } from './model';

@@ -25,8 +25,8 @@ import {
   type EngineServices,
 } from '../../src/engine';
 import type { CompactionConfigInput } from '../../src/services/config';
-import type { Summarizer } from '../../src/services/summarizer';
-import { OpenAISummarizer } from '../../src/services/summarizers/openai';
+import type { Summarizer } from '../../src/services/summarizing';
+import { OpenAISummarizer } from '../../src/services/summarizing';
 import { Session } from '../../src/session/session';
 import { JsonlStore } from '../../src/session/stores/jsonl';
 import { SessionWriter } from '../../src/session/writer';

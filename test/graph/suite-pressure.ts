@@ -16,7 +16,7 @@
  */
 import { expect } from 'vitest';
 import { COMPACTION_CHECKPOINT_SOURCE } from '../../src/session/events';
-import type { RangeSelection } from '../../src/services/range';
+import type { RangeSelection } from '../../src/services/selection';
 import type { TransitionInfo } from './model';
 import type { GeneratedPath, PathStep } from './paths';
 import {

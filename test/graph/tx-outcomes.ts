@@ -32,7 +32,7 @@
  *                               compaction/end {error: internal}, so the lock is released)
  */
 import { expect } from 'vitest';
-import type { RangeSelection } from '../../src/services/range';
+import type { RangeSelection } from '../../src/services/selection';
 import { breakStore, rangeOf, rewriteNode, summaryOfTokens, takeLock, type Call, type World } from './runner';
 
 export interface TxStep {

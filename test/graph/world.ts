@@ -3,9 +3,9 @@
  * path needs (a held lock, a rewritten node, a broken store) and sizing texts in tokens.
  */
 import { appendFileSync } from 'node:fs';
-import { frameCheckpoint } from '../../src/services/checkpoint';
-import type { RangeSelection } from '../../src/services/range';
-import { getTokenizer } from '../../src/services/tokenizer';
+import { frameCheckpoint } from '../../src/services/summarizing';
+import type { RangeSelection } from '../../src/services/selection';
+import { getTokenizer } from '../../src/services/metering';
 import type { SessionEvent } from '../../src/session/events';
 import type { Call } from './controller';
 import type { World } from './runner';

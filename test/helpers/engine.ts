@@ -5,10 +5,10 @@
 import { Session } from '../../src/session/session';
 import { SessionWriter } from '../../src/session/writer';
 import { createCompactionEngine, type CompactionEngine, type AfterStepResult, type CompactionEngineOptions, type EngineNotification } from '../../src/engine';
-import type { Summarizer, SummaryRequest, SummaryResult } from '../../src/services/summarizer';
-import { SummarizerError } from '../../src/services/summarizer';
-import { frameCheckpoint } from '../../src/services/checkpoint';
-import { getTokenizer } from '../../src/services/tokenizer';
+import type { Summarizer, SummaryRequest, SummaryResult } from '../../src/services/summarizing';
+import { SummarizerError } from '../../src/services/summarizing';
+import { frameCheckpoint } from '../../src/services/summarizing';
+import { getTokenizer } from '../../src/services/metering';
 
 export const SMALL_MODEL = { 'test/small': { contextWindow: 6000, maxOutputTokens: 500 } };
 // The cost model off: these tests are about the threshold's rules (test/economics-engine.test.ts has the cost model's).

@@ -1,10 +1,10 @@
 /**
  * A summary request for surface positions [1, end) of a session (everything after the system
  * prompt), counted with o200k: what the summarizer tests hand a summarizer directly, without an
- * engine (the engine builds its own with src/services/summary-request.ts).
+ * engine (the engine builds its own with src/services/transaction/request.ts).
  */
-import type { SummaryRequest } from '../../src/services/summarizer';
-import { getTokenizer } from '../../src/services/tokenizer';
+import type { SummaryRequest } from '../../src/services/summarizing';
+import { getTokenizer } from '../../src/services/metering';
 import type { SurfaceEvent } from '../../src/session/events';
 import type { Session } from '../../src/session/session';
 

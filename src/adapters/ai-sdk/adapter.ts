@@ -37,10 +37,10 @@ import { createCompactionEngine, type CompactionEngine, type CompactionEngineOpt
 import { isCheckpoint, type SurfaceEvent } from '../../session/events';
 import type { Session } from '../../session/session';
 import { SessionWriter } from '../../session/writer';
-import type { Summarizer } from '../../services/summarizer';
-import { boundSummarizer } from '../../services/summarizers/bounded-summarizer';
-import { withCheckpointLedger } from '../../services/summarizers/ledger';
-import type { ModelInfo } from '../../services/models';
+import type { Summarizer } from '../../services/summarizing';
+import { boundSummarizer } from '../../services/summarizing';
+import { withCheckpointLedger } from '../../services/summarizing';
+import type { ModelInfo } from '../../services/config';
 import { normaliseRequestError, recoveryFailed } from './errors';
 import {
   AiSdkAdapterError,

@@ -15,9 +15,9 @@ import { generateText, jsonSchema, tool, type LanguageModel, type ModelMessage, 
 import type { ChatCompletionContentPart } from 'openai/resources/chat/completions';
 import type { ChatMessage } from '../../session/derive';
 import type { SurfaceEvent, Usage } from '../../session/events';
-import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from '../../services/summarizer';
-import { buildInstruction } from '../../services/summarizers/instruction';
-import { checkSummaryReply, stopOf, summaryCancelled, throwIfCancelled } from '../../services/summarizers/reply';
+import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from '../../services/summarizing';
+import { buildInstruction } from '../../services/summarizing';
+import { checkSummaryReply, stopOf, summaryCancelled, throwIfCancelled } from '../../services/summarizing';
 import type { AiSdkLanguageModel } from './model';
 import { parseArguments } from './convert';
 

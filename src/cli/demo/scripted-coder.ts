@@ -13,9 +13,9 @@
  *   The plan does not advance on it, so the retried request gets that step.
  */
 import type { ChatMessage } from '../../session/derive';
-import { ExtractiveSummarizer } from '../../services/summarizers/extractive';
-import { COMPACTION_INSTRUCTION } from '../../services/summarizers/instruction';
-import { getTokenizer } from '../../services/tokenizer';
+import { ExtractiveSummarizer } from '../../services/summarizing';
+import { COMPACTION_INSTRUCTION } from '../../services/summarizing';
+import { getTokenizer } from '../../services/metering';
 import type { ChatRequestBody, ParsedChatRequest, Scenario, ScenarioHandler } from '../../testing/openai-server';
 import type { PlannedAction } from './plan';
 

@@ -1,6 +1,6 @@
 /**
  * The snapshot sidecar of a JsonlStore session: `<file>.prices` holds derived state the writer
- * saved (the token meter's fold, see services/meter-snapshot.ts) and the log prefix it was
+ * saved (the token meter's fold, see services/metering/snapshot.ts) and the log prefix it was
  * taken on: how many lines, how many bytes, and their SHA-256 (and the payload's own SHA-256,
  * so a sidecar damaged on disk is no snapshot either). It is handed to a reader only
  * when the file still starts with exactly those bytes, so a log that was cut, repaired,

@@ -3,8 +3,18 @@
  * and where (host, port, database; never the password).
  */
 import type { PoolConfig } from 'pg';
-import type { PgPool } from './postgres';
 import { StoreError } from '../errors';
+
+/**
+ * The calls the store makes on a connection pool: a `pg` Pool satisfies it. Declared here so
+ * that the public types do not depend on `@types/pg`.
+ */
+export interface PgPool {
+  query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
+  connect(): Promise<{ query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>; release(): void }>;
+  end(): Promise<void>;
+}
+
 
 /** `postgres://user@host:port/db`, without the password, for messages. */
 export function describeUrl(url: string): string {

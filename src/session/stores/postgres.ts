@@ -22,17 +22,9 @@ import type { SessionEvent } from '../events';
 import { checkSessionId, type LoadReport, type LogWriter, type SessionStore, type StoredLog } from '../store';
 import { QueuedWriter } from './queued-writer';
 import { createPool, describeUrl, storeErrorOf } from './postgres-connect';
+import type { PgPool } from './postgres-connect';
+export type { PgPool };
 import { migrate, schemaNames, storedVersion, type Queryable, type SchemaNames } from './postgres-schema';
-
-/**
- * The calls the store makes on a connection pool: a `pg` Pool satisfies it. Declared here so
- * that the public types do not depend on `@types/pg`.
- */
-export interface PgPool {
-  query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
-  connect(): Promise<{ query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>; release(): void }>;
-  end(): Promise<void>;
-}
 
 type Pool = PgPool;
 

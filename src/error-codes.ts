@@ -1,0 +1,50 @@
+/**
+ * `XcompactErrorCode`: every code an xcompact error can carry, from the layers that own them, and
+ * the public `XcompactError`: the base class of src/errors.ts, typed so that its `code` is that
+ * union (a typo does not compile, a `switch` can be exhaustive). Nothing inside xcompact imports
+ * this file; src/index.ts exports it.
+ */
+import { XcompactError as BaseError } from './errors';
+import type { CompactionErrorCode } from './services/context';
+import type { BudgetErrorCode } from './services/config';
+import type { SummarizerErrorCode } from './services/summarizing';
+import type { StoreErrorCode } from './session/errors';
+
+/**
+ * Every `code` an XcompactError can carry. The subclasses narrow it: `CompactionError` to
+ * {@link CompactionErrorCode}, `SummarizerError` to {@link SummarizerErrorCode}, `StoreError`
+ * to {@link StoreErrorCode}, `BudgetError` to {@link BudgetErrorCode}. A new code is added
+ * here (or to its family's union), so a `switch` over the codes stays exhaustive.
+ */
+export type XcompactErrorCode =
+  | CompactionErrorCode
+  | SummarizerErrorCode
+  | StoreErrorCode
+  | BudgetErrorCode
+  | 'config' // ConfigError, or a bad option passed to a constructor
+  | 'session-rule' // SessionRuleError: an append broke a log rule; the session is unchanged
+  | 'invalid-session-id' // a session id that cannot be a file name
+  | 'import' // PiImportError: a transcript that cannot be imported
+  | 'tokenizer-unavailable' // TokenizerUnavailableError: unknown name or optional package missing
+  | 'prune-settings' // PruneSettingsError
+  | 'prune-pricing' // PrunePricingError
+  | 'prune-plan-stale' // PrunePlanStaleError: the surface changed since the plan
+  | 'invalid-context-window' // isSilentOverflow without a positive window
+  | 'service-not-provided' // a chart invoked a service nobody provided
+  | 'unrouted' // no request/header yet, so no provider/model to measure against
+  | 'span-invalid' // the selected span is no longer a balanced run of surface nodes
+  | 'engine-stopped' // a call on, or pending in, a stopped engine
+  | 'unmappable-part' // AiSdkAdapterError: a message part the session cannot represent
+  | 'history-diverged' // AiSdkAdapterError: the app's conversation does not continue the recorded one
+  | 'missing-tool-results' // AiSdkAdapterError: a prompt that leaves tool calls without a result
+  | 'unexpected-tool-result' // AiSdkAdapterError: a tool result for a call that is not waiting for one
+  | 'recovery-failed'; // AiSdkAdapterError: the engine failed while handling a provider's error
+
+/** The public face of the base class: the same constructor, with `code` typed as {@link XcompactErrorCode}. */
+export interface XcompactError extends BaseError {
+  readonly code: XcompactErrorCode;
+}
+export const XcompactError = BaseError as unknown as {
+  new (code: XcompactErrorCode, message: string, options?: { cause?: unknown }): XcompactError;
+  readonly prototype: XcompactError;
+};

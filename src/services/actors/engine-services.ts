@@ -1,0 +1,115 @@
+/**
+ * The work the charts invoke, one function per invoked actor, built over one session from the
+ * service modules. `createCompactionMachine` turns each into an actor; the `services` option
+ * can wrap or replace any of them (tests drive every chart transition this way, a host can
+ * plug in its own range policy).
+ */
+import type { TransactionActorInputs } from '../../machines/transaction';
+import type {
+  CommitRecord,
+  LockProbe,
+  OpenedBracket,
+  PruneInput,
+  PruneSummary,
+  ReadingResult,
+  SelectInput,
+  SpanCheck,
+  SummaryOutcome,
+  Verdict,
+} from '../../machines/types';
+import { BracketWriter } from '../transaction';
+import type { ServiceDeps } from '../context';
+import { measurePressure } from '../pressure';
+import { classifyRequestError, type RequestErrorClass } from '../overflow';
+import { pruneSurface } from '../pruning';
+import type { RangeSelection } from '../selection';
+import { selectSpan } from '../selection';
+import { revalidateSpan, validateSpan } from '../transaction';
+import { SummarizerError, type Summarizer } from '../summarizing';
+import { buildSummaryRequest } from '../transaction';
+
+export interface EngineServices {
+  measure(input: { phase: 'initial' | 'after-prune' | 'after-compaction' }): ReadingResult;
+  prune(input: PruneInput): PruneSummary;
+  selectRange(input: SelectInput): RangeSelection | null;
+  validateSpan(input: TransactionActorInputs['validateSpan']): SpanCheck;
+  openBracket(input: TransactionActorInputs['openBracket']): OpenedBracket;
+  summarize(input: TransactionActorInputs['summarize'], signal: AbortSignal): Promise<SummaryOutcome>;
+  revalidate(input: TransactionActorInputs['revalidate']): Verdict;
+  commit(input: TransactionActorInputs['commit']): CommitRecord;
+  flush(input: TransactionActorInputs['flush']): Promise<void>;
+  closeWithError(input: TransactionActorInputs['closeWithError']): Promise<void>;
+  classify(input: { error: unknown }): RequestErrorClass;
+  probeLock(input: { purpose: 'admit' | 'decide' }): LockProbe;
+  checkAdmission(input: { purpose: 'manual' }): { openTurn: number | null; lockHeld: boolean };
+}
+
+/** Lock and admission probes: plain reads of the session. */
+export function probeLock({ session }: Pick<ServiceDeps, 'session'>): LockProbe {
+  return { held: session.lock.held, generation: session.surface.replaceGeneration };
+}
+
+export function checkAdmission({ session }: Pick<ServiceDeps, 'session'>): { openTurn: number | null; lockHeld: boolean } {
+  return { openTurn: session.openTurn, lockHeld: session.lock.held };
+}
+
+/** Runs the summarizer on a span; a SummarizerError carries the chart code it maps to. */
+export async function summarizeSpan(
+  deps: Pick<ServiceDeps, 'session' | 'config' | 'tokenizerName'> & Partial<Pick<ServiceDeps, 'meter'>>,
+  summarizer: Summarizer,
+  input: TransactionActorInputs['summarize'],
+  signal: AbortSignal,
+): Promise<SummaryOutcome> {
+  try {
+    const r = await summarizer.summarize(buildSummaryRequest(deps, input.range, input.focus), signal);
+    const out: SummaryOutcome = { text: r.text, requests: r.requests };
+    if (r.provider) out.provider = r.provider;
+    if (r.model) out.model = r.model;
+    if (r.usage) out.usage = r.usage;
+    return out;
+  } catch (err) {
+    if (err instanceof SummarizerError) {
+      throw Object.assign(err, { chartCode: err.code === 'summary-cancelled' ? 'cancelled' : 'summary' });
+    }
+    throw err;
+  }
+}
+
+export interface BuiltServices {
+  services: EngineServices;
+  brackets: BracketWriter;
+  /** The summarizer's own error of the latest transaction (the cause a CompactionError carries). */
+  lastSummaryError(): unknown;
+}
+
+export function createEngineServices(deps: ServiceDeps, summarizer: Summarizer): BuiltServices {
+  const brackets = new BracketWriter(deps);
+  let lastSummaryError: unknown;
+  const services: EngineServices = {
+    measure: () => measurePressure(deps),
+    prune: (input) => pruneSurface(deps, input),
+    selectRange: (input) => selectSpan(deps, input),
+    validateSpan: (input) => validateSpan(deps.session, input),
+    openBracket: (input) => {
+      const opened = brackets.open(input);
+      lastSummaryError = undefined;
+      return opened;
+    },
+    summarize: async (input, signal) => {
+      try {
+        return await summarizeSpan(deps, summarizer, input, signal);
+      } catch (err) {
+        lastSummaryError = err;
+        throw err;
+      }
+    },
+    revalidate: (input) => revalidateSpan(deps, input),
+    commit: (input) => brackets.commit(input),
+    flush: () => brackets.flush(),
+    closeWithError: (input) => brackets.closeWithError(input),
+    classify: ({ error }) => classifyRequestError(error),
+    probeLock: () => probeLock(deps),
+    checkAdmission: () => checkAdmission(deps),
+  };
+  return { services, brackets, lastSummaryError: () => lastSummaryError };
+}

@@ -1,0 +1,146 @@
+/**
+ * Budget resolution for a routed model (SPEC §3): window, reservation, headroom, threshold,
+ * retained tail and summary cap, or a BudgetError that names the route and the fix.
+ */
+import { XcompactError } from '../../errors.js';
+import { modelKey } from './models.js';
+import { DEFAULT_RETAIN_FLOOR_RATIO, DEFAULT_RETAIN_RATIO, defaultHeadroom, type EffectivePolicy } from './schema.js';
+import { policyFor } from './policy.js';
+import type { CompactionConfig } from './policy';
+
+// ---------------------------------------------------------------------------------------------
+// Budget resolution (SPEC §3)
+// ---------------------------------------------------------------------------------------------
+
+export type BudgetErrorCode = 'no-context-capacity' | 'no-message-budget' | 'no-pressure-budget' | 'retain-not-below-threshold' | 'prepare-out-of-range';
+
+/** A route's budget cannot be resolved; the message names the route, the figures and the fix. */
+export class BudgetError extends XcompactError {
+  declare readonly code: BudgetErrorCode;
+  readonly provider: string;
+  readonly model: string;
+
+  constructor(code: BudgetErrorCode, provider: string, model: string, message: string) {
+    super(code, message);
+    this.provider = provider;
+    this.model = model;
+  }
+}
+
+export interface ResolvedBudget {
+  /** W */
+  window: number;
+  /** O: request max_tokens, else the model's default output, else 0. */
+  outputReservation: number;
+  /** B */
+  headroomTokens: number;
+  /** M = W − O */
+  messageBudget: number;
+  /** P = M − B */
+  pressureBudget: number;
+  /** floor(min(W × thresholdRatio, P)); pressure qualifies at >= threshold. */
+  threshold: number;
+  /** Recent tokens kept verbatim: retainTokens ?? floor(M × retainRatio); below threshold. */
+  retain: number;
+  /**
+   * Where a background summary starts (SPEC §13): floor(W × prepareRatio), default
+   * threshold − floor((threshold − retain) / 4); retain < prepare ≤ threshold. Undefined when
+   * background compaction is off for the route.
+   */
+  prepare: number | undefined;
+  /** The tail of a compaction the cost model starts early: min(retain, retainFloorTokens ?? floor(M × 0.02)). */
+  retainFloor: number;
+  /** Summary output cap. */
+  maxTokens: number;
+  /** Newest tool results within this many tokens are not pruned (default: retain). */
+  protectRecentTokens: number;
+  /** A prune pass must free at least this much (default: max(512, floor(2% of W))). */
+  minReclaimTokens: number;
+  policy: EffectivePolicy;
+}
+
+export interface BudgetArgs {
+  config: CompactionConfig;
+  provider: string;
+  model: string;
+  contextWindow: number | undefined;
+  requestMaxTokens?: number;
+  modelMaxOutputTokens?: number;
+}
+
+export function resolveBudget(args: BudgetArgs): ResolvedBudget {
+  const { config, provider, model, contextWindow: window, requestMaxTokens, modelMaxOutputTokens } = args;
+  const route = modelKey(provider, model);
+  const policy = policyFor(config, provider, model);
+  const fail = (code: BudgetErrorCode, message: string): never => {
+    throw new BudgetError(code, provider, model, `${route}: ${message}`);
+  };
+
+  if (window === undefined || !Number.isInteger(window) || window <= 0) {
+    fail(
+      'no-context-capacity',
+      `no context capacity known (contextWindow = ${String(window)}): add models: { ${JSON.stringify(route)}: { contextWindow: <tokens> } } to the configuration (overflow recovery works without it)`,
+    );
+  }
+  const W = window as number;
+  const outputSource = requestMaxTokens !== undefined ? "the request's max_tokens" : modelMaxOutputTokens !== undefined ? "the model's maxOutputTokens" : 'none';
+  const O = requestMaxTokens ?? modelMaxOutputTokens ?? 0;
+  const M = W - O;
+  if (!(M > 0)) {
+    const fix = requestMaxTokens !== undefined ? `lower the request's max_tokens below ${W}` : `lower models[${JSON.stringify(route)}].maxOutputTokens below ${W}, or set max_tokens on the request`;
+    fail('no-message-budget', `no message budget: window ${W} − output reservation ${O} (${outputSource}) = ${M} tokens: ${fix}`);
+  }
+  const B = policy.headroomTokens ?? defaultHeadroom(W);
+  const P = M - B;
+  if (!(P > 0)) {
+    fail(
+      'no-pressure-budget',
+      `no pressure budget: message budget ${M} (window ${W} − output ${O}) − headroomTokens ${B} = ${P} tokens: set headroomTokens below ${M}, e.g. modelPolicies: [{ provider: ${JSON.stringify(provider)}, model: ${JSON.stringify(model)}, headroomTokens: ${Math.floor(M / 4)} }]`,
+    );
+  }
+  const threshold = Math.floor(Math.min(floorProduct(W, policy.thresholdRatio), P));
+  const retain = policy.retainTokens ?? floorProduct(M, policy.retainRatio ?? DEFAULT_RETAIN_RATIO);
+  if (!(retain < threshold)) {
+    const retainSource = policy.retainTokens !== undefined ? 'retainTokens' : `floor(${M} × retainRatio ${policy.retainRatio})`;
+    fail(
+      'retain-not-below-threshold',
+      `retained tail ${retain} (${retainSource}) must be below the threshold ${threshold} (floor(min(${W} × thresholdRatio ${policy.thresholdRatio}, ${P}))): lower retainTokens/retainRatio, raise thresholdRatio or lower headroomTokens`,
+    );
+  }
+  let prepare: number | undefined;
+  if (policy.background) {
+    prepare = policy.prepareRatio !== undefined ? floorProduct(W, policy.prepareRatio) : threshold - Math.floor((threshold - retain) / 4);
+    if (!(retain < prepare && prepare <= threshold)) {
+      fail(
+        'prepare-out-of-range',
+        `prepare point ${prepare} (floor(${W} × prepareRatio ${policy.prepareRatio})) must be above the retained tail ${retain} and at most the threshold ${threshold}: change prepareRatio, or leave it unset for the default`,
+      );
+    }
+  }
+  return {
+    window: W,
+    outputReservation: O,
+    headroomTokens: B,
+    messageBudget: M,
+    pressureBudget: P,
+    threshold,
+    retain,
+    prepare,
+    retainFloor: Math.min(retain, config.retainFloorTokens ?? floorProduct(M, DEFAULT_RETAIN_FLOOR_RATIO)),
+    maxTokens: policy.maxTokens ?? B,
+    protectRecentTokens: config.prune.protectRecentTokens ?? retain,
+    minReclaimTokens: config.prune.minReclaimTokens ?? Math.max(512, floorProduct(W, 0.02)),
+    policy,
+  };
+}
+
+/**
+ * floor(n × ratio) as the decimal arithmetic a user expects: 744000 × 0.16 must give 119040
+ * even where the binary product lands a hair below an integer (100 × 0.29 = 28.999…).
+ */
+function floorProduct(n: number, ratio: number): number {
+  const product = n * ratio;
+  const nearest = Math.round(product);
+  return Math.abs(product - nearest) <= 1e-9 * Math.max(1, Math.abs(product)) ? nearest : Math.floor(product);
+}
+

@@ -1,0 +1,174 @@
+/**
+ * The configuration's shape: defaults, the zod schema of every field (the single source of the
+ * config types) and the resolved policy types. Cross-field rules live in config-rules.ts,
+ * resolution in config-policy.ts; config.ts puts them together.
+ */
+import { z } from 'zod';
+import { TOKENIZER_NAMES } from '../metering';
+
+// ---------------------------------------------------------------------------------------------
+// Defaults
+// ---------------------------------------------------------------------------------------------
+
+export const DEFAULT_THRESHOLD_RATIO = 0.8;
+export const DEFAULT_HEADROOM_TOKENS = 65_536;
+
+/**
+ * Headroom when none is configured: the reference's 65 536 tokens, but never more than an
+ * eighth of the window. A fixed 65 536 leaves no pressure budget at all below ~70k tokens, so
+ * every local model (llama.cpp, Ollama, vLLM at 8k–32k) would have no automatic compaction
+ * out of the box; for windows of 512k and more the two are the same.
+ */
+export function defaultHeadroom(window: number): number {
+  return Math.min(DEFAULT_HEADROOM_TOKENS, Math.floor(window / 8));
+}
+/** Applies only when neither retainRatio nor retainTokens is given (at any level). */
+export const DEFAULT_RETAIN_RATIO = 0.16;
+/**
+ * The retained tail of a compaction the cost model starts before the threshold, as a share
+ * of the message budget, when retainFloorTokens is not set: the economics bench
+ * (bench/economics) shows a small tail is cheapest and, with the checkpoint ledger, forgets
+ * nothing its retention proxy sees.
+ */
+export const DEFAULT_RETAIN_FLOOR_RATIO = 0.02;
+
+/**
+ * Code points the pruner's marker line may use (including its newlines): the pruner owns the
+ * figure, the config checks head + marker + tail against thresholdChars with it.
+ */
+/**
+ * The longest marker line the pruner writes (pruning/text.ts), reserved between head and tail so a pruned
+ * text always fits under thresholdChars.
+ */
+export const PRUNE_MARKER_MAX_CHARS = 64;
+export const PRUNE_MARKER_RESERVE = PRUNE_MARKER_MAX_CHARS;
+
+// ---------------------------------------------------------------------------------------------
+// Schema: per-field rules. Rules across fields live in crossFieldIssues() so that they can
+// also run when some unrelated field is invalid (one report lists every problem).
+// ---------------------------------------------------------------------------------------------
+
+const ratio = () => z.number().gt(0).lte(1); // (0, 1]
+const nonNegativeInt = () => z.int().min(0);
+const positiveInt = () => z.int().min(1);
+const name = () => z.string().min(1);
+
+/** Fields a model policy may override. Optional here: merging needs to know what was given. */
+const POLICY_FIELDS = {
+  thresholdRatio: ratio().optional(),
+  headroomTokens: nonNegativeInt().optional(),
+  retainRatio: ratio().optional(),
+  retainTokens: nonNegativeInt().optional(),
+  maxTokens: positiveInt().optional(),
+  compactionRetries: nonNegativeInt().optional(),
+  maxOverflowRetries: nonNegativeInt().optional(),
+  auto: z.boolean().optional(),
+  /** SPEC §13: prepare the summary in the background from the prepare point. */
+  background: z.boolean().optional(),
+  /** The prepare point as a share of the window (default: a quarter of the way from the threshold back to the retained tail). */
+  prepareRatio: ratio().optional(),
+};
+
+export const ModelPolicySchema = z.strictObject({ provider: name(), model: name(), ...POLICY_FIELDS });
+
+export const CircuitBreakerSchema = z.strictObject({
+  failureLimit: positiveInt().default(3),
+  cooldownMs: nonNegativeInt().default(300_000),
+});
+
+export const PruneSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  thresholdChars: positiveInt().default(8192),
+  headChars: nonNegativeInt().default(4096),
+  tailChars: nonNegativeInt().default(1024),
+  /** Newest tool results within this many tokens are never pruned (default: the retained tail). */
+  protectRecentTokens: nonNegativeInt().optional(),
+  /** Skip a prune pass that would free less (default: max(512, 2% of the window)). */
+  minReclaimTokens: nonNegativeInt().optional(),
+  /** Tool names whose results are never pruned. */
+  neverPrune: z.array(name()).default([]),
+});
+
+const price = () => z.number().min(0).refine(Number.isFinite, 'must be finite');
+/** Per million tokens; any field left out comes from the built-in entry, else the neutral table. */
+export const PricesSchema = z.strictObject({
+  input: price().optional(),
+  cacheRead: price().optional(),
+  cacheWrite: price().optional(),
+  output: price().optional(),
+});
+
+export const ModelEntrySchema = z.strictObject({
+  prices: PricesSchema.optional(),
+  contextWindow: positiveInt().optional(),
+  maxOutputTokens: positiveInt().optional(),
+  tokenizer: z.enum(TOKENIZER_NAMES).optional(),
+  outputCapField: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
+});
+
+export const FIELDS = {
+  ...POLICY_FIELDS,
+  thresholdRatio: ratio().default(DEFAULT_THRESHOLD_RATIO),
+  // No default here: an unset headroom scales with the window (defaultHeadroom) at budget time.
+  headroomTokens: nonNegativeInt().optional(),
+  compactionRetries: nonNegativeInt().default(1),
+  maxOverflowRetries: nonNegativeInt().default(1),
+  auto: z.boolean().default(true),
+  // On by default (issue 16): the agent does not wait for a summary below the threshold; see SPEC §13.
+  background: z.boolean().default(true),
+  summarizationProvider: z.string().default(''),
+  summarizationModel: z.string().default(''),
+  modelPolicies: z.array(ModelPolicySchema).default([]),
+  circuitBreaker: CircuitBreakerSchema.prefault({}), // prefault: parse {} so inner defaults apply
+  minProgressRatio: z.number().min(0).lt(1).default(0.1),
+  prune: PruneSchema.prefault({}),
+  /**
+   * The cost model (economics.ts): compact before the threshold once that pays, prune only when
+   * the rewrite pays. false: the threshold alone decides (compaction at it, pruning first).
+   */
+  economics: z.boolean().default(true),
+  /**
+   * The smallest retained tail the cost model may keep in a compaction it starts before the
+   * threshold (default floor(M × 0.02), never above the retained tail). Compactions at the
+   * threshold and overflow recovery keep retainRatio/retainTokens.
+   */
+  retainFloorTokens: nonNegativeInt().optional(),
+  tokenizer: z.enum(TOKENIZER_NAMES).optional(),
+  models: z.record(z.string(), ModelEntrySchema).default({}),
+};
+
+/** The config object before cross-field rules and resolution (its shape lists every field). */
+export const ConfigFieldsSchema = z.strictObject(FIELDS);
+const FieldsSchema = ConfigFieldsSchema;
+export type Fields = z.output<typeof FieldsSchema>;
+export type PolicyInput = z.output<typeof ModelPolicySchema>;
+
+
+/** A model policy after merging with the top level: every field resolved. */
+export interface ModelPolicy {
+  thresholdRatio: number;
+  /** Undefined: defaultHeadroom(window), resolved per model by resolveBudget. */
+  headroomTokens: number | undefined;
+  /** Exactly one of retainRatio and retainTokens is set. */
+  retainRatio?: number;
+  retainTokens?: number;
+  /** Summary output cap; undefined: the resolved headroom. */
+  maxTokens: number | undefined;
+  compactionRetries: number;
+  maxOverflowRetries: number;
+  auto: boolean;
+  background: boolean;
+  /** Undefined: the default prepare point (SPEC §13). */
+  prepareRatio: number | undefined;
+}
+
+export interface ModelPolicyOverride extends ModelPolicy {
+  provider: string;
+  model: string;
+}
+
+/** The policy that applies to one route; `overridden` when a modelPolicies entry matched. */
+export interface EffectivePolicy extends ModelPolicyOverride {
+  overridden: boolean;
+}
+

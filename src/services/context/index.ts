@@ -1,0 +1,4 @@
+export * from './compaction-error';
+export * from './contracts';
+export * from './deps';
+export * from './route';

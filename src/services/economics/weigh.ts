@@ -1,0 +1,164 @@
+/**
+ * The cost model's inputs, measured: what compacting now or pruning now would cost and save
+ * (economics.ts), from the routed model's prices and the session's pace so far. Numbers only;
+ * the pressure chart decides with them.
+ */
+import { frameCheckpoint } from '../summarizing';
+import type { ResolvedBudget } from '../config';
+import type { ServiceDeps } from '../context';
+import { compactionEconomics, pruneEconomics, type EconomicVerdict, type ModelPrices, type SessionPace } from './cost';
+import type { TokenMeter } from '../metering';
+import { modelKey, resolvePrices } from '../config';
+import { planSurfacePrune } from '../pruning';
+import { selectSpan } from '../selection';
+import { COMPACTION_INSTRUCTION } from '../summarizing';
+
+/** What compacting or pruning now would cost and save (services/economics/cost.ts), for the pressure chart to decide on. */
+/** What the cost model decided for a job (in its context and its notifications), with the numbers it decided on. */
+export type EconomicDecision = EconomicVerdict & { decision: 'compact-early' | 'prune' | 'skip-prune' };
+
+export interface PressureEconomics {
+  prices: ModelPrices;
+  pace: SessionPace;
+  /** Weighed below the threshold only (at it, compaction is due whatever it costs); absent when nothing can be compacted. */
+  compaction?: EconomicVerdict;
+  /** Weighed at or above the threshold, when pruning is enabled. */
+  prune?: EconomicVerdict;
+}
+
+
+/** The pace of one meter's session, folded incrementally (each event once). */
+interface PaceState {
+  folded: number;
+  requests: number;
+  appendedTokens: number;
+  summaries: number;
+  summaryTokens: number;
+  instructionTokens: number | undefined;
+  /** The last weighing and what it was asked with (see weighPressure). */
+  last?: { length: number; at: WeighedAt; out: PressureEconomics };
+}
+
+const paces = new WeakMap<TokenMeter, PaceState>();
+
+export function sessionPace(deps: Pick<ServiceDeps, 'session' | 'meter'>): { pace: SessionPace; state: PaceState } {
+  const { session, meter } = deps;
+  let s = paces.get(meter);
+  if (!s) {
+    s = { folded: 0, requests: 0, appendedTokens: 0, summaries: 0, summaryTokens: 0, instructionTokens: undefined };
+    paces.set(meter, s);
+  }
+  for (; s.folded < session.length; s.folded++) {
+    const e = session.event(s.folded);
+    if (e.type === 'compaction/summary') {
+      s.summaries++;
+      s.summaryTokens += meter.countText(e.data.summary);
+      continue;
+    }
+    if (e.surfaceOp !== 'append') continue;
+    if (e.type === 'assistant/message') s.requests++;
+    if (e.type === 'system/message') continue;
+    // What the conversation grew by: priced once, as the meter priced it when it was appended.
+    let price: number;
+    try {
+      price = meter.priceOf(e.seq);
+    } catch {
+      // Off the surface since: its price when it left (a reopened log is not tokenized again).
+      price = meter.shadowedPriceOf(e.seq) ?? meter.priceEvent(e as Parameters<TokenMeter['priceEvent']>[0]);
+    }
+    s.appendedTokens += price;
+  }
+  return { pace: { requests: s.requests, growthPerRequest: s.requests === 0 ? 0 : s.appendedTokens / s.requests }, state: s };
+}
+
+export function routePrices(deps: Pick<ServiceDeps, 'config'>, provider: string, model: string): ModelPrices {
+  return resolvePrices(modelKey(provider, model), deps.config.models);
+}
+
+/**
+ * The economics of compacting and of pruning now. Compaction is weighed below the threshold
+ * (above it, it is due whatever it costs); pruning is weighed at or above it, where the chart
+ * would prune first.
+ */
+export function weighPressure(
+  deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>,
+  at: { provider: string; model: string; totalTokens: number; budget: ResolvedBudget },
+): PressureEconomics {
+  const { meter } = deps;
+  const { pace, state } = sessionPace(deps);
+  // A weighing is a function of the log (its length: nothing is ever rewritten), the meter's
+  // fold of it and the reading: asked again with nothing appended (a step that found nothing
+  // to do, an agent calling afterStep twice), the answer is the same, and recomputing it walked
+  // the retained tail and tokenized a checkpoint frame (issue 18: afterStep ≤ 3× measure()).
+  const last = state.last;
+  if (last && last.length === deps.session.length && sameReading(last.at, at)) return last.out;
+  const out = weigh(deps, at, pace, state);
+  state.last = { length: deps.session.length, at: { ...at, budget: { ...at.budget } }, out };
+  return out;
+}
+
+type WeighedAt = { provider: string; model: string; totalTokens: number; budget: ResolvedBudget };
+
+/** Field by field (this runs on every step: no serialising). */
+function sameReading(a: WeighedAt, b: WeighedAt): boolean {
+  if (a.provider !== b.provider || a.model !== b.model || a.totalTokens !== b.totalTokens) return false;
+  const x = a.budget as unknown as Record<string, unknown>;
+  const y = b.budget as unknown as Record<string, unknown>;
+  let n = 0;
+  for (const k in y) {
+    // The policy is the config's for the route (compared above), rebuilt on every reading.
+    if (k !== 'policy' && x[k] !== y[k]) return false;
+    n++;
+  }
+  return n === Object.keys(x).length;
+}
+
+function weigh(
+  deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>,
+  at: { provider: string; model: string; totalTokens: number; budget: ResolvedBudget },
+  pace: SessionPace,
+  state: PaceState,
+): PressureEconomics {
+  const { meter } = deps;
+  const prices = routePrices(deps, at.provider, at.model);
+  const out: PressureEconomics = { prices, pace };
+  if (at.totalTokens < at.budget.threshold) {
+    // What an early compaction would select: the floor tail, small earlier checkpoints kept.
+    const range = selectSpan(deps, { purpose: 'pressure', attempt: 1, retain: 'floor', stackCheckpoints: true });
+    if (range) {
+      const m = meter.measure();
+      let keptPrefix = m.envelopeTokens;
+      for (let p = 0; p < range.startPos; p++) keptPrefix += m.prices.priceAt(p);
+      state.instructionTokens ??= meter.countText(COMPACTION_INSTRUCTION);
+      const summaryTokens = state.summaries > 0 ? Math.ceil(state.summaryTokens / state.summaries) : Math.min(at.budget.maxTokens, Math.ceil(range.tokens / 2));
+      const checkpoint = meter.priceUserText(frameCheckpoint('')) + Math.min(summaryTokens, at.budget.maxTokens);
+      out.compaction = compactionEconomics(
+        {
+          tokensNow: at.totalTokens,
+          tokensAfter: at.totalTokens - range.tokens + checkpoint,
+          keptPrefixTokens: keptPrefix,
+          summaryInputCached: keptPrefix + range.tokens,
+          summaryInputUncached: state.instructionTokens,
+          summaryTokens: Math.min(summaryTokens, at.budget.maxTokens),
+        },
+        pace,
+        prices,
+      );
+    }
+  } else if (deps.config.prune.enabled) {
+    // The plan the pressure chart's prune would apply (the same settings and provider ratio).
+    const plan = planSurfacePrune(deps, at.budget);
+    const firstSeqs = [...plan.targets.map((t) => t.seq), ...plan.argumentTargets.map((t) => t.seq)];
+    let rewritten = 0;
+    if (firstSeqs.length > 0) {
+      const m = meter.measure();
+      const seqs = [...deps.session.surface.seqs()];
+      const targets = new Set(firstSeqs);
+      const first = seqs.findIndex((s) => targets.has(s));
+      for (let i = first; i < seqs.length; i++) rewritten += m.prices.priceAt(i);
+      rewritten -= plan.tokensFreed;
+    }
+    out.prune = pruneEconomics({ tokensFreed: plan.tokensFreed, rewrittenTokens: Math.max(0, rewritten) }, pace, prices);
+  }
+  return out;
+}

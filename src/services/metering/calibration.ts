@@ -1,0 +1,252 @@
+/**
+ * Online calibration (SPEC §12): what the provider counts for what we price, per route
+ * (provider/model). Between two provider reports the surface grows by nodes we price with our
+ * tokenizer; for a provider with another tokenizer (Claude, Gemini, Qwen …) that growth is off.
+ *
+ * A ratio alone cannot model it. Each message also carries framing the provider counts its own
+ * way (role markers, a tool result's wrapper, an error flag), a constant per message that is
+ * 20–50% of a step adding a short tool result. So each clean step is one sample
+ *   provider growth ≈ ratio × priced growth + Σ perNode[kind] × (nodes of that kind appended)
+ * where the provider's growth is this report's prompt minus the previous report's prompt and
+ * completion (the reply is counted by the provider itself), and priced growth is our price of
+ * everything appended in between (our own framing included, so the seed ratio 1, perNode 0 is
+ * exactly the uncalibrated meter).
+ *
+ * The fit is a least-absolute-relative-error regression over the route's last `window` samples
+ * (iteratively reweighted least squares, a fixed number of rounds), pulled gently toward the
+ * seed so that a kind seen in few samples keeps a small constant, and clamped to sane ranges.
+ * Relative error, because that is what a step's prediction is judged on; absolute values,
+ * because a few steps the log cannot explain (a provider's hidden system-prompt change, a
+ * dropped reasoning block) must not drag the fit. The window is long (128 steps) so that a rare
+ * kind (an error result, a user message) stays in view.
+ *
+ * The meter feeds it from the log only (usage, node prices and node kinds), so replaying or
+ * reopening a session gives the same figure: it is persisted by being derivable.
+ */
+import type { SurfaceEvent } from '../../session/events';
+
+/** What a node's framing depends on: its role, and for a tool result the error flag. */
+export const NODE_KINDS = ['user', 'assistant', 'tool', 'toolError'] as const;
+export type NodeKind = (typeof NODE_KINDS)[number];
+
+export const CALIBRATION = Object.freeze({
+  /** Samples (clean steps) kept per route. */
+  window: 128,
+  /** Reweighting rounds of the robust fit. */
+  rounds: 6,
+  /**
+   * Clean steps needed before the fit leaves the seed: one or two steps are not evidence of a
+   * tokenizer's ratio (a single odd report once drove the ratio to its clamp, and the whole-surface
+   * estimate with it, so a trustworthy anchored figure looked suspect right after a compaction).
+   */
+  minSamples: 4,
+  /** No real tokenizer pair differs by more than this; a ratio outside is noise or a bad report. */
+  minRatio: 0.5,
+  maxRatio: 2.5,
+  /** Provider framing per node beyond ratio × our price (ours: 3–4 tokens per message). */
+  minPerNode: -16,
+  maxPerNode: 64,
+});
+
+/** Pull toward the seed, in squared relative error: weak against a few samples' evidence. */
+const RIDGE_RATIO = 1e-2;
+const RIDGE_PER_NODE = 1e-3;
+/** Residuals below this relative error weigh as this (the reweighting never divides by 0). */
+const RESIDUAL_FLOOR = 0.02;
+
+export interface Calibration {
+  /** The route the figures apply to (the latest request header's provider/model), '' before any. */
+  route: string;
+  /** Provider tokens per priced token (whole-surface budgets use it): 1 until the route has a sample. */
+  ratio: number;
+  /** Provider tokens per appended node of each kind beyond `ratio` × its price: 0 until learned. */
+  perNode: Record<NodeKind, number>;
+  /** Clean steps the figures are fitted to (at most CALIBRATION.window). */
+  samples: number;
+}
+
+/** Appended nodes by kind, indexed as NODE_KINDS. */
+export type NodeCounts = number[];
+
+export function emptyCounts(): NodeCounts {
+  return NODE_KINDS.map(() => 0);
+}
+
+export function kindOf(event: Pick<SurfaceEvent, 'type' | 'data'>): NodeKind {
+  switch (event.type) {
+    case 'assistant/message':
+      return 'assistant';
+    case 'tool/result':
+      return (event.data as { isError?: boolean }).isError === true ? 'toolError' : 'tool';
+    default:
+      // A system prompt appended mid-session is framed like any other message.
+      return 'user';
+  }
+}
+
+export function countNode(counts: NodeCounts, event: Pick<SurfaceEvent, 'type' | 'data'>): void {
+  counts[NODE_KINDS.indexOf(kindOf(event))]!++;
+}
+
+interface Sample {
+  /** The provider's growth. */
+  actual: number;
+  /** Features: priced growth, then node counts by kind. */
+  x: number[];
+}
+
+/** Coefficients: ratio, then perNode by kind. */
+type Model = number[];
+
+const SEED: Model = [1, ...NODE_KINDS.map(() => 0)];
+
+export class CalibrationState {
+  private readonly windows = new Map<string, Sample[]>();
+  private readonly models = new Map<string, Model>();
+
+  /** One clean step: what the provider counted more, what we priced, what kinds of nodes came. */
+  add(route: string, providerGrowth: number, pricedGrowth: number, added: NodeCounts): void {
+    if (pricedGrowth <= 0 || !Number.isFinite(providerGrowth)) return;
+    let samples = this.windows.get(route);
+    if (!samples) this.windows.set(route, (samples = []));
+    samples.push({ actual: providerGrowth, x: [pricedGrowth, ...added] });
+    if (samples.length > CALIBRATION.window) samples.shift();
+    this.models.delete(route);
+  }
+
+  /** Provider tokens per priced token for the route (whole-surface budgets). */
+  ratio(route: string): number {
+    return this.model(route)[0]!;
+  }
+
+  /** The provider's growth for `pricedGrowth` (of either sign: a prune shrinks) with `added` nodes appended. */
+  predict(route: string, pricedGrowth: number, added: NodeCounts): number {
+    const m = this.model(route);
+    let y = m[0]! * pricedGrowth;
+    for (let k = 0; k < added.length; k++) y += m[k + 1]! * added[k]!;
+    return y;
+  }
+
+  /** The samples per route (all the state there is: the fits are derived), for a snapshot. */
+  toState(): Array<[string, number[][]]> {
+    return [...this.windows].map(([route, samples]) => [route, samples.map((s) => [s.actual, ...s.x])]);
+  }
+
+  /** Replaces the state with a snapshot's (`toState`), checked for shape; false (and nothing changed) if it is not one. */
+  fromState(state: unknown): boolean {
+    if (!Array.isArray(state)) return false;
+    const windows = new Map<string, Sample[]>();
+    for (const entry of state) {
+      if (!Array.isArray(entry) || typeof entry[0] !== 'string' || !Array.isArray(entry[1])) return false;
+      const samples: Sample[] = [];
+      for (const row of entry[1] as unknown[]) {
+        if (!Array.isArray(row) || row.length !== SEED.length + 1 || !row.every((v) => typeof v === 'number' && Number.isFinite(v))) return false;
+        samples.push({ actual: row[0] as number, x: row.slice(1) as number[] });
+      }
+      if (samples.length > CALIBRATION.window) return false;
+      windows.set(entry[0], samples);
+    }
+    this.windows.clear();
+    this.models.clear();
+    for (const [route, samples] of windows) this.windows.set(route, samples);
+    return true;
+  }
+
+  describe(route: string): Calibration {
+    const m = this.model(route);
+    const perNode = {} as Record<NodeKind, number>;
+    NODE_KINDS.forEach((k, i) => (perNode[k] = m[i + 1]!));
+    return { route, ratio: m[0]!, perNode, samples: this.windows.get(route)?.length ?? 0 };
+  }
+
+  private model(route: string): Model {
+    let m = this.models.get(route);
+    if (!m) {
+      const samples = this.windows.get(route);
+      m = samples && samples.length >= CALIBRATION.minSamples ? fit(samples) : SEED;
+      this.models.set(route, m);
+    }
+    return m;
+  }
+}
+
+/**
+ * Minimises Σ |prediction − actual| / |actual| + ridge toward SEED by reweighted least squares.
+ * If the ratio leaves its range it is held at the bound and the per-node constants refitted.
+ */
+export function fit(samples: readonly Sample[]): Model {
+  const base = samples.map((s) => 1 / Math.max(Math.abs(s.actual), 1));
+  let weights = base;
+  let model = SEED;
+  for (let round = 0; round < CALIBRATION.rounds; round++) {
+    model = solve(samples, weights, undefined);
+    const clamped = Math.min(CALIBRATION.maxRatio, Math.max(CALIBRATION.minRatio, model[0]!));
+    if (clamped !== model[0]) model = solve(samples, weights, clamped);
+    for (let k = 1; k < model.length; k++) model[k] = Math.min(CALIBRATION.maxPerNode, Math.max(CALIBRATION.minPerNode, model[k]!));
+    const m = model;
+    weights = samples.map((s, i) => base[i]! / Math.sqrt(Math.max(Math.abs(dot(m, s.x) - s.actual) * base[i]!, RESIDUAL_FLOOR)));
+  }
+  return model;
+}
+
+/** Weighted ridge least squares; with `ratio` given, only the per-node constants are free. */
+function solve(samples: readonly Sample[], weights: readonly number[], ratio: number | undefined): Model {
+  const n = SEED.length;
+  const free = ratio === undefined ? 0 : 1;
+  const size = n - free;
+  const ata = Array.from({ length: size }, () => new Array<number>(size).fill(0));
+  const atb = new Array<number>(size).fill(0);
+  for (let i = 0; i < samples.length; i++) {
+    const s = samples[i]!;
+    const w2 = weights[i]! * weights[i]!;
+    const target = ratio === undefined ? s.actual : s.actual - ratio * s.x[0]!;
+    for (let r = 0; r < size; r++) {
+      const xr = s.x[r + free]!;
+      if (xr === 0) continue;
+      atb[r]! += w2 * xr * target;
+      for (let c = 0; c < size; c++) ata[r]![c]! += w2 * xr * s.x[c + free]!;
+    }
+  }
+  for (let r = 0; r < size; r++) {
+    const ridge = r + free === 0 ? RIDGE_RATIO : RIDGE_PER_NODE;
+    ata[r]![r]! += ridge;
+    atb[r]! += ridge * SEED[r + free]!;
+  }
+  const solved = gauss(ata, atb);
+  return ratio === undefined ? solved : [ratio, ...solved];
+}
+
+/** Gaussian elimination with partial pivoting (the system is small and, with the ridge, regular). */
+function gauss(a: number[][], b: number[]): number[] {
+  const n = b.length;
+  for (let col = 0; col < n; col++) {
+    let pivot = col;
+    for (let r = col + 1; r < n; r++) if (Math.abs(a[r]![col]!) > Math.abs(a[pivot]![col]!)) pivot = r;
+    [a[col], a[pivot]] = [a[pivot]!, a[col]!];
+    [b[col], b[pivot]] = [b[pivot]!, b[col]!];
+    for (let r = col + 1; r < n; r++) {
+      const f = a[r]![col]! / a[col]![col]!;
+      if (f === 0) continue;
+      for (let c = col; c < n; c++) a[r]![c]! -= f * a[col]![c]!;
+      b[r]! -= f * b[col]!;
+    }
+  }
+  const x = new Array<number>(n).fill(0);
+  for (let r = n - 1; r >= 0; r--) {
+    let s = b[r]!;
+    for (let c = r + 1; c < n; c++) s -= a[r]![c]! * x[c]!;
+    x[r] = s / a[r]![r]!;
+  }
+  return x;
+}
+
+function dot(model: Model, x: readonly number[]): number {
+  let y = 0;
+  for (let k = 0; k < x.length; k++) y += model[k]! * x[k]!;
+  return y;
+}
+
+/** The key of a route (provider/model): what calibration, prices and per-model policies are looked up by. */
+export function modelKey(provider: string, model: string): string {
+  return `${provider}/${model}`;
+}

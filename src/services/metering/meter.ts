@@ -1,0 +1,459 @@
+/**
+ * TokenMeter: the request's size in tokens, kept up to date incrementally.
+ *
+ * Each surface node is priced once, from the message that is actually sent (so the
+ * estimate measures what the serializer produces), and cached by seq. A measurement folds
+ * only the events appended since the previous one: an append adds its node's price, a
+ * replace subtracts the shadowed nodes and adds the new one. Nothing copies the surface.
+ *
+ * Pressure is anchored to the provider: after a response that reported usage, the total
+ * is that usage plus the priced growth since (appends add, replaces subtract their signed
+ * delta), in the provider's tokens (see calibration.ts: the learned ratio of the provider's
+ * counts to ours, plus its framing per appended message). The anchor is dropped when the
+ * request can no longer be compared with the one the provider counted: a changed system
+ * prompt, tool list or tokenizer. A replace (a prune, a checkpoint) carries it by what the
+ * provider counted for the nodes that left (provider-ledger.ts), not by our price of them: a
+ * compaction removes most of the request, and a ratio error on what left would land whole on
+ * the little that stays.
+ *
+ * Suspect usage (SPEC §12). A figure is suspect when it is below our own calibrated estimate
+ * of the same request by more than SUSPECT_TOLERANCE (half): proxies under-report (a prompt of
+ * 6 tokens for a request we price at 117), and a figure carried across a replace that removed
+ * more than the provider ever counted (usage recorded before another agent's compaction) no
+ * longer describes the surface. The larger figure wins: a suspect report neither anchors nor
+ * calibrates, and a measurement whose anchored total falls below the tolerance reports the
+ * calibrated estimate instead (flagged `suspectUsage`). So a non-empty surface never measures
+ * 0, and an under-reporting proxy cannot delay compaction until the request overflows.
+ */
+import type { SessionEvent, SurfaceEvent } from '../../session/events';
+import { isSurfaceType } from '../../session/events';
+import type { Session } from '../../session/session';
+import { CalibrationState, countNode, emptyCounts, type Calibration, type NodeCounts } from './calibration';
+import { checkMeterState, decodeMeterState, METER_SNAPSHOT_VERSION, type MeterAnchorState, type MeterState } from './snapshot';
+import { ProviderLedger } from './provider-ledger';
+import { priceNode } from './pricing';
+import type { Tokenizer, TokenizerName } from './tokenizer';
+import { modelKey } from './calibration';
+
+export { IMAGE_TOKENS, textsOfMessage } from './pricing';
+
+export type { Calibration } from './calibration';
+export { CALIBRATION } from './calibration';
+
+/** A figure more than this share below our calibrated estimate is suspect (see above). */
+export const SUSPECT_TOLERANCE = 0.5;
+
+export interface NodePrices {
+  /** Number of surface nodes priced. */
+  readonly length: number;
+  /** Price of the surface node at `position`. */
+  priceAt(position: number): number;
+  /** Price of a current surface node by seq. */
+  priceOf(seq: number): number;
+  /**
+   * Provider tokens per priced token for the current route (SPEC §12): whole-surface budgets
+   * (the retained tail) multiply prices by it. Absent = 1.
+   */
+  readonly providerRatio?: number;
+}
+
+export interface Measurement {
+  /** The figure pressure is judged on: anchored to provider usage when possible. */
+  totalTokens: number;
+  /** Our own estimate of the whole request: envelope + surface, in our tokenizer's tokens. */
+  estimatedTokens: number;
+  /** `estimatedTokens` in the provider's tokens: × `calibration.ratio`. */
+  calibratedTokens: number;
+  /** The ratio of the provider's counts to ours for the current route, and what it rests on. */
+  calibration: Calibration;
+  /**
+   * True when the anchored figure was suspect (far below `calibratedTokens`) and the total is
+   * the calibrated estimate; also true right after a suspect report was refused.
+   */
+  suspectUsage: boolean;
+  surfaceTokens: number;
+  /** Tool definitions and the per-request template cost (the system prompt is surface node 0). */
+  envelopeTokens: number;
+  /** `growthTokens`: growth since the anchor (or the last replace, which rebases `providerTokens`) in provider tokens (the calibration's prediction from our prices and the appended nodes). */
+  anchor: { seq: number; providerTokens: number; growthTokens: number } | undefined;
+  tokenizer: TokenizerName;
+  /** Log length the measurement reflects. */
+  logLength: number;
+  prices: NodePrices;
+}
+
+export interface TokenMeterOptions {
+  /** Picks the tokenizer for the model a request header routes to (undefined before any header). */
+  tokenizerFor: (header: SessionEvent<'request/header'> | undefined) => Tokenizer;
+}
+
+/** The anchor (the last clean provider report); its fields are documented where the snapshot saves it. */
+type Anchor = MeterAnchorState;
+
+export class TokenMeter implements NodePrices {
+  private readonly prices = new Map<number, number>();
+  /** Per priced node, the count of each text in `textsOfMessage` order (for reuse by summaries). */
+  private readonly textCounts = new Map<number, number[]>();
+  /** Prices of nodes a replace took off the surface, with the current tokenizer (see shadowedPriceOf). */
+  private readonly shadowed = new Map<number, number>();
+  private folded = 0;
+  private surfaceTotal = 0;
+  private envelope = 0;
+  private toolsJson: string | undefined;
+  /** Token count of `toolsJson` with `tokenizer`, kept so an unchanged envelope is not recounted per header. */
+  private toolsTokens = 0;
+  private anchor: Anchor | undefined;
+  private tokenizer: Tokenizer;
+  private calibration = new CalibrationState();
+  private ledger = new ProviderLedger();
+  /** Per route: the first header routing to it and the tokenizer it resolved to (a snapshot checks them). */
+  private readonly routeTokenizers = new Map<string, [number, string]>();
+  /** The last folded header, if any. */
+  private headerSeq: number | undefined;
+  /** The saved fold is looked at once, before the first event is folded (see restore). */
+  private restoreTried = false;
+  /** This meter saves the fold at close (the first meter of the session to fold). */
+  private producer = false;
+  /** Events the restored snapshot covered: closing with nothing folded since saves nothing. */
+  private restoredAt: number | undefined;
+  /** provider/model of the latest request header ('' before any). */
+  private route = '';
+  /** Seq of the latest report refused as suspect, until a report anchors again. */
+  private suspectSeq: number | undefined;
+
+  constructor(
+    private readonly session: Session,
+    private readonly options: TokenMeterOptions,
+  ) {
+    this.tokenizer = options.tokenizerFor(undefined);
+    this.envelope = this.tokenizer.overhead.perRequest;
+  }
+
+  get length(): number {
+    this.fold();
+    return this.session.surface.length;
+  }
+
+  priceAt(position: number): number {
+    return this.priceOf(this.session.surface.seqAt(position));
+  }
+
+  priceOf(seq: number): number {
+    this.fold();
+    const p = this.prices.get(seq);
+    if (p === undefined) throw new RangeError(`seq ${seq} is not a priced surface node`);
+    return p;
+  }
+
+  /**
+   * Price of a node that is not (yet) on the surface, e.g. a checkpoint or a pruned result,
+   * with the tokenizer of the latest request header (headers appended since the last
+   * measurement are folded first).
+   */
+  priceEvent(event: Pick<SurfaceEvent, 'type' | 'data'>): number {
+    this.fold();
+    return this.priceNode(event);
+  }
+
+  /** Price of a text sent as one user message (what a checkpoint costs). */
+  priceUserText(text: string): number {
+    return this.priceEvent({ type: 'user/message', data: { content: [{ type: 'text', text }] } });
+  }
+
+  /**
+   * Counts of the texts of a current surface node with the current tokenizer, as they were
+   * priced: `textsOfMessage(message)[i]` has count `[i]`. A summary request reads them instead of
+   * counting the span again.
+   */
+  textCountsOf(seq: number): readonly number[] | undefined {
+    this.fold();
+    return this.textCounts.get(seq);
+  }
+
+  /**
+   * The price a node had when a replace took it off the surface: what pricing it again gives,
+   * since a tokenizer change forgets them all. Lets a fold over the whole log (the session's
+   * pace, weigh.ts) read shadowed nodes without tokenizing them again after a reopen.
+   */
+  shadowedPriceOf(seq: number): number | undefined {
+    this.fold();
+    return this.shadowed.get(seq);
+  }
+
+  /** Token count of a plain text with the current tokenizer. */
+  countText(text: string): number {
+    this.fold();
+    return this.tokenizer.count(text);
+  }
+
+  get currentTokenizer(): Tokenizer {
+    this.fold();
+    return this.tokenizer;
+  }
+
+  /** Provider tokens per priced token for the current route (NodePrices). */
+  get providerRatio(): number {
+    this.fold();
+    return this.calibration.ratio(this.route);
+  }
+
+  measure(): Measurement {
+    this.fold();
+    const estimated = this.envelope + this.surfaceTotal;
+    const calibration = this.calibration.describe(this.route);
+    const calibrated = Math.round(estimated * calibration.ratio);
+    let total = calibrated;
+    let suspectUsage = this.suspectSeq !== undefined;
+    let anchor: Measurement['anchor'];
+    if (this.anchor) {
+      const priced = this.surfaceTotal - this.anchor.surfaceAtAnchor;
+      const growth = Math.round(this.calibration.predict(this.route, priced, this.anchor.added));
+      anchor = { seq: this.anchor.seq, providerTokens: this.anchor.providerTokens, growthTokens: growth };
+      const anchored = this.anchor.providerTokens + growth;
+      // A report refused since this anchor says the provider's figures cannot be trusted now.
+      if (isSuspect(anchored, calibrated) || this.suspectSeq !== undefined) suspectUsage = true;
+      else total = anchored;
+    }
+    return {
+      totalTokens: Math.max(0, total),
+      estimatedTokens: estimated,
+      calibratedTokens: calibrated,
+      calibration,
+      suspectUsage,
+      surfaceTokens: this.surfaceTotal,
+      envelopeTokens: this.envelope,
+      anchor,
+      tokenizer: this.tokenizer.name,
+      logLength: this.folded,
+      prices: this,
+    };
+  }
+
+  // -------------------------------------------------------------------------
+
+  private fold(): void {
+    if (!this.restoreTried) {
+      this.restoreTried = true;
+      this.restore();
+    }
+    const end = this.session.length;
+    while (this.folded < end) {
+      const e = this.session.event(this.folded);
+      if (e.type === 'request/header') this.foldHeader(e);
+      else if (isSurfaceType(e.type)) this.foldSurface(e as SurfaceEvent);
+      // Counted only once folded: an event whose fold threw (tokenizerFor could not load a
+      // tokenizer) is retried by the next measurement instead of being skipped for good.
+      this.folded++;
+    }
+  }
+
+  /** The meter holds the session: serialising a measurement must not dump the whole log. */
+  toJSON(): { nodes: number; providerRatio: number } {
+    return { nodes: this.length, providerRatio: this.providerRatio };
+  }
+
+  private foldHeader(e: SessionEvent<'request/header'>): void {
+    const next = this.options.tokenizerFor(e);
+    const route = modelKey(e.data.provider, e.data.model);
+    if (!this.routeTokenizers.has(route)) this.routeTokenizers.set(route, [e.seq, next.name]);
+    this.headerSeq = e.seq;
+    if (route !== this.route && this.route !== '') this.ledger.reset();
+    this.route = route;
+    const retokenized = next.name !== this.tokenizer.name;
+    if (retokenized) {
+      this.tokenizer = next;
+      this.reprice();
+    }
+    const json = e.data.tools.length === 0 ? '' : JSON.stringify(e.data.tools);
+    const changed = json !== this.toolsJson;
+    if (changed) {
+      if (this.toolsJson !== undefined) this.anchor = undefined;
+      this.ledger.interrupt();
+      this.toolsJson = json;
+    }
+    if (changed || retokenized) {
+      // The tool list is priced as one block (SPEC §2 heuristic: ceil(JSON(tools)/4) + 4).
+      const t = this.tokenizer;
+      this.toolsTokens = json === '' ? 0 : t.count(json) + (t.overhead.perBlock ?? 0);
+    }
+    this.envelope = this.tokenizer.overhead.perRequest + this.toolsTokens;
+  }
+
+  private foldSurface(e: SurfaceEvent): void {
+    const counts: number[] = [];
+    const price = this.priceNode(e, counts);
+    this.textCounts.set(e.seq, counts);
+    if (e.surfaceOp === 'append') {
+      // A prompt of 0 tokens is no measurement: agents record all-zero usage on an aborted
+      // response (pi does), and anchoring on it would report the context as nearly empty. The
+      // previous anchor stays valid: this message's price is part of the growth since.
+      if (e.type === 'assistant/message' && e.data.usage && e.data.usage.promptTokens > 0) this.foldReport(e.seq, e.data.usage);
+      this.prices.set(e.seq, price);
+      this.surfaceTotal += price;
+      this.ledger.appended(e.seq);
+      if (this.anchor?.seq === e.seq) this.anchor.surfaceAtAnchor = this.surfaceTotal;
+      else if (this.anchor) countNode(this.anchor.added, e);
+      return;
+    }
+    // A replace: the session recorded which nodes it shadowed. The anchor survives a prune or
+    // a checkpoint, rebased on the figure just before it minus what the provider counted for
+    // the nodes that left (nodes since the last report: our price × the growth ratio, as they
+    // were added) plus the new node at the same provider/priced ratio as what it replaces (a
+    // pruned result, or a summary of them), so a replace that shrinks the request in our
+    // prices shrinks the figure too.
+    const a = this.anchor;
+    const sinceAnchor = a ? this.surfaceTotal - a.surfaceAtAnchor : 0;
+    const grown = a ? this.calibration.predict(this.route, sinceAnchor, a.added) : 0;
+    const ratio = this.calibration.ratio(this.route);
+    let removed = 0;
+    let removedPriced = 0;
+    for (const s of this.session.surface.shadowedBy(e.seq) ?? []) {
+      const p = this.prices.get(s) ?? 0;
+      removed += this.ledger.take(s) ?? p * ratio;
+      removedPriced += p;
+      this.surfaceTotal -= p;
+      if (this.prices.has(s)) this.shadowed.set(s, p);
+      this.prices.delete(s);
+      this.textCounts.delete(s);
+    }
+    this.prices.set(e.seq, price);
+    this.surfaceTotal += price;
+    this.ledger.interrupt();
+    if (a) {
+      a.providerTokens = Math.round(a.providerTokens + grown - removed + price * (removedPriced > 0 ? removed / removedPriced : ratio));
+      a.surfaceAtAnchor = this.surfaceTotal;
+      a.added = emptyCounts();
+      a.clean = false;
+    }
+    // A new system prompt is an envelope change: the provider's figure no longer applies.
+    if (e.type === 'system/message') this.anchor = undefined;
+  }
+
+  /**
+   * A provider report, folded before its own message is priced (the prompt it counts is the
+   * surface as it is now). A clean growth since the previous anchor on the same route is a
+   * calibration sample; a suspect report is refused (see the file comment).
+   */
+  private foldReport(seq: number, u: NonNullable<SessionEvent<'assistant/message'>['data']['usage']>): void {
+    const ratio = this.calibration.ratio(this.route);
+    const calibrated = Math.round((this.envelope + this.surfaceTotal) * ratio);
+    if (isSuspect(u.promptTokens, calibrated)) {
+      this.suspectSeq = seq;
+      return;
+    }
+    const a = this.anchor;
+    if (a && a.clean && a.route === this.route) this.calibration.add(this.route, u.promptTokens - a.providerTokens, this.surfaceTotal - a.surfaceAtAnchor, a.added);
+    this.ledger.report(this.route, u.promptTokens, this.envelope + this.surfaceTotal, (s) => this.prices.get(s));
+    // Reasoning is billed as completion but never sent back, so it is not part of the next
+    // request. It is part of the completion, so never subtract more than the completion.
+    const providerTokens = u.promptTokens + u.completionTokens - Math.min(u.reasoningTokens ?? 0, u.completionTokens);
+    this.anchor = { seq, providerTokens, surfaceAtAnchor: this.surfaceTotal, route: this.route, clean: true, added: emptyCounts() };
+    this.suspectSeq = undefined;
+  }
+
+  /** The fold as a snapshot payload, when there is something new to save (see meter-snapshot.ts). */
+  private snapshot(): string | undefined {
+    // A meter that never measured leaves the log as it found it: pricing it all at close would only move the cost.
+    if (!this.producer) return undefined;
+    this.fold();
+    if (this.restoredAt === this.folded) return undefined;
+    const seqs = [...this.prices.keys()];
+    const a = this.anchor;
+    const state: MeterState = {
+      format: 'xcompact-meter',
+      version: METER_SNAPSHOT_VERSION,
+      folded: this.folded,
+      initial: this.options.tokenizerFor(undefined).name,
+      routes: [...this.routeTokenizers].map(([route, [seq, name]]) => [route, seq, name]),
+      headerSeq: this.headerSeq ?? null,
+      tokenizer: this.tokenizer.name,
+      overhead: JSON.stringify(this.tokenizer.overhead),
+      seqs,
+      prices: seqs.map((q) => this.prices.get(q)!),
+      counts: seqs.map((q) => this.textCounts.get(q) ?? []),
+      shadowed: [...this.shadowed].flat(),
+      surfaceTotal: this.surfaceTotal,
+      envelope: this.envelope,
+      toolsJson: this.toolsJson ?? null,
+      toolsTokens: this.toolsTokens,
+      anchor: a ? { ...a, added: [...a.added] } : null,
+      route: this.route,
+      suspectSeq: this.suspectSeq ?? null,
+      calibration: this.calibration.toState(),
+      ledger: this.ledger.toState(),
+    };
+    return JSON.stringify(state);
+  }
+
+  /**
+   * Takes over the fold saved with the log, if it checks out against the log and this
+   * process's tokenizers (see meter-snapshot.ts); otherwise leaves the meter as it is, to fold
+   * from the first event.
+   */
+  private restore(): void {
+    const claim = this.session.claimSnapshot(() => this.snapshot());
+    if (!claim) return;
+    this.producer = true;
+    const stored = claim.stored;
+    if (!stored || stored.events > this.session.length) return;
+    const s = decodeMeterState(stored.payload, stored.events);
+    if (!s) return;
+    const calibration = new CalibrationState();
+    const ledger = new ProviderLedger();
+    if (!calibration.fromState(s.calibration) || !ledger.fromState(s.ledger)) return;
+    const tokenizer = checkMeterState(s, this.session, this.options.tokenizerFor);
+    if (!tokenizer) return;
+    this.restoredAt = s.folded;
+    this.applyState(s, tokenizer, calibration, ledger);
+  }
+
+  private applyState(s: MeterState, tokenizer: Tokenizer, calibration: CalibrationState, ledger: ProviderLedger): void {
+    for (let i = 0; i < s.seqs.length; i++) {
+      this.prices.set(s.seqs[i]!, s.prices[i]!);
+      this.textCounts.set(s.seqs[i]!, s.counts[i]!);
+    }
+    for (let i = 0; i < s.shadowed.length; i += 2) this.shadowed.set(s.shadowed[i]!, s.shadowed[i + 1]!);
+    for (const [route, seq, name] of s.routes) this.routeTokenizers.set(route, [seq, name]);
+    this.tokenizer = tokenizer;
+    this.folded = s.folded;
+    this.headerSeq = s.headerSeq ?? undefined;
+    this.surfaceTotal = s.surfaceTotal;
+    this.envelope = s.envelope;
+    this.toolsJson = s.toolsJson ?? undefined;
+    this.toolsTokens = s.toolsTokens;
+    this.anchor = s.anchor ? { ...s.anchor, added: [...s.anchor.added] } : undefined;
+    this.route = s.route;
+    this.suspectSeq = s.suspectSeq ?? undefined;
+    this.calibration = calibration;
+    this.ledger = ledger;
+  }
+
+  private reprice(): void {
+    this.prices.clear();
+    this.textCounts.clear();
+    this.shadowed.clear();
+    this.surfaceTotal = 0;
+    this.anchor = undefined;
+    this.ledger.interrupt();
+    for (const seq of this.session.surface.seqs()) {
+      // Nodes appended after the event being folded are priced when their own append folds.
+      // Surface order is not seq order (a checkpoint has a high seq at an old position), so
+      // skip them rather than stop.
+      if (seq >= this.folded) continue;
+      const counts: number[] = [];
+      const p = this.priceNode(this.session.event(seq) as SurfaceEvent, counts);
+      this.prices.set(seq, p);
+      this.textCounts.set(seq, counts);
+      this.surfaceTotal += p;
+    }
+  }
+
+  private priceNode(event: Pick<SurfaceEvent, 'type' | 'data'>, counts?: number[]): number {
+    return priceNode(this.tokenizer, event, counts);
+  }
+}
+
+/** Far below our calibrated estimate of the same request: see SUSPECT_TOLERANCE. */
+function isSuspect(providerFigure: number, calibratedEstimate: number): boolean {
+  return providerFigure < calibratedEstimate * (1 - SUSPECT_TOLERANCE);
+}

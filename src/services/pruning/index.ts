@@ -1,0 +1,4 @@
+export * from './arguments';
+export * from './pruner';
+export * from './step';
+export * from './text';

@@ -1,0 +1,428 @@
+/**
+ * Model-free pruning of oversized tool results (SPEC §7): keep the head and the tail of an
+ * oversized text, replace the middle with one marker line, and record each rewrite as a
+ * `compaction/prune` event followed by a content-only `tool/result` replacement. Oversized
+ * tool-call arguments of older assistant messages are cut the same way, in the same pass and
+ * under the same protections (SPEC §15, pruner-arguments.ts).
+ *
+ * A service, not a policy: `planPrune` only reads and says what a pass would do (and why it
+ * would do nothing); `applyPrune` writes a plan. When to prune is the charts' decision.
+ *
+ * Decisions (each one is tested in test/pruner.test.ts):
+ *
+ * - **Per text block.** A result is oversized when one of its text blocks has more than
+ *   `thresholdChars` code points, and each such block is cut on its own (one marker per cut
+ *   block). Non-text blocks (images) and small text blocks are never touched, so the order of
+ *   blocks is kept without any bookkeeping, a marker never straddles a block boundary, and
+ *   idempotence is a local fact: every block of a pruned result is ≤ thresholdChars. The
+ *   price: a result split into many blocks that are each under the threshold is not pruned.
+ *   Tool output arrives as one text block in practice (the OpenAI tool message is a string),
+ *   so that case is rare; cutting across blocks would have to drop whole blocks and decide
+ *   where images between head and tail go, which "keep non-text blocks in order" forbids.
+ *   `charsBefore`/`charsAfter` report the whole result (all its text blocks).
+ *
+ * - **Code points.** Lengths are Unicode code points (a surrogate pair is one), and cuts
+ *   fall on code-point boundaries, so an emoji or a supplementary-plane CJK character is kept
+ *   whole or dropped whole, never split into a lone surrogate. Grapheme clusters made of
+ *   several code points (ZWJ emoji, flags, combining marks) may be cut between code points:
+ *   the result is still valid UTF-16, and the spec counts code points.
+ *
+ * - **Protected recent budget.** Walking from the surface tail over every node and summing
+ *   `pricing.priceOf` × `pricing.providerRatio`, a node is protected when the running total
+ *   *including* it is ≤ protectRecentTokens (it lies wholly inside the budget). A node that straddles the
+ *   budget's edge is not protected: otherwise one gigantic newest output (bigger than the
+ *   whole budget) could never be pruned, and overflow recovery would lose its cheapest step
+ *   exactly when it needs it.
+ *
+ * - **All eligible results, oldest first, in one pass.** A prune rewrites history: the
+ *   provider's prompt cache misses from the first rewritten node on, whatever is rewritten
+ *   after it. So a pass takes every eligible oversized result at once (a later second pass
+ *   would cost a second miss), and the minimum-reclaim check is made on the pass as a whole.
+ *   Pairs are appended in surface order (oldest first) so the log reads in prompt order and
+ *   a process that dies mid-pass leaves a prefix of the pass: the oldest rewrites, which
+ *   already paid for the cache miss. A result whose rewrite would not free tokens is left
+ *   alone: it would cost a miss for nothing.
+ *
+ * - **Worth it, or nothing.** A pass that frees fewer than `minReclaimTokens` tokens (or none)
+ *   writes nothing and says `below-min-reclaim`.
+ *
+ * - **Budgets in the provider's tokens.** protectRecentTokens and minReclaimTokens are shares
+ *   of the window, which the provider counts (SPEC §12), so they are compared with our prices
+ *   × the calibrated `providerRatio`, as range selection does with the retained tail. The
+ *   figures a plan and the log report (tokensBefore/After, tokensFreed) stay our prices, the
+ *   unit every node price and `shadowedTokens` is logged in.
+ */
+import { XcompactError } from '../../errors.js';
+import {
+  EventDataSchemas,
+  toolCallsOf,
+  type EventData,
+  type SessionEvent,
+} from '../../session/events.js';
+import type { Session } from '../../session/session.js';
+import { PRUNE_MARKER_MAX_CHARS, PruneSettingsError, checkCount, codePointLength, truncateMiddle } from './text.js';
+import { argumentWrites, planArgumentPrunes, type ArgumentPruneTarget } from './arguments.js';
+
+export { PRUNE_MARKER_MAX_CHARS, PruneSettingsError, codePointLength, pruneMarker, truncateMiddle } from './text.js';
+
+export type { ArgumentPruneTarget } from './arguments.js';
+
+// ---------------------------------------------------------------------------
+// Types
+
+export interface PruneSettings {
+  /** A text block with more code points than this is oversized. */
+  thresholdChars: number;
+  /** Code points kept from the start of an oversized block. */
+  headChars: number;
+  /** Code points kept from the end of an oversized block. */
+  tailChars: number;
+  /** The newest nodes inside this token budget (counted from the surface tail) are never pruned. */
+  protectRecentTokens: number;
+  /** A pass that would free fewer tokens than this does nothing. */
+  minReclaimTokens: number;
+  /** Tool names never pruned (matched against the result's toolName, else the call's name). */
+  neverPrune: readonly string[];
+}
+
+/** Exact per-node token prices (the token meter provides them, cached). */
+export interface Pricing {
+  /** Price of a current surface node. */
+  priceOf(seq: number): number;
+  /** Price of a node that is not appended yet (a pruned result, or an assistant message with pruned arguments). */
+  priceEvent(event: { type: 'tool/result'; data: EventData<'tool/result'> } | { type: 'assistant/message'; data: EventData<'assistant/message'> }): number;
+  /** Provider tokens per priced token (the meter's calibration): the budgets are in the provider's tokens. Absent = 1. */
+  readonly providerRatio?: number;
+}
+
+type ToolResultContent = EventData<'tool/result'>['content'];
+
+export interface PruneTarget {
+  /** The tool/result node to replace. */
+  readonly seq: number;
+  readonly callId: string;
+  /** The result's toolName, else the name of the call it answers. */
+  readonly toolName?: string;
+  /** The content the plan was made from: applyPrune checks the node still has exactly this. */
+  readonly contentBefore: ToolResultContent;
+  /** The pruned content. */
+  readonly content: ToolResultContent;
+  readonly charsBefore: number;
+  readonly charsAfter: number;
+  readonly tokensBefore: number;
+  readonly tokensAfter: number;
+}
+
+/**
+ * Why a pass writes nothing: `nothing-oversized` — no oversized result that may be pruned
+ * (there may be oversized ones that are protected or in neverPrune: see `kept`);
+ * `below-min-reclaim` — the eligible ones would free fewer than minReclaimTokens (or none).
+ */
+export type PruneSkip = 'nothing-oversized' | 'below-min-reclaim';
+
+/** Why an oversized result is left as it is. */
+export type PruneKeepReason = 'protected-recent' | 'never-prune' | 'no-gain';
+
+export interface PrunePlan {
+  /** What applyPrune will rewrite, in surface order (oldest first). Empty when skipped. */
+  readonly targets: readonly PruneTarget[];
+  /** Assistant messages whose oversized tool-call arguments applyPrune will cut (SPEC §15). Empty when skipped. */
+  readonly argumentTargets: readonly ArgumentPruneTarget[];
+  /** Tokens the pass frees (0 when skipped). */
+  readonly tokensFreed: number;
+  /** Tokens (priced) the eligible oversized results would free: × providerRatio, tells how far a skipped pass was from minReclaimTokens. */
+  readonly reclaimableTokens: number;
+  /** Oversized results (and calls, by their assistant message's seq) left alone, and why. */
+  readonly kept: ReadonlyArray<{ readonly seq: number; readonly callId: string; readonly reason: PruneKeepReason }>;
+  readonly skipped?: PruneSkip;
+}
+
+export interface PruneResult {
+  pruned: Array<{
+    /** The original node. */
+    seq: number;
+    /** A tool result's content, or an assistant message's tool-call arguments. */
+    kind: 'result' | 'arguments';
+    replacementSeq: number;
+    callId: string;
+    toolName?: string;
+    charsBefore: number;
+    charsAfter: number;
+    tokensBefore: number;
+    tokensAfter: number;
+  }>;
+  tokensFreed: number;
+  skipped?: PruneSkip;
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+
+/** The pricing returned something that is not a token count. */
+export class PrunePricingError extends XcompactError {
+  constructor(message: string) {
+    super('prune-pricing', message);
+  }
+}
+
+/** The session changed since the plan was made (or the plan is not from this session); nothing was written. */
+export class PrunePlanStaleError extends XcompactError {
+  readonly seq: number;
+
+  constructor(seq: number, message: string) {
+    super('prune-plan-stale', message);
+    this.seq = seq;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Planning
+
+function checkSettings(s: PruneSettings): void {
+  for (const key of ['thresholdChars', 'headChars', 'tailChars', 'protectRecentTokens', 'minReclaimTokens'] as const) {
+    checkCount(key, s[key]);
+  }
+  if (s.headChars + PRUNE_MARKER_MAX_CHARS + s.tailChars > s.thresholdChars) {
+    throw new PruneSettingsError(
+      `headChars (${s.headChars}) + marker reserve (${PRUNE_MARKER_MAX_CHARS}) + tailChars (${s.tailChars}) exceeds thresholdChars (${s.thresholdChars}): a pruned text would still be oversized and every pass would prune it again. Lower headChars/tailChars or raise thresholdChars.`,
+    );
+  }
+}
+
+function price(what: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new PrunePricingError(`pricing returned ${String(value)} for ${what}: a price must be an integer token count ≥ 0.`);
+  }
+  return value;
+}
+
+/** The pricing's provider ratio: absent is 1; anything but a positive finite number is a pricing error. */
+function providerRatioOf(pricing: Pricing): number {
+  const r = pricing.providerRatio ?? 1;
+  if (!Number.isFinite(r) || r <= 0) throw new PrunePricingError(`pricing returned providerRatio ${String(r)}: it must be a positive number of provider tokens per priced token.`);
+  return r;
+}
+
+function textChars(content: ToolResultContent): number {
+  let n = 0;
+  for (const b of content) if (b.type === 'text') n += codePointLength(b.text);
+  return n;
+}
+
+/** A block is oversized by its code points; its UTF-16 length bounds them, so short blocks skip the count. */
+function oversized(text: string, threshold: number): boolean {
+  return text.length > threshold && codePointLength(text) > threshold;
+}
+
+/** Seqs of the surface nodes that lie wholly within the newest `budget` provider tokens. */
+function protectedSeqs(session: Session, budget: number, pricing: Pricing, ratio: number): Set<number> {
+  const out = new Set<number>();
+  const surface = session.surface;
+  let total = 0;
+  for (let p = surface.length - 1; p >= 0; p--) {
+    const seq = surface.seqAt(p);
+    total += price(`surface node ${seq}`, pricing.priceOf(seq)) * ratio;
+    if (total > budget) break;
+    out.add(seq);
+  }
+  return out;
+}
+
+/** Reads the session and says what a prune pass would do. Writes nothing. */
+export function planPrune(session: Session, settings: PruneSettings, pricing: Pricing): PrunePlan {
+  checkSettings(settings);
+  const never = new Set(settings.neverPrune);
+  const ratio = providerRatioOf(pricing);
+  const recent = protectedSeqs(session, settings.protectRecentTokens, pricing, ratio);
+  const callNames = new Map<string, string>();
+  const targets: PruneTarget[] = [];
+  const kept: Array<{ seq: number; callId: string; reason: PruneKeepReason }> = [];
+  let reclaimable = 0;
+
+  for (const seq of session.surface.seqs()) {
+    const event = session.event(seq);
+    if (event.type === 'assistant/message') {
+      for (const call of toolCallsOf(event)) callNames.set(call.id, call.name);
+      continue;
+    }
+    if (event.type !== 'tool/result') continue;
+    const data = event.data;
+    if (!data.content.some((b) => b.type === 'text' && oversized(b.text, settings.thresholdChars))) continue;
+
+    const toolName = data.toolName ?? callNames.get(data.callId);
+    if (toolName !== undefined && never.has(toolName)) {
+      kept.push({ seq, callId: data.callId, reason: 'never-prune' });
+      continue;
+    }
+    if (recent.has(seq)) {
+      kept.push({ seq, callId: data.callId, reason: 'protected-recent' });
+      continue;
+    }
+
+    const content = data.content.map((b) =>
+      b.type === 'text' && oversized(b.text, settings.thresholdChars) ? { type: 'text' as const, text: truncateMiddle(b.text, settings) } : b,
+    );
+    const tokensBefore = price(`surface node ${seq}`, pricing.priceOf(seq));
+    const tokensAfter = price(`the pruned replacement of ${seq}`, pricing.priceEvent({ type: 'tool/result', data: { ...data, content } }));
+    if (tokensAfter >= tokensBefore) {
+      kept.push({ seq, callId: data.callId, reason: 'no-gain' });
+      continue;
+    }
+    reclaimable += tokensBefore - tokensAfter;
+    const target: PruneTarget = {
+      seq,
+      callId: data.callId,
+      ...(toolName !== undefined ? { toolName } : {}),
+      contentBefore: data.content,
+      content: Object.freeze(content.map((b) => Object.freeze(b))) as ToolResultContent,
+      charsBefore: textChars(data.content),
+      charsAfter: textChars(content),
+      tokensBefore,
+      tokensAfter,
+    };
+    targets.push(Object.freeze(target));
+  }
+
+  const args = planArgumentPrunes(session, settings, recent, never, {
+    codePointLength,
+    truncateMiddle,
+    priceOf: (seq) => price(`surface node ${seq}`, pricing.priceOf(seq)),
+    priceAssistant: (data) => price('an assistant message with pruned arguments', pricing.priceEvent({ type: 'assistant/message', data })),
+  });
+  kept.push(...args.kept);
+  for (const t of args.targets) reclaimable += t.tokensBefore - t.tokensAfter;
+
+  const keptFrozen = Object.freeze(kept.map((k) => Object.freeze(k)));
+  const none = Object.freeze([]) as readonly never[];
+  if (targets.length === 0 && args.targets.length === 0 && kept.every((k) => k.reason !== 'no-gain')) {
+    return Object.freeze({ targets: none, argumentTargets: none, tokensFreed: 0, reclaimableTokens: 0, kept: keptFrozen, skipped: 'nothing-oversized' as const });
+  }
+  if (reclaimable === 0 || reclaimable * ratio < settings.minReclaimTokens) {
+    return Object.freeze({ targets: none, argumentTargets: none, tokensFreed: 0, reclaimableTokens: reclaimable, kept: keptFrozen, skipped: 'below-min-reclaim' as const });
+  }
+  return Object.freeze({
+    targets: Object.freeze(targets),
+    argumentTargets: Object.freeze(args.targets),
+    tokensFreed: reclaimable,
+    reclaimableTokens: reclaimable,
+    kept: keptFrozen,
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Applying
+
+function sameContent(a: ToolResultContent, b: ToolResultContent): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.type !== y.type) return false;
+    if (x.type === 'text' && x.text !== (y as typeof x).text) return false;
+    if (x.type === 'image' && (x.url !== (y as typeof x).url || x.detail !== (y as typeof x).detail)) return false;
+  }
+  return true;
+}
+
+/**
+ * Writes a plan: per target, `compaction/prune` then the `tool/result` that replaces exactly
+ * that node, identical except for its content. Every target is checked against the session
+ * (still a current tool/result with the planned content) and every event is validated before
+ * the first append, so a stale or malformed plan throws PrunePlanStaleError with the log untouched.
+ */
+export function applyPrune(session: Session, plan: PrunePlan): PruneResult {
+  const seen = new Set<number>();
+  const writes: Array<{ target: PruneTarget; prune: EventData<'compaction/prune'>; replacement: EventData<'tool/result'> }> = [];
+  const argumentPlans: Array<{ target: ArgumentPruneTarget; write: Exclude<ReturnType<typeof argumentWrites>, string> }> = [];
+  for (const target of plan.argumentTargets ?? []) {
+    if (seen.has(target.seq)) throw new PrunePlanStaleError(target.seq, `prune plan is stale: seq ${target.seq} is named twice in the plan. Plan again from the current session; nothing was written.`);
+    seen.add(target.seq);
+    const write = argumentWrites(session, target);
+    if (typeof write === 'string') {
+      throw new PrunePlanStaleError(target.seq, `prune plan is stale: seq ${target.seq} (call "${target.calls[0]?.callId}") ${write}. Plan again from the current session; nothing was written.`);
+    }
+    const refused = session.check({ type: 'assistant/message', data: write.replacement(0).data, surfaceOp: { op: 'replace', start: target.seq, end: target.seq }, sourceEventSeqs: [target.seq] });
+    if (refused) throw new PrunePlanStaleError(target.seq, `prune plan is stale: seq ${target.seq}: ${refused.message} Nothing was written.`);
+    argumentPlans.push({ target, write });
+  }
+  for (const target of plan.targets) {
+    const stale = (why: string): PrunePlanStaleError =>
+      new PrunePlanStaleError(target.seq, `prune plan is stale: seq ${target.seq} (call "${target.callId}") ${why}. Plan again from the current session; nothing was written.`);
+    if (seen.has(target.seq)) throw stale('is named twice in the plan');
+    seen.add(target.seq);
+    if (!session.surface.has(target.seq)) throw stale('is no longer a current surface node (shadowed, or never on this surface)');
+    const event = session.event(target.seq) as SessionEvent;
+    if (event.type !== 'tool/result') throw stale(`is a ${event.type}, not a tool/result`);
+    if (event.data.callId !== target.callId) throw stale(`answers call "${event.data.callId}"`);
+    if (!sameContent(event.data.content, target.contentBefore)) throw stale('has different content than the plan was made from');
+
+    const prune: EventData<'compaction/prune'> = {
+      targetSeq: target.seq,
+      callId: target.callId,
+      tokensBefore: target.tokensBefore,
+      tokensAfter: target.tokensAfter,
+      charsBefore: target.charsBefore,
+      charsAfter: target.charsAfter,
+    };
+    const replacement: EventData<'tool/result'> = { ...event.data, content: target.content.map((b) => ({ ...b })) };
+    const bad = !EventDataSchemas['compaction/prune'].safeParse(prune).success
+      ? 'compaction/prune'
+      : !EventDataSchemas['tool/result'].safeParse(replacement).success
+        ? 'tool/result replacement'
+        : undefined;
+    if (bad) throw stale(`would get a malformed ${bad} event`);
+    writes.push({ target, prune, replacement });
+  }
+
+  const result: PruneResult = { pruned: [], tokensFreed: 0 };
+  if (plan.skipped) result.skipped = plan.skipped;
+  // Oldest first across both kinds, so a pass cut short leaves a prefix of the prompt rewritten.
+  const position = (seq: number) => session.surface.positionOf(seq) ?? 0;
+  const order = [
+    ...writes.map((w) => ({ at: position(w.target.seq), run: () => writeResult(w) })),
+    ...argumentPlans.map((a) => ({ at: position(a.target.seq), run: () => writeArguments(a) })),
+  ].sort((a, b) => a.at - b.at);
+  for (const step of order) step.run();
+  return result;
+
+  function writeArguments({ target, write }: (typeof argumentPlans)[number]): void {
+    const pruneEvent = session.append({ type: 'compaction/prune', data: write.prune });
+    const { data, sourceEventSeqs } = write.replacement(pruneEvent.seq);
+    const replaced = session.append({ type: 'assistant/message', data, surfaceOp: { op: 'replace', start: target.seq, end: target.seq }, sourceEventSeqs });
+    result.pruned.push({
+      seq: target.seq,
+      kind: 'arguments',
+      replacementSeq: replaced.seq,
+      callId: target.calls[0]!.callId,
+      toolName: target.calls[0]!.name,
+      charsBefore: target.charsBefore,
+      charsAfter: target.charsAfter,
+      tokensBefore: target.tokensBefore,
+      tokensAfter: target.tokensAfter,
+    });
+    result.tokensFreed += target.tokensBefore - target.tokensAfter;
+  }
+
+  function writeResult({ target, prune, replacement }: (typeof writes)[number]): void {
+    const pruneEvent = session.append({ type: 'compaction/prune', data: prune });
+    const replaced = session.append({
+      type: 'tool/result',
+      data: replacement,
+      surfaceOp: { op: 'replace', start: target.seq, end: target.seq },
+      sourceEventSeqs: [target.seq, pruneEvent.seq],
+    });
+    result.pruned.push({
+      seq: target.seq,
+      kind: 'result',
+      replacementSeq: replaced.seq,
+      callId: target.callId,
+      ...(target.toolName !== undefined ? { toolName: target.toolName } : {}),
+      charsBefore: target.charsBefore,
+      charsAfter: target.charsAfter,
+      tokensBefore: target.tokensBefore,
+      tokensAfter: target.tokensAfter,
+    });
+    result.tokensFreed += target.tokensBefore - target.tokensAfter;
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * One pruning pass as a chart asks for it: the pruner's plan over the surface, applied. The
+ * chart decides whether the retained tail is protected (pressure) or not (overflow).
+ */
+import type { PruneInput, PruneSummary } from '../context';
+import type { ServiceDeps } from '../context';
+import type { ResolvedBudget } from '../config';
+import { applyPrune, planPrune, type PrunePlan, type PruneSettings } from './pruner';
+import { routeBudget } from '../context';
+
+export function pruneSurface(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>, { protectRecent }: PruneInput): PruneSummary {
+  const { session } = deps;
+  const plan = planSurfacePrune(deps, protectRecent ? routeBudget(deps) : undefined);
+  const result = applyPrune(session, plan);
+  return { count: result.pruned.length, tokensFreed: result.tokensFreed, generation: session.surface.replaceGeneration };
+}
+
+/**
+ * The pruner's plan over the surface with the config's settings: the retained tail protected
+ * and a minimum reclaim when `budget` is given (pressure), neither without (overflow). The cost
+ * model weighs the same plan the prune would apply.
+ */
+export function planSurfacePrune(
+  { session, meter, config }: Pick<ServiceDeps, 'session' | 'meter' | 'config'>,
+  budget: Pick<ResolvedBudget, 'protectRecentTokens' | 'minReclaimTokens'> | undefined,
+): PrunePlan {
+  const settings: PruneSettings = {
+    thresholdChars: config.prune.thresholdChars,
+    headChars: config.prune.headChars,
+    tailChars: config.prune.tailChars,
+    neverPrune: config.prune.neverPrune,
+    protectRecentTokens: budget?.protectRecentTokens ?? 0,
+    minReclaimTokens: budget?.minReclaimTokens ?? 0,
+  };
+  // The budgets are in the provider's tokens, like the retained tail in range selection.
+  return planPrune(session, settings, { priceOf: (seq) => meter.priceOf(seq), priceEvent: (e) => meter.priceEvent(e), providerRatio: meter.providerRatio });
+}

@@ -1,0 +1,3 @@
+export * from './bracket';
+export * from './request';
+export * from './span';

@@ -53,10 +53,12 @@ describe('a parallel batch straddling the cut (issue 34, item 2)', () => {
           w.startStep();
           w.request({ provider: 'local', model, systemPrompt: system, tools: [], maxTokens: 512 });
           const calls = step === 0 ? 9 : 1;
-          server.enqueue({
-            kind: 'reply',
-            toolCalls: Array.from({ length: calls }, (_, i) => ({ id: `c${step}_${i}`, name: 'read', arguments: JSON.stringify({ path: `m${i}.ts` }) })),
-          });
+          // Summaries (streamed) get a short summary; the agent's request, this step's tool calls.
+          server.setHandler((req) =>
+            req.body.stream
+              ? { kind: 'reply', content: 'The user asked to read nine modules; all were read.' }
+              : { kind: 'reply', toolCalls: Array.from({ length: calls }, (_, i) => ({ id: `c${step}_${i}`, name: 'read', arguments: JSON.stringify({ path: `m${i}.ts` }) })) },
+          );
           const completion = await client.chat.completions.create({ model, messages: [...session.deriveMessages()], max_tokens: 512 });
           const choice = completion.choices[0]!;
           w.assistantFromCompletion(choice.message, { usage: completion.usage ?? null, provider: 'local', model, finishReason: choice.finish_reason });
@@ -69,10 +71,12 @@ describe('a parallel batch straddling the cut (issue 34, item 2)', () => {
           if (r.status === 'preparing' && before === started()) expect(session.lock.held).toBe(true);
           w.endStep();
         }
+        await new Promise((r) => setTimeout(r, 100)); // a background summary still running commits
       } finally {
         engine.stop();
       }
       expect(statuses).not.toContain('stuck');
+      expect(events.filter((e) => e.type === 'compaction.committed').length).toBeGreaterThan(0);
       expect(events.filter((e) => e.type === 'compaction.skipped')).toEqual([]);
       // No request the server refused as over its window.
       expect(server.requests.filter((r) => r.scenario === 'reply' && r.json && (r.json as { stream?: boolean }).stream !== true).length).toBeGreaterThan(0);

@@ -68,7 +68,7 @@ export class AiSdkSummarizer implements Summarizer {
       finishReason: result.finishReason,
       ...(usage ? { usage } : {}),
     });
-    const out: SummaryResult = { text, provider: request.target.provider, model: result.response.modelId || request.target.model, requests: 1 };
+    const out: SummaryResult = { text, provider: request.target.provider, model: request.target.model, requests: 1 }; // the route's name, not a server's file path
     if (usage) out.usage = usage;
     return out;
   }

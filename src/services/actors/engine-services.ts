@@ -23,7 +23,7 @@ import { measurePressure } from '../pressure';
 import { classifyRequestError, type RequestErrorClass } from '../overflow';
 import { pruneSurface } from '../pruning';
 import type { RangeSelection } from '../selection';
-import { selectSpan } from '../selection';
+import { selectSpan, type OverflowCount } from '../selection';
 import { revalidateSpan, validateSpan } from '../transaction';
 import { SummarizerError, type Summarizer } from '../summarizing';
 import { buildSummaryRequest } from '../transaction';
@@ -85,10 +85,12 @@ export interface BuiltServices {
 export function createEngineServices(deps: ServiceDeps, summarizer: Summarizer): BuiltServices {
   const brackets = new BracketWriter(deps);
   let lastSummaryError: unknown;
+  /** What the latest overflow error said (its window, and how our figure compared), for the recovery that follows it. */
+  let overflowSeen: OverflowCount | undefined;
   const services: EngineServices = {
     measure: () => measurePressure(deps),
     prune: (input) => pruneSurface(deps, input),
-    selectRange: (input) => selectSpan(deps, input),
+    selectRange: (input) => selectSpan(deps, input, input.purpose === 'overflow' ? overflowSeen : undefined),
     validateSpan: (input) => validateSpan(deps.session, input),
     openBracket: (input) => {
       const opened = brackets.open(input);
@@ -107,7 +109,17 @@ export function createEngineServices(deps: ServiceDeps, summarizer: Summarizer):
     commit: (input) => brackets.commit(input),
     flush: () => brackets.flush(),
     closeWithError: (input) => brackets.closeWithError(input),
-    classify: ({ error }) => classifyRequestError(error),
+    classify: ({ error }) => {
+      const c = classifyRequestError(error);
+      // The provider counted the refused request: anchor and calibrate on it at once (issue 34).
+      overflowSeen = undefined;
+      if (c.kind === 'context-overflow' && c.promptTokens !== undefined) {
+        const before = deps.meter.measure();
+        deps.meter.observePromptCount(c.promptTokens);
+        if (c.limitTokens !== undefined) overflowSeen = { limitTokens: c.limitTokens, promptTokens: c.promptTokens, before };
+      }
+      return c;
+    },
     probeLock: () => probeLock(deps),
     checkAdmission: () => checkAdmission(deps),
   };

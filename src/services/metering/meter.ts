@@ -180,6 +180,18 @@ export class TokenMeter implements NodePrices {
     };
   }
 
+  /**
+   * A provider's count of the request it just refused as too long (an overflow error's own
+   * figure: llama.cpp's n_prompt_tokens, OpenAI's "resulted in N tokens"): anchors and
+   * calibrates at once, as a report would, so recovery judges what fits in the provider's
+   * tokens. Not in the log: it holds until the next report, and a reopened session forgets it.
+   */
+  observePromptCount(promptTokens: number): void {
+    this.fold();
+    if (!Number.isFinite(promptTokens) || promptTokens <= 0 || this.folded === 0) return;
+    this.foldReport(this.folded - 1, { promptTokens: Math.round(promptTokens), completionTokens: 0 });
+  }
+
   // -------------------------------------------------------------------------
 
   private fold(): void {

@@ -82,6 +82,9 @@ export interface BuiltServices {
   lastSummaryError(): unknown;
 }
 
+/** An overflow error's count more than this many times off our calibrated estimate is not this request's. */
+const PLAUSIBLE_COUNT_FACTOR = 4;
+
 export function createEngineServices(deps: ServiceDeps, summarizer: Summarizer): BuiltServices {
   const brackets = new BracketWriter(deps);
   let lastSummaryError: unknown;
@@ -113,10 +116,12 @@ export function createEngineServices(deps: ServiceDeps, summarizer: Summarizer):
       const c = classifyRequestError(error);
       // The provider counted the refused request: anchor and calibrate on it at once (issue 34).
       overflowSeen = undefined;
-      if (c.kind === 'context-overflow' && c.promptTokens !== undefined) {
-        const before = deps.meter.measure();
-        deps.meter.observePromptCount(c.promptTokens);
-        if (c.limitTokens !== undefined) overflowSeen = { limitTokens: c.limitTokens, promptTokens: c.promptTokens, before };
+      const before = c.kind === 'context-overflow' && c.promptTokens !== undefined ? deps.meter.measure() : undefined;
+      // A count far from anything our estimate allows describes another request (a gateway's
+      // canned error, a misrouted model): it neither anchors nor decides.
+      if (before && c.promptTokens! <= before.calibratedTokens * PLAUSIBLE_COUNT_FACTOR && c.promptTokens! * PLAUSIBLE_COUNT_FACTOR >= before.calibratedTokens) {
+        deps.meter.observePromptCount(c.promptTokens!);
+        if (c.limitTokens !== undefined) overflowSeen = { limitTokens: c.limitTokens, promptTokens: c.promptTokens!, before };
       }
       return c;
     },

@@ -153,7 +153,6 @@ export const backgroundMachine = setup({
     },
     'a job is waiting': ({ context }) => context.waited,
     'the server has one slot': ({ context }) => context.oneSlot,
-    'cancel was requested': ({ context }) => context.cancelRequested,
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
     ...verdictGuards,
     'span changed': spanChanged,
@@ -286,7 +285,6 @@ export const backgroundMachine = setup({
         // An early compaction (the cost model's) keeps the floor tail, as in the pressure chart; one from the prepare point, the budget's.
         input: ({ context }): SelectInput => ({ purpose: 'pressure', attempt: 1, retain: context.economics ? 'floor' : 'budget', stackCheckpoints: true }),
         onDone: [
-          { guard: 'cancel was requested', target: 'idle', actions: ['fail cancelled', { type: 'end', params: { as: 'cancelled' } }] },
           { guard: 'nothing to compact', target: 'idle', actions: { type: 'end', params: { as: 'nothing' } } },
           { target: 'validating', actions: 'remember range' },
         ],
@@ -298,7 +296,6 @@ export const backgroundMachine = setup({
         src: 'validateSpan',
         input: ({ context }) => ({ range: context.range!, mode: 'background' as const }),
         onDone: [
-          { guard: 'cancel was requested', target: 'idle', actions: ['fail cancelled', { type: 'end', params: { as: 'cancelled' } }] },
           {
             guard: 'lock is held',
             target: 'idle',
@@ -314,7 +311,6 @@ export const backgroundMachine = setup({
         src: 'openBracket',
         input: ({ context }) => ({ trigger: 'pressure' as const, turn: context.turn, range: context.range!, background: true }),
         onDone: [
-          { guard: 'cancel was requested', target: 'cancelled', actions: ['remember start', { type: 'notify', params: { what: 'started' } }, 'fail cancelled'] },
           { guard: 'the server has one slot', target: 'awaitingSlot', actions: ['remember start', { type: 'notify', params: { what: 'started' } }, 'answer starter'] },
           { target: 'summarizing', actions: ['remember start', { type: 'notify', params: { what: 'started' } }, 'answer starter'] },
         ],
@@ -325,10 +321,8 @@ export const backgroundMachine = setup({
     // server's one slot. A job that waits (the threshold, overflow, /compact) frees the slot.
     awaitingSlot: {
       always: { guard: 'a job is waiting', target: 'summarizing' },
-      on: {
-        'agent.working': { target: 'summarizing' },
-        cancel: { target: 'cancelled', actions: 'fail cancelled' },
-      },
+      // No cancel here: only a waiting job cancels a run, and a waiting job has started the summary.
+      on: { 'agent.working': { target: 'summarizing' } },
     },
     summarizing: {
       invoke: {

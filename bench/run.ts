@@ -13,6 +13,7 @@ const SECTIONS = [
   { file: 'compaction.ts', title: 'Compaction economics on the real transcript: ours vs the reference policy' },
   { file: 'calibration.ts', title: 'Providers we have no tokenizer for: calibrated growth, windows in provider tokens, pathological text' },
   { file: 'background.ts', title: 'Background compaction: time the agent is blocked in afterStep, foreground vs background (2 s summarizer)' },
+  { file: 'one-slot.ts', title: 'One server slot (llama.cpp -np 1): agent blocked time and prompt re-evaluation, foreground vs background vs concurrency 1' },
   { file: 'scale.ts', title: 'Scale: quick afterStep, reopen of 100k events, no re-tokenizing, O(appended) deriveMessages' },
   { file: 'economics/run.ts', title: 'Economics: xcompact vs simulated peer policies (pi, Codex, opencode, naive) at 32k and 128k' },
 ] as const;

@@ -83,8 +83,6 @@ export interface BackgroundContext {
   commit: CommitRecord | undefined;
   error: ErrorInfo | undefined;
   outcome: BackgroundOutcome['status'] | undefined;
-  cancelRequested: boolean;
-  cancelReason: string | undefined;
   waiters: AnyActorRef[];
   waited: boolean;
   unreported: BackgroundOutcome[];
@@ -104,8 +102,6 @@ const IDLE: Omit<BackgroundContext, 'unreported' | 'turn'> = {
   commit: undefined,
   error: undefined,
   outcome: undefined,
-  cancelRequested: false,
-  cancelReason: undefined,
   waiters: [],
   waited: false,
   economics: undefined,
@@ -183,10 +179,6 @@ export const backgroundMachine = setup({
       economics: ({ event }) => ({ ...(event as StepEvent).reading.economics!.compaction!, decision: 'compact-early' as const }),
     }),
     'add waiter': assign({ waiters: ({ context, event }) => [...context.waiters, (event as { replyTo: AnyActorRef }).replyTo], waited: true }),
-    'remember cancel': assign({
-      cancelRequested: true,
-      cancelReason: ({ context, event }) => (event.type === 'cancel' && event.reason !== undefined ? event.reason : context.cancelReason),
-    }),
     'remember range': assign({ range: ({ event }) => outputOf<RangeSelection>(event) }),
     'remember snapshot': assign({ snapshot: ({ event }) => outputOf<SpanCheck>(event).snapshot }),
     'remember start': assign({ opened: ({ event }) => outputOf<OpenedBracket>(event) }),
@@ -195,7 +187,7 @@ export const backgroundMachine = setup({
     fail: assign({ error: ({ event }, params: { fallback: ErrorInfo['code'] }) => toErrorInfo(errorOf(event), params.fallback) }),
     'fail with': assign({ error: (_, params: { error: ErrorInfo }) => params.error }),
     'fail cancelled': assign({
-      error: ({ context, event }) => cancelledError(event.type === 'cancel' && event.reason !== undefined ? event.reason : context.cancelReason),
+      error: ({ event }) => cancelledError(event.type === 'cancel' ? event.reason : undefined),
     }),
     'fail no shrink': assign({ error: ({ event }) => noShrinkError(event) }),
     'fail no progress': assign({ error: ({ event }) => noProgressError(event) }),
@@ -260,7 +252,9 @@ export const backgroundMachine = setup({
       { actions: ['add waiter', { type: 'reply', params: { type: 'background.waiting' } }] },
     ],
     await: { actions: ['add waiter', { type: 'reply', params: { type: 'background.waiting' } }] },
-    cancel: { actions: 'remember cancel' },
+    // A cancel reaches a run only from a waiting job's gate: the summary (or its check) is then
+    // cancelled (their own handlers); from the commit on it is too late: the run ends as it would have.
+    cancel: {},
   },
   states: {
     idle: {

@@ -124,7 +124,7 @@ export const backgroundSpec: MachineSpec<undefined> = {
     return s.context.economics && !s.context.opened ? offers.filter((o) => ECONOMIC_RUN.includes(o.outcome)) : offers;
   },
   // The cost model's decision too: a run it started selects differently (see the filter above).
-  project: (s) => JSON.stringify([s.value, s.context.cancelRequested, s.context.waited, s.context.economics?.decision, s.context.oneSlot, s.context.starter !== undefined]),
+  project: (s) => JSON.stringify([s.value, s.context.waited, s.context.economics?.decision, s.context.oneSlot, s.context.starter !== undefined]),
   atRest: (s) => s.value === 'idle',
   maxDepth: 12,
 };

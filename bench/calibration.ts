@@ -21,7 +21,7 @@
  *    against counting every segment, and against exact BPE where exact is affordable.
  *    `BENCH_CALIBRATION_SECTION=pricing` runs this section alone.
  *
- * Nothing here asserts; figures are for the README and the issue.
+ * Nothing here asserts; figures are for docs/measured.md and the issue.
  */
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';

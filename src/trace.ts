@@ -8,8 +8,12 @@
  *   ...
  *   await recorder.save('compaction.trace.json');
  *
+ * With `{ follow: 'trace.live.js' }` it also appends every step to a file as it happens, which
+ * `visualizer/index.html?follow=…` loads again and again to follow the run live.
+ *
  * No context and no event payloads are recorded: a trace stays small and holds no conversation text.
  */
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { InspectionEvent, StateValue } from 'xstate';
@@ -83,6 +87,23 @@ export interface TraceRecorder {
 export interface TraceRecorderOptions {
   /** Clock in milliseconds (default `performance.now`). */
   now?: () => number;
+  /**
+   * A live trace file, written while the engine runs, for the viewer's follow mode
+   * (`visualizer/index.html?follow=<path>`): one `xcompactTrace({...});` line per actor and per
+   * step, appended as it happens, so a page that loads it again sees what was added. Created
+   * (or emptied) when the recorder is made.
+   */
+  follow?: string;
+}
+
+/** The function each line of a live trace calls; the viewer defines it before loading the file. */
+export const LIVE_TRACE_CALL = 'xcompactTrace';
+
+/** One line of a live trace: its header, an actor, or a step. */
+export type LiveTraceRecord = { format: 'xcompact-trace'; version: 1 } | { actor: TraceActor } | { step: TraceStep };
+
+export function liveTraceLine(record: LiveTraceRecord): string {
+  return `${LIVE_TRACE_CALL}(${JSON.stringify(record)});\n`;
 }
 
 interface ActorLike {
@@ -118,6 +139,14 @@ export function createTraceRecorder(session?: Session, options: TraceRecorderOpt
   const actors = new Map<string, TraceActor>();
   const steps: TraceStep[] = [];
   const last = new Map<string, string>();
+  const follow = options.follow;
+  if (follow !== undefined) {
+    mkdirSync(dirname(follow), { recursive: true });
+    writeFileSync(follow, liveTraceLine({ format: 'xcompact-trace', version: 1 }));
+  }
+  const live = (record: LiveTraceRecord) => {
+    if (follow !== undefined) appendFileSync(follow, liveTraceLine(record));
+  };
 
   const machineOf = (snapshot: unknown): MachineSnapshotLike | undefined => {
     const s = snapshot as MachineSnapshotLike | undefined;
@@ -130,6 +159,7 @@ export function createTraceRecorder(session?: Session, options: TraceRecorderOpt
     if (ref.systemId !== undefined) actor.systemId = ref.systemId;
     if (ref._parent) actor.parent = ref._parent.sessionId;
     actors.set(ref.sessionId, actor);
+    live({ actor });
   };
 
   const record = (ev: InspectionEvent, cause: TraceStateStep['cause'], transitions: TraceTransition[]) => {
@@ -142,7 +172,7 @@ export function createTraceRecorder(session?: Session, options: TraceRecorderOpt
     last.set(ref.sessionId, key);
     const machine = snapshot.machine!.id;
     noteActor(ref, machine);
-    steps.push({
+    const step: TraceStateStep = {
       kind: 'state',
       t: at(),
       cause,
@@ -152,7 +182,9 @@ export function createTraceRecorder(session?: Session, options: TraceRecorderOpt
       value: snapshot.value,
       status: snapshot.status,
       transitions,
-    });
+    };
+    steps.push(step);
+    live({ step });
   };
 
   const inspect = (ev: InspectionEvent) => {
@@ -182,6 +214,7 @@ export function createTraceRecorder(session?: Session, options: TraceRecorderOpt
       step.replaces = [op.start, op.end];
     }
     steps.push(step);
+    live({ step });
   });
 
   const toJSON = (): Trace => ({

@@ -153,6 +153,11 @@ describe('xcompact demo', { timeout: SPAWN_TIMEOUT }, () => {
     expect(trace.steps.some((s) => s.kind === 'state' && s.machine === 'transaction')).toBe(true);
     expect(trace.steps.some((s) => s.kind === 'session')).toBe(true);
     expect(readFileSync(join(demoDir, 'trace.js'), 'utf8')).toMatch(/^window\.XCOMPACT_TRACE = \{/);
+    // The live trace (for the viewer's follow mode) holds at least every step of the saved one, in order.
+    const live: Array<{ step?: unknown }> = [];
+    new Function('xcompactTrace', readFileSync(join(demoDir, 'trace.live.js'), 'utf8'))((r: { step?: unknown }) => live.push(r));
+    const liveSteps = live.filter((r) => r.step !== undefined).map((r) => r.step);
+    expect(liveSteps.slice(0, trace.steps.length)).toEqual(trace.steps);
   });
 
   it('rejects a bad --steps with one line and exit code 2', async () => {

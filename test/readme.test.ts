@@ -1,18 +1,21 @@
 /**
- * The README is part of the product: its config table must list exactly the fields the
- * schema accepts, and its defaults must be the ones parseConfig applies.
+ * The README is the front door (short, the two commands verbatim); docs/configuration.md's
+ * config table must list exactly the fields the schema accepts, with the defaults parseConfig
+ * applies; docs/charts.md shows the engine chart as generated.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ConfigFieldsSchema, parseConfig } from '../src/services/config';
 
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+const configDoc = readFileSync(new URL('../docs/configuration.md', import.meta.url), 'utf8');
+const chartsDoc = readFileSync(new URL('../docs/charts.md', import.meta.url), 'utf8');
 
 function section(name: string): string {
-  const start = readme.indexOf(`<!-- ${name}:start -->`);
-  const end = readme.indexOf(`<!-- ${name}:end -->`);
-  if (start < 0 || end < start) throw new Error(`README has no ${name} section`);
-  return readme.slice(start, end);
+  const start = configDoc.indexOf(`<!-- ${name}:start -->`);
+  const end = configDoc.indexOf(`<!-- ${name}:end -->`);
+  if (start < 0 || end < start) throw new Error(`docs/configuration.md has no ${name} section`);
+  return configDoc.slice(start, end);
 }
 
 function tableRows(): Array<{ field: string; def: string }> {
@@ -35,7 +38,7 @@ function schemaFields(): string[] {
   return out.sort();
 }
 
-describe('README', () => {
+describe('README and the config reference', () => {
   it('documents every config field, and only those', () => {
     expect(tableRows().map((r) => r.field).sort()).toEqual(schemaFields());
   });
@@ -50,10 +53,14 @@ describe('README', () => {
     }
   });
 
-  it('shows the engine chart exactly as `npm run visualize` generates it', async () => {
-    const { readmeChartSection } = await import('../visualizer/export');
+  it('docs/charts.md shows the engine chart exactly as `npm run visualize` generates it', async () => {
+    const { engineChartSection } = await import('../visualizer/export');
     const mmd = readFileSync(new URL('../visualizer/out/engine.mmd', import.meta.url), 'utf8');
-    expect(readme, 'README engine chart is stale: run `npm run visualize`').toContain(readmeChartSection(mmd));
+    expect(chartsDoc, 'docs/charts.md engine chart is stale: run `npm run visualize`').toContain(engineChartSection(mmd));
+  });
+
+  it('is a front door: at most 300 lines', () => {
+    expect(readme.split('\n').length).toBeLessThanOrEqual(300);
   });
 
   it('holds the two fresh-machine commands', () => {

@@ -19,7 +19,7 @@ export interface SampleRun {
 
 const ROUTE = { provider: 'test', model: 'small', systemPrompt: 'You are a coding agent.', maxTokens: 500 } as const;
 
-export async function recordSampleCompaction(options: { now?: () => number } = {}): Promise<SampleRun> {
+export async function recordSampleCompaction(options: { now?: () => number; follow?: string } = {}): Promise<SampleRun> {
   const session = Session.inMemory('sample', { now: () => Date.UTC(2026, 0, 1) });
   const writer = new SessionWriter(session);
   let recorder: TraceRecorder | undefined;
@@ -50,7 +50,7 @@ export async function recordSampleCompaction(options: { now?: () => number } = {
     }
     if (i === 200) throw new Error('visualizer sample: the session never reached the pressure threshold');
 
-    recorder = createTraceRecorder(session, options.now ? { now: options.now } : {});
+    recorder = createTraceRecorder(session, { ...(options.now ? { now: options.now } : {}), ...(options.follow ? { follow: options.follow } : {}) });
     toolStep(i);
     const afterStep = await engine.afterStep();
     writer.endStep();

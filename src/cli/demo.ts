@@ -166,7 +166,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
     } else {
       session = await Session.open(new JsonlStore(outDir, { sync: false }), 'demo');
     }
-    const recorder = createTraceRecorder(session);
+    const recorder = createTraceRecorder(session, { follow: join(outDir, 'trace.live.js') }); // for index.html?follow=
     const engine = createCompactionEngine({ session, client, models, config, inspect: recorder.inspect });
     const w = new SessionWriter(session);
     const compactionNo = { n: 0 };
@@ -424,7 +424,7 @@ export function renderReport(r: DemoReport, style = createStyle(false)): string 
       `${seconds(r.agentWaited.ms)} inside afterStep() in total (${r.agentWaited.background} summaries prepared in the background, ${r.agentWaited.waits} step${r.agentWaited.waits === 1 ? '' : 's'} waited for one)`,
     ],
     ['session', `${relativePath(r.sessionFile)} (${r.events} events) — try: ${selfCommand()} inspect ${relativePath(r.sessionFile)}`],
-    ['trace', `${relativePath(r.traceFile)} — load it in visualizer/index.html (or open index.html?trace=<path of trace.js>)`],
+    ['trace', `${relativePath(r.traceFile)} — load it in visualizer/index.html (or open index.html?trace=<path of trace.js>; during a run, index.html?follow=<path of trace.live.js> follows it live)`],
     ['time', seconds(r.durationMs)],
   ];
   return `${style.bold('summary')}\n${table(rows)}`;

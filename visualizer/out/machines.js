@@ -54,241 +54,666 @@ window.XCOMPACT_CHARTS = [
     "path": "breaker.stopped"
    }
   ],
-  "mermaidIds": {
-   "engine": "engine",
-   "engine.work": "engine__work",
-   "engine.work.idle": "engine__work__idle",
-   "engine.work.admitting": "engine__work__admitting",
-   "engine.work.pressure": "engine__work__pressure",
-   "engine.work.overflow": "engine__work__overflow",
-   "engine.work.manual": "engine__work__manual",
-   "engine.work.stopped": "engine__work__stopped",
-   "engine.breaker": "engine__breaker",
-   "engine.breaker.closed": "engine__breaker__closed",
-   "engine.breaker.open": "engine__breaker__open",
-   "engine.breaker.stopped": "engine__breaker__stopped"
-  },
-  "edges": [
-   {
-    "source": null,
-    "target": "engine.work.idle"
-   },
-   {
-    "source": "engine.work.stopped",
-    "target": null
-   },
-   {
-    "source": null,
-    "target": "engine.breaker.closed"
-   },
-   {
-    "source": "engine.breaker.stopped",
-    "target": null
-   },
-   {
-    "source": "engine.work.idle",
-    "target": "engine.work.idle",
-    "event": "step.completed",
-    "guard": "(not signal already aborted) & (not breaker is open) & background is idle & pressure is below the threshold",
-    "label": "step.completed [(not signal already aborted) & (not breaker is open) & background is idle & pressure is below the threshold]"
-   },
-   {
-    "source": "engine.work.idle",
-    "target": "engine.work.admitting",
-    "event": "step.completed",
-    "label": "step.completed"
-   },
-   {
-    "source": "engine.work.idle",
-    "target": "engine.work.overflow",
-    "event": "request.failed",
-    "label": "request.failed"
-   },
-   {
-    "source": "engine.work.idle",
-    "target": "engine.work.manual",
-    "event": "compact.requested",
-    "label": "compact.requested"
-   },
-   {
-    "source": "engine.work.admitting",
-    "target": "engine.work.idle",
-    "event": "",
-    "guard": "automatic compaction is off",
-    "label": "always [automatic compaction is off]"
-   },
-   {
-    "source": "engine.work.admitting",
-    "target": "engine.work.idle",
-    "event": "",
-    "guard": "breaker is open",
-    "label": "always [breaker is open]"
-   },
-   {
-    "source": "engine.work.admitting",
-    "target": "engine.work.pressure",
-    "event": "",
-    "label": "always"
-   },
-   {
-    "source": "engine.work.pressure",
-    "target": "engine.work.idle",
-    "event": "xstate.done.actor.job",
-    "guard": "automatic compaction failed",
-    "label": "done: pressure [automatic compaction failed]"
-   },
-   {
-    "source": "engine.work.pressure",
-    "target": "engine.work.idle",
-    "event": "xstate.done.actor.job",
-    "guard": "automatic compaction succeeded",
-    "label": "done: pressure [automatic compaction succeeded]"
-   },
-   {
-    "source": "engine.work.pressure",
-    "target": "engine.work.idle",
-    "event": "xstate.done.actor.job",
-    "guard": "first warning for this model",
-    "label": "done: pressure [first warning for this model]"
-   },
-   {
-    "source": "engine.work.pressure",
-    "target": "engine.work.idle",
-    "event": "xstate.done.actor.job",
-    "label": "done: pressure"
-   },
-   {
-    "source": "engine.work.pressure",
-    "target": "engine.work.idle",
-    "event": "xstate.error.actor.job",
-    "label": "error: pressure"
-   },
-   {
-    "source": "engine.work.overflow",
-    "target": "engine.work.idle",
-    "event": "xstate.done.actor.job",
-    "guard": "retry granted",
-    "label": "done: overflow [retry granted]"
-   },
-   {
-    "source": "engine.work.overflow",
-    "target": "engine.work.idle",
-    "event": "xstate.done.actor.job",
-    "guard": "automatic compaction failed",
-    "label": "done: overflow [automatic compaction failed]"
-   },
-   {
-    "source": "engine.work.overflow",
-    "target": "engine.work.idle",
-    "event": "xstate.done.actor.job",
-    "label": "done: overflow"
-   },
-   {
-    "source": "engine.work.overflow",
-    "target": "engine.work.idle",
-    "event": "xstate.error.actor.job",
-    "label": "error: overflow"
-   },
-   {
-    "source": "engine.work.manual",
-    "target": "engine.work.idle",
-    "event": "xstate.done.actor.job",
-    "guard": "manual compaction committed",
-    "label": "done: manual [manual compaction committed]"
-   },
-   {
-    "source": "engine.work.manual",
-    "target": "engine.work.idle",
-    "event": "xstate.done.actor.job",
-    "label": "done: manual"
-   },
-   {
-    "source": "engine.work.manual",
-    "target": "engine.work.idle",
-    "event": "xstate.error.actor.job",
-    "label": "error: manual"
-   },
-   {
-    "source": "engine.work",
-    "target": "engine.work.stopped",
-    "event": "shutdown",
-    "label": "shutdown"
-   },
-   {
-    "source": "engine.work",
-    "target": "engine.work",
-    "event": "cancel",
-    "guard": "is the running request",
-    "label": "cancel [is the running request]"
-   },
-   {
-    "source": "engine.work",
-    "target": "engine.work",
-    "event": "step.completed",
-    "label": "step.completed"
-   },
-   {
-    "source": "engine.work",
-    "target": "engine.work",
-    "event": "request.failed",
-    "label": "request.failed"
-   },
-   {
-    "source": "engine.work",
-    "target": "engine.work",
-    "event": "compact.requested",
-    "label": "compact.requested"
-   },
-   {
-    "source": "engine.breaker.closed",
-    "target": "engine.breaker.open",
-    "event": "breaker.failure",
-    "guard": "this failure reaches the limit",
-    "label": "breaker.failure [this failure reaches the limit]"
-   },
-   {
-    "source": "engine.breaker.closed",
-    "target": "engine.breaker.closed",
-    "event": "breaker.failure",
-    "label": "breaker.failure"
-   },
-   {
-    "source": "engine.breaker.closed",
-    "target": "engine.breaker.closed",
-    "event": "breaker.success",
-    "label": "breaker.success"
-   },
-   {
-    "source": "engine.breaker.open",
-    "target": "engine.breaker.closed",
-    "event": "breaker.success",
-    "label": "breaker.success"
-   },
-   {
-    "source": "engine.breaker.open",
-    "target": "engine.breaker.open",
-    "event": "breaker.failure",
-    "label": "breaker.failure"
-   },
-   {
-    "source": "engine.breaker.open",
-    "target": "engine.breaker.closed",
-    "event": "xstate.after.cooldown.engine.breaker.open",
-    "label": "after cooldown"
-   },
-   {
-    "source": "engine.breaker",
-    "target": "engine.breaker.stopped",
-    "event": "shutdown",
-    "label": "shutdown"
-   },
-   {
-    "source": "engine",
-    "target": "engine",
-    "event": "xcompact.notify",
-    "label": "xcompact.notify"
+  "graph": {
+   "states": [
+    {
+     "id": "engine",
+     "key": "engine",
+     "type": "parallel",
+     "notes": [
+      "entry / spawn background chart"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "engine.work",
+     "key": "work",
+     "type": "compound",
+     "parent": "engine",
+     "initial": "engine.work.idle",
+     "notes": [],
+     "anyMarker": true
+    },
+    {
+     "id": "engine.work.idle",
+     "key": "idle",
+     "type": "atomic",
+     "parent": "engine.work",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "engine.work.admitting",
+     "key": "admitting",
+     "type": "atomic",
+     "parent": "engine.work",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "engine.work.pressure",
+     "key": "pressure",
+     "type": "atomic",
+     "parent": "engine.work",
+     "notes": [
+      "invoke pressure"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "engine.work.overflow",
+     "key": "overflow",
+     "type": "atomic",
+     "parent": "engine.work",
+     "notes": [
+      "invoke overflow"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "engine.work.manual",
+     "key": "manual",
+     "type": "atomic",
+     "parent": "engine.work",
+     "notes": [
+      "invoke manual"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "engine.work.stopped",
+     "key": "stopped",
+     "type": "final",
+     "parent": "engine.work",
+     "notes": [
+      "entry / close abandoned bracket"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "engine.breaker",
+     "key": "breaker",
+     "type": "compound",
+     "parent": "engine",
+     "initial": "engine.breaker.closed",
+     "notes": [],
+     "anyMarker": true
+    },
+    {
+     "id": "engine.breaker.closed",
+     "key": "closed",
+     "type": "atomic",
+     "parent": "engine.breaker",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "engine.breaker.open",
+     "key": "open",
+     "type": "atomic",
+     "parent": "engine.breaker",
+     "notes": [
+      "entry / (inline xstate.raise)",
+      "exit / (inline xstate.cancel)"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "engine.breaker.stopped",
+     "key": "stopped",
+     "type": "final",
+     "parent": "engine.breaker",
+     "notes": [],
+     "anyMarker": false
+    }
+   ],
+   "transitions": [
+    {
+     "source": "engine",
+     "target": "engine",
+     "event": "xcompact.notify",
+     "actions": [
+      "announce notification"
+     ],
+     "label": "xcompact.notify",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work",
+     "target": "engine.work.stopped",
+     "event": "shutdown",
+     "actions": [],
+     "label": "shutdown",
+     "internal": false,
+     "fromAny": true
+    },
+    {
+     "source": "engine.work",
+     "target": "engine.work",
+     "event": "cancel",
+     "guard": "is the running request",
+     "actions": [
+      "forward cancel"
+     ],
+     "label": "cancel [is the running request]",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work",
+     "target": "engine.work",
+     "event": "step.completed",
+     "actions": [
+      "answer busy"
+     ],
+     "label": "step.completed",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work",
+     "target": "engine.work",
+     "event": "request.failed",
+     "actions": [
+      "answer busy"
+     ],
+     "label": "request.failed",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work",
+     "target": "engine.work",
+     "event": "compact.requested",
+     "actions": [
+      "answer busy"
+     ],
+     "label": "compact.requested",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.idle",
+     "target": "engine.work.idle",
+     "event": "step.completed",
+     "guard": "(not signal already aborted) & (not breaker is open) & background is idle & pressure is below the threshold",
+     "actions": [
+      "answer below the threshold"
+     ],
+     "label": "step.completed [(not signal already aborted) & (not breaker is open) & background is idle & pressure is below the threshold]",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.idle",
+     "target": "engine.work.admitting",
+     "event": "step.completed",
+     "actions": [
+      "start job",
+      "look up route policy"
+     ],
+     "label": "step.completed",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.idle",
+     "target": "engine.work.overflow",
+     "event": "request.failed",
+     "actions": [
+      "reset overflow retries after a success",
+      "start job",
+      "look up route policy"
+     ],
+     "label": "request.failed",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.idle",
+     "target": "engine.work.manual",
+     "event": "compact.requested",
+     "actions": [
+      "start job"
+     ],
+     "label": "compact.requested",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.admitting",
+     "target": "engine.work.idle",
+     "event": "",
+     "guard": "automatic compaction is off",
+     "actions": [
+      "answer auto off",
+      "finish job"
+     ],
+     "label": "always [automatic compaction is off]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.admitting",
+     "target": "engine.work.idle",
+     "event": "",
+     "guard": "breaker is open",
+     "actions": [
+      "answer paused",
+      "finish job"
+     ],
+     "label": "always [breaker is open]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.admitting",
+     "target": "engine.work.pressure",
+     "event": "",
+     "actions": [],
+     "label": "always",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.pressure",
+     "target": "engine.work.idle",
+     "event": "xstate.done.actor.job",
+     "guard": "automatic compaction failed",
+     "actions": [
+      "report failure to breaker",
+      "settle job",
+      "finish job"
+     ],
+     "label": "done: pressure [automatic compaction failed]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.pressure",
+     "target": "engine.work.idle",
+     "event": "xstate.done.actor.job",
+     "guard": "automatic compaction succeeded",
+     "actions": [
+      "report success to breaker",
+      "settle job",
+      "finish job"
+     ],
+     "label": "done: pressure [automatic compaction succeeded]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.pressure",
+     "target": "engine.work.idle",
+     "event": "xstate.done.actor.job",
+     "guard": "first warning for this model",
+     "actions": [
+      "warn missing capacity",
+      "settle job",
+      "finish job"
+     ],
+     "label": "done: pressure [first warning for this model]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.pressure",
+     "target": "engine.work.idle",
+     "event": "xstate.done.actor.job",
+     "actions": [
+      "settle job",
+      "finish job"
+     ],
+     "label": "done: pressure",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.pressure",
+     "target": "engine.work.idle",
+     "event": "xstate.error.actor.job",
+     "actions": [
+      "settle job with chart error",
+      "finish job"
+     ],
+     "label": "error: pressure",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.overflow",
+     "target": "engine.work.idle",
+     "event": "xstate.done.actor.job",
+     "guard": "retry granted",
+     "actions": [
+      "count overflow retry",
+      "report success to breaker",
+      "settle job",
+      "finish job"
+     ],
+     "label": "done: overflow [retry granted]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.overflow",
+     "target": "engine.work.idle",
+     "event": "xstate.done.actor.job",
+     "guard": "automatic compaction failed",
+     "actions": [
+      "report failure to breaker",
+      "settle job",
+      "finish job"
+     ],
+     "label": "done: overflow [automatic compaction failed]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.overflow",
+     "target": "engine.work.idle",
+     "event": "xstate.done.actor.job",
+     "actions": [
+      "settle job",
+      "finish job"
+     ],
+     "label": "done: overflow",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.overflow",
+     "target": "engine.work.idle",
+     "event": "xstate.error.actor.job",
+     "actions": [
+      "settle job with chart error",
+      "finish job"
+     ],
+     "label": "error: overflow",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.manual",
+     "target": "engine.work.idle",
+     "event": "xstate.done.actor.job",
+     "guard": "manual compaction committed",
+     "actions": [
+      "report success to breaker",
+      "settle job",
+      "finish job"
+     ],
+     "label": "done: manual [manual compaction committed]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.manual",
+     "target": "engine.work.idle",
+     "event": "xstate.done.actor.job",
+     "actions": [
+      "settle job",
+      "finish job"
+     ],
+     "label": "done: manual",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.manual",
+     "target": "engine.work.idle",
+     "event": "xstate.error.actor.job",
+     "actions": [
+      "settle job with chart error",
+      "finish job"
+     ],
+     "label": "error: manual",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.breaker",
+     "target": "engine.breaker.stopped",
+     "event": "shutdown",
+     "actions": [],
+     "label": "shutdown",
+     "internal": false,
+     "fromAny": true
+    },
+    {
+     "source": "engine.breaker.closed",
+     "target": "engine.breaker.open",
+     "event": "breaker.failure",
+     "guard": "this failure reaches the limit",
+     "actions": [
+      "count failure",
+      "announce breaker opened"
+     ],
+     "label": "breaker.failure [this failure reaches the limit]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.breaker.closed",
+     "target": "engine.breaker.closed",
+     "event": "breaker.failure",
+     "actions": [
+      "count failure"
+     ],
+     "label": "breaker.failure",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "engine.breaker.closed",
+     "target": "engine.breaker.closed",
+     "event": "breaker.success",
+     "actions": [
+      "reset failures"
+     ],
+     "label": "breaker.success",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "engine.breaker.open",
+     "target": "engine.breaker.closed",
+     "event": "breaker.success",
+     "actions": [
+      "reset failures",
+      "announce breaker closed by success"
+     ],
+     "label": "breaker.success",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.breaker.open",
+     "target": "engine.breaker.open",
+     "event": "breaker.failure",
+     "actions": [
+      "count failure"
+     ],
+     "label": "breaker.failure",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "engine.breaker.open",
+     "target": "engine.breaker.closed",
+     "event": "xstate.after.cooldown.engine.breaker.open",
+     "actions": [
+      "reset failures",
+      "announce breaker closed by cool-down"
+     ],
+     "label": "after cooldown",
+     "internal": false,
+     "fromAny": false
+    }
+   ],
+   "legend": {
+    "guards": [
+     {
+      "name": "(not signal already aborted) & (not breaker is open) & background is idle & pressure is below the threshold",
+      "uses": 1
+     },
+     {
+      "name": "automatic compaction failed",
+      "uses": 2
+     },
+     {
+      "name": "automatic compaction is off",
+      "uses": 1
+     },
+     {
+      "name": "automatic compaction succeeded",
+      "uses": 1
+     },
+     {
+      "name": "breaker is open",
+      "uses": 1
+     },
+     {
+      "name": "first warning for this model",
+      "uses": 1
+     },
+     {
+      "name": "is the running request",
+      "uses": 1
+     },
+     {
+      "name": "manual compaction committed",
+      "uses": 1
+     },
+     {
+      "name": "retry granted",
+      "uses": 1
+     },
+     {
+      "name": "this failure reaches the limit",
+      "uses": 1
+     }
+    ],
+    "actions": [
+     {
+      "name": "(inline xstate.cancel)",
+      "uses": 1
+     },
+     {
+      "name": "(inline xstate.raise)",
+      "uses": 1
+     },
+     {
+      "name": "announce breaker closed by cool-down",
+      "uses": 1
+     },
+     {
+      "name": "announce breaker closed by success",
+      "uses": 1
+     },
+     {
+      "name": "announce breaker opened",
+      "uses": 1
+     },
+     {
+      "name": "announce notification",
+      "uses": 1
+     },
+     {
+      "name": "answer auto off",
+      "uses": 1
+     },
+     {
+      "name": "answer below the threshold",
+      "uses": 1
+     },
+     {
+      "name": "answer busy",
+      "uses": 3
+     },
+     {
+      "name": "answer paused",
+      "uses": 1
+     },
+     {
+      "name": "close abandoned bracket",
+      "uses": 1
+     },
+     {
+      "name": "count failure",
+      "uses": 3
+     },
+     {
+      "name": "count overflow retry",
+      "uses": 1
+     },
+     {
+      "name": "finish job",
+      "uses": 14
+     },
+     {
+      "name": "forward cancel",
+      "uses": 1
+     },
+     {
+      "name": "look up route policy",
+      "uses": 2
+     },
+     {
+      "name": "report failure to breaker",
+      "uses": 2
+     },
+     {
+      "name": "report success to breaker",
+      "uses": 3
+     },
+     {
+      "name": "reset failures",
+      "uses": 3
+     },
+     {
+      "name": "reset overflow retries after a success",
+      "uses": 1
+     },
+     {
+      "name": "settle job",
+      "uses": 9
+     },
+     {
+      "name": "settle job with chart error",
+      "uses": 3
+     },
+     {
+      "name": "spawn background chart",
+      "uses": 1
+     },
+     {
+      "name": "start job",
+      "uses": 3
+     },
+     {
+      "name": "warn missing capacity",
+      "uses": 1
+     }
+    ],
+    "actors": [
+     {
+      "name": "manual",
+      "uses": 1
+     },
+     {
+      "name": "overflow",
+      "uses": 1
+     },
+     {
+      "name": "pressure",
+      "uses": 1
+     }
+    ]
    }
-  ],
+  },
   "mermaid": "%% engine: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"engine\" as engine {\n    state \"work\" as engine__work {\n      [*] --> engine__work__idle\n      state \"idle\" as engine__work__idle\n      state \"admitting\" as engine__work__admitting\n      state \"pressure\" as engine__work__pressure\n      engine__work__pressure : invoke pressure\n      state \"overflow\" as engine__work__overflow\n      engine__work__overflow : invoke overflow\n      state \"manual\" as engine__work__manual\n      engine__work__manual : invoke manual\n      state \"stopped\" as engine__work__stopped\n      engine__work__stopped --> [*]\n      state \"any state\" as engine__work___any\n    }\n    --\n    state \"breaker\" as engine__breaker {\n      [*] --> engine__breaker__closed\n      state \"closed\" as engine__breaker__closed\n      state \"open\" as engine__breaker__open\n      state \"stopped\" as engine__breaker__stopped\n      engine__breaker__stopped --> [*]\n      state \"any state\" as engine__breaker___any\n    }\n  }\n  engine__work__idle --> engine__work__idle : step.completed [(not signal already aborted) & (not breaker is open) & background is idle & pressure is below the threshold]\n  engine__work__idle --> engine__work__admitting : step.completed\n  engine__work__idle --> engine__work__overflow : request.failed\n  engine__work__idle --> engine__work__manual : compact.requested\n  engine__work__admitting --> engine__work__idle : always [automatic compaction is off]\n  engine__work__admitting --> engine__work__idle : always [breaker is open]\n  engine__work__admitting --> engine__work__pressure : always\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction failed]\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction succeeded]\n  engine__work__pressure --> engine__work__idle : done: pressure [first warning for this model]\n  engine__work__pressure --> engine__work__idle : done: pressure\n  engine__work__pressure --> engine__work__idle : error: pressure\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted]\n  engine__work__overflow --> engine__work__idle : done: overflow [automatic compaction failed]\n  engine__work__overflow --> engine__work__idle : done: overflow\n  engine__work__overflow --> engine__work__idle : error: overflow\n  engine__work__manual --> engine__work__idle : done: manual [manual compaction committed]\n  engine__work__manual --> engine__work__idle : done: manual\n  engine__work__manual --> engine__work__idle : error: manual\n  engine__work___any --> engine__work__stopped : shutdown\n  engine__work --> engine__work : cancel [is the running request]\n  engine__work --> engine__work : step.completed\n  engine__work --> engine__work : request.failed\n  engine__work --> engine__work : compact.requested\n  engine__breaker__closed --> engine__breaker__open : breaker.failure [this failure reaches the limit]\n  engine__breaker__closed --> engine__breaker__closed : breaker.failure\n  engine__breaker__closed --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__open : breaker.failure\n  engine__breaker__open --> engine__breaker__closed : after cooldown\n  engine__breaker___any --> engine__breaker__stopped : shutdown\n  engine --> engine : xcompact.notify\n"
  },
  {
@@ -357,266 +782,690 @@ window.XCOMPACT_CHARTS = [
     "path": "cancelled"
    }
   ],
-  "mermaidIds": {
-   "pressure": "pressure",
-   "pressure.checkingSignal": "pressure__checkingSignal",
-   "pressure.measuring": "pressure__measuring",
-   "pressure.pruning": "pressure__pruning",
-   "pressure.remeasuringAfterPrune": "pressure__remeasuringAfterPrune",
-   "pressure.selecting": "pressure__selecting",
-   "pressure.compacting": "pressure__compacting",
-   "pressure.remeasuring": "pressure__remeasuring",
-   "pressure.skipped": "pressure__skipped",
-   "pressure.below": "pressure__below",
-   "pressure.relievedByPruning": "pressure__relievedByPruning",
-   "pressure.stuck": "pressure__stuck",
-   "pressure.compacted": "pressure__compacted",
-   "pressure.failed": "pressure__failed",
-   "pressure.cancelled": "pressure__cancelled"
-  },
-  "edges": [
-   {
-    "source": null,
-    "target": "pressure.checkingSignal"
-   },
-   {
-    "source": "pressure.skipped",
-    "target": null
-   },
-   {
-    "source": "pressure.below",
-    "target": null
-   },
-   {
-    "source": "pressure.relievedByPruning",
-    "target": null
-   },
-   {
-    "source": "pressure.stuck",
-    "target": null
-   },
-   {
-    "source": "pressure.compacted",
-    "target": null
-   },
-   {
-    "source": "pressure.failed",
-    "target": null
-   },
-   {
-    "source": "pressure.cancelled",
-    "target": null
-   },
-   {
-    "source": "pressure.checkingSignal",
-    "target": "pressure.cancelled",
-    "event": "",
-    "guard": "signal already aborted",
-    "label": "always [signal already aborted]"
-   },
-   {
-    "source": "pressure.checkingSignal",
-    "target": "pressure.measuring",
-    "event": "",
-    "label": "always"
-   },
-   {
-    "source": "pressure.measuring",
-    "target": "pressure.skipped",
-    "event": "xstate.done.actor.0.pressure.measuring",
-    "guard": "no routed model yet",
-    "label": "done: measure [no routed model yet]"
-   },
-   {
-    "source": "pressure.measuring",
-    "target": "pressure.skipped",
-    "event": "xstate.done.actor.0.pressure.measuring",
-    "guard": "budget cannot be resolved",
-    "label": "done: measure [budget cannot be resolved]"
-   },
-   {
-    "source": "pressure.measuring",
-    "target": "pressure.pruning",
-    "event": "xstate.done.actor.0.pressure.measuring",
-    "guard": "the provider truncated the prompt silently & pruning is enabled",
-    "label": "done: measure [the provider truncated the prompt silently & pruning is enabled]"
-   },
-   {
-    "source": "pressure.measuring",
-    "target": "pressure.selecting",
-    "event": "xstate.done.actor.0.pressure.measuring",
-    "guard": "the provider truncated the prompt silently",
-    "label": "done: measure [the provider truncated the prompt silently]"
-   },
-   {
-    "source": "pressure.measuring",
-    "target": "pressure.selecting",
-    "event": "xstate.done.actor.0.pressure.measuring",
-    "guard": "below threshold & compacting now pays",
-    "label": "done: measure [below threshold & compacting now pays]"
-   },
-   {
-    "source": "pressure.measuring",
-    "target": "pressure.below",
-    "event": "xstate.done.actor.0.pressure.measuring",
-    "guard": "below threshold",
-    "label": "done: measure [below threshold]"
-   },
-   {
-    "source": "pressure.measuring",
-    "target": "pressure.selecting",
-    "event": "xstate.done.actor.0.pressure.measuring",
-    "guard": "pruning is enabled & pruning does not pay",
-    "label": "done: measure [pruning is enabled & pruning does not pay]"
-   },
-   {
-    "source": "pressure.measuring",
-    "target": "pressure.pruning",
-    "event": "xstate.done.actor.0.pressure.measuring",
-    "guard": "pruning is enabled",
-    "label": "done: measure [pruning is enabled]"
-   },
-   {
-    "source": "pressure.measuring",
-    "target": "pressure.selecting",
-    "event": "xstate.done.actor.0.pressure.measuring",
-    "label": "done: measure"
-   },
-   {
-    "source": "pressure.measuring",
-    "target": "pressure.failed",
-    "event": "xstate.error.actor.0.pressure.measuring",
-    "label": "error: measure"
-   },
-   {
-    "source": "pressure.pruning",
-    "target": "pressure.remeasuringAfterPrune",
-    "event": "xstate.done.actor.0.pressure.pruning",
-    "label": "done: prune"
-   },
-   {
-    "source": "pressure.pruning",
-    "target": "pressure.selecting",
-    "event": "xstate.error.actor.0.pressure.pruning",
-    "label": "error: prune"
-   },
-   {
-    "source": "pressure.remeasuringAfterPrune",
-    "target": "pressure.relievedByPruning",
-    "event": "xstate.done.actor.0.pressure.remeasuringAfterPrune",
-    "guard": "below threshold",
-    "label": "done: measure [below threshold]"
-   },
-   {
-    "source": "pressure.remeasuringAfterPrune",
-    "target": "pressure.selecting",
-    "event": "xstate.done.actor.0.pressure.remeasuringAfterPrune",
-    "label": "done: measure"
-   },
-   {
-    "source": "pressure.remeasuringAfterPrune",
-    "target": "pressure.failed",
-    "event": "xstate.error.actor.0.pressure.remeasuringAfterPrune",
-    "label": "error: measure"
-   },
-   {
-    "source": "pressure.selecting",
-    "target": "pressure.stuck",
-    "event": "xstate.done.actor.0.pressure.selecting",
-    "guard": "nothing to compact & no attempt made yet",
-    "label": "done: selectRange [nothing to compact & no attempt made yet]"
-   },
-   {
-    "source": "pressure.selecting",
-    "target": "pressure.failed",
-    "event": "xstate.done.actor.0.pressure.selecting",
-    "guard": "nothing to compact",
-    "label": "done: selectRange [nothing to compact]"
-   },
-   {
-    "source": "pressure.selecting",
-    "target": "pressure.compacting",
-    "event": "xstate.done.actor.0.pressure.selecting",
-    "label": "done: selectRange"
-   },
-   {
-    "source": "pressure.selecting",
-    "target": "pressure.failed",
-    "event": "xstate.error.actor.0.pressure.selecting",
-    "label": "error: selectRange"
-   },
-   {
-    "source": "pressure.compacting",
-    "target": "pressure.compacting",
-    "event": "cancel",
-    "label": "cancel"
-   },
-   {
-    "source": "pressure.compacting",
-    "target": "pressure.cancelled",
-    "event": "xstate.done.actor.transaction",
-    "guard": "transaction was cancelled",
-    "label": "done: transaction [transaction was cancelled]"
-   },
-   {
-    "source": "pressure.compacting",
-    "target": "pressure.cancelled",
-    "event": "xstate.done.actor.transaction",
-    "guard": "cancel was requested & transaction committed",
-    "label": "done: transaction [cancel was requested & transaction committed]"
-   },
-   {
-    "source": "pressure.compacting",
-    "target": "pressure.remeasuring",
-    "event": "xstate.done.actor.transaction",
-    "guard": "transaction committed",
-    "label": "done: transaction [transaction committed]"
-   },
-   {
-    "source": "pressure.compacting",
-    "target": "pressure.failed",
-    "event": "xstate.done.actor.transaction",
-    "label": "done: transaction"
-   },
-   {
-    "source": "pressure.compacting",
-    "target": "pressure.failed",
-    "event": "xstate.error.actor.transaction",
-    "label": "error: transaction"
-   },
-   {
-    "source": "pressure.remeasuring",
-    "target": "pressure.compacted",
-    "event": "xstate.done.actor.0.pressure.remeasuring",
-    "guard": "below threshold",
-    "label": "done: measure [below threshold]"
-   },
-   {
-    "source": "pressure.remeasuring",
-    "target": "pressure.selecting",
-    "event": "xstate.done.actor.0.pressure.remeasuring",
-    "guard": "attempts left",
-    "label": "done: measure [attempts left]"
-   },
-   {
-    "source": "pressure.remeasuring",
-    "target": "pressure.failed",
-    "event": "xstate.done.actor.0.pressure.remeasuring",
-    "label": "done: measure"
-   },
-   {
-    "source": "pressure.remeasuring",
-    "target": "pressure.failed",
-    "event": "xstate.error.actor.0.pressure.remeasuring",
-    "label": "error: measure"
-   },
-   {
-    "source": "pressure",
-    "target": "pressure.cancelled",
-    "event": "cancel",
-    "label": "cancel"
+  "graph": {
+   "states": [
+    {
+     "id": "pressure",
+     "key": "pressure",
+     "type": "compound",
+     "initial": "pressure.checkingSignal",
+     "notes": [],
+     "anyMarker": true
+    },
+    {
+     "id": "pressure.checkingSignal",
+     "key": "checkingSignal",
+     "type": "atomic",
+     "parent": "pressure",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "pressure.measuring",
+     "key": "measuring",
+     "type": "atomic",
+     "parent": "pressure",
+     "notes": [
+      "invoke measure"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "pressure.pruning",
+     "key": "pruning",
+     "type": "atomic",
+     "parent": "pressure",
+     "notes": [
+      "invoke prune"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "pressure.remeasuringAfterPrune",
+     "key": "remeasuringAfterPrune",
+     "type": "atomic",
+     "parent": "pressure",
+     "notes": [
+      "invoke measure"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "pressure.selecting",
+     "key": "selecting",
+     "type": "atomic",
+     "parent": "pressure",
+     "notes": [
+      "invoke selectRange"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "pressure.compacting",
+     "key": "compacting",
+     "type": "atomic",
+     "parent": "pressure",
+     "notes": [
+      "invoke transaction"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "pressure.remeasuring",
+     "key": "remeasuring",
+     "type": "atomic",
+     "parent": "pressure",
+     "notes": [
+      "invoke measure"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "pressure.skipped",
+     "key": "skipped",
+     "type": "final",
+     "parent": "pressure",
+     "notes": [
+      "entry / set status"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "pressure.below",
+     "key": "below",
+     "type": "final",
+     "parent": "pressure",
+     "notes": [
+      "entry / set status"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "pressure.relievedByPruning",
+     "key": "relievedByPruning",
+     "type": "final",
+     "parent": "pressure",
+     "notes": [
+      "entry / set status"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "pressure.stuck",
+     "key": "stuck",
+     "type": "final",
+     "parent": "pressure",
+     "notes": [
+      "entry / set status, announce stuck"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "pressure.compacted",
+     "key": "compacted",
+     "type": "final",
+     "parent": "pressure",
+     "notes": [
+      "entry / set status"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "pressure.failed",
+     "key": "failed",
+     "type": "final",
+     "parent": "pressure",
+     "notes": [
+      "entry / set status"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "pressure.cancelled",
+     "key": "cancelled",
+     "type": "final",
+     "parent": "pressure",
+     "notes": [
+      "entry / set status"
+     ],
+     "anyMarker": false
+    }
+   ],
+   "transitions": [
+    {
+     "source": "pressure",
+     "target": "pressure.cancelled",
+     "event": "cancel",
+     "actions": [],
+     "label": "cancel",
+     "internal": false,
+     "fromAny": true
+    },
+    {
+     "source": "pressure.checkingSignal",
+     "target": "pressure.cancelled",
+     "event": "",
+     "guard": "signal already aborted",
+     "actions": [],
+     "label": "always [signal already aborted]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.checkingSignal",
+     "target": "pressure.measuring",
+     "event": "",
+     "actions": [],
+     "label": "always",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.measuring",
+     "target": "pressure.skipped",
+     "event": "xstate.done.actor.0.pressure.measuring",
+     "guard": "no routed model yet",
+     "actions": [],
+     "label": "done: measure [no routed model yet]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.measuring",
+     "target": "pressure.skipped",
+     "event": "xstate.done.actor.0.pressure.measuring",
+     "guard": "budget cannot be resolved",
+     "actions": [
+      "remember misconfiguration"
+     ],
+     "label": "done: measure [budget cannot be resolved]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.measuring",
+     "target": "pressure.pruning",
+     "event": "xstate.done.actor.0.pressure.measuring",
+     "guard": "the provider truncated the prompt silently & pruning is enabled",
+     "actions": [
+      "remember first reading",
+      "remember silent overflow",
+      "announce silent overflow"
+     ],
+     "label": "done: measure [the provider truncated the prompt silently & pruning is enabled]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.measuring",
+     "target": "pressure.selecting",
+     "event": "xstate.done.actor.0.pressure.measuring",
+     "guard": "the provider truncated the prompt silently",
+     "actions": [
+      "remember first reading",
+      "remember silent overflow",
+      "announce silent overflow"
+     ],
+     "label": "done: measure [the provider truncated the prompt silently]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.measuring",
+     "target": "pressure.selecting",
+     "event": "xstate.done.actor.0.pressure.measuring",
+     "guard": "below threshold & compacting now pays",
+     "actions": [
+      "remember first reading",
+      "remember economic decision"
+     ],
+     "label": "done: measure [below threshold & compacting now pays]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.measuring",
+     "target": "pressure.below",
+     "event": "xstate.done.actor.0.pressure.measuring",
+     "guard": "below threshold",
+     "actions": [
+      "remember first reading"
+     ],
+     "label": "done: measure [below threshold]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.measuring",
+     "target": "pressure.selecting",
+     "event": "xstate.done.actor.0.pressure.measuring",
+     "guard": "pruning is enabled & pruning does not pay",
+     "actions": [
+      "remember first reading",
+      "remember economic decision"
+     ],
+     "label": "done: measure [pruning is enabled & pruning does not pay]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.measuring",
+     "target": "pressure.pruning",
+     "event": "xstate.done.actor.0.pressure.measuring",
+     "guard": "pruning is enabled",
+     "actions": [
+      "remember first reading",
+      "remember economic decision"
+     ],
+     "label": "done: measure [pruning is enabled]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.measuring",
+     "target": "pressure.selecting",
+     "event": "xstate.done.actor.0.pressure.measuring",
+     "actions": [
+      "remember first reading"
+     ],
+     "label": "done: measure",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.measuring",
+     "target": "pressure.failed",
+     "event": "xstate.error.actor.0.pressure.measuring",
+     "actions": [
+      "fail from service"
+     ],
+     "label": "error: measure",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.pruning",
+     "target": "pressure.remeasuringAfterPrune",
+     "event": "xstate.done.actor.0.pressure.pruning",
+     "actions": [
+      "remember prune",
+      "announce prune"
+     ],
+     "label": "done: prune",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.pruning",
+     "target": "pressure.selecting",
+     "event": "xstate.error.actor.0.pressure.pruning",
+     "actions": [
+      "announce prune failure"
+     ],
+     "label": "error: prune",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.remeasuringAfterPrune",
+     "target": "pressure.relievedByPruning",
+     "event": "xstate.done.actor.0.pressure.remeasuringAfterPrune",
+     "guard": "below threshold",
+     "actions": [
+      "remember reading"
+     ],
+     "label": "done: measure [below threshold]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.remeasuringAfterPrune",
+     "target": "pressure.selecting",
+     "event": "xstate.done.actor.0.pressure.remeasuringAfterPrune",
+     "actions": [
+      "remember reading"
+     ],
+     "label": "done: measure",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.remeasuringAfterPrune",
+     "target": "pressure.failed",
+     "event": "xstate.error.actor.0.pressure.remeasuringAfterPrune",
+     "actions": [
+      "fail from service"
+     ],
+     "label": "error: measure",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.selecting",
+     "target": "pressure.stuck",
+     "event": "xstate.done.actor.0.pressure.selecting",
+     "guard": "nothing to compact & no attempt made yet",
+     "actions": [],
+     "label": "done: selectRange [nothing to compact & no attempt made yet]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.selecting",
+     "target": "pressure.failed",
+     "event": "xstate.done.actor.0.pressure.selecting",
+     "guard": "nothing to compact",
+     "actions": [
+      "fail still above threshold"
+     ],
+     "label": "done: selectRange [nothing to compact]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.selecting",
+     "target": "pressure.compacting",
+     "event": "xstate.done.actor.0.pressure.selecting",
+     "actions": [
+      "remember range"
+     ],
+     "label": "done: selectRange",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.selecting",
+     "target": "pressure.failed",
+     "event": "xstate.error.actor.0.pressure.selecting",
+     "actions": [
+      "fail from service"
+     ],
+     "label": "error: selectRange",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.compacting",
+     "target": "pressure.compacting",
+     "event": "cancel",
+     "actions": [
+      "forward cancel",
+      "remember cancel"
+     ],
+     "label": "cancel",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.compacting",
+     "target": "pressure.cancelled",
+     "event": "xstate.done.actor.transaction",
+     "guard": "transaction was cancelled",
+     "actions": [
+      "remember transaction",
+      "fail from transaction"
+     ],
+     "label": "done: transaction [transaction was cancelled]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.compacting",
+     "target": "pressure.cancelled",
+     "event": "xstate.done.actor.transaction",
+     "guard": "cancel was requested & transaction committed",
+     "actions": [
+      "remember transaction"
+     ],
+     "label": "done: transaction [cancel was requested & transaction committed]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.compacting",
+     "target": "pressure.remeasuring",
+     "event": "xstate.done.actor.transaction",
+     "guard": "transaction committed",
+     "actions": [
+      "remember transaction"
+     ],
+     "label": "done: transaction [transaction committed]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.compacting",
+     "target": "pressure.failed",
+     "event": "xstate.done.actor.transaction",
+     "actions": [
+      "remember transaction",
+      "fail from transaction"
+     ],
+     "label": "done: transaction",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.compacting",
+     "target": "pressure.failed",
+     "event": "xstate.error.actor.transaction",
+     "actions": [
+      "fail from service",
+      "close abandoned bracket"
+     ],
+     "label": "error: transaction",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.remeasuring",
+     "target": "pressure.compacted",
+     "event": "xstate.done.actor.0.pressure.remeasuring",
+     "guard": "below threshold",
+     "actions": [
+      "remember reading"
+     ],
+     "label": "done: measure [below threshold]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.remeasuring",
+     "target": "pressure.selecting",
+     "event": "xstate.done.actor.0.pressure.remeasuring",
+     "guard": "attempts left",
+     "actions": [
+      "remember reading"
+     ],
+     "label": "done: measure [attempts left]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.remeasuring",
+     "target": "pressure.failed",
+     "event": "xstate.done.actor.0.pressure.remeasuring",
+     "actions": [
+      "remember reading",
+      "fail still above threshold"
+     ],
+     "label": "done: measure",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.remeasuring",
+     "target": "pressure.failed",
+     "event": "xstate.error.actor.0.pressure.remeasuring",
+     "actions": [
+      "fail from service"
+     ],
+     "label": "error: measure",
+     "internal": false,
+     "fromAny": false
+    }
+   ],
+   "legend": {
+    "guards": [
+     {
+      "name": "attempts left",
+      "uses": 1
+     },
+     {
+      "name": "below threshold",
+      "uses": 3
+     },
+     {
+      "name": "below threshold & compacting now pays",
+      "uses": 1
+     },
+     {
+      "name": "budget cannot be resolved",
+      "uses": 1
+     },
+     {
+      "name": "cancel was requested & transaction committed",
+      "uses": 1
+     },
+     {
+      "name": "no routed model yet",
+      "uses": 1
+     },
+     {
+      "name": "nothing to compact",
+      "uses": 1
+     },
+     {
+      "name": "nothing to compact & no attempt made yet",
+      "uses": 1
+     },
+     {
+      "name": "pruning is enabled",
+      "uses": 1
+     },
+     {
+      "name": "pruning is enabled & pruning does not pay",
+      "uses": 1
+     },
+     {
+      "name": "signal already aborted",
+      "uses": 1
+     },
+     {
+      "name": "the provider truncated the prompt silently",
+      "uses": 1
+     },
+     {
+      "name": "the provider truncated the prompt silently & pruning is enabled",
+      "uses": 1
+     },
+     {
+      "name": "transaction committed",
+      "uses": 1
+     },
+     {
+      "name": "transaction was cancelled",
+      "uses": 1
+     }
+    ],
+    "actions": [
+     {
+      "name": "announce prune",
+      "uses": 1
+     },
+     {
+      "name": "announce prune failure",
+      "uses": 1
+     },
+     {
+      "name": "announce silent overflow",
+      "uses": 2
+     },
+     {
+      "name": "announce stuck",
+      "uses": 1
+     },
+     {
+      "name": "close abandoned bracket",
+      "uses": 1
+     },
+     {
+      "name": "fail from service",
+      "uses": 5
+     },
+     {
+      "name": "fail from transaction",
+      "uses": 2
+     },
+     {
+      "name": "fail still above threshold",
+      "uses": 2
+     },
+     {
+      "name": "forward cancel",
+      "uses": 1
+     },
+     {
+      "name": "remember cancel",
+      "uses": 1
+     },
+     {
+      "name": "remember economic decision",
+      "uses": 3
+     },
+     {
+      "name": "remember first reading",
+      "uses": 7
+     },
+     {
+      "name": "remember misconfiguration",
+      "uses": 1
+     },
+     {
+      "name": "remember prune",
+      "uses": 1
+     },
+     {
+      "name": "remember range",
+      "uses": 1
+     },
+     {
+      "name": "remember reading",
+      "uses": 5
+     },
+     {
+      "name": "remember silent overflow",
+      "uses": 2
+     },
+     {
+      "name": "remember transaction",
+      "uses": 4
+     },
+     {
+      "name": "set status",
+      "uses": 7
+     }
+    ],
+    "actors": [
+     {
+      "name": "measure",
+      "uses": 3
+     },
+     {
+      "name": "prune",
+      "uses": 1
+     },
+     {
+      "name": "selectRange",
+      "uses": 1
+     },
+     {
+      "name": "transaction",
+      "uses": 1
+     }
+    ]
    }
-  ],
+  },
   "mermaid": "%% pressure: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"pressure\" as pressure {\n    [*] --> pressure__checkingSignal\n    state \"checkingSignal\" as pressure__checkingSignal\n    state \"measuring\" as pressure__measuring\n    pressure__measuring : invoke measure\n    state \"pruning\" as pressure__pruning\n    pressure__pruning : invoke prune\n    state \"remeasuringAfterPrune\" as pressure__remeasuringAfterPrune\n    pressure__remeasuringAfterPrune : invoke measure\n    state \"selecting\" as pressure__selecting\n    pressure__selecting : invoke selectRange\n    state \"compacting\" as pressure__compacting\n    pressure__compacting : invoke transaction\n    state \"remeasuring\" as pressure__remeasuring\n    pressure__remeasuring : invoke measure\n    state \"skipped\" as pressure__skipped\n    state \"below\" as pressure__below\n    state \"relievedByPruning\" as pressure__relievedByPruning\n    state \"stuck\" as pressure__stuck\n    state \"compacted\" as pressure__compacted\n    state \"failed\" as pressure__failed\n    state \"cancelled\" as pressure__cancelled\n    pressure__skipped --> [*]\n    pressure__below --> [*]\n    pressure__relievedByPruning --> [*]\n    pressure__stuck --> [*]\n    pressure__compacted --> [*]\n    pressure__failed --> [*]\n    pressure__cancelled --> [*]\n    state \"any state\" as pressure___any\n  }\n  pressure__checkingSignal --> pressure__cancelled : always [signal already aborted]\n  pressure__checkingSignal --> pressure__measuring : always\n  pressure__measuring --> pressure__skipped : done: measure [no routed model yet]\n  pressure__measuring --> pressure__skipped : done: measure [budget cannot be resolved]\n  pressure__measuring --> pressure__pruning : done: measure [the provider truncated the prompt silently & pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure [the provider truncated the prompt silently]\n  pressure__measuring --> pressure__selecting : done: measure [below threshold & compacting now pays]\n  pressure__measuring --> pressure__below : done: measure [below threshold]\n  pressure__measuring --> pressure__selecting : done: measure [pruning is enabled & pruning does not pay]\n  pressure__measuring --> pressure__pruning : done: measure [pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure\n  pressure__measuring --> pressure__failed : error: measure\n  pressure__pruning --> pressure__remeasuringAfterPrune : done: prune\n  pressure__pruning --> pressure__selecting : error: prune\n  pressure__remeasuringAfterPrune --> pressure__relievedByPruning : done: measure [below threshold]\n  pressure__remeasuringAfterPrune --> pressure__selecting : done: measure\n  pressure__remeasuringAfterPrune --> pressure__failed : error: measure\n  pressure__selecting --> pressure__stuck : done: selectRange [nothing to compact & no attempt made yet]\n  pressure__selecting --> pressure__failed : done: selectRange [nothing to compact]\n  pressure__selecting --> pressure__compacting : done: selectRange\n  pressure__selecting --> pressure__failed : error: selectRange\n  pressure__compacting --> pressure__compacting : cancel\n  pressure__compacting --> pressure__cancelled : done: transaction [transaction was cancelled]\n  pressure__compacting --> pressure__cancelled : done: transaction [cancel was requested & transaction committed]\n  pressure__compacting --> pressure__remeasuring : done: transaction [transaction committed]\n  pressure__compacting --> pressure__failed : done: transaction\n  pressure__compacting --> pressure__failed : error: transaction\n  pressure__remeasuring --> pressure__compacted : done: measure [below threshold]\n  pressure__remeasuring --> pressure__selecting : done: measure [attempts left]\n  pressure__remeasuring --> pressure__failed : done: measure\n  pressure__remeasuring --> pressure__failed : error: measure\n  pressure___any --> pressure__cancelled : cancel\n"
  },
  {
@@ -661,192 +1510,500 @@ window.XCOMPACT_CHARTS = [
     "path": "declined"
    }
   ],
-  "mermaidIds": {
-   "overflow": "overflow",
-   "overflow.classifying": "overflow__classifying",
-   "overflow.probingLock": "overflow__probingLock",
-   "overflow.pruning": "overflow__pruning",
-   "overflow.selecting": "overflow__selecting",
-   "overflow.compacting": "overflow__compacting",
-   "overflow.deciding": "overflow__deciding",
-   "overflow.retry": "overflow__retry",
-   "overflow.declined": "overflow__declined"
-  },
-  "edges": [
-   {
-    "source": null,
-    "target": "overflow.classifying"
-   },
-   {
-    "source": "overflow.retry",
-    "target": null
-   },
-   {
-    "source": "overflow.declined",
-    "target": null
-   },
-   {
-    "source": "overflow.classifying",
-    "target": "overflow.declined",
-    "event": "xstate.done.actor.0.overflow.classifying",
-    "guard": "not a context overflow",
-    "label": "done: classify [not a context overflow]"
-   },
-   {
-    "source": "overflow.classifying",
-    "target": "overflow.declined",
-    "event": "xstate.done.actor.0.overflow.classifying",
-    "guard": "recovery is disabled",
-    "label": "done: classify [recovery is disabled]"
-   },
-   {
-    "source": "overflow.classifying",
-    "target": "overflow.declined",
-    "event": "xstate.done.actor.0.overflow.classifying",
-    "guard": "retries are used up",
-    "label": "done: classify [retries are used up]"
-   },
-   {
-    "source": "overflow.classifying",
-    "target": "overflow.declined",
-    "event": "xstate.done.actor.0.overflow.classifying",
-    "guard": "cancelled",
-    "label": "done: classify [cancelled]"
-   },
-   {
-    "source": "overflow.classifying",
-    "target": "overflow.probingLock",
-    "event": "xstate.done.actor.0.overflow.classifying",
-    "label": "done: classify"
-   },
-   {
-    "source": "overflow.classifying",
-    "target": "overflow.declined",
-    "event": "xstate.error.actor.0.overflow.classifying",
-    "label": "error: classify"
-   },
-   {
-    "source": "overflow.probingLock",
-    "target": "overflow.declined",
-    "event": "xstate.done.actor.0.overflow.probingLock",
-    "guard": "cancelled",
-    "label": "done: probeLock [cancelled]"
-   },
-   {
-    "source": "overflow.probingLock",
-    "target": "overflow.declined",
-    "event": "xstate.done.actor.0.overflow.probingLock",
-    "guard": "lock is held",
-    "label": "done: probeLock [lock is held]"
-   },
-   {
-    "source": "overflow.probingLock",
-    "target": "overflow.selecting",
-    "event": "xstate.done.actor.0.overflow.probingLock",
-    "guard": "pruning is disabled",
-    "label": "done: probeLock [pruning is disabled]"
-   },
-   {
-    "source": "overflow.probingLock",
-    "target": "overflow.pruning",
-    "event": "xstate.done.actor.0.overflow.probingLock",
-    "label": "done: probeLock"
-   },
-   {
-    "source": "overflow.probingLock",
-    "target": "overflow.declined",
-    "event": "xstate.error.actor.0.overflow.probingLock",
-    "label": "error: probeLock"
-   },
-   {
-    "source": "overflow.pruning",
-    "target": "overflow.deciding",
-    "event": "xstate.done.actor.0.overflow.pruning",
-    "guard": "cancelled",
-    "label": "done: prune [cancelled]"
-   },
-   {
-    "source": "overflow.pruning",
-    "target": "overflow.selecting",
-    "event": "xstate.done.actor.0.overflow.pruning",
-    "label": "done: prune"
-   },
-   {
-    "source": "overflow.pruning",
-    "target": "overflow.selecting",
-    "event": "xstate.error.actor.0.overflow.pruning",
-    "label": "error: prune"
-   },
-   {
-    "source": "overflow.selecting",
-    "target": "overflow.deciding",
-    "event": "xstate.done.actor.0.overflow.selecting",
-    "guard": "cancelled",
-    "label": "done: selectRange [cancelled]"
-   },
-   {
-    "source": "overflow.selecting",
-    "target": "overflow.deciding",
-    "event": "xstate.done.actor.0.overflow.selecting",
-    "guard": "nothing to compact",
-    "label": "done: selectRange [nothing to compact]"
-   },
-   {
-    "source": "overflow.selecting",
-    "target": "overflow.compacting",
-    "event": "xstate.done.actor.0.overflow.selecting",
-    "label": "done: selectRange"
-   },
-   {
-    "source": "overflow.selecting",
-    "target": "overflow.deciding",
-    "event": "xstate.error.actor.0.overflow.selecting",
-    "label": "error: selectRange"
-   },
-   {
-    "source": "overflow.compacting",
-    "target": "overflow.compacting",
-    "event": "cancel",
-    "label": "cancel"
-   },
-   {
-    "source": "overflow.compacting",
-    "target": "overflow.deciding",
-    "event": "xstate.done.actor.transaction",
-    "label": "done: transaction"
-   },
-   {
-    "source": "overflow.compacting",
-    "target": "overflow.deciding",
-    "event": "xstate.error.actor.transaction",
-    "label": "error: transaction"
-   },
-   {
-    "source": "overflow.deciding",
-    "target": "overflow.retry",
-    "event": "xstate.done.actor.0.overflow.deciding",
-    "guard": "generation advanced",
-    "label": "done: probeLock [generation advanced]"
-   },
-   {
-    "source": "overflow.deciding",
-    "target": "overflow.declined",
-    "event": "xstate.done.actor.0.overflow.deciding",
-    "label": "done: probeLock"
-   },
-   {
-    "source": "overflow.deciding",
-    "target": "overflow.declined",
-    "event": "xstate.error.actor.0.overflow.deciding",
-    "label": "error: probeLock"
-   },
-   {
-    "source": "overflow",
-    "target": "overflow",
-    "event": "cancel",
-    "label": "cancel"
+  "graph": {
+   "states": [
+    {
+     "id": "overflow",
+     "key": "overflow",
+     "type": "compound",
+     "initial": "overflow.classifying",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "overflow.classifying",
+     "key": "classifying",
+     "type": "atomic",
+     "parent": "overflow",
+     "notes": [
+      "invoke classify"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "overflow.probingLock",
+     "key": "probingLock",
+     "type": "atomic",
+     "parent": "overflow",
+     "notes": [
+      "invoke probeLock"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "overflow.pruning",
+     "key": "pruning",
+     "type": "atomic",
+     "parent": "overflow",
+     "notes": [
+      "invoke prune"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "overflow.selecting",
+     "key": "selecting",
+     "type": "atomic",
+     "parent": "overflow",
+     "notes": [
+      "invoke selectRange"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "overflow.compacting",
+     "key": "compacting",
+     "type": "atomic",
+     "parent": "overflow",
+     "notes": [
+      "invoke transaction"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "overflow.deciding",
+     "key": "deciding",
+     "type": "atomic",
+     "parent": "overflow",
+     "notes": [
+      "invoke probeLock"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "overflow.retry",
+     "key": "retry",
+     "type": "final",
+     "parent": "overflow",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "overflow.declined",
+     "key": "declined",
+     "type": "final",
+     "parent": "overflow",
+     "notes": [],
+     "anyMarker": false
+    }
+   ],
+   "transitions": [
+    {
+     "source": "overflow",
+     "target": "overflow",
+     "event": "cancel",
+     "actions": [
+      "mark cancelled"
+     ],
+     "label": "cancel",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.classifying",
+     "target": "overflow.declined",
+     "event": "xstate.done.actor.0.overflow.classifying",
+     "guard": "not a context overflow",
+     "actions": [
+      "remember classification",
+      "decline"
+     ],
+     "label": "done: classify [not a context overflow]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.classifying",
+     "target": "overflow.declined",
+     "event": "xstate.done.actor.0.overflow.classifying",
+     "guard": "recovery is disabled",
+     "actions": [
+      "remember classification",
+      "decline"
+     ],
+     "label": "done: classify [recovery is disabled]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.classifying",
+     "target": "overflow.declined",
+     "event": "xstate.done.actor.0.overflow.classifying",
+     "guard": "retries are used up",
+     "actions": [
+      "remember classification",
+      "decline"
+     ],
+     "label": "done: classify [retries are used up]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.classifying",
+     "target": "overflow.declined",
+     "event": "xstate.done.actor.0.overflow.classifying",
+     "guard": "cancelled",
+     "actions": [
+      "remember classification",
+      "decline"
+     ],
+     "label": "done: classify [cancelled]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.classifying",
+     "target": "overflow.probingLock",
+     "event": "xstate.done.actor.0.overflow.classifying",
+     "actions": [
+      "remember classification"
+     ],
+     "label": "done: classify",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.classifying",
+     "target": "overflow.declined",
+     "event": "xstate.error.actor.0.overflow.classifying",
+     "actions": [
+      "decline"
+     ],
+     "label": "error: classify",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.probingLock",
+     "target": "overflow.declined",
+     "event": "xstate.done.actor.0.overflow.probingLock",
+     "guard": "cancelled",
+     "actions": [
+      "decline"
+     ],
+     "label": "done: probeLock [cancelled]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.probingLock",
+     "target": "overflow.declined",
+     "event": "xstate.done.actor.0.overflow.probingLock",
+     "guard": "lock is held",
+     "actions": [
+      "decline"
+     ],
+     "label": "done: probeLock [lock is held]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.probingLock",
+     "target": "overflow.selecting",
+     "event": "xstate.done.actor.0.overflow.probingLock",
+     "guard": "pruning is disabled",
+     "actions": [
+      "snapshot generation"
+     ],
+     "label": "done: probeLock [pruning is disabled]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.probingLock",
+     "target": "overflow.pruning",
+     "event": "xstate.done.actor.0.overflow.probingLock",
+     "actions": [
+      "snapshot generation"
+     ],
+     "label": "done: probeLock",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.probingLock",
+     "target": "overflow.declined",
+     "event": "xstate.error.actor.0.overflow.probingLock",
+     "actions": [
+      "decline"
+     ],
+     "label": "error: probeLock",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.pruning",
+     "target": "overflow.deciding",
+     "event": "xstate.done.actor.0.overflow.pruning",
+     "guard": "cancelled",
+     "actions": [
+      "remember prune",
+      "announce prune"
+     ],
+     "label": "done: prune [cancelled]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.pruning",
+     "target": "overflow.selecting",
+     "event": "xstate.done.actor.0.overflow.pruning",
+     "actions": [
+      "remember prune",
+      "announce prune"
+     ],
+     "label": "done: prune",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.pruning",
+     "target": "overflow.selecting",
+     "event": "xstate.error.actor.0.overflow.pruning",
+     "actions": [
+      "announce prune failure"
+     ],
+     "label": "error: prune",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.selecting",
+     "target": "overflow.deciding",
+     "event": "xstate.done.actor.0.overflow.selecting",
+     "guard": "cancelled",
+     "actions": [],
+     "label": "done: selectRange [cancelled]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.selecting",
+     "target": "overflow.deciding",
+     "event": "xstate.done.actor.0.overflow.selecting",
+     "guard": "nothing to compact",
+     "actions": [
+      "remember nothing to compact"
+     ],
+     "label": "done: selectRange [nothing to compact]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.selecting",
+     "target": "overflow.compacting",
+     "event": "xstate.done.actor.0.overflow.selecting",
+     "actions": [
+      "remember range"
+     ],
+     "label": "done: selectRange",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.selecting",
+     "target": "overflow.deciding",
+     "event": "xstate.error.actor.0.overflow.selecting",
+     "actions": [],
+     "label": "error: selectRange",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.compacting",
+     "target": "overflow.compacting",
+     "event": "cancel",
+     "actions": [
+      "mark cancelled",
+      "forward cancel"
+     ],
+     "label": "cancel",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.compacting",
+     "target": "overflow.deciding",
+     "event": "xstate.done.actor.transaction",
+     "actions": [
+      "remember transaction"
+     ],
+     "label": "done: transaction",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.compacting",
+     "target": "overflow.deciding",
+     "event": "xstate.error.actor.transaction",
+     "actions": [
+      "close abandoned bracket"
+     ],
+     "label": "error: transaction",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.deciding",
+     "target": "overflow.retry",
+     "event": "xstate.done.actor.0.overflow.deciding",
+     "guard": "generation advanced",
+     "actions": [],
+     "label": "done: probeLock [generation advanced]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.deciding",
+     "target": "overflow.declined",
+     "event": "xstate.done.actor.0.overflow.deciding",
+     "actions": [
+      "decline after recovery",
+      "announce stuck"
+     ],
+     "label": "done: probeLock",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.deciding",
+     "target": "overflow.declined",
+     "event": "xstate.error.actor.0.overflow.deciding",
+     "actions": [
+      "decline"
+     ],
+     "label": "error: probeLock",
+     "internal": false,
+     "fromAny": false
+    }
+   ],
+   "legend": {
+    "guards": [
+     {
+      "name": "cancelled",
+      "uses": 4
+     },
+     {
+      "name": "generation advanced",
+      "uses": 1
+     },
+     {
+      "name": "lock is held",
+      "uses": 1
+     },
+     {
+      "name": "not a context overflow",
+      "uses": 1
+     },
+     {
+      "name": "nothing to compact",
+      "uses": 1
+     },
+     {
+      "name": "pruning is disabled",
+      "uses": 1
+     },
+     {
+      "name": "recovery is disabled",
+      "uses": 1
+     },
+     {
+      "name": "retries are used up",
+      "uses": 1
+     }
+    ],
+    "actions": [
+     {
+      "name": "announce prune",
+      "uses": 2
+     },
+     {
+      "name": "announce prune failure",
+      "uses": 1
+     },
+     {
+      "name": "announce stuck",
+      "uses": 1
+     },
+     {
+      "name": "close abandoned bracket",
+      "uses": 1
+     },
+     {
+      "name": "decline",
+      "uses": 9
+     },
+     {
+      "name": "decline after recovery",
+      "uses": 1
+     },
+     {
+      "name": "forward cancel",
+      "uses": 1
+     },
+     {
+      "name": "mark cancelled",
+      "uses": 2
+     },
+     {
+      "name": "remember classification",
+      "uses": 5
+     },
+     {
+      "name": "remember nothing to compact",
+      "uses": 1
+     },
+     {
+      "name": "remember prune",
+      "uses": 2
+     },
+     {
+      "name": "remember range",
+      "uses": 1
+     },
+     {
+      "name": "remember transaction",
+      "uses": 1
+     },
+     {
+      "name": "snapshot generation",
+      "uses": 2
+     }
+    ],
+    "actors": [
+     {
+      "name": "classify",
+      "uses": 1
+     },
+     {
+      "name": "probeLock",
+      "uses": 2
+     },
+     {
+      "name": "prune",
+      "uses": 1
+     },
+     {
+      "name": "selectRange",
+      "uses": 1
+     },
+     {
+      "name": "transaction",
+      "uses": 1
+     }
+    ]
    }
-  ],
+  },
   "mermaid": "%% overflow: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"overflow\" as overflow {\n    [*] --> overflow__classifying\n    state \"classifying\" as overflow__classifying\n    overflow__classifying : invoke classify\n    state \"probingLock\" as overflow__probingLock\n    overflow__probingLock : invoke probeLock\n    state \"pruning\" as overflow__pruning\n    overflow__pruning : invoke prune\n    state \"selecting\" as overflow__selecting\n    overflow__selecting : invoke selectRange\n    state \"compacting\" as overflow__compacting\n    overflow__compacting : invoke transaction\n    state \"deciding\" as overflow__deciding\n    overflow__deciding : invoke probeLock\n    state \"retry\" as overflow__retry\n    state \"declined\" as overflow__declined\n    overflow__retry --> [*]\n    overflow__declined --> [*]\n  }\n  overflow__classifying --> overflow__declined : done: classify [not a context overflow]\n  overflow__classifying --> overflow__declined : done: classify [recovery is disabled]\n  overflow__classifying --> overflow__declined : done: classify [retries are used up]\n  overflow__classifying --> overflow__declined : done: classify [cancelled]\n  overflow__classifying --> overflow__probingLock : done: classify\n  overflow__classifying --> overflow__declined : error: classify\n  overflow__probingLock --> overflow__declined : done: probeLock [cancelled]\n  overflow__probingLock --> overflow__declined : done: probeLock [lock is held]\n  overflow__probingLock --> overflow__selecting : done: probeLock [pruning is disabled]\n  overflow__probingLock --> overflow__pruning : done: probeLock\n  overflow__probingLock --> overflow__declined : error: probeLock\n  overflow__pruning --> overflow__deciding : done: prune [cancelled]\n  overflow__pruning --> overflow__selecting : done: prune\n  overflow__pruning --> overflow__selecting : error: prune\n  overflow__selecting --> overflow__deciding : done: selectRange [cancelled]\n  overflow__selecting --> overflow__deciding : done: selectRange [nothing to compact]\n  overflow__selecting --> overflow__compacting : done: selectRange\n  overflow__selecting --> overflow__deciding : error: selectRange\n  overflow__compacting --> overflow__compacting : cancel\n  overflow__compacting --> overflow__deciding : done: transaction\n  overflow__compacting --> overflow__deciding : error: transaction\n  overflow__deciding --> overflow__retry : done: probeLock [generation advanced]\n  overflow__deciding --> overflow__declined : done: probeLock\n  overflow__deciding --> overflow__declined : error: probeLock\n  overflow --> overflow : cancel\n"
  },
  {
@@ -895,139 +2052,344 @@ window.XCOMPACT_CHARTS = [
     "path": "failed"
    }
   ],
-  "mermaidIds": {
-   "manual": "manual",
-   "manual.checkingSignal": "manual__checkingSignal",
-   "manual.admitting": "manual__admitting",
-   "manual.selecting": "manual__selecting",
-   "manual.compacting": "manual__compacting",
-   "manual.cancelled": "manual__cancelled",
-   "manual.busy": "manual__busy",
-   "manual.nothing": "manual__nothing",
-   "manual.committed": "manual__committed",
-   "manual.failed": "manual__failed"
-  },
-  "edges": [
-   {
-    "source": null,
-    "target": "manual.checkingSignal"
-   },
-   {
-    "source": "manual.cancelled",
-    "target": null
-   },
-   {
-    "source": "manual.busy",
-    "target": null
-   },
-   {
-    "source": "manual.nothing",
-    "target": null
-   },
-   {
-    "source": "manual.committed",
-    "target": null
-   },
-   {
-    "source": "manual.failed",
-    "target": null
-   },
-   {
-    "source": "manual.checkingSignal",
-    "target": "manual.cancelled",
-    "event": "",
-    "guard": "signal already aborted",
-    "label": "always [signal already aborted]"
-   },
-   {
-    "source": "manual.checkingSignal",
-    "target": "manual.admitting",
-    "event": "",
-    "label": "always"
-   },
-   {
-    "source": "manual.admitting",
-    "target": "manual.cancelled",
-    "event": "cancel",
-    "label": "cancel"
-   },
-   {
-    "source": "manual.admitting",
-    "target": "manual.busy",
-    "event": "xstate.done.actor.0.manual.admitting",
-    "guard": "a turn is open",
-    "label": "done: checkAdmission [a turn is open]"
-   },
-   {
-    "source": "manual.admitting",
-    "target": "manual.busy",
-    "event": "xstate.done.actor.0.manual.admitting",
-    "guard": "lock is held",
-    "label": "done: checkAdmission [lock is held]"
-   },
-   {
-    "source": "manual.admitting",
-    "target": "manual.selecting",
-    "event": "xstate.done.actor.0.manual.admitting",
-    "label": "done: checkAdmission"
-   },
-   {
-    "source": "manual.admitting",
-    "target": "manual.failed",
-    "event": "xstate.error.actor.0.manual.admitting",
-    "label": "error: checkAdmission"
-   },
-   {
-    "source": "manual.selecting",
-    "target": "manual.cancelled",
-    "event": "cancel",
-    "label": "cancel"
-   },
-   {
-    "source": "manual.selecting",
-    "target": "manual.nothing",
-    "event": "xstate.done.actor.0.manual.selecting",
-    "guard": "nothing to compact",
-    "label": "done: selectRange [nothing to compact]"
-   },
-   {
-    "source": "manual.selecting",
-    "target": "manual.compacting",
-    "event": "xstate.done.actor.0.manual.selecting",
-    "label": "done: selectRange"
-   },
-   {
-    "source": "manual.selecting",
-    "target": "manual.failed",
-    "event": "xstate.error.actor.0.manual.selecting",
-    "label": "error: selectRange"
-   },
-   {
-    "source": "manual.compacting",
-    "target": "manual.compacting",
-    "event": "cancel",
-    "label": "cancel"
-   },
-   {
-    "source": "manual.compacting",
-    "target": "manual.committed",
-    "event": "xstate.done.actor.transaction",
-    "guard": "transaction committed",
-    "label": "done: transaction [transaction committed]"
-   },
-   {
-    "source": "manual.compacting",
-    "target": "manual.failed",
-    "event": "xstate.done.actor.transaction",
-    "label": "done: transaction"
-   },
-   {
-    "source": "manual.compacting",
-    "target": "manual.failed",
-    "event": "xstate.error.actor.transaction",
-    "label": "error: transaction"
+  "graph": {
+   "states": [
+    {
+     "id": "manual",
+     "key": "manual",
+     "type": "compound",
+     "initial": "manual.checkingSignal",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "manual.checkingSignal",
+     "key": "checkingSignal",
+     "type": "atomic",
+     "parent": "manual",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "manual.admitting",
+     "key": "admitting",
+     "type": "atomic",
+     "parent": "manual",
+     "notes": [
+      "invoke checkAdmission"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "manual.selecting",
+     "key": "selecting",
+     "type": "atomic",
+     "parent": "manual",
+     "notes": [
+      "invoke selectRange"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "manual.compacting",
+     "key": "compacting",
+     "type": "atomic",
+     "parent": "manual",
+     "notes": [
+      "invoke transaction"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "manual.cancelled",
+     "key": "cancelled",
+     "type": "final",
+     "parent": "manual",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "manual.busy",
+     "key": "busy",
+     "type": "final",
+     "parent": "manual",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "manual.nothing",
+     "key": "nothing",
+     "type": "final",
+     "parent": "manual",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "manual.committed",
+     "key": "committed",
+     "type": "final",
+     "parent": "manual",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "manual.failed",
+     "key": "failed",
+     "type": "final",
+     "parent": "manual",
+     "notes": [],
+     "anyMarker": false
+    }
+   ],
+   "transitions": [
+    {
+     "source": "manual.checkingSignal",
+     "target": "manual.cancelled",
+     "event": "",
+     "guard": "signal already aborted",
+     "actions": [
+      "fail cancelled before start"
+     ],
+     "label": "always [signal already aborted]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "manual.checkingSignal",
+     "target": "manual.admitting",
+     "event": "",
+     "actions": [],
+     "label": "always",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "manual.admitting",
+     "target": "manual.cancelled",
+     "event": "cancel",
+     "actions": [
+      "fail cancelled"
+     ],
+     "label": "cancel",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "manual.admitting",
+     "target": "manual.busy",
+     "event": "xstate.done.actor.0.manual.admitting",
+     "guard": "a turn is open",
+     "actions": [
+      "fail busy with open turn"
+     ],
+     "label": "done: checkAdmission [a turn is open]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "manual.admitting",
+     "target": "manual.busy",
+     "event": "xstate.done.actor.0.manual.admitting",
+     "guard": "lock is held",
+     "actions": [
+      "fail busy with lock"
+     ],
+     "label": "done: checkAdmission [lock is held]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "manual.admitting",
+     "target": "manual.selecting",
+     "event": "xstate.done.actor.0.manual.admitting",
+     "actions": [],
+     "label": "done: checkAdmission",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "manual.admitting",
+     "target": "manual.failed",
+     "event": "xstate.error.actor.0.manual.admitting",
+     "actions": [
+      "fail internally"
+     ],
+     "label": "error: checkAdmission",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "manual.selecting",
+     "target": "manual.cancelled",
+     "event": "cancel",
+     "actions": [
+      "fail cancelled"
+     ],
+     "label": "cancel",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "manual.selecting",
+     "target": "manual.nothing",
+     "event": "xstate.done.actor.0.manual.selecting",
+     "guard": "nothing to compact",
+     "actions": [],
+     "label": "done: selectRange [nothing to compact]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "manual.selecting",
+     "target": "manual.compacting",
+     "event": "xstate.done.actor.0.manual.selecting",
+     "actions": [
+      "remember range"
+     ],
+     "label": "done: selectRange",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "manual.selecting",
+     "target": "manual.failed",
+     "event": "xstate.error.actor.0.manual.selecting",
+     "actions": [
+      "fail internally"
+     ],
+     "label": "error: selectRange",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "manual.compacting",
+     "target": "manual.compacting",
+     "event": "cancel",
+     "actions": [
+      "forward cancel"
+     ],
+     "label": "cancel",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "manual.compacting",
+     "target": "manual.committed",
+     "event": "xstate.done.actor.transaction",
+     "guard": "transaction committed",
+     "actions": [
+      "remember transaction"
+     ],
+     "label": "done: transaction [transaction committed]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "manual.compacting",
+     "target": "manual.failed",
+     "event": "xstate.done.actor.transaction",
+     "actions": [
+      "remember transaction",
+      "fail from transaction"
+     ],
+     "label": "done: transaction",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "manual.compacting",
+     "target": "manual.failed",
+     "event": "xstate.error.actor.transaction",
+     "actions": [
+      "fail internally",
+      "close abandoned bracket"
+     ],
+     "label": "error: transaction",
+     "internal": false,
+     "fromAny": false
+    }
+   ],
+   "legend": {
+    "guards": [
+     {
+      "name": "a turn is open",
+      "uses": 1
+     },
+     {
+      "name": "lock is held",
+      "uses": 1
+     },
+     {
+      "name": "nothing to compact",
+      "uses": 1
+     },
+     {
+      "name": "signal already aborted",
+      "uses": 1
+     },
+     {
+      "name": "transaction committed",
+      "uses": 1
+     }
+    ],
+    "actions": [
+     {
+      "name": "close abandoned bracket",
+      "uses": 1
+     },
+     {
+      "name": "fail busy with lock",
+      "uses": 1
+     },
+     {
+      "name": "fail busy with open turn",
+      "uses": 1
+     },
+     {
+      "name": "fail cancelled",
+      "uses": 2
+     },
+     {
+      "name": "fail cancelled before start",
+      "uses": 1
+     },
+     {
+      "name": "fail from transaction",
+      "uses": 1
+     },
+     {
+      "name": "fail internally",
+      "uses": 3
+     },
+     {
+      "name": "forward cancel",
+      "uses": 1
+     },
+     {
+      "name": "remember range",
+      "uses": 1
+     },
+     {
+      "name": "remember transaction",
+      "uses": 2
+     }
+    ],
+    "actors": [
+     {
+      "name": "checkAdmission",
+      "uses": 1
+     },
+     {
+      "name": "selectRange",
+      "uses": 1
+     },
+     {
+      "name": "transaction",
+      "uses": 1
+     }
+    ]
    }
-  ],
+  },
   "mermaid": "%% manual: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"manual\" as manual {\n    [*] --> manual__checkingSignal\n    state \"checkingSignal\" as manual__checkingSignal\n    state \"admitting\" as manual__admitting\n    manual__admitting : invoke checkAdmission\n    state \"selecting\" as manual__selecting\n    manual__selecting : invoke selectRange\n    state \"compacting\" as manual__compacting\n    manual__compacting : invoke transaction\n    state \"cancelled\" as manual__cancelled\n    state \"busy\" as manual__busy\n    state \"nothing\" as manual__nothing\n    state \"committed\" as manual__committed\n    state \"failed\" as manual__failed\n    manual__cancelled --> [*]\n    manual__busy --> [*]\n    manual__nothing --> [*]\n    manual__committed --> [*]\n    manual__failed --> [*]\n  }\n  manual__checkingSignal --> manual__cancelled : always [signal already aborted]\n  manual__checkingSignal --> manual__admitting : always\n  manual__admitting --> manual__cancelled : cancel\n  manual__admitting --> manual__busy : done: checkAdmission [a turn is open]\n  manual__admitting --> manual__busy : done: checkAdmission [lock is held]\n  manual__admitting --> manual__selecting : done: checkAdmission\n  manual__admitting --> manual__failed : error: checkAdmission\n  manual__selecting --> manual__cancelled : cancel\n  manual__selecting --> manual__nothing : done: selectRange [nothing to compact]\n  manual__selecting --> manual__compacting : done: selectRange\n  manual__selecting --> manual__failed : error: selectRange\n  manual__compacting --> manual__compacting : cancel\n  manual__compacting --> manual__committed : done: transaction [transaction committed]\n  manual__compacting --> manual__failed : done: transaction\n  manual__compacting --> manual__failed : error: transaction\n"
  },
  {
@@ -1084,186 +2446,507 @@ window.XCOMPACT_CHARTS = [
     "path": "rejected"
    }
   ],
-  "mermaidIds": {
-   "transaction": "transaction",
-   "transaction.validating": "transaction__validating",
-   "transaction.opening": "transaction__opening",
-   "transaction.summarizing": "transaction__summarizing",
-   "transaction.revalidating": "transaction__revalidating",
-   "transaction.committing": "transaction__committing",
-   "transaction.flushing": "transaction__flushing",
-   "transaction.closing": "transaction__closing",
-   "transaction.committed": "transaction__committed",
-   "transaction.persistenceFailed": "transaction__persistenceFailed",
-   "transaction.failed": "transaction__failed",
-   "transaction.rejected": "transaction__rejected"
-  },
-  "edges": [
-   {
-    "source": null,
-    "target": "transaction.validating"
-   },
-   {
-    "source": "transaction.committed",
-    "target": null
-   },
-   {
-    "source": "transaction.persistenceFailed",
-    "target": null
-   },
-   {
-    "source": "transaction.failed",
-    "target": null
-   },
-   {
-    "source": "transaction.rejected",
-    "target": null
-   },
-   {
-    "source": "transaction.validating",
-    "target": "transaction.rejected",
-    "event": "xstate.done.actor.0.transaction.validating",
-    "guard": "cancel was requested",
-    "label": "done: validateSpan [cancel was requested]"
-   },
-   {
-    "source": "transaction.validating",
-    "target": "transaction.rejected",
-    "event": "xstate.done.actor.0.transaction.validating",
-    "guard": "lock is held",
-    "label": "done: validateSpan [lock is held]"
-   },
-   {
-    "source": "transaction.validating",
-    "target": "transaction.opening",
-    "event": "xstate.done.actor.0.transaction.validating",
-    "label": "done: validateSpan"
-   },
-   {
-    "source": "transaction.validating",
-    "target": "transaction.rejected",
-    "event": "xstate.error.actor.0.transaction.validating",
-    "label": "error: validateSpan"
-   },
-   {
-    "source": "transaction.opening",
-    "target": "transaction.closing",
-    "event": "xstate.done.actor.0.transaction.opening",
-    "guard": "cancel was requested",
-    "label": "done: openBracket [cancel was requested]"
-   },
-   {
-    "source": "transaction.opening",
-    "target": "transaction.summarizing",
-    "event": "xstate.done.actor.0.transaction.opening",
-    "label": "done: openBracket"
-   },
-   {
-    "source": "transaction.opening",
-    "target": "transaction.rejected",
-    "event": "xstate.error.actor.0.transaction.opening",
-    "label": "error: openBracket"
-   },
-   {
-    "source": "transaction.summarizing",
-    "target": "transaction.closing",
-    "event": "cancel",
-    "label": "cancel"
-   },
-   {
-    "source": "transaction.summarizing",
-    "target": "transaction.revalidating",
-    "event": "xstate.done.actor.0.transaction.summarizing",
-    "label": "done: summarize"
-   },
-   {
-    "source": "transaction.summarizing",
-    "target": "transaction.closing",
-    "event": "xstate.error.actor.0.transaction.summarizing",
-    "label": "error: summarize"
-   },
-   {
-    "source": "transaction.revalidating",
-    "target": "transaction.closing",
-    "event": "cancel",
-    "label": "cancel"
-   },
-   {
-    "source": "transaction.revalidating",
-    "target": "transaction.closing",
-    "event": "xstate.done.actor.0.transaction.revalidating",
-    "guard": "surface changed",
-    "label": "done: revalidate [surface changed]"
-   },
-   {
-    "source": "transaction.revalidating",
-    "target": "transaction.closing",
-    "event": "xstate.done.actor.0.transaction.revalidating",
-    "guard": "checkpoint does not shrink the span",
-    "label": "done: revalidate [checkpoint does not shrink the span]"
-   },
-   {
-    "source": "transaction.revalidating",
-    "target": "transaction.closing",
-    "event": "xstate.done.actor.0.transaction.revalidating",
-    "guard": "too little progress",
-    "label": "done: revalidate [too little progress]"
-   },
-   {
-    "source": "transaction.revalidating",
-    "target": "transaction.committing",
-    "event": "xstate.done.actor.0.transaction.revalidating",
-    "label": "done: revalidate"
-   },
-   {
-    "source": "transaction.revalidating",
-    "target": "transaction.closing",
-    "event": "xstate.error.actor.0.transaction.revalidating",
-    "label": "error: revalidate"
-   },
-   {
-    "source": "transaction.committing",
-    "target": "transaction.flushing",
-    "event": "xstate.done.actor.0.transaction.committing",
-    "label": "done: commit"
-   },
-   {
-    "source": "transaction.committing",
-    "target": "transaction.closing",
-    "event": "xstate.error.actor.0.transaction.committing",
-    "label": "error: commit"
-   },
-   {
-    "source": "transaction.flushing",
-    "target": "transaction.committed",
-    "event": "xstate.done.actor.0.transaction.flushing",
-    "label": "done: flush"
-   },
-   {
-    "source": "transaction.flushing",
-    "target": "transaction.persistenceFailed",
-    "event": "xstate.error.actor.0.transaction.flushing",
-    "label": "error: flush"
-   },
-   {
-    "source": "transaction.closing",
-    "target": "transaction.failed",
-    "event": "xstate.done.actor.0.transaction.closing",
-    "label": "done: closeWithError"
-   },
-   {
-    "source": "transaction.closing",
-    "target": "transaction.failed",
-    "event": "xstate.error.actor.0.transaction.closing",
-    "label": "error: closeWithError"
-   },
-   {
-    "source": "transaction",
-    "target": "transaction",
-    "event": "cancel",
-    "label": "cancel"
+  "graph": {
+   "states": [
+    {
+     "id": "transaction",
+     "key": "transaction",
+     "type": "compound",
+     "initial": "transaction.validating",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "transaction.validating",
+     "key": "validating",
+     "type": "atomic",
+     "parent": "transaction",
+     "notes": [
+      "invoke validateSpan"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "transaction.opening",
+     "key": "opening",
+     "type": "atomic",
+     "parent": "transaction",
+     "notes": [
+      "invoke openBracket"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "transaction.summarizing",
+     "key": "summarizing",
+     "type": "atomic",
+     "parent": "transaction",
+     "notes": [
+      "invoke summarize"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "transaction.revalidating",
+     "key": "revalidating",
+     "type": "atomic",
+     "parent": "transaction",
+     "notes": [
+      "invoke revalidate"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "transaction.committing",
+     "key": "committing",
+     "type": "atomic",
+     "parent": "transaction",
+     "notes": [
+      "invoke commit"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "transaction.flushing",
+     "key": "flushing",
+     "type": "atomic",
+     "parent": "transaction",
+     "notes": [
+      "invoke flush"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "transaction.closing",
+     "key": "closing",
+     "type": "atomic",
+     "parent": "transaction",
+     "notes": [
+      "invoke closeWithError"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "transaction.committed",
+     "key": "committed",
+     "type": "final",
+     "parent": "transaction",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "transaction.persistenceFailed",
+     "key": "persistenceFailed",
+     "type": "final",
+     "parent": "transaction",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "transaction.failed",
+     "key": "failed",
+     "type": "final",
+     "parent": "transaction",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "transaction.rejected",
+     "key": "rejected",
+     "type": "final",
+     "parent": "transaction",
+     "notes": [],
+     "anyMarker": false
+    }
+   ],
+   "transitions": [
+    {
+     "source": "transaction",
+     "target": "transaction",
+     "event": "cancel",
+     "actions": [
+      "remember cancel"
+     ],
+     "label": "cancel",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.validating",
+     "target": "transaction.rejected",
+     "event": "xstate.done.actor.0.transaction.validating",
+     "guard": "cancel was requested",
+     "actions": [
+      "fail cancelled"
+     ],
+     "label": "done: validateSpan [cancel was requested]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.validating",
+     "target": "transaction.rejected",
+     "event": "xstate.done.actor.0.transaction.validating",
+     "guard": "lock is held",
+     "actions": [
+      "fail busy"
+     ],
+     "label": "done: validateSpan [lock is held]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.validating",
+     "target": "transaction.opening",
+     "event": "xstate.done.actor.0.transaction.validating",
+     "actions": [
+      "remember snapshot"
+     ],
+     "label": "done: validateSpan",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.validating",
+     "target": "transaction.rejected",
+     "event": "xstate.error.actor.0.transaction.validating",
+     "actions": [
+      "fail from span check"
+     ],
+     "label": "error: validateSpan",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.opening",
+     "target": "transaction.closing",
+     "event": "xstate.done.actor.0.transaction.opening",
+     "guard": "cancel was requested",
+     "actions": [
+      "remember start",
+      "notify",
+      "fail cancelled"
+     ],
+     "label": "done: openBracket [cancel was requested]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.opening",
+     "target": "transaction.summarizing",
+     "event": "xstate.done.actor.0.transaction.opening",
+     "actions": [
+      "remember start",
+      "notify"
+     ],
+     "label": "done: openBracket",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.opening",
+     "target": "transaction.rejected",
+     "event": "xstate.error.actor.0.transaction.opening",
+     "actions": [
+      "fail from bracket"
+     ],
+     "label": "error: openBracket",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.summarizing",
+     "target": "transaction.closing",
+     "event": "cancel",
+     "actions": [
+      "fail cancelled"
+     ],
+     "label": "cancel",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.summarizing",
+     "target": "transaction.revalidating",
+     "event": "xstate.done.actor.0.transaction.summarizing",
+     "actions": [
+      "remember summary"
+     ],
+     "label": "done: summarize",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.summarizing",
+     "target": "transaction.closing",
+     "event": "xstate.error.actor.0.transaction.summarizing",
+     "actions": [
+      "fail from summarizer"
+     ],
+     "label": "error: summarize",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.revalidating",
+     "target": "transaction.closing",
+     "event": "cancel",
+     "actions": [
+      "fail cancelled"
+     ],
+     "label": "cancel",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.revalidating",
+     "target": "transaction.closing",
+     "event": "xstate.done.actor.0.transaction.revalidating",
+     "guard": "surface changed",
+     "actions": [
+      "fail changed"
+     ],
+     "label": "done: revalidate [surface changed]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.revalidating",
+     "target": "transaction.closing",
+     "event": "xstate.done.actor.0.transaction.revalidating",
+     "guard": "checkpoint does not shrink the span",
+     "actions": [
+      "fail no shrink"
+     ],
+     "label": "done: revalidate [checkpoint does not shrink the span]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.revalidating",
+     "target": "transaction.closing",
+     "event": "xstate.done.actor.0.transaction.revalidating",
+     "guard": "too little progress",
+     "actions": [
+      "fail no progress"
+     ],
+     "label": "done: revalidate [too little progress]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.revalidating",
+     "target": "transaction.committing",
+     "event": "xstate.done.actor.0.transaction.revalidating",
+     "actions": [],
+     "label": "done: revalidate",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.revalidating",
+     "target": "transaction.closing",
+     "event": "xstate.error.actor.0.transaction.revalidating",
+     "actions": [
+      "fail from revalidation"
+     ],
+     "label": "error: revalidate",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.committing",
+     "target": "transaction.flushing",
+     "event": "xstate.done.actor.0.transaction.committing",
+     "actions": [
+      "remember commit"
+     ],
+     "label": "done: commit",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.committing",
+     "target": "transaction.closing",
+     "event": "xstate.error.actor.0.transaction.committing",
+     "actions": [
+      "fail from commit"
+     ],
+     "label": "error: commit",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.flushing",
+     "target": "transaction.committed",
+     "event": "xstate.done.actor.0.transaction.flushing",
+     "actions": [
+      "notify"
+     ],
+     "label": "done: flush",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.flushing",
+     "target": "transaction.persistenceFailed",
+     "event": "xstate.error.actor.0.transaction.flushing",
+     "actions": [
+      "fail from flush",
+      "notify"
+     ],
+     "label": "error: flush",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.closing",
+     "target": "transaction.failed",
+     "event": "xstate.done.actor.0.transaction.closing",
+     "actions": [
+      "notify"
+     ],
+     "label": "done: closeWithError",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.closing",
+     "target": "transaction.failed",
+     "event": "xstate.error.actor.0.transaction.closing",
+     "actions": [
+      "notify"
+     ],
+     "label": "error: closeWithError",
+     "internal": false,
+     "fromAny": false
+    }
+   ],
+   "legend": {
+    "guards": [
+     {
+      "name": "cancel was requested",
+      "uses": 2
+     },
+     {
+      "name": "checkpoint does not shrink the span",
+      "uses": 1
+     },
+     {
+      "name": "lock is held",
+      "uses": 1
+     },
+     {
+      "name": "surface changed",
+      "uses": 1
+     },
+     {
+      "name": "too little progress",
+      "uses": 1
+     }
+    ],
+    "actions": [
+     {
+      "name": "fail busy",
+      "uses": 1
+     },
+     {
+      "name": "fail cancelled",
+      "uses": 4
+     },
+     {
+      "name": "fail changed",
+      "uses": 1
+     },
+     {
+      "name": "fail from bracket",
+      "uses": 1
+     },
+     {
+      "name": "fail from commit",
+      "uses": 1
+     },
+     {
+      "name": "fail from flush",
+      "uses": 1
+     },
+     {
+      "name": "fail from revalidation",
+      "uses": 1
+     },
+     {
+      "name": "fail from span check",
+      "uses": 1
+     },
+     {
+      "name": "fail from summarizer",
+      "uses": 1
+     },
+     {
+      "name": "fail no progress",
+      "uses": 1
+     },
+     {
+      "name": "fail no shrink",
+      "uses": 1
+     },
+     {
+      "name": "notify",
+      "uses": 6
+     },
+     {
+      "name": "remember cancel",
+      "uses": 1
+     },
+     {
+      "name": "remember commit",
+      "uses": 1
+     },
+     {
+      "name": "remember snapshot",
+      "uses": 1
+     },
+     {
+      "name": "remember start",
+      "uses": 2
+     },
+     {
+      "name": "remember summary",
+      "uses": 1
+     }
+    ],
+    "actors": [
+     {
+      "name": "closeWithError",
+      "uses": 1
+     },
+     {
+      "name": "commit",
+      "uses": 1
+     },
+     {
+      "name": "flush",
+      "uses": 1
+     },
+     {
+      "name": "openBracket",
+      "uses": 1
+     },
+     {
+      "name": "revalidate",
+      "uses": 1
+     },
+     {
+      "name": "summarize",
+      "uses": 1
+     },
+     {
+      "name": "validateSpan",
+      "uses": 1
+     }
+    ]
    }
-  ],
+  },
   "mermaid": "%% transaction: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"transaction\" as transaction {\n    [*] --> transaction__validating\n    state \"validating\" as transaction__validating\n    transaction__validating : invoke validateSpan\n    state \"opening\" as transaction__opening\n    transaction__opening : invoke openBracket\n    state \"summarizing\" as transaction__summarizing\n    transaction__summarizing : invoke summarize\n    state \"revalidating\" as transaction__revalidating\n    transaction__revalidating : invoke revalidate\n    state \"committing\" as transaction__committing\n    transaction__committing : invoke commit\n    state \"flushing\" as transaction__flushing\n    transaction__flushing : invoke flush\n    state \"closing\" as transaction__closing\n    transaction__closing : invoke closeWithError\n    state \"committed\" as transaction__committed\n    state \"persistenceFailed\" as transaction__persistenceFailed\n    state \"failed\" as transaction__failed\n    state \"rejected\" as transaction__rejected\n    transaction__committed --> [*]\n    transaction__persistenceFailed --> [*]\n    transaction__failed --> [*]\n    transaction__rejected --> [*]\n  }\n  transaction__validating --> transaction__rejected : done: validateSpan [cancel was requested]\n  transaction__validating --> transaction__rejected : done: validateSpan [lock is held]\n  transaction__validating --> transaction__opening : done: validateSpan\n  transaction__validating --> transaction__rejected : error: validateSpan\n  transaction__opening --> transaction__closing : done: openBracket [cancel was requested]\n  transaction__opening --> transaction__summarizing : done: openBracket\n  transaction__opening --> transaction__rejected : error: openBracket\n  transaction__summarizing --> transaction__closing : cancel\n  transaction__summarizing --> transaction__revalidating : done: summarize\n  transaction__summarizing --> transaction__closing : error: summarize\n  transaction__revalidating --> transaction__closing : cancel\n  transaction__revalidating --> transaction__closing : done: revalidate [surface changed]\n  transaction__revalidating --> transaction__closing : done: revalidate [checkpoint does not shrink the span]\n  transaction__revalidating --> transaction__closing : done: revalidate [too little progress]\n  transaction__revalidating --> transaction__committing : done: revalidate\n  transaction__revalidating --> transaction__closing : error: revalidate\n  transaction__committing --> transaction__flushing : done: commit\n  transaction__committing --> transaction__closing : error: commit\n  transaction__flushing --> transaction__committed : done: flush\n  transaction__flushing --> transaction__persistenceFailed : error: flush\n  transaction__closing --> transaction__failed : done: closeWithError\n  transaction__closing --> transaction__failed : error: closeWithError\n  transaction --> transaction : cancel\n"
  },
  {
@@ -1316,171 +2999,418 @@ window.XCOMPACT_CHARTS = [
     "path": "done"
    }
   ],
-  "mermaidIds": {
-   "gate": "gate",
-   "gate.start": "gate__start",
-   "gate.measuring": "gate__measuring",
-   "gate.consulting": "gate__consulting",
-   "gate.waiting": "gate__waiting",
-   "gate.running": "gate__running",
-   "gate.runningPressure": "gate__runningPressure",
-   "gate.runningOverflow": "gate__runningOverflow",
-   "gate.runningManual": "gate__runningManual",
-   "gate.preparing": "gate__preparing",
-   "gate.done": "gate__done"
-  },
-  "edges": [
-   {
-    "source": null,
-    "target": "gate.start"
-   },
-   {
-    "source": "gate.preparing",
-    "target": null
-   },
-   {
-    "source": "gate.done",
-    "target": null
-   },
-   {
-    "source": "gate.start",
-    "target": "gate.running",
-    "event": "",
-    "guard": "the job is cancelled",
-    "label": "always [the job is cancelled]"
-   },
-   {
-    "source": "gate.start",
-    "target": "gate.measuring",
-    "event": "",
-    "guard": "the job is pressure",
-    "label": "always [the job is pressure]"
-   },
-   {
-    "source": "gate.start",
-    "target": "gate.consulting",
-    "event": "",
-    "label": "always"
-   },
-   {
-    "source": "gate.measuring",
-    "target": "gate.running",
-    "event": "xstate.done.actor.0.gate.measuring",
-    "guard": "the job is cancelled",
-    "label": "done: measure [the job is cancelled]"
-   },
-   {
-    "source": "gate.measuring",
-    "target": "gate.consulting",
-    "event": "xstate.done.actor.0.gate.measuring",
-    "guard": "a reading",
-    "label": "done: measure [a reading]"
-   },
-   {
-    "source": "gate.measuring",
-    "target": "gate.running",
-    "event": "xstate.done.actor.0.gate.measuring",
-    "label": "done: measure"
-   },
-   {
-    "source": "gate.measuring",
-    "target": "gate.running",
-    "event": "xstate.error.actor.0.gate.measuring",
-    "label": "error: measure"
-   },
-   {
-    "source": "gate.consulting",
-    "target": "gate.preparing",
-    "event": "background.preparing",
-    "label": "background.preparing"
-   },
-   {
-    "source": "gate.consulting",
-    "target": "gate.running",
-    "event": "background.proceed",
-    "label": "background.proceed"
-   },
-   {
-    "source": "gate.consulting",
-    "target": "gate.waiting",
-    "event": "background.waiting",
-    "label": "background.waiting"
-   },
-   {
-    "source": "gate.waiting",
-    "target": "gate.running",
-    "event": "background.settled",
-    "label": "background.settled"
-   },
-   {
-    "source": "gate.waiting",
-    "target": "gate.waiting",
-    "event": "cancel",
-    "label": "cancel"
-   },
-   {
-    "source": "gate.running",
-    "target": "gate.runningPressure",
-    "event": "",
-    "guard": "the job is pressure",
-    "label": "always [the job is pressure]"
-   },
-   {
-    "source": "gate.running",
-    "target": "gate.runningOverflow",
-    "event": "",
-    "guard": "the job is overflow",
-    "label": "always [the job is overflow]"
-   },
-   {
-    "source": "gate.running",
-    "target": "gate.runningManual",
-    "event": "",
-    "label": "always"
-   },
-   {
-    "source": "gate.runningPressure",
-    "target": "gate.runningPressure",
-    "event": "cancel",
-    "label": "cancel"
-   },
-   {
-    "source": "gate.runningPressure",
-    "target": "gate.done",
-    "event": "xstate.done.actor.job",
-    "label": "done: pressure"
-   },
-   {
-    "source": "gate.runningOverflow",
-    "target": "gate.runningOverflow",
-    "event": "cancel",
-    "label": "cancel"
-   },
-   {
-    "source": "gate.runningOverflow",
-    "target": "gate.done",
-    "event": "xstate.done.actor.job",
-    "label": "done: overflow"
-   },
-   {
-    "source": "gate.runningManual",
-    "target": "gate.runningManual",
-    "event": "cancel",
-    "label": "cancel"
-   },
-   {
-    "source": "gate.runningManual",
-    "target": "gate.done",
-    "event": "xstate.done.actor.job",
-    "label": "done: manual"
-   },
-   {
-    "source": "gate",
-    "target": "gate",
-    "event": "cancel",
-    "label": "cancel"
+  "graph": {
+   "states": [
+    {
+     "id": "gate",
+     "key": "gate",
+     "type": "compound",
+     "initial": "gate.start",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "gate.start",
+     "key": "start",
+     "type": "atomic",
+     "parent": "gate",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "gate.measuring",
+     "key": "measuring",
+     "type": "atomic",
+     "parent": "gate",
+     "notes": [
+      "invoke measure"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "gate.consulting",
+     "key": "consulting",
+     "type": "atomic",
+     "parent": "gate",
+     "notes": [
+      "entry / consult"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "gate.waiting",
+     "key": "waiting",
+     "type": "atomic",
+     "parent": "gate",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "gate.running",
+     "key": "running",
+     "type": "atomic",
+     "parent": "gate",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "gate.runningPressure",
+     "key": "runningPressure",
+     "type": "atomic",
+     "parent": "gate",
+     "notes": [
+      "invoke pressure"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "gate.runningOverflow",
+     "key": "runningOverflow",
+     "type": "atomic",
+     "parent": "gate",
+     "notes": [
+      "invoke overflow"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "gate.runningManual",
+     "key": "runningManual",
+     "type": "atomic",
+     "parent": "gate",
+     "notes": [
+      "invoke manual"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "gate.preparing",
+     "key": "preparing",
+     "type": "final",
+     "parent": "gate",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "gate.done",
+     "key": "done",
+     "type": "final",
+     "parent": "gate",
+     "notes": [],
+     "anyMarker": false
+    }
+   ],
+   "transitions": [
+    {
+     "source": "gate",
+     "target": "gate",
+     "event": "cancel",
+     "actions": [
+      "remember cancel"
+     ],
+     "label": "cancel",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "gate.start",
+     "target": "gate.running",
+     "event": "",
+     "guard": "the job is cancelled",
+     "actions": [],
+     "label": "always [the job is cancelled]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.start",
+     "target": "gate.measuring",
+     "event": "",
+     "guard": "the job is pressure",
+     "actions": [],
+     "label": "always [the job is pressure]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.start",
+     "target": "gate.consulting",
+     "event": "",
+     "actions": [],
+     "label": "always",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.measuring",
+     "target": "gate.running",
+     "event": "xstate.done.actor.0.gate.measuring",
+     "guard": "the job is cancelled",
+     "actions": [],
+     "label": "done: measure [the job is cancelled]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.measuring",
+     "target": "gate.consulting",
+     "event": "xstate.done.actor.0.gate.measuring",
+     "guard": "a reading",
+     "actions": [
+      "remember reading"
+     ],
+     "label": "done: measure [a reading]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.measuring",
+     "target": "gate.running",
+     "event": "xstate.done.actor.0.gate.measuring",
+     "actions": [],
+     "label": "done: measure",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.measuring",
+     "target": "gate.running",
+     "event": "xstate.error.actor.0.gate.measuring",
+     "actions": [],
+     "label": "error: measure",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.consulting",
+     "target": "gate.preparing",
+     "event": "background.preparing",
+     "actions": [
+      "take outcomes",
+      "note preparing"
+     ],
+     "label": "background.preparing",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.consulting",
+     "target": "gate.running",
+     "event": "background.proceed",
+     "actions": [
+      "take outcomes"
+     ],
+     "label": "background.proceed",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.consulting",
+     "target": "gate.waiting",
+     "event": "background.waiting",
+     "actions": [
+      "note wait"
+     ],
+     "label": "background.waiting",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.waiting",
+     "target": "gate.running",
+     "event": "background.settled",
+     "actions": [
+      "take outcomes"
+     ],
+     "label": "background.settled",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.waiting",
+     "target": "gate.waiting",
+     "event": "cancel",
+     "actions": [
+      "remember cancel",
+      "cancel background"
+     ],
+     "label": "cancel",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "gate.running",
+     "target": "gate.runningPressure",
+     "event": "",
+     "guard": "the job is pressure",
+     "actions": [],
+     "label": "always [the job is pressure]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.running",
+     "target": "gate.runningOverflow",
+     "event": "",
+     "guard": "the job is overflow",
+     "actions": [],
+     "label": "always [the job is overflow]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.running",
+     "target": "gate.runningManual",
+     "event": "",
+     "actions": [],
+     "label": "always",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.runningPressure",
+     "target": "gate.runningPressure",
+     "event": "cancel",
+     "actions": [
+      "forward cancel"
+     ],
+     "label": "cancel",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "gate.runningPressure",
+     "target": "gate.done",
+     "event": "xstate.done.actor.job",
+     "actions": [
+      "remember output"
+     ],
+     "label": "done: pressure",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.runningOverflow",
+     "target": "gate.runningOverflow",
+     "event": "cancel",
+     "actions": [
+      "forward cancel"
+     ],
+     "label": "cancel",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "gate.runningOverflow",
+     "target": "gate.done",
+     "event": "xstate.done.actor.job",
+     "actions": [
+      "remember output"
+     ],
+     "label": "done: overflow",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.runningManual",
+     "target": "gate.runningManual",
+     "event": "cancel",
+     "actions": [
+      "forward cancel"
+     ],
+     "label": "cancel",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "gate.runningManual",
+     "target": "gate.done",
+     "event": "xstate.done.actor.job",
+     "actions": [
+      "remember output"
+     ],
+     "label": "done: manual",
+     "internal": false,
+     "fromAny": false
+    }
+   ],
+   "legend": {
+    "guards": [
+     {
+      "name": "a reading",
+      "uses": 1
+     },
+     {
+      "name": "the job is cancelled",
+      "uses": 2
+     },
+     {
+      "name": "the job is overflow",
+      "uses": 1
+     },
+     {
+      "name": "the job is pressure",
+      "uses": 2
+     }
+    ],
+    "actions": [
+     {
+      "name": "cancel background",
+      "uses": 1
+     },
+     {
+      "name": "consult",
+      "uses": 1
+     },
+     {
+      "name": "forward cancel",
+      "uses": 3
+     },
+     {
+      "name": "note preparing",
+      "uses": 1
+     },
+     {
+      "name": "note wait",
+      "uses": 1
+     },
+     {
+      "name": "remember cancel",
+      "uses": 2
+     },
+     {
+      "name": "remember output",
+      "uses": 3
+     },
+     {
+      "name": "remember reading",
+      "uses": 1
+     },
+     {
+      "name": "take outcomes",
+      "uses": 3
+     }
+    ],
+    "actors": [
+     {
+      "name": "manual",
+      "uses": 1
+     },
+     {
+      "name": "measure",
+      "uses": 1
+     },
+     {
+      "name": "overflow",
+      "uses": 1
+     },
+     {
+      "name": "pressure",
+      "uses": 1
+     }
+    ]
    }
-  ],
+  },
   "mermaid": "%% gate: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"gate\" as gate {\n    [*] --> gate__start\n    state \"start\" as gate__start\n    state \"measuring\" as gate__measuring\n    gate__measuring : invoke measure\n    state \"consulting\" as gate__consulting\n    state \"waiting\" as gate__waiting\n    state \"running\" as gate__running\n    state \"runningPressure\" as gate__runningPressure\n    gate__runningPressure : invoke pressure\n    state \"runningOverflow\" as gate__runningOverflow\n    gate__runningOverflow : invoke overflow\n    state \"runningManual\" as gate__runningManual\n    gate__runningManual : invoke manual\n    state \"preparing\" as gate__preparing\n    state \"done\" as gate__done\n    gate__preparing --> [*]\n    gate__done --> [*]\n  }\n  gate__start --> gate__running : always [the job is cancelled]\n  gate__start --> gate__measuring : always [the job is pressure]\n  gate__start --> gate__consulting : always\n  gate__measuring --> gate__running : done: measure [the job is cancelled]\n  gate__measuring --> gate__consulting : done: measure [a reading]\n  gate__measuring --> gate__running : done: measure\n  gate__measuring --> gate__running : error: measure\n  gate__consulting --> gate__preparing : background.preparing\n  gate__consulting --> gate__running : background.proceed\n  gate__consulting --> gate__waiting : background.waiting\n  gate__waiting --> gate__running : background.settled\n  gate__waiting --> gate__waiting : cancel\n  gate__running --> gate__runningPressure : always [the job is pressure]\n  gate__running --> gate__runningOverflow : always [the job is overflow]\n  gate__running --> gate__runningManual : always\n  gate__runningPressure --> gate__runningPressure : cancel\n  gate__runningPressure --> gate__done : done: pressure\n  gate__runningOverflow --> gate__runningOverflow : cancel\n  gate__runningOverflow --> gate__done : done: overflow\n  gate__runningManual --> gate__runningManual : cancel\n  gate__runningManual --> gate__done : done: manual\n  gate --> gate : cancel\n"
  },
  {
@@ -1541,271 +3471,734 @@ window.XCOMPACT_CHARTS = [
     "path": "cancelled"
    }
   ],
-  "mermaidIds": {
-   "background": "background",
-   "background.idle": "background__idle",
-   "background.selecting": "background__selecting",
-   "background.validating": "background__validating",
-   "background.opening": "background__opening",
-   "background.summarizing": "background__summarizing",
-   "background.summarizing.preparing": "background__summarizing__preparing",
-   "background.summarizing.waitingAtThreshold": "background__summarizing__waitingAtThreshold",
-   "background.ready": "background__ready",
-   "background.committing": "background__committing",
-   "background.flushing": "background__flushing",
-   "background.closing": "background__closing",
-   "background.cancelled": "background__cancelled"
-  },
-  "edges": [
-   {
-    "source": null,
-    "target": "background.idle"
-   },
-   {
-    "source": null,
-    "target": "background.summarizing.preparing"
-   },
-   {
-    "source": "background.idle",
-    "target": "background.selecting",
-    "event": "step",
-    "guard": "compacting now pays",
-    "label": "step [compacting now pays]"
-   },
-   {
-    "source": "background.idle",
-    "target": "background.selecting",
-    "event": "step",
-    "guard": "the prepare point is reached",
-    "label": "step [the prepare point is reached]"
-   },
-   {
-    "source": "background.idle",
-    "target": "background.idle",
-    "event": "step",
-    "label": "step"
-   },
-   {
-    "source": "background.idle",
-    "target": "background.idle",
-    "event": "await",
-    "label": "await"
-   },
-   {
-    "source": "background.idle",
-    "target": "background.idle",
-    "event": "cancel",
-    "label": "cancel"
-   },
-   {
-    "source": "background.selecting",
-    "target": "background.idle",
-    "event": "xstate.done.actor.0.background.selecting",
-    "guard": "cancel was requested",
-    "label": "done: selectRange [cancel was requested]"
-   },
-   {
-    "source": "background.selecting",
-    "target": "background.idle",
-    "event": "xstate.done.actor.0.background.selecting",
-    "guard": "nothing to compact",
-    "label": "done: selectRange [nothing to compact]"
-   },
-   {
-    "source": "background.selecting",
-    "target": "background.validating",
-    "event": "xstate.done.actor.0.background.selecting",
-    "label": "done: selectRange"
-   },
-   {
-    "source": "background.selecting",
-    "target": "background.idle",
-    "event": "xstate.error.actor.0.background.selecting",
-    "label": "error: selectRange"
-   },
-   {
-    "source": "background.validating",
-    "target": "background.idle",
-    "event": "xstate.done.actor.0.background.validating",
-    "guard": "cancel was requested",
-    "label": "done: validateSpan [cancel was requested]"
-   },
-   {
-    "source": "background.validating",
-    "target": "background.idle",
-    "event": "xstate.done.actor.0.background.validating",
-    "guard": "lock is held",
-    "label": "done: validateSpan [lock is held]"
-   },
-   {
-    "source": "background.validating",
-    "target": "background.opening",
-    "event": "xstate.done.actor.0.background.validating",
-    "label": "done: validateSpan"
-   },
-   {
-    "source": "background.validating",
-    "target": "background.idle",
-    "event": "xstate.error.actor.0.background.validating",
-    "label": "error: validateSpan"
-   },
-   {
-    "source": "background.opening",
-    "target": "background.cancelled",
-    "event": "xstate.done.actor.0.background.opening",
-    "guard": "cancel was requested",
-    "label": "done: openBracket [cancel was requested]"
-   },
-   {
-    "source": "background.opening",
-    "target": "background.summarizing",
-    "event": "xstate.done.actor.0.background.opening",
-    "label": "done: openBracket"
-   },
-   {
-    "source": "background.opening",
-    "target": "background.idle",
-    "event": "xstate.error.actor.0.background.opening",
-    "label": "error: openBracket"
-   },
-   {
-    "source": "background.summarizing.preparing",
-    "target": "background.summarizing.waitingAtThreshold",
-    "event": "",
-    "guard": "a job is waiting",
-    "label": "always [a job is waiting]"
-   },
-   {
-    "source": "background.summarizing",
-    "target": "background.cancelled",
-    "event": "cancel",
-    "label": "cancel"
-   },
-   {
-    "source": "background.summarizing",
-    "target": "background.ready",
-    "event": "xstate.done.actor.0.background.summarizing",
-    "label": "done: summarize"
-   },
-   {
-    "source": "background.summarizing",
-    "target": "background.closing",
-    "event": "xstate.error.actor.0.background.summarizing",
-    "label": "error: summarize"
-   },
-   {
-    "source": "background.ready",
-    "target": "background.cancelled",
-    "event": "cancel",
-    "label": "cancel"
-   },
-   {
-    "source": "background.ready",
-    "target": "background.closing",
-    "event": "xstate.done.actor.0.background.ready",
-    "guard": "span changed",
-    "label": "done: revalidate [span changed]"
-   },
-   {
-    "source": "background.ready",
-    "target": "background.closing",
-    "event": "xstate.done.actor.0.background.ready",
-    "guard": "checkpoint does not shrink the span",
-    "label": "done: revalidate [checkpoint does not shrink the span]"
-   },
-   {
-    "source": "background.ready",
-    "target": "background.closing",
-    "event": "xstate.done.actor.0.background.ready",
-    "guard": "too little progress",
-    "label": "done: revalidate [too little progress]"
-   },
-   {
-    "source": "background.ready",
-    "target": "background.committing",
-    "event": "xstate.done.actor.0.background.ready",
-    "label": "done: revalidate"
-   },
-   {
-    "source": "background.ready",
-    "target": "background.closing",
-    "event": "xstate.error.actor.0.background.ready",
-    "label": "error: revalidate"
-   },
-   {
-    "source": "background.committing",
-    "target": "background.flushing",
-    "event": "xstate.done.actor.0.background.committing",
-    "label": "done: commit"
-   },
-   {
-    "source": "background.committing",
-    "target": "background.closing",
-    "event": "xstate.error.actor.0.background.committing",
-    "label": "error: commit"
-   },
-   {
-    "source": "background.flushing",
-    "target": "background.idle",
-    "event": "xstate.done.actor.0.background.flushing",
-    "label": "done: flush"
-   },
-   {
-    "source": "background.flushing",
-    "target": "background.idle",
-    "event": "xstate.error.actor.0.background.flushing",
-    "label": "error: flush"
-   },
-   {
-    "source": "background.closing",
-    "target": "background.idle",
-    "event": "xstate.done.actor.0.background.closing",
-    "label": "done: closeWithError"
-   },
-   {
-    "source": "background.closing",
-    "target": "background.idle",
-    "event": "xstate.error.actor.0.background.closing",
-    "label": "error: closeWithError"
-   },
-   {
-    "source": "background.cancelled",
-    "target": "background.idle",
-    "event": "xstate.done.actor.0.background.cancelled",
-    "label": "done: closeWithError"
-   },
-   {
-    "source": "background.cancelled",
-    "target": "background.idle",
-    "event": "xstate.error.actor.0.background.cancelled",
-    "label": "error: closeWithError"
-   },
-   {
-    "source": "background",
-    "target": "background",
-    "event": "step",
-    "guard": "not the step must wait",
-    "label": "step [not the step must wait]"
-   },
-   {
-    "source": "background",
-    "target": "background",
-    "event": "step",
-    "label": "step"
-   },
-   {
-    "source": "background",
-    "target": "background",
-    "event": "await",
-    "label": "await"
-   },
-   {
-    "source": "background",
-    "target": "background",
-    "event": "cancel",
-    "label": "cancel"
+  "graph": {
+   "states": [
+    {
+     "id": "background",
+     "key": "background",
+     "type": "compound",
+     "initial": "background.idle",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "background.idle",
+     "key": "idle",
+     "type": "atomic",
+     "parent": "background",
+     "notes": [
+      "entry / settle run"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "background.selecting",
+     "key": "selecting",
+     "type": "atomic",
+     "parent": "background",
+     "notes": [
+      "invoke selectRange"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "background.validating",
+     "key": "validating",
+     "type": "atomic",
+     "parent": "background",
+     "notes": [
+      "invoke validateSpan"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "background.opening",
+     "key": "opening",
+     "type": "atomic",
+     "parent": "background",
+     "notes": [
+      "invoke openBracket"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "background.summarizing",
+     "key": "summarizing",
+     "type": "compound",
+     "parent": "background",
+     "initial": "background.summarizing.preparing",
+     "notes": [
+      "invoke summarize"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "background.summarizing.preparing",
+     "key": "preparing",
+     "type": "atomic",
+     "parent": "background.summarizing",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "background.summarizing.waitingAtThreshold",
+     "key": "waitingAtThreshold",
+     "type": "atomic",
+     "parent": "background.summarizing",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
+     "id": "background.ready",
+     "key": "ready",
+     "type": "atomic",
+     "parent": "background",
+     "notes": [
+      "invoke revalidate"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "background.committing",
+     "key": "committing",
+     "type": "atomic",
+     "parent": "background",
+     "notes": [
+      "invoke commit"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "background.flushing",
+     "key": "flushing",
+     "type": "atomic",
+     "parent": "background",
+     "notes": [
+      "invoke flush"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "background.closing",
+     "key": "closing",
+     "type": "atomic",
+     "parent": "background",
+     "notes": [
+      "invoke closeWithError"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "background.cancelled",
+     "key": "cancelled",
+     "type": "atomic",
+     "parent": "background",
+     "notes": [
+      "invoke closeWithError"
+     ],
+     "anyMarker": false
+    }
+   ],
+   "transitions": [
+    {
+     "source": "background",
+     "target": "background",
+     "event": "step",
+     "guard": "not the step must wait",
+     "actions": [
+      "reply"
+     ],
+     "label": "step [not the step must wait]",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "background",
+     "target": "background",
+     "event": "step",
+     "actions": [
+      "add waiter",
+      "reply"
+     ],
+     "label": "step",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "background",
+     "target": "background",
+     "event": "await",
+     "actions": [
+      "add waiter",
+      "reply"
+     ],
+     "label": "await",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "background",
+     "target": "background",
+     "event": "cancel",
+     "actions": [
+      "remember cancel"
+     ],
+     "label": "cancel",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "background.idle",
+     "target": "background.selecting",
+     "event": "step",
+     "guard": "compacting now pays",
+     "actions": [
+      "start run",
+      "remember economic decision",
+      "reply"
+     ],
+     "label": "step [compacting now pays]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.idle",
+     "target": "background.selecting",
+     "event": "step",
+     "guard": "the prepare point is reached",
+     "actions": [
+      "start run",
+      "reply"
+     ],
+     "label": "step [the prepare point is reached]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.idle",
+     "target": "background.idle",
+     "event": "step",
+     "actions": [
+      "reply"
+     ],
+     "label": "step",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "background.idle",
+     "target": "background.idle",
+     "event": "await",
+     "actions": [
+      "reply"
+     ],
+     "label": "await",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "background.idle",
+     "target": "background.idle",
+     "event": "cancel",
+     "actions": [],
+     "label": "cancel",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "background.selecting",
+     "target": "background.idle",
+     "event": "xstate.done.actor.0.background.selecting",
+     "guard": "cancel was requested",
+     "actions": [
+      "fail cancelled",
+      "end"
+     ],
+     "label": "done: selectRange [cancel was requested]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.selecting",
+     "target": "background.idle",
+     "event": "xstate.done.actor.0.background.selecting",
+     "guard": "nothing to compact",
+     "actions": [
+      "end"
+     ],
+     "label": "done: selectRange [nothing to compact]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.selecting",
+     "target": "background.validating",
+     "event": "xstate.done.actor.0.background.selecting",
+     "actions": [
+      "remember range"
+     ],
+     "label": "done: selectRange",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.selecting",
+     "target": "background.idle",
+     "event": "xstate.error.actor.0.background.selecting",
+     "actions": [
+      "fail",
+      "end"
+     ],
+     "label": "error: selectRange",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.validating",
+     "target": "background.idle",
+     "event": "xstate.done.actor.0.background.validating",
+     "guard": "cancel was requested",
+     "actions": [
+      "fail cancelled",
+      "end"
+     ],
+     "label": "done: validateSpan [cancel was requested]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.validating",
+     "target": "background.idle",
+     "event": "xstate.done.actor.0.background.validating",
+     "guard": "lock is held",
+     "actions": [
+      "fail with",
+      "end"
+     ],
+     "label": "done: validateSpan [lock is held]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.validating",
+     "target": "background.opening",
+     "event": "xstate.done.actor.0.background.validating",
+     "actions": [
+      "remember snapshot"
+     ],
+     "label": "done: validateSpan",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.validating",
+     "target": "background.idle",
+     "event": "xstate.error.actor.0.background.validating",
+     "actions": [
+      "fail",
+      "end"
+     ],
+     "label": "error: validateSpan",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.opening",
+     "target": "background.cancelled",
+     "event": "xstate.done.actor.0.background.opening",
+     "guard": "cancel was requested",
+     "actions": [
+      "remember start",
+      "notify",
+      "fail cancelled"
+     ],
+     "label": "done: openBracket [cancel was requested]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.opening",
+     "target": "background.summarizing",
+     "event": "xstate.done.actor.0.background.opening",
+     "actions": [
+      "remember start",
+      "notify"
+     ],
+     "label": "done: openBracket",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.opening",
+     "target": "background.idle",
+     "event": "xstate.error.actor.0.background.opening",
+     "actions": [
+      "fail",
+      "end"
+     ],
+     "label": "error: openBracket",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.summarizing",
+     "target": "background.cancelled",
+     "event": "cancel",
+     "actions": [
+      "fail cancelled"
+     ],
+     "label": "cancel",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.summarizing",
+     "target": "background.ready",
+     "event": "xstate.done.actor.0.background.summarizing",
+     "actions": [
+      "remember summary"
+     ],
+     "label": "done: summarize",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.summarizing",
+     "target": "background.closing",
+     "event": "xstate.error.actor.0.background.summarizing",
+     "actions": [
+      "fail"
+     ],
+     "label": "error: summarize",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.summarizing.preparing",
+     "target": "background.summarizing.waitingAtThreshold",
+     "event": "",
+     "guard": "a job is waiting",
+     "actions": [],
+     "label": "always [a job is waiting]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.ready",
+     "target": "background.cancelled",
+     "event": "cancel",
+     "actions": [
+      "fail cancelled"
+     ],
+     "label": "cancel",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.ready",
+     "target": "background.closing",
+     "event": "xstate.done.actor.0.background.ready",
+     "guard": "span changed",
+     "actions": [
+      "fail with"
+     ],
+     "label": "done: revalidate [span changed]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.ready",
+     "target": "background.closing",
+     "event": "xstate.done.actor.0.background.ready",
+     "guard": "checkpoint does not shrink the span",
+     "actions": [
+      "fail no shrink"
+     ],
+     "label": "done: revalidate [checkpoint does not shrink the span]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.ready",
+     "target": "background.closing",
+     "event": "xstate.done.actor.0.background.ready",
+     "guard": "too little progress",
+     "actions": [
+      "fail no progress"
+     ],
+     "label": "done: revalidate [too little progress]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.ready",
+     "target": "background.committing",
+     "event": "xstate.done.actor.0.background.ready",
+     "actions": [],
+     "label": "done: revalidate",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.ready",
+     "target": "background.closing",
+     "event": "xstate.error.actor.0.background.ready",
+     "actions": [
+      "fail"
+     ],
+     "label": "error: revalidate",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.committing",
+     "target": "background.flushing",
+     "event": "xstate.done.actor.0.background.committing",
+     "actions": [
+      "remember commit"
+     ],
+     "label": "done: commit",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.committing",
+     "target": "background.closing",
+     "event": "xstate.error.actor.0.background.committing",
+     "actions": [
+      "fail"
+     ],
+     "label": "error: commit",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.flushing",
+     "target": "background.idle",
+     "event": "xstate.done.actor.0.background.flushing",
+     "actions": [
+      "notify",
+      "end"
+     ],
+     "label": "done: flush",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.flushing",
+     "target": "background.idle",
+     "event": "xstate.error.actor.0.background.flushing",
+     "actions": [
+      "fail",
+      "notify",
+      "end"
+     ],
+     "label": "error: flush",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.closing",
+     "target": "background.idle",
+     "event": "xstate.done.actor.0.background.closing",
+     "actions": [
+      "notify",
+      "end"
+     ],
+     "label": "done: closeWithError",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.closing",
+     "target": "background.idle",
+     "event": "xstate.error.actor.0.background.closing",
+     "actions": [
+      "notify",
+      "end"
+     ],
+     "label": "error: closeWithError",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.cancelled",
+     "target": "background.idle",
+     "event": "xstate.done.actor.0.background.cancelled",
+     "actions": [
+      "notify",
+      "end"
+     ],
+     "label": "done: closeWithError",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.cancelled",
+     "target": "background.idle",
+     "event": "xstate.error.actor.0.background.cancelled",
+     "actions": [
+      "notify",
+      "end"
+     ],
+     "label": "error: closeWithError",
+     "internal": false,
+     "fromAny": false
+    }
+   ],
+   "legend": {
+    "guards": [
+     {
+      "name": "a job is waiting",
+      "uses": 1
+     },
+     {
+      "name": "cancel was requested",
+      "uses": 3
+     },
+     {
+      "name": "checkpoint does not shrink the span",
+      "uses": 1
+     },
+     {
+      "name": "compacting now pays",
+      "uses": 1
+     },
+     {
+      "name": "lock is held",
+      "uses": 1
+     },
+     {
+      "name": "not the step must wait",
+      "uses": 1
+     },
+     {
+      "name": "nothing to compact",
+      "uses": 1
+     },
+     {
+      "name": "span changed",
+      "uses": 1
+     },
+     {
+      "name": "the prepare point is reached",
+      "uses": 1
+     },
+     {
+      "name": "too little progress",
+      "uses": 1
+     }
+    ],
+    "actions": [
+     {
+      "name": "add waiter",
+      "uses": 2
+     },
+     {
+      "name": "end",
+      "uses": 13
+     },
+     {
+      "name": "fail",
+      "uses": 7
+     },
+     {
+      "name": "fail cancelled",
+      "uses": 5
+     },
+     {
+      "name": "fail no progress",
+      "uses": 1
+     },
+     {
+      "name": "fail no shrink",
+      "uses": 1
+     },
+     {
+      "name": "fail with",
+      "uses": 2
+     },
+     {
+      "name": "notify",
+      "uses": 8
+     },
+     {
+      "name": "remember cancel",
+      "uses": 1
+     },
+     {
+      "name": "remember commit",
+      "uses": 1
+     },
+     {
+      "name": "remember economic decision",
+      "uses": 1
+     },
+     {
+      "name": "remember range",
+      "uses": 1
+     },
+     {
+      "name": "remember snapshot",
+      "uses": 1
+     },
+     {
+      "name": "remember start",
+      "uses": 2
+     },
+     {
+      "name": "remember summary",
+      "uses": 1
+     },
+     {
+      "name": "reply",
+      "uses": 7
+     },
+     {
+      "name": "settle run",
+      "uses": 1
+     },
+     {
+      "name": "start run",
+      "uses": 2
+     }
+    ],
+    "actors": [
+     {
+      "name": "closeWithError",
+      "uses": 2
+     },
+     {
+      "name": "commit",
+      "uses": 1
+     },
+     {
+      "name": "flush",
+      "uses": 1
+     },
+     {
+      "name": "openBracket",
+      "uses": 1
+     },
+     {
+      "name": "revalidate",
+      "uses": 1
+     },
+     {
+      "name": "selectRange",
+      "uses": 1
+     },
+     {
+      "name": "summarize",
+      "uses": 1
+     },
+     {
+      "name": "validateSpan",
+      "uses": 1
+     }
+    ]
    }
-  ],
+  },
   "mermaid": "%% background: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"background\" as background {\n    [*] --> background__idle\n    state \"idle\" as background__idle\n    state \"selecting\" as background__selecting\n    background__selecting : invoke selectRange\n    state \"validating\" as background__validating\n    background__validating : invoke validateSpan\n    state \"opening\" as background__opening\n    background__opening : invoke openBracket\n    state \"summarizing\" as background__summarizing {\n      [*] --> background__summarizing__preparing\n      state \"preparing\" as background__summarizing__preparing\n      state \"waitingAtThreshold\" as background__summarizing__waitingAtThreshold\n    }\n    state \"ready\" as background__ready\n    background__ready : invoke revalidate\n    state \"committing\" as background__committing\n    background__committing : invoke commit\n    state \"flushing\" as background__flushing\n    background__flushing : invoke flush\n    state \"closing\" as background__closing\n    background__closing : invoke closeWithError\n    state \"cancelled\" as background__cancelled\n    background__cancelled : invoke closeWithError\n  }\n  background__idle --> background__selecting : step [compacting now pays]\n  background__idle --> background__selecting : step [the prepare point is reached]\n  background__idle --> background__idle : step\n  background__idle --> background__idle : await\n  background__idle --> background__idle : cancel\n  background__selecting --> background__idle : done: selectRange [cancel was requested]\n  background__selecting --> background__idle : done: selectRange [nothing to compact]\n  background__selecting --> background__validating : done: selectRange\n  background__selecting --> background__idle : error: selectRange\n  background__validating --> background__idle : done: validateSpan [cancel was requested]\n  background__validating --> background__idle : done: validateSpan [lock is held]\n  background__validating --> background__opening : done: validateSpan\n  background__validating --> background__idle : error: validateSpan\n  background__opening --> background__cancelled : done: openBracket [cancel was requested]\n  background__opening --> background__summarizing : done: openBracket\n  background__opening --> background__idle : error: openBracket\n  background__summarizing__preparing --> background__summarizing__waitingAtThreshold : always [a job is waiting]\n  background__summarizing --> background__cancelled : cancel\n  background__summarizing --> background__ready : done: summarize\n  background__summarizing --> background__closing : error: summarize\n  background__ready --> background__cancelled : cancel\n  background__ready --> background__closing : done: revalidate [span changed]\n  background__ready --> background__closing : done: revalidate [checkpoint does not shrink the span]\n  background__ready --> background__closing : done: revalidate [too little progress]\n  background__ready --> background__committing : done: revalidate\n  background__ready --> background__closing : error: revalidate\n  background__committing --> background__flushing : done: commit\n  background__committing --> background__closing : error: commit\n  background__flushing --> background__idle : done: flush\n  background__flushing --> background__idle : error: flush\n  background__closing --> background__idle : done: closeWithError\n  background__closing --> background__idle : error: closeWithError\n  background__cancelled --> background__idle : done: closeWithError\n  background__cancelled --> background__idle : error: closeWithError\n  background --> background : step [not the step must wait]\n  background --> background : step\n  background --> background : await\n  background --> background : cancel\n"
  }
 ];

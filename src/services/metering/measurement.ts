@@ -24,7 +24,8 @@
  * 0, and an under-reporting proxy cannot delay compaction until the request overflows.
  */
 import type { SessionEvent } from '../../session/events';
-import type { Calibration } from './calibration';
+import type { Calibration, CalibrationState } from './calibration';
+import type { MeterAnchorState } from './snapshot';
 import type { Tokenizer, TokenizerName } from './tokenizer';
 
 /** A figure more than this share below our calibrated estimate is suspect (see above). */
@@ -106,4 +107,49 @@ export function isSuspect(providerFigure: number, calibratedEstimate: number): b
  */
 export function nextContext(u: NonNullable<SessionEvent<'assistant/message'>['data']['usage']>): number {
   return u.promptTokens + u.completionTokens - Math.min(u.reasoningTokens ?? 0, u.completionTokens);
+}
+
+/** What the meter has folded, as a measurement reads it. */
+export interface FoldedFigures {
+  envelope: number;
+  surfaceTotal: number;
+  calibration: CalibrationState;
+  route: string;
+  anchor: MeterAnchorState | undefined;
+  /** A report was refused as suspect since the last anchor. */
+  suspect: boolean;
+  tokenizer: TokenizerName;
+  folded: number;
+  prices: NodePrices;
+}
+
+/** The measurement of a fold: anchored to the provider's figure unless that is suspect (see the file comment). */
+export function measurementOf(f: FoldedFigures): Measurement {
+  const estimated = f.envelope + f.surfaceTotal;
+  const calibration = f.calibration.describe(f.route);
+  const calibrated = Math.round(estimated * calibration.ratio);
+  let total = calibrated;
+  let suspectUsage = f.suspect;
+  let anchor: Measurement['anchor'];
+  if (f.anchor) {
+    const growth = Math.round(f.calibration.predict(f.route, f.surfaceTotal - f.anchor.surfaceAtAnchor, f.anchor.added));
+    anchor = { seq: f.anchor.seq, providerTokens: f.anchor.providerTokens, growthTokens: growth };
+    const anchored = f.anchor.providerTokens + growth;
+    // A report refused since this anchor says the provider's figures cannot be trusted now.
+    if (isSuspect(anchored, calibrated) || f.suspect) suspectUsage = true;
+    else total = anchored;
+  }
+  return {
+    totalTokens: Math.max(0, total),
+    estimatedTokens: estimated,
+    calibratedTokens: calibrated,
+    calibration,
+    suspectUsage,
+    surfaceTokens: f.surfaceTotal,
+    envelopeTokens: f.envelope,
+    anchor,
+    tokenizer: f.tokenizer,
+    logLength: f.folded,
+    prices: f.prices,
+  };
 }

@@ -21,20 +21,13 @@
 import type { SessionEvent, SurfaceEvent } from '../../session/events';
 import { isSurfaceType } from '../../session/events';
 import type { Session } from '../../session/session';
-import { CalibrationState, countNode, emptyCounts, type Calibration, type NodeCounts } from './calibration';
+import { CalibrationState, countNode, emptyCounts } from './calibration';
 import { checkMeterState, decodeMeterState, METER_SNAPSHOT_VERSION, type MeterAnchorState, type MeterState } from './snapshot';
 import { ProviderLedger } from './provider-ledger';
-import { priceNode } from './pricing';
-import type { Tokenizer, TokenizerName } from './tokenizer';
+import { priceNode, priceSurface } from './pricing';
+import type { Tokenizer } from './tokenizer';
 import { modelKey } from './calibration';
-import { isSuspect, nextContext, reportedSurface, type Measurement, type NodePrices, type TokenMeterOptions, type RequestSurface } from './measurement';
-
-export { IMAGE_TOKENS, textsOfMessage } from './pricing';
-
-export type { Calibration } from './calibration';
-export { CALIBRATION } from './calibration';
-
-export { SUSPECT_TOLERANCE, type Measurement, type NodePrices, type TokenMeterOptions } from './measurement';
+import { isSuspect, measurementOf, nextContext, reportedSurface, type Measurement, type NodePrices, type TokenMeterOptions, type RequestSurface } from './measurement';
 
 /** The anchor (the last clean provider report); its fields are documented where the snapshot saves it. */
 type Anchor = MeterAnchorState;
@@ -150,34 +143,17 @@ export class TokenMeter implements NodePrices {
 
   measure(): Measurement {
     this.fold();
-    const estimated = this.envelope + this.surfaceTotal;
-    const calibration = this.calibration.describe(this.route);
-    const calibrated = Math.round(estimated * calibration.ratio);
-    let total = calibrated;
-    let suspectUsage = this.suspectSeq !== undefined;
-    let anchor: Measurement['anchor'];
-    if (this.anchor) {
-      const priced = this.surfaceTotal - this.anchor.surfaceAtAnchor;
-      const growth = Math.round(this.calibration.predict(this.route, priced, this.anchor.added));
-      anchor = { seq: this.anchor.seq, providerTokens: this.anchor.providerTokens, growthTokens: growth };
-      const anchored = this.anchor.providerTokens + growth;
-      // A report refused since this anchor says the provider's figures cannot be trusted now.
-      if (isSuspect(anchored, calibrated) || this.suspectSeq !== undefined) suspectUsage = true;
-      else total = anchored;
-    }
-    return {
-      totalTokens: Math.max(0, total),
-      estimatedTokens: estimated,
-      calibratedTokens: calibrated,
-      calibration,
-      suspectUsage,
-      surfaceTokens: this.surfaceTotal,
-      envelopeTokens: this.envelope,
-      anchor,
+    return measurementOf({
+      envelope: this.envelope,
+      surfaceTotal: this.surfaceTotal,
+      calibration: this.calibration,
+      route: this.route,
+      anchor: this.anchor,
+      suspect: this.suspectSeq !== undefined,
       tokenizer: this.tokenizer.name,
-      logLength: this.folded,
+      folded: this.folded,
       prices: this,
-    };
+    });
   }
 
   /**
@@ -407,23 +383,10 @@ export class TokenMeter implements NodePrices {
   }
 
   private reprice(): void {
-    this.prices.clear();
-    this.textCounts.clear();
     this.shadowed.clear();
-    this.surfaceTotal = 0;
     this.anchor = undefined;
     this.ledger.interrupt();
-    for (const seq of this.session.surface.seqs()) {
-      // Nodes appended after the event being folded are priced when their own append folds.
-      // Surface order is not seq order (a checkpoint has a high seq at an old position), so
-      // skip them rather than stop.
-      if (seq >= this.folded) continue;
-      const counts: number[] = [];
-      const p = this.priceNode(this.session.event(seq) as SurfaceEvent, counts);
-      this.prices.set(seq, p);
-      this.textCounts.set(seq, counts);
-      this.surfaceTotal += p;
-    }
+    this.surfaceTotal = priceSurface(this.session, this.tokenizer, this.folded, this.prices, this.textCounts);
   }
 
   private priceNode(event: Pick<SurfaceEvent, 'type' | 'data'>, counts?: number[]): number {

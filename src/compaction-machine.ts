@@ -8,6 +8,7 @@
  */
 import type { OpenAIClient } from './services/overflow';
 import { assign, createMachine, fromPromise } from 'xstate';
+import { XcompactError } from './errors';
 import { answerBelowThreshold, DEFAULT_ENGINE_INPUT, engineContext, engineMachine, type EngineInput } from './machines/engine';
 import { backgroundMachine } from './machines/background';
 import { gateContext, gateMachine, type GateInput } from './machines/gate';
@@ -17,14 +18,14 @@ import { pressureMachine } from './machines/pressure';
 import { transactionMachine, type TransactionActorInputs } from './machines/transaction';
 import type { ErrorInfo, PressureReading } from './machines/types';
 import type { Session } from './session/session';
-import { parseConfig, tokenizerNameFor, type CompactionConfig, type CompactionConfigInput } from './services/config';
+import { parseConfig, policyFor, tokenizerNameFor, type CompactionConfig, type CompactionConfigInput } from './services/config';
 import type { ServiceDeps } from './services/context';
 import type { UnclosedBracket } from './services/transaction';
 import { createEngineServices, type EngineServices } from './services/actors';
 import { measurePressure } from './services/pressure';
 import { TokenMeter } from './services/metering';
 import type { ModelInfo } from './services/config';
-import { routePolicy } from './services/context';
+import { routePolicy, summaryTarget } from './services/context';
 import type { Summarizer } from './services/summarizing';
 import { ExtractiveSummarizer } from './services/summarizing';
 import { OpenAISummarizer } from './services/summarizing';
@@ -81,6 +82,9 @@ const CHART_FAILED: ErrorInfo = { code: 'internal', message: 'the transaction ch
 const STOPPED: ErrorInfo = { code: 'cancelled', message: 'the compaction engine was stopped while this compaction ran' };
 
 export function buildCompactionMachine(options: CompactionMachineOptions): BuiltCompactionMachine {
+  if (typeof options !== 'object' || options === null || typeof (options.session as { append?: unknown } | null | undefined)?.append !== 'function') {
+    throw new XcompactError('config', 'createCompactionEngine / createCompactionMachine need options with a `session` (a Session from Session.open or Session.inMemory).');
+  }
   const { session } = options;
   const rawConfig = (options.config ?? {}) as Record<string, unknown>;
   const config = parseConfig(options.models ? { ...rawConfig, models: mergeModels(rawConfig.models, options.models) } : rawConfig);
@@ -106,7 +110,16 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     flush: act((i: In<'flush'>) => services.flush(i)),
     closeWithError: act((i: In<'closeWithError'>) => services.closeWithError(i)),
   };
-  const transaction = transactionMachine.provide({ actors: txActors });
+  // The summary's overall deadline: the summary target's policy (a chunked summary's every request counts).
+  const summaryDeadline = (): number => {
+    try {
+      const target = summaryTarget(deps);
+      return policyFor(config, target.provider, target.model).summaryTimeoutMs;
+    } catch {
+      return config.summaryTimeoutMs;
+    }
+  };
+  const transaction = transactionMachine.provide({ actors: txActors, delays: { summaryDeadline } });
   // A transaction chart that failed (a bug, not a service failure) cannot close its own bracket:
   // its parent chart decides to release the lock, and this does the work.
   const closeAbandoned = { 'close abandoned bracket': () => void built.brackets.closeAbandoned(CHART_FAILED) };
@@ -133,6 +146,7 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     ) as unknown as typeof gateMachine;
   const backgroundChart = backgroundMachine.provide({
     actors: { selectRange, ...txActors },
+    delays: { summaryDeadline },
   });
   const jobs = background
     ? { pressure: gateFor('pressure'), overflow: gateFor('overflow'), manual: gateFor('manual'), background: backgroundChart }

@@ -15,7 +15,7 @@ import type { DeclineReason } from './machines/overflow';
 import type { PressureOutput, PressureStatus } from './machines/pressure';
 import { compactionRecord, type ChartNotification, type CompactionRecord, type ErrorInfo, type PressureReading, type Trigger } from './machines/types';
 import { CompactionError } from './services/context';
-import type { CompactionConfig } from './services/config';
+import { BudgetError, type CompactionConfig } from './services/config';
 import type { UnclosedBracket } from './services/transaction';
 import { measureFigures, type EngineMeasurement } from './services/pressure';
 import type { RequestErrorClass } from './services/overflow';
@@ -29,6 +29,13 @@ export interface CompactionEngineOptions extends CompactionMachineOptions {
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   /** XState clock for the breaker's cool-down timer (tests pass a SimulatedClock). */
   clock?: { setTimeout(fn: (...args: unknown[]) => void, timeout: number): unknown; clearTimeout(id: unknown): void };
+  /**
+   * A model with no known context window is never compacted. By default the first step routed
+   * to one makes `afterStep` reject with a `BudgetError` (`no-context-capacity`) that names the
+   * `models` entry to add; `false` keeps the old behaviour: a `capacity.missing` notification,
+   * and steps answered `skipped` (overflow recovery still works).
+   */
+  requireCapacity?: boolean;
 }
 
 /**
@@ -104,8 +111,8 @@ const reasonOf = (signal: AbortSignal | undefined): string | undefined =>
   signal?.aborted ? String(signal.reason instanceof Error ? signal.reason.message : (signal.reason ?? 'aborted')) : undefined;
 
 export function createCompactionEngine(options: CompactionEngineOptions): CompactionEngine {
+  const built = buildCompactionMachine(options); // checks the options first
   const { session } = options;
-  const built = buildCompactionMachine(options);
   const { config, deps } = built;
   const now = deps.now;
   const listeners = new Set<Listener>();
@@ -144,6 +151,10 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
     const n = toNotification(e);
     if (n) notify(n);
   });
+  // The chart warns once per model (capacity.missing); unless the caller opted out, that warning
+  // is the rejection of the step that raised it.
+  let capacityMissing: Extract<EngineEmitted, { type: 'capacity.missing' }> | undefined;
+  if (options.requireCapacity !== false) actor.on('capacity.missing', (e) => (capacityMissing = e));
   // Told directly, not through the actor: it comes when the engine stops (or after, from the store).
   built.onUnclosed((u) => notify({ type: 'compaction.unclosed', ...u }));
   // However the actor ends (engine.stop(), a host stopping engine.actor), no call is left hanging.
@@ -217,9 +228,22 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       if (actor.getSnapshot().status === 'active') actor.send({ type: 'shutdown' });
       actor.stop();
     },
-    async afterStep(opts = {}) {
+    async afterStep(given = {}) {
+      // `null` options are no options, as `undefined` is.
+      const opts = given ?? {};
       const startedAt = now();
+      capacityMissing = undefined;
       const result = await request((id) => ({ type: 'step.completed', id, turn: session.openTurn, aborted: opts.signal?.aborted ?? false }), opts.signal);
+      if (capacityMissing) {
+        const { provider, model, message } = capacityMissing;
+        capacityMissing = undefined;
+        throw new BudgetError(
+          'no-context-capacity',
+          provider,
+          model,
+          `${message}. Without a window this model is never compacted; to run so anyway (overflow recovery only), pass requireCapacity: false`,
+        );
+      }
       if (result.kind === 'pressure') {
         const out = result.output;
         const report = (out as PressureOutput & { background?: BackgroundReport }).background;
@@ -238,7 +262,9 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       if (result.kind === 'error') return { ...idle, status: 'failed', error: new CompactionError(result.error) };
       return { ...idle, status: result.kind === 'busy' ? 'busy' : result.kind === 'auto-off' ? 'auto-off' : 'paused' };
     },
-    async onRequestError(error, opts = {}) {
+    async onRequestError(error, given = {}) {
+      // `null` options are no options, as `undefined` is.
+      const opts = given ?? {};
       const lastAssistantSeq = session.latestReply?.seq ?? -1;
       const aborted = opts.signal?.aborted ?? false;
       const result = await request((id) => ({ type: 'request.failed', id, error, turn: session.openTurn, aborted, lastAssistantSeq }), opts.signal);
@@ -255,7 +281,9 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
         ...(tx?.status === 'failed' ? { compactionError: compactionError(tx.error) } : {}),
       };
     },
-    async compactNow(opts = {}) {
+    async compactNow(given = {}) {
+      // `null` options are no options, as `undefined` is.
+      const opts = given ?? {};
       const signal = opts.signal;
       const result = await request(
         (id) => ({ type: 'compact.requested', id, aborted: signal?.aborted ?? false, abortReason: reasonOf(signal), focus: opts.focus }),

@@ -19,6 +19,16 @@ export {
 } from './engine';
 export type { CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, PressureReading, PressureEconomics, Trigger, OpenedBracket } from './machines/types';
 export type { EngineMeasurement } from './services/pressure';
+// The drop-in: your own openai loop and messages, with `withCompaction(new OpenAI(), { session })`.
+export {
+  withCompaction,
+  sessionMessages,
+  DropInError,
+  type WithCompactionOptions,
+  type Compaction,
+  type CompactingClient,
+  type DropInErrorCode,
+} from './drop-in/index';
 // The engine as a machine a host machine invokes (examples/xstate-agent.ts).
 export { createCompactionMachine, type CompactionMachineOptions } from './compaction-machine';
 export type { CompactionEmitted, EngineRequest, SettledResult, ShutdownEvent } from './machines/engine';

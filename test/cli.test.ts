@@ -456,7 +456,7 @@ describe('errors: one line on stderr, non-zero exit, a stack only with --verbose
 });
 
 describe('examples/agent-loop.ts from the command line', { timeout: SPAWN_TIMEOUT }, () => {
-  it('says once that a model without a known window gets no automatic compaction, and keeps working', async () => {
+  it('stops at the first step when the model has no known window (it would never be compacted), naming the models entry', async () => {
     const server = await startOpenAIServer({ scenarios: () => ({ kind: 'reply', content: 'All done here.' }) });
     const at = join(dir, 'agent-loop-example');
     mkdirSync(join(at, 'sandbox'), { recursive: true });
@@ -465,11 +465,11 @@ describe('examples/agent-loop.ts from the command line', { timeout: SPAWN_TIMEOU
         { OPENAI_BASE_URL: server.baseURL, MODEL: 'mystery-7b', PROVIDER: undefined, CONTEXT_WINDOW: undefined, SANDBOX: join(at, 'sandbox'), SESSION_DIR: join(at, 'sessions'), SESSION: 'example' },
         'first request\nsecond request\nthird request\n/exit\n',
       );
-      expect(r.code, r.stderr).toBe(0);
-      expect(r.stdout.match(/All done here\./g)).toHaveLength(3);
-      const notices = r.stdout.split('\n').filter((l) => l.includes('[xcompact]'));
-      expect(notices, r.stdout).toHaveLength(1);
-      expect(notices[0]).toContain('local/mystery-7b');
+      expect(r.code).not.toBe(0);
+      // No silent no-op: the first step is refused, and the message says what to add (or how to opt out).
+      const said = `${r.stdout}\n${r.stderr}`;
+      expect(said).toContain('models: { "local/mystery-7b": { contextWindow: <tokens> } }');
+      expect(said).toContain('requireCapacity: false');
     } finally {
       await server.close();
     }

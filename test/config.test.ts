@@ -46,6 +46,8 @@ describe('defaults (SPEC §3)', () => {
     auto: true,
     background: true,
     prepareRatio: undefined,
+    summaryIdleTimeoutMs: 60_000,
+    summaryTimeoutMs: 600_000,
     summarizationProvider: '',
     summarizationModel: '',
     modelPolicies: [],
@@ -258,7 +260,10 @@ describe('model policies', () => {
   it('resolves each policy completely', () => {
     const config = parseConfig({ retainRatio: 0.2, maxTokens: 8192, modelPolicies: [{ provider: 'p', model: 'm', headroomTokens: 1000, auto: false }] });
     expect(config.modelPolicies).toEqual([
-      { provider: 'p', model: 'm', thresholdRatio: 0.8, headroomTokens: 1000, retainRatio: 0.2, maxTokens: 8192, compactionRetries: 1, maxOverflowRetries: 1, auto: false, background: true },
+      {
+        provider: 'p', model: 'm', thresholdRatio: 0.8, headroomTokens: 1000, retainRatio: 0.2, maxTokens: 8192, compactionRetries: 1, maxOverflowRetries: 1, auto: false, background: true,
+        summaryIdleTimeoutMs: 60_000, summaryTimeoutMs: 600_000,
+      },
     ]);
   });
 

@@ -87,13 +87,18 @@ describe('docs/architecture.md', () => {
   });
 });
 
-/** The package's entry points, read from tsup.config.ts so a new one is checked too. */
-function entryPoints(): Record<string, string> {
-  const tsup = readFileSync(join(root, 'tsup.config.ts'), 'utf8');
-  const entry = /entry:\s*\{([^}]*)\}/.exec(tsup)?.[1];
-  if (entry === undefined) throw new Error('tsup.config.ts: no entry map');
+/** The package's entry points, read from tsup.config.ts (every build's `entry`) so a new one is checked too. */
+async function entryPoints(): Promise<Record<string, string>> {
+  const config = (await import('../tsup.config')).default as unknown;
+  const builds = (Array.isArray(config) ? config : [config]) as Array<{ entry?: Record<string, string> }>;
   const out: Record<string, string> = {};
-  for (const m of entry.matchAll(/'?([\w-]+)'?\s*:\s*'([^']+)'/g)) out[m[1] === 'index' ? 'xcompact' : `xcompact/${m[1]}`] = m[2]!;
+  for (const build of builds) {
+    for (const [name, source] of Object.entries(build.entry ?? {})) {
+      if (name.startsWith('cli/')) continue; // the bin, not an importable entry
+      out[name === 'index' ? 'xcompact' : `xcompact/${name}`] = source;
+    }
+  }
+  if (!out.xcompact) throw new Error('tsup.config.ts: no index entry');
   return out;
 }
 
@@ -122,7 +127,7 @@ const OPTIONAL_PACKAGES = `declare module '@statelyai/inspect' {
 `;
 
 describe('docs: code', () => {
-  it('every ```ts block type-checks against the package (imported as a user would)', () => {
+  it('every ```ts block type-checks against the package (imported as a user would)', async () => {
     const dir = join(root, 'node_modules', '.cache', 'xcompact-doc-snippets');
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
@@ -139,7 +144,7 @@ describe('docs: code', () => {
     writeFileSync(join(dir, 'placeholders.d.ts'), PLACEHOLDERS);
     writeFileSync(join(dir, 'optional-packages.d.ts'), OPTIONAL_PACKAGES);
     const base = JSON.parse(readFileSync(join(root, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> };
-    const paths = Object.fromEntries(Object.entries(entryPoints()).map(([k, v]) => [k, [join(root, v)]]));
+    const paths = Object.fromEntries(Object.entries(await entryPoints()).map(([k, v]) => [k, [join(root, v)]]));
     writeFileSync(
       join(dir, 'tsconfig.json'),
       JSON.stringify({ compilerOptions: { ...base.compilerOptions, noUnusedLocals: false, paths }, include: ['./*.ts'] }, null, 1),

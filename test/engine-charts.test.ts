@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { SimulatedClock } from 'xstate';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CompactionError } from '../src/engine';
+import { BudgetError } from '../src/services/config';
 import { COMPACTION_CHECKPOINT_SOURCE } from '../src/session/events';
 import { Session } from '../src/session/session';
 import { JsonlStore } from '../src/session/stores/jsonl';
@@ -178,8 +179,25 @@ describe('pressure compaction (SPEC §4)', () => {
     expect(h.session.events().some((e) => e.type === 'compaction/summary')).toBe(false);
   });
 
-  it('warns once per model when its capacity is unknown, and skips', async () => {
+  it('a model with no known window: the first step rejects with a BudgetError naming the models entry, later ones skip', async () => {
     const h = harness({ summarizer: recordingSummarizer(), models: {} });
+    h.writer.startTurn();
+    h.writer.request({ provider: 'nowhere', model: 'mystery', systemPrompt: 'x', tools: [] });
+    h.writer.user('hi');
+    const length = h.session.length;
+    const err = await h.engine.afterStep().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(BudgetError);
+    expect((err as BudgetError).code).toBe('no-context-capacity');
+    expect((err as Error).message).toContain('models: { "nowhere/mystery": { contextWindow: <tokens> } }');
+    expect((err as Error).message).toContain('requireCapacity: false');
+    expect(h.session.length).toBe(length);
+    // Told once: the next step is skipped, as with requireCapacity: false.
+    expect((await h.engine.afterStep()).status).toBe('skipped');
+    expect(h.events.filter((e) => e.type === 'capacity.missing')).toHaveLength(1);
+  });
+
+  it('requireCapacity: false: warns once per model when its capacity is unknown, and skips', async () => {
+    const h = harness({ summarizer: recordingSummarizer(), models: {}, requireCapacity: false });
     h.writer.startTurn();
     h.writer.request({ provider: 'nowhere', model: 'mystery', systemPrompt: 'x', tools: [] });
     h.writer.user('hi');

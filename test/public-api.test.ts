@@ -125,6 +125,7 @@ describe('public API', () => {
         'BudgetError',
         'CompactionError',
         'ConfigError',
+        'DropInError',
         'ExtractiveSummarizer',
         'JsonlStore',
         'MemoryStore',
@@ -148,6 +149,8 @@ describe('public API', () => {
         'importPiTranscript',
         'isCheckpoint',
         'parseConfig',
+        'sessionMessages',
+        'withCompaction',
         'withErrorBodyRecovery',
       ].sort(),
     );

@@ -12,6 +12,7 @@ import { ExtractiveSummarizer, parseSummary } from '../src/services/summarizing'
 import { deriveLedger, fitLedger, parseLedger, renderLedger, withCheckpointLedger, withLedger, type Ledger } from '../src/services/summarizing';
 import { boundSummarizer } from '../src/services/summarizing';
 import { AiSdkSummarizer } from '../src/adapters/ai-sdk/index';
+import { simulateReadableStream } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { OpenAISummarizer } from '../src/services/summarizing';
 import { COMPACTION_CHECKPOINT_SOURCE } from '../src/session/events';
@@ -210,14 +211,24 @@ describe('the AI SDK summarizer carries the same ledger (withCheckpointLedger, a
   it('appends the ledger and takes its size off maxOutputTokens', async () => {
     const REPLY = '## Primary Request and Intent\n- Fix the parser';
     const asked: number[] = [];
+    // The summarizer streams (its idle limit watches the chunks).
     const model = new MockLanguageModelV3({
-      doGenerate: async (options) => {
+      doStream: async (options) => {
         asked.push(options.maxOutputTokens!);
         return {
-          content: [{ type: 'text' as const, text: REPLY }],
-          finishReason: { unified: 'stop' as const, raw: 'stop' },
-          usage: { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } },
-          warnings: [],
+          stream: simulateReadableStream({
+            chunks: [
+              { type: 'stream-start' as const, warnings: [] },
+              { type: 'text-start' as const, id: 't' },
+              { type: 'text-delta' as const, id: 't', delta: REPLY },
+              { type: 'text-end' as const, id: 't' },
+              {
+                type: 'finish' as const,
+                finishReason: { unified: 'stop' as const, raw: 'stop' },
+                usage: { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } },
+              },
+            ],
+          }),
         };
       },
     });

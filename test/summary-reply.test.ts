@@ -5,6 +5,7 @@
  * the same diagnosis; the bounding wrapper's cancellation is the summarizers' own error.
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { simulateReadableStream } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -122,12 +123,22 @@ describe('a generation the provider broke off', () => {
   // The AI SDK hands back the partial text with finish reason `error` (ai 6 and 7) or
   // `interrupted` (ai 7); committed, it would replace the span with half a summary.
   it.each(['error', 'other'] as const)('the AI SDK summarizer with finish reason %s', async (unified) => {
+    // The summarizer streams (its idle limit watches the chunks).
     const model = new MockLanguageModelV3({
-      doGenerate: async () => ({
-        content: [{ type: 'text' as const, text: '## Primary Request\nFix the par' }],
-        finishReason: { unified, raw: undefined },
-        usage: { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } },
-        warnings: [],
+      doStream: async () => ({
+        stream: simulateReadableStream({
+          chunks: [
+            { type: 'stream-start' as const, warnings: [] },
+            { type: 'text-start' as const, id: 't' },
+            { type: 'text-delta' as const, id: 't', delta: '## Primary Request\nFix the par' },
+            { type: 'text-end' as const, id: 't' },
+            {
+              type: 'finish' as const,
+              finishReason: { unified, raw: undefined },
+              usage: { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } },
+            },
+          ],
+        }),
       }),
     });
     const summarizer = new AiSdkSummarizer({ model });

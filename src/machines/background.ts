@@ -47,6 +47,8 @@ import {
   type SelectInput,
   type SpanCheck,
   type SummaryOutcome,
+  DEFAULT_SUMMARY_DEADLINE_MS,
+  SUMMARY_TIMEOUT_ERROR,
 } from './types';
 import { noProgressError, noShrinkError, spanChanged, verdictGuards } from './verdict';
 
@@ -131,6 +133,10 @@ export const backgroundMachine = setup({
   actors: {
     selectRange: notProvided<RangeSelection | null, SelectInput>('selectRange'),
     ...transactionActors,
+  },
+  delays: {
+    // Provided by the engine: the summary target's summaryTimeoutMs.
+    summaryDeadline: () => DEFAULT_SUMMARY_DEADLINE_MS,
   },
   guards: {
     'the prepare point is reached': ({ event }) => {
@@ -326,6 +332,8 @@ export const backgroundMachine = setup({
         onError: { target: 'closing', actions: { type: 'fail', params: { fallback: 'summary' } } },
       },
       on: { cancel: { target: 'cancelled', actions: 'fail cancelled' } },
+      // Past the summary's deadline (a job may be waiting for it): abandon it, as the transaction does.
+      after: { summaryDeadline: { target: 'closing', actions: { type: 'fail with', params: { error: SUMMARY_TIMEOUT_ERROR } } } },
       initial: 'preparing',
       states: {
         // The agent goes on; a job that reached the threshold meanwhile waits from the start.

@@ -4,7 +4,7 @@
  *   validating ─ lock held / cancelled ─────────────────────────────▶ rejected (nothing written)
  *       │ span ok, lock free
  *   opening (append compaction/start: the lock)
- *   summarizing (invoked, cancellable) ── cancel / error ─┐
+ *   summarizing (invoked, cancellable) ── cancel / error / deadline ─┐
  *   revalidating ── changed / no shrink / no progress ────┤
  *   committing (compaction/summary + checkpoint + end) ───┤ error
  *   flushing ── error ─▶ persistenceFailed                 ▼
@@ -36,6 +36,8 @@ import {
   type TransactionOutput,
   type Trigger,
   type Verdict,
+  DEFAULT_SUMMARY_DEADLINE_MS,
+  SUMMARY_TIMEOUT_ERROR,
 } from './types';
 import { noProgressError, noShrinkError, spanChanged, verdictGuards } from './verdict';
 
@@ -91,6 +93,10 @@ export const transactionMachine = setup({
     emitted: {} as ChartNotification,
   },
   actors: transactionActors,
+  delays: {
+    // Provided by the engine: the summary target's summaryTimeoutMs.
+    summaryDeadline: () => DEFAULT_SUMMARY_DEADLINE_MS,
+  },
   guards: {
     'cancel was requested': ({ context }) => context.cancelRequested,
     ...verdictGuards,
@@ -125,6 +131,7 @@ export const transactionMachine = setup({
     'fail from span check': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'changed') }),
     'fail from bracket': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'commit') }),
     'fail from summarizer': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'summary') }),
+    'fail summary timeout': assign({ error: () => SUMMARY_TIMEOUT_ERROR }),
     'fail from revalidation': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'changed') }),
     'fail from commit': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'commit') }),
     'fail from flush': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'persistence') }),
@@ -210,6 +217,9 @@ export const transactionMachine = setup({
         onError: { target: 'closing', actions: 'fail from summarizer' },
       },
       on: { cancel: { target: 'closing', actions: 'fail cancelled' } },
+      // The summary as a whole overran its deadline: leaving aborts the request (a stall between
+      // chunks is the summarizer's own idle limit, reported through onError).
+      after: { summaryDeadline: { target: 'closing', actions: 'fail summary timeout' } },
     },
     revalidating: {
       invoke: {

@@ -170,3 +170,16 @@ export function announceAction<TContext extends MachineContext, TEvent extends E
     if (n) tell(enqueue as never, self, n);
   });
 }
+
+/**
+ * A summary past its deadline (config `summaryTimeoutMs`, per model policy too): the chart
+ * leaves the summarizing state, which aborts the request; the bracket is closed with this error.
+ */
+export const SUMMARY_TIMEOUT_ERROR: ErrorInfo = {
+  code: 'summary',
+  cause: 'summary-timeout',
+  message: 'the summary did not finish within its deadline (summaryTimeoutMs): the request was abandoned and nothing was committed',
+};
+
+/** Placeholder for the `summaryDeadline` delay: the engine provides the route's summaryTimeoutMs. */
+export const DEFAULT_SUMMARY_DEADLINE_MS = 600_000;

@@ -22,7 +22,8 @@ export type StoreErrorCode =
   | 'store-read-only' // an append to a session opened without a writer lease
   | 'store-unreachable' // the database server (or database) cannot be reached
   | 'store-auth' // the database refused the credentials
-  | 'store-schema'; // the stored schema is newer than this version understands
+  | 'store-schema' // the stored schema is newer than this version understands
+  | 'store-driver-missing'; // PostgresStore without the optional `pg` package installed
 
 export class StoreError extends XcompactError {
   readonly file: string | undefined;

@@ -15,8 +15,8 @@ import { XcompactError } from '../errors';
 export class PiImportError extends XcompactError {
   /** 1-based line of the pi file the error is about, when there is one. */
   readonly line: number | undefined;
-  constructor(message: string, line?: number) {
-    super('import', line === undefined ? message : `pi transcript line ${line}: ${message}`);
+  constructor(message: string, line?: number, options?: { cause?: unknown }) {
+    super('import', line === undefined ? message : `pi transcript line ${line}: ${message}`, options);
     this.line = line;
   }
 }

@@ -339,5 +339,13 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
 }
 
 export async function importPiFile(session: Session, path: string, options: PiImportOptions = {}): Promise<PiImportReport> {
-  return importPiTranscript(session, await readFile(path, 'utf8'), options);
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory, not a pi session file' : String(err);
+    throw new PiImportError(`cannot read ${path}: ${why}. Pass the path of a pi session .jsonl file.`, undefined, { cause: err });
+  }
+  return importPiTranscript(session, text, options);
 }

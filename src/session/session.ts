@@ -16,10 +16,12 @@ import { Brackets, type LockState } from './brackets';
 import { Structure } from './structure';
 import { recoverSession, type RecoveryReport } from './recover';
 import { Surface, type SurfaceChange, type SurfacePlan, type SurfaceView } from './surface';
-import { parseEvent, parseStoredLine, type ParsedEvent } from './validate';
+import { checkInput, parseEvent, parseStoredLine, type ParsedEvent } from './validate';
 import type { LoadReport, LogWriter, SessionStore, StoredSnapshot } from './store';
 
-export type SessionListener = (event: SessionEvent, change: SurfaceChange | undefined) => void;
+import { Observers, type SessionListener } from './observers';
+
+export type { SessionListener } from './observers';
 
 export interface SessionOptions {
   /** Clock for event times (ms since epoch). */
@@ -54,11 +56,8 @@ export class Session {
 
   private readonly log: SessionEvent[] = [];
   private readonly surfaceState: Surface;
-  private readonly listeners = new Set<SessionListener>();
-  private readonly outbox: Array<[SessionEvent, SurfaceChange | undefined]> = [];
-  private notifying = false;
+  private readonly observers: Observers;
   private readonly now: () => number;
-  private readonly onListenerError: (error: unknown) => void;
   private writer: LogWriter | undefined;
   private replaying = false;
   private opened = 0;
@@ -81,7 +80,7 @@ export class Session {
     this.loadReport = loadReport;
     this.now = options.now ?? Date.now;
     this.snapshotEvery = snapshotEveryOf(options);
-    this.onListenerError = options.onListenerError ?? ((e) => console.error('xcompact: a session listener threw', e));
+    this.observers = new Observers(options.onListenerError ?? ((e) => console.error('xcompact: a session listener threw', e)));
     this.surfaceState = new Surface((seq) => this.event(seq));
     this.brackets = new Brackets((seq) => this.event(seq));
     this.structure = new Structure(this.brackets);
@@ -226,11 +225,11 @@ export class Session {
   // Writing
 
   subscribe(listener: SessionListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.observers.add(listener);
   }
 
   append<T extends EventType>(input: AppendInput<T>): SessionEvent<T> {
+    checkInput(input);
     if (this.closed) {
       // Without this an append after close() would commit in memory and never reach the store.
       throw new StoreError('store-closed', `session "${this.id}" was closed; reopen it with Session.open to append.`);
@@ -256,6 +255,7 @@ export class Session {
    */
   check<T extends EventType>(input: AppendInput<T>): SessionRuleError | undefined {
     try {
+      checkInput(input);
       this.plan(this.log.length, input.type, input.data, input.surfaceOp, input.sourceEventSeqs);
       return undefined;
     } catch (err) {
@@ -363,39 +363,18 @@ export class Session {
     const raw: Record<string, unknown> = { seq, type: planned.type, time, data: planned.data };
     if (surfaceOp !== undefined) raw.surfaceOp = typeof surfaceOp === 'string' ? surfaceOp : { ...surfaceOp };
     if (sourceEventSeqs !== undefined) raw.sourceEventSeqs = [...sourceEventSeqs];
+    // Queued before it is frozen and held: a writer that cannot take it (closed, too large)
+    // changes nothing, not even the caller's objects.
+    if (!this.replaying) this.writer?.append(raw as unknown as SessionEvent);
     const event = deepFreeze(raw) as unknown as SessionEvent;
     this.log.push(event);
 
     let change: SurfaceChange | undefined;
     if (planned.surfacePlan) change = this.surfaceState.commit(planned.surfacePlan, event as SurfaceEvent);
     this.foldStructure(event);
-    if (!this.replaying) this.writer?.append(event);
 
-    this.notify(event, change);
+    this.observers.notify(event, change);
     return event;
-  }
-
-  /**
-   * Observers see events in log order, each once, even when an observer appends: an append
-   * made from inside a listener is delivered after the current event reached every listener.
-   */
-  private notify(event: SessionEvent, change: SurfaceChange | undefined): void {
-    this.outbox.push([event, change]);
-    if (this.notifying) return;
-    this.notifying = true;
-    try {
-      for (let next = this.outbox.shift(); next; next = this.outbox.shift()) {
-        for (const listener of this.listeners) {
-          try {
-            listener(next[0], next[1]);
-          } catch (err) {
-            this.onListenerError(err);
-          }
-        }
-      }
-    } finally {
-      this.notifying = false;
-    }
   }
 
   private foldStructure(e: SessionEvent): void {

@@ -15,6 +15,11 @@ export interface LoadReport {
    * `line` is the first line moved, `firstAt` the line that holds its seq first.
    */
   interleavedTail?: { line: number; seq: number; firstAt: number; lines: number; bytes: number; keptAt: string };
+  /**
+   * Stored lines whose bytes are not valid UTF-8 (damage on disk, or a foreign writer): read with
+   * each bad sequence as U+FFFD, and named here (the first 20 line numbers) instead of silently.
+   */
+  invalidUtf8?: { lines: number[]; count: number };
   /** The writer lease was taken over from a writer that stopped renewing it (a dead process). */
   leaseTakenOver?: { from: string; expiredAt: string };
 }
@@ -63,7 +68,7 @@ export interface SessionStore {
 
 /** Session ids become file names: keep them to a portable alphabet. */
 export function checkSessionId(id: string): void {
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id)) {
+  if (typeof id !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id)) {
     throw new XcompactError(
       'invalid-session-id',
       `session id ${JSON.stringify(id)} is not allowed: use 1-128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit.`,

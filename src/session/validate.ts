@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { SessionRuleError } from './errors';
+import { storable } from './storable';
 import {
   EVENT_TYPES,
   EventDataSchemas,
@@ -30,15 +31,27 @@ function formatZodIssues(type: string, issues: ReadonlyArray<{ path: PropertyKey
 }
 
 /**
- * Tool definitions are free-form JSON: copy them through JSON so the log neither shares (and
- * freezes) the caller's objects nor holds values a reopen would read back differently
- * (undefined, Dates, class instances). Not JSON at all (BigInt, cycles) is a rejected append.
+ * Tool definitions are recorded as sent: the SDK sends `JSON.stringify(tools)`, so they are
+ * copied through JSON (the log neither shares, and freezes, the caller's objects nor holds a
+ * Date where the wire had its string). Not JSON at all (BigInt, cycles) is a rejected append;
+ * the copy must still pass the storable rule (no U+0000, no lone surrogate).
  */
 function normaliseTools(data: { tools: Record<string, unknown>[] }): void {
   try {
     data.tools = JSON.parse(JSON.stringify(data.tools)) as Record<string, unknown>[];
   } catch (err) {
-    throw new SessionRuleError('invalid-data', `request/header data.tools must be plain JSON: ${(err as Error).message}`);
+    throw new SessionRuleError('not-storable', `request/header data.tools must be plain JSON: ${(err as Error).message}`);
+  }
+}
+
+/** What `append` and `check` are given must at least be an object naming a type. */
+export function checkInput(input: unknown): void {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new SessionRuleError('invalid-input', `an append takes an object {type, data, surfaceOp?, sourceEventSeqs?}; got ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}.`);
+  }
+  const type = (input as { type?: unknown }).type;
+  if (typeof type !== 'string') {
+    throw new SessionRuleError('invalid-input', `an append's type must be an event type string; got ${type === null ? 'null' : typeof type}.`);
   }
 }
 
@@ -97,7 +110,12 @@ export function parseEvent(
   if (!schema) throw new SessionRuleError('unknown-type', `unknown event type ${JSON.stringify(type)}.`);
   const parsed = schema.safeParse(rawData);
   if (!parsed.success) throw new SessionRuleError('invalid-data', formatZodIssues(type, parsed.error.issues));
-  if (type === 'request/header' && !stored) normaliseTools(parsed.data as { tools: Record<string, unknown>[] });
+  let data: unknown = parsed.data;
+  if (!stored) {
+    if (type === 'request/header') normaliseTools(data as { tools: Record<string, unknown>[] });
+    // Before anything is committed: what memory holds is what every store reads back.
+    data = storable(data, `${type} data`);
+  }
   // Checked here, not only on replay: a shape accepted live but refused by StoredEventSchema
   // would make the session file impossible to reopen.
   let surfaceOp: SurfaceOp | undefined;
@@ -107,20 +125,20 @@ export function parseEvent(
     if (!op.success) {
       throw new SessionRuleError('surface-op-shape', `surfaceOp must be 'append' or {op: 'replace', start, end} with seqs ≥ 0 and no other keys; got ${JSON.stringify(rawSurfaceOp)}.`);
     }
-    surfaceOp = op.data;
+    surfaceOp = storable(op.data, 'surfaceOp');
   }
   let sourceEventSeqs: readonly number[] | undefined;
   if (stored) sourceEventSeqs = rawSourceEventSeqs as readonly number[] | undefined;
   else if (rawSourceEventSeqs !== undefined) {
     const seqs = SourceSeqsSchema.safeParse(rawSourceEventSeqs);
     if (!seqs.success) throw new SessionRuleError('source-seqs', `sourceEventSeqs must be an array of seqs (integers ≥ 0); got ${JSON.stringify(rawSourceEventSeqs)}.`);
-    sourceEventSeqs = seqs.data;
+    sourceEventSeqs = storable(seqs.data, 'sourceEventSeqs');
   }
   checkProvenance(seq, type, surfaceOp, sourceEventSeqs);
   if (isSurfaceType(type) && surfaceOp === undefined) {
     throw new SessionRuleError('missing-surface-op', `${type} is a surface event and must carry surfaceOp ('append' or a replace).`);
   }
-  return { type, data: parsed.data, surfaceOp, sourceEventSeqs };
+  return { type, data, surfaceOp, sourceEventSeqs };
 }
 
 function checkProvenance(seq: number, type: EventType, surfaceOp: SurfaceOp | undefined, sourceEventSeqs: readonly number[] | undefined): void {

@@ -77,6 +77,13 @@ export function usageFromOpenAI(u: CompletionUsage): Usage {
   return usage;
 }
 
+/** Bad input is a rule error naming the call, never a TypeError from inside it. */
+function objectArgument(call: string, what: string, value: unknown): void {
+  if (typeof value !== 'object' || value === null) {
+    throw new SessionRuleError('invalid-input', `${call} takes ${what}; got ${value === null ? 'null' : typeof value}.`);
+  }
+}
+
 function toBlocks(content: UserContent): Array<TextBlock | ImageBlock> {
   return typeof content === 'string' ? [{ type: 'text', text: content }] : content;
 }
@@ -141,6 +148,7 @@ export class SessionWriter {
 
   /** Records what the next request is routed to and built with (system prompt as node 0). */
   request(envelope: RequestEnvelope): SessionEvent<'request/header'> {
+    objectArgument('request', 'a request envelope {provider, model, systemPrompt?, tools?, maxTokens?}', envelope);
     if (envelope.systemPrompt !== undefined) this.system(envelope.systemPrompt);
     const data: EventData<'request/header'> = {
       provider: envelope.provider,
@@ -152,6 +160,7 @@ export class SessionWriter {
   }
 
   assistant(reply: AssistantReply): SessionEvent<'assistant/message'> {
+    objectArgument('assistant', 'a reply {text?, reasoning?, toolCalls?, usage?, …}', reply);
     const content: ContentBlock[] = [];
     if (reply.reasoning) content.push({ type: 'reasoning', text: reply.reasoning });
     if (reply.text) content.push({ type: 'text', text: reply.text });
@@ -167,10 +176,20 @@ export class SessionWriter {
   /** Records an OpenAI chat-completions reply (a non-streamed message or an accumulated stream). */
   assistantFromCompletion(
     message: CompletionMessage,
-    meta: { usage?: CompletionUsage | null; provider?: string; model?: string; finishReason?: string | null } = {},
+    given: { usage?: CompletionUsage | null; provider?: string; model?: string; finishReason?: string | null } | null = {},
   ): SessionEvent<'assistant/message'> {
+    const meta = given ?? {};
+    objectArgument('assistantFromCompletion', 'a completion message (choices[0].message)', message);
+    const calls: unknown = message.tool_calls ?? [];
+    if (!Array.isArray(calls)) {
+      // A string would otherwise be walked character by character.
+      throw new SessionRuleError('invalid-input', `assistantFromCompletion: message.tool_calls must be an array (or null); got ${typeof calls}.`);
+    }
     const toolCalls: ToolCallBlock[] = [];
-    for (const c of message.tool_calls ?? []) {
+    for (const c of calls as CompletionToolCall[]) {
+      if (typeof c !== 'object' || c === null) {
+        throw new SessionRuleError('invalid-input', `assistantFromCompletion: each tool call must be an object {id, type, function}; got ${c === null ? 'null' : typeof c}.`);
+      }
       if (c.type !== 'function' || c.function === undefined) {
         // Dropping it would leave the agent answering a call the log never saw.
         throw new SessionRuleError('unsupported-tool-call', `tool call "${c.id}" is of type "${c.type}": only function tool calls can be recorded.`);

@@ -55,6 +55,11 @@ const NPM_INSTALL = ['install', '--prefer-offline', '--no-audit', '--no-fund', '
 let work: string;
 let project: string;
 let tarball: string;
+/** What `npm pack` reported: the tarball's size in bytes and its files. */
+let packedSize = 0;
+let packedFiles: string[] = [];
+/** Whether installing the tarball alone brought `pg` (it must not: an optional peer). */
+let pgInstalledByDefault = false;
 /** Optional peers the entries needed, installed at the versions this repo tests with. */
 const peersInstalled: string[] = [];
 
@@ -64,13 +69,17 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'xcompact-consumer-'));
   const packed = await run('npm', ['pack', '--json', '--pack-destination', work], ROOT);
   expect(packed.code, packed.stderr).toBe(0);
-  tarball = join(work, (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]!.filename);
+  const report = (JSON.parse(packed.stdout) as Array<{ filename: string; size: number; files: Array<{ path: string }> }>)[0]!;
+  tarball = join(work, report.filename);
+  packedSize = report.size;
+  packedFiles = report.files.map((f) => f.path);
   project = join(work, 'app');
   await run('mkdir', ['-p', project], work);
   writeFileSync(join(project, 'package.json'), `${JSON.stringify({ name: 'consumer-app', version: '1.0.0', private: true }, null, 2)}\n`);
   // What a user types: the tarball alone; npm adds the required peers (openai) itself.
   const installed = await run('npm', [...NPM_INSTALL, tarball], project);
   expect(installed.code, installed.stderr).toBe(0);
+  pgInstalledByDefault = existsSync(join(project, 'node_modules', 'pg'));
 }, 300_000);
 
 afterAll(() => {
@@ -195,5 +204,110 @@ describe(`${pkg.name} installed from its packed tarball`, { timeout: 300_000 }, 
     const inspected = await run('npx', ['--no-install', 'xcompact', 'inspect', 'demo-out/demo.jsonl', '--json'], project, 60_000);
     expect(inspected.code, inspected.stderr).toBe(0);
     expect(() => JSON.parse(inspected.stdout) as unknown).not.toThrow();
+  });
+});
+
+describe(`${pkg.name}: a light package`, { timeout: 300_000 }, () => {
+  it('packs to at most 700 KB, without source maps', () => {
+    console.log(`packed size: ${(packedSize / 1024).toFixed(0)} KB, ${packedFiles.length} files`);
+    expect(packedSize).toBeLessThanOrEqual(700 * 1024);
+    expect(packedFiles.filter((f) => f.endsWith('.map'))).toEqual([]);
+    // The bin shares the library's chunks: it is not a second copy of the library.
+    expect(readFileSync(join(ROOT, 'dist', 'cli', 'main.js'), 'utf8')).toMatch(/from "\.\.\/chunk-[\w-]+\.js"/);
+  });
+
+  it('does not install pg for everyone (an optional peer)', () => {
+    expect(pkg.peerDependenciesMeta?.['pg']?.optional).toBe(true);
+    expect(pgInstalledByDefault).toBe(false);
+  });
+
+  it('importing xcompact loads neither openai nor pg: it works with both unresolvable (import and require)', async () => {
+    const openai = join(project, 'node_modules', 'openai');
+    const aside = join(project, 'node_modules', 'openai.aside');
+    const pgDir = join(project, 'node_modules', 'pg');
+    const pgAside = join(project, 'node_modules', 'pg.aside');
+    const script = `
+const t0 = performance.now();
+const cjs = require('xcompact');
+const t1 = performance.now();
+import('xcompact').then((esm) => {
+  let openaiMissing = false;
+  try { require.resolve('openai'); } catch { openaiMissing = true; }
+  process.stdout.write(JSON.stringify({ openaiMissing, cjs: typeof cjs.withCompaction, esm: typeof esm.withCompaction, requireMs: Math.round(t1 - t0), rssMB: Math.round(process.memoryUsage().rss / 1048576) }));
+});
+`;
+    writeFileSync(join(project, 'import-only.cjs'), script);
+    const { renameSync } = await import('node:fs');
+    renameSync(openai, aside);
+    const hadPg = existsSync(pgDir);
+    if (hadPg) renameSync(pgDir, pgAside);
+    try {
+      const r = await run(process.execPath, ['import-only.cjs'], project, 60_000);
+      expect(r.code, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout) as { openaiMissing: boolean; cjs: string; esm: string; requireMs: number; rssMB: number };
+      console.log(`require('xcompact') without openai: ${out.requireMs} ms, RSS ${out.rssMB} MB`);
+      expect(out).toMatchObject({ openaiMissing: true, cjs: 'function', esm: 'function' });
+    } finally {
+      renameSync(aside, openai);
+      if (hadPg) renameSync(pgAside, pgDir);
+    }
+  });
+
+  it('PostgresStore without pg fails with a typed error naming `npm i pg`', async () => {
+    const pgDir = join(project, 'node_modules', 'pg');
+    const pgAside = join(project, 'node_modules', 'pg.aside');
+    const hadPg = existsSync(pgDir);
+    const { renameSync } = await import('node:fs');
+    if (hadPg) renameSync(pgDir, pgAside);
+    writeFileSync(
+      join(project, 'pg-missing.mjs'),
+      `import { PostgresStore, Session } from 'xcompact';
+try { await Session.open(new PostgresStore({ url: 'postgres://u@127.0.0.1:1/db' }), 's'); console.log('opened?'); }
+catch (e) { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.message })); }
+`,
+    );
+    try {
+      const r = await run(process.execPath, ['pg-missing.mjs'], project, 60_000);
+      expect(r.code, r.stderr).toBe(0);
+      const e = JSON.parse(r.stdout) as { name: string; code: string; message: string };
+      expect(e).toMatchObject({ name: 'StoreError', code: 'store-driver-missing' });
+      expect(e.message).toContain('npm i pg');
+    } finally {
+      if (hadPg) renameSync(pgAside, pgDir);
+    }
+  });
+
+  it('runs examples/openai-drop-in.ts in the fresh project, as ESM and as CommonJS; the second run continues the session', async () => {
+    // The example as a user copies it: imports from the package, compiled to .mjs and .cjs.
+    const esbuild = (await import('esbuild')) as typeof import('esbuild');
+    const fromPackage = (source: string) =>
+      source.replace(/from '\.\.\/src\/index'/g, "from 'xcompact'").replace(/from '\.\.\/src\/testing\/index'/g, "from 'xcompact/testing'").replace(/from '\.\/local-model'/g, "from './local-model.js'");
+    for (const format of ['esm', 'cjs'] as const) {
+      const ext = format === 'esm' ? 'mjs' : 'cjs';
+      const dirOut = join(project, `drop-in-${format}`);
+      await run('mkdir', ['-p', dirOut], project);
+      for (const file of ['openai-drop-in', 'local-model']) {
+        const source = fromPackage(readFileSync(join(ROOT, 'examples', `${file}.ts`), 'utf8'));
+        const out = await esbuild.transform(source, { loader: 'ts', format, target: 'node20' });
+        writeFileSync(join(dirOut, `${file}.${ext}`), out.code.replace(/\.\/local-model\.js/g, `./local-model.${ext}`));
+      }
+      writeFileSync(join(dirOut, 'package.json'), JSON.stringify({ type: format === 'esm' ? 'module' : 'commonjs' }));
+    }
+    const env: NodeJS.ProcessEnv = { ...process.env, SESSION_DIR: join(project, 'sessions') };
+    delete env['OPENAI_BASE_URL']; // the example's own local model
+    const runExample = (format: 'esm' | 'cjs', args: string[] = []) =>
+      new Promise<Ran>((done) => {
+        execFile(process.execPath, [`drop-in-${format}/openai-drop-in.${format === 'esm' ? 'mjs' : 'cjs'}`, ...args], { cwd: project, env, timeout: 120_000 }, (err, stdout, stderr) =>
+          done({ code: err ? 1 : 0, stdout: String(stdout), stderr: String(stderr) }),
+        );
+      });
+    const esm = await runExample('esm');
+    expect(esm.code, esm.stderr).toBe(0);
+    expect(esm.stdout).toContain('I looked up 12 topics; the answer is in topic 12.');
+    expect(esm.stdout).toContain('1 overflow recovered');
+    const cjs = await runExample('cjs', ['And again?']);
+    expect(cjs.code, cjs.stderr).toBe(0);
+    expect(cjs.stdout).toMatch(/continuing a conversation of \d+ messages/);
+    expect(cjs.stdout).toContain('I looked up 12 topics');
   });
 });

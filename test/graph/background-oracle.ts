@@ -25,6 +25,7 @@ const DECISIVE: Record<string, { code: string; cause?: string }> = {
   // Another writer's compaction/start came first: busy, like a lock seen while validating.
   'openBracket:append-refused': { code: 'busy', cause: 'session-rule' },
   'summarize:fails': { code: 'summary', cause: 'summary-truncated' },
+  'summarize:deadline': { code: 'summary', cause: 'summary-timeout' },
   'revalidate:span-changed': { code: 'changed' },
   'revalidate:no-shrink': { code: 'summary', cause: 'summary-no-shrink' },
   'revalidate:too-little-progress': { code: 'no-progress' },

@@ -8,7 +8,7 @@ import { backgroundMachine } from '../../src/machines/background';
 import { gateMachine, type GateInput } from '../../src/machines/gate';
 import type { CommitRecord, PressureReading, SpanCheck, Verdict } from '../../src/machines/types';
 import type { RangeSelection } from '../../src/services/selection';
-import { activeInvokes } from './model';
+import { activeAfterEvents, activeInvokes } from './model';
 import type { CatalogEvent, MachineSpec } from './paths';
 
 /** Replies go to this stand-in in the pure model; the runtime runner puts a real actor there. */
@@ -111,6 +111,8 @@ export const backgroundSpec: MachineSpec<undefined> = {
       ...(s.value === 'idle' ? [{ outcome: 'step:prepare-point-one-slot', event: oneSlotStep() }] : []),
       // The agent's reply recorded (or its turn ended): sent by the engine on every such append; only a waiting run heeds it.
       ...(s.value === 'awaitingSlot' ? [{ outcome: 'agent.working', event: { type: 'agent.working' } }] : []),
+      // The summary's deadline (summaryTimeoutMs) passes while it is still being prepared.
+      ...activeAfterEvents(s).map((type) => ({ outcome: 'summarize:deadline', event: { type } })),
     ];
     // The step that started a run is answered only once its bracket opened (or the run ended):
     // until then its job waits for the answer, so nothing else reaches the chart.

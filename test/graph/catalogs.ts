@@ -139,7 +139,15 @@ export const transactionSpec: MachineSpec<undefined> = {
   machine: transactionMachine,
   inputs: [{ label: 'automatic', input: TRANSACTION_INPUT }],
   initialAux: undefined,
-  events: (s) => (active(s) ? [...invokeOffers<undefined>(s, TRANSACTION_OFFERS), { outcome: 'cancel', event: { type: 'cancel' } }] : []),
+  events: (s) =>
+    active(s)
+      ? [
+          ...invokeOffers<undefined>(s, TRANSACTION_OFFERS),
+          { outcome: 'cancel', event: { type: 'cancel' } },
+          // The summary's deadline (summaryTimeoutMs) passes while it is still being written.
+          ...activeAfterEvents(s).map((type) => ({ outcome: 'summarize:deadline', event: { type } })),
+        ]
+      : [],
   // A cancel noted while validating or opening is honoured by the next decision: part of the state.
   project: (s) => JSON.stringify([s.value, s.context.cancelRequested]),
   atRest: (s) => s.status === 'done',

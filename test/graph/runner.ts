@@ -272,6 +272,9 @@ export function attachEngine(
     },
     ...(opts.pruner === false ? { pruner: false as const } : {}),
     quickCheck: opts.quickCheck ?? false,
+    // The paths route to unknown models on purpose (pressure:unknown-model) and check the chart's
+    // warning: the facade's rejection of that step is tested in engine-charts.test.ts.
+    requireCapacity: false,
   };
   const engine = createCompactionEngine(options);
   if (crashPlan) {

@@ -45,7 +45,7 @@ import {
   type Server,
   type World,
 } from './runner';
-import { settleTxStep, type RunCtx } from './tx-outcomes';
+import { DEADLINE_MS, settleTxStep, type RunCtx } from './tx-outcomes';
 
 interface Facade {
   kind: 'step' | 'await';
@@ -110,7 +110,12 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
   const indivisible = o.includes('selectRange:nothing');
   const economic = o.includes('step:compacting-pays');
   const w = await openWorld(srv, {
-    config: { background: true, ...(economic ? { economics: true } : {}), ...(o.includes('revalidate:too-little-progress') ? { minProgressRatio: 0.9 } : {}) },
+    config: {
+      background: true,
+      ...(economic ? { economics: true } : {}),
+      ...(o.includes('revalidate:too-little-progress') ? { minProgressRatio: 0.9 } : {}),
+      ...(o.includes('summarize:deadline') ? { summaryTimeoutMs: DEADLINE_MS } : {}),
+    },
   });
   // A world of one indivisible message (nothing to select) or of ordinary steps.
   if (indivisible) {

@@ -21,7 +21,7 @@ import {
   summaryRequests,
   type Server,
 } from './runner';
-import { settleTxStep, takeRange, type RunCtx } from './tx-outcomes';
+import { DEADLINE_MS, settleTxStep, takeRange, type RunCtx } from './tx-outcomes';
 
 const BRACKET = ['compaction/start', 'compaction/summary', 'user/message', 'compaction/end'];
 
@@ -32,6 +32,7 @@ const DECISIVE: Record<string, { code: string; cause?: string }> = {
   // Another writer's lock, taken after validation: busy, like a lock seen while validating.
   'openBracket:append-refused': { code: 'busy', cause: 'session-rule' },
   'summarize:fails': { code: 'summary', cause: 'summary-truncated' },
+  'summarize:deadline': { code: 'summary', cause: 'summary-timeout' },
   cancel: { code: 'cancelled' },
   'revalidate:surface-changed': { code: 'changed' },
   'revalidate:no-shrink': { code: 'summary', cause: 'summary-no-shrink' },
@@ -45,7 +46,10 @@ export async function runTransactionPath(srv: Server, path: GeneratedPath, byKey
   const outcomes = path.steps.map((s) => s.outcome);
   const w = await openWorld(srv, {
     pruner: false,
-    config: outcomes.includes('revalidate:too-little-progress') ? { minProgressRatio: 0.9 } : {},
+    config: {
+      ...(outcomes.includes('revalidate:too-little-progress') ? { minProgressRatio: 0.9 } : {}),
+      ...(outcomes.includes('summarize:deadline') ? { summaryTimeoutMs: DEADLINE_MS } : {}),
+    },
   });
   fillAbove(w, 100);
   const messagesBefore = JSON.stringify(w.session.deriveMessages());

@@ -13,6 +13,8 @@
  *   cancel in validating,       the step's call is held, the signal aborts, then the call runs
  *     opening, committing,      for real: these steps run to completion and the chart only
  *     flushing, closing         notes the cancel (validating/opening honour it next)
+ *   summarize deadline          the server hangs; the world's clock passes summaryTimeoutMs and
+ *                               the chart's `after` leaves summarizing (the request is aborted)
  *   summarize host-cancelled    the host's own summarizer (`hostSummarizer` world) aborts the
  *                               hanging request on its shutdown signal: `summary-cancelled`
  *                               while the engine's signal is live (no cancel event anywhere)
@@ -51,6 +53,9 @@ export interface RunCtx {
   /** The summary the server writes for a span (default: a short fixed text). */
   summaryText?: (range: RangeSelection) => string;
 }
+
+/** summaryTimeoutMs of a world whose path lets the summary's deadline pass. */
+export const DEADLINE_MS = 5_000;
 
 const HUGE_SUMMARY = Array.from({ length: 9000 }, (_, i) => `fact${i}`).join(' ');
 
@@ -101,6 +106,24 @@ export async function settleTxStep(w: World, step: TxStep, next: TxStep | undefi
       );
       const r = await call.runReal();
       expect((r.error as { code?: string }).code).toBe(ctx.summaryFailure === 'length' ? 'summary-truncated' : 'summary-request');
+      return;
+    }
+    case 'summarize:deadline': {
+      // The server hangs and nothing settles the call; the world's clock passes the summary's
+      // deadline (summaryTimeoutMs): the chart's `after` leaves summarizing, aborting the request.
+      const call = await take('summarize');
+      w.srv.queue.push({ kind: 'hang' });
+      const index = w.srv.server.requests.length;
+      const settled = call.runReal();
+      await w.srv.server.waitForRequest(index);
+      w.clock.increment(DEADLINE_MS - 1);
+      await new Promise((r) => setTimeout(r, 5));
+      expect(call.signal?.aborted, 'still summarizing just before the deadline').toBe(false);
+      w.clock.increment(1);
+      const r = await settled;
+      expect((r.error as { code?: string }).code).toBe('summary-cancelled');
+      expect(call.signal?.aborted, 'the chart stopped the summary').toBe(true);
+      expect((await w.srv.server.waitForClose(index)).aborted, 'the summary HTTP request was aborted').toBe(true);
       return;
     }
     case 'summarize:host-cancelled': {

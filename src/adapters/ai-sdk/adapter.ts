@@ -34,13 +34,13 @@ import type {
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
 import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../../engine';
-import { isCheckpoint, type SurfaceEvent } from '../../session/events';
+import type { SurfaceEvent } from '../../session/events';
 import type { Session } from '../../session/session';
 import { SessionWriter } from '../../session/writer';
 import type { Summarizer } from '../../services/summarizing';
 import { boundSummarizer } from '../../services/summarizing';
 import { withCheckpointLedger } from '../../services/summarizing';
-import type { ModelInfo } from '../../services/config';
+import { missingCapacity, type ModelInfo } from '../../services/config';
 import { normaliseRequestError, recoveryFailed } from './errors';
 import {
   AiSdkAdapterError,
@@ -55,14 +55,12 @@ import {
   userBlocks,
   type AssistantFacts,
 } from './convert';
+import { appMessagesIn, checkAnswered, isEcho, sameMessage, toolDefinition, type Mapped } from './history';
 import { replyRecorder } from './stream';
 import { specOf, wrapModel, type AiSdkLanguageModel, type AiSdkMiddleware } from './model';
 import { AiSdkSummarizer } from './summarizer';
-
-type Mapped =
-  | { role: 'user'; blocks: ReturnType<typeof userBlocks> }
-  | { role: 'assistant'; facts: AssistantFacts }
-  | { role: 'tool'; results: ReturnType<typeof toolResults> };
+import { sessionModelMessages } from './resume';
+import type { ModelMessage } from 'ai';
 
 export interface AiSdkCompactionOptions<M extends AiSdkLanguageModel = LanguageModelV3> extends Omit<CompactionEngineOptions, 'session' | 'client' | 'summarizer' | 'models'> {
   /** The model the loop talks to (any AI SDK language model of spec v3 or v4: `ai` 6 or 7). */
@@ -93,8 +91,13 @@ export interface AiSdkCompaction<M extends AiSdkLanguageModel = LanguageModelV3>
   readonly middleware: AiSdkMiddleware;
   readonly engine: CompactionEngine;
   readonly session: Session;
-  /** Stops the engine and closes an open step and turn, so the session is consistent; then flushes. */
-  close(): Promise<void>;
+  /**
+   * The conversation recorded so far as `ModelMessage[]`: after a restart, pass them (plus what
+   * is new) as `messages`, and the adapter continues the recorded conversation.
+   */
+  messages(): ModelMessage[];
+  /** Stops the engine and closes an open step and turn, so the session is consistent; then flushes (and closes the session with `{ session: true }`). */
+  close(options?: { session?: boolean }): Promise<void>;
 }
 
 /** The AI SDK provider id (`openai.chat`, `deepseek.chat`) → the registry's provider name. */
@@ -164,46 +167,6 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
       }
     });
 
-  /**
-   * Every tool call answered, and every result answering a waiting call, checked before anything is written: a message arriving while
-   * calls wait, or a prompt ending with calls unanswered, would otherwise be sent to the
-   * provider as a call without its result (a request providers reject, or answer blind). The
-   * AI SDK refuses the same prompts itself (`MissingToolResultsError`); this catches the ones
-   * that reach the model another way (a middleware before this one, a direct `doGenerate`).
-   */
-  const checkAnswered = (mapped: readonly Mapped[]): void => {
-    const waiting = new Set(session.surface.pendingCalls());
-    const refuse = (where: string) => {
-      const ids = [...waiting];
-      return new AiSdkAdapterError(
-        'missing-tool-results',
-        `xcompact/ai-sdk cannot send a prompt in which tool call${ids.length > 1 ? 's' : ''} ${ids.map((id) => `"${id}"`).join(', ')} ha${ids.length > 1 ? 've' : 's'} no result ${where}: ` +
-          'give every tool call its tool-result part (an error result for a call that was not run), as the AI SDK requires; nothing was recorded or sent',
-        { toolCallIds: ids },
-      );
-    };
-    for (const m of mapped) {
-      if (m.role === 'tool') {
-        for (const r of m.results) {
-          // The session refuses it too, but only at its own append: after the results before it were written.
-          if (!waiting.delete(r.callId)) {
-            throw new AiSdkAdapterError(
-              'unexpected-tool-result',
-              `xcompact/ai-sdk cannot record a result for tool call "${r.callId}" (${r.toolName}): no call with that id is waiting for one ` +
-                '(it was never made, or it has its result already); nothing was recorded or sent',
-              { toolCallIds: [r.callId] },
-            );
-          }
-        }
-        continue;
-      }
-      if (waiting.size > 0) throw refuse(`before the next ${m.role} message`);
-      if (m.role === 'assistant') for (const c of m.facts.toolCalls) waiting.add(c.id);
-    }
-    // The next request is built from the surface: a call still waiting would go out without its result.
-    if (waiting.size > 0) throw refuse('at the end of the prompt');
-  };
-
   const record = async (m: Mapped, signal: AbortSignal | undefined): Promise<void> => {
     switch (m.role) {
       case 'user':
@@ -269,7 +232,10 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     const echoed = echo !== undefined && candidate !== undefined && isEcho(candidate, echo);
     const fresh = rest.slice(consumed.length + (echoed ? 1 : 0));
     const mapped = mapAll(fresh);
-    checkAnswered(mapped);
+    checkAnswered(session.surface.pendingCalls(), mapped);
+    // No silent no-op: a model with no known window would never be compacted.
+    const missing = options.requireCapacity === false ? undefined : missingCapacity(provider, base.modelId, engine.config.models as Record<string, Partial<ModelInfo>>, 'createAiSdkCompaction (or contextWindow)');
+    if (missing) throw missing;
     if (echoed) consumed.push(fingerprint(candidate!));
     echo = undefined;
     if (system.length > 0) w.system(system.join('\n\n'));
@@ -379,52 +345,14 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     middleware,
     engine,
     session,
-    async close() {
+    messages: () => sessionModelMessages(session),
+    async close(opts = {}) {
       engine.stop();
       if (session.surface.pendingCalls().length === 0) {
         if (session.openStep) w.endStep('aborted');
         if (session.openTurn !== null) w.endTurn(turnFailed ? 'error' : 'aborted');
       }
-      await session.flush();
+      await (opts.session ? session.close() : session.flush());
     },
-  };
-}
-
-const sameMessage = (message: LanguageModelV3Message, recorded: string): boolean =>
-  recorded.startsWith('~') ? message.role === recorded.slice(1) : fingerprint(message) === recorded;
-
-/**
- * The roles of the app's messages a stored session already holds: every original append (not a
- * prune or checkpoint replacing one) of a user or assistant message, and each run of tool
- * results (the SDK puts one step's results in one tool message).
- */
-function appMessagesIn(session: Session): Array<'user' | 'assistant' | 'tool'> {
-  const roles: Array<'user' | 'assistant' | 'tool'> = [];
-  for (const e of session.events()) {
-    if (e.surfaceOp !== 'append' || e.type === 'system/message') continue;
-    if (e.type === 'tool/result') {
-      if (roles[roles.length - 1] !== 'tool') roles.push('tool');
-    } else if (e.type === 'assistant/message') roles.push('assistant');
-    else if (e.type === 'user/message' && !isCheckpoint(e)) roles.push('user');
-  }
-  return roles;
-}
-
-/**
- * The assistant message the SDK appends after a reply is that reply: matched by its tool-call
- * ids, not its text (providers differ in the empty text and reasoning parts they keep).
- */
-function isEcho(message: LanguageModelV3Message, callIds: readonly string[]): boolean {
-  if (message.role !== 'assistant') return false;
-  const ids = message.content.filter((p) => p.type === 'tool-call').map((p) => (p as { toolCallId: string }).toolCallId);
-  return ids.length === callIds.length && ids.every((id, k) => id === callIds[k]);
-}
-
-/** AI SDK function tools → the chat-completions shape the meter prices (and the summarizer replays). */
-function toolDefinition(tool: NonNullable<LanguageModelV3CallOptions['tools']>[number]): Record<string, unknown> {
-  if (tool.type !== 'function') return { ...tool };
-  return {
-    type: 'function',
-    function: { name: tool.name, ...(tool.description ? { description: tool.description } : {}), parameters: tool.inputSchema },
   };
 }

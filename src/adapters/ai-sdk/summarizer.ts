@@ -1,5 +1,5 @@
 /**
- * AiSdkSummarizer: summaries written by an AI SDK model through `generateText`.
+ * AiSdkSummarizer: summaries written by an AI SDK model through `streamText`.
  *
  * The default summarizer of the AI SDK adapter, because an AI SDK app has a model object,
  * not an OpenAI client: the summary goes through the same provider package, credentials,
@@ -11,13 +11,13 @@
  * The adapter's default wears `boundSummarizer`, so a span larger than the window is sent in
  * chunks that fit.
  */
-import { generateText, jsonSchema, tool, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import { jsonSchema, streamText, tool, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
 import type { ChatCompletionContentPart } from 'openai/resources/chat/completions';
 import type { ChatMessage } from '../../session/derive';
 import type { SurfaceEvent, Usage } from '../../session/events';
 import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from '../../services/summarizing';
 import { buildInstruction } from '../../services/summarizing';
-import { checkSummaryReply, stopOf, summaryCancelled, throwIfCancelled } from '../../services/summarizing';
+import { checkSummaryReply, stopOf, summaryCancelled, throwIfCancelled, watchIdle } from '../../services/summarizing';
 import type { AiSdkLanguageModel } from './model';
 import { parseArguments } from './convert';
 
@@ -43,9 +43,18 @@ export class AiSdkSummarizer implements Summarizer {
       { role: 'user', content: buildInstruction({ keptCheckpoints: request.context.length, focus: request.focus }) },
     ];
     const system = request.system && typeof request.system.content === 'string' ? request.system.content : undefined;
-    let result;
+    // Streamed, so that silence can be told from a slow summary: the provider must send the
+    // first part and each next one within idleTimeoutMs (generateText cannot tell a stalled
+    // body from a long one).
+    const idle = watchIdle(signal, request.idleTimeoutMs, 'the summary model');
+    let text = '';
+    let toolCalls = 0;
+    let finishReason: string | undefined;
+    let totalUsage: Parameters<typeof usageOf>[0] | undefined;
+    let failure: unknown;
+    let modelId: string | undefined;
     try {
-      result = await generateText({
+      const result = streamText({
         model: this.options.model as LanguageModel,
         ...(system !== undefined ? { system } : {}),
         messages,
@@ -53,22 +62,40 @@ export class AiSdkSummarizer implements Summarizer {
         ...(request.tools.length > 0 ? { tools: toolsOf(request.tools) } : {}),
         maxOutputTokens: request.maxTokens,
         maxRetries: this.options.maxRetries ?? 0,
-        abortSignal: signal,
+        abortSignal: idle.signal,
+        // Errors arrive as stream parts (read below), not on the console.
+        onError: () => undefined,
       });
+      for await (const part of result.fullStream) {
+        idle.alive();
+        if (part.type === 'text-delta') text += part.text;
+        else if (part.type === 'tool-call') toolCalls++;
+        else if (part.type === 'finish') {
+          finishReason = part.finishReason;
+          totalUsage = part.totalUsage;
+        } else if (part.type === 'error') failure ??= part.error;
+      }
+      if (failure === undefined && !idle.signal.aborted) modelId = (await result.response).modelId;
     } catch (err) {
-      if (signal.aborted) throw summaryCancelled(signal, err);
-      throw new SummarizerError('summary-request', `The summary request failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      failure ??= err;
+    } finally {
+      idle.done();
     }
-    const usage = usageOf(result.usage);
-    const text = checkSummaryReply(request, {
-      text: result.text,
-      toolCalls: result.toolCalls.length,
+    if (idle.timedOut) throw idle.error(failure);
+    if (signal.aborted) throw summaryCancelled(signal, failure);
+    if (failure !== undefined) {
+      throw new SummarizerError('summary-request', `The summary request failed: ${failure instanceof Error ? failure.message : String(failure)}`, { cause: failure });
+    }
+    const usage = totalUsage ? usageOf(totalUsage) : undefined;
+    const checked = checkSummaryReply(request, {
+      text,
+      toolCalls,
       // The AI SDK always reports a reason (`other` or `unknown` when the provider gave none).
-      stop: stopOf(result.finishReason),
-      finishReason: result.finishReason,
+      stop: stopOf(finishReason ?? 'unknown'),
+      ...(finishReason !== undefined ? { finishReason } : {}),
       ...(usage ? { usage } : {}),
     });
-    const out: SummaryResult = { text, provider: request.target.provider, model: request.target.model, requests: 1 }; // the route's name, not a server's file path
+    const out: SummaryResult = { text: checked, provider: request.target.provider, model: request.target.model, requests: 1 }; // the route's name, not a server's file path
     if (usage) out.usage = usage;
     return out;
   }

@@ -3,7 +3,8 @@
  * retained tail and summary cap, or a BudgetError that names the route and the fix.
  */
 import { XcompactError } from '../../errors.js';
-import { modelKey } from './models.js';
+import { modelKey } from '../metering';
+import { resolveModel, type ModelInfo } from './models.js';
 import { DEFAULT_RETAIN_FLOOR_RATIO, DEFAULT_RETAIN_RATIO, defaultHeadroom, type EffectivePolicy } from './schema.js';
 import { policyFor } from './policy.js';
 import type { CompactionConfig } from './policy';
@@ -144,3 +145,20 @@ function floorProduct(n: number, ratio: number): number {
   return Math.abs(product - nearest) <= 1e-9 * Math.max(1, Math.abs(product)) ? nearest : Math.floor(product);
 }
 
+
+/**
+ * The refusal of a model whose window is unknown (it would never be compacted), raised before a
+ * request is recorded or sent; undefined when the window is known. `where` names the option the
+ * fix goes in (`withCompaction`, `createAiSdkCompaction`).
+ */
+export function missingCapacity(provider: string, model: string, userModels: Record<string, Partial<ModelInfo>> | undefined, where: string): BudgetError | undefined {
+  const key = modelKey(provider, model);
+  if (resolveModel(key, userModels)) return undefined;
+  return new BudgetError(
+    'no-context-capacity',
+    provider,
+    model,
+    `${key}: no context window known for this model, so it would never be compacted: pass models: { ${JSON.stringify(key)}: { contextWindow: <tokens> } } to ${where} ` +
+      '(or requireCapacity: false to run with overflow recovery only). Nothing was recorded or sent',
+  );
+}

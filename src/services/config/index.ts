@@ -24,7 +24,7 @@ export {
   type ModelPolicyOverride,
 } from './schema.js';
 export { policyFor, modelInfoFor, tokenizerNameFor } from './policy.js';
-export { BudgetError, resolveBudget, type BudgetArgs, type BudgetErrorCode, type ResolvedBudget } from './budget.js';
+export { BudgetError, missingCapacity, resolveBudget, type BudgetArgs, type BudgetErrorCode, type ResolvedBudget } from './budget.js';
 export type { ConfigIssue } from './messages.js';
 
 export const ConfigSchema = ConfigFieldsSchema.superRefine(

@@ -14,7 +14,7 @@ import { DEFAULT_RETAIN_RATIO, type EffectivePolicy, type Fields, type ModelPoli
 export type CompactionConfig = ReturnType<typeof resolveConfig>;
 
 export function resolveConfig(fields: Fields) {
-  const { modelPolicies, thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio, ...rest } = fields;
+  const { modelPolicies, thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, ...rest } = fields;
   const overrides: ModelPolicyOverride[] = modelPolicies.map((policy) => ({
     provider: policy.provider,
     model: policy.model,
@@ -30,7 +30,18 @@ export function resolveConfig(fields: Fields) {
  */
 type MergeFields = Pick<
   Fields,
-  'thresholdRatio' | 'headroomTokens' | 'retainRatio' | 'retainTokens' | 'maxTokens' | 'compactionRetries' | 'maxOverflowRetries' | 'auto' | 'background' | 'prepareRatio'
+  | 'thresholdRatio'
+  | 'headroomTokens'
+  | 'retainRatio'
+  | 'retainTokens'
+  | 'maxTokens'
+  | 'compactionRetries'
+  | 'maxOverflowRetries'
+  | 'auto'
+  | 'background'
+  | 'prepareRatio'
+  | 'summaryIdleTimeoutMs'
+  | 'summaryTimeoutMs'
 >;
 
 function mergePolicy(fields: MergeFields, policy: PolicyInput | undefined): ModelPolicy {
@@ -45,6 +56,8 @@ function mergePolicy(fields: MergeFields, policy: PolicyInput | undefined): Mode
     auto: policy?.auto ?? fields.auto,
     background: policy?.background ?? fields.background,
     prepareRatio: policy?.prepareRatio ?? fields.prepareRatio,
+    summaryIdleTimeoutMs: policy?.summaryIdleTimeoutMs ?? fields.summaryIdleTimeoutMs,
+    summaryTimeoutMs: policy?.summaryTimeoutMs ?? fields.summaryTimeoutMs,
   };
 }
 
@@ -70,7 +83,7 @@ export function mergedMaxTokens(fields: { maxTokens?: number | undefined }, poli
 export function policyFor(config: CompactionConfig, provider: string, model: string): EffectivePolicy {
   const override = config.modelPolicies.find((p) => p.provider === provider && p.model === model);
   if (override) return { ...override, overridden: true };
-  const { thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio } = config;
+  const { thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs } = config;
   return {
     provider,
     model,
@@ -83,6 +96,8 @@ export function policyFor(config: CompactionConfig, provider: string, model: str
     auto,
     background,
     prepareRatio,
+    summaryIdleTimeoutMs,
+    summaryTimeoutMs,
     overridden: false,
   };
 }

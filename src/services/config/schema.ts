@@ -33,6 +33,14 @@ export const DEFAULT_RETAIN_RATIO = 0.16;
 export const DEFAULT_RETAIN_FLOOR_RATIO = 0.02;
 
 /**
+ * Summary stalls (docs/reliability.md): a provider silent for a minute is not coming back, and
+ * ten minutes is past the longest compactions seen in the field (claude-code#94580: median
+ * 137 s, max 435 s), so a slow model still finishes while a hung one frees the lock.
+ */
+export const DEFAULT_SUMMARY_IDLE_TIMEOUT_MS = 60_000;
+export const DEFAULT_SUMMARY_TIMEOUT_MS = 600_000;
+
+/**
  * Code points the pruner's marker line may use (including its newlines): the pruner owns the
  * figure, the config checks head + marker + tail against thresholdChars with it.
  */
@@ -67,6 +75,10 @@ const POLICY_FIELDS = {
   background: z.boolean().optional(),
   /** The prepare point as a share of the window (default: a quarter of the way from the threshold back to the retained tail). */
   prepareRatio: ratio().optional(),
+  /** Longest silence of the summary provider (before the first byte, between chunks) before the summary is abandoned, ms. */
+  summaryIdleTimeoutMs: positiveInt().optional(),
+  /** Longest a summary may take as a whole (every request of a chunked one), ms: past it the compaction fails with summary-timeout. */
+  summaryTimeoutMs: positiveInt().optional(),
 };
 
 export const ModelPolicySchema = z.strictObject({ provider: name(), model: name(), ...POLICY_FIELDS });
@@ -118,6 +130,8 @@ export const FIELDS = {
   auto: z.boolean().default(true),
   // On by default (issue 16): the agent does not wait for a summary below the threshold; see SPEC §13.
   background: z.boolean().default(true),
+  summaryIdleTimeoutMs: positiveInt().default(DEFAULT_SUMMARY_IDLE_TIMEOUT_MS),
+  summaryTimeoutMs: positiveInt().default(DEFAULT_SUMMARY_TIMEOUT_MS),
   summarizationProvider: z.string().default(''),
   summarizationModel: z.string().default(''),
   modelPolicies: z.array(ModelPolicySchema).default([]),
@@ -162,6 +176,8 @@ export interface ModelPolicy {
   background: boolean;
   /** Undefined: the default prepare point (SPEC §13). */
   prepareRatio: number | undefined;
+  summaryIdleTimeoutMs: number;
+  summaryTimeoutMs: number;
 }
 
 export interface ModelPolicyOverride extends ModelPolicy {

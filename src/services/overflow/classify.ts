@@ -7,7 +7,7 @@
  * Pure functions: no retries, no waiting — what to do with the class is the charts' call.
  */
 import type { OpenAIClient } from './openai-client';
-import { APIConnectionError, APIUserAbortError, InternalServerError, RateLimitError, type APIError } from 'openai';
+import type { APIError } from 'openai';
 import { XcompactError } from '../../errors.js';
 
 /**
@@ -150,7 +150,7 @@ export function classifyRequestError(err: unknown): RequestErrorClass {
 
   const quotaWording = NON_OVERFLOW_PATTERNS.some((p) => p.test(text));
   const rateLimited =
-    status === 429 || isInstance(err, RateLimitError, 'RateLimitError') || codes.some((c) => RATE_LIMIT_CODES.has(c)) || quotaWording;
+    status === 429 || isInstance(err, 'RateLimitError') || codes.some((c) => RATE_LIMIT_CODES.has(c)) || quotaWording;
   if (rateLimited) return { kind: 'rate-limit', ...base };
 
   for (const { provider, pattern } of OVERFLOW_PATTERNS) {
@@ -165,7 +165,7 @@ export function classifyRequestError(err: unknown): RequestErrorClass {
 
   const serverFault =
     (status !== undefined && status >= 500) ||
-    isInstance(err, InternalServerError, 'InternalServerError') ||
+    isInstance(err, 'InternalServerError') ||
     (status === undefined && codes.some((c) => SERVER_CODES.has(c)));
   if (serverFault) {
     return { kind: 'server', ...base };
@@ -259,17 +259,22 @@ function numbersFrom(groups: Record<string, string | undefined> | undefined, bod
 }
 
 function isAbort(err: unknown): boolean {
-  if (isInstance(err, APIUserAbortError, 'APIUserAbortError')) return true;
+  if (isInstance(err, 'APIUserAbortError')) return true;
   return isRecord(err) && err['name'] === 'AbortError';
 }
 
 function isConnectionError(err: unknown): boolean {
-  return isInstance(err, APIConnectionError, 'APIConnectionError') || isInstance(err, APIConnectionError, 'APIConnectionTimeoutError');
+  return isInstance(err, 'APIConnectionError');
 }
 
-/** `instanceof`, falling back to the constructor chain's names for a second copy of the SDK. */
-function isInstance(err: unknown, cls: abstract new (...args: never[]) => unknown, name: string): boolean {
-  if (err instanceof cls) return true;
+/**
+ * The SDK's error class by name along the prototype chain (`APIConnectionTimeoutError` is an
+ * `APIConnectionError`): no `instanceof`, so xcompact never loads the SDK to classify (importing
+ * xcompact does not load `openai`), and an error from a second copy of the SDK (CJS and ESM, or
+ * openai 6 and 7) is read the same. The status-based checks beside each use cover a bundler
+ * that renamed the classes.
+ */
+function isInstance(err: unknown, name: string): boolean {
   let proto: unknown = isRecord(err) ? Object.getPrototypeOf(err) : null;
   while (isRecord(proto)) {
     const ctor = proto['constructor'];

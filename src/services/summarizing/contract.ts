@@ -34,6 +34,12 @@ export interface SummaryRequest {
   contextWindow?: number;
   /** Token count of a text with the target model's tokenizer. */
   countTokens: (text: string) => number;
+  /**
+   * Longest silence from the provider, in ms: before the response starts and between two
+   * chunks of it (config `summaryIdleTimeoutMs`). A model summarizer that hears nothing for
+   * this long gives up with `summary-timeout`. Absent: no idle limit.
+   */
+  idleTimeoutMs?: number;
 }
 
 export interface SummaryResult {
@@ -71,7 +77,8 @@ export type SummarizerErrorCode =
   | 'summary-tool-calls' // the model called tools instead of writing
   | 'summary-cancelled' // the caller's signal aborted the request
   | 'summary-request' // the request failed (HTTP error, connection); `cause` holds the SDK error
-  | 'summary-input-too-large'; // even bounded, the input cannot fit the summarizer's window
+  | 'summary-input-too-large' // even bounded, the input cannot fit the summarizer's window
+  | 'summary-timeout'; // the provider stalled (summaryIdleTimeoutMs) or the summary overran its deadline (summaryTimeoutMs)
 
 export class SummarizerError extends XcompactError {
   declare readonly code: SummarizerErrorCode;

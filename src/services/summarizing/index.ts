@@ -8,3 +8,4 @@ export * from './instruction';
 export * from './ledger';
 export * from './openai';
 export * from './reply';
+export * from './idle';

@@ -11,18 +11,18 @@
  */
 import { XcompactError } from '../../errors.js';
 import type { OpenAIClient } from '../overflow';
-import { APIUserAbortError } from 'openai';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
 import type { ChatMessage } from '../../session/derive';
 import type { Usage } from '../../session/events';
 import { usageFromOpenAI } from '../../session/writer';
-import { withErrorBodyRecovery } from '../overflow';
+import { classifyRequestError, withErrorBodyRecovery } from '../overflow';
 import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from './contract';
 import { priceRequest } from './bounded';
 import { BoundedSummarizer, sumUsage, type BoundingOptions } from './bounded-summarizer';
 import { buildInstruction } from './instruction';
 import { checkSummaryReply, stopOf, summaryCancelled, throwIfCancelled } from './reply';
+import { watchIdle } from './idle';
 import { withCheckpointLedger } from './ledger';
 
 export { sumUsage, type BoundingOptions } from './bounded-summarizer';
@@ -139,9 +139,14 @@ export class OpenAISummarizer implements Summarizer {
     const toolCalls = new Set<number>();
     let usage: CompletionUsage | undefined;
     let model: string | undefined;
+    // From the request on: a provider that answers nothing, stops after the headers or stops
+    // mid-stream is given up on after idleTimeoutMs of silence.
+    const idle = watchIdle(signal, request.idleTimeoutMs, 'the summary provider');
     try {
-      const stream = await this.client.chat.completions.create(body, { signal, maxRetries: this.maxRetries });
+      const stream = await this.client.chat.completions.create(body, { signal: idle.signal, maxRetries: this.maxRetries });
+      idle.alive();
       for await (const chunk of stream as AsyncIterable<ChatCompletionChunk>) {
+        idle.alive();
         if (chunk.model) model = chunk.model;
         if (chunk.usage) usage = chunk.usage;
         for (const choice of chunk.choices ?? []) {
@@ -153,11 +158,15 @@ export class OpenAISummarizer implements Summarizer {
         }
       }
     } catch (err) {
-      if (signal.aborted || err instanceof APIUserAbortError) throw summaryCancelled(signal, err);
+      if (idle.timedOut) throw idle.error(err);
+      if (signal.aborted || classifyRequestError(err).kind === 'cancelled') throw summaryCancelled(signal, err);
       throw new SummarizerError('summary-request', `The summary request failed: ${messageOf(err)}`, { cause: err });
+    } finally {
+      idle.done();
     }
     // The SDK ends the iteration silently when the signal aborts mid-stream: what arrived is
     // a partial summary and must never be used.
+    if (idle.timedOut) throw idle.error();
     if (signal.aborted) throw summaryCancelled(signal, signal.reason);
 
     const done: Completion = {

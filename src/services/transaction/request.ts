@@ -85,6 +85,8 @@ export function buildSummaryRequest(
     countTokens: requestCounter(targetTokenizer, deps.meter, nodes),
   };
   if (focus !== undefined) request.focus = focus;
+  // The summarizer's own model policy: a slow local summarizer may be given longer.
+  request.idleTimeoutMs = policyFor(config, target.provider, target.model).summaryIdleTimeoutMs;
   if (targetInfo?.contextWindow !== undefined) request.contextWindow = targetInfo.contextWindow;
   if (targetInfo?.outputCapField !== undefined) request.outputCapField = targetInfo.outputCapField;
   return request;

@@ -90,11 +90,22 @@ export async function acquireLock(file: string, lockPath: string): Promise<HeldL
   }
 }
 
-/** Releases a lock taken by {@link acquireLock}. Never removes another writer's lock. */
-export async function releaseLock(lock: HeldLock): Promise<void> {
+/**
+ * Releases a lock taken by {@link acquireLock}. Never removes another writer's lock. Returns
+ * the error when this writer's owner file could not be removed (a file system that turned
+ * read-only, say): the lock then still names this live process, so other processes are
+ * refused until it exits, while a reopen in this process takes it back (see isStale).
+ */
+export async function releaseLock(lock: HeldLock): Promise<Error | undefined> {
   heldHere.delete(lock.token);
-  await fs.unlink(join(lock.lockPath, OWNER_PREFIX + lock.token)).catch(() => undefined);
+  let failure: Error | undefined;
+  try {
+    await fs.unlink(join(lock.lockPath, OWNER_PREFIX + lock.token));
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') failure = err as Error;
+  }
   await fs.rmdir(lock.lockPath).catch(() => undefined);
+  return failure;
 }
 
 /** After winning the rename: the lock holds my owner file and nothing else (a check of the protocol, not a retry). */
@@ -183,7 +194,8 @@ function lockedBy(file: string, lockPath: string, owner: Owner | undefined, wher
     owner !== undefined && typeof owner.pid === 'number' ? `process ${owner.pid} on ${String(owner.host)}` : `an unreadable lock (${where})`;
   return new StoreError(
     'store-locked',
-    `${file} is locked by ${who}: only one writer may append to a session. Close that session, or delete ${lockPath} if its process is gone.`,
+    `${file} is locked by ${who}: only one writer may append to a session. Close that session, or delete ${lockPath} if its process is gone. ` +
+      '(A writer whose file system turned read-only cannot remove its lock: it is released when that process exits.)',
     { file },
   );
 }

@@ -19,8 +19,10 @@
  * - Appends are queued synchronously and written in order; `flush()` waits for the writes
  *   and an fdatasync.
  */
+import { isUtf8 } from 'node:buffer';
 import { promises as fs, constants as fsc } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { XcompactError } from '../../errors';
 import { StoreError } from '../errors';
 import type { SessionEvent } from '../events';
 import { checkSessionId, type LoadReport, type SessionStore, type StoredLog } from '../store';
@@ -49,6 +51,9 @@ export class JsonlStore implements SessionStore {
   private readonly repairInterleaved: boolean;
 
   constructor(dir: string, options: JsonlStoreOptions = {}) {
+    if (typeof dir !== 'string' || dir === '') {
+      throw new XcompactError('config', `JsonlStore needs the directory its session files live in, as a non-empty string; got ${dir === '' ? 'an empty string' : typeof dir}.`);
+    }
     this.dir = dir;
     this.sync = options.sync ?? true;
     this.repairInterleaved = options.repairInterleaved ?? false;
@@ -84,7 +89,7 @@ export class JsonlStore implements SessionStore {
         cut = { bytes: torn, keptAt: `${file}.torn-${stamp}` };
         report.tornTail.keptAt = cut.keptAt;
       }
-      const writer = new JsonlWriter(file, lock, validLength, cut, this.sync);
+      const writer = new JsonlWriter(file, lock, validLength, cut, this.sync, logBytes === undefined);
       return { records, report, location: file, writer, ...(snapshot ? { snapshot } : {}) };
     } catch (err) {
       openInThisProcess.delete(file);
@@ -166,7 +171,27 @@ export function parseLogBytes(buf: Buffer, file: string, options: { stopAtRepeat
     records.push({ line: i + 1, value });
   }
   const report: LoadReport = torn ? { tornTail: { line: lines.length + 1, bytes: torn.length } } : {};
+  const invalid = invalidUtf8Lines(buf.subarray(0, validLength));
+  if (invalid) report.invalidUtf8 = invalid;
   return { records, report, validLength, torn };
+}
+
+/** The lines (1-based) of committed bytes that are not valid UTF-8, the first 20 of them; undefined when all are. */
+function invalidUtf8Lines(committed: Buffer): { lines: number[]; count: number } | undefined {
+  if (isUtf8(committed)) return undefined; // the fast path: one pass, no copies
+  const lines: number[] = [];
+  let count = 0;
+  let start = 0;
+  for (let line = 1; start < committed.length; line++) {
+    const end = committed.indexOf(0x0a, start);
+    const stop = end === -1 ? committed.length : end;
+    if (!isUtf8(committed.subarray(start, stop))) {
+      count++;
+      if (lines.length < 20) lines.push(line);
+    }
+    start = stop + 1;
+  }
+  return { lines, count };
 }
 
 class JsonlWriter extends QueuedWriter<string> {
@@ -179,12 +204,14 @@ class JsonlWriter extends QueuedWriter<string> {
     /** Bytes after the kept lines (a torn tail, or interleaved lines), moved aside before the first write. */
     private cut: { bytes: Buffer; keptAt: string } | undefined,
     private readonly sync: boolean,
+    /** The file did not exist when opened: its directory entry is synced after the first durable flush. */
+    private newFile: boolean,
   ) {
     super(file);
   }
 
   protected encode(event: SessionEvent): string {
-    return `${JSON.stringify(event)}\n`;
+    return `${this.json(event)}\n`;
   }
 
   protected asFailure(err: unknown): StoreError {
@@ -195,6 +222,12 @@ class JsonlWriter extends QueuedWriter<string> {
     if (!this.sync || !this.handle) return;
     try {
       await this.handle.datasync();
+      // fdatasync makes the bytes durable, not the new name: without this a power loss right
+      // after the first acknowledged flush can lose the whole file.
+      if (this.newFile) {
+        await syncDirectory(dirname(this.file));
+        this.newFile = false;
+      }
     } catch (err) {
       this.fail(new StoreError('store-io', `fdatasync of ${this.file} failed: ${String(err)}`, { file: this.file, cause: err }));
       throw this.failure;
@@ -205,7 +238,16 @@ class JsonlWriter extends QueuedWriter<string> {
     await this.handle?.close().catch(() => undefined);
     this.handle = undefined;
     openInThisProcess.delete(this.file);
-    await releaseLock(this.lock);
+    const stuck = await releaseLock(this.lock);
+    if (stuck) {
+      const earlier = this.failure ? ` The writer had stopped before: ${this.failure.message}` : '';
+      throw new StoreError(
+        'store-io',
+        `closing ${this.file}: its lock ${this.lock.lockPath} could not be removed (${String(stuck)}), so other processes get store-locked until this process exits; ` +
+          `reopening the session in this process takes the lock back once the file system is writable.${earlier}`,
+        { file: this.file, cause: stuck },
+      );
+    }
   }
 
   /** Once flushed, the first `offset` bytes hold the `events` lines the snapshot covers (and any appended since). */
@@ -258,11 +300,48 @@ class JsonlWriter extends QueuedWriter<string> {
           { file: this.file },
         );
       }
-      // Keep the bytes aside before cutting them off: nothing is thrown away.
-      await fs.writeFile(this.cut.keptAt, this.cut.bytes);
+      // Keep the bytes aside (durably) before cutting them off: nothing is thrown away.
+      await keepAside(this.file, this.cut.keptAt, this.cut.bytes);
       await fh.truncate(this.offset);
       this.cut = undefined;
     }
     return fh;
+  }
+}
+
+/**
+ * Writes `bytes` to a new file `keptAt` and syncs it; on failure (a full disk, say) removes
+ * what was created, so no empty or partial copy is left, and the log is not cut.
+ */
+async function keepAside(file: string, keptAt: string, bytes: Buffer): Promise<void> {
+  let fh: fs.FileHandle | undefined;
+  try {
+    fh = await fs.open(keptAt, 'wx', 0o644);
+    await fh.writeFile(bytes);
+    await fh.sync();
+  } catch (err) {
+    await fh?.close().catch(() => undefined);
+    fh = undefined;
+    await fs.unlink(keptAt).catch(() => undefined);
+    throw new StoreError('store-io', `cannot keep the ${bytes.length} bytes after the last complete line of ${file} aside in ${keptAt}: ${String(err)}. The file was not changed; free some space and append again.`, {
+      file,
+      cause: err,
+    });
+  } finally {
+    await fh?.close().catch(() => undefined);
+  }
+}
+
+/** fsync of a directory: some file systems cannot (EINVAL and the like), and then there is nothing more to do. */
+async function syncDirectory(dir: string): Promise<void> {
+  let dh: fs.FileHandle | undefined;
+  try {
+    dh = await fs.open(dir, 'r');
+    await dh.sync();
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code !== 'EINVAL' && code !== 'ENOTSUP' && code !== 'EISDIR' && code !== 'EBADF' && code !== 'EPERM' && code !== 'EACCES') throw err;
+  } finally {
+    await dh?.close().catch(() => undefined);
   }
 }

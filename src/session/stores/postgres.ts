@@ -21,7 +21,7 @@ import { StoreError } from '../errors';
 import type { SessionEvent } from '../events';
 import { checkSessionId, type LoadReport, type LogWriter, type SessionStore, type StoredLog } from '../store';
 import { QueuedWriter } from './queued-writer';
-import { createPool, describeUrl, storeErrorOf } from './postgres-connect';
+import { createPool, describeUrl, storeErrorOf, withDeadline } from './postgres-connect';
 import type { PgPool } from './postgres-connect';
 export type { PgPool };
 import { migrate, schemaNames, storedVersion, type Queryable, type SchemaNames } from './postgres-schema';
@@ -39,11 +39,22 @@ export interface PostgresStoreOptions {
   leaseMs?: number;
   /** Open sessions without a writer lease; appends are refused. */
   readOnly?: boolean;
+  /**
+   * How long one statement may take, in ms (default 30 000). On the store's own pool it is the
+   * server's `statement_timeout` and `lock_timeout`; on any pool, a statement with no answer
+   * within it plus a second (a frozen server sends no error) fails with `store-unreachable`,
+   * so `flush()` never waits without limit.
+   */
+  statementTimeoutMs?: number;
 }
+
+/** Time past the server's own timeouts before the client stops waiting for their error. */
+const GRACE_MS = 1_000;
 
 export class PostgresStore implements SessionStore {
   readonly readOnly: boolean;
   readonly leaseMs: number;
+  readonly statementTimeoutMs: number;
   /** Where the store points, without the password (for messages). */
   readonly where: string;
   private readonly names: SchemaNames;
@@ -60,6 +71,10 @@ export class PostgresStore implements SessionStore {
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 100) {
       // A bad option, not a store failure: nothing was tried, and retrying cannot help.
       throw new XcompactError('config', `PostgresStore option leaseMs must be an integer number of milliseconds ≥ 100; got ${String(options.leaseMs)}.`);
+    }
+    this.statementTimeoutMs = options.statementTimeoutMs ?? 30_000;
+    if (!Number.isInteger(this.statementTimeoutMs) || this.statementTimeoutMs < 1) {
+      throw new XcompactError('config', `PostgresStore option statementTimeoutMs must be a whole number of milliseconds ≥ 1; got ${String(options.statementTimeoutMs)}.`);
     }
     this.url = options.url;
     this.ownsPool = !options.pool;
@@ -92,10 +107,10 @@ export class PostgresStore implements SessionStore {
     if (took) report.leaseTakenOver = took;
     try {
       const records = await this.load(pool, id);
-      const writer = new PostgresWriter(pool, this.names, id, holder, location, records.length, this.leaseMs);
+      const writer = new PostgresWriter(pool, this.names, id, holder, location, records.length, this.leaseMs, this.statementTimeoutMs + GRACE_MS);
       return { records, report, location, writer };
     } catch (err) {
-      await pool.query(`DELETE FROM ${this.names.leases} WHERE session_id = $1 AND holder = $2`, [id, holder]).catch(() => undefined);
+      await this.deadline(pool.query(`DELETE FROM ${this.names.leases} WHERE session_id = $1 AND holder = $2`, [id, holder]), 'releasing the lease').catch(() => undefined);
       throw err;
     }
   }
@@ -104,17 +119,23 @@ export class PostgresStore implements SessionStore {
   async close(): Promise<void> {
     const p = this.poolP;
     this.poolP = undefined;
-    if (p && this.ownsPool) await (await p).end().catch(() => undefined);
+    // A pool whose server froze never finishes ending (its clients are stuck): stop waiting.
+    if (p && this.ownsPool) await this.deadline((async () => (await p).end())(), 'closing the pool').catch(() => undefined);
   }
 
   private pool(): Promise<Pool> {
-    this.poolP ??= createPool(this.url!);
+    const ms = this.statementTimeoutMs;
+    this.poolP ??= createPool(this.url!, { statement_timeout: ms, lock_timeout: ms });
     return this.poolP;
+  }
+
+  private deadline<T>(work: Promise<T>, doing: string): Promise<T> {
+    return withDeadline(work, this.statementTimeoutMs + GRACE_MS, this.where, doing);
   }
 
   private async run<T>(doing: string, fn: () => Promise<T>): Promise<T> {
     try {
-      return await fn();
+      return await this.deadline(fn(), doing);
     } catch (err) {
       throw storeErrorOf(err, this.where, doing);
     }
@@ -183,6 +204,12 @@ export class PostgresStore implements SessionStore {
   }
 }
 
+/** A queued event: its seq (what the batch is fenced on) and its JSON, encoded at append. */
+interface Encoded {
+  seq: number;
+  json: string;
+}
+
 function readOnlyWriter(id: string, location: string): LogWriter {
   return {
     failure: new StoreError('store-read-only', `session "${id}" was opened read-only (no writer lease) from ${location}: open it with a writer store to append.`, { file: location }),
@@ -194,7 +221,7 @@ function readOnlyWriter(id: string, location: string): LogWriter {
   };
 }
 
-class PostgresWriter extends QueuedWriter<SessionEvent> {
+class PostgresWriter extends QueuedWriter<Encoded> {
   private readonly renewTimer: NodeJS.Timeout;
 
   constructor(
@@ -206,14 +233,16 @@ class PostgresWriter extends QueuedWriter<SessionEvent> {
     /** Events stored so far: the seq the next batch must start at. */
     private stored: number,
     private readonly leaseMs: number,
+    /** No answer within this many ms is `store-unreachable`. */
+    private readonly answerMs: number,
   ) {
     super(location);
     this.renewTimer = setInterval(() => void this.renew(), Math.max(50, Math.floor(leaseMs / 3)));
     this.renewTimer.unref();
   }
 
-  protected encode(event: SessionEvent): SessionEvent {
-    return event;
+  protected encode(event: SessionEvent): Encoded {
+    return { seq: event.seq, json: this.json(event) };
   }
 
   protected asFailure(err: unknown): StoreError {
@@ -222,7 +251,11 @@ class PostgresWriter extends QueuedWriter<SessionEvent> {
 
   protected async release(): Promise<void> {
     clearInterval(this.renewTimer);
-    await this.pool.query(`DELETE FROM ${this.n.leases} WHERE session_id = $1 AND holder = $2`, [this.id, this.holder]).catch(() => undefined);
+    await this.query(`DELETE FROM ${this.n.leases} WHERE session_id = $1 AND holder = $2`, [this.id, this.holder], 'releasing the lease').catch(() => undefined);
+  }
+
+  private query(text: string, values: unknown[], doing: string): ReturnType<Pool['query']> {
+    return withDeadline(this.pool.query(text, values), this.answerMs, this.location, doing);
   }
 
   protected override fail(err: Error): void {
@@ -237,9 +270,10 @@ class PostgresWriter extends QueuedWriter<SessionEvent> {
   private async renew(): Promise<void> {
     if (this.closed || this.failure) return;
     try {
-      const r = await this.pool.query(
+      const r = await this.query(
         `UPDATE ${this.n.leases} SET expires_at = clock_timestamp() + $3 * interval '1 millisecond' WHERE session_id = $1 AND holder = $2`,
         [this.id, this.holder, this.leaseMs],
+        'renewing the lease',
       );
       if (r.rowCount === 0 && !this.closed) this.fail(this.conflict('the writer lease was taken over by another writer (this one stopped renewing it in time)'));
     } catch {
@@ -248,12 +282,12 @@ class PostgresWriter extends QueuedWriter<SessionEvent> {
     }
   }
 
-  protected async writeBatch(batch: SessionEvent[]): Promise<void> {
+  protected async writeBatch(batch: Encoded[]): Promise<void> {
     const first = batch[0]!.seq;
     if (first !== this.stored) throw this.conflict(`the batch starts at seq ${first} but ${this.stored} events are stored`);
     let r;
     try {
-      r = await this.pool.query(
+      r = await this.query(
         `WITH lease AS (
            UPDATE ${this.n.leases} SET expires_at = clock_timestamp() + $4 * interval '1 millisecond'
            WHERE session_id = $1 AND holder = $2 RETURNING 1)
@@ -261,7 +295,8 @@ class PostgresWriter extends QueuedWriter<SessionEvent> {
          SELECT $1, (e->>'seq')::integer, e FROM jsonb_array_elements($3::jsonb) AS e
          WHERE EXISTS (SELECT 1 FROM lease)
            AND (SELECT coalesce(max(seq), -1) FROM ${this.n.events} WHERE session_id = $1) = $5`,
-        [this.id, this.holder, JSON.stringify(batch), this.leaseMs, first - 1],
+        [this.id, this.holder, `[${batch.map((e) => e.json).join(',')}]`, this.leaseMs, first - 1],
+        'appending events',
       );
     } catch (err) {
       if ((err as { code?: string }).code === '23505') throw this.conflict(`another writer already stored an event at seq ${first}..${first + batch.length - 1}`);
@@ -272,7 +307,7 @@ class PostgresWriter extends QueuedWriter<SessionEvent> {
       return;
     }
     // Nothing was stored (one statement): say why.
-    const lease = await this.pool.query(`SELECT holder FROM ${this.n.leases} WHERE session_id = $1`, [this.id]);
+    const lease = await this.query(`SELECT holder FROM ${this.n.leases} WHERE session_id = $1`, [this.id], 'reading the lease');
     const holder = (lease.rows[0] as { holder?: string } | undefined)?.holder;
     if (holder !== this.holder) throw this.conflict(`the writer lease is now held by ${holder ?? 'nobody'} (this writer's expired and was taken over)`);
     throw this.conflict(`the log no longer ends at seq ${first - 1}: another writer appended`);

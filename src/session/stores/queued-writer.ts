@@ -4,9 +4,13 @@
  * `flush()` waits for the writes (and whatever makes them durable); `close()` flushes, then
  * releases the session whatever the flush did. A store supplies only the batch write.
  */
-import { StoreError } from '../errors';
+import { XcompactError } from '../../errors';
+import { SessionRuleError, StoreError } from '../errors';
 import type { SessionEvent } from '../events';
 import type { LogWriter } from '../store';
+
+/** The largest event, in characters of JSON (at most 192 MiB of UTF-8, under jsonb's 255 MB). */
+export const MAX_EVENT_CHARS = 64 * 1024 * 1024;
 
 export abstract class QueuedWriter<T> implements LogWriter {
   failure: Error | undefined;
@@ -30,7 +34,16 @@ export abstract class QueuedWriter<T> implements LogWriter {
 
   append(event: SessionEvent): void {
     if (this.closed) throw new StoreError('store-closed', `${this.location} was closed; reopen the session to append.`, { file: this.location });
-    this.queue.push(this.encode(event));
+    // Encoded before it is queued (and the session commits only after this returns): an event
+    // that cannot be encoded is refused, never half taken.
+    let encoded: T;
+    try {
+      encoded = this.encode(event);
+    } catch (err) {
+      if (err instanceof XcompactError) throw err;
+      throw new SessionRuleError('not-storable', `${event.type} cannot be serialised for ${this.location}: ${String(err)}.`);
+    }
+    this.queue.push(encoded);
     this.draining ??= this.drain();
   }
 
@@ -48,6 +61,18 @@ export abstract class QueuedWriter<T> implements LogWriter {
       this.closed = true;
       await this.release();
     }
+  }
+
+  /** One event's JSON line, refused when it is over the size every store can keep. */
+  protected json(event: SessionEvent): string {
+    const line = JSON.stringify(event);
+    if (line.length > MAX_EVENT_CHARS) {
+      throw new SessionRuleError(
+        'not-storable',
+        `${event.type} is ${line.length} characters of JSON, over the ${MAX_EVENT_CHARS} an event may take (PostgreSQL keeps at most 255 MB per jsonb value): prune or split it.`,
+      );
+    }
+    return line;
   }
 
   protected fail(err: Error): void {

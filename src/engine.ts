@@ -10,6 +10,7 @@ import { createActor, type Actor, type InspectionEvent, type Observer } from 'xs
 import { buildCompactionMachine, type CompactionMachineOptions } from './compaction-machine';
 import { XcompactError } from './errors';
 import type { CompactionEmitted, EngineEmitted, EngineRequest, engineMachine, SettledResult } from './machines/engine';
+import { BACKGROUND_SYSTEM_ID } from './machines/background';
 import type { BackgroundReport } from './machines/gate';
 import type { DeclineReason } from './machines/overflow';
 import type { PressureOutput, PressureStatus } from './machines/pressure';
@@ -162,8 +163,14 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
   const rejectInFlight = (why: string) => {
     for (const reject of [...inFlight]) reject(new XcompactError('engine-stopped', `the compaction engine ${why}`));
   };
+  // One server slot (machines/background.ts): a reply recorded, or a turn ended, means the agent
+  // no longer waits for the model, so a background summary waiting for the slot may start.
+  const unsubscribeSlot = options.session.subscribe((e) => {
+    if ((e.type === 'assistant/message' && e.surfaceOp === 'append') || e.type === 'turn/end') actor.system.get(BACKGROUND_SYSTEM_ID)?.send({ type: 'agent.working' });
+  });
   actor.subscribe({
     complete: () => {
+      unsubscribeSlot();
       built.dispose();
       rejectInFlight('was stopped while this call was running');
     },

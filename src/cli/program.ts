@@ -141,6 +141,7 @@ export function buildProgram(io: CliIO = processIO()): Command {
     .option('--force', 'overwrite an existing output file')
     .option('--recover', 'close a session left mid-turn by a crash (interrupted calls, open step/turn, orphan lock) before compacting')
     .option('--config <file>', 'xcompact configuration JSON (models, tokenizer, …)')
+    .option('--no-color', 'plain output without ANSI colours')
     .addOption(verboseOption())
     .action(async (file: string, opts: Parameters<typeof runCompact>[1]) => {
       await runCompact(file, { ...opts, env }, stdout);

@@ -125,6 +125,8 @@ export const ModelEntrySchema = z.strictObject({
   maxOutputTokens: positiveInt().optional(),
   tokenizer: z.enum(TOKENIZER_NAMES).optional(),
   outputCapField: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
+  /** Requests the model's server works on at once (llama.cpp's -np): 1 for a local single-slot server. */
+  concurrency: positiveInt().optional(),
 });
 
 export const FIELDS = {

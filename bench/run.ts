@@ -13,8 +13,10 @@ const SECTIONS = [
   { file: 'compaction.ts', title: 'Compaction economics on the real transcript: ours vs the reference policy' },
   { file: 'calibration.ts', title: 'Providers we have no tokenizer for: calibrated growth, windows in provider tokens, pathological text' },
   { file: 'background.ts', title: 'Background compaction: time the agent is blocked in afterStep, foreground vs background (2 s summarizer)' },
+  { file: 'one-slot.ts', title: 'One server slot (llama.cpp -np 1): agent blocked time and prompt re-evaluation, foreground vs background vs concurrency 1' },
   { file: 'scale.ts', title: 'Scale: afterStep per step at 1k, 10k, 50k nodes, reopen of 80k events, no re-tokenizing, O(appended) deriveMessages' },
   { file: 'eval.ts', title: 'xcompact eval: a 1,000-message transcript at two windows × five policies (target: under a minute on 2 cores)' },
+  { file: 'recall.ts', title: 'Recall: latency at 1k/10k/100k events, index memory, needed facts one recall call returns (pi at 32k)' },
   { file: 'economics/run.ts', title: 'Economics: xcompact vs simulated peer policies (pi, Codex, opencode, naive) at 32k and 128k' },
 ] as const;
 

@@ -16,6 +16,9 @@
  * - `onRequestError(err)` when a request fails: on a context overflow it compacts and answers
  *   `retry`; the retried request is rebuilt from `session.deriveMessages()`, never reused.
  * - `compactNow({ focus })` for `/compact`, only between turns.
+ * - With `config.recall` on (RECALL=1), the recall tool joins the tools: checkpoints and pruned
+ *   results name handles, and a `recall` call is answered from the session log
+ *   (`recall.run(arguments)`: bad arguments come back as a tool error, never thrown).
  */
 import { execFile } from 'node:child_process';
 import { realpath, stat, readFile } from 'node:fs/promises';
@@ -28,6 +31,7 @@ import type { ChatCompletion, ChatCompletionTool } from 'openai/resources/chat/c
 // In your application: from 'xcompact'.
 import {
   createCompactionEngine,
+  recallTool,
   JsonlStore,
   Session,
   SessionWriter,
@@ -119,22 +123,34 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRun> {
     else if (e.type === 'capacity.missing') log(`[xcompact] ${e.message}`);
   });
 
+  // Nothing is lost: with recall on, the model can bring back what checkpoints and prunes took off its context.
+  const recall = options.config?.recall === true ? recallTool(session) : undefined;
+  const tools: ChatCompletionTool[] = recall ? [...TOOLS, recall.definition] : TOOLS;
+
   // The system prompt must be surface node 0, so it is recorded before the first user message.
   if (session.surface.length === 0) w.system(systemPrompt);
 
   /** One chat request for the current step; on a context overflow the engine compacts and we rebuild and resend. */
   const complete = async (turn: number, step: number): Promise<ChatCompletion> => {
+    let budget = maxTokens;
     for (let attempt = 0; ; attempt++) {
       const m = engine.measure();
       options.onRequest?.({ turn, step, attempt, tokens: m.totalTokens, threshold: m.threshold, contextWindow: m.contextWindow });
       run.requests++;
       try {
         return await client.chat.completions.create(
-          { model, messages: [...session.deriveMessages()], tools: TOOLS, max_tokens: maxTokens },
+          { model, messages: [...session.deriveMessages()], tools, max_tokens: budget },
           signal ? { signal } : {},
         );
       } catch (err) {
         const action = await engine.onRequestError(err, signal ? { signal } : {});
+        // A reply cut by max_tokens inside a tool call (llama.cpp answers 500): resend with twice the budget, up to 4×.
+        if (action.kind !== 'retry' && action.classification?.kind === 'truncated-reply') {
+          if (budget >= 4 * maxTokens) throw new Error(`the reply was cut by max_tokens (${budget}) inside a tool call, also at 4× the budget: raise MAX_TOKENS`, { cause: err });
+          budget *= 2;
+          log(`[xcompact] the reply was cut inside a tool call by max_tokens: retrying with max_tokens ${budget}`);
+          continue;
+        }
         if (action.kind !== 'retry') throw err;
         run.overflowRetries++;
         log(`[xcompact] the request was too long (${action.classification.provider ?? 'overflow'}): compacted, retrying`);
@@ -160,14 +176,15 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRun> {
         for (let i = 0; i < (options.maxStepsPerTurn ?? 100) && answer === undefined; i++) {
           const { step } = w.startStep();
           run.steps++;
-          w.request({ provider, model, systemPrompt, tools: TOOLS, maxTokens });
+          w.request({ provider, model, systemPrompt, tools, maxTokens });
           const completion = await complete(turn, step);
           const choice = completion.choices[0];
           if (!choice) throw new Error('the endpoint returned no choices');
           w.assistantFromCompletion(choice.message, { usage: completion.usage ?? null, provider, model: completion.model, finishReason: choice.finish_reason });
           const calls = (choice.message.tool_calls ?? []).filter((c) => c.type === 'function');
           for (const call of calls) {
-            const result = await runTool(sandbox, call.function.name, call.function.arguments);
+            const result =
+              recall && call.function.name === recall.definition.function.name ? recall.run(call.function.arguments) : await runTool(sandbox, call.function.name, call.function.arguments);
             w.toolResult(call.id, result.text, { toolName: call.function.name, ...(result.isError ? { isError: true } : {}) });
           }
           await engine.afterStep(signal ? { signal } : {});
@@ -370,6 +387,7 @@ async function main(): Promise<void> {
         // a large window that is more than most APIs accept as max_tokens. (The headroom itself
         // needs no setting: its default already scales down to small windows.)
         maxTokens: maxOutputTokens,
+        ...(process.env.RECALL === '1' ? { recall: true } : {}),
       },
       session,
       sandbox,

@@ -9,7 +9,8 @@
  * Without OPENAI_BASE_URL it starts the OpenAI-compatible test server of `xcompact/testing`
  * on 127.0.0.1 with a scripted model that reads every file of a generated sandbox, one
  * read_file call per step, in a 16k window: the engine compacts in the middle of that tool
- * loop and the loop goes on. Set CONTEXT_WINDOW for a model xcompact does not know.
+ * loop and the loop goes on. Set CONTEXT_WINDOW for a model xcompact does not know, RECALL=1 to
+ * give the model the recall tool (`compaction.tools`: what checkpoints condensed comes back on request).
  */
 import { mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -91,6 +92,8 @@ export async function runExample(options: ExampleOptions): Promise<ExampleRun> {
         return readFile(full, 'utf8').catch((err: Error) => `Cannot read ${path}: ${err.message}`);
       },
     }),
+    // With config.recall on: the recall tool, answered from the session log (empty otherwise).
+    ...compaction.tools,
   };
 
   // The app keeps its own, uncompacted history; the adapter records it and sends the compacted one.
@@ -164,6 +167,7 @@ async function main(): Promise<void> {
   const session = process.env.SESSION_DIR ? await Session.open(new JsonlStore(process.env.SESSION_DIR), process.env.SESSION ?? 'ai-sdk') : Session.inMemory();
   if (session.needsRecovery) session.recover();
   const log = (line: string) => console.log(line);
+  const config = process.env.RECALL === '1' ? { recall: true } : {};
   if (process.env.OPENAI_BASE_URL) {
     await runExample({
       baseURL: process.env.OPENAI_BASE_URL,
@@ -175,6 +179,7 @@ async function main(): Promise<void> {
       sandbox: process.env.SANDBOX ?? '.',
       prompts,
       log,
+      config,
     });
   } else {
     const dir = await mkdtemp(join(tmpdir(), 'xcompact-ai-sdk-'));
@@ -182,7 +187,7 @@ async function main(): Promise<void> {
     const server = await startOpenAIServer({ scenarios: scriptedReader(files, prompts), defaultModel: 'scripted' });
     log(`local scripted model at ${server.baseURL}, sandbox ${dir}`);
     try {
-      await runExample({ baseURL: server.baseURL, model: 'scripted', contextWindow: 16_384, session, sandbox: dir, prompts, log });
+      await runExample({ baseURL: server.baseURL, model: 'scripted', contextWindow: 16_384, session, sandbox: dir, prompts, log, config });
     } finally {
       await server.close();
       await rm(dir, { recursive: true, force: true });

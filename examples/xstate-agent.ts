@@ -12,13 +12,17 @@
  *      └ request rejected ─▶ recovering (request.failed … settled) ─ retry ─▶ calling
  *                                                                 └ fail ─▶ failed
  *
+ * With `config.recall` on, the recall tool joins the tools and a `recall` call is answered from the
+ * session log (`recall.run`), like any other tool result.
+ *
  * Run against a server: `OPENAI_BASE_URL=http://127.0.0.1:8080/v1 MODEL=m CONTEXT_WINDOW=8192 npx tsx examples/xstate-agent.ts`
  */
 import OpenAI from 'openai';
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
-import { and, assign, createActor, fromPromise, sendTo, setup, toPromise } from 'xstate';
+import { and, assign, createActor, fromCallback, fromPromise, sendTo, setup, toPromise } from 'xstate';
 import {
   createCompactionMachine,
+  recallTool,
   MemoryStore,
   Session,
   SessionWriter,
@@ -38,6 +42,11 @@ export interface XStateAgentOptions {
   /** The loop stops after this many steps even if the model keeps calling tools. */
   maxSteps: number;
   config?: CompactionConfigInput;
+  /** Tools the model may call and their implementation (default: `read_notes`, a stand-in). */
+  tools?: ChatCompletionTool[];
+  runTool?: (name: string, args: string) => string | Promise<string>;
+  /** Cancels the model requests (the loop then ends with the abort error). */
+  signal?: AbortSignal;
 }
 
 export interface XStateAgentRun {
@@ -45,6 +54,8 @@ export interface XStateAgentRun {
   compactions: CompactionRecord[];
   overflowRetries: number;
   answer: string | undefined;
+  /** The request error the engine could not recover from (the run ended in `failed`). */
+  error?: unknown;
 }
 
 const TOOLS: ChatCompletionTool[] = [
@@ -69,25 +80,44 @@ export function createAgentMachine(options: XStateAgentOptions) {
     models: { [`${provider}/${model}`]: { contextWindow: options.contextWindow, maxOutputTokens: maxTokens } },
     ...(options.config ? { config: options.config } : {}),
   });
+  // Nothing is lost: with recall on, the model can ask for what checkpoints and prunes took off its context.
+  const recall = options.config?.recall === true ? recallTool(session) : undefined;
+  const ownTools = options.tools ?? TOOLS;
+  const ownRunTool = options.runTool ?? ((_name: string, args: string) => readNotes(args));
+  const tools: ChatCompletionTool[] = recall ? [...ownTools, recall.definition] : ownTools;
+  const runTool = (name: string, args: string): string | Promise<string> =>
+    recall && name === recall.definition.function.name ? recall.run(args).text : ownRunTool(name, args);
 
   return setup({
     types: {
       context: {} as { run: XStateAgentRun; nextId: number; waitingFor: string | undefined; lastError: unknown; finished: boolean },
-      // What the compaction machine sends its parent: answers and notifications.
-      events: {} as CompactionEmitted,
+      // What the compaction machine sends its parent (answers and notifications), and the caller's abort.
+      events: {} as CompactionEmitted | { type: 'agent.aborted' },
     },
     actors: {
       compaction,
+      // The caller's signal, as an event: a summary in flight is cancelled through the compaction machine.
+      abortSignal: fromCallback(({ sendBack }) => {
+        const signal = options.signal;
+        if (!signal) return undefined;
+        const onAbort = () => sendBack({ type: 'agent.aborted' });
+        if (signal.aborted) onAbort();
+        signal.addEventListener('abort', onAbort, { once: true });
+        return () => signal.removeEventListener('abort', onAbort);
+      }),
       // One model request for the open step; the reply and the tool results are recorded before it resolves.
       callModel: fromPromise(async () => {
         if (!session.openStep) writer.startStep();
-        writer.request({ provider, model, tools: TOOLS, maxTokens });
-        const completion = await client.chat.completions.create({ model, messages: [...session.deriveMessages()], tools: TOOLS, max_tokens: maxTokens });
+        writer.request({ provider, model, tools, maxTokens });
+        const completion = await client.chat.completions.create(
+          { model, messages: [...session.deriveMessages()], tools, max_tokens: maxTokens },
+          options.signal ? { signal: options.signal } : {},
+        );
         const choice = completion.choices[0];
         if (!choice) throw new Error('the endpoint returned no choices');
         writer.assistantFromCompletion(choice.message, { usage: completion.usage ?? null, provider, model: completion.model, finishReason: choice.finish_reason });
         const calls = (choice.message.tool_calls ?? []).filter((c) => c.type === 'function');
-        for (const call of calls) writer.toolResult(call.id, readNotes(call.function.arguments), { toolName: call.function.name });
+        for (const call of calls) writer.toolResult(call.id, await runTool(call.function.name, call.function.arguments), { toolName: call.function.name });
         return { answer: calls.length === 0 ? (choice.message.content ?? '') : undefined };
       }),
     },
@@ -123,12 +153,16 @@ export function createAgentMachine(options: XStateAgentOptions) {
       }),
       'count the retry': assign(({ context }) => ({ run: { ...context.run, overflowRetries: context.run.overflowRetries + 1 }, waitingFor: undefined })),
       'shut compaction down': sendTo('compaction', { type: 'shutdown' as const }),
+      'cancel what compaction is doing': sendTo('compaction', ({ context }) => ({ type: 'cancel' as const, id: context.waitingFor ?? '', reason: 'the agent was aborted' })),
     },
   }).createMachine({
     id: 'agent',
     context: { run: { steps: 0, compactions: [], overflowRetries: 0, answer: undefined }, nextId: 1, waitingFor: undefined, lastError: undefined, finished: false },
     // The compaction machine lives as long as the agent; its notifications arrive as events.
-    invoke: { id: 'compaction', src: 'compaction', input: undefined }, // its config is baked in
+    invoke: [
+      { id: 'compaction', src: 'compaction', input: undefined }, // its config is baked in
+      { src: 'abortSignal' },
+    ],
     on: { 'compaction.committed': { actions: 'remember the compaction' } },
     initial: 'calling',
     states: {
@@ -149,6 +183,7 @@ export function createAgentMachine(options: XStateAgentOptions) {
         entry: ['ask compaction after the step', 'wait for the answer'],
         on: {
           'request.settled': { guard: 'is the answer we wait for', target: 'nextStep', actions: 'end the step' },
+          'agent.aborted': { actions: 'cancel what compaction is doing' },
         },
       },
       recovering: {
@@ -164,7 +199,7 @@ export function createAgentMachine(options: XStateAgentOptions) {
         always: [{ guard: 'work is finished', target: 'finished' }, { target: 'calling' }],
       },
       finished: { type: 'final', entry: 'shut compaction down' },
-      failed: { type: 'final', entry: 'shut compaction down' },
+      failed: { type: 'final', entry: ['shut compaction down', assign(({ context }) => ({ run: { ...context.run, error: context.lastError ?? new Error('the request failed') } }))] },
     },
     output: ({ context }) => context.run,
   });
@@ -180,8 +215,9 @@ export async function runXStateAgent(options: XStateAgentOptions): Promise<XStat
   actor.start();
   const run = (await toPromise(actor)) as XStateAgentRun;
   if (options.session.openStep) writer.endStep('error');
-  writer.endTurn(run.answer === undefined ? 'aborted' : 'completed');
+  writer.endTurn(run.error !== undefined ? 'error' : run.answer === undefined ? 'aborted' : 'completed');
   await options.session.flush();
+  if (run.error !== undefined) throw run.error;
   return run;
 }
 
@@ -197,6 +233,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     maxTokens: 512,
     task: process.argv.slice(2).join(' ') || 'Summarise the build notes.',
     maxSteps: 20,
+    ...(process.env.RECALL === '1' ? { config: { recall: true } } : {}),
   });
   console.log(JSON.stringify({ steps: run.steps, compactions: run.compactions.length, overflowRetries: run.overflowRetries, answer: run.answer }, null, 2));
   await session.close();

@@ -46,6 +46,36 @@ export {
   type PruneKeepReason,
 } from './services/pruning';
 export { selectRange } from './services/selection';
+// The recall index and its parts (the tool itself is in the main entry).
+export {
+  RecallIndex,
+  runRecall,
+  searchIndex,
+  whereOf,
+  parseRecallArgs,
+  RecallArgsSchema,
+  RECALL_TOOL_DEFINITION,
+  RECALL_TOOL_NAME,
+  RECALL_DEFAULT_MAX_TOKENS,
+  RECALL_MAX_TOKENS_CAP,
+  RECALL_DESCRIPTION,
+  RECALL_PARAMETERS,
+  checkpointHandle,
+  prunedHandle,
+  parseHandle,
+  checkpointRecallNote,
+  prunedRecallNote,
+  PRUNED_RECALL_NOTE_MAX_CHARS,
+  type SearchOptions,
+  type HandleKind,
+  type CheckpointInfo,
+  type RecallIndexStats,
+  type RecallEntry,
+  type RecallSource,
+  type RecallArgs,
+  type RecallQuery,
+  type RecallRequest,
+} from './services/recall';
 export { frameCheckpoint, unframeCheckpoint, CHECKPOINT_PREAMBLE } from './services/summarizing';
 export { COMPACTION_INSTRUCTION, SUMMARY_SECTIONS, type SummarySection } from './services/summarizing';
 

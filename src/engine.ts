@@ -5,10 +5,12 @@
  * services of src/services/ provided) and turns calls into events, and the events the machine
  * emits back into promises and listener calls. It decides nothing about the lifecycle.
  */
+import { announceEngine } from './engine-observers';
 import { createActor, type Actor, type InspectionEvent, type Observer } from 'xstate';
 import { buildCompactionMachine, type CompactionMachineOptions } from './compaction-machine';
 import { XcompactError } from './errors';
 import type { CompactionEmitted, EngineEmitted, EngineRequest, engineMachine, SettledResult } from './machines/engine';
+import { BACKGROUND_SYSTEM_ID } from './machines/background';
 import type { BackgroundReport } from './machines/gate';
 import type { DeclineReason } from './machines/overflow';
 import type { PressureOutput, PressureStatus } from './machines/pressure';
@@ -161,8 +163,14 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
   const rejectInFlight = (why: string) => {
     for (const reject of [...inFlight]) reject(new XcompactError('engine-stopped', `the compaction engine ${why}`));
   };
+  // One server slot (machines/background.ts): a reply recorded, or a turn ended, means the agent
+  // no longer waits for the model, so a background summary waiting for the slot may start.
+  const unsubscribeSlot = options.session.subscribe((e) => {
+    if ((e.type === 'assistant/message' && e.surfaceOp === 'append') || e.type === 'turn/end') actor.system.get(BACKGROUND_SYSTEM_ID)?.send({ type: 'agent.working' });
+  });
   actor.subscribe({
     complete: () => {
+      unsubscribeSlot();
       built.dispose();
       rejectInFlight('was stopped while this call was running');
     },
@@ -210,7 +218,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
     return out.status;
   };
 
-  return {
+  const engine: CompactionEngine = {
     config,
     actor,
     on(listener) {
@@ -292,4 +300,6 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
     },
     measure: () => measureFigures(deps),
   };
+  announceEngine(engine, options);
+  return engine;
 }

@@ -9,6 +9,7 @@ import type { CompactionErrorCode } from './services/context';
 import type { BudgetErrorCode } from './services/config';
 import type { SummarizerErrorCode } from './services/summarizing';
 import type { StoreErrorCode } from './session/errors';
+import type { RecallErrorCode } from './services/recall';
 
 /**
  * Every `code` an XcompactError can carry. The subclasses narrow it: `CompactionError` to
@@ -21,6 +22,7 @@ export type XcompactErrorCode =
   | SummarizerErrorCode
   | StoreErrorCode
   | BudgetErrorCode
+  | RecallErrorCode // RecallError: recall arguments that cannot run (the tool answers them as a tool error)
   | 'config' // ConfigError, or a bad option passed to a constructor
   | 'session-rule' // SessionRuleError: an append broke a log rule; the session is unchanged
   | 'invalid-session-id' // a session id that cannot be a file name

@@ -139,6 +139,9 @@ export { BoundedSummarizer, boundSummarizer, type BoundingOptions } from './serv
 export type { CountTokens } from './services/summarizing';
 export { buildInstruction, type InstructionOptions } from './services/summarizing';
 
+// Nothing is lost (issue 26): the recall tool for the host's tool list and dispatcher (config `recall: true`).
+export { recallTool, RecallError, type RecallTool, type RecallToolDefinition, type RecallToolOptions, type RecallAnswer, type RecallErrorCode } from './services/recall';
+
 // Recording a compaction for the offline viewer (visualizer/index.html).
 export {
   createTraceRecorder,

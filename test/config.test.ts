@@ -46,6 +46,7 @@ describe('defaults (SPEC §3)', () => {
     auto: true,
     background: true,
     prepareRatio: undefined,
+    recall: false,
     summaryIdleTimeoutMs: 60_000,
     summaryTimeoutMs: 600_000,
     summarizationProvider: '',
@@ -263,9 +264,26 @@ describe('model policies', () => {
     expect(config.modelPolicies).toEqual([
       {
         provider: 'p', model: 'm', thresholdRatio: 0.8, headroomTokens: 1000, retainRatio: 0.2, maxTokens: 8192, compactionRetries: 1, maxOverflowRetries: 1, auto: false, background: true,
-        summaryIdleTimeoutMs: 60_000, summaryTimeoutMs: 600_000,
+        summaryIdleTimeoutMs: 60_000, summaryTimeoutMs: 600_000, recall: false,
       },
     ]);
+  });
+
+  it('recall: off by default, on at the top level or per model policy', () => {
+    expect(parseConfig({}).recall).toBe(false);
+    const config = parseConfig({ modelPolicies: [{ provider: 'p', model: 'm', recall: true }] });
+    expect(policyFor(config, 'p', 'm').recall).toBe(true);
+    expect(policyFor(config, 'p', 'other').recall).toBe(false);
+    expect(policyFor(parseConfig({ recall: true, modelPolicies: [{ provider: 'p', model: 'm', recall: false }] }), 'p', 'm').recall).toBe(false);
+    expect(onlyMessage({ recall: 'yes' })).toMatch(/recall/);
+  });
+
+  it('recall on: the prune marker reserve grows by the handle it names', () => {
+    // 200 + 64 + 100 fits 400 without recall; with the handle's note the marker may take more.
+    const prune = { thresholdChars: 400, headChars: 200, tailChars: 100 };
+    expect(() => parseConfig({ prune })).not.toThrow();
+    expect(onlyMessage({ prune, recall: true })).toMatch(/headChars \+ marker \(with its recall handle\) \+ tailChars = 200 \+ \d+ \+ 100/);
+    expect(onlyMessage({ prune, modelPolicies: [{ provider: 'p', model: 'm', recall: true }] })).toMatch(/with its recall handle/);
   });
 
   it('maxTokens: explicit per-model cap, else explicit global cap, else the resolved headroom', () => {

@@ -119,4 +119,20 @@ describe('selectRange', () => {
     selectRange(session, pricesOf(session), { retainTokens: 50 });
     expect(JSON.stringify(session.events())).toBe(before);
   });
+  it('a parallel batch straddling the cut: the cut moves toward the tail when moving it toward the head leaves nothing worth condensing (issue 34)', () => {
+    // u5, then one batch of 3 calls (results 100 each), then small steps; retain 250 ends inside the batch.
+    const { session } = build(['u5', 'a5:3', 't100', 't100', 't100', 'a5:1', 't50', 'a5:1', 't50', 'u40']);
+    // Toward the head the cut reaches position 2 (before the batch): a span of u5 only, under minSpanTokens.
+    const r = selectRange(session, pricesOf(session), { retainTokens: 250, minSpanTokens: 50 });
+    // Toward the tail: the first balanced cut after the batch (position 6): the batch is condensed.
+    expect(positions(r)).toEqual([1, 5]);
+    expect(r!.tokens).toBe(5 + 5 + 300);
+  });
+
+  it('moves toward the tail only as far as a span worth a checkpoint, and never past the newest unit', () => {
+    const { session } = build(['u5', 'a5:2', 't10', 't10', 'a5:1', 't10', 'u40']);
+    expect(positions(selectRange(session, pricesOf(session), { retainTokens: 1000, minSpanTokens: 30 }))).toEqual([1, 4]);
+    // Nothing before the newest unit pays for a checkpoint: null (stuck only then).
+    expect(selectRange(session, pricesOf(session), { retainTokens: 1000, minSpanTokens: 100 })).toBeNull();
+  });
 });

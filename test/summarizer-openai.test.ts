@@ -254,15 +254,15 @@ describe('OpenAISummarizer: the request', () => {
     expect(instruction.endsWith('while keeping every section:\nthe escape handling in parse()')).toBe(true);
   });
 
-  it('sends a separately configured summarization model and reports the model the server answered with', async () => {
+  it('sends a separately configured summarization model and reports the route\'s model, not the name the server answered with (llama.cpp answers with its weights\' path; issue 34)', async () => {
     const { messages, events } = conversation();
-    server.enqueue({ kind: 'reply', content: SUMMARY, model: 'cheap-summarizer-2025-01' });
+    server.enqueue({ kind: 'reply', content: SUMMARY, model: '/models/cheap-summarizer-q4.gguf' });
     const result = await new OpenAISummarizer({ ledger: false, client }).summarize(
       summaryRequest(messages, events, { target: { provider: 'deepseek', model: 'cheap-summarizer' }, maxTokens: 1234 }),
       signal(),
     );
     expect(bodyOf(0)).toMatchObject({ model: 'cheap-summarizer', max_tokens: 1234 });
-    expect(result).toMatchObject({ provider: 'deepseek', model: 'cheap-summarizer-2025-01' });
+    expect(result).toMatchObject({ provider: 'deepseek', model: 'cheap-summarizer' });
   });
 
   it('sends the cap as max_completion_tokens when told to (OpenAI reasoning models reject max_tokens)', async () => {

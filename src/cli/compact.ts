@@ -11,6 +11,7 @@ import { CompactionError, createCompactionEngine } from '../engine';
 import { Session } from '../session/session';
 import { JsonlStore } from '../session/stores/jsonl';
 import { checkSessionId, type LoadReport } from '../session/store';
+import { snapshotPath } from '../session/stores/jsonl-snapshot';
 import { modelInfoFor, parseConfig } from '../services/config';
 import { SummarizerError, type Summarizer } from '../services/summarizing';
 import { ExtractiveSummarizer } from '../services/summarizing';
@@ -51,6 +52,8 @@ export interface CompactOptions {
   store?: string;
   /** Where OPENAI_BASE_URL and the API key (`apiKeyEnv`) are read; default process.env. */
   env?: CliEnv;
+  /** `--no-color` (false): accepted like inspect's; the report is plain text either way. */
+  color?: boolean;
 }
 
 export interface CompactResult {
@@ -233,14 +236,14 @@ async function compactInput(
   if (format === 'messages') {
     session = probe;
   } else if (format !== 'xcompact') {
-    await rm(output, { force: true });
+    await removeOutput(output);
     session = await Session.open(new JsonlStore(dirname(output), { sync: true }), sessionId!);
     cleanupOutput = true;
     try {
       importHarnessTranscript(file, bytes, format, session);
     } catch (err) {
       await session.close().catch(() => undefined);
-      await rm(output, { force: true });
+      await removeOutput(output);
       throw err;
     }
   } else {
@@ -258,14 +261,14 @@ async function compactInput(
         session = await Session.open(new JsonlStore(dirname(output)), sessionId!);
       }
     } catch (err) {
-      if (cleanupOutput) await rm(output, { force: true });
+      if (cleanupOutput) await removeOutput(output);
       throw err;
     }
   }
 
   const fail = async (err: unknown): Promise<never> => {
     await closeSession().catch(() => undefined);
-    if (cleanupOutput) await rm(output, { force: true });
+    if (cleanupOutput) await removeOutput(output);
     throw err;
   };
 
@@ -294,7 +297,7 @@ async function compactInput(
 
   if (!record) {
     await closeSession();
-    if (cleanupOutput) await rm(output, { force: true });
+    if (cleanupOutput) await removeOutput(output);
     out.write(
       `nothing to compact in ${file}: the newest message (or tool batch) is always kept, and what precedes it is too small to pay for a checkpoint; no output written.\n`,
     );
@@ -318,6 +321,15 @@ async function compactInput(
       `wrote ${output}${options.inPlace ? ' (appended in place)' : ''}\n`,
   );
   return { output, compacted: true, tokensBefore: record.tokensBefore, tokensAfter: record.tokensAfter, shadowedNodes: record.shadowedNodes };
+}
+
+/**
+ * A result that is not kept goes with everything the store wrote beside it: closing the session
+ * saves the meter's snapshot (<output>.prices), which must not outlive its log.
+ */
+async function removeOutput(output: string): Promise<void> {
+  await rm(output, { force: true });
+  await rm(snapshotPath(output), { force: true });
 }
 
 async function readPostgres(ref: PostgresRef): Promise<Buffer> {

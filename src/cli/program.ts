@@ -15,6 +15,7 @@ import { runEval, type EvalCliOptions } from './eval';
 import { reportError } from './errors';
 import { useColor, type CliEnv } from './ui';
 import { runInspect } from './inspect';
+import { runInspectRecall } from './inspect-recall';
 
 function packageVersion(): string {
   // src/cli/program.ts and dist/cli/main.js (its bundle) both sit two levels below the package root.
@@ -109,8 +110,14 @@ export function buildProgram(io: CliIO = processIO()): Command {
     .option('--config <file>', 'xcompact configuration JSON (default: xcompact.config.json next to the session, if any)')
     .option('--json', 'print the report as JSON')
     .option('--no-color', 'plain output without ANSI colours')
+    .option('--recall <query>', 'instead of the report, search what checkpoints and prunes took off the surface, as the recall tool does: text, /regex/, or a handle (cp-N, pr-N)')
+    .option('--recall-tokens <tokens>', 'answer budget of --recall in tokens (default 2000, at most 8000)', wholeNumber('--recall-tokens', 1))
     .addOption(verboseOption())
-    .action(async (file: string, opts: { model?: string; contextWindow?: number; config?: string; json?: boolean; color: boolean; store?: string }) => {
+    .action(async (file: string, opts: { model?: string; contextWindow?: number; config?: string; json?: boolean; color: boolean; store?: string; recall?: string; recallTokens?: number }) => {
+      if (opts.recall !== undefined) {
+        await runInspectRecall(file, { ...opts, recall: opts.recall }, stdout);
+        return;
+      }
       await runInspect(file, { ...opts, env }, stdout);
     });
 
@@ -134,6 +141,7 @@ export function buildProgram(io: CliIO = processIO()): Command {
     .option('--force', 'overwrite an existing output file')
     .option('--recover', 'close a session left mid-turn by a crash (interrupted calls, open step/turn, orphan lock) before compacting')
     .option('--config <file>', 'xcompact configuration JSON (models, tokenizer, …)')
+    .option('--no-color', 'plain output without ANSI colours')
     .addOption(verboseOption())
     .action(async (file: string, opts: Parameters<typeof runCompact>[1]) => {
       await runCompact(file, { ...opts, env }, stdout);

@@ -5,6 +5,8 @@
  *
  *   idle ─ step at the prepare point, or below it when compacting now pays (cost model) ─▶ selecting ─ nothing ▶ idle
  *   validating ─ lock held ▶ idle          opening (compaction/start, marked background)
+ *   awaitingSlot (a one-slot server: concurrency 1) ─ the agent's reply arrived, its turn ended,
+ *               or a job waits ─▶ summarizing
  *   summarizing ┬ preparing ─ a step reached the threshold ─▶ waitingAtThreshold
  *               └ the summary ▶ ready (span as selected? shrinks? frees enough?)
  *   committing ▶ flushing ▶ idle (committed at once: the next request is smaller)
@@ -13,7 +15,15 @@
  * Replies to the gate that consulted it: `background.proceed` (nothing running: the job runs as
  * usual), `background.preparing` (a summary is being prepared and the threshold is not reached:
  * the agent goes on), `background.waiting` then `background.settled` (the job waits for the
- * summary: the only wait). Each reply hands over the runs that ended since the last one.
+ * summary: the only wait). Each reply hands over the runs that ended since the last one. The
+ * step that starts a run is answered once its bracket is open (`preparing`), or `proceed` when
+ * the run ended before (nothing to compact, the lock held, a failure): `preparing` always means
+ * a summary is under way.
+ *
+ * One server slot: a server working on one request at a time queues the agent's request behind a
+ * summary (which also evicts the slot's prompt cache). The agent waits from a step's request to its
+ * reply and runs its tools after it: there, the opened run waits (awaitingSlot) for the agent's
+ * next reply or turn end (`agent.working`, sent by the host) and summarizes while the tools run.
  * Every run that ends is counted by the engine's breaker (busy and cancelled are not failures).
  */
 import { assign, enqueueActions, not, setup, type AnyActorRef } from 'xstate';
@@ -56,7 +66,9 @@ export interface BackgroundOutcome {
 export type BackgroundEvent =
   | { type: 'step'; reading: PressureReading; silentSeenSeq: number; turn: number | null; replyTo: AnyActorRef }
   | { type: 'await'; replyTo: AnyActorRef }
-  | { type: 'cancel'; reason?: string };
+  | { type: 'cancel'; reason?: string }
+  /** The agent is not waiting for the model (its reply was recorded, or its turn ended): the server's slot is free. */
+  | { type: 'agent.working' };
 
 export type BackgroundReply =
   | { type: 'background.proceed'; outcomes: BackgroundOutcome[] }
@@ -73,13 +85,15 @@ export interface BackgroundContext {
   commit: CommitRecord | undefined;
   error: ErrorInfo | undefined;
   outcome: BackgroundOutcome['status'] | undefined;
-  cancelRequested: boolean;
-  cancelReason: string | undefined;
   waiters: AnyActorRef[];
   waited: boolean;
   unreported: BackgroundOutcome[];
   /** The cost model's decision that started this run (not the prepare point), announced with compaction.started. */
   economics: EconomicDecision | undefined;
+  /** The step that started this run, until it is answered (`preparing` once the bracket is open, else `proceed`). */
+  starter: AnyActorRef | undefined;
+  /** The route's server works on one request at a time: the summary waits for the agent's slot to free. */
+  oneSlot: boolean;
 }
 
 const IDLE: Omit<BackgroundContext, 'unreported' | 'turn'> = {
@@ -90,11 +104,11 @@ const IDLE: Omit<BackgroundContext, 'unreported' | 'turn'> = {
   commit: undefined,
   error: undefined,
   outcome: undefined,
-  cancelRequested: false,
-  cancelReason: undefined,
   waiters: [],
   waited: false,
   economics: undefined,
+  starter: undefined,
+  oneSlot: false,
 };
 
 type StepEvent = Extract<BackgroundEvent, { type: 'step' }>;
@@ -140,7 +154,7 @@ export const backgroundMachine = setup({
       return e.reading.prepareAt !== undefined && e.reading.economics?.compaction?.pays === true && !mustWait(e);
     },
     'a job is waiting': ({ context }) => context.waited,
-    'cancel was requested': ({ context }) => context.cancelRequested,
+    'the server has one slot': ({ context }) => context.oneSlot,
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
     ...verdictGuards,
     'span changed': spanChanged,
@@ -155,15 +169,22 @@ export const backgroundMachine = setup({
       enqueue.sendTo(to, { type: params.type, outcomes: context.unreported } satisfies BackgroundReply);
       enqueue.assign({ unreported: [] });
     }),
-    'start run': assign({ ...IDLE, turn: ({ event }) => (event as StepEvent).turn }),
+    'start run': assign({
+      ...IDLE,
+      turn: ({ event }) => (event as StepEvent).turn,
+      starter: ({ event }) => (event as StepEvent).replyTo,
+      oneSlot: ({ event }) => (event as StepEvent).reading.concurrency === 1,
+    }),
+    /** The bracket is open: the step that started the run goes on while the summary is prepared. */
+    'answer starter': enqueueActions(({ context, enqueue }) => {
+      if (!context.starter) return;
+      enqueue.sendTo(context.starter, { type: 'background.preparing', outcomes: context.unreported } satisfies BackgroundReply);
+      enqueue.assign({ unreported: [], starter: undefined });
+    }),
     'remember economic decision': assign({
       economics: ({ event }) => ({ ...(event as StepEvent).reading.economics!.compaction!, decision: 'compact-early' as const }),
     }),
     'add waiter': assign({ waiters: ({ context, event }) => [...context.waiters, (event as { replyTo: AnyActorRef }).replyTo], waited: true }),
-    'remember cancel': assign({
-      cancelRequested: true,
-      cancelReason: ({ context, event }) => (event.type === 'cancel' && event.reason !== undefined ? event.reason : context.cancelReason),
-    }),
     'remember range': assign({ range: ({ event }) => outputOf<RangeSelection>(event) }),
     'remember snapshot': assign({ snapshot: ({ event }) => outputOf<SpanCheck>(event).snapshot }),
     'remember start': assign({ opened: ({ event }) => outputOf<OpenedBracket>(event) }),
@@ -172,7 +193,7 @@ export const backgroundMachine = setup({
     fail: assign({ error: ({ event }, params: { fallback: ErrorInfo['code'] }) => toErrorInfo(errorOf(event), params.fallback) }),
     'fail with': assign({ error: (_, params: { error: ErrorInfo }) => params.error }),
     'fail cancelled': assign({
-      error: ({ context, event }) => cancelledError(event.type === 'cancel' && event.reason !== undefined ? event.reason : context.cancelReason),
+      error: ({ event }) => cancelledError(event.type === 'cancel' ? event.reason : undefined),
     }),
     'fail no shrink': assign({ error: ({ event }) => noShrinkError(event) }),
     'fail no progress': assign({ error: ({ event }) => noProgressError(event) }),
@@ -214,7 +235,11 @@ export const backgroundMachine = setup({
       const counted = outcome.status === 'failed' && outcome.error?.code !== 'busy';
       if (engine && (counted || outcome.status === 'committed')) enqueue.sendTo(engine, { type: counted ? 'breaker.failure' : 'breaker.success' });
       const unreported = [...context.unreported, outcome];
-      if (context.waiters.length > 0) {
+      if (context.starter) {
+        // The run ended before its bracket opened: the step that started it runs its job as usual.
+        enqueue.sendTo(context.starter, { type: 'background.proceed', outcomes: unreported } satisfies BackgroundReply);
+        enqueue.assign({ ...IDLE, unreported: [] });
+      } else if (context.waiters.length > 0) {
         for (const [i, w] of context.waiters.entries()) enqueue.sendTo(w, { type: 'background.settled', outcomes: i === 0 ? unreported : [] } satisfies BackgroundReply);
         enqueue.assign({ ...IDLE, unreported: [] });
       } else {
@@ -233,7 +258,9 @@ export const backgroundMachine = setup({
       { actions: ['add waiter', { type: 'reply', params: { type: 'background.waiting' } }] },
     ],
     await: { actions: ['add waiter', { type: 'reply', params: { type: 'background.waiting' } }] },
-    cancel: { actions: 'remember cancel' },
+    // A cancel reaches a run only from a waiting job's gate: the summary (or its check) is then
+    // cancelled (their own handlers); from the commit on it is too late: the run ends as it would have.
+    cancel: {},
   },
   states: {
     idle: {
@@ -243,9 +270,9 @@ export const backgroundMachine = setup({
           {
             guard: 'compacting now pays',
             target: 'selecting',
-            actions: ['start run', 'remember economic decision', { type: 'reply', params: { type: 'background.preparing' } }],
+            actions: ['start run', 'remember economic decision'],
           },
-          { guard: 'the prepare point is reached', target: 'selecting', actions: ['start run', { type: 'reply', params: { type: 'background.preparing' } }] },
+          { guard: 'the prepare point is reached', target: 'selecting', actions: 'start run' },
           { actions: { type: 'reply', params: { type: 'background.proceed' } } },
         ],
         await: { actions: { type: 'reply', params: { type: 'background.proceed' } } },
@@ -258,7 +285,6 @@ export const backgroundMachine = setup({
         // An early compaction (the cost model's) keeps the floor tail, as in the pressure chart; one from the prepare point, the budget's.
         input: ({ context }): SelectInput => ({ purpose: 'pressure', attempt: 1, retain: context.economics ? 'floor' : 'budget', stackCheckpoints: true }),
         onDone: [
-          { guard: 'cancel was requested', target: 'idle', actions: ['fail cancelled', { type: 'end', params: { as: 'cancelled' } }] },
           { guard: 'nothing to compact', target: 'idle', actions: { type: 'end', params: { as: 'nothing' } } },
           { target: 'validating', actions: 'remember range' },
         ],
@@ -270,7 +296,6 @@ export const backgroundMachine = setup({
         src: 'validateSpan',
         input: ({ context }) => ({ range: context.range!, mode: 'background' as const }),
         onDone: [
-          { guard: 'cancel was requested', target: 'idle', actions: ['fail cancelled', { type: 'end', params: { as: 'cancelled' } }] },
           {
             guard: 'lock is held',
             target: 'idle',
@@ -286,11 +311,18 @@ export const backgroundMachine = setup({
         src: 'openBracket',
         input: ({ context }) => ({ trigger: 'pressure' as const, turn: context.turn, range: context.range!, background: true }),
         onDone: [
-          { guard: 'cancel was requested', target: 'cancelled', actions: ['remember start', { type: 'notify', params: { what: 'started' } }, 'fail cancelled'] },
-          { target: 'summarizing', actions: ['remember start', { type: 'notify', params: { what: 'started' } }] },
+          { guard: 'the server has one slot', target: 'awaitingSlot', actions: ['remember start', { type: 'notify', params: { what: 'started' } }, 'answer starter'] },
+          { target: 'summarizing', actions: ['remember start', { type: 'notify', params: { what: 'started' } }, 'answer starter'] },
         ],
         onError: { target: 'idle', actions: [{ type: 'fail', params: { fallback: 'commit' } }, { type: 'end', params: { as: 'failed' } }] },
       },
+    },
+    // The agent waits for its reply: a summary now would queue it behind the summary on the
+    // server's one slot. A job that waits (the threshold, overflow, /compact) frees the slot.
+    awaitingSlot: {
+      always: { guard: 'a job is waiting', target: 'summarizing' },
+      // No cancel here: only a waiting job cancels a run, and a waiting job has started the summary.
+      on: { 'agent.working': { target: 'summarizing' } },
     },
     summarizing: {
       invoke: {

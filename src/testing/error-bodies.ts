@@ -274,6 +274,20 @@ export const OTHER_ERROR_BODIES = {
       },
     },
   },
+  /**
+   * llama.cpp's 500 when a reply cut by max_tokens ends inside a tool call: the server parses the
+   * partial arguments and fails (seen with llama-server --jinja; issue 34).
+   */
+  llamaToolCallTruncated: {
+    status: 500,
+    body: {
+      error: {
+        code: 500,
+        message: 'Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error at line 1, column 27: syntax error while parsing object - unexpected end of input; expected \'}\'',
+        type: 'server_error',
+      },
+    },
+  },
   invalidContextValue: {
     status: 400,
     body: {

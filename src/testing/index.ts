@@ -26,3 +26,31 @@ export type {
   ProviderName,
   ProviderErrorBody,
 } from './openai-server.js';
+
+// Model-based tests of a user's own agent loop: scenarios generated from the loop model, a checker of the invariants.
+export {
+  loopScenarios,
+  checkLoop,
+  assertLoop,
+  loopCoverage,
+  chartTransitions,
+  isSummaryRequest,
+  CrashableStore,
+  loopModel,
+  fillerText,
+  OVERFLOW_PROVIDERS,
+} from './loop-check/index.js';
+export type {
+  LoopScenario,
+  LoopExpectations,
+  ExpectedOutcome,
+  LoopContext,
+  UserLoop,
+  LoopReport,
+  Violation,
+  Invariant,
+  CheckLoopOptions,
+  ChartCoverage,
+  TransitionLog,
+} from './loop-check/index.js';
+export { openAIMessageProblems } from './request-problems.js';

@@ -75,6 +75,11 @@ export async function startOpenAIServer(opts: StartOpenAIServerOptions = {}): Pr
     ctx.contextWindow = opts.contextWindow;
   }
 
+  if (opts.slots !== undefined && (!Number.isInteger(opts.slots) || opts.slots < 1)) {
+    throw new RangeError(`startOpenAIServer: slots must be a whole number ≥ 1, got ${String(opts.slots)}`);
+  }
+  const slots = opts.slots === undefined ? undefined : new Slots(opts.slots);
+
   const notify = (waiters: Map<number, Array<(r: RecordedRequest) => void>>, rec: RecordedRequest) => {
     const list = waiters.get(rec.index);
     if (!list) return;
@@ -151,6 +156,10 @@ export async function startOpenAIServer(opts: StartOpenAIServerOptions = {}): Pr
       sendJson(res, 200, { object: 'list', data: [{ id: defaultModel, object: 'model', created: 0, owned_by: 'xcompact' }] });
       return;
     }
+    if (opts.tokenize && rec.method === 'POST' && rec.path === '/tokenize') {
+      tokenize(rec, res);
+      return;
+    }
     if (rec.method !== 'POST' || rec.path !== CHAT_PATH) {
       sendJson(res, 404, {
         error: { message: `Unknown route ${rec.method} ${rec.path}; this server speaks POST ${CHAT_PATH}.`, type: 'invalid_request_error', param: null, code: 'unknown_url' },
@@ -167,7 +176,28 @@ export async function startOpenAIServer(opts: StartOpenAIServerOptions = {}): Pr
     const parsed: ParsedChatRequest = { index: rec.index, path: rec.path, headers: req.headers, raw: rec.raw, body };
     const scenario = queue.shift() ?? (handler ? await handler(parsed) : echoReply(body));
     rec.scenario = scenario.kind;
-    await respond(ctx, scenario, body, rec, res);
+    if (!slots) return respond(ctx, scenario, body, rec, res);
+    const arrived = Date.now();
+    const slot = await slots.acquire(promptText(body));
+    try {
+      rec.queuedMs = Date.now() - arrived;
+      rec.evaluatedTokens = slot.evaluate(promptText(body));
+      await sleep(rec.evaluatedTokens * (opts.evalMsPerToken ?? 0));
+      await respond(ctx, scenario, body, rec, res);
+    } finally {
+      slots.release(slot);
+    }
+  }
+
+  function tokenize(rec: RecordedRequest, res: ServerResponse): void {
+    const b = (typeof rec.json === 'object' && rec.json !== null ? rec.json : {}) as { content?: unknown; prompt?: unknown };
+    const text = typeof b.content === 'string' ? b.content : typeof b.prompt === 'string' ? b.prompt : undefined;
+    if (text === undefined) {
+      sendJson(res, 400, { error: { code: 400, message: 'POST /tokenize needs {"content": string} (llama.cpp) or {"prompt": string} (vLLM)', type: 'invalid_request_error' } });
+      return;
+    }
+    const count = Math.ceil(Buffer.byteLength(text, 'utf8') / 4);
+    sendJson(res, 200, { tokens: Array.from({ length: count }, (_, i) => i), count });
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -213,3 +243,56 @@ export async function startOpenAIServer(opts: StartOpenAIServerOptions = {}): Pr
   };
 }
 
+
+/** The prompt as the slots compare it: what `estimatePromptTokens` counts. */
+function promptText(body: ChatRequestBody): string {
+  return JSON.stringify([body.messages ?? [], body.tools ?? []]);
+}
+
+/** One llama.cpp slot: it keeps the last prompt it evaluated (its prompt cache). */
+class Slot {
+  last = '';
+  busy = false;
+  /** Tokens to evaluate for `prompt`: those after the prefix it shares with the last one. */
+  evaluate(prompt: string): number {
+    const i = this.shared(prompt);
+    this.last = prompt;
+    return Math.ceil(Buffer.byteLength(prompt.slice(i), 'utf8') / 4);
+  }
+  shared(prompt: string): number {
+    let i = 0;
+    const n = Math.min(prompt.length, this.last.length);
+    while (i < n && prompt.charCodeAt(i) === this.last.charCodeAt(i)) i++;
+    return i;
+  }
+}
+
+/** `-np N`: requests wait in arrival order for a free slot, the one whose cache shares most of their prompt. */
+class Slots {
+  private readonly all: Slot[];
+  private readonly waiting: Array<{ prompt: string; take: (s: Slot) => void }> = [];
+  constructor(n: number) {
+    this.all = Array.from({ length: n }, () => new Slot());
+  }
+  acquire(prompt: string): Promise<Slot> {
+    const free = this.best(prompt);
+    if (free && this.waiting.length === 0) {
+      free.busy = true;
+      return Promise.resolve(free);
+    }
+    return new Promise((take) => this.waiting.push({ prompt, take }));
+  }
+  release(slot: Slot): void {
+    slot.busy = false;
+    const next = this.waiting.shift();
+    if (!next) return;
+    const s = this.best(next.prompt)!;
+    s.busy = true;
+    next.take(s);
+  }
+  private best(prompt: string): Slot | undefined {
+    let best: Slot | undefined;
+    for (const s of this.all) if (!s.busy && (!best || s.shared(prompt) > best.shared(prompt))) best = s;
+    return best;
+  }
+}

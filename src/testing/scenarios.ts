@@ -131,6 +131,13 @@ export interface RecordedRequest {
   aborted: boolean;
   /** True once the response ended or the connection closed. */
   closed: boolean;
+  /**
+   * With `slots`: how long the request waited for a free slot before it was worked on (ms), and
+   * the prompt tokens the slot evaluated for it (those after the prefix it shares with the
+   * slot's previous prompt, llama.cpp's prompt cache; see `StartOpenAIServerOptions.slots`).
+   */
+  queuedMs?: number;
+  evaluatedTokens?: number;
 }
 
 export interface LocalOpenAIServer {
@@ -166,4 +173,20 @@ export interface StartOpenAIServerOptions {
    * window and the output cap are ignored and every reply is sent whole.
    */
   contextWindow?: number;
+  /**
+   * Behave like `llama-server -np <slots>`: at most this many chat completions are worked on at
+   * once, the others wait in arrival order (a request's `delayMs` and stream are its work). Each
+   * slot keeps its last prompt: a request evaluates only the tokens after the prefix it shares
+   * with it (the prompt cache), recorded as `evaluatedTokens`, and with `evalMsPerToken` that
+   * evaluation takes time too. Unset: every request is served at once, as before.
+   */
+  slots?: number;
+  /** With `slots`: milliseconds a slot spends per evaluated prompt token (default 0). */
+  evalMsPerToken?: number;
+  /**
+   * Serve llama.cpp's and vLLM's `POST /tokenize` at the server root: `{content}` (llama.cpp) or
+   * `{prompt}` (vLLM) → `{tokens, count}`, one token per started 4 UTF-8 bytes (as
+   * `estimatePromptTokens` counts). Unset: `/tokenize` is an unknown route (404), as on OpenAI.
+   */
+  tokenize?: boolean;
 }

@@ -46,18 +46,26 @@ export function expectedBackground(path: GeneratedPath): { replies: string[]; ru
   const runs: Run[] = [];
   let run: (Run & { cancel: boolean; error?: { code: string; cause?: string } }) | undefined;
   const end = (status: Run['status']) => {
+    answer('background.proceed'); // a run that ended before its bracket opened: the step's job runs as usual
     const error = status === 'cancelled' ? { code: 'cancelled' } : status === 'failed' ? run!.error : undefined;
     runs.push({ status, opened: run!.opened, busy: run!.busy, waiters: run!.waiters, ...(error ? { code: error.code, ...(error.cause ? { cause: error.cause } : {}) } : {}) });
     run = undefined;
+  };
+  // The step that started the current run, answered once its bracket opened (or the run ended).
+  let starter: number | undefined;
+  const answer = (reply: string) => {
+    if (starter !== undefined) replies[starter] = reply;
+    starter = undefined;
   };
   for (const s of path.steps) {
     const o = s.outcome;
     const from = stateOf(s.from);
     if (o.startsWith('step:') || o === 'await') {
       if (!run) {
-        if (o === 'step:prepare-point' || o === 'step:compacting-pays') {
+        if (o === 'step:prepare-point' || o === 'step:compacting-pays' || o === 'step:prepare-point-one-slot') {
           run = { status: 'failed', opened: false, busy: false, waiters: 0, cancel: false };
-          replies.push('background.preparing');
+          starter = replies.length;
+          replies.push('background.pending');
         } else replies.push('background.proceed');
       } else if (o === 'step:threshold' || o === 'await') {
         run.waiters++;
@@ -69,7 +77,7 @@ export function expectedBackground(path: GeneratedPath): { replies: string[]; ru
     // The first failure decides the run's error (its bracket is then closed with it).
     if (DECISIVE[o] && !run.error) run.error = DECISIVE[o];
     if (o === 'cancel') {
-      if (from === 'summarizing' || from === 'ready') run.status = 'cancelled';
+      if (from === 'summarizing' || from === 'ready' || from === 'awaitingSlot') run.status = 'cancelled';
       else if (from === 'selecting' || from === 'validating' || from === 'opening') run.cancel = true;
       continue;
     }
@@ -85,6 +93,7 @@ export function expectedBackground(path: GeneratedPath): { replies: string[]; ru
       end('failed');
     } else if (o === 'openBracket:opened') {
       run.opened = true;
+      answer('background.preparing');
       if (run.cancel) run.status = 'cancelled';
     } else if (o === 'flush:durable') end('committed');
     else if (o === 'flush:store-fails') end('failed');

@@ -85,6 +85,8 @@ export const BACKGROUND_OFFERS: Record<string, Offer[]> = {
 
 const ECONOMIC_RUN = ['selectRange:range', 'validateSpan:lock-free', 'openBracket:opened'];
 const step = (total: number) => ({ type: 'step', reading: BG_READING(total), silentSeenSeq: -1, turn: 0, replyTo: REPLY_TO });
+/** At the prepare point on a route whose server works on one request at a time (concurrency 1). */
+const oneSlotStep = () => ({ ...step(3500), reading: { ...BG_READING(3500), concurrency: 1 } });
 /** Below the prepare point, but the cost model says compacting now pays. */
 const PAYS = { pays: true, savings: 2, cost: 1, requestsToCome: 40, breakEvenTokens: 2500, reason: 'pays: scripted' };
 const paysStep = () => ({ ...step(3000), reading: { ...BG_READING(3000), economics: { prices: { input: 1, cacheRead: 0.1, cacheWrite: 1.25, output: 4 }, pace: { requests: 40, growthPerRequest: 75 }, compaction: PAYS } } });
@@ -106,16 +108,25 @@ export const backgroundSpec: MachineSpec<undefined> = {
       // no real engine sends one: forced, there only (see FORCED_OUTCOMES).
       ...(s.context.waited ? [{ outcome: 'cancel', event: { type: 'cancel', reason: 'user pressed Ctrl-C' } }] : []),
       ...(s.value === 'idle' ? [{ outcome: 'cancel:unasked', event: { type: 'cancel' } }] : []),
+      ...(s.value === 'idle' ? [{ outcome: 'step:prepare-point-one-slot', event: oneSlotStep() }] : []),
+      // The agent's reply recorded (or its turn ended): sent by the engine on every such append; only a waiting run heeds it.
+      ...(s.value === 'awaitingSlot' ? [{ outcome: 'agent.working', event: { type: 'agent.working' } }] : []),
       // The summary's deadline (summaryTimeoutMs) passes while it is still being prepared.
       ...activeAfterEvents(s).map((type) => ({ outcome: 'summarize:deadline', event: { type } })),
     ];
+    // The step that started a run is answered only once its bracket opened (or the run ended):
+    // until then its job waits for the answer, so nothing else reaches the chart.
+    // Waiting for the slot, the world can only record the agent's reply or make a job wait
+    // (the threshold by a smaller-window request, an overflow): any tool step records a reply.
+    if (s.value === 'awaitingSlot') return offers.filter((o) => ['agent.working', 'step:threshold', 'await'].includes(o.outcome));
+    if (s.context.starter) return invokeOffers<undefined>(s, BACKGROUND_OFFERS).filter((o) => !s.context.economics || ECONOMIC_RUN.includes(o.outcome));
     // A run the cost model started is followed until its bracket opens (the span it weighed is
     // there, nothing else holds the lock): what differs from a run from the prepare point shows
     // in its bracket and its announcement. Everything else is the prepare point's paths' to cover.
     return s.context.economics && !s.context.opened ? offers.filter((o) => ECONOMIC_RUN.includes(o.outcome)) : offers;
   },
   // The cost model's decision too: a run it started selects differently (see the filter above).
-  project: (s) => JSON.stringify([s.value, s.context.cancelRequested, s.context.waited, s.context.economics?.decision]),
+  project: (s) => JSON.stringify([s.value, s.context.waited, s.context.economics?.decision, s.context.oneSlot, s.context.starter !== undefined]),
   atRest: (s) => s.value === 'idle',
   maxDepth: 12,
 };

@@ -108,6 +108,8 @@ export const SPEC_DECISIONS: Record<string, RequiredTransition[]> = {
     { source: 'ready', event: 'done(revalidate)', guard: 'too little progress', target: 'closing', why: 'SPEC §10: skip a pass that frees too little (minProgressRatio)' },
     { source: 'ready', event: 'done(revalidate)', target: 'committing', why: `${S13}: committed at once when ready` },
     { source: 'flushing', event: 'done(flush)', target: 'idle', why: `${S13}/§9: flush the store before the run ends` },
+    { source: 'opening', event: 'done(openBracket)', guard: 'the server has one slot', target: 'awaitingSlot', why: 'issue 34: one server slot: not while the agent waits for its reply' },
+    { source: 'awaitingSlot', event: 'agent.working', target: 'summarizing', why: "issue 34: one server slot: the summary runs while the agent's tools run" },
   ],
   gate: [
     { source: 'start', event: 'always', guard: 'the job is cancelled', target: 'running', why: `${S13}: cancellation behaves as in the foreground path (nothing prepared for a caller that gave up)` },

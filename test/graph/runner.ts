@@ -44,6 +44,8 @@ export const MODELS = {
   'test/big': { contextWindow: 200_000, maxOutputTokens: 500 },
   // The agent switches to a smaller window: the same request is suddenly over its threshold.
   'test/tiny': { contextWindow: 4000, maxOutputTokens: 500 },
+  // A local server with one slot (llama.cpp -np 1): a background summary waits for the agent's reply.
+  'test/slot1': { contextWindow: 6000, maxOutputTokens: 500, concurrency: 1 },
 };
 // The cost model is off unless a world turns it on (the pressure paths that weigh costs do).
 // Background off: these paths walk the foreground charts (pressure, transaction, engine); the

@@ -61,6 +61,24 @@ async function growTo(w: World, level: 'prepare' | 'threshold'): Promise<void> {
 }
 
 const gateValue = (w: World) => (w.engine.actor.getSnapshot().children as Record<string, { getSnapshot(): { value: unknown } } | undefined>).job?.getSnapshot().value;
+/** The call a background state waits on. */
+const CALL_OF_STATE: Record<string, (typeof RUN_CALLS)[number] | 'closeWithError'> = {
+  selecting: 'selectRange',
+  validating: 'validateSpan',
+  opening: 'openBracket',
+  summarizing: 'summarize',
+  ready: 'revalidate',
+  committing: 'commit',
+  flushing: 'flush',
+  closing: 'closeWithError',
+  cancelled: 'closeWithError',
+};
+
+/** The run a step started goes on until its bracket is open (when that step is answered). */
+async function openRun(w: World): Promise<void> {
+  for (const service of ['selectRange', 'validateSpan', 'openBracket'] as const) await (await w.ctl.takeOf(service)).runReal();
+}
+
 const bgValue = (w: World) => (w.engine.actor.getSnapshot().children as Record<string, { getSnapshot(): { value: unknown } } | undefined>).background?.getSnapshot().value;
 async function until(ok: () => boolean, what: string): Promise<void> {
   for (let t = 0; t < 500 && !ok(); t++) await new Promise((r) => setTimeout(r, 2));
@@ -83,8 +101,9 @@ export async function runGateEnginePath(srv: Server, path: GeneratedPath, byKey:
     await growTo(w, 'prepare');
     const step = w.engine.afterStep();
     await (await w.ctl.takeOf('measure')).runReal();
-    expect((await within(step, 'the step that starts the first run')).status).toBe('preparing');
+    // The step is answered once the run's bracket is open.
     w.ctl.setAuto();
+    expect((await within(step, 'the step that starts the first run')).status).toBe('preparing');
     await until(() => bgValue(w) === 'idle' && !w.session.lock.held, 'the first run committed');
     w.ctl.hold();
     expect(w.notes.filter((n) => n.type === 'compaction.committed')).toHaveLength(1);
@@ -95,10 +114,11 @@ export async function runGateEnginePath(srv: Server, path: GeneratedPath, byKey:
     await growTo(w, 'prepare');
     const second = w.engine.afterStep();
     await (await w.ctl.takeOf('measure')).runReal();
+    await openRun(w);
     const answer = await within(second, 'the step that starts the run');
     expect(answer.status).toBe('preparing');
     expect(answer.compactions, 'the first run, handed over to the step after it').toHaveLength(1);
-    await w.ctl.takeOf('selectRange').then((c) => w.ctl.putBack(c)); // the run holds its selection
+    await w.ctl.takeOf('summarize').then((c) => w.ctl.putBack(c)); // the run holds its summary
     if (kind === 'pressure') await growTo(w, 'threshold');
   } else if (o.includes('background:preparing')) await growTo(w, 'prepare');
   if (kind === 'manual') endTurn(w);
@@ -150,18 +170,23 @@ export async function runGateEnginePath(srv: Server, path: GeneratedPath, byKey:
           w.ctl.putBack(call);
         }
         break;
-      case 'background:proceed':
       case 'background:preparing':
+        // The run this step starts opens its bracket; then the step is answered.
+        await openRun(w);
+        await until(() => gateValue(w) !== 'consulting' && gateValue(w) !== 'measuring', `the gate was answered ${step.outcome}`);
+        break;
+      case 'background:proceed':
       case 'background:waiting':
         // The real background chart answers; the gate has moved on when it did.
         await until(() => gateValue(w) !== 'consulting' && gateValue(w) !== 'measuring', `the gate was answered ${step.outcome}`);
         break;
       case 'background:settled': {
         // The run the job waits for goes on for real to its end.
-        for (const service of RUN_CALLS) {
+        for (let n = 0; n < RUN_CALLS.length; n++) {
           const before = JSON.stringify(bgValue(w));
           if (before === '"idle"') break;
-          await (await w.ctl.takeOf(service)).runReal();
+          const state = typeof bgValue(w) === 'string' ? (bgValue(w) as string) : Object.keys(bgValue(w) as object)[0]!;
+          await (await w.ctl.takeOf(CALL_OF_STATE[state]!)).runReal();
           await until(() => JSON.stringify(bgValue(w)) !== before, `the background run left ${before}`);
         }
         await until(() => bgValue(w) === 'idle', 'the background run ended');

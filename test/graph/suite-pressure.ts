@@ -152,11 +152,13 @@ export function worldFor(path: GeneratedPath): Recipe {
       name: 'the provider reported a prompt above the window, one indivisible message',
       options: pruneOff,
       build: async (w) => {
+        // The reply is the one big node: before it only a short question, which cannot pay for a
+        // checkpoint (a big message before the reply would be condensed: a cut may move toward the tail).
         w.writer.startTurn();
         route(w);
-        w.writer.user(textOfTokens(1500));
+        w.writer.user('Read it all out, please.');
         w.writer.startStep();
-        w.writer.assistant({ text: 'Reading it.', usage: { promptTokens: 6100, completionTokens: 5 } });
+        w.writer.assistant({ text: textOfTokens(1500), usage: { promptTokens: 6100, completionTokens: 5 } });
       },
     };
   }

@@ -58,6 +58,8 @@ import {
 import { appMessagesIn, checkAnswered, isEcho, sameMessage, toolDefinition, type Mapped } from './history';
 import { replyRecorder } from './stream';
 import { specOf, wrapModel, type AiSdkLanguageModel, type AiSdkMiddleware } from './model';
+import { recallTool } from './recall';
+import { parseConfig, policyFor } from '../../services/config';
 import { AiSdkSummarizer } from './summarizer';
 import { sessionModelMessages } from './resume';
 import type { ModelMessage } from 'ai';
@@ -91,6 +93,8 @@ export interface AiSdkCompaction<M extends AiSdkLanguageModel = LanguageModelV3>
   readonly middleware: AiSdkMiddleware;
   readonly engine: CompactionEngine;
   readonly session: Session;
+  /** `tools: { ...yours, ...compaction.tools }`: the recall tool when `config.recall` is on for this model, else none. */
+  readonly tools: Record<string, ReturnType<typeof recallTool>>;
   /**
    * The conversation recorded so far as `ModelMessage[]`: after a restart, pass them (plus what
    * is new) as `messages`, and the adapter continues the recorded conversation.
@@ -340,11 +344,13 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     },
   } satisfies LanguageModelV3Middleware;
 
+  const recall = policyFor(parseConfig(options.config), provider, base.modelId).recall;
   return {
     model: wrapModel(options.model, middleware),
     middleware,
     engine,
     session,
+    tools: recall ? { recall: recallTool(session) } : {},
     messages: () => sessionModelMessages(session),
     async close(opts = {}) {
       engine.stop();

@@ -7,6 +7,7 @@ export type { AiSdkLanguageModel, AiSdkMiddleware } from './model';
 export { AiSdkSummarizer, type AiSdkSummarizerOptions } from './summarizer';
 export { AiSdkAdapterError, promptOf, type AiSdkAdapterErrorCode } from './convert';
 export { normaliseRequestError } from './errors';
+export { recallTool } from './recall';
 export { sessionModelMessages } from './resume';
 // The session and its stores, so an AI SDK app imports from one place.
 export { Session, JsonlStore, MemoryStore } from '../../session/index';

@@ -95,7 +95,7 @@ export class AiSdkSummarizer implements Summarizer {
       ...(finishReason !== undefined ? { finishReason } : {}),
       ...(usage ? { usage } : {}),
     });
-    const out: SummaryResult = { text: checked, provider: request.target.provider, model: modelId || request.target.model, requests: 1 };
+    const out: SummaryResult = { text: checked, provider: request.target.provider, model: request.target.model, requests: 1 }; // the route's name, not a server's file path
     if (usage) out.usage = usage;
     return out;
   }

@@ -23,7 +23,7 @@ import { measurePressure } from '../pressure';
 import { classifyRequestError, type RequestErrorClass } from '../overflow';
 import { pruneSurface } from '../pruning';
 import type { RangeSelection } from '../selection';
-import { selectSpan } from '../selection';
+import { selectSpan, type OverflowCount } from '../selection';
 import { revalidateSpan, validateSpan } from '../transaction';
 import { SummarizerError, type Summarizer } from '../summarizing';
 import { buildSummaryRequest } from '../transaction';
@@ -82,13 +82,18 @@ export interface BuiltServices {
   lastSummaryError(): unknown;
 }
 
+/** An overflow error's count more than this many times off our calibrated estimate is not this request's. */
+const PLAUSIBLE_COUNT_FACTOR = 4;
+
 export function createEngineServices(deps: ServiceDeps, summarizer: Summarizer): BuiltServices {
   const brackets = new BracketWriter(deps);
   let lastSummaryError: unknown;
+  /** What the latest overflow error said (its window, and how our figure compared), for the recovery that follows it. */
+  let overflowSeen: OverflowCount | undefined;
   const services: EngineServices = {
     measure: () => measurePressure(deps),
     prune: (input) => pruneSurface(deps, input),
-    selectRange: (input) => selectSpan(deps, input),
+    selectRange: (input) => selectSpan(deps, input, input.purpose === 'overflow' ? overflowSeen : undefined),
     validateSpan: (input) => validateSpan(deps.session, input),
     openBracket: (input) => {
       const opened = brackets.open(input);
@@ -107,7 +112,19 @@ export function createEngineServices(deps: ServiceDeps, summarizer: Summarizer):
     commit: (input) => brackets.commit(input),
     flush: () => brackets.flush(),
     closeWithError: (input) => brackets.closeWithError(input),
-    classify: ({ error }) => classifyRequestError(error),
+    classify: ({ error }) => {
+      const c = classifyRequestError(error);
+      // The provider counted the refused request: anchor and calibrate on it at once (issue 34).
+      overflowSeen = undefined;
+      const before = c.kind === 'context-overflow' && c.promptTokens !== undefined ? deps.meter.measure() : undefined;
+      // A count far from anything our estimate allows describes another request (a gateway's
+      // canned error, a misrouted model): it neither anchors nor decides.
+      if (before && c.promptTokens! <= before.calibratedTokens * PLAUSIBLE_COUNT_FACTOR && c.promptTokens! * PLAUSIBLE_COUNT_FACTOR >= before.calibratedTokens) {
+        deps.meter.observePromptCount(c.promptTokens!);
+        if (c.limitTokens !== undefined) overflowSeen = { limitTokens: c.limitTokens, promptTokens: c.promptTokens!, before };
+      }
+      return c;
+    },
     probeLock: () => probeLock(deps),
     checkAdmission: () => checkAdmission(deps),
   };

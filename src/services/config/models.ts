@@ -32,6 +32,12 @@ export interface ModelInfo {
    * `max_tokens` and want `max_completion_tokens`; every other endpoint reads `max_tokens`.
    */
   outputCapField?: 'max_tokens' | 'max_completion_tokens';
+  /**
+   * Requests the model's server works on at once (llama.cpp's `-np`, vLLM's max sequences): with
+   * 1, a background summary runs while the agent executes its tools, never while its request is
+   * open (it would queue the agent's request and evict the slot's prompt cache). Unset: unbounded.
+   */
+  concurrency?: number;
   /** List prices per million tokens, for the cost model (economics.ts); a user entry overrides them field by field. */
   prices?: Partial<ModelPrices>;
 }
@@ -113,6 +119,8 @@ export function resolveModel(key: string, userModels?: Record<string, Partial<Mo
   if (maxOutputTokens !== undefined) info.maxOutputTokens = maxOutputTokens;
   const outputCapField = user?.outputCapField ?? builtin?.outputCapField;
   if (outputCapField !== undefined) info.outputCapField = outputCapField;
+  const concurrency = user?.concurrency ?? builtin?.concurrency;
+  if (concurrency !== undefined) info.concurrency = concurrency;
   if (builtin?.prices !== undefined || user?.prices !== undefined) info.prices = { ...builtin?.prices, ...user?.prices };
   return info;
 }

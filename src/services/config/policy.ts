@@ -14,7 +14,7 @@ import { DEFAULT_RETAIN_RATIO, type EffectivePolicy, type Fields, type ModelPoli
 export type CompactionConfig = ReturnType<typeof resolveConfig>;
 
 export function resolveConfig(fields: Fields) {
-  const { modelPolicies, thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, ...rest } = fields;
+  const { modelPolicies, thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, recall, ...rest } = fields;
   const overrides: ModelPolicyOverride[] = modelPolicies.map((policy) => ({
     provider: policy.provider,
     model: policy.model,
@@ -40,6 +40,7 @@ type MergeFields = Pick<
   | 'auto'
   | 'background'
   | 'prepareRatio'
+  | 'recall'
   | 'summaryIdleTimeoutMs'
   | 'summaryTimeoutMs'
 >;
@@ -56,6 +57,7 @@ function mergePolicy(fields: MergeFields, policy: PolicyInput | undefined): Mode
     auto: policy?.auto ?? fields.auto,
     background: policy?.background ?? fields.background,
     prepareRatio: policy?.prepareRatio ?? fields.prepareRatio,
+    recall: policy?.recall ?? fields.recall,
     summaryIdleTimeoutMs: policy?.summaryIdleTimeoutMs ?? fields.summaryIdleTimeoutMs,
     summaryTimeoutMs: policy?.summaryTimeoutMs ?? fields.summaryTimeoutMs,
   };
@@ -83,7 +85,7 @@ export function mergedMaxTokens(fields: { maxTokens?: number | undefined }, poli
 export function policyFor(config: CompactionConfig, provider: string, model: string): EffectivePolicy {
   const override = config.modelPolicies.find((p) => p.provider === provider && p.model === model);
   if (override) return { ...override, overridden: true };
-  const { thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs } = config;
+  const { thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, recall } = config;
   return {
     provider,
     model,
@@ -96,6 +98,7 @@ export function policyFor(config: CompactionConfig, provider: string, model: str
     auto,
     background,
     prepareRatio,
+    recall,
     summaryIdleTimeoutMs,
     summaryTimeoutMs,
     overridden: false,

@@ -3,7 +3,7 @@
  * tail below the threshold, a pruned result that fits, a policy's route, a model entry).
  */
 import { BUILTIN_MODELS, modelKey } from './models.js';
-import { DEFAULT_RETAIN_RATIO, DEFAULT_THRESHOLD_RATIO, PRUNE_MARKER_RESERVE, type Fields, type PolicyInput } from './schema.js';
+import { DEFAULT_RETAIN_RATIO, DEFAULT_THRESHOLD_RATIO, PRUNE_MARKER_RESERVE, PRUNE_MARKER_RESERVE_WITH_RECALL, type Fields, type PolicyInput } from './schema.js';
 import { mergedMaxTokens, mergedRetention } from './policy.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -151,13 +151,16 @@ function pruneIssues(fields: CrossFields): CrossIssue[] {
   const prune = fields.prune;
   if (prune === undefined) return [];
   const { headChars, tailChars, thresholdChars } = prune;
-  const needed = headChars + PRUNE_MARKER_RESERVE + tailChars;
+  // With recall on for any route, a marker may also name its handle.
+  const recall = fields.recall === true || (fields.modelPolicies ?? []).some((p) => p?.recall === true);
+  const reserve = recall ? PRUNE_MARKER_RESERVE_WITH_RECALL : PRUNE_MARKER_RESERVE;
+  const needed = headChars + reserve + tailChars;
   if (needed <= thresholdChars) return [];
   // Reported on the prune object: any of the three (or their defaults) may be the one to change.
   return [
     {
       path: ['prune'],
-      message: `does not fit a pruned result in thresholdChars: headChars + marker + tailChars = ${headChars} + ${PRUNE_MARKER_RESERVE} + ${tailChars} = ${needed} > thresholdChars ${thresholdChars}: lower headChars or tailChars, or raise thresholdChars to at least ${needed}`,
+      message: `does not fit a pruned result in thresholdChars: headChars + marker${recall ? ' (with its recall handle)' : ''} + tailChars = ${headChars} + ${reserve} + ${tailChars} = ${needed} > thresholdChars ${thresholdChars}: lower headChars or tailChars, or raise thresholdChars to at least ${needed}`,
     },
   ];
 }

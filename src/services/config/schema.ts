@@ -4,6 +4,7 @@
  * resolution in config-policy.ts; config.ts puts them together.
  */
 import { z } from 'zod';
+import { PRUNED_RECALL_NOTE_MAX_CHARS } from '../recall';
 import { TOKENIZER_NAMES } from '../metering';
 
 // ---------------------------------------------------------------------------------------------
@@ -50,6 +51,8 @@ export const DEFAULT_SUMMARY_TIMEOUT_MS = 600_000;
  */
 export const PRUNE_MARKER_MAX_CHARS = 64;
 export const PRUNE_MARKER_RESERVE = PRUNE_MARKER_MAX_CHARS;
+/** The reserve when recall is on anywhere in the config: the marker also names its recall handle. */
+export const PRUNE_MARKER_RESERVE_WITH_RECALL = PRUNE_MARKER_MAX_CHARS + PRUNED_RECALL_NOTE_MAX_CHARS;
 
 // ---------------------------------------------------------------------------------------------
 // Schema: per-field rules. Rules across fields live in crossFieldIssues() so that they can
@@ -75,6 +78,12 @@ const POLICY_FIELDS = {
   background: z.boolean().optional(),
   /** The prepare point as a share of the window (default: a quarter of the way from the threshold back to the retained tail). */
   prepareRatio: ratio().optional(),
+  /**
+   * Issue 26: checkpoints and pruned-result markers name the handle the recall tool brings the
+   * originals back by (the host registers the tool: recallTool(session), or the AI SDK
+   * adapter's `tools`). Off: frames and markers are byte-identical to those without recall.
+   */
+  recall: z.boolean().optional(),
   /** Longest silence of the summary provider (before the first byte, between chunks) before the summary is abandoned, ms. */
   summaryIdleTimeoutMs: positiveInt().optional(),
   /** Longest a summary may take as a whole (every request of a chunked one), ms: past it the compaction fails with summary-timeout. */
@@ -116,6 +125,8 @@ export const ModelEntrySchema = z.strictObject({
   maxOutputTokens: positiveInt().optional(),
   tokenizer: z.enum(TOKENIZER_NAMES).optional(),
   outputCapField: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
+  /** Requests the model's server works on at once (llama.cpp's -np): 1 for a local single-slot server. */
+  concurrency: positiveInt().optional(),
 });
 
 export const FIELDS = {
@@ -128,6 +139,7 @@ export const FIELDS = {
   auto: z.boolean().default(true),
   // On by default (issue 16): the agent does not wait for a summary below the threshold; see SPEC §13.
   background: z.boolean().default(true),
+  recall: z.boolean().default(false),
   summaryIdleTimeoutMs: positiveInt().default(DEFAULT_SUMMARY_IDLE_TIMEOUT_MS),
   summaryTimeoutMs: positiveInt().default(DEFAULT_SUMMARY_TIMEOUT_MS),
   summarizationProvider: z.string().default(''),
@@ -181,6 +193,8 @@ export interface ModelPolicy {
   background: boolean;
   /** Undefined: the default prepare point (SPEC §13). */
   prepareRatio: number | undefined;
+  /** Checkpoints and markers name their recall handles (issue 26). */
+  recall: boolean;
   summaryIdleTimeoutMs: number;
   summaryTimeoutMs: number;
 }

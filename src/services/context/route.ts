@@ -40,6 +40,15 @@ export function routePolicy({ session, config }: Pick<ServiceDeps, 'session' | '
   return { auto: p.auto, maxAttempts: 1 + p.compactionRetries, maxOverflowRetries: p.maxOverflowRetries };
 }
 
+/**
+ * Recall is on for the route (issue 26): checkpoints and pruned-result markers name their recall
+ * handles. The top level before any request.
+ */
+export function recallOn({ session, config }: Pick<ServiceDeps, 'session' | 'config'>): boolean {
+  const header = session.latestHeader;
+  return header ? policyFor(config, header.data.provider, header.data.model).recall : config.recall;
+}
+
 /** The model that writes summaries: the configured one, else the routed model. */
 export function summaryTarget({ session, config }: Pick<ServiceDeps, 'session' | 'config'>): { provider: string; model: string } {
   if (config.summarizationProvider && config.summarizationModel) {

@@ -3,9 +3,9 @@
  * (economics.ts), from the routed model's prices and the session's pace so far. Numbers only;
  * the pressure chart decides with them.
  */
-import { frameCheckpoint } from '../summarizing';
+import { frameCheckpoint, pricingHandle } from '../summarizing';
 import type { ResolvedBudget } from '../config';
-import type { ServiceDeps } from '../context';
+import { recallOn, type ServiceDeps } from '../context';
 import { compactionEconomics, pruneEconomics, reliefChoice, type EconomicVerdict, type ModelPrices, type ReliefChoice, type SessionPace } from './cost';
 import type { TokenMeter } from '../metering';
 import { modelKey, resolvePrices } from '../config';
@@ -153,7 +153,7 @@ function weigh(
       for (let p = 0; p < range.startPos; p++) keptPrefix += m.prices.priceAt(p);
       state.instructionTokens ??= meter.countText(COMPACTION_INSTRUCTION);
       const summaryTokens = state.summaries > 0 ? Math.ceil(state.summaryTokens / state.summaries) : Math.min(at.budget.maxTokens, Math.ceil(range.tokens / 2));
-      const checkpoint = meter.priceUserText(frameCheckpoint('')) + Math.min(summaryTokens, at.budget.maxTokens);
+      const checkpoint = meter.priceUserText(frameCheckpoint('', pricingHandle(recallOn(deps), deps.session.length))) + Math.min(summaryTokens, at.budget.maxTokens);
       out.compaction = compactionEconomics(
         {
           tokensNow: at.totalTokens,

@@ -1,5 +1,6 @@
 export * from './calibration';
 export * from './meter';
+export * from './measurement';
 export * from './pricing';
 export * from './provider-ledger';
 export * from './snapshot';

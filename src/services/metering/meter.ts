@@ -16,76 +16,18 @@
  * compaction removes most of the request, and a ratio error on what left would land whole on
  * the little that stays.
  *
- * Suspect usage (SPEC §12). A figure is suspect when it is below our own calibrated estimate
- * of the same request by more than SUSPECT_TOLERANCE (half): proxies under-report (a prompt of
- * 6 tokens for a request we price at 117), and a figure carried across a replace that removed
- * more than the provider ever counted (usage recorded before another agent's compaction) no
- * longer describes the surface. The larger figure wins: a suspect report neither anchors nor
- * calibrates, and a measurement whose anchored total falls below the tolerance reports the
- * calibrated estimate instead (flagged `suspectUsage`). So a non-empty surface never measures
- * 0, and an under-reporting proxy cannot delay compaction until the request overflows.
+ * Which request a report counts, and when a report is suspect: measurement.ts.
  */
 import type { SessionEvent, SurfaceEvent } from '../../session/events';
 import { isSurfaceType } from '../../session/events';
 import type { Session } from '../../session/session';
-import { CalibrationState, countNode, emptyCounts, type Calibration, type NodeCounts } from './calibration';
+import { CalibrationState, countNode, emptyCounts } from './calibration';
 import { checkMeterState, decodeMeterState, METER_SNAPSHOT_VERSION, type MeterAnchorState, type MeterState } from './snapshot';
 import { ProviderLedger } from './provider-ledger';
-import { priceNode } from './pricing';
-import type { Tokenizer, TokenizerName } from './tokenizer';
+import { priceNode, priceSurface } from './pricing';
+import type { Tokenizer } from './tokenizer';
 import { modelKey } from './calibration';
-
-export { IMAGE_TOKENS, textsOfMessage } from './pricing';
-
-export type { Calibration } from './calibration';
-export { CALIBRATION } from './calibration';
-
-/** A figure more than this share below our calibrated estimate is suspect (see above). */
-export const SUSPECT_TOLERANCE = 0.5;
-
-export interface NodePrices {
-  /** Number of surface nodes priced. */
-  readonly length: number;
-  /** Price of the surface node at `position`. */
-  priceAt(position: number): number;
-  /** Price of a current surface node by seq. */
-  priceOf(seq: number): number;
-  /**
-   * Provider tokens per priced token for the current route (SPEC §12): whole-surface budgets
-   * (the retained tail) multiply prices by it. Absent = 1.
-   */
-  readonly providerRatio?: number;
-}
-
-export interface Measurement {
-  /** The figure pressure is judged on: anchored to provider usage when possible. */
-  totalTokens: number;
-  /** Our own estimate of the whole request: envelope + surface, in our tokenizer's tokens. */
-  estimatedTokens: number;
-  /** `estimatedTokens` in the provider's tokens: × `calibration.ratio`. */
-  calibratedTokens: number;
-  /** The ratio of the provider's counts to ours for the current route, and what it rests on. */
-  calibration: Calibration;
-  /**
-   * True when the anchored figure was suspect (far below `calibratedTokens`) and the total is
-   * the calibrated estimate; also true right after a suspect report was refused.
-   */
-  suspectUsage: boolean;
-  surfaceTokens: number;
-  /** Tool definitions and the per-request template cost (the system prompt is surface node 0). */
-  envelopeTokens: number;
-  /** `growthTokens`: growth since the anchor (or the last replace, which rebases `providerTokens`) in provider tokens (the calibration's prediction from our prices and the appended nodes). */
-  anchor: { seq: number; providerTokens: number; growthTokens: number } | undefined;
-  tokenizer: TokenizerName;
-  /** Log length the measurement reflects. */
-  logLength: number;
-  prices: NodePrices;
-}
-
-export interface TokenMeterOptions {
-  /** Picks the tokenizer for the model a request header routes to (undefined before any header). */
-  tokenizerFor: (header: SessionEvent<'request/header'> | undefined) => Tokenizer;
-}
+import { isSuspect, measurementOf, nextContext, reportedSurface, type Measurement, type NodePrices, type TokenMeterOptions, type RequestSurface } from './measurement';
 
 /** The anchor (the last clean provider report); its fields are documented where the snapshot saves it. */
 type Anchor = MeterAnchorState;
@@ -120,6 +62,8 @@ export class TokenMeter implements NodePrices {
   private route = '';
   /** Seq of the latest report refused as suspect, until a report anchors again. */
   private suspectSeq: number | undefined;
+  /** The surface the latest request/header's request had, until its report (see measurement.ts). */
+  private requested: RequestSurface | undefined;
 
   constructor(
     private readonly session: Session,
@@ -199,34 +143,29 @@ export class TokenMeter implements NodePrices {
 
   measure(): Measurement {
     this.fold();
-    const estimated = this.envelope + this.surfaceTotal;
-    const calibration = this.calibration.describe(this.route);
-    const calibrated = Math.round(estimated * calibration.ratio);
-    let total = calibrated;
-    let suspectUsage = this.suspectSeq !== undefined;
-    let anchor: Measurement['anchor'];
-    if (this.anchor) {
-      const priced = this.surfaceTotal - this.anchor.surfaceAtAnchor;
-      const growth = Math.round(this.calibration.predict(this.route, priced, this.anchor.added));
-      anchor = { seq: this.anchor.seq, providerTokens: this.anchor.providerTokens, growthTokens: growth };
-      const anchored = this.anchor.providerTokens + growth;
-      // A report refused since this anchor says the provider's figures cannot be trusted now.
-      if (isSuspect(anchored, calibrated) || this.suspectSeq !== undefined) suspectUsage = true;
-      else total = anchored;
-    }
-    return {
-      totalTokens: Math.max(0, total),
-      estimatedTokens: estimated,
-      calibratedTokens: calibrated,
-      calibration,
-      suspectUsage,
-      surfaceTokens: this.surfaceTotal,
-      envelopeTokens: this.envelope,
-      anchor,
+    return measurementOf({
+      envelope: this.envelope,
+      surfaceTotal: this.surfaceTotal,
+      calibration: this.calibration,
+      route: this.route,
+      anchor: this.anchor,
+      suspect: this.suspectSeq !== undefined,
       tokenizer: this.tokenizer.name,
-      logLength: this.folded,
+      folded: this.folded,
       prices: this,
-    };
+    });
+  }
+
+  /**
+   * A provider's count of the request it just refused as too long (an overflow error's own
+   * figure: llama.cpp's n_prompt_tokens, OpenAI's "resulted in N tokens"): anchors and
+   * calibrates at once, as a report would, so recovery judges what fits in the provider's
+   * tokens. Not in the log: it holds until the next report, and a reopened session forgets it.
+   */
+  observePromptCount(promptTokens: number): void {
+    this.fold();
+    if (!Number.isFinite(promptTokens) || promptTokens <= 0 || this.folded === 0) return;
+    this.foldReport(this.folded - 1, { promptTokens: Math.round(promptTokens), completionTokens: 0 });
   }
 
   // -------------------------------------------------------------------------
@@ -277,6 +216,7 @@ export class TokenMeter implements NodePrices {
       this.toolsTokens = json === '' ? 0 : t.count(json) + (t.overhead.perBlock ?? 0);
     }
     this.envelope = this.tokenizer.overhead.perRequest + this.toolsTokens;
+    this.requested = { surfaceTotal: this.surfaceTotal, replaced: false, providerDelta: 0 };
   }
 
   private foldSurface(e: SurfaceEvent): void {
@@ -319,8 +259,14 @@ export class TokenMeter implements NodePrices {
     this.prices.set(e.seq, price);
     this.surfaceTotal += price;
     this.ledger.interrupt();
+    const entered = price * (removedPriced > 0 ? removed / removedPriced : ratio);
+    if (this.requested) {
+      // A replace while a request is open (a background commit): its report counts what left.
+      this.requested.replaced = true;
+      this.requested.providerDelta += entered - removed;
+    }
     if (a) {
-      a.providerTokens = Math.round(a.providerTokens + grown - removed + price * (removedPriced > 0 ? removed / removedPriced : ratio));
+      a.providerTokens = Math.round(a.providerTokens + grown - removed + entered);
       a.surfaceAtAnchor = this.surfaceTotal;
       a.added = emptyCounts();
       a.clean = false;
@@ -337,17 +283,25 @@ export class TokenMeter implements NodePrices {
   private foldReport(seq: number, u: NonNullable<SessionEvent<'assistant/message'>['data']['usage']>): void {
     const ratio = this.calibration.ratio(this.route);
     const calibrated = Math.round((this.envelope + this.surfaceTotal) * ratio);
-    if (isSuspect(u.promptTokens, calibrated)) {
+    const requested = this.requested;
+    this.requested = undefined;
+    const counted = reportedSurface(u.promptTokens, calibrated, requested && { ...requested, calibrated: Math.round((this.envelope + requested.surfaceTotal) * ratio) });
+    if (isSuspect(u.promptTokens, counted === 'current' ? calibrated : Math.round((this.envelope + requested!.surfaceTotal) * ratio))) {
       this.suspectSeq = seq;
+      return;
+    }
+    // Counted at the request's header, before a background commit: carried across it like an
+    // anchor; no calibration sample, nothing for the ledger.
+    if (counted === 'at-header') {
+      this.ledger.interrupt();
+      this.anchor = { seq, providerTokens: Math.round(nextContext(u) + requested!.providerDelta), surfaceAtAnchor: this.surfaceTotal, route: this.route, clean: false, added: emptyCounts() };
+      this.suspectSeq = undefined;
       return;
     }
     const a = this.anchor;
     if (a && a.clean && a.route === this.route) this.calibration.add(this.route, u.promptTokens - a.providerTokens, this.surfaceTotal - a.surfaceAtAnchor, a.added);
     this.ledger.report(this.route, u.promptTokens, this.envelope + this.surfaceTotal, (s) => this.prices.get(s));
-    // Reasoning is billed as completion but never sent back, so it is not part of the next
-    // request. It is part of the completion, so never subtract more than the completion.
-    const providerTokens = u.promptTokens + u.completionTokens - Math.min(u.reasoningTokens ?? 0, u.completionTokens);
-    this.anchor = { seq, providerTokens, surfaceAtAnchor: this.surfaceTotal, route: this.route, clean: true, added: emptyCounts() };
+    this.anchor = { seq, providerTokens: nextContext(u), surfaceAtAnchor: this.surfaceTotal, route: this.route, clean: true, added: emptyCounts() };
     this.suspectSeq = undefined;
   }
 
@@ -429,31 +383,13 @@ export class TokenMeter implements NodePrices {
   }
 
   private reprice(): void {
-    this.prices.clear();
-    this.textCounts.clear();
     this.shadowed.clear();
-    this.surfaceTotal = 0;
     this.anchor = undefined;
     this.ledger.interrupt();
-    for (const seq of this.session.surface.seqs()) {
-      // Nodes appended after the event being folded are priced when their own append folds.
-      // Surface order is not seq order (a checkpoint has a high seq at an old position), so
-      // skip them rather than stop.
-      if (seq >= this.folded) continue;
-      const counts: number[] = [];
-      const p = this.priceNode(this.session.event(seq) as SurfaceEvent, counts);
-      this.prices.set(seq, p);
-      this.textCounts.set(seq, counts);
-      this.surfaceTotal += p;
-    }
+    this.surfaceTotal = priceSurface(this.session, this.tokenizer, this.folded, this.prices, this.textCounts);
   }
 
   private priceNode(event: Pick<SurfaceEvent, 'type' | 'data'>, counts?: number[]): number {
     return priceNode(this.tokenizer, event, counts);
   }
-}
-
-/** Far below our calibrated estimate of the same request: see SUSPECT_TOLERANCE. */
-function isSuspect(providerFigure: number, calibratedEstimate: number): boolean {
-  return providerFigure < calibratedEstimate * (1 - SUSPECT_TOLERANCE);
 }

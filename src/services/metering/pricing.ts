@@ -6,12 +6,34 @@
  */
 import { toChatMessage, type ChatMessage } from '../../session/derive';
 import type { SurfaceEvent } from '../../session/events';
+import type { Session } from '../../session/session';
 import { messageOverhead, type Tokenizer } from './tokenizer';
 
 /** OpenAI prices a 1024×1024 high-detail image at 765 tokens and any low-detail one at 85. */
 export const IMAGE_TOKENS = { low: 85, high: 765 } as const;
 
 /** The node's price with `t`; the count of each of its texts (`textsOfMessage` order) is pushed to `counts`. */
+/**
+ * Prices every current surface node folded so far (seq below `folded`) into `prices` and
+ * `counts` (cleared first); returns their total. Nodes appended after the event being folded are
+ * priced when their own append folds. Surface order is not seq order (a checkpoint has a high seq
+ * at an old position), so they are skipped rather than stopped at.
+ */
+export function priceSurface(session: Session, t: Tokenizer, folded: number, prices: Map<number, number>, counts: Map<number, number[]>): number {
+  prices.clear();
+  counts.clear();
+  let total = 0;
+  for (const seq of session.surface.seqs()) {
+    if (seq >= folded) continue;
+    const c: number[] = [];
+    const p = priceNode(t, session.event(seq) as SurfaceEvent, c);
+    prices.set(seq, p);
+    counts.set(seq, c);
+    total += p;
+  }
+  return total;
+}
+
 export function priceNode(t: Tokenizer, event: Pick<SurfaceEvent, 'type' | 'data'>, counts?: number[]): number {
   return priceMessage(t, toChatMessage(event as SurfaceEvent), blockCount(event), counts);
 }

@@ -10,7 +10,12 @@ import type { OpenAIClient } from './openai-client';
 import type { APIError } from 'openai';
 import { XcompactError } from '../../errors.js';
 
-export type RequestErrorKind = 'context-overflow' | 'rate-limit' | 'server' | 'cancelled' | 'other';
+/**
+ * `truncated-reply`: the reply was cut by max_tokens inside a tool call and the server failed
+ * on the partial arguments (llama.cpp's 500 "Failed to parse tool call arguments as JSON"): the
+ * request itself fits; the agent can send it again with a larger max_tokens.
+ */
+export type RequestErrorKind = 'context-overflow' | 'truncated-reply' | 'rate-limit' | 'server' | 'cancelled' | 'other';
 
 export interface RequestErrorClass {
   kind: RequestErrorKind;
@@ -107,6 +112,9 @@ const NON_OVERFLOW_PATTERNS: readonly RegExp[] = [
   /please (?:wait|try again in)/i,
 ];
 
+/** A server that failed on a tool call cut short by max_tokens (llama.cpp, with --jinja). */
+const TRUNCATED_REPLY_PATTERNS: readonly RegExp[] = [/failed to parse tool call arguments as json/i];
+
 const RATE_LIMIT_CODES: ReadonlySet<string> = new Set(['rate_limit_exceeded', 'rate_limit_error', 'insufficient_quota', 'tokens', 'requests']);
 
 /** Types/codes of server faults, for errors that carry no status (an error event mid-stream). */
@@ -123,6 +131,7 @@ const SERVER_CODES: ReadonlySet<string> = new Set(['server_error', 'internal_ser
  * - rate-limit: 429, `RateLimitError`, a rate-limit code, or quota wording (e.g. Groq's 413
  *   "Request too large … tokens per minute", which compaction is not the answer to).
  * - context-overflow: an overflow code, a catalog wording, or a bare 413.
+ * - truncated-reply: a server that failed on a reply cut inside a tool call (see RequestErrorKind).
  * - server: status ≥ 500 without overflow wording, or a server-error type mid-stream (no status).
  */
 export function classifyRequestError(err: unknown): RequestErrorClass {
@@ -151,6 +160,8 @@ export function classifyRequestError(err: unknown): RequestErrorClass {
   const overflowCode = codes.find((c) => OVERFLOW_CODES.has(c));
   if (overflowCode !== undefined) return { kind: 'context-overflow', provider: `code:${overflowCode}`, ...base, ...numbersFrom(undefined, body) };
   if (status === 413) return { kind: 'context-overflow', provider: 'http-413', ...base };
+
+  if (TRUNCATED_REPLY_PATTERNS.some((p) => p.test(text))) return { kind: 'truncated-reply', ...base };
 
   const serverFault =
     (status !== undefined && status >= 500) ||

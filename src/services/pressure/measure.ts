@@ -3,7 +3,7 @@
  * charts judge), and the figures `engine.measure()` reports.
  */
 import { XcompactError } from '../../errors';
-import { BudgetError, type ResolvedBudget } from '../config';
+import { BudgetError, modelInfoFor, type ResolvedBudget } from '../config';
 import type { ServiceDeps } from '../context';
 import type { Measurement } from '../metering';
 import { isSilentOverflow } from '../overflow';
@@ -24,6 +24,11 @@ export interface PressureReading {
   silentOverflow?: { seq: number; promptTokens: number };
   /** The cost model's figures (config `economics`): whether compacting below the threshold, or pruning at it, pays. */
   economics?: PressureEconomics;
+  /**
+   * Requests the route's server works on at once (the model's `concurrency`; llama.cpp's `-np`):
+   * with 1, a background summary waits until the agent is not waiting for a reply. Absent: unbounded.
+   */
+  concurrency?: number;
 }
 
 export type ReadingResult =
@@ -55,6 +60,8 @@ export function measurePressure(deps: Pick<ServiceDeps, 'session' | 'meter' | 'c
     contextWindow: budget.window,
   };
   if (budget.prepare !== undefined) reading.prepareAt = budget.prepare;
+  const concurrency = modelInfoFor(deps.config, provider, model)?.concurrency;
+  if (concurrency !== undefined) reading.concurrency = concurrency;
   const usage = session.latestUsage;
   if (usage?.data.usage && isSilentOverflow(usage.data.usage, budget.window)) {
     reading.silentOverflow = { seq: usage.seq, promptTokens: usage.data.usage.promptTokens };

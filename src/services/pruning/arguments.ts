@@ -15,6 +15,7 @@ import { isJson, withPrunedArguments } from '../../session/argument-prune.js';
 import { toolCallsOf, type EventData } from '../../session/events.js';
 import { jsonTokens } from '../../session/json-tokens.js';
 import type { Session } from '../../session/session.js';
+import { prunedHandle } from '../recall';
 
 export interface ArgumentPruneTarget {
   /** The assistant/message node to replace. */
@@ -33,13 +34,16 @@ export interface ArgumentPruneSettings {
   thresholdChars: number;
   headChars: number;
   tailChars: number;
+  /** Recall is on: the marker names the message's handle. */
+  recallHandle?: string | undefined;
+  recall?: boolean | undefined;
 }
 
 export type ArgumentKeepReason = 'protected-recent' | 'never-prune' | 'no-gain';
 
 interface Helpers {
   codePointLength(s: string): number;
-  truncateMiddle(text: string, s: { headChars: number; tailChars: number }): string;
+  truncateMiddle(text: string, s: { headChars: number; tailChars: number; recallHandle?: string | undefined }): string;
   priceOf(seq: number): number;
   priceAssistant(data: EventData<'assistant/message'>): number;
 }
@@ -102,7 +106,7 @@ export function planArgumentPrunes(
     const pruned: Array<{ callId: string; name: string; arguments: string }> = [];
     for (const call of big) {
       if (!isJson(call.arguments)) continue; // not JSON: the session keeps such arguments byte-identical
-      const next = pruneJsonText(call.arguments, settings, h);
+      const next = pruneJsonText(call.arguments, settings.recall === true ? { ...settings, recallHandle: prunedHandle(seq) } : settings, h);
       if (next === undefined) continue;
       if (never.has(call.name)) {
         kept.push({ seq, callId: call.id, reason: 'never-prune' });

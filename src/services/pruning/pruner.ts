@@ -60,10 +60,10 @@ import {
   type SessionEvent,
 } from '../../session/events.js';
 import type { Session } from '../../session/session.js';
-import { PRUNE_MARKER_MAX_CHARS, PruneSettingsError, checkCount, codePointLength, truncateMiddle } from './text.js';
+import { PruneSettingsError, checkCount, codePointLength, cutSettings, markerReserve, truncateMiddle } from './text.js';
 import { argumentWrites, planArgumentPrunes, type ArgumentPruneTarget } from './arguments.js';
 
-export { PRUNE_MARKER_MAX_CHARS, PruneSettingsError, codePointLength, pruneMarker, truncateMiddle } from './text.js';
+export { PRUNE_MARKER_MAX_CHARS, PruneSettingsError, codePointLength, cutSettings, markerReserve, pruneMarker, truncateMiddle } from './text.js';
 
 export type { ArgumentPruneTarget } from './arguments.js';
 
@@ -83,6 +83,8 @@ export interface PruneSettings {
   minReclaimTokens: number;
   /** Tool names never pruned (matched against the result's toolName, else the call's name). */
   neverPrune: readonly string[];
+  /** Recall is on: each marker names the handle (`pr-N`) the recall tool brings the original back by. */
+  recall?: boolean;
 }
 
 /** Exact per-node token prices (the token meter provides them, cached). */
@@ -182,9 +184,10 @@ function checkSettings(s: PruneSettings): void {
   for (const key of ['thresholdChars', 'headChars', 'tailChars', 'protectRecentTokens', 'minReclaimTokens'] as const) {
     checkCount(key, s[key]);
   }
-  if (s.headChars + PRUNE_MARKER_MAX_CHARS + s.tailChars > s.thresholdChars) {
+  const reserve = markerReserve(s.recall === true);
+  if (s.headChars + reserve + s.tailChars > s.thresholdChars) {
     throw new PruneSettingsError(
-      `headChars (${s.headChars}) + marker reserve (${PRUNE_MARKER_MAX_CHARS}) + tailChars (${s.tailChars}) exceeds thresholdChars (${s.thresholdChars}): a pruned text would still be oversized and every pass would prune it again. Lower headChars/tailChars or raise thresholdChars.`,
+      `headChars (${s.headChars}) + marker reserve (${reserve}) + tailChars (${s.tailChars}) exceeds thresholdChars (${s.thresholdChars}): a pruned text would still be oversized and every pass would prune it again. Lower headChars/tailChars or raise thresholdChars.`,
     );
   }
 }
@@ -260,7 +263,7 @@ export function planPrune(session: Session, settings: PruneSettings, pricing: Pr
     }
 
     const content = data.content.map((b) =>
-      b.type === 'text' && oversized(b.text, settings.thresholdChars) ? { type: 'text' as const, text: truncateMiddle(b.text, settings) } : b,
+      b.type === 'text' && oversized(b.text, settings.thresholdChars) ? { type: 'text' as const, text: truncateMiddle(b.text, cutSettings(settings, seq)) } : b,
     );
     const tokensBefore = price(`surface node ${seq}`, pricing.priceOf(seq));
     const tokensAfter = price(`the pruned replacement of ${seq}`, pricing.priceEvent({ type: 'tool/result', data: { ...data, content } }));

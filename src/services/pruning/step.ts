@@ -6,7 +6,7 @@ import type { PruneInput, PruneSummary } from '../context';
 import type { ServiceDeps } from '../context';
 import type { ResolvedBudget } from '../config';
 import { applyPrune, planPrune, type PrunePlan, type PruneSettings } from './pruner';
-import { routeBudget } from '../context';
+import { recallOn, routeBudget } from '../context';
 
 export function pruneSurface(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>, { protectRecent }: PruneInput): PruneSummary {
   const { session } = deps;
@@ -31,6 +31,7 @@ export function planSurfacePrune(
     neverPrune: config.prune.neverPrune,
     protectRecentTokens: budget?.protectRecentTokens ?? 0,
     minReclaimTokens: budget?.minReclaimTokens ?? 0,
+    ...(recallOn({ session, config }) ? { recall: true } : {}),
   };
   // The budgets are in the provider's tokens, like the retained tail in range selection.
   return planPrune(session, settings, { priceOf: (seq) => meter.priceOf(seq), priceEvent: (e) => meter.priceEvent(e), providerRatio: meter.providerRatio });

@@ -18,11 +18,15 @@ export class PruneSettingsError extends XcompactError {
  * which makes every pruned block ≤ thresholdChars, hence a second pass a no-op.
  */
 import { PRUNE_MARKER_MAX_CHARS } from '../config';
+import { PRUNED_RECALL_NOTE_MAX_CHARS, prunedHandle, prunedRecallNote } from '../recall';
 export { PRUNE_MARKER_MAX_CHARS };
 
-/** The line that replaces the middle of a pruned text. */
-export function pruneMarker(removedChars: number): string {
-  return `\n[… ${removedChars} characters pruned by xcompact …]\n`;
+/**
+ * The line that replaces the middle of a pruned text. With recall on it names the handle the
+ * recall tool brings the full text back by (its reserve: PRUNE_MARKER_MAX_CHARS + PRUNED_RECALL_NOTE_MAX_CHARS).
+ */
+export function pruneMarker(removedChars: number, recallHandle?: string): string {
+  return `\n[… ${removedChars} characters pruned by xcompact${recallHandle === undefined ? '' : prunedRecallNote(recallHandle)} …]\n`;
 }
 
 function isHigh(c: number): boolean {
@@ -72,13 +76,22 @@ export function checkCount(name: string, value: unknown): void {
  * marker line saying how many were removed between them. Returns `text` unchanged when that
  * would not make it shorter (nothing in the middle, or a middle shorter than the marker).
  */
-export function truncateMiddle(text: string, s: { headChars: number; tailChars: number }): string {
+export function truncateMiddle(text: string, s: { headChars: number; tailChars: number; recallHandle?: string | undefined }): string {
   checkCount('headChars', s.headChars);
   checkCount('tailChars', s.tailChars);
   const removed = codePointLength(text) - s.headChars - s.tailChars;
   if (removed <= 0) return text;
-  const marker = pruneMarker(removed);
+  const marker = pruneMarker(removed, s.recallHandle);
   if (codePointLength(marker) >= removed) return text;
   return text.slice(0, indexAfter(text, s.headChars)) + marker + text.slice(indexBeforeLast(text, s.tailChars));
 }
 
+/** Code points a marker may take: a recall handle makes it longer. */
+export function markerReserve(recall: boolean): number {
+  return PRUNE_MARKER_MAX_CHARS + (recall ? PRUNED_RECALL_NOTE_MAX_CHARS : 0);
+}
+
+/** The cut of node `seq`: with recall on, its marker names the node's handle. */
+export function cutSettings(s: { headChars: number; tailChars: number; recall?: boolean | undefined }, seq: number): { headChars: number; tailChars: number; recallHandle?: string } {
+  return s.recall === true ? { headChars: s.headChars, tailChars: s.tailChars, recallHandle: prunedHandle(seq) } : { headChars: s.headChars, tailChars: s.tailChars };
+}

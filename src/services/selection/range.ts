@@ -6,6 +6,13 @@
  * then moves toward the head until it is tool-pairing balanced, so a call and its results
  * (a parallel batch included) stay together. At least the newest unit is always retained.
  *
+ * When that cut leaves nothing worth condensing (a large parallel batch straddles it, so the
+ * balanced cut lands at the head), the alternative is not compacting at all and, at the
+ * threshold, sending an over-window request. Then the cut moves the other way: toward the tail,
+ * to the first balanced position after it (a smaller retained tail, the batch condensed with what
+ * precedes it), and on until a span is worth a checkpoint. Nothing is selected only when what
+ * precedes the newest unit cannot pay for a checkpoint: one unit alone over the budget.
+ *
  * Where the span starts is the prompt-cache decision. The reference always starts at the
  * head, merging the previous checkpoint into the new one, which rewrites the first message
  * after the system prompt and loses the whole cached prefix on every pass. With `stack`,
@@ -73,14 +80,28 @@ export function selectRange(session: Session, prices: NodePrices, options: Selec
   const s = session.surface;
   const head = headPosition(session);
   const cut = retainedCut(session, prices, options.retainTokens, head);
-  if (cut <= head) return null;
+  // Prefix sums of node prices: a span's tokens in O(1) for every cut tried below.
+  const sums = [0];
+  for (let p = 0; p < s.length; p++) sums.push(sums[p]! + prices.priceAt(p));
+  const at = (c: number) => spanBefore(session, prices, options, head, c, sums);
+  const chosen = at(cut);
+  if (chosen) return chosen;
+  // Toward the tail, up to the newest unit (retainedCut with nothing to retain).
+  const newestUnit = retainedCut(session, prices, 0, head);
+  for (let c = cut + 1; c <= newestUnit; c++) {
+    if (!s.balancedAt(c)) continue;
+    const r = at(c);
+    if (r) return r;
+  }
+  return null;
+}
 
+/** The span condensed when the retained tail starts at `cut`, or null when none is worth a checkpoint. */
+function spanBefore(session: Session, prices: NodePrices, options: SelectOptions, head: number, cut: number, sums: number[]): RangeSelection | null {
+  const s = session.surface;
+  if (cut <= head) return null;
   const minSpan = options.minSpanTokens ?? 0;
-  const spanTokens = (from: number) => {
-    let t = 0;
-    for (let p = from; p < cut; p++) t += prices.priceAt(p);
-    return t;
-  };
+  const spanTokens = (from: number) => sums[cut]! - sums[from]!;
   let start = head;
   if (options.stack) {
     let k = head;

@@ -3,22 +3,57 @@
  * newest unit, stacked checkpoints or a merge from the head), this applies it with the budget.
  */
 import type { SelectInput } from '../context';
-import { frameCheckpoint } from '../summarizing';
+import { frameCheckpoint, pricingHandle } from '../summarizing';
 import type { ServiceDeps } from '../context';
-import { selectRange, type RangeSelection } from './range';
-import { routeBudget } from '../context';
+import { headPosition, retainedCut, selectRange, type RangeSelection } from './range';
+import type { Measurement, NodePrices } from '../metering';
+import { recallOn, routeBudget } from '../context';
 
 export const STACK_MAX_CHECKPOINTS = 4;
 
-export function selectSpan(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>, { retain, stackCheckpoints }: SelectInput): RangeSelection | null {
+/** An overflow error's own figures, and the meter's measurement just before it anchored on them. */
+export interface OverflowCount {
+  limitTokens: number;
+  promptTokens: number;
+  before: Measurement;
+}
+
+/**
+ * `overflow`: what the error that started this recovery said. Recovery keeps only the newest
+ * unit (with the system prompt and tools); when that alone is at the error's window in the
+ * provider's tokens, no compaction can make the request fit: nothing is selected, so recovery
+ * declines at once instead of summarizing and retrying a hopeless request (issue 34). Everything
+ * up to the last report was counted by the provider, so what our figure missed lies in what was
+ * appended since: the newest unit is priced at that growth's own ratio (count over our price).
+ */
+export function selectSpan(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>, { retain, stackCheckpoints }: SelectInput, overflow?: OverflowCount): RangeSelection | null {
   const { session, meter } = deps;
   const prices = meter.measure().prices;
+  if (overflow && newestUnitOverflows(session, prices, overflow)) return null;
   // A span must cost at least twice an empty checkpoint, or no summary can shrink it.
-  const minSpanTokens = 2 * meter.priceUserText(frameCheckpoint(''));
+  const minSpanTokens = 2 * meter.priceUserText(frameCheckpoint('', pricingHandle(recallOn(deps), session.length)));
   const retainTokens = retain === 'budget' ? routeBudget(deps).retain : retain === 'floor' ? routeBudget(deps).retainFloor : 0;
   return selectRange(session, prices, {
     retainTokens,
     minSpanTokens,
     ...(stackCheckpoints ? { stack: { maxCheckpoints: STACK_MAX_CHECKPOINTS, maxTokens: Math.floor(retainTokens / 2) } } : {}),
   });
+}
+
+/** The newest unit, the system prompt and the tools alone reach the window the overflow error named. */
+function newestUnitOverflows(session: ServiceDeps['session'], prices: NodePrices, o: OverflowCount): boolean {
+  const { before } = o;
+  const ratio = before.calibration.ratio;
+  const head = headPosition(session);
+  let fixed = before.envelopeTokens;
+  for (let p = 0; p < head; p++) fixed += prices.priceAt(p);
+  let newest = 0;
+  for (let p = retainedCut(session, prices, 0, head); p < session.surface.length; p++) newest += prices.priceAt(p);
+  const a = before.anchor;
+  // Growth since the last report, at its own ratio; without a report, the whole request's.
+  const missed = a ? o.promptTokens - a.providerTokens : o.promptTokens;
+  const priced = a ? a.growthTokens / ratio : before.estimatedTokens;
+  const growthRatio = priced > 0 ? Math.max(ratio, missed / priced) : ratio;
+  const newestCount = a ? Math.min(newest * growthRatio, Math.max(0, missed)) : newest * growthRatio;
+  return fixed * ratio + newestCount >= o.limitTokens;
 }

@@ -108,7 +108,9 @@ export class OpenAISummarizer implements Summarizer {
 
   private finish(request: SummaryRequest, results: readonly Completion[]): SummaryResult {
     const last = results[results.length - 1]!;
-    const result: SummaryResult = { text: last.text, provider: request.target.provider, model: last.model ?? request.target.model, requests: results.length };
+    // The route's own model name: a local server reports its weights' file path (llama.cpp:
+    // "/models/qwen2.gguf"), which would make checkpoints name a model no route knows.
+    const result: SummaryResult = { text: last.text, provider: request.target.provider, model: request.target.model, requests: results.length };
     const usage = sumUsage(results.map((r) => r.usage));
     if (usage) result.usage = usage;
     return result;

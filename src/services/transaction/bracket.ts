@@ -7,6 +7,8 @@ import type { CommitRecord, ErrorInfo, OpenedBracket, SummaryOutcome, Trigger } 
 import { SessionRuleError } from '../../session/errors';
 import { COMPACTION_CHECKPOINT_SOURCE } from '../../session/events';
 import { frameCheckpoint } from '../summarizing';
+import { recallOn } from '../context';
+import { checkpointHandle } from '../recall';
 import type { ServiceDeps } from '../context';
 import type { RangeSelection } from '../selection';
 
@@ -37,7 +39,7 @@ export class BracketWriter {
    */
   private unsubscribe: (() => void) | undefined;
 
-  constructor(private readonly deps: Pick<ServiceDeps, 'session' | 'meter' | 'now'>) {}
+  constructor(private readonly deps: Pick<ServiceDeps, 'session' | 'meter' | 'now' | 'config'>) {}
 
   private watchUntilClosed(): void {
     this.unsubscribe ??= this.deps.session.subscribe((e) => {
@@ -72,7 +74,9 @@ export class BracketWriter {
   commit(input: CommitInput): CommitRecord {
     const { session, meter, now } = this.deps;
     const { range, summary } = input;
-    const checkpointData = { content: [{ type: 'text' as const, text: frameCheckpoint(summary.text) }], source: COMPACTION_CHECKPOINT_SOURCE };
+    // With recall on, the checkpoint names its bracket's handle: the recall tool brings the span back by it.
+    const handle = recallOn(this.deps) ? checkpointHandle(input.startSeq) : undefined;
+    const checkpointData = { content: [{ type: 'text' as const, text: frameCheckpoint(summary.text, handle) }], source: COMPACTION_CHECKPOINT_SOURCE };
     const refused = session.check({
       type: 'user/message',
       data: checkpointData,

@@ -6,7 +6,8 @@
 import { XcompactError } from '../../errors';
 import type { Mode, SpanCheck, SummaryOutcome, Verdict } from '../context';
 import type { Session } from '../../session/session';
-import { frameCheckpoint } from '../summarizing';
+import { frameCheckpoint, pricingHandle } from '../summarizing';
+import { recallOn } from '../context';
 import type { ServiceDeps } from '../context';
 import { headPosition, type RangeSelection } from '../selection';
 
@@ -56,7 +57,7 @@ export function revalidateSpan(deps: Pick<ServiceDeps, 'session' | 'meter' | 'co
         ? // The agent worked on meanwhile: appends after the span are fine, the span itself must be as selected.
           s.positionOf(input.range.start) === input.range.startPos && spanIntact(session, input.range)
         : spanIntact(session, input.range);
-  const checkpointTokens = meter.priceUserText(frameCheckpoint(input.summary.text));
+  const checkpointTokens = meter.priceUserText(frameCheckpoint(input.summary.text, pricingHandle(recallOn(deps), session.length)));
   const requiredTokens = input.mode === 'manual' ? 0 : Math.ceil(config.minProgressRatio * input.range.tokens);
   return { stable, spanTokens: input.range.tokens, checkpointTokens, requiredTokens };
 }

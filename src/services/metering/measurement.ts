@@ -1,0 +1,155 @@
+/**
+ * What a measurement says, and how a provider's report is judged before it anchors one.
+ *
+ * Which request a report describes (issue 34). A report answers the request of the latest
+ * request/header: the agent built that request from the surface as it was then. A background
+ * summary may commit while the request is open, so by the time the reply is recorded the
+ * surface is shorter than what the provider counted; anchoring the new surface to the old
+ * count over-reports pressure by about the compacted span until the next report (and starts a
+ * second, tiny compaction). An overflow recovery, on the contrary, replaces the surface and then
+ * re-sends the request under the same header: its report counts the surface as it is now.
+ * So when the surface was replaced since the header, the report is read as counting whichever
+ * surface our calibrated estimate puts nearer its figure (by ratio: a compaction moves the two
+ * far apart, and a small replace makes either reading nearly right). Counted at the header, it
+ * is carried across the replaces as an anchor is, by what the provider counted for what left.
+ * Over-high figures are as suspect as under-low ones: this is what keeps them out.
+ *
+ * Suspect usage (SPEC §12). A figure is suspect when it is below our own calibrated estimate
+ * of the same request by more than SUSPECT_TOLERANCE (half): proxies under-report (a prompt of
+ * 6 tokens for a request we price at 117), and a figure carried across a replace that removed
+ * more than the provider ever counted (usage recorded before another agent's compaction) no
+ * longer describes the surface. The larger figure wins: a suspect report neither anchors nor
+ * calibrates, and a measurement whose anchored total falls below the tolerance reports the
+ * calibrated estimate instead (flagged `suspectUsage`). So a non-empty surface never measures
+ * 0, and an under-reporting proxy cannot delay compaction until the request overflows.
+ */
+import type { SessionEvent } from '../../session/events';
+import type { Calibration, CalibrationState } from './calibration';
+import type { MeterAnchorState } from './snapshot';
+import type { Tokenizer, TokenizerName } from './tokenizer';
+
+/** A figure more than this share below our calibrated estimate is suspect (see above). */
+export const SUSPECT_TOLERANCE = 0.5;
+
+export interface NodePrices {
+  /** Number of surface nodes priced. */
+  readonly length: number;
+  /** Price of the surface node at `position`. */
+  priceAt(position: number): number;
+  /** Price of a current surface node by seq. */
+  priceOf(seq: number): number;
+  /**
+   * Provider tokens per priced token for the current route (SPEC §12): whole-surface budgets
+   * (the retained tail) multiply prices by it. Absent = 1.
+   */
+  readonly providerRatio?: number;
+}
+
+export interface Measurement {
+  /** The figure pressure is judged on: anchored to provider usage when possible. */
+  totalTokens: number;
+  /** Our own estimate of the whole request: envelope + surface, in our tokenizer's tokens. */
+  estimatedTokens: number;
+  /** `estimatedTokens` in the provider's tokens: × `calibration.ratio`. */
+  calibratedTokens: number;
+  /** The ratio of the provider's counts to ours for the current route, and what it rests on. */
+  calibration: Calibration;
+  /**
+   * True when the anchored figure was suspect (far below `calibratedTokens`) and the total is
+   * the calibrated estimate; also true right after a suspect report was refused.
+   */
+  suspectUsage: boolean;
+  surfaceTokens: number;
+  /** Tool definitions and the per-request template cost (the system prompt is surface node 0). */
+  envelopeTokens: number;
+  /** `growthTokens`: growth since the anchor (or the last replace, which rebases `providerTokens`) in provider tokens (the calibration's prediction from our prices and the appended nodes). */
+  anchor: { seq: number; providerTokens: number; growthTokens: number } | undefined;
+  tokenizer: TokenizerName;
+  /** Log length the measurement reflects. */
+  logLength: number;
+  prices: NodePrices;
+}
+
+export interface TokenMeterOptions {
+  /** Picks the tokenizer for the model a request header routes to (undefined before any header). */
+  tokenizerFor: (header: SessionEvent<'request/header'> | undefined) => Tokenizer;
+}
+
+/** The surface a request/header's request had, and what replaces did to it since (provider tokens). */
+export interface RequestSurface {
+  /** Our price of the surface when the header was folded. */
+  surfaceTotal: number;
+  /** A replace was folded since the header. */
+  replaced: boolean;
+  /** Provider tokens the replaces since the header added (negative: removed). */
+  providerDelta: number;
+}
+
+/**
+ * Which surface a report's prompt counts: the current one, or the one at its request's header
+ * (only when a replace came between; see the file comment). `calibrated` figures are ours × ratio.
+ */
+export function reportedSurface(prompt: number, calibratedNow: number, atHeader: (RequestSurface & { calibrated: number }) | undefined): 'current' | 'at-header' {
+  if (!atHeader?.replaced || prompt <= 0) return 'current';
+  const off = (estimate: number) => Math.abs(Math.log(prompt / Math.max(1, estimate)));
+  return off(atHeader.calibrated) < off(calibratedNow) ? 'at-header' : 'current';
+}
+
+/** Far below our calibrated estimate of the same request: see SUSPECT_TOLERANCE. */
+export function isSuspect(providerFigure: number, calibratedEstimate: number): boolean {
+  return providerFigure < calibratedEstimate * (1 - SUSPECT_TOLERANCE);
+}
+
+/**
+ * What a report says the next request starts from: its prompt and completion. Reasoning is billed
+ * as completion but never sent back, so it is not part of the next request (and never more than
+ * the completion is subtracted).
+ */
+export function nextContext(u: NonNullable<SessionEvent<'assistant/message'>['data']['usage']>): number {
+  return u.promptTokens + u.completionTokens - Math.min(u.reasoningTokens ?? 0, u.completionTokens);
+}
+
+/** What the meter has folded, as a measurement reads it. */
+export interface FoldedFigures {
+  envelope: number;
+  surfaceTotal: number;
+  calibration: CalibrationState;
+  route: string;
+  anchor: MeterAnchorState | undefined;
+  /** A report was refused as suspect since the last anchor. */
+  suspect: boolean;
+  tokenizer: TokenizerName;
+  folded: number;
+  prices: NodePrices;
+}
+
+/** The measurement of a fold: anchored to the provider's figure unless that is suspect (see the file comment). */
+export function measurementOf(f: FoldedFigures): Measurement {
+  const estimated = f.envelope + f.surfaceTotal;
+  const calibration = f.calibration.describe(f.route);
+  const calibrated = Math.round(estimated * calibration.ratio);
+  let total = calibrated;
+  let suspectUsage = f.suspect;
+  let anchor: Measurement['anchor'];
+  if (f.anchor) {
+    const growth = Math.round(f.calibration.predict(f.route, f.surfaceTotal - f.anchor.surfaceAtAnchor, f.anchor.added));
+    anchor = { seq: f.anchor.seq, providerTokens: f.anchor.providerTokens, growthTokens: growth };
+    const anchored = f.anchor.providerTokens + growth;
+    // A report refused since this anchor says the provider's figures cannot be trusted now.
+    if (isSuspect(anchored, calibrated) || f.suspect) suspectUsage = true;
+    else total = anchored;
+  }
+  return {
+    totalTokens: Math.max(0, total),
+    estimatedTokens: estimated,
+    calibratedTokens: calibrated,
+    calibration,
+    suspectUsage,
+    surfaceTokens: f.surfaceTotal,
+    envelopeTokens: f.envelope,
+    anchor,
+    tokenizer: f.tokenizer,
+    logLength: f.folded,
+    prices: f.prices,
+  };
+}

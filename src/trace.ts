@@ -189,6 +189,8 @@ export function createTraceRecorder(session?: Session, options: TraceRecorderOpt
 
   const inspect = (ev: InspectionEvent) => {
     if (ev.type === '@xstate.microstep') {
+      // An event the state ignores still makes a microstep, with no transition: nothing to show.
+      if (ev._transitions.length === 0) return;
       const transitions = ev._transitions.map((t) => {
         const tr: TraceTransition = {
           source: t.source.id,

@@ -13,9 +13,9 @@ import { createMachine } from 'xstate';
 export const machine = createMachine({
   id: 'background',
   context: {
-    cancelRequested: false,
     waiters: [],
     waited: false,
+    oneSlot: false,
     turn: null,
     unreported: [],
   },
@@ -39,7 +39,7 @@ export const machine = createMachine({
         { type: 'reply', params: { type: 'background.waiting' } },
       ],
     },
-    cancel: { actions: 'remember cancel' },
+    cancel: {},
   },
   states: {
     idle: {
@@ -49,19 +49,12 @@ export const machine = createMachine({
           {
             guard: 'compacting now pays',
             target: 'selecting',
-            actions: [
-              'start run',
-              'remember economic decision',
-              { type: 'reply', params: { type: 'background.preparing' } },
-            ],
+            actions: ['start run', 'remember economic decision'],
           },
           {
             guard: 'the prepare point is reached',
             target: 'selecting',
-            actions: [
-              'start run',
-              { type: 'reply', params: { type: 'background.preparing' } },
-            ],
+            actions: 'start run',
           },
           {
             actions: { type: 'reply', params: { type: 'background.proceed' } },
@@ -77,14 +70,6 @@ export const machine = createMachine({
       invoke: {
         src: 'selectRange',
         onDone: [
-          {
-            guard: 'cancel was requested',
-            target: 'idle',
-            actions: [
-              'fail cancelled',
-              { type: 'end', params: { as: 'cancelled' } },
-            ],
-          },
           {
             guard: 'nothing to compact',
             target: 'idle',
@@ -105,14 +90,6 @@ export const machine = createMachine({
       invoke: {
         src: 'validateSpan',
         onDone: [
-          {
-            guard: 'cancel was requested',
-            target: 'idle',
-            actions: [
-              'fail cancelled',
-              { type: 'end', params: { as: 'cancelled' } },
-            ],
-          },
           {
             guard: 'lock is held',
             target: 'idle',
@@ -145,12 +122,12 @@ export const machine = createMachine({
         src: 'openBracket',
         onDone: [
           {
-            guard: 'cancel was requested',
-            target: 'cancelled',
+            guard: 'the server has one slot',
+            target: 'awaitingSlot',
             actions: [
               'remember start',
               { type: 'notify', params: { what: 'started' } },
-              'fail cancelled',
+              'answer starter',
             ],
           },
           {
@@ -158,6 +135,7 @@ export const machine = createMachine({
             actions: [
               'remember start',
               { type: 'notify', params: { what: 'started' } },
+              'answer starter',
             ],
           },
         ],
@@ -170,6 +148,10 @@ export const machine = createMachine({
         },
       },
     },
+    awaitingSlot: {
+      always: { guard: 'a job is waiting', target: 'summarizing' },
+      on: { 'agent.working': { target: 'summarizing' } },
+    },
     summarizing: {
       invoke: {
         src: 'summarize',
@@ -181,6 +163,21 @@ export const machine = createMachine({
       },
       on: {
         cancel: { target: 'cancelled', actions: 'fail cancelled' },
+      },
+      after: {
+        summaryDeadline: {
+          target: 'closing',
+          actions: {
+            type: 'fail with',
+            params: {
+              error: {
+                code: 'summary',
+                cause: 'summary-timeout',
+                message: 'the summary did not finish within its deadline (summaryTimeoutMs): the request was abandoned and nothing was committed',
+              },
+            },
+          },
+        },
       },
       initial: 'preparing',
       states: {

@@ -1025,6 +1025,19 @@ window.XCOMPACT_CHARTS = [
     },
     {
      "source": "pressure.measuring",
+     "target": "pressure.pruning",
+     "event": "xstate.done.actor.0.pressure.measuring",
+     "guard": "below threshold & pruning is enabled & pruning now pays (cost model)",
+     "actions": [
+      "remember first reading",
+      "remember economic decision"
+     ],
+     "label": "done: measure [below threshold & pruning is enabled & pruning now pays (cost model)]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.measuring",
      "target": "pressure.below",
      "event": "xstate.done.actor.0.pressure.measuring",
      "guard": "below threshold",
@@ -1037,14 +1050,27 @@ window.XCOMPACT_CHARTS = [
     },
     {
      "source": "pressure.measuring",
-     "target": "pressure.selecting",
+     "target": "pressure.pruning",
      "event": "xstate.done.actor.0.pressure.measuring",
-     "guard": "pruning is enabled & pruning does not pay",
+     "guard": "pruning is enabled & a prune alone relieves the pressure (cost model)",
      "actions": [
       "remember first reading",
       "remember economic decision"
      ],
-     "label": "done: measure [pruning is enabled & pruning does not pay]",
+     "label": "done: measure [pruning is enabled & a prune alone relieves the pressure (cost model)]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.measuring",
+     "target": "pressure.selecting",
+     "event": "xstate.done.actor.0.pressure.measuring",
+     "guard": "pruning is enabled & a prune would free nothing (cost model)",
+     "actions": [
+      "remember first reading",
+      "remember economic decision"
+     ],
+     "label": "done: measure [pruning is enabled & a prune would free nothing (cost model)]",
      "internal": false,
      "fromAny": false
     },
@@ -1320,6 +1346,10 @@ window.XCOMPACT_CHARTS = [
       "uses": 1
      },
      {
+      "name": "below threshold & pruning is enabled & pruning now pays (cost model)",
+      "uses": 1
+     },
+     {
       "name": "budget cannot be resolved",
       "uses": 1
      },
@@ -1344,7 +1374,11 @@ window.XCOMPACT_CHARTS = [
       "uses": 1
      },
      {
-      "name": "pruning is enabled & pruning does not pay",
+      "name": "pruning is enabled & a prune alone relieves the pressure (cost model)",
+      "uses": 1
+     },
+     {
+      "name": "pruning is enabled & a prune would free nothing (cost model)",
       "uses": 1
      },
      {
@@ -1411,11 +1445,11 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "remember economic decision",
-      "uses": 3
+      "uses": 5
      },
      {
       "name": "remember first reading",
-      "uses": 7
+      "uses": 9
      },
      {
       "name": "remember misconfiguration",
@@ -1466,7 +1500,7 @@ window.XCOMPACT_CHARTS = [
     ]
    }
   },
-  "mermaid": "%% pressure: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"pressure\" as pressure {\n    [*] --> pressure__checkingSignal\n    state \"checkingSignal\" as pressure__checkingSignal\n    state \"measuring\" as pressure__measuring\n    pressure__measuring : invoke measure\n    state \"pruning\" as pressure__pruning\n    pressure__pruning : invoke prune\n    state \"remeasuringAfterPrune\" as pressure__remeasuringAfterPrune\n    pressure__remeasuringAfterPrune : invoke measure\n    state \"selecting\" as pressure__selecting\n    pressure__selecting : invoke selectRange\n    state \"compacting\" as pressure__compacting\n    pressure__compacting : invoke transaction\n    state \"remeasuring\" as pressure__remeasuring\n    pressure__remeasuring : invoke measure\n    state \"skipped\" as pressure__skipped\n    state \"below\" as pressure__below\n    state \"relievedByPruning\" as pressure__relievedByPruning\n    state \"stuck\" as pressure__stuck\n    state \"compacted\" as pressure__compacted\n    state \"failed\" as pressure__failed\n    state \"cancelled\" as pressure__cancelled\n    pressure__skipped --> [*]\n    pressure__below --> [*]\n    pressure__relievedByPruning --> [*]\n    pressure__stuck --> [*]\n    pressure__compacted --> [*]\n    pressure__failed --> [*]\n    pressure__cancelled --> [*]\n    state \"any state\" as pressure___any\n  }\n  pressure__checkingSignal --> pressure__cancelled : always [signal already aborted]\n  pressure__checkingSignal --> pressure__measuring : always\n  pressure__measuring --> pressure__skipped : done: measure [no routed model yet]\n  pressure__measuring --> pressure__skipped : done: measure [budget cannot be resolved]\n  pressure__measuring --> pressure__pruning : done: measure [the provider truncated the prompt silently & pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure [the provider truncated the prompt silently]\n  pressure__measuring --> pressure__selecting : done: measure [below threshold & compacting now pays]\n  pressure__measuring --> pressure__below : done: measure [below threshold]\n  pressure__measuring --> pressure__selecting : done: measure [pruning is enabled & pruning does not pay]\n  pressure__measuring --> pressure__pruning : done: measure [pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure\n  pressure__measuring --> pressure__failed : error: measure\n  pressure__pruning --> pressure__remeasuringAfterPrune : done: prune\n  pressure__pruning --> pressure__selecting : error: prune\n  pressure__remeasuringAfterPrune --> pressure__relievedByPruning : done: measure [below threshold]\n  pressure__remeasuringAfterPrune --> pressure__selecting : done: measure\n  pressure__remeasuringAfterPrune --> pressure__failed : error: measure\n  pressure__selecting --> pressure__stuck : done: selectRange [nothing to compact & no attempt made yet]\n  pressure__selecting --> pressure__failed : done: selectRange [nothing to compact]\n  pressure__selecting --> pressure__compacting : done: selectRange\n  pressure__selecting --> pressure__failed : error: selectRange\n  pressure__compacting --> pressure__compacting : cancel\n  pressure__compacting --> pressure__cancelled : done: transaction [transaction was cancelled]\n  pressure__compacting --> pressure__cancelled : done: transaction [cancel was requested & transaction committed]\n  pressure__compacting --> pressure__remeasuring : done: transaction [transaction committed]\n  pressure__compacting --> pressure__failed : done: transaction\n  pressure__compacting --> pressure__failed : error: transaction\n  pressure__remeasuring --> pressure__compacted : done: measure [below threshold]\n  pressure__remeasuring --> pressure__selecting : done: measure [attempts left]\n  pressure__remeasuring --> pressure__failed : done: measure\n  pressure__remeasuring --> pressure__failed : error: measure\n  pressure___any --> pressure__cancelled : cancel\n"
+  "mermaid": "%% pressure: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"pressure\" as pressure {\n    [*] --> pressure__checkingSignal\n    state \"checkingSignal\" as pressure__checkingSignal\n    state \"measuring\" as pressure__measuring\n    pressure__measuring : invoke measure\n    state \"pruning\" as pressure__pruning\n    pressure__pruning : invoke prune\n    state \"remeasuringAfterPrune\" as pressure__remeasuringAfterPrune\n    pressure__remeasuringAfterPrune : invoke measure\n    state \"selecting\" as pressure__selecting\n    pressure__selecting : invoke selectRange\n    state \"compacting\" as pressure__compacting\n    pressure__compacting : invoke transaction\n    state \"remeasuring\" as pressure__remeasuring\n    pressure__remeasuring : invoke measure\n    state \"skipped\" as pressure__skipped\n    state \"below\" as pressure__below\n    state \"relievedByPruning\" as pressure__relievedByPruning\n    state \"stuck\" as pressure__stuck\n    state \"compacted\" as pressure__compacted\n    state \"failed\" as pressure__failed\n    state \"cancelled\" as pressure__cancelled\n    pressure__skipped --> [*]\n    pressure__below --> [*]\n    pressure__relievedByPruning --> [*]\n    pressure__stuck --> [*]\n    pressure__compacted --> [*]\n    pressure__failed --> [*]\n    pressure__cancelled --> [*]\n    state \"any state\" as pressure___any\n  }\n  pressure__checkingSignal --> pressure__cancelled : always [signal already aborted]\n  pressure__checkingSignal --> pressure__measuring : always\n  pressure__measuring --> pressure__skipped : done: measure [no routed model yet]\n  pressure__measuring --> pressure__skipped : done: measure [budget cannot be resolved]\n  pressure__measuring --> pressure__pruning : done: measure [the provider truncated the prompt silently & pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure [the provider truncated the prompt silently]\n  pressure__measuring --> pressure__selecting : done: measure [below threshold & compacting now pays]\n  pressure__measuring --> pressure__pruning : done: measure [below threshold & pruning is enabled & pruning now pays (cost model)]\n  pressure__measuring --> pressure__below : done: measure [below threshold]\n  pressure__measuring --> pressure__pruning : done: measure [pruning is enabled & a prune alone relieves the pressure (cost model)]\n  pressure__measuring --> pressure__selecting : done: measure [pruning is enabled & a prune would free nothing (cost model)]\n  pressure__measuring --> pressure__pruning : done: measure [pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure\n  pressure__measuring --> pressure__failed : error: measure\n  pressure__pruning --> pressure__remeasuringAfterPrune : done: prune\n  pressure__pruning --> pressure__selecting : error: prune\n  pressure__remeasuringAfterPrune --> pressure__relievedByPruning : done: measure [below threshold]\n  pressure__remeasuringAfterPrune --> pressure__selecting : done: measure\n  pressure__remeasuringAfterPrune --> pressure__failed : error: measure\n  pressure__selecting --> pressure__stuck : done: selectRange [nothing to compact & no attempt made yet]\n  pressure__selecting --> pressure__failed : done: selectRange [nothing to compact]\n  pressure__selecting --> pressure__compacting : done: selectRange\n  pressure__selecting --> pressure__failed : error: selectRange\n  pressure__compacting --> pressure__compacting : cancel\n  pressure__compacting --> pressure__cancelled : done: transaction [transaction was cancelled]\n  pressure__compacting --> pressure__cancelled : done: transaction [cancel was requested & transaction committed]\n  pressure__compacting --> pressure__remeasuring : done: transaction [transaction committed]\n  pressure__compacting --> pressure__failed : done: transaction\n  pressure__compacting --> pressure__failed : error: transaction\n  pressure__remeasuring --> pressure__compacted : done: measure [below threshold]\n  pressure__remeasuring --> pressure__selecting : done: measure [attempts left]\n  pressure__remeasuring --> pressure__failed : done: measure\n  pressure__remeasuring --> pressure__failed : error: measure\n  pressure___any --> pressure__cancelled : cancel\n"
  },
  {
   "name": "overflow",
@@ -2482,7 +2516,9 @@ window.XCOMPACT_CHARTS = [
      "type": "atomic",
      "parent": "transaction",
      "notes": [
-      "invoke summarize"
+      "invoke summarize",
+      "entry / (inline xstate.raise)",
+      "exit / (inline xstate.cancel)"
      ],
      "anyMarker": false
     },
@@ -2688,6 +2724,17 @@ window.XCOMPACT_CHARTS = [
      "fromAny": false
     },
     {
+     "source": "transaction.summarizing",
+     "target": "transaction.closing",
+     "event": "xstate.after.summaryDeadline.transaction.summarizing",
+     "actions": [
+      "fail summary timeout"
+     ],
+     "label": "after summaryDeadline",
+     "internal": false,
+     "fromAny": false
+    },
+    {
      "source": "transaction.revalidating",
      "target": "transaction.closing",
      "event": "cancel",
@@ -2847,6 +2894,14 @@ window.XCOMPACT_CHARTS = [
     ],
     "actions": [
      {
+      "name": "(inline xstate.cancel)",
+      "uses": 1
+     },
+     {
+      "name": "(inline xstate.raise)",
+      "uses": 1
+     },
+     {
       "name": "fail busy",
       "uses": 1
      },
@@ -2888,6 +2943,10 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "fail no shrink",
+      "uses": 1
+     },
+     {
+      "name": "fail summary timeout",
       "uses": 1
      },
      {
@@ -2947,7 +3006,7 @@ window.XCOMPACT_CHARTS = [
     ]
    }
   },
-  "mermaid": "%% transaction: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"transaction\" as transaction {\n    [*] --> transaction__validating\n    state \"validating\" as transaction__validating\n    transaction__validating : invoke validateSpan\n    state \"opening\" as transaction__opening\n    transaction__opening : invoke openBracket\n    state \"summarizing\" as transaction__summarizing\n    transaction__summarizing : invoke summarize\n    state \"revalidating\" as transaction__revalidating\n    transaction__revalidating : invoke revalidate\n    state \"committing\" as transaction__committing\n    transaction__committing : invoke commit\n    state \"flushing\" as transaction__flushing\n    transaction__flushing : invoke flush\n    state \"closing\" as transaction__closing\n    transaction__closing : invoke closeWithError\n    state \"committed\" as transaction__committed\n    state \"persistenceFailed\" as transaction__persistenceFailed\n    state \"failed\" as transaction__failed\n    state \"rejected\" as transaction__rejected\n    transaction__committed --> [*]\n    transaction__persistenceFailed --> [*]\n    transaction__failed --> [*]\n    transaction__rejected --> [*]\n  }\n  transaction__validating --> transaction__rejected : done: validateSpan [cancel was requested]\n  transaction__validating --> transaction__rejected : done: validateSpan [lock is held]\n  transaction__validating --> transaction__opening : done: validateSpan\n  transaction__validating --> transaction__rejected : error: validateSpan\n  transaction__opening --> transaction__closing : done: openBracket [cancel was requested]\n  transaction__opening --> transaction__summarizing : done: openBracket\n  transaction__opening --> transaction__rejected : error: openBracket\n  transaction__summarizing --> transaction__closing : cancel\n  transaction__summarizing --> transaction__revalidating : done: summarize\n  transaction__summarizing --> transaction__closing : error: summarize\n  transaction__revalidating --> transaction__closing : cancel\n  transaction__revalidating --> transaction__closing : done: revalidate [surface changed]\n  transaction__revalidating --> transaction__closing : done: revalidate [checkpoint does not shrink the span]\n  transaction__revalidating --> transaction__closing : done: revalidate [too little progress]\n  transaction__revalidating --> transaction__committing : done: revalidate\n  transaction__revalidating --> transaction__closing : error: revalidate\n  transaction__committing --> transaction__flushing : done: commit\n  transaction__committing --> transaction__closing : error: commit\n  transaction__flushing --> transaction__committed : done: flush\n  transaction__flushing --> transaction__persistenceFailed : error: flush\n  transaction__closing --> transaction__failed : done: closeWithError\n  transaction__closing --> transaction__failed : error: closeWithError\n  transaction --> transaction : cancel\n"
+  "mermaid": "%% transaction: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"transaction\" as transaction {\n    [*] --> transaction__validating\n    state \"validating\" as transaction__validating\n    transaction__validating : invoke validateSpan\n    state \"opening\" as transaction__opening\n    transaction__opening : invoke openBracket\n    state \"summarizing\" as transaction__summarizing\n    transaction__summarizing : invoke summarize\n    state \"revalidating\" as transaction__revalidating\n    transaction__revalidating : invoke revalidate\n    state \"committing\" as transaction__committing\n    transaction__committing : invoke commit\n    state \"flushing\" as transaction__flushing\n    transaction__flushing : invoke flush\n    state \"closing\" as transaction__closing\n    transaction__closing : invoke closeWithError\n    state \"committed\" as transaction__committed\n    state \"persistenceFailed\" as transaction__persistenceFailed\n    state \"failed\" as transaction__failed\n    state \"rejected\" as transaction__rejected\n    transaction__committed --> [*]\n    transaction__persistenceFailed --> [*]\n    transaction__failed --> [*]\n    transaction__rejected --> [*]\n  }\n  transaction__validating --> transaction__rejected : done: validateSpan [cancel was requested]\n  transaction__validating --> transaction__rejected : done: validateSpan [lock is held]\n  transaction__validating --> transaction__opening : done: validateSpan\n  transaction__validating --> transaction__rejected : error: validateSpan\n  transaction__opening --> transaction__closing : done: openBracket [cancel was requested]\n  transaction__opening --> transaction__summarizing : done: openBracket\n  transaction__opening --> transaction__rejected : error: openBracket\n  transaction__summarizing --> transaction__closing : cancel\n  transaction__summarizing --> transaction__revalidating : done: summarize\n  transaction__summarizing --> transaction__closing : error: summarize\n  transaction__summarizing --> transaction__closing : after summaryDeadline\n  transaction__revalidating --> transaction__closing : cancel\n  transaction__revalidating --> transaction__closing : done: revalidate [surface changed]\n  transaction__revalidating --> transaction__closing : done: revalidate [checkpoint does not shrink the span]\n  transaction__revalidating --> transaction__closing : done: revalidate [too little progress]\n  transaction__revalidating --> transaction__committing : done: revalidate\n  transaction__revalidating --> transaction__closing : error: revalidate\n  transaction__committing --> transaction__flushing : done: commit\n  transaction__committing --> transaction__closing : error: commit\n  transaction__flushing --> transaction__committed : done: flush\n  transaction__flushing --> transaction__persistenceFailed : error: flush\n  transaction__closing --> transaction__failed : done: closeWithError\n  transaction__closing --> transaction__failed : error: closeWithError\n  transaction --> transaction : cancel\n"
  },
  {
   "name": "gate",
@@ -3439,6 +3498,10 @@ window.XCOMPACT_CHARTS = [
     "path": "opening"
    },
    {
+    "id": "background.awaitingSlot",
+    "path": "awaitingSlot"
+   },
+   {
     "id": "background.summarizing",
     "path": "summarizing"
    },
@@ -3522,13 +3585,23 @@ window.XCOMPACT_CHARTS = [
      "anyMarker": false
     },
     {
+     "id": "background.awaitingSlot",
+     "key": "awaitingSlot",
+     "type": "atomic",
+     "parent": "background",
+     "notes": [],
+     "anyMarker": false
+    },
+    {
      "id": "background.summarizing",
      "key": "summarizing",
      "type": "compound",
      "parent": "background",
      "initial": "background.summarizing.preparing",
      "notes": [
-      "invoke summarize"
+      "invoke summarize",
+      "entry / (inline xstate.raise)",
+      "exit / (inline xstate.cancel)"
      ],
      "anyMarker": false
     },
@@ -3640,9 +3713,7 @@ window.XCOMPACT_CHARTS = [
      "source": "background",
      "target": "background",
      "event": "cancel",
-     "actions": [
-      "remember cancel"
-     ],
+     "actions": [],
      "label": "cancel",
      "internal": true,
      "fromAny": false
@@ -3654,8 +3725,7 @@ window.XCOMPACT_CHARTS = [
      "guard": "compacting now pays",
      "actions": [
       "start run",
-      "remember economic decision",
-      "reply"
+      "remember economic decision"
      ],
      "label": "step [compacting now pays]",
      "internal": false,
@@ -3667,8 +3737,7 @@ window.XCOMPACT_CHARTS = [
      "event": "step",
      "guard": "the prepare point is reached",
      "actions": [
-      "start run",
-      "reply"
+      "start run"
      ],
      "label": "step [the prepare point is reached]",
      "internal": false,
@@ -3703,19 +3772,6 @@ window.XCOMPACT_CHARTS = [
      "actions": [],
      "label": "cancel",
      "internal": true,
-     "fromAny": false
-    },
-    {
-     "source": "background.selecting",
-     "target": "background.idle",
-     "event": "xstate.done.actor.0.background.selecting",
-     "guard": "cancel was requested",
-     "actions": [
-      "fail cancelled",
-      "end"
-     ],
-     "label": "done: selectRange [cancel was requested]",
-     "internal": false,
      "fromAny": false
     },
     {
@@ -3757,19 +3813,6 @@ window.XCOMPACT_CHARTS = [
      "source": "background.validating",
      "target": "background.idle",
      "event": "xstate.done.actor.0.background.validating",
-     "guard": "cancel was requested",
-     "actions": [
-      "fail cancelled",
-      "end"
-     ],
-     "label": "done: validateSpan [cancel was requested]",
-     "internal": false,
-     "fromAny": false
-    },
-    {
-     "source": "background.validating",
-     "target": "background.idle",
-     "event": "xstate.done.actor.0.background.validating",
      "guard": "lock is held",
      "actions": [
       "fail with",
@@ -3804,15 +3847,15 @@ window.XCOMPACT_CHARTS = [
     },
     {
      "source": "background.opening",
-     "target": "background.cancelled",
+     "target": "background.awaitingSlot",
      "event": "xstate.done.actor.0.background.opening",
-     "guard": "cancel was requested",
+     "guard": "the server has one slot",
      "actions": [
       "remember start",
       "notify",
-      "fail cancelled"
+      "answer starter"
      ],
-     "label": "done: openBracket [cancel was requested]",
+     "label": "done: openBracket [the server has one slot]",
      "internal": false,
      "fromAny": false
     },
@@ -3822,7 +3865,8 @@ window.XCOMPACT_CHARTS = [
      "event": "xstate.done.actor.0.background.opening",
      "actions": [
       "remember start",
-      "notify"
+      "notify",
+      "answer starter"
      ],
      "label": "done: openBracket",
      "internal": false,
@@ -3837,6 +3881,25 @@ window.XCOMPACT_CHARTS = [
       "end"
      ],
      "label": "error: openBracket",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.awaitingSlot",
+     "target": "background.summarizing",
+     "event": "agent.working",
+     "actions": [],
+     "label": "agent.working",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.awaitingSlot",
+     "target": "background.summarizing",
+     "event": "",
+     "guard": "a job is waiting",
+     "actions": [],
+     "label": "always [a job is waiting]",
      "internal": false,
      "fromAny": false
     },
@@ -3870,6 +3933,17 @@ window.XCOMPACT_CHARTS = [
       "fail"
      ],
      "label": "error: summarize",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.summarizing",
+     "target": "background.closing",
+     "event": "xstate.after.summaryDeadline.background.summarizing",
+     "actions": [
+      "fail with"
+     ],
+     "label": "after summaryDeadline",
      "internal": false,
      "fromAny": false
     },
@@ -4050,11 +4124,7 @@ window.XCOMPACT_CHARTS = [
     "guards": [
      {
       "name": "a job is waiting",
-      "uses": 1
-     },
-     {
-      "name": "cancel was requested",
-      "uses": 3
+      "uses": 2
      },
      {
       "name": "checkpoint does not shrink the span",
@@ -4085,18 +4155,34 @@ window.XCOMPACT_CHARTS = [
       "uses": 1
      },
      {
+      "name": "the server has one slot",
+      "uses": 1
+     },
+     {
       "name": "too little progress",
       "uses": 1
      }
     ],
     "actions": [
      {
+      "name": "(inline xstate.cancel)",
+      "uses": 1
+     },
+     {
+      "name": "(inline xstate.raise)",
+      "uses": 1
+     },
+     {
       "name": "add waiter",
       "uses": 2
      },
      {
+      "name": "answer starter",
+      "uses": 2
+     },
+     {
       "name": "end",
-      "uses": 13
+      "uses": 11
      },
      {
       "name": "fail",
@@ -4104,7 +4190,7 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "fail cancelled",
-      "uses": 5
+      "uses": 2
      },
      {
       "name": "fail no progress",
@@ -4116,15 +4202,11 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "fail with",
-      "uses": 2
+      "uses": 3
      },
      {
       "name": "notify",
       "uses": 8
-     },
-     {
-      "name": "remember cancel",
-      "uses": 1
      },
      {
       "name": "remember commit",
@@ -4152,7 +4234,7 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "reply",
-      "uses": 7
+      "uses": 5
      },
      {
       "name": "settle run",
@@ -4199,6 +4281,6 @@ window.XCOMPACT_CHARTS = [
     ]
    }
   },
-  "mermaid": "%% background: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"background\" as background {\n    [*] --> background__idle\n    state \"idle\" as background__idle\n    state \"selecting\" as background__selecting\n    background__selecting : invoke selectRange\n    state \"validating\" as background__validating\n    background__validating : invoke validateSpan\n    state \"opening\" as background__opening\n    background__opening : invoke openBracket\n    state \"summarizing\" as background__summarizing {\n      [*] --> background__summarizing__preparing\n      state \"preparing\" as background__summarizing__preparing\n      state \"waitingAtThreshold\" as background__summarizing__waitingAtThreshold\n    }\n    state \"ready\" as background__ready\n    background__ready : invoke revalidate\n    state \"committing\" as background__committing\n    background__committing : invoke commit\n    state \"flushing\" as background__flushing\n    background__flushing : invoke flush\n    state \"closing\" as background__closing\n    background__closing : invoke closeWithError\n    state \"cancelled\" as background__cancelled\n    background__cancelled : invoke closeWithError\n  }\n  background__idle --> background__selecting : step [compacting now pays]\n  background__idle --> background__selecting : step [the prepare point is reached]\n  background__idle --> background__idle : step\n  background__idle --> background__idle : await\n  background__idle --> background__idle : cancel\n  background__selecting --> background__idle : done: selectRange [cancel was requested]\n  background__selecting --> background__idle : done: selectRange [nothing to compact]\n  background__selecting --> background__validating : done: selectRange\n  background__selecting --> background__idle : error: selectRange\n  background__validating --> background__idle : done: validateSpan [cancel was requested]\n  background__validating --> background__idle : done: validateSpan [lock is held]\n  background__validating --> background__opening : done: validateSpan\n  background__validating --> background__idle : error: validateSpan\n  background__opening --> background__cancelled : done: openBracket [cancel was requested]\n  background__opening --> background__summarizing : done: openBracket\n  background__opening --> background__idle : error: openBracket\n  background__summarizing__preparing --> background__summarizing__waitingAtThreshold : always [a job is waiting]\n  background__summarizing --> background__cancelled : cancel\n  background__summarizing --> background__ready : done: summarize\n  background__summarizing --> background__closing : error: summarize\n  background__ready --> background__cancelled : cancel\n  background__ready --> background__closing : done: revalidate [span changed]\n  background__ready --> background__closing : done: revalidate [checkpoint does not shrink the span]\n  background__ready --> background__closing : done: revalidate [too little progress]\n  background__ready --> background__committing : done: revalidate\n  background__ready --> background__closing : error: revalidate\n  background__committing --> background__flushing : done: commit\n  background__committing --> background__closing : error: commit\n  background__flushing --> background__idle : done: flush\n  background__flushing --> background__idle : error: flush\n  background__closing --> background__idle : done: closeWithError\n  background__closing --> background__idle : error: closeWithError\n  background__cancelled --> background__idle : done: closeWithError\n  background__cancelled --> background__idle : error: closeWithError\n  background --> background : step [not the step must wait]\n  background --> background : step\n  background --> background : await\n  background --> background : cancel\n"
+  "mermaid": "%% background: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"background\" as background {\n    [*] --> background__idle\n    state \"idle\" as background__idle\n    state \"selecting\" as background__selecting\n    background__selecting : invoke selectRange\n    state \"validating\" as background__validating\n    background__validating : invoke validateSpan\n    state \"opening\" as background__opening\n    background__opening : invoke openBracket\n    state \"awaitingSlot\" as background__awaitingSlot\n    state \"summarizing\" as background__summarizing {\n      [*] --> background__summarizing__preparing\n      state \"preparing\" as background__summarizing__preparing\n      state \"waitingAtThreshold\" as background__summarizing__waitingAtThreshold\n    }\n    state \"ready\" as background__ready\n    background__ready : invoke revalidate\n    state \"committing\" as background__committing\n    background__committing : invoke commit\n    state \"flushing\" as background__flushing\n    background__flushing : invoke flush\n    state \"closing\" as background__closing\n    background__closing : invoke closeWithError\n    state \"cancelled\" as background__cancelled\n    background__cancelled : invoke closeWithError\n  }\n  background__idle --> background__selecting : step [compacting now pays]\n  background__idle --> background__selecting : step [the prepare point is reached]\n  background__idle --> background__idle : step\n  background__idle --> background__idle : await\n  background__idle --> background__idle : cancel\n  background__selecting --> background__idle : done: selectRange [nothing to compact]\n  background__selecting --> background__validating : done: selectRange\n  background__selecting --> background__idle : error: selectRange\n  background__validating --> background__idle : done: validateSpan [lock is held]\n  background__validating --> background__opening : done: validateSpan\n  background__validating --> background__idle : error: validateSpan\n  background__opening --> background__awaitingSlot : done: openBracket [the server has one slot]\n  background__opening --> background__summarizing : done: openBracket\n  background__opening --> background__idle : error: openBracket\n  background__awaitingSlot --> background__summarizing : agent.working\n  background__awaitingSlot --> background__summarizing : always [a job is waiting]\n  background__summarizing__preparing --> background__summarizing__waitingAtThreshold : always [a job is waiting]\n  background__summarizing --> background__cancelled : cancel\n  background__summarizing --> background__ready : done: summarize\n  background__summarizing --> background__closing : error: summarize\n  background__summarizing --> background__closing : after summaryDeadline\n  background__ready --> background__cancelled : cancel\n  background__ready --> background__closing : done: revalidate [span changed]\n  background__ready --> background__closing : done: revalidate [checkpoint does not shrink the span]\n  background__ready --> background__closing : done: revalidate [too little progress]\n  background__ready --> background__committing : done: revalidate\n  background__ready --> background__closing : error: revalidate\n  background__committing --> background__flushing : done: commit\n  background__committing --> background__closing : error: commit\n  background__flushing --> background__idle : done: flush\n  background__flushing --> background__idle : error: flush\n  background__closing --> background__idle : done: closeWithError\n  background__closing --> background__idle : error: closeWithError\n  background__cancelled --> background__idle : done: closeWithError\n  background__cancelled --> background__idle : error: closeWithError\n  background --> background : step [not the step must wait]\n  background --> background : step\n  background --> background : await\n  background --> background : cancel\n"
  }
 ];

@@ -24,7 +24,6 @@ export const machine = createMachine({
     measuring: {
       invoke: {
         src: 'measure',
-        input: { phase: 'initial' },
         onDone: [
           { guard: 'no routed model yet', target: 'skipped' },
           {
@@ -62,18 +61,40 @@ export const machine = createMachine({
             ],
           },
           {
+            guard: 'below threshold & pruning is enabled & pruning now pays (cost model)',
+            target: 'pruning',
+            actions: [
+              'remember first reading',
+              {
+                type: 'remember economic decision',
+                params: { decision: 'prune-early' },
+              },
+            ],
+          },
+          {
             guard: 'below threshold',
             target: 'below',
             actions: 'remember first reading',
           },
           {
-            guard: 'pruning is enabled & pruning does not pay',
+            guard: 'pruning is enabled & a prune alone relieves the pressure (cost model)',
+            target: 'pruning',
+            actions: [
+              'remember first reading',
+              {
+                type: 'remember economic decision',
+                params: { decision: 'prune' },
+              },
+            ],
+          },
+          {
+            guard: 'pruning is enabled & a prune would free nothing (cost model)',
             target: 'selecting',
             actions: [
               'remember first reading',
               {
                 type: 'remember economic decision',
-                params: { decision: 'skip-prune' },
+                params: { decision: 'summarize' },
               },
             ],
           },
@@ -84,7 +105,7 @@ export const machine = createMachine({
               'remember first reading',
               {
                 type: 'remember economic decision',
-                params: { decision: 'prune' },
+                params: { decision: 'prune-then-summarize' },
               },
             ],
           },

@@ -65,6 +65,9 @@ export const machine = createMachine({
         onError: { target: 'closing', actions: 'fail from summarizer' },
       },
       on: { cancel: { target: 'closing', actions: 'fail cancelled' } },
+      after: {
+        summaryDeadline: { target: 'closing', actions: 'fail summary timeout' },
+      },
     },
     revalidating: {
       invoke: {

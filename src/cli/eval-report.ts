@@ -6,7 +6,7 @@
  */
 import { basename } from 'node:path';
 import type { WindowEval } from '../eval';
-import { rowsOf, type EvaluatedTranscript, type Prices } from './eval';
+import { rowsOf, type EvaluatedTranscript, type Prices } from './eval-rows';
 
 const COLORS = ['#d6336c', '#1c7ed6', '#2f9e44', '#f08c00', '#7048e8', '#0b7285', '#868e96'];
 

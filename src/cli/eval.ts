@@ -17,8 +17,11 @@ import type { Session } from '../session/session';
 import { loadConfig } from './config-file';
 import { CliError } from './errors';
 import { renderEvalReport } from './eval-report';
+import { rowsOf, type EvaluatedTranscript, type Prices } from './eval-rows';
 import { detectFormat, loadSessionReadOnly, readInput } from './load';
 import { createStyle, fmt, useColor } from './ui';
+
+export { rowsOf, type EvalRow, type EvaluatedTranscript, type Prices } from './eval-rows';
 
 export interface EvalCliOptions {
   /** The environment the command reads ($OPENAI_BASE_URL, the API key variable); default process.env. */
@@ -33,15 +36,6 @@ export interface EvalCliOptions {
   json?: boolean;
   color?: boolean;
 }
-
-export interface EvaluatedTranscript {
-  file: string;
-  format: string;
-  requests: number;
-  windows: WindowEval[];
-}
-
-export type Prices = Readonly<typeof PRICES>;
 
 /** "32k,128k" → [32768, 131072]; plain token counts too. k = 1,024 tokens, m = 1,048,576. */
 export function parseWindows(text: string | undefined): number[] {
@@ -176,35 +170,6 @@ export async function runEval(
     if (!options.json) out.write(`report: ${options.report}\n`);
   }
   return results;
-}
-
-/** One row of the table: a policy at a window. */
-export interface EvalRow {
-  policy: string;
-  cost: number;
-  cacheMissTokens: number;
-  compactions: number;
-  prunes: number;
-  peakShare: number;
-  overWindow: number;
-  neededRecall: number;
-  recallAfterCompaction: number | undefined;
-  intentRecall: number;
-}
-
-export function rowsOf(w: WindowEval): EvalRow[] {
-  return w.runs.map((r) => ({
-    policy: r.policy,
-    cost: r.ledger.cost,
-    cacheMissTokens: r.ledger.cacheMissTokens,
-    compactions: r.compactions,
-    prunes: r.prunes,
-    peakShare: r.ledger.peak / w.window,
-    overWindow: r.ledger.overWindow,
-    neededRecall: r.memory.neededRecall,
-    recallAfterCompaction: r.memory.recallAfterCompaction,
-    intentRecall: r.memory.intentRecall,
-  }));
 }
 
 function summaryOf(t: EvaluatedTranscript) {

@@ -42,6 +42,7 @@ export {
 } from './loop-check/index.js';
 export type {
   LoopScenario,
+  LoopScenarioOptions,
   LoopExpectations,
   ExpectedOutcome,
   LoopContext,

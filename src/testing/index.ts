@@ -43,6 +43,9 @@ export {
 export type {
   LoopScenario,
   LoopScenarioOptions,
+  LoopModelEvent,
+  SummaryOutcome as LoopSummaryOutcome,
+  ScenarioScript,
   LoopExpectations,
   ExpectedOutcome,
   LoopContext,

@@ -160,7 +160,9 @@ export function createAgentMachine(options: XStateAgentOptions) {
     context: { run: { steps: 0, compactions: [], overflowRetries: 0, answer: undefined }, nextId: 1, waitingFor: undefined, lastError: undefined, finished: false },
     // The compaction machine lives as long as the agent; its notifications arrive as events.
     invoke: [
-      { id: 'compaction', src: 'compaction', input: undefined }, // its config is baked in
+      // Its config is baked in. After `shutdown` it closes what it left open (a background summary's
+      // bracket), then ends: only then does the agent end, so the session is never left mid-compaction.
+      { id: 'compaction', src: 'compaction', input: undefined, onDone: '.stopped' },
       { src: 'abortSignal' },
     ],
     on: { 'compaction.committed': { actions: 'remember the compaction' } },
@@ -198,8 +200,9 @@ export function createAgentMachine(options: XStateAgentOptions) {
       nextStep: {
         always: [{ guard: 'work is finished', target: 'finished' }, { target: 'calling' }],
       },
-      finished: { type: 'final', entry: 'shut compaction down' },
-      failed: { type: 'final', entry: ['shut compaction down', assign(({ context }) => ({ run: { ...context.run, error: context.lastError ?? new Error('the request failed') } }))] },
+      finished: { entry: 'shut compaction down' },
+      failed: { entry: [assign(({ context }) => ({ run: { ...context.run, error: context.lastError ?? new Error('the request failed') } })), 'shut compaction down'] },
+      stopped: { type: 'final' },
     },
     output: ({ context }) => context.run,
   });

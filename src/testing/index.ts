@@ -42,6 +42,10 @@ export {
 } from './loop-check/index.js';
 export type {
   LoopScenario,
+  LoopScenarioOptions,
+  LoopModelEvent,
+  SummaryOutcome as LoopSummaryOutcome,
+  ScenarioScript,
   LoopExpectations,
   ExpectedOutcome,
   LoopContext,

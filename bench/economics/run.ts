@@ -15,7 +15,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { evaluateWindow, partOf, stitched, PEERS, PRICE_TABLE, CACHE_MODEL, DEFAULT_WINDOWS, type PolicyRun, type WindowEval } from '../../src/eval/index.js';
+import { evaluateWindow, partOf, stitched, withoutCompactions, PEERS, PRICE_TABLE, CACHE_MODEL, DEFAULT_WINDOWS, type PolicyRun, type WindowEval } from '../../src/eval/index.js';
 import * as sessionModule from '../../src/session/index.js';
 import { Session } from '../../src/session/index.js';
 import { findPiData } from '../../test/helpers/pi-data.js';
@@ -39,7 +39,8 @@ export async function importAny(path: string): Promise<Session> {
     const s = Session.inMemory(`economics-${basename(path)}`);
     try {
       await imp.run(s, path);
-      if (s.events().some((e) => e.type === 'assistant/message')) return s;
+      // The harness's own compactions are left out (as xcompact eval does): every policy decides on the same conversation.
+      if (s.events().some((e) => e.type === 'assistant/message')) return withoutCompactions(s);
       tried.push(`${imp.name}: no agent request`);
     } catch (err) {
       tried.push(`${imp.name}: ${(err as Error).message.split('\n')[0]}`);

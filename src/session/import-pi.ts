@@ -30,34 +30,22 @@ import {
   type BashExecution,
   type PiEntry,
 } from './import-pi-format';
+import type { TranscriptImportReport } from './import-common';
 import { answerPendingCalls } from './recover';
 import { Session } from './session';
 import { SessionWriter } from './writer';
 
 export { PiImportError } from './import-pi-format';
 
-export interface PiImportReport {
+/**
+ * pi's import report: the counts every importer reports (TranscriptImportReport; for pi,
+ * `rendered` counts the messages pi sends as user text — bashExecution, custom, branchSummary —
+ * and `notSent` what it never sends — settings changes, labels, other branches, `!!` commands),
+ * and which of pi's two layouts the file was.
+ */
+export interface PiImportReport extends Omit<TranscriptImportReport, 'harness' | 'summariesUnavailable'> {
   /** 'linear' (session version 1, `firstKeptEntryIndex`) or 'tree' (entries with id/parentId). */
   format: 'linear' | 'tree';
-  lines: number;
-  turns: number;
-  userMessages: number;
-  assistantMessages: number;
-  toolCalls: number;
-  toolResults: number;
-  /** Calls pi recorded without a result, answered with an error result on import. */
-  synthesizedResults: number;
-  /** pi compactions on the active branch, imported as checkpoints. */
-  compactions: number;
-  /** Messages pi sends as user text, imported as pi renders them, by kind (bashExecution, custom, branchSummary, …). */
-  rendered: Record<string, number>;
-  /** What pi recorded but never sent to the model, by kind (settings changes, labels, other branches, `!!` commands, …). */
-  notSent: Record<string, number>;
-  /**
-   * What could not be imported, by kind: entry types and message roles we do not know, content
-   * blocks of unknown types (`block:<type>`, `assistant block:<type>`), images without data.
-   */
-  ignored: Record<string, number>;
 }
 
 export interface PiImportOptions {

@@ -45,6 +45,7 @@ describe('defaults (SPEC §3)', () => {
     maxOverflowRetries: 1,
     auto: true,
     background: true,
+    backgroundCommit: 'threshold',
     prepareRatio: undefined,
     recall: false,
     summaryIdleTimeoutMs: 60_000,

@@ -9,7 +9,8 @@
  *               or a job waits ─▶ summarizing
  *   summarizing ┬ preparing ─ a step reached the threshold ─▶ waitingAtThreshold
  *               └ the summary ▶ ready (span as selected? shrinks? frees enough?)
- *   committing ▶ flushing ▶ idle (committed at once: the next request is smaller)
+ *   ready ┬ a job waits, or the cost model started the run ▶ committing ▶ flushing ▶ idle
+ *         └ otherwise ▶ held ─ a job must wait (threshold, overflow, /compact) ─▶ ready (checked again) ▶ committing
  *   any failure ▶ closing (compaction/end {error}) ▶ idle;  cancel ▶ cancelled (compaction/end {cancelled}) ▶ idle
  *
  * Replies to the gate that consulted it: `background.proceed` (nothing running: the job runs as
@@ -94,6 +95,8 @@ export interface BackgroundContext {
   starter: AnyActorRef | undefined;
   /** The route's server works on one request at a time: the summary waits for the agent's slot to free. */
   oneSlot: boolean;
+  /** The route's backgroundCommit is 'ready': the summary is committed once ready, not held until a job must wait. */
+  commitWhenReady: boolean;
 }
 
 const IDLE: Omit<BackgroundContext, 'unreported' | 'turn'> = {
@@ -109,6 +112,7 @@ const IDLE: Omit<BackgroundContext, 'unreported' | 'turn'> = {
   economics: undefined,
   starter: undefined,
   oneSlot: false,
+  commitWhenReady: false,
 };
 
 type StepEvent = Extract<BackgroundEvent, { type: 'step' }>;
@@ -154,6 +158,11 @@ export const backgroundMachine = setup({
       return e.reading.prepareAt !== undefined && e.reading.economics?.compaction?.pays === true && !mustWait(e);
     },
     'a job is waiting': ({ context }) => context.waited,
+    /**
+     * Commit at once: a job waits for the summary, the cost model started the run (compacting
+     * now pays), or the route commits background summaries once ready (backgroundCommit 'ready').
+     */
+    'the commit is due': ({ context }) => context.waited || context.economics !== undefined || context.commitWhenReady,
     'the server has one slot': ({ context }) => context.oneSlot,
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
     ...verdictGuards,
@@ -174,6 +183,7 @@ export const backgroundMachine = setup({
       turn: ({ event }) => (event as StepEvent).turn,
       starter: ({ event }) => (event as StepEvent).replyTo,
       oneSlot: ({ event }) => (event as StepEvent).reading.concurrency === 1,
+      commitWhenReady: ({ event }) => (event as StepEvent).reading.commitWhenReady === true,
     }),
     /** The bracket is open: the step that started the run goes on while the summary is prepared. */
     'answer starter': enqueueActions(({ context, enqueue }) => {
@@ -349,11 +359,20 @@ export const backgroundMachine = setup({
           { guard: 'span changed', target: 'closing', actions: { type: 'fail with', params: { error: { code: 'changed', message: 'the span changed while its summary was prepared; nothing was committed' } } } },
           { guard: 'checkpoint does not shrink the span', target: 'closing', actions: 'fail no shrink' },
           { guard: 'too little progress', target: 'closing', actions: 'fail no progress' },
-          { target: 'committing' },
+          { guard: 'the commit is due', target: 'committing' },
+          { target: 'held' },
         ],
         onError: { target: 'closing', actions: { type: 'fail', params: { fallback: 'changed' } } },
       },
       on: { cancel: { target: 'cancelled', actions: 'fail cancelled' } },
+    },
+    // The summary is ready below the threshold, and the run was started by the prepare point (not
+    // by the cost model): committing now would shadow what the agent may still use, before the
+    // config's threshold says so. It waits, bracket open and lock held, for the first job that
+    // must wait (a step at the threshold, an overflow, /compact), and is checked again then:
+    // that job waits for a commit, not for a summary. A session that ends first has lost nothing.
+    held: {
+      always: { guard: 'a job is waiting', target: 'ready' },
     },
     committing: {
       // Three appends with no await between them: a cancel is too late here.

@@ -71,6 +71,7 @@ describe('background compaction (SPEC §13)', () => {
     const atThreshold = await h.engine.afterStep();
     h.writer.endStep();
     expect(sum.calls).toHaveLength(1);
+    expect(atThreshold.status).toBe('committed'); // it waited for three appends, not for a model
     expect(atThreshold.compactions).toHaveLength(1);
     expect(h.events.find((e) => e.type === 'compaction.committed')).toMatchObject({ background: true });
     expect(h.session.lock.held).toBe(false);

@@ -62,6 +62,8 @@ export interface BackgroundOutcome {
   error: ErrorInfo | undefined;
   /** A job waited for this run. */
   waited: boolean;
+  /** The summary was ready before any job waited (held): a job that waited, waited for its commit only, not for a model. */
+  held: boolean;
 }
 
 export type BackgroundEvent =
@@ -97,6 +99,8 @@ export interface BackgroundContext {
   oneSlot: boolean;
   /** The route's backgroundCommit is 'ready': the summary is committed once ready, not held until a job must wait. */
   commitWhenReady: boolean;
+  /** The ready summary was held (no job waited for it yet). */
+  held: boolean;
 }
 
 const IDLE: Omit<BackgroundContext, 'unreported' | 'turn'> = {
@@ -113,6 +117,7 @@ const IDLE: Omit<BackgroundContext, 'unreported' | 'turn'> = {
   starter: undefined,
   oneSlot: false,
   commitWhenReady: false,
+  held: false,
 };
 
 type StepEvent = Extract<BackgroundEvent, { type: 'step' }>;
@@ -200,6 +205,7 @@ export const backgroundMachine = setup({
     'remember start': assign({ opened: ({ event }) => outputOf<OpenedBracket>(event) }),
     'remember summary': assign({ summary: ({ event }) => outputOf<SummaryOutcome>(event) }),
     'remember commit': assign({ commit: ({ event }) => outputOf<CommitRecord>(event) }),
+    'note held': assign({ held: true }),
     fail: assign({ error: ({ event }, params: { fallback: ErrorInfo['code'] }) => toErrorInfo(errorOf(event), params.fallback) }),
     'fail with': assign({ error: (_, params: { error: ErrorInfo }) => params.error }),
     'fail cancelled': assign({
@@ -240,6 +246,7 @@ export const backgroundMachine = setup({
         record: context.outcome === 'committed' ? compactionRecord('pressure', context.commit!, context.summary!) : undefined,
         error: context.outcome === 'committed' || context.outcome === 'nothing' ? undefined : context.error,
         waited: context.waited,
+        held: context.held,
       };
       const engine = engineAncestor(self);
       const counted = outcome.status === 'failed' && outcome.error?.code !== 'busy';
@@ -360,7 +367,7 @@ export const backgroundMachine = setup({
           { guard: 'checkpoint does not shrink the span', target: 'closing', actions: 'fail no shrink' },
           { guard: 'too little progress', target: 'closing', actions: 'fail no progress' },
           { guard: 'the commit is due', target: 'committing' },
-          { target: 'held' },
+          { target: 'held', actions: 'note held' },
         ],
         onError: { target: 'closing', actions: { type: 'fail', params: { fallback: 'changed' } } },
       },

@@ -2,6 +2,7 @@
  * What the local OpenAI-compatible server can be told to do (scenarios) and what it records
  * about each request. Types only; the server is in `openai-server.ts`.
  */
+import type { TokenizeOptions } from './tokenize.js';
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** Token counts a `reply` reports; anything left out is estimated (see `estimatePromptTokens`). */
@@ -185,8 +186,9 @@ export interface StartOpenAIServerOptions {
   evalMsPerToken?: number;
   /**
    * Serve llama.cpp's and vLLM's `POST /tokenize` at the server root: `{content}` (llama.cpp) or
-   * `{prompt}` (vLLM) → `{tokens, count}`, one token per started 4 UTF-8 bytes (as
-   * `estimatePromptTokens` counts). Unset: `/tokenize` is an unknown route (404), as on OpenAI.
+   * `{prompt}` (vLLM) → `{tokens, count}`; `true`: one token per started 4 UTF-8 bytes (as
+   * `estimatePromptTokens` counts), or a vocabulary, dialect, delay and usage of its own
+   * (TokenizeOptions in tokenize.ts). Unset: `/tokenize` is an unknown route (404), as on OpenAI.
    */
-  tokenize?: boolean;
+  tokenize?: boolean | TokenizeOptions;
 }

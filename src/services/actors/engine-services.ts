@@ -55,7 +55,7 @@ export function checkAdmission({ session }: Pick<ServiceDeps, 'session'>): { ope
 
 /** Runs the summarizer on a span; a SummarizerError carries the chart code it maps to. */
 export async function summarizeSpan(
-  deps: Pick<ServiceDeps, 'session' | 'config' | 'tokenizerName'> & Partial<Pick<ServiceDeps, 'meter'>>,
+  deps: Pick<ServiceDeps, 'session' | 'config' | 'tokenizerName'> & Partial<Pick<ServiceDeps, 'meter' | 'tokenizerFor'>>,
   summarizer: Summarizer,
   input: TransactionActorInputs['summarize'],
   signal: AbortSignal,

@@ -124,6 +124,8 @@ export const ModelEntrySchema = z.strictObject({
   contextWindow: positiveInt().optional(),
   maxOutputTokens: positiveInt().optional(),
   tokenizer: z.enum(CONFIG_TOKENIZER_NAMES).optional(),
+  /** With tokenizer 'server': the tokenize endpoint itself (default: the client's base URL without /v1, then /tokenize). */
+  tokenizerUrl: z.url({ protocol: /^https?$/ }).optional(),
   outputCapField: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
   /** Requests the model's server works on at once (llama.cpp's -np): 1 for a local single-slot server. */
   concurrency: positiveInt().optional(),

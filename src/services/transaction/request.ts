@@ -42,7 +42,7 @@ function requestCounter(tokenizer: Tokenizer, meter: TokenMeter | undefined, nod
 }
 
 export function buildSummaryRequest(
-  deps: Pick<ServiceDeps, 'session' | 'config' | 'tokenizerName'> & Partial<Pick<ServiceDeps, 'meter'>>,
+  deps: Pick<ServiceDeps, 'session' | 'config' | 'tokenizerName'> & Partial<Pick<ServiceDeps, 'meter' | 'tokenizerFor'>>,
   range: RangeSelection,
   focus: string | undefined,
 ): SummaryRequest {
@@ -73,7 +73,7 @@ export function buildSummaryRequest(
   }
   // Never ask for more output than the summarizer model gives: providers reject such requests.
   if (targetInfo?.maxOutputTokens !== undefined) maxTokens = Math.min(maxTokens, targetInfo.maxOutputTokens);
-  const targetTokenizer = getTokenizer(deps.tokenizerName(target.provider, target.model));
+  const targetTokenizer = deps.tokenizerFor?.(target.provider, target.model) ?? getTokenizer(deps.tokenizerName(target.provider, target.model));
   const request: SummaryRequest = {
     system,
     tools: session.latestHeader?.data.tools ?? [],

@@ -122,6 +122,11 @@ export function createEngineServices(deps: ServiceDeps, summarizer: Summarizer):
       if (before && c.promptTokens! <= before.calibratedTokens * PLAUSIBLE_COUNT_FACTOR && c.promptTokens! * PLAUSIBLE_COUNT_FACTOR >= before.calibratedTokens) {
         deps.meter.observePromptCount(c.promptTokens!);
         if (c.limitTokens !== undefined) overflowSeen = { limitTokens: c.limitTokens, promptTokens: c.promptTokens!, before };
+      } else if (c.kind === 'context-overflow' && c.promptTokens === undefined && c.limitTokens !== undefined) {
+        // A window without a count (OpenRouter's "about N"): the model's own server priced every
+        // node (tokenizer 'server', nothing left to the fallback), so our figure is the count.
+        const m = deps.meter.measure();
+        if (m.tokenizer === 'server' && m.fallbackNodes === 0) overflowSeen = { limitTokens: c.limitTokens, promptTokens: m.totalTokens, before: m };
       }
       return c;
     },

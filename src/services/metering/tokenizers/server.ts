@@ -140,7 +140,16 @@ export class ServerTokenizer implements Tokenizer {
         await pending;
       }
     };
-    const workers = Promise.all(Array.from({ length: Math.min(this.concurrency, queue.length) }, worker));
+    // An endpoint not heard from yet is probed with one request first: a server without /tokenize
+    // (or of the other dialect) answers one request, not one per worker.
+    const probe = async (): Promise<void> => {
+      if (this.known === 'unknown' && this.dialect === undefined) {
+        const first = queue.shift()!;
+        await (this.inFlight.get(first[0]) ?? this.ask(first[0], first[1], deadline.signal));
+      }
+      await Promise.all(Array.from({ length: Math.min(this.concurrency, queue.length) }, worker));
+    };
+    const workers = probe();
     const expired = new Promise<void>((resolve) => deadline.signal.addEventListener('abort', () => resolve(), { once: true }));
     try {
       await Promise.race([workers, expired]);

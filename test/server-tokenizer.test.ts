@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, createCompactionEngine, JsonlStore, Session, SessionWriter, type CompactionEngine } from '../src/index';
-import { chatPromptTokens, digitTokens, startOpenAIServer, type LocalOpenAIServer, type TokenizeOptions } from '../src/testing/openai-server';
+import { chatPromptTokens, digitTokens, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer, type TokenizeOptions } from '../src/testing/openai-server';
 
 const MODEL = 'qwen-tiny';
 const SYSTEM = 'You are a helpful agent.';
@@ -65,7 +65,7 @@ async function turn(session: Session, client: OpenAI, engine: CompactionEngine, 
 }
 
 /** What the server counts for a request of the session's surface now (its /tokenize vocabulary, chatml framing). */
-const serverCount = (session: Session) => chatPromptTokens({ messages: [...session.deriveMessages()], tools: [] }, digitTokens);
+const serverCount = (session: Session) => chatPromptTokens({ messages: [...session.deriveMessages()] as ChatRequestBody['messages'], tools: [] }, digitTokens);
 const tokenizeRequests = (server: LocalOpenAIServer) => server.requests.filter((r) => r.path === '/tokenize').length;
 
 describe("tokenizer 'server' (issue 34, item 3)", () => {

@@ -2,7 +2,6 @@
  * What the local OpenAI-compatible server can be told to do (scenarios) and what it records
  * about each request. Types only; the server is in `openai-server.ts`.
  */
-import type { TokenizeOptions } from './tokenize.js';
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** Token counts a `reply` reports; anything left out is estimated (see `estimatePromptTokens`). */
@@ -191,4 +190,29 @@ export interface StartOpenAIServerOptions {
    * (TokenizeOptions in tokenize.ts). Unset: `/tokenize` is an unknown route (404), as on OpenAI.
    */
   tokenize?: boolean | TokenizeOptions;
+}
+
+/** The local server's `POST /tokenize` (tokenize.ts). */
+export interface TokenizeOptions {
+  /**
+   * The vocabulary: tokens of a text. Default `bytesPerFour` (one token per started 4 UTF-8
+   * bytes); `digitTokens` spends one token per digit, as Qwen- and Llama-family tokenizers do,
+   * about three times what o200k_base spends on numbers.
+   */
+  count?: (text: string) => number;
+  /**
+   * Which server it answers as: `llama.cpp` wants `{content}` and answers `{tokens}`; `vllm`
+   * wants `{prompt}` (400 without) and answers `{count, tokens, max_model_len}`; `any` (the
+   * default) takes either and answers `{tokens, count}`.
+   */
+  dialect?: 'llama.cpp' | 'vllm' | 'any';
+  /** Milliseconds before each answer (a slow or stuck server). */
+  delayMs?: number;
+  /**
+   * Count the prompt of chat requests with the same vocabulary, as the model's server does: the
+   * usage a reply reports, and the window `contextWindow` enforces. Each message costs its texts
+   * (content, tool-call names and arguments) plus 4 (chatml framing), a tool call 3 more, the
+   * request 3 plus its tool list's JSON. Default false: `estimatePromptTokens`.
+   */
+  usage?: boolean;
 }

@@ -7,15 +7,15 @@
  */
 import type { SurfaceEvent } from '../../session/events';
 import type { Session } from '../../session/session';
-import type { RequestSurface } from './measurement';
 import { priceNode } from './pricing';
-import type { MeterAnchorState } from './snapshot';
 import type { Tokenizer } from './tokenizer';
 
 /** The meter's figures a repricing must move with the nodes it reprices. */
 export interface RefreshBase {
-  anchor: Pick<MeterAnchorState, 'seq' | 'surfaceAtAnchor'> | undefined;
-  requested: Pick<RequestSurface, 'surfaceTotal'> | undefined;
+  /** The anchor's report seq and its base (MeterAnchorState). */
+  anchor: { seq: number; surfaceAtAnchor: number } | undefined;
+  /** The surface the latest header's request had (RequestSurface). */
+  requested: { surfaceTotal: number } | undefined;
   headerSeq: number;
 }
 

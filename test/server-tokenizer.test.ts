@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, createCompactionEngine, JsonlStore, Session, SessionWriter, type CompactionEngine } from '../src/index';
+import { ConfigError, createCompactionEngine, getTokenizer, JsonlStore, Session, SessionWriter, type CompactionEngine } from '../src/index';
+import { ServerTokenizer, serverTokenizeUrl } from '../src/advanced';
 import { chatPromptTokens, digitTokens, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer, type TokenizeOptions } from '../src/testing/openai-server';
 
 const MODEL = 'qwen-tiny';
@@ -218,5 +219,56 @@ describe("tokenizer 'server' (issue 34, item 3)", () => {
     expect(action).toMatchObject({ kind: 'fail', reason: 'stuck' });
     expect(server.requests.filter((r) => r.path !== '/tokenize').length, 'no summary was requested').toBe(chatRequests);
     expect(session.events().some((e) => e.type === 'compaction/start')).toBe(false);
+  });
+});
+
+describe('ServerTokenizer over HTTP', () => {
+  const fallback = getTokenizer('o200k_base');
+  const text = 'order 1234567890 shipped';
+
+  it.each(['llama.cpp', 'vllm'] as const)('speaks %s: one probe finds the dialect, then one request per text', async (dialect) => {
+    const server = await serve({ count: digitTokens, dialect });
+    const t = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback });
+    expect(t.count(text)).toBe(fallback.count(text));
+    expect(t.fallbacks()).toBe(1);
+    const report = await t.prefetch([text, text, 'another 42']);
+    expect(report).toMatchObject({ asked: 2, counted: 2, state: 'available' });
+    expect(t.count(text)).toBe(digitTokens(text));
+    expect(t.fallbacks()).toBe(1);
+    const bodies = server.requests.filter((r) => r.path === '/tokenize').map((r) => Object.keys(r.json as object).sort().join());
+    // llama.cpp's body first; vLLM answers it 400 once, and is asked in its own form from then on.
+    expect(bodies).toEqual(dialect === 'llama.cpp' ? ['add_special,content', 'add_special,content'] : ['add_special,content', 'add_special_tokens,model,prompt', 'add_special_tokens,model,prompt']);
+  });
+
+  it('keeps a bounded number of counts, the least recently used dropped first', async () => {
+    const server = await serve({ count: digitTokens });
+    const t = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback, cacheEntries: 2, concurrency: 1 });
+    await t.prefetch(['a1', 'b22']);
+    t.count('a1'); // a1 is now the most recent
+    await t.prefetch(['c333']);
+    expect([t.has('a1'), t.has('b22'), t.has('c333')]).toEqual([true, false, true]);
+  });
+
+  it("finds the endpoint at the server's root, or at tokenizerUrl", async () => {
+    expect(serverTokenizeUrl('http://127.0.0.1:8080/v1')).toBe('http://127.0.0.1:8080/tokenize');
+    expect(serverTokenizeUrl('http://127.0.0.1:8080/v1/')).toBe('http://127.0.0.1:8080/tokenize');
+    expect(serverTokenizeUrl('https://host/llm/v1')).toBe('https://host/llm/tokenize');
+    expect(serverTokenizeUrl('http://127.0.0.1:8080')).toBe('http://127.0.0.1:8080/tokenize');
+    expect(serverTokenizeUrl('not a url')).toBeUndefined();
+    const chat = await serve(undefined);
+    const counter = await serve({ count: digitTokens });
+    const session = Session.inMemory();
+    const client = new OpenAI({ baseURL: chat.baseURL, apiKey: 'test', maxRetries: 0 });
+    const engine = createCompactionEngine({
+      session,
+      client,
+      models: { [`local/${MODEL}`]: { contextWindow: WINDOW, tokenizer: 'server', tokenizerUrl: `${counter.url}/tokenize` } },
+      config: { economics: false, background: false },
+    });
+    engines.push(engine);
+    await turn(session, client, engine, digits(1));
+    expect(tokenizeRequests(chat)).toBe(0);
+    expect(tokenizeRequests(counter)).toBe(3);
+    expect(engine.measure().fallbackNodes).toBe(0);
   });
 });

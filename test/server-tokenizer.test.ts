@@ -162,6 +162,7 @@ describe("tokenizer 'server' (issue 34, item 3)", () => {
     expect(bad({ [key]: { contextWindow: WINDOW, tokenizer: 'server' } }, false)).toThrow(ConfigError);
     expect(bad({ [key]: { contextWindow: WINDOW, tokenizer: 'server' } }, false)).toThrow(/no tokenize endpoint/);
     expect(() => createCompactionEngine({ session, models: { [key]: { contextWindow: WINDOW, tokenizer: 'server', tokenizerUrl: 'http://127.0.0.1:9/tokenize' } } })).not.toThrow();
+    expect(() => createCompactionEngine({ session, client, models: { [key]: { contextWindow: WINDOW, tokenizer: 'server' } }, tokenizerDeadlineMs: -1 })).toThrow(/tokenizerDeadlineMs/);
     expect(session.length).toBe(length);
   });
 

@@ -71,6 +71,10 @@ function checkEndpoints(o: RouteTokenizerOptions, endpointOf: (provider: string 
     const path = `config.models[${JSON.stringify(key)}].tokenizer`;
     problems.push({ path, message: `${path} = "server" has no tokenize endpoint: pass a client whose baseURL is the model's server (e.g. http://127.0.0.1:8080/v1), or set tokenizerUrl (e.g. "http://127.0.0.1:8080/tokenize")` });
   }
+  const d = o.deadlineMs;
+  if (d !== undefined && !(typeof d === 'number' && Number.isFinite(d) && d > 0)) {
+    problems.push({ path: 'tokenizerDeadlineMs', message: `tokenizerDeadlineMs = ${String(d)} must be a number of milliseconds greater than 0: use e.g. 300 (the default)` });
+  }
   if (problems.length > 0) throw new ConfigError(problems);
 }
 

@@ -241,6 +241,25 @@ describe('ServerTokenizer over HTTP', () => {
     expect(bodies).toEqual(dialect === 'llama.cpp' ? ['add_special,content', 'add_special,content'] : ['add_special,content', 'add_special_tokens,model,prompt', 'add_special_tokens,model,prompt']);
   });
 
+  it('a server that cannot be reached is tried once per batch, and a batch asks for at most batchTexts texts', async () => {
+    const gone = await serve({ count: digitTokens });
+    const url = `${gone.url}/tokenize`;
+    await gone.close();
+    let calls = 0;
+    const counting: typeof fetch = (input, init) => {
+      calls++;
+      return fetch(input, init);
+    };
+    const t = new ServerTokenizer({ url, model: MODEL, fallback, fetch: counting });
+    const report = await t.prefetch(['a1', 'b22', 'c333', 'd4444', 'e55555']);
+    expect(report).toMatchObject({ asked: 5, counted: 0, unreachable: true });
+    expect(calls).toBe(1);
+    const server = await serve({ count: digitTokens });
+    const small = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback, batchTexts: 2 });
+    expect(await small.prefetch(['a1', 'b22', 'c333'])).toMatchObject({ asked: 2, counted: 2, unreachable: false });
+    expect([small.has('a1'), small.has('b22'), small.has('c333')]).toEqual([true, true, false]);
+  });
+
   it('keeps a bounded number of counts, the least recently used dropped first', async () => {
     const server = await serve({ count: digitTokens });
     const t = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback, cacheEntries: 2, concurrency: 1 });

@@ -39,30 +39,31 @@ export class CountPrefetch {
       this.cursor = end;
       return undefined;
     }
-    const texts = this.pendingTexts(end);
+    const from = this.cursor;
     this.cursor = end;
-    return t.prefetch(texts, signal);
+    return t.prefetch(this.pendingTexts(from, end), signal);
   }
 
-  /** Newest first: a deadline that cuts the batch leaves the oldest texts to the fallback. */
-  private pendingTexts(end: number): string[] {
-    const out: string[] = [];
+  /**
+   * Newest first, read lazily: a batch cut short (its size, its deadline) leaves the oldest
+   * texts to the fallback, and a tokenizer that needs none reads nothing.
+   */
+  private *pendingTexts(from: number, end: number): Generator<string> {
     const surface = this.session.surface;
     let tools = false;
-    for (let seq = end - 1; seq >= this.cursor; seq--) {
+    for (let seq = end - 1; seq >= from; seq--) {
       const e = this.session.event(seq);
       if (e.type === 'request/header') {
         const h = e as SessionEvent<'request/header'>;
-        if (!tools && h.data.tools.length > 0) out.push(JSON.stringify(h.data.tools));
+        if (!tools && h.data.tools.length > 0) yield JSON.stringify(h.data.tools);
         tools = true;
-      } else if (isSurfaceType(e.type) && surface.positionOf(seq) !== undefined) out.push(...textsOf(e as SurfaceEvent));
+      } else if (isSurfaceType(e.type) && surface.positionOf(seq) !== undefined) yield* textsOf(e as SurfaceEvent);
     }
     const header = this.session.latestHeader;
-    if (!tools && this.provisional.tools && header && header.data.tools.length > 0) out.push(JSON.stringify(header.data.tools));
+    if (!tools && this.provisional.tools && header && header.data.tools.length > 0) yield JSON.stringify(header.data.tools);
     for (const seq of this.provisional.list().sort((a, b) => b - a)) {
-      if (seq < this.session.length && surface.positionOf(seq) !== undefined) out.push(...textsOf(this.session.event(seq) as SurfaceEvent));
+      if (seq < end && surface.positionOf(seq) !== undefined) yield* textsOf(this.session.event(seq) as SurfaceEvent);
     }
-    return out;
   }
 }
 

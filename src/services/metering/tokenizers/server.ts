@@ -25,6 +25,11 @@ import { SERVER_TOKENIZER, type ChatOverhead, type Tokenizer } from './types.js'
 export const DEFAULT_PREFETCH_DEADLINE_MS = 300;
 /** Requests in flight at once (llama.cpp and vLLM tokenize one text per request). */
 export const DEFAULT_PREFETCH_CONCURRENCY = 4;
+/**
+ * Texts one prefetch asks for at most (newest first): no more fit in its deadline, and a long
+ * backlog (a reopened session, a server that was down) is worked off over the next steps.
+ */
+export const DEFAULT_PREFETCH_BATCH = 256;
 /** Counts kept (hash → count, about 100 bytes each). */
 export const DEFAULT_CACHE_ENTRIES = 50_000;
 
@@ -42,6 +47,7 @@ export interface ServerTokenizerOptions {
   headers?: Record<string, string>;
   deadlineMs?: number;
   concurrency?: number;
+  batchTexts?: number;
   cacheEntries?: number;
   fetch?: typeof fetch;
 }
@@ -55,6 +61,8 @@ export interface PrefetchReport {
   /** HTTP requests sent. */
   requests: number;
   state: ServerTokenizerState;
+  /** A request could not reach the server (refused, reset): the rest of the batch was not sent. */
+  unreachable: boolean;
 }
 
 type Dialect = 'llama.cpp' | 'vllm';
@@ -73,6 +81,7 @@ export class ServerTokenizer implements Tokenizer {
   private dialect: Dialect | undefined;
   private readonly deadlineMs: number;
   private readonly concurrency: number;
+  private readonly batchTexts: number;
   private readonly cacheEntries: number;
   private readonly fetch: typeof fetch;
 
@@ -81,6 +90,7 @@ export class ServerTokenizer implements Tokenizer {
     this.overhead = options.fallback.overhead;
     this.deadlineMs = options.deadlineMs ?? DEFAULT_PREFETCH_DEADLINE_MS;
     this.concurrency = Math.max(1, options.concurrency ?? DEFAULT_PREFETCH_CONCURRENCY);
+    this.batchTexts = Math.max(1, options.batchTexts ?? DEFAULT_PREFETCH_BATCH);
     this.cacheEntries = Math.max(1, options.cacheEntries ?? DEFAULT_CACHE_ENTRIES);
     this.fetch = options.fetch ?? globalThis.fetch;
   }
@@ -115,20 +125,29 @@ export class ServerTokenizer implements Tokenizer {
   }
 
   /**
-   * Asks the server for the texts the cache lacks, at most `concurrency` requests at a time,
-   * and resolves by the deadline whatever is still open (those texts stay with the fallback).
+   * Asks the server for the texts the cache lacks (the first `batchTexts` of them; `texts` is
+   * read lazily, and not at all once the server is known to have no /tokenize), at most
+   * `concurrency` requests at a time, and resolves by the deadline whatever is still open
+   * (those texts stay with the fallback). A request that cannot reach the server ends the batch.
    */
   async prefetch(texts: Iterable<string>, signal?: AbortSignal): Promise<PrefetchReport> {
     const sent = this.requests;
     const wanted = new Map<string, string>();
+    let unreachable = false;
+    const report = (counted: number): PrefetchReport => ({ asked: wanted.size, counted, requests: this.requests - sent, state: this.known, unreachable });
+    if (this.known === 'absent' || signal?.aborted) return report(0);
     for (const text of texts) {
       if (text.length === 0) continue;
       const key = keyOf(text);
       if (!this.cache.has(key) && !wanted.has(key)) wanted.set(key, text);
+      if (wanted.size >= this.batchTexts) break;
     }
-    const report = (counted: number): PrefetchReport => ({ asked: wanted.size, counted, requests: this.requests - sent, state: this.known });
-    if (wanted.size === 0 || this.known === 'absent' || signal?.aborted) return report(0);
+    if (wanted.size === 0) return report(0);
     const deadline = new AbortController();
+    const gone = () => {
+      unreachable = true;
+      deadline.abort(new Error('tokenize endpoint unreachable'));
+    };
     const timer = setTimeout(() => deadline.abort(new Error('tokenize deadline')), this.deadlineMs);
     const stop = () => deadline.abort(signal?.reason);
     signal?.addEventListener('abort', stop, { once: true });
@@ -136,7 +155,7 @@ export class ServerTokenizer implements Tokenizer {
     const worker = async (): Promise<void> => {
       for (let next = queue.shift(); next && !deadline.signal.aborted && this.known !== 'absent'; next = queue.shift()) {
         const [key, text] = next;
-        const pending = this.inFlight.get(key) ?? this.ask(key, text, deadline.signal);
+        const pending = this.inFlight.get(key) ?? this.ask(key, text, deadline.signal, gone);
         await pending;
       }
     };
@@ -145,7 +164,7 @@ export class ServerTokenizer implements Tokenizer {
     const probe = async (): Promise<void> => {
       if (this.known === 'unknown' && this.dialect === undefined) {
         const first = queue.shift()!;
-        await (this.inFlight.get(first[0]) ?? this.ask(first[0], first[1], deadline.signal));
+        await (this.inFlight.get(first[0]) ?? this.ask(first[0], first[1], deadline.signal, gone));
       }
       await Promise.all(Array.from({ length: Math.min(this.concurrency, queue.length) }, worker));
     };
@@ -163,8 +182,8 @@ export class ServerTokenizer implements Tokenizer {
     return report(counted);
   }
 
-  private ask(key: string, text: string, signal: AbortSignal): Promise<void> {
-    const p = this.tokenize(text, signal)
+  private ask(key: string, text: string, signal: AbortSignal, gone: () => void): Promise<void> {
+    const p = this.tokenize(text, signal, gone)
       .then((n) => {
         if (n !== undefined) this.remember(key, n);
       })
@@ -174,9 +193,9 @@ export class ServerTokenizer implements Tokenizer {
   }
 
   /** The server's count of `text`, or undefined (no answer, an error, or no /tokenize). */
-  private async tokenize(text: string, signal: AbortSignal): Promise<number | undefined> {
+  private async tokenize(text: string, signal: AbortSignal, gone: () => void): Promise<number | undefined> {
     for (const dialect of this.dialect ? [this.dialect] : (['llama.cpp', 'vllm'] as const)) {
-      const answer = await this.send(dialect, text, signal);
+      const answer = await this.send(dialect, text, signal, gone);
       if (answer === 'wrong-dialect') continue;
       if (answer !== undefined) this.dialect = dialect;
       return answer;
@@ -184,7 +203,7 @@ export class ServerTokenizer implements Tokenizer {
     return undefined;
   }
 
-  private async send(dialect: Dialect, text: string, signal: AbortSignal): Promise<number | 'wrong-dialect' | undefined> {
+  private async send(dialect: Dialect, text: string, signal: AbortSignal, gone: () => void): Promise<number | 'wrong-dialect' | undefined> {
     const body = dialect === 'llama.cpp' ? { content: text, add_special: false } : { model: this.options.model, prompt: text, add_special_tokens: false };
     let res: Response;
     try {
@@ -196,7 +215,10 @@ export class ServerTokenizer implements Tokenizer {
         signal,
       });
     } catch {
-      return undefined; // refused, reset or past the deadline: the fallback counts it this time
+      // Past the deadline, or refused / reset: the fallback counts it this time, and a server that
+      // cannot be reached is not asked for the rest of the batch.
+      if (!signal.aborted) gone();
+      return undefined;
     }
     if (res.status === 404 || res.status === 405 || res.status === 501) {
       this.known = 'absent';

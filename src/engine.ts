@@ -41,7 +41,8 @@ export interface CompactionEngineOptions extends CompactionMachineOptions {
 
 /**
  * `preparing`: a background summary is being prepared and the agent goes on (SPEC §13);
- * `committed`: a background summary was committed since the previous step, nothing waited;
+ * `committed`: a background summary was committed since the previous step, or by this call
+ * (a summary held until the threshold: the call waited for its commit, not for a model);
  * `waited`: this call waited for a background summary (the threshold came first).
  */
 export type AfterStepStatus = Exclude<PressureStatus, 'preparing'> | 'auto-off' | 'paused' | 'busy' | 'preparing' | 'committed' | 'waited';
@@ -54,7 +55,7 @@ export interface AfterStepResult {
   /** Committed by this call, background summaries that landed since the previous call first. */
   compactions: CompactionRecord[];
   error: CompactionError | undefined;
-  /** Background mode: how long this call waited for a background summary (ms; 0 when it did not). */
+  /** Background mode: how long this call waited for a background summary, or a held one's commit (ms; 0 when it did not). */
   waitedMs: number;
   /** Background runs that failed since the previous call (the breaker counted them). */
   backgroundFailures: CompactionError[];
@@ -213,7 +214,10 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
   const idle = { before: undefined, after: undefined, pruned: undefined, compactions: [], error: undefined, waitedMs: 0, backgroundFailures: [] };
   const statusOf = (out: PressureOutput, report: BackgroundReport | undefined): AfterStepStatus => {
     if (!report) return out.status as AfterStepStatus;
-    if (report.waited && (out.status === 'below' || out.status === 'relieved-by-pruning' || out.status === 'compacted')) return 'waited';
+    // Waiting for a held summary's commit (three appends) is not waiting for a model: `committed`.
+    const waitedOn = report.outcomes.filter((o) => o.waited);
+    const waitedForSummary = report.waited && !(waitedOn.length > 0 && waitedOn.every((o) => o.held && o.status === 'committed'));
+    if (waitedForSummary && (out.status === 'below' || out.status === 'relieved-by-pruning' || out.status === 'compacted')) return 'waited';
     if (out.status === 'below' && report.outcomes.some((o) => o.status === 'committed')) return 'committed';
     return out.status;
   };

@@ -25,6 +25,8 @@ interface Case {
   summary: 'pending' | 'resolve' | 'reject';
   /** A step at the threshold waits (waitingAtThreshold), and is cancelled for `cancelled`. */
   wait?: 'wait' | 'cancel';
+  /** The route commits a ready summary at once (backgroundCommit 'ready'): the commit states are reached unasked. */
+  commitWhenReady?: boolean;
 }
 
 const CASES: Case[] = [
@@ -34,8 +36,10 @@ const CASES: Case[] = [
   { state: 'summarizing.preparing', hold: undefined, summary: 'pending' },
   { state: 'summarizing.waitingAtThreshold', hold: undefined, summary: 'pending', wait: 'wait' },
   { state: 'ready', hold: 'revalidate', summary: 'resolve' },
-  { state: 'committing', hold: 'commit', summary: 'resolve' },
-  { state: 'flushing', hold: 'flush', summary: 'resolve' },
+  // The summary is ready below the threshold: held, bracket open, lock held.
+  { state: 'held', hold: undefined, summary: 'resolve' },
+  { state: 'committing', hold: 'commit', summary: 'resolve', commitWhenReady: true },
+  { state: 'flushing', hold: 'flush', summary: 'resolve', commitWhenReady: true },
   { state: 'closing', hold: 'closeWithError', summary: 'reject' },
   { state: 'cancelled', hold: 'closeWithError', summary: 'pending', wait: 'cancel' },
 ];
@@ -60,7 +64,7 @@ describe('a crash in every background state leaves an orphan that recover() clea
       const h = harness(
         {
           summarizer: sum,
-          config: BG,
+          config: c.commitWhenReady ? { ...BG, backgroundCommit: 'ready' } : BG,
           services: (d) => {
             if (!c.hold) return {};
             const name = c.hold;

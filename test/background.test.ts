@@ -1,7 +1,8 @@
 /**
  * Background compaction (SPEC §13) on the real engine: the summary is prepared from the prepare
- * point while the agent works on, committed as soon as it is ready, and waited for only when
- * the threshold comes first. Summaries are held by the test (deferredSummarizer) so every
+ * point while the agent works on, held once ready until a job must wait (the threshold, an
+ * overflow, /compact; or committed at once with backgroundCommit 'ready'), and waited for only
+ * when the threshold comes first. Summaries are held by the test (deferredSummarizer) so every
  * interleaving is produced on purpose, not by timing.
  */
 import { describe, expect, it } from 'vitest';
@@ -38,7 +39,7 @@ const pressure = (h: Harness) => {
 };
 
 describe('background compaction (SPEC §13)', () => {
-  it('prepares from the prepare point, keeps the agent going, commits as soon as the summary is ready', async () => {
+  it('prepares from the prepare point, keeps the agent going, holds the ready summary until the threshold, then commits without waiting for a model', async () => {
     const sum = deferredSummarizer();
     const h = harness({ summarizer: sum, config: BG });
     openTurn(h);
@@ -46,6 +47,46 @@ describe('background compaction (SPEC §13)', () => {
     const start = h.session.events().find((e) => e.type === 'compaction/start')!;
     expect(start.data).toMatchObject({ background: true, trigger: 'pressure' });
     expect(h.events.find((e) => e.type === 'compaction.started')).toMatchObject({ background: true });
+    const call = await sum.call(0);
+    call.resolve(SUMMARY);
+    await settle();
+    // Ready, below the threshold: held. Nothing is shadowed, the bracket stays open, the agent goes on.
+    const surfaceBefore = h.session.surface.length;
+    const heldSteps: number[] = [];
+    let r = await h.step(i++);
+    while (pressure(h).total < pressure(h).threshold) {
+      expect(r).toMatchObject({ status: 'preparing', waitedMs: 0 });
+      expect(r.compactions).toEqual([]);
+      heldSteps.push(i);
+      h.toolStep(i++);
+      if (pressure(h).total >= pressure(h).threshold) break;
+      r = await h.engine.afterStep();
+      h.writer.endStep();
+    }
+    expect(heldSteps.length).toBeGreaterThan(0);
+    expect(h.session.lock.held).toBe(true);
+    expect(h.events.filter((e) => e.type === 'compaction.committed')).toEqual([]);
+    expect(h.session.surface.length).toBeGreaterThan(surfaceBefore); // appended to, nothing replaced
+    // The step at the threshold commits the held summary: no second summary request, no wait for one.
+    const atThreshold = await h.engine.afterStep();
+    h.writer.endStep();
+    expect(sum.calls).toHaveLength(1);
+    expect(atThreshold.status).toBe('committed'); // it waited for three appends, not for a model
+    expect(atThreshold.compactions).toHaveLength(1);
+    expect(h.events.find((e) => e.type === 'compaction.committed')).toMatchObject({ background: true });
+    expect(h.session.lock.held).toBe(false);
+    expect(pressure(h).total).toBeLessThan(pressure(h).threshold);
+    // The span was as selected; everything appended after it survives behind the checkpoint.
+    const cp = h.session.event(atThreshold.compactions[0]!.checkpointSeq);
+    expect(h.session.surface.positionOf(cp.seq)).toBe(1);
+    expect(h.session.surface.pendingCalls()).toEqual([]);
+  });
+
+  it("with backgroundCommit 'ready', commits as soon as the summary is ready", async () => {
+    const sum = deferredSummarizer();
+    const h = harness({ summarizer: sum, config: { ...BG, backgroundCommit: 'ready' } });
+    openTurn(h);
+    let i = await stepToPrepare(h);
     const call = await sum.call(0);
     // The agent works on, below the threshold, while the summary is prepared: nothing waits.
     const more = await h.step(i++);
@@ -59,10 +100,26 @@ describe('background compaction (SPEC §13)', () => {
     const next = await h.step(i++);
     expect(next.status).toBe('committed');
     expect(next.compactions).toHaveLength(1);
-    // The span was as selected; the step appended after it survives behind the checkpoint.
     const cp = h.session.event(next.compactions[0]!.checkpointSeq);
     expect(h.session.surface.positionOf(cp.seq)).toBe(1);
     expect(h.session.surface.pendingCalls()).toEqual([]);
+  });
+
+  it('a session that ends below the threshold has shadowed nothing: the held summary is cancelled at stop, the log keeps every message', async () => {
+    const sum = deferredSummarizer();
+    const h = harness({ summarizer: sum, config: BG });
+    openTurn(h);
+    await stepToPrepare(h);
+    (await sum.call(0)).resolve(SUMMARY);
+    await settle();
+    expect(h.session.lock.held).toBe(true);
+    h.engine.stop();
+    await settle();
+    const types = h.types();
+    expect(types.filter((t) => t === 'compaction/checkpoint' || t === 'compaction/summary')).toEqual([]);
+    expect(types.filter((t) => t === 'compaction/start')).toHaveLength(types.filter((t) => t === 'compaction/end').length);
+    expect(h.session.lock.held).toBe(false);
+    expect(h.session.events().find((e) => e.type === 'compaction/end')!.data).toMatchObject({ error: { code: 'cancelled' } });
   });
 
   it('waits only when the threshold comes first, then commits and goes on', async () => {

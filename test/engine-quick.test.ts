@@ -29,10 +29,13 @@ async function committed(h: Harness): Promise<void> {
   while (!h.events.some((e) => e.type === 'compaction.committed')) await new Promise((r) => setTimeout(r, 1));
 }
 
+/** A background summary committed as soon as it is ready (not held until the threshold): a run that ends unasked, to be reported. */
+const COMMIT_WHEN_READY = { ...SMALL_CONFIG, backgroundCommit: 'ready' } as const;
+
 async function twoEngines(): Promise<{ quick: Harness; full: Harness; watched: ReturnType<typeof watch> }> {
   const watched = watch();
-  const quick = harness({ summarizer: recordingSummarizer(), inspect: watched.inspect });
-  const full = harness({ summarizer: recordingSummarizer(), quickCheck: false });
+  const quick = harness({ summarizer: recordingSummarizer(), inspect: watched.inspect, config: COMMIT_WHEN_READY });
+  const full = harness({ summarizer: recordingSummarizer(), quickCheck: false, config: COMMIT_WHEN_READY });
   return { quick, full, watched };
 }
 
@@ -77,7 +80,7 @@ describe('quick check of a step below the threshold', () => {
   it('answers quickly only while the background chart is idle with nothing to report', async () => {
     const watched = watch();
     const sum = deferredSummarizer();
-    const h = harness({ summarizer: sum, inspect: watched.inspect });
+    const h = harness({ summarizer: sum, inspect: watched.inspect, config: COMMIT_WHEN_READY });
     openTurn(h);
     const { index } = await stepUntilPressure(h);
     const call = await sum.call(0);
@@ -98,6 +101,22 @@ describe('quick check of a step below the threshold', () => {
     expect(quiet.status).toBe('below');
     expect(quiet.before!.totalTokens).toBeLessThan(quiet.before!.prepareAt!);
     expect(watched.children).toEqual([]);
+  });
+
+  it('a held summary (the default) keeps every step below the threshold on the gate: none is answered quickly', async () => {
+    const watched = watch();
+    const h = harness({ summarizer: recordingSummarizer(), inspect: watched.inspect });
+    openTurn(h);
+    const { index } = await stepUntilPressure(h);
+    await new Promise((r) => setTimeout(r, 10));
+    for (let k = 1; k <= 2; k++) {
+      watched.reset();
+      const r = await h.step(index + k);
+      if (h.engine.measure().totalTokens >= h.engine.measure().threshold!) break;
+      expect(r.status).toBe('preparing');
+      expect(watched.children).toContain('job');
+    }
+    expect(h.events.filter((e) => e.type === 'compaction.committed')).toEqual([]);
   });
 
   it('with background off, runs the pressure chart at the threshold, and the two engines compact alike', async () => {

@@ -49,12 +49,21 @@ export async function importAny(path: string): Promise<Session> {
   throw new Error(`no importer in src/session reads ${path} (${tried.join('; ')})`);
 }
 
+/** The real Claude Code session and Codex rollout committed next to the pi fixture (copies of ../shared/data's). */
+export function sharedTranscriptPaths(): Array<{ name: string; path: string }> {
+  const pi = findPiData().path;
+  return [
+    { name: 'pi', path: pi },
+    { name: 'Claude Code', path: `${dirname(pi)}/claude-code/real-session.jsonl` },
+    { name: 'Codex', path: `${dirname(pi)}/codex/real-rollout.jsonl` },
+  ];
+}
+
 /** The committed fixtures to replay by default: pi, and the others when an importer reads them. */
 async function defaultTranscripts(): Promise<Array<{ name: string; session: Session }>> {
-  const pi = findPiData().path;
-  const out = [{ name: 'pi', session: await importAny(pi) }];
-  for (const [name, file] of [['Claude Code', 'claude-code-session.jsonl'], ['Codex', 'codex-rollout.jsonl']] as const) {
-    const path = `${dirname(pi)}/${file}`;
+  const [pi, ...others] = sharedTranscriptPaths();
+  const out = [{ name: pi!.name, session: await importAny(pi!.path) }];
+  for (const { name, path } of others) {
     if (!existsSync(path)) {
       console.log(`(${name}: no fixture ${path}; skipped)`);
       continue;

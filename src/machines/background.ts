@@ -9,7 +9,8 @@
  *               or a job waits ─▶ summarizing
  *   summarizing ┬ preparing ─ a step reached the threshold ─▶ waitingAtThreshold
  *               └ the summary ▶ ready (span as selected? shrinks? frees enough?)
- *   committing ▶ flushing ▶ idle (committed at once: the next request is smaller)
+ *   ready ┬ a job waits, or the cost model started the run ▶ committing ▶ flushing ▶ idle
+ *         └ otherwise ▶ held ─ a job must wait (threshold, overflow, /compact) ─▶ ready (checked again) ▶ committing
  *   any failure ▶ closing (compaction/end {error}) ▶ idle;  cancel ▶ cancelled (compaction/end {cancelled}) ▶ idle
  *
  * Replies to the gate that consulted it: `background.proceed` (nothing running: the job runs as
@@ -61,6 +62,8 @@ export interface BackgroundOutcome {
   error: ErrorInfo | undefined;
   /** A job waited for this run. */
   waited: boolean;
+  /** The summary was ready before any job waited (held): a job that waited, waited for its commit only, not for a model. */
+  held: boolean;
 }
 
 export type BackgroundEvent =
@@ -94,6 +97,10 @@ export interface BackgroundContext {
   starter: AnyActorRef | undefined;
   /** The route's server works on one request at a time: the summary waits for the agent's slot to free. */
   oneSlot: boolean;
+  /** The route's backgroundCommit is 'ready': the summary is committed once ready, not held until a job must wait. */
+  commitWhenReady: boolean;
+  /** The ready summary was held (no job waited for it yet). */
+  held: boolean;
 }
 
 const IDLE: Omit<BackgroundContext, 'unreported' | 'turn'> = {
@@ -109,6 +116,8 @@ const IDLE: Omit<BackgroundContext, 'unreported' | 'turn'> = {
   economics: undefined,
   starter: undefined,
   oneSlot: false,
+  commitWhenReady: false,
+  held: false,
 };
 
 type StepEvent = Extract<BackgroundEvent, { type: 'step' }>;
@@ -154,6 +163,11 @@ export const backgroundMachine = setup({
       return e.reading.prepareAt !== undefined && e.reading.economics?.compaction?.pays === true && !mustWait(e);
     },
     'a job is waiting': ({ context }) => context.waited,
+    /**
+     * Commit at once: a job waits for the summary, the cost model started the run (compacting
+     * now pays), or the route commits background summaries once ready (backgroundCommit 'ready').
+     */
+    'the commit is due': ({ context }) => context.waited || context.economics !== undefined || context.commitWhenReady,
     'the server has one slot': ({ context }) => context.oneSlot,
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
     ...verdictGuards,
@@ -174,6 +188,7 @@ export const backgroundMachine = setup({
       turn: ({ event }) => (event as StepEvent).turn,
       starter: ({ event }) => (event as StepEvent).replyTo,
       oneSlot: ({ event }) => (event as StepEvent).reading.concurrency === 1,
+      commitWhenReady: ({ event }) => (event as StepEvent).reading.commitWhenReady === true,
     }),
     /** The bracket is open: the step that started the run goes on while the summary is prepared. */
     'answer starter': enqueueActions(({ context, enqueue }) => {
@@ -190,6 +205,7 @@ export const backgroundMachine = setup({
     'remember start': assign({ opened: ({ event }) => outputOf<OpenedBracket>(event) }),
     'remember summary': assign({ summary: ({ event }) => outputOf<SummaryOutcome>(event) }),
     'remember commit': assign({ commit: ({ event }) => outputOf<CommitRecord>(event) }),
+    'note held': assign({ held: true }),
     fail: assign({ error: ({ event }, params: { fallback: ErrorInfo['code'] }) => toErrorInfo(errorOf(event), params.fallback) }),
     'fail with': assign({ error: (_, params: { error: ErrorInfo }) => params.error }),
     'fail cancelled': assign({
@@ -230,6 +246,7 @@ export const backgroundMachine = setup({
         record: context.outcome === 'committed' ? compactionRecord('pressure', context.commit!, context.summary!) : undefined,
         error: context.outcome === 'committed' || context.outcome === 'nothing' ? undefined : context.error,
         waited: context.waited,
+        held: context.held,
       };
       const engine = engineAncestor(self);
       const counted = outcome.status === 'failed' && outcome.error?.code !== 'busy';
@@ -349,11 +366,20 @@ export const backgroundMachine = setup({
           { guard: 'span changed', target: 'closing', actions: { type: 'fail with', params: { error: { code: 'changed', message: 'the span changed while its summary was prepared; nothing was committed' } } } },
           { guard: 'checkpoint does not shrink the span', target: 'closing', actions: 'fail no shrink' },
           { guard: 'too little progress', target: 'closing', actions: 'fail no progress' },
-          { target: 'committing' },
+          { guard: 'the commit is due', target: 'committing' },
+          { target: 'held', actions: 'note held' },
         ],
         onError: { target: 'closing', actions: { type: 'fail', params: { fallback: 'changed' } } },
       },
       on: { cancel: { target: 'cancelled', actions: 'fail cancelled' } },
+    },
+    // The summary is ready below the threshold, and the run was started by the prepare point (not
+    // by the cost model): committing now would shadow what the agent may still use, before the
+    // config's threshold says so. It waits, bracket open and lock held, for the first job that
+    // must wait (a step at the threshold, an overflow, /compact), and is checked again then:
+    // that job waits for a commit, not for a summary. A session that ends first has lost nothing.
+    held: {
+      always: { guard: 'a job is waiting', target: 'ready' },
     },
     committing: {
       // Three appends with no await between them: a cancel is too late here.

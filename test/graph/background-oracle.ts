@@ -12,6 +12,8 @@ export interface Run {
   busy: boolean;
   /** Jobs that waited for it. */
   waiters: number;
+  /** Its summary was ready with no job waiting, in a run the prepare point started: held until one waited. */
+  held: boolean;
   /** The run's error (`code`, and `cause`: the service's own code) when it failed or was cancelled. */
   code?: string;
   cause?: string;
@@ -44,11 +46,11 @@ const stateOf = (value: unknown): string => (typeof value === 'string' ? value :
 export function expectedBackground(path: GeneratedPath): { replies: string[]; runs: Run[] } {
   const replies: string[] = [];
   const runs: Run[] = [];
-  let run: (Run & { cancel: boolean; error?: { code: string; cause?: string } }) | undefined;
+  let run: (Run & { cancel: boolean; economic: boolean; error?: { code: string; cause?: string } }) | undefined;
   const end = (status: Run['status']) => {
     answer('background.proceed'); // a run that ended before its bracket opened: the step's job runs as usual
     const error = status === 'cancelled' ? { code: 'cancelled' } : status === 'failed' ? run!.error : undefined;
-    runs.push({ status, opened: run!.opened, busy: run!.busy, waiters: run!.waiters, ...(error ? { code: error.code, ...(error.cause ? { cause: error.cause } : {}) } : {}) });
+    runs.push({ status, opened: run!.opened, busy: run!.busy, waiters: run!.waiters, held: run!.held, ...(error ? { code: error.code, ...(error.cause ? { cause: error.cause } : {}) } : {}) });
     run = undefined;
   };
   // The step that started the current run, answered once its bracket opened (or the run ended).
@@ -63,7 +65,7 @@ export function expectedBackground(path: GeneratedPath): { replies: string[]; ru
     if (o.startsWith('step:') || o === 'await') {
       if (!run) {
         if (o === 'step:prepare-point' || o === 'step:compacting-pays' || o === 'step:prepare-point-one-slot') {
-          run = { status: 'failed', opened: false, busy: false, waiters: 0, cancel: false };
+          run = { status: 'failed', opened: false, busy: false, waiters: 0, held: false, cancel: false, economic: o === 'step:compacting-pays' };
           starter = replies.length;
           replies.push('background.pending');
         } else replies.push('background.proceed');
@@ -95,7 +97,8 @@ export function expectedBackground(path: GeneratedPath): { replies: string[]; ru
       run.opened = true;
       answer('background.preparing');
       if (run.cancel) run.status = 'cancelled';
-    } else if (o === 'flush:durable') end('committed');
+    } else if (o === 'revalidate:good' && run.waiters === 0 && !run.economic) run.held = true;
+    else if (o === 'flush:durable') end('committed');
     else if (o === 'flush:store-fails') end('failed');
     else if (o.startsWith('closeWithError:')) end(run.status === 'cancelled' ? 'cancelled' : 'failed');
   }

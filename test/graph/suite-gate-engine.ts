@@ -89,7 +89,8 @@ export async function runGateEnginePath(srv: Server, path: GeneratedPath, byKey:
   const input = GATE_INPUTS.find((i) => i.label === path.input)!.input;
   const kind = input.kind as Kind;
   const o = path.steps.map((s) => s.outcome);
-  const w = await openWorld(srv, { config: { background: true } });
+  // Commit-once-ready: the world's first run commits unasked, and its outcome waits for the next job's first answer.
+  const w = await openWorld(srv, { config: { background: true, backgroundCommit: 'ready' } });
 
   // The world before the job: a background run that committed and was not reported yet (the
   // first answer to a job hands it over), and a run still under way when the gate must wait.

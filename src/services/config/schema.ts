@@ -79,6 +79,13 @@ const POLICY_FIELDS = {
   /** The prepare point as a share of the window (default: a quarter of the way from the threshold back to the retained tail). */
   prepareRatio: ratio().optional(),
   /**
+   * When a summary prepared in the background is committed: 'threshold' (the default) holds it
+   * until a job must wait (a step at the threshold, an overflow, /compact), so nothing is
+   * shadowed before the threshold says so; 'ready' commits it as soon as it is ready (smaller
+   * requests sooner, at the price of forgetting earlier). docs/economics.md has the measurements.
+   */
+  backgroundCommit: z.enum(['threshold', 'ready']).optional(),
+  /**
    * Issue 26: checkpoints and pruned-result markers name the handle the recall tool brings the
    * originals back by (the host registers the tool: recallTool(session), or the AI SDK
    * adapter's `tools`). Off: frames and markers are byte-identical to those without recall.
@@ -141,6 +148,7 @@ export const FIELDS = {
   auto: z.boolean().default(true),
   // On by default (issue 16): the agent does not wait for a summary below the threshold; see SPEC §13.
   background: z.boolean().default(true),
+  backgroundCommit: z.enum(['threshold', 'ready']).default('threshold'),
   recall: z.boolean().default(false),
   summaryIdleTimeoutMs: positiveInt().default(DEFAULT_SUMMARY_IDLE_TIMEOUT_MS),
   summaryTimeoutMs: positiveInt().default(DEFAULT_SUMMARY_TIMEOUT_MS),
@@ -195,6 +203,8 @@ export interface ModelPolicy {
   background: boolean;
   /** Undefined: the default prepare point (SPEC §13). */
   prepareRatio: number | undefined;
+  /** When a background summary is committed: at the threshold (held until then), or once ready. */
+  backgroundCommit: 'threshold' | 'ready';
   /** Checkpoints and markers name their recall handles (issue 26). */
   recall: boolean;
   summaryIdleTimeoutMs: number;

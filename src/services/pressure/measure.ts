@@ -3,7 +3,7 @@
  * charts judge), and the figures `engine.measure()` reports.
  */
 import { XcompactError } from '../../errors';
-import { BudgetError, modelInfoFor, type ResolvedBudget } from '../config';
+import { BudgetError, modelInfoFor, policyFor, type ResolvedBudget } from '../config';
 import type { ServiceDeps } from '../context';
 import type { Measurement } from '../metering';
 import { isSilentOverflow } from '../overflow';
@@ -29,6 +29,8 @@ export interface PressureReading {
    * with 1, a background summary waits until the agent is not waiting for a reply. Absent: unbounded.
    */
   concurrency?: number;
+  /** The route's `backgroundCommit` is 'ready': a background summary is committed as soon as it is ready, not held until the threshold. */
+  commitWhenReady?: boolean;
 }
 
 export type ReadingResult =
@@ -59,7 +61,10 @@ export function measurePressure(deps: Pick<ServiceDeps, 'session' | 'meter' | 'c
     retainTokens: budget.retain,
     contextWindow: budget.window,
   };
-  if (budget.prepare !== undefined) reading.prepareAt = budget.prepare;
+  if (budget.prepare !== undefined) {
+    reading.prepareAt = budget.prepare;
+    if (policyFor(deps.config, provider, model).backgroundCommit === 'ready') reading.commitWhenReady = true;
+  }
   const concurrency = modelInfoFor(deps.config, provider, model)?.concurrency;
   if (concurrency !== undefined) reading.concurrency = concurrency;
   const usage = session.latestUsage;

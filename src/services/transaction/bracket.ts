@@ -74,6 +74,9 @@ export class BracketWriter {
   commit(input: CommitInput): CommitRecord {
     const { session, meter, now } = this.deps;
     const { range, summary } = input;
+    // The request's size right before the commit: a summary prepared in the background (and held
+    // until the threshold) is committed long after its bracket opened, the surface grown since.
+    const tokensBefore = meter.measure().totalTokens;
     // With recall on, the checkpoint names its bracket's handle: the recall tool brings the span back by it.
     const handle = recallOn(this.deps) ? checkpointHandle(input.startSeq) : undefined;
     const checkpointData = { content: [{ type: 'text' as const, text: frameCheckpoint(summary.text, handle) }], source: COMPACTION_CHECKPOINT_SOURCE };
@@ -113,7 +116,7 @@ export class BracketWriter {
       shadowedCount: range.shadowed.length,
       spanTokens: range.tokens,
       checkpointTokens,
-      tokensBefore: input.opened?.tokensBefore ?? tokensAfter + range.tokens - checkpointTokens,
+      tokensBefore,
       tokensAfter,
       durationMs: input.opened ? now() - input.opened.startedAt : 0,
     };

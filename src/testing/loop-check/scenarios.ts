@@ -149,6 +149,9 @@ function compile(events: readonly LoopModelEvent[], path: readonly string[]): Lo
   const config: CompactionConfigInput = {
     headroomTokens: HEADROOM,
     background,
+    // The hardest interleaving for a loop: the commit lands on its own, between the loop's calls
+    // (by default a ready summary is held, and committed inside the afterStep() at the threshold).
+    ...(background ? { backgroundCommit: 'ready' as const } : {}),
     // Pruning would relieve the pressure the compaction scenarios need; the prune scenario turns its protections off.
     prune: has('pressure.prunes') ? { protectRecentTokens: 0, minReclaimTokens: 0 } : compacting ? { enabled: false } : {},
     ...(breaker ? { circuitBreaker: { failureLimit: 2, cooldownMs: 150 } } : {}),

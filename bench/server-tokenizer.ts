@@ -9,7 +9,9 @@
  * as Qwen- and Llama-family tokenizers split numbers) serving /tokenize and counting chat
  * prompts with it; the agent's requests go over the openai SDK. Error: the meter's estimate of
  * the whole request (envelope + surface, before calibration) against the server's count of the
- * same request. Overhead: per step, a warm prefetch (every text of the step already counted by
+ * same request. The local server frames each message as the fallback's overhead figures do
+ * (chatml: 4 per message, 3 per request), so what is left is the texts' error alone; a real
+ * template differs by a few tokens per message, which the provider's reports calibrate. Overhead: per step, a warm prefetch (every text of the step already counted by
  * the server: hashing and lookups, no request) and then the step's measure() (folding and
  * pricing its nodes), timed in CPU microseconds in one run; the medians and their ratio.
  * Nothing is asserted.

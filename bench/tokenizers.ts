@@ -18,7 +18,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { TOKENIZER_NAMES, getTokenizer, utf8ByteLength, type Tokenizer, type TokenizerName } from '../src/services/metering';
+import { TOKENIZER_NAMES, getTokenizer, utf8ByteLength, type LocalTokenizerName, type Tokenizer } from '../src/services/metering';
 
 type Kind = 'prose' | 'code' | 'json' | 'cjk';
 type Samples = Record<Kind, string[]>;
@@ -40,9 +40,9 @@ export async function run(options: TokenizerBenchOptions = {}): Promise<void> {
   const samples = capSamples(loadSamples(options.sessionPath ?? DEFAULT_SESSION), options.maxBytesPerKind ?? 256 * 1024);
 
   const tokenizers = loadTokenizers(print);
-  const results = new Map<TokenizerName, Record<Kind, Measurement>>();
+  const results = new Map<LocalTokenizerName, Record<Kind, Measurement>>();
   for (const tokenizer of tokenizers) {
-    results.set(tokenizer.name, Object.fromEntries(KINDS.map((kind) => [kind, measure(tokenizer, samples[kind])])) as Record<Kind, Measurement>);
+    results.set(tokenizer.name as LocalTokenizerName, Object.fromEntries(KINDS.map((kind) => [kind, measure(tokenizer, samples[kind])])) as Record<Kind, Measurement>);
   }
   printTable(samples, results, print);
 }
@@ -178,9 +178,9 @@ function measure(tokenizer: Tokenizer, nodes: string[]): Measurement {
 // Report
 // ---------------------------------------------------------------------------------------------
 
-const SHORT: Record<TokenizerName, string> = { o200k_base: 'o200k', cl100k_base: 'cl100k', 'deepseek-v3': 'deepseek', heuristic: 'chars/4', 'utf8-bytes': 'bytes/4' };
+const SHORT: Record<LocalTokenizerName, string> = { o200k_base: 'o200k', cl100k_base: 'cl100k', 'deepseek-v3': 'deepseek', heuristic: 'chars/4', 'utf8-bytes': 'bytes/4' };
 
-function printTable(samples: Samples, results: Map<TokenizerName, Record<Kind, Measurement>>, print: (line: string) => void): void {
+function printTable(samples: Samples, results: Map<LocalTokenizerName, Record<Kind, Measurement>>, print: (line: string) => void): void {
   const names = [...results.keys()];
   const exact = names.filter((n) => n === 'o200k_base' || n === 'deepseek-v3');
   const estimates = names.filter((n) => n === 'heuristic' || n === 'utf8-bytes');

@@ -31,6 +31,16 @@ export { argumentPruneProblem, withPrunedArguments } from './session/index';
 
 // Single services.
 export { TokenMeter, type TokenMeterOptions } from './services/metering';
+// The meter's provisional prices (the server tokenizer's stand-in counts) and the server tokenizer itself.
+export {
+  ProvisionalPrices,
+  ServerTokenizer,
+  serverTokenizeUrl,
+  type RefreshBase,
+  type ServerTokenizerOptions,
+  type ServerTokenizerState,
+  type PrefetchReport,
+} from './services/metering';
 export type { UnclosedBracket } from './services/transaction';
 export { classifyRequestError, isSilentOverflow, OVERFLOW_PATTERNS } from './services/overflow';
 export {

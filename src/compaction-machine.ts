@@ -29,7 +29,9 @@ import { routePolicy, summaryTarget } from './services/context';
 import type { Summarizer } from './services/summarizing';
 import { ExtractiveSummarizer } from './services/summarizing';
 import { OpenAISummarizer } from './services/summarizing';
-import { getTokenizer, type TokenizerName } from './services/metering';
+import { CountPrefetch, ProvisionalPrices, type TokenizerName } from './services/metering';
+import { createRouteTokenizers } from './services/context';
+import type { SessionEvent } from './session/events';
 
 export interface CompactionMachineOptions {
   session: Session;
@@ -43,6 +45,11 @@ export interface CompactionMachineOptions {
   pruner?: false;
   /** Force one tokenizer for every model. */
   tokenizer?: TokenizerName;
+  /**
+   * With tokenizer 'server': the longest a step waits for the server's counts (ms, default 300);
+   * what is not counted by then is priced by the fallback tokenizer and counted again next step.
+   */
+  tokenizerDeadlineMs?: number;
   /** Clock for durations (ms). */
   now?: () => number;
   /** Wrap or replace the services the charts invoke; receives the defaults. */
@@ -61,6 +68,11 @@ export interface BuiltCompactionMachine {
   machine: typeof engineMachine;
   config: CompactionConfig;
   deps: ServiceDeps;
+  /**
+   * Fetches the counts an asynchronous tokenizer (`server`) lacks for what was appended since,
+   * and has the meter price again what it priced with a stand-in: the engine awaits it before a step.
+   */
+  prefetch(signal?: AbortSignal): Promise<void>;
   /** The summarizer's own error of the latest transaction (a CompactionError's cause). */
   lastSummaryError(): unknown;
   /** Closing an abandoned compaction's bracket failed (the engine announces it as `compaction.unclosed`). */
@@ -90,8 +102,27 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
   const config = parseConfig(options.models ? { ...rawConfig, models: mergeModels(rawConfig.models, options.models) } : rawConfig);
   const tokenizerName = (provider: string | undefined, model: string | undefined): TokenizerName =>
     options.tokenizer ?? (provider && model ? tokenizerNameFor(config, provider, model) : (config.tokenizer ?? 'o200k_base'));
-  const meter = new TokenMeter(session, { tokenizerFor: (header) => getTokenizer(tokenizerName(header?.data.provider, header?.data.model)) });
-  const deps: ServiceDeps = { session, meter, config, now: options.now ?? Date.now, tokenizerName };
+  const client = options.client as { baseURL?: unknown; apiKey?: unknown } | undefined;
+  const routes = createRouteTokenizers({
+    config,
+    tokenizerName,
+    baseURL: typeof client?.baseURL === 'string' ? client.baseURL : undefined,
+    apiKey: typeof client?.apiKey === 'string' ? client.apiKey : undefined,
+    ...(options.tokenizerDeadlineMs !== undefined ? { deadlineMs: options.tokenizerDeadlineMs } : {}),
+  });
+  const tokenizerOf = (header: SessionEvent<'request/header'> | undefined) => routes.tokenizerFor(header?.data.provider, header?.data.model);
+  const provisional = new ProvisionalPrices();
+  const meter = new TokenMeter(session, { tokenizerFor: tokenizerOf, provisional });
+  const deps: ServiceDeps = { session, meter, config, now: options.now ?? Date.now, tokenizerName, tokenizerFor: routes.tokenizerFor };
+  // Counts an asynchronous tokenizer (`server`) has to fetch before the meter prices a step.
+  const counts = new CountPrefetch(session, provisional, tokenizerOf);
+  const prefetch = async (signal?: AbortSignal): Promise<void> => {
+    try {
+      if (await counts.run(signal)) meter.refreshPrices();
+    } catch {
+      // Never a step's failure: what was not counted is priced by the fallback, as when the server is down.
+    }
+  };
   const summarizer: Summarizer =
     options.summarizer ?? (options.client ? new OpenAISummarizer({ client: options.client }) : new ExtractiveSummarizer());
   const built = createEngineServices(deps, summarizer);
@@ -209,6 +240,7 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     machine,
     config,
     deps,
+    prefetch,
     lastSummaryError: built.lastSummaryError,
     onUnclosed: (listener) => built.brackets.onUnclosed(listener),
     dispose: () => built.brackets.dispose(),

@@ -237,6 +237,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       // `null` options are no options, as `undefined` is.
       const opts = given ?? {};
       const startedAt = now();
+      await built.prefetch(opts.signal);
       capacityMissing = undefined;
       const result = await request((id) => ({ type: 'step.completed', id, turn: session.openTurn, aborted: opts.signal?.aborted ?? false }), opts.signal);
       if (capacityMissing) {
@@ -271,6 +272,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       // `null` options are no options, as `undefined` is.
       const opts = given ?? {};
       const lastAssistantSeq = session.latestReply?.seq ?? -1;
+      await built.prefetch(opts.signal);
       const aborted = opts.signal?.aborted ?? false;
       const result = await request((id) => ({ type: 'request.failed', id, error, turn: session.openTurn, aborted, lastAssistantSeq }), opts.signal);
       if (result.kind === 'error') return { kind: 'fail', error, reason: 'internal', classification: undefined };

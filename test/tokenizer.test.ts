@@ -12,6 +12,7 @@ import {
   messageOverhead,
   utf8ByteLength,
   type ChatRole,
+  type LocalTokenizerName,
   type Tokenizer,
   type TokenizerName,
 } from '../src/services/metering';
@@ -82,7 +83,7 @@ describe('getTokenizer', () => {
 describe('known counts', () => {
   // o200k/cl100k ids are identical to tiktoken's; the DeepSeek figures were cross-checked
   // against @lenml/tokenizers' DeepSeek-V3 tokenizer (an independent implementation).
-  const cases: [string, Record<TokenizerName, number>][] = [
+  const cases: [string, Record<LocalTokenizerName, number>][] = [
     ['Hello world', { o200k_base: 2, cl100k_base: 2, 'deepseek-v3': 2, heuristic: 3, 'utf8-bytes': 3 }],
     ['The quick brown fox jumps over the lazy dog.', { o200k_base: 10, cl100k_base: 10, 'deepseek-v3': 10, heuristic: 11, 'utf8-bytes': 11 }],
     ['你好，世界！今天天气很好。', { o200k_base: 9, cl100k_base: 16, 'deepseek-v3': 8, heuristic: 4, 'utf8-bytes': 10 }],

@@ -8,6 +8,9 @@ export {
   estimateCompletionTokens,
   OVERFLOW_BODIES,
   OTHER_ERROR_BODIES,
+  bytesPerFour,
+  digitTokens,
+  chatPromptTokens,
 } from './openai-server.js';
 export type {
   LocalOpenAIServer,
@@ -25,6 +28,7 @@ export type {
   UsageOverride,
   ProviderName,
   ProviderErrorBody,
+  TokenizeOptions,
 } from './openai-server.js';
 
 // Model-based tests of a user's own agent loop: scenarios generated from the loop model, a checker of the invariants.

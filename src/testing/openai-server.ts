@@ -20,6 +20,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { echoReply, respond, sendJson, type ResponseContext } from './responses.js';
+import { bytesPerFour, chatPromptTokens, serveTokenize, type TokenizeOptions } from './tokenize.js';
 import type { ChatRequestBody, LocalOpenAIServer, ParsedChatRequest, RecordedRequest, Scenario, ScenarioHandler, StartOpenAIServerOptions } from './scenarios.js';
 
 export type {
@@ -39,6 +40,7 @@ export type {
 } from './scenarios.js';
 export { OVERFLOW_BODIES, OTHER_ERROR_BODIES, type ProviderErrorBody, type ProviderName } from './error-bodies.js';
 export { estimateCompletionTokens, estimatePromptTokens } from './responses.js';
+export { bytesPerFour, chatPromptTokens, digitTokens, type TokenizeOptions } from './tokenize.js';
 
 const CHAT_PATH = '/v1/chat/completions';
 
@@ -79,6 +81,7 @@ export async function startOpenAIServer(opts: StartOpenAIServerOptions = {}): Pr
     throw new RangeError(`startOpenAIServer: slots must be a whole number ≥ 1, got ${String(opts.slots)}`);
   }
   const slots = opts.slots === undefined ? undefined : new Slots(opts.slots);
+  const tokenize: TokenizeOptions | undefined = opts.tokenize === true ? {} : opts.tokenize || undefined;
 
   const notify = (waiters: Map<number, Array<(r: RecordedRequest) => void>>, rec: RecordedRequest) => {
     const list = waiters.get(rec.index);
@@ -156,10 +159,7 @@ export async function startOpenAIServer(opts: StartOpenAIServerOptions = {}): Pr
       sendJson(res, 200, { object: 'list', data: [{ id: defaultModel, object: 'model', created: 0, owned_by: 'xcompact' }] });
       return;
     }
-    if (opts.tokenize && rec.method === 'POST' && rec.path === '/tokenize') {
-      tokenize(rec, res);
-      return;
-    }
+    if (tokenize && rec.method === 'POST' && rec.path === '/tokenize') return serveTokenize(tokenize, rec, res, sleep);
     if (rec.method !== 'POST' || rec.path !== CHAT_PATH) {
       sendJson(res, 404, {
         error: { message: `Unknown route ${rec.method} ${rec.path}; this server speaks POST ${CHAT_PATH}.`, type: 'invalid_request_error', param: null, code: 'unknown_url' },
@@ -174,7 +174,11 @@ export async function startOpenAIServer(opts: StartOpenAIServerOptions = {}): Pr
     }
     const body = rec.json as ChatRequestBody;
     const parsed: ParsedChatRequest = { index: rec.index, path: rec.path, headers: req.headers, raw: rec.raw, body };
-    const scenario = queue.shift() ?? (handler ? await handler(parsed) : echoReply(body));
+    let scenario = queue.shift() ?? (handler ? await handler(parsed) : echoReply(body));
+    // The server's own vocabulary counts the prompt too (TokenizeOptions.usage).
+    if (tokenize?.usage && scenario.kind === 'reply' && scenario.usage?.prompt_tokens === undefined) {
+      scenario = { ...scenario, usage: { ...scenario.usage, prompt_tokens: chatPromptTokens(body, tokenize.count ?? bytesPerFour) } };
+    }
     rec.scenario = scenario.kind;
     if (!slots) return respond(ctx, scenario, body, rec, res);
     const arrived = Date.now();
@@ -187,17 +191,6 @@ export async function startOpenAIServer(opts: StartOpenAIServerOptions = {}): Pr
     } finally {
       slots.release(slot);
     }
-  }
-
-  function tokenize(rec: RecordedRequest, res: ServerResponse): void {
-    const b = (typeof rec.json === 'object' && rec.json !== null ? rec.json : {}) as { content?: unknown; prompt?: unknown };
-    const text = typeof b.content === 'string' ? b.content : typeof b.prompt === 'string' ? b.prompt : undefined;
-    if (text === undefined) {
-      sendJson(res, 400, { error: { code: 400, message: 'POST /tokenize needs {"content": string} (llama.cpp) or {"prompt": string} (vLLM)', type: 'invalid_request_error' } });
-      return;
-    }
-    const count = Math.ceil(Buffer.byteLength(text, 'utf8') / 4);
-    sendJson(res, 200, { tokens: Array.from({ length: count }, (_, i) => i), count });
   }
 
   await new Promise<void>((resolve, reject) => {

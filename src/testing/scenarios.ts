@@ -185,8 +185,34 @@ export interface StartOpenAIServerOptions {
   evalMsPerToken?: number;
   /**
    * Serve llama.cpp's and vLLM's `POST /tokenize` at the server root: `{content}` (llama.cpp) or
-   * `{prompt}` (vLLM) → `{tokens, count}`, one token per started 4 UTF-8 bytes (as
-   * `estimatePromptTokens` counts). Unset: `/tokenize` is an unknown route (404), as on OpenAI.
+   * `{prompt}` (vLLM) → `{tokens, count}`; `true`: one token per started 4 UTF-8 bytes (as
+   * `estimatePromptTokens` counts), or a vocabulary, dialect, delay and usage of its own
+   * (TokenizeOptions in tokenize.ts). Unset: `/tokenize` is an unknown route (404), as on OpenAI.
    */
-  tokenize?: boolean;
+  tokenize?: boolean | TokenizeOptions;
+}
+
+/** The local server's `POST /tokenize` (tokenize.ts). */
+export interface TokenizeOptions {
+  /**
+   * The vocabulary: tokens of a text. Default `bytesPerFour` (one token per started 4 UTF-8
+   * bytes); `digitTokens` spends one token per digit, as Qwen- and Llama-family tokenizers do,
+   * about three times what o200k_base spends on numbers.
+   */
+  count?: (text: string) => number;
+  /**
+   * Which server it answers as: `llama.cpp` wants `{content}` and answers `{tokens}`; `vllm`
+   * wants `{prompt}` (400 without) and answers `{count, tokens, max_model_len}`; `any` (the
+   * default) takes either and answers `{tokens, count}`.
+   */
+  dialect?: 'llama.cpp' | 'vllm' | 'any';
+  /** Milliseconds before each answer (a slow or stuck server). */
+  delayMs?: number;
+  /**
+   * Count the prompt of chat requests with the same vocabulary, as the model's server does: the
+   * usage a reply reports, and the window `contextWindow` enforces. Each message costs its texts
+   * (content, tool-call names and arguments) plus 4 (chatml framing), a tool call 3 more, the
+   * request 3 plus its tool list's JSON. Default false: `estimatePromptTokens`.
+   */
+  usage?: boolean;
 }

@@ -55,7 +55,7 @@ export function checkAdmission({ session }: Pick<ServiceDeps, 'session'>): { ope
 
 /** Runs the summarizer on a span; a SummarizerError carries the chart code it maps to. */
 export async function summarizeSpan(
-  deps: Pick<ServiceDeps, 'session' | 'config' | 'tokenizerName'> & Partial<Pick<ServiceDeps, 'meter'>>,
+  deps: Pick<ServiceDeps, 'session' | 'config' | 'tokenizerName'> & Partial<Pick<ServiceDeps, 'meter' | 'tokenizerFor'>>,
   summarizer: Summarizer,
   input: TransactionActorInputs['summarize'],
   signal: AbortSignal,
@@ -122,6 +122,11 @@ export function createEngineServices(deps: ServiceDeps, summarizer: Summarizer):
       if (before && c.promptTokens! <= before.calibratedTokens * PLAUSIBLE_COUNT_FACTOR && c.promptTokens! * PLAUSIBLE_COUNT_FACTOR >= before.calibratedTokens) {
         deps.meter.observePromptCount(c.promptTokens!);
         if (c.limitTokens !== undefined) overflowSeen = { limitTokens: c.limitTokens, promptTokens: c.promptTokens!, before };
+      } else if (c.kind === 'context-overflow' && c.promptTokens === undefined && c.limitTokens !== undefined) {
+        // A window without a count (OpenRouter's "about N"): the model's own server priced every
+        // node (tokenizer 'server', nothing left to the fallback), so our figure is the count.
+        const m = deps.meter.measure();
+        if (m.tokenizer === 'server' && m.fallbackNodes === 0) overflowSeen = { limitTokens: c.limitTokens, promptTokens: m.totalTokens, before: m };
       }
       return c;
     },

@@ -2,7 +2,7 @@
  * Configuration error messages: "<path> = <value> <problem>: <fix>", with a "did you mean"
  * for misspelt keys.
  */
-import { TOKENIZER_NAMES } from '../metering';
+import { CONFIG_TOKENIZER_NAMES } from '../metering';
 import {
   CircuitBreakerSchema,
   DEFAULT_HEADROOM_TOKENS,
@@ -65,7 +65,8 @@ const FIELD_HINTS: Record<string, string> = {
   protectRecentTokens: 'use a whole number of tokens ≥ 0 (default: the retained tail)',
   minReclaimTokens: 'use a whole number of tokens ≥ 0 (default: max(512, 2% of the window))',
   neverPrune: 'use an array of tool names, e.g. ["read"]',
-  tokenizer: `use one of ${TOKENIZER_NAMES.map((n) => JSON.stringify(n)).join(', ')}`,
+  tokenizer: `use one of ${CONFIG_TOKENIZER_NAMES.map((n) => JSON.stringify(n)).join(', ')} ("server": the model's own llama.cpp or vLLM server counts)`,
+  tokenizerUrl: 'use the http(s) URL of the model server\'s tokenize endpoint, e.g. "http://127.0.0.1:8080/tokenize" (default: the client\'s base URL without /v1, then /tokenize)',
   models: 'use an object keyed "provider/model", e.g. { "openai/gpt-4o": { contextWindow: 128000 } }',
   contextWindow: 'use the context window as a whole number of tokens ≥ 1',
   maxOutputTokens: 'use a whole number of tokens ≥ 1',

@@ -27,6 +27,8 @@ export interface ModelInfo {
   maxOutputTokens?: number;
   /** How xcompact prices text for this model. */
   tokenizer: TokenizerName;
+  /** With tokenizer 'server': the tokenize endpoint (default: the client's base URL without /v1, then /tokenize). */
+  tokenizerUrl?: string;
   /**
    * The request field for an output cap. OpenAI's reasoning models (o-series, gpt-5) reject
    * `max_tokens` and want `max_completion_tokens`; every other endpoint reads `max_tokens`.
@@ -119,6 +121,7 @@ export function resolveModel(key: string, userModels?: Record<string, Partial<Mo
   if (maxOutputTokens !== undefined) info.maxOutputTokens = maxOutputTokens;
   const outputCapField = user?.outputCapField ?? builtin?.outputCapField;
   if (outputCapField !== undefined) info.outputCapField = outputCapField;
+  if (user?.tokenizerUrl !== undefined) info.tokenizerUrl = user.tokenizerUrl;
   const concurrency = user?.concurrency ?? builtin?.concurrency;
   if (concurrency !== undefined) info.concurrency = concurrency;
   if (builtin?.prices !== undefined || user?.prices !== undefined) info.prices = { ...builtin?.prices, ...user?.prices };

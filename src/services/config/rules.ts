@@ -175,6 +175,10 @@ function modelIssues(fields: CrossFields): CrossIssue[] {
       issues.push({ path: ['models', key], message: `has a key that is not "provider/model": write the key as e.g. "openai/${key || 'gpt-4o'}"` });
       continue;
     }
+    // A tokenize endpoint is only asked by the server tokenizer: given with another, it would be silently unused.
+    if (entry.tokenizerUrl !== undefined && (entry.tokenizer ?? fields.tokenizer) !== 'server') {
+      issues.push({ path: ['models', key, 'tokenizerUrl'], message: `is only used with tokenizer "server" (this model counts with ${JSON.stringify(entry.tokenizer ?? fields.tokenizer ?? 'o200k_base')}): set tokenizer: "server" or remove tokenizerUrl` });
+    }
     const builtin = Object.hasOwn(BUILTIN_MODELS, key) ? BUILTIN_MODELS[key] : undefined;
     const contextWindow = entry.contextWindow ?? builtin?.contextWindow;
     if (contextWindow === undefined) {

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { PRUNED_RECALL_NOTE_MAX_CHARS } from '../recall';
-import { TOKENIZER_NAMES } from '../metering';
+import { CONFIG_TOKENIZER_NAMES } from '../metering';
 
 // ---------------------------------------------------------------------------------------------
 // Defaults
@@ -130,7 +130,9 @@ export const ModelEntrySchema = z.strictObject({
   prices: PricesSchema.optional(),
   contextWindow: positiveInt().optional(),
   maxOutputTokens: positiveInt().optional(),
-  tokenizer: z.enum(TOKENIZER_NAMES).optional(),
+  tokenizer: z.enum(CONFIG_TOKENIZER_NAMES).optional(),
+  /** With tokenizer 'server': the tokenize endpoint itself (default: the client's base URL without /v1, then /tokenize). */
+  tokenizerUrl: z.url({ protocol: /^https?$/ }).optional(),
   outputCapField: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
   /** Requests the model's server works on at once (llama.cpp's -np): 1 for a local single-slot server. */
   concurrency: positiveInt().optional(),
@@ -174,7 +176,7 @@ export const FIELDS = {
    * threshold and overflow recovery keep retainRatio/retainTokens.
    */
   retainFloorTokens: nonNegativeInt().optional(),
-  tokenizer: z.enum(TOKENIZER_NAMES).optional(),
+  tokenizer: z.enum(CONFIG_TOKENIZER_NAMES).optional(),
   models: z.record(z.string(), ModelEntrySchema).default({}),
 };
 

@@ -5,7 +5,7 @@
 import type { Session } from '../../session/session';
 import type { CompactionConfig } from '../config';
 import type { TokenMeter } from '../metering';
-import type { TokenizerName } from '../metering';
+import type { Tokenizer, TokenizerName } from '../metering';
 
 export interface ServiceDeps {
   session: Session;
@@ -15,4 +15,6 @@ export interface ServiceDeps {
   now: () => number;
   /** The tokenizer a route counts with (`options.tokenizer` forces one). */
   tokenizerName: (provider: string | undefined, model: string | undefined) => TokenizerName;
+  /** The route's tokenizer itself (a `server` tokenizer is per route); absent: getTokenizer(tokenizerName(…)). */
+  tokenizerFor?: (provider: string | undefined, model: string | undefined) => Tokenizer;
 }

@@ -2,3 +2,4 @@ export * from './compaction-error';
 export * from './contracts';
 export * from './deps';
 export * from './route';
+export * from './tokenizers';

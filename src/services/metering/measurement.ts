@@ -25,6 +25,7 @@
  */
 import type { SessionEvent } from '../../session/events';
 import type { Calibration, CalibrationState } from './calibration';
+import type { ProvisionalPrices } from './provisional';
 import type { MeterAnchorState } from './snapshot';
 import type { Tokenizer, TokenizerName } from './tokenizer';
 
@@ -65,6 +66,12 @@ export interface Measurement {
   /** `growthTokens`: growth since the anchor (or the last replace, which rebases `providerTokens`) in provider tokens (the calibration's prediction from our prices and the appended nodes). */
   anchor: { seq: number; providerTokens: number; growthTokens: number } | undefined;
   tokenizer: TokenizerName;
+  /**
+   * Surface nodes (the tool list counts as one) priced with the fallback's counts because the
+   * tokenizer's own were not in yet (the `server` tokenizer before or without its server's
+   * answer); 0 when every price is the tokenizer's own.
+   */
+  fallbackNodes: number;
   /** Log length the measurement reflects. */
   logLength: number;
   prices: NodePrices;
@@ -73,6 +80,8 @@ export interface Measurement {
 export interface TokenMeterOptions {
   /** Picks the tokenizer for the model a request header routes to (undefined before any header). */
   tokenizerFor: (header: SessionEvent<'request/header'> | undefined) => Tokenizer;
+  /** Where the meter keeps its provisional nodes: shared with a CountPrefetch (prefetch.ts), which asks for their counts. */
+  provisional?: ProvisionalPrices;
 }
 
 /** The surface a request/header's request had, and what replaces did to it since (provider tokens). */
@@ -121,6 +130,7 @@ export interface FoldedFigures {
   tokenizer: TokenizerName;
   folded: number;
   prices: NodePrices;
+  fallbackNodes?: number;
 }
 
 /** The measurement of a fold: anchored to the provider's figure unless that is suspect (see the file comment). */
@@ -149,6 +159,7 @@ export function measurementOf(f: FoldedFigures): Measurement {
     envelopeTokens: f.envelope,
     anchor,
     tokenizer: f.tokenizer,
+    fallbackNodes: f.fallbackNodes ?? 0,
     logLength: f.folded,
     prices: f.prices,
   };

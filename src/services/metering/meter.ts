@@ -21,12 +21,12 @@
 import type { SessionEvent, SurfaceEvent } from '../../session/events';
 import { isSurfaceType } from '../../session/events';
 import type { Session } from '../../session/session';
-import { CalibrationState, countNode, emptyCounts } from './calibration';
+import { CalibrationState, countNode, emptyCounts, modelKey } from './calibration';
 import { checkMeterState, decodeMeterState, METER_SNAPSHOT_VERSION, type MeterAnchorState, type MeterState } from './snapshot';
 import { ProviderLedger } from './provider-ledger';
 import { priceNode, priceSurface } from './pricing';
-import type { Tokenizer } from './tokenizer';
-import { modelKey } from './calibration';
+import { ProvisionalPrices } from './provisional';
+import { tokenizerId, type Tokenizer } from './tokenizer';
 import { isSuspect, measurementOf, nextContext, reportedSurface, type Measurement, type NodePrices, type TokenMeterOptions, type RequestSurface } from './measurement';
 
 /** The anchor (the last clean provider report); its fields are documented where the snapshot saves it. */
@@ -64,12 +64,15 @@ export class TokenMeter implements NodePrices {
   private suspectSeq: number | undefined;
   /** The surface the latest request/header's request had, until its report (see measurement.ts). */
   private requested: RequestSurface | undefined;
+  /** Nodes priced with a stand-in count (provisional.ts; the options may share it with a prefetch). */
+  private readonly provisional: ProvisionalPrices;
 
   constructor(
     private readonly session: Session,
     private readonly options: TokenMeterOptions,
   ) {
     this.tokenizer = options.tokenizerFor(undefined);
+    this.provisional = options.provisional ?? new ProvisionalPrices();
     this.envelope = this.tokenizer.overhead.perRequest;
   }
 
@@ -96,7 +99,7 @@ export class TokenMeter implements NodePrices {
    */
   priceEvent(event: Pick<SurfaceEvent, 'type' | 'data'>): number {
     this.fold();
-    return this.priceNode(event);
+    return priceNode(this.tokenizer, event);
   }
 
   /** Price of a text sent as one user message (what a checkpoint costs). */
@@ -143,17 +146,8 @@ export class TokenMeter implements NodePrices {
 
   measure(): Measurement {
     this.fold();
-    return measurementOf({
-      envelope: this.envelope,
-      surfaceTotal: this.surfaceTotal,
-      calibration: this.calibration,
-      route: this.route,
-      anchor: this.anchor,
-      suspect: this.suspectSeq !== undefined,
-      tokenizer: this.tokenizer.name,
-      folded: this.folded,
-      prices: this,
-    });
+    const { envelope, surfaceTotal, calibration, route, anchor, folded } = this;
+    return measurementOf({ envelope, surfaceTotal, calibration, route, anchor, folded, prices: this, tokenizer: this.tokenizer.name, suspect: this.suspectSeq !== undefined, fallbackNodes: this.provisional.size });
   }
 
   /**
@@ -194,11 +188,11 @@ export class TokenMeter implements NodePrices {
   private foldHeader(e: SessionEvent<'request/header'>): void {
     const next = this.options.tokenizerFor(e);
     const route = modelKey(e.data.provider, e.data.model);
-    if (!this.routeTokenizers.has(route)) this.routeTokenizers.set(route, [e.seq, next.name]);
+    if (!this.routeTokenizers.has(route)) this.routeTokenizers.set(route, [e.seq, tokenizerId(next)]);
     this.headerSeq = e.seq;
     if (route !== this.route && this.route !== '') this.ledger.reset();
     this.route = route;
-    const retokenized = next.name !== this.tokenizer.name;
+    const retokenized = tokenizerId(next) !== tokenizerId(this.tokenizer);
     if (retokenized) {
       this.tokenizer = next;
       this.reprice();
@@ -213,7 +207,7 @@ export class TokenMeter implements NodePrices {
     if (changed || retokenized) {
       // The tool list is priced as one block (SPEC §2 heuristic: ceil(JSON(tools)/4) + 4).
       const t = this.tokenizer;
-      this.toolsTokens = json === '' ? 0 : t.count(json) + (t.overhead.perBlock ?? 0);
+      this.toolsTokens = json === '' ? 0 : this.provisional.countTools(t, json) + (t.overhead.perBlock ?? 0);
     }
     this.envelope = this.tokenizer.overhead.perRequest + this.toolsTokens;
     this.requested = { surfaceTotal: this.surfaceTotal, replaced: false, providerDelta: 0 };
@@ -221,7 +215,7 @@ export class TokenMeter implements NodePrices {
 
   private foldSurface(e: SurfaceEvent): void {
     const counts: number[] = [];
-    const price = this.priceNode(e, counts);
+    const price = this.provisional.price(this.tokenizer, e.seq, e, counts);
     this.textCounts.set(e.seq, counts);
     if (e.surfaceOp === 'append') {
       // A prompt of 0 tokens is no measurement: agents record all-zero usage on an aborted
@@ -255,6 +249,7 @@ export class TokenMeter implements NodePrices {
       if (this.prices.has(s)) this.shadowed.set(s, p);
       this.prices.delete(s);
       this.textCounts.delete(s);
+      this.provisional.forget(s);
     }
     this.prices.set(e.seq, price);
     this.surfaceTotal += price;
@@ -270,6 +265,7 @@ export class TokenMeter implements NodePrices {
       a.surfaceAtAnchor = this.surfaceTotal;
       a.added = emptyCounts();
       a.clean = false;
+      this.provisional.rebasedAt = e.seq;
     }
     // A new system prompt is an envelope change: the provider's figure no longer applies.
     if (e.type === 'system/message') this.anchor = undefined;
@@ -317,10 +313,10 @@ export class TokenMeter implements NodePrices {
       format: 'xcompact-meter',
       version: METER_SNAPSHOT_VERSION,
       folded: this.folded,
-      initial: this.options.tokenizerFor(undefined).name,
+      initial: tokenizerId(this.options.tokenizerFor(undefined)),
       routes: [...this.routeTokenizers].map(([route, [seq, name]]) => [route, seq, name]),
       headerSeq: this.headerSeq ?? null,
-      tokenizer: this.tokenizer.name,
+      tokenizer: tokenizerId(this.tokenizer),
       overhead: JSON.stringify(this.tokenizer.overhead),
       seqs,
       prices: seqs.map((q) => this.prices.get(q)!),
@@ -386,10 +382,19 @@ export class TokenMeter implements NodePrices {
     this.shadowed.clear();
     this.anchor = undefined;
     this.ledger.interrupt();
+    const before = this.tokenizer.fallbacks?.();
     this.surfaceTotal = priceSurface(this.session, this.tokenizer, this.folded, this.prices, this.textCounts);
+    this.provisional.markAll(this.tokenizer, before, this.prices.keys());
   }
 
-  private priceNode(event: Pick<SurfaceEvent, 'type' | 'data'>, counts?: number[]): number {
-    return priceNode(this.tokenizer, event, counts);
+  /** Prices again what a stand-in count priced (provisional.ts), e.g. after the server's counts came in. */
+  refreshPrices(): number {
+    this.fold();
+    const t = this.tokenizer;
+    const r = this.provisional.refresh(t, this.session, this.prices, this.textCounts, { anchor: this.anchor, requested: this.requested, headerSeq: this.headerSeq ?? -1 });
+    this.surfaceTotal += r.delta;
+    if (this.provisional.tools && this.toolsJson) this.toolsTokens = this.provisional.countTools(t, this.toolsJson) + (t.overhead.perBlock ?? 0);
+    this.envelope = t.overhead.perRequest + this.toolsTokens;
+    return r.changed;
   }
 }

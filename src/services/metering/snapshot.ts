@@ -25,7 +25,7 @@ import { isSurfaceType } from '../../session/events';
 import type { Session } from '../../session/session';
 import type { NodeCounts } from './calibration';
 import { priceNode } from './pricing';
-import type { Tokenizer } from './tokenizer';
+import { tokenizerId, type Tokenizer } from './tokenizer';
 
 /** Bump when pricing or the fold changes: an older snapshot is then ignored, never misread. */
 export const METER_SNAPSHOT_VERSION = 1;
@@ -52,7 +52,7 @@ export interface MeterState {
   version: number;
   /** Events folded: the snapshot describes the log's first `folded` events. */
   folded: number;
-  /** Tokenizer before any header. */
+  /** Tokenizer before any header: its id (tokenizerId; the `server` tokenizer's names its endpoint and model). */
   initial: string;
   /** Per route seen: the first header routing to it and the tokenizer it resolved to. */
   routes: Array<[string, number, string]>;
@@ -131,15 +131,15 @@ export function checkMeterState(s: MeterState, session: Session, tokenizerFor: (
       const e = session.event(seq);
       return e.type === 'request/header' ? (e as Header) : undefined;
     };
-    if (tokenizerFor(undefined).name !== s.initial) return undefined;
+    if (tokenizerId(tokenizerFor(undefined)) !== s.initial) return undefined;
     for (const [route, seq, name] of s.routes) {
       const h = headerAt(seq);
-      if (!h || `${h.data.provider}/${h.data.model}` !== route || tokenizerFor(h).name !== name) return undefined;
+      if (!h || `${h.data.provider}/${h.data.model}` !== route || tokenizerId(tokenizerFor(h)) !== name) return undefined;
     }
     const header = s.headerSeq === null ? undefined : headerAt(s.headerSeq);
     if (s.headerSeq !== null && !header) return undefined;
     const t = tokenizerFor(header);
-    if (t.name !== s.tokenizer || JSON.stringify(t.overhead) !== s.overhead) return undefined;
+    if (tokenizerId(t) !== s.tokenizer || JSON.stringify(t.overhead) !== s.overhead) return undefined;
     const json = header === undefined ? null : header.data.tools.length === 0 ? '' : JSON.stringify(header.data.tools);
     if (json !== s.toolsJson) return undefined;
     if (json && t.count(json) + (t.overhead.perBlock ?? 0) !== s.toolsTokens) return undefined;

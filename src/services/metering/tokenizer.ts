@@ -7,10 +7,10 @@ import { createDeepseekV3Tokenizer } from './tokenizers/deepseek.js';
 import { TokenizerUnavailableError } from './tokenizers/errors.js';
 import { createGptTokenizer } from './tokenizers/gpt.js';
 import { withLinearPricing } from './tokenizers/split.js';
-import { TOKENIZER_NAMES, type Tokenizer, type TokenizerName } from './tokenizers/types.js';
+import { CONFIG_TOKENIZER_NAMES, SERVER_TOKENIZER, TOKENIZER_NAMES, type LocalTokenizerName, type Tokenizer, type TokenizerName } from './tokenizers/types.js';
 
-export { TOKENIZER_NAMES, messageOverhead } from './tokenizers/types.js';
-export type { ChatOverhead, ChatRole, MessageShape, Tokenizer, TokenizerName } from './tokenizers/types.js';
+export { CONFIG_TOKENIZER_NAMES, SERVER_TOKENIZER, TOKENIZER_NAMES, messageOverhead, tokenizerId } from './tokenizers/types.js';
+export type { ChatOverhead, ChatRole, LocalTokenizerName, MessageShape, Tokenizer, TokenizerName } from './tokenizers/types.js';
 export { TokenizerUnavailableError } from './tokenizers/errors.js';
 export { utf8ByteLength } from './tokenizers/approximate.js';
 export { MAX_RUN_CHARS, splitOverlongRuns, withLinearPricing } from './tokenizers/split.js';
@@ -21,7 +21,7 @@ export {
   UTF8_BYTES_OVERHEAD,
 } from './tokenizers/overhead.js';
 
-const FACTORIES: Record<TokenizerName, () => Tokenizer> = {
+const FACTORIES: Record<LocalTokenizerName, () => Tokenizer> = {
   // BPE is quadratic inside one pre-tokenizer piece: overlong runs are priced in chunks.
   o200k_base: () => withLinearPricing(createGptTokenizer('o200k_base')),
   cl100k_base: () => withLinearPricing(createGptTokenizer('cl100k_base')),
@@ -30,7 +30,7 @@ const FACTORIES: Record<TokenizerName, () => Tokenizer> = {
   'utf8-bytes': createUtf8BytesTokenizer,
 };
 
-const instances = new Map<TokenizerName, Tokenizer>();
+const instances = new Map<LocalTokenizerName, Tokenizer>();
 
 /**
  * The shared instance of a tokenizer, created on first request (synchronously).
@@ -38,6 +38,12 @@ const instances = new Map<TokenizerName, Tokenizer>();
  * a failed load is not cached, so installing the package and asking again works.
  */
 export function getTokenizer(name: TokenizerName): Tokenizer {
+  if (name === SERVER_TOKENIZER) {
+    throw new TokenizerUnavailableError(
+      name,
+      `tokenizer 'server' counts with the model's own server: the engine builds it per route from the client's base URL (or the model's tokenizerUrl); getTokenizer makes only ${TOKENIZER_NAMES.map((n) => `'${n}'`).join(', ')}`,
+    );
+  }
   const existing = instances.get(name);
   if (existing) return existing;
   if (!isTokenizerName(name)) {
@@ -51,6 +57,11 @@ export function getTokenizer(name: TokenizerName): Tokenizer {
   return created;
 }
 
-export function isTokenizerName(value: unknown): value is TokenizerName {
+export function isTokenizerName(value: unknown): value is LocalTokenizerName {
   return typeof value === 'string' && (TOKENIZER_NAMES as readonly string[]).includes(value);
+}
+
+/** A name a config may give (the in-process tokenizers and `server`). */
+export function isConfigTokenizerName(value: unknown): value is TokenizerName {
+  return typeof value === 'string' && (CONFIG_TOKENIZER_NAMES as readonly string[]).includes(value);
 }

@@ -10,7 +10,7 @@ import type { RangeSelection } from '../selection';
 import { routeBudget, summaryTarget } from '../context';
 import type { SummaryRequest } from '../summarizing';
 import { textsOfMessage, type TokenMeter } from '../metering';
-import { getTokenizer, type Tokenizer } from '../metering';
+import { getTokenizer, tokenizerId, type Tokenizer } from '../metering';
 
 /** Summary output cap when neither the config nor a resolvable budget gives one. */
 export const FALLBACK_SUMMARY_MAX_TOKENS = 8192;
@@ -22,7 +22,7 @@ export const FALLBACK_SUMMARY_MAX_TOKENS = 8192;
  */
 function requestCounter(tokenizer: Tokenizer, meter: TokenMeter | undefined, nodes: ReadonlyArray<[number, ChatMessage]>): (text: string) => number {
   const known = new Map<string, number>();
-  if (meter && meter.currentTokenizer.name === tokenizer.name) {
+  if (meter && tokenizerId(meter.currentTokenizer) === tokenizerId(tokenizer)) {
     for (const [seq, message] of nodes) {
       const counts = meter.textCountsOf(seq);
       if (!counts) continue;
@@ -42,7 +42,7 @@ function requestCounter(tokenizer: Tokenizer, meter: TokenMeter | undefined, nod
 }
 
 export function buildSummaryRequest(
-  deps: Pick<ServiceDeps, 'session' | 'config' | 'tokenizerName'> & Partial<Pick<ServiceDeps, 'meter'>>,
+  deps: Pick<ServiceDeps, 'session' | 'config' | 'tokenizerName'> & Partial<Pick<ServiceDeps, 'meter' | 'tokenizerFor'>>,
   range: RangeSelection,
   focus: string | undefined,
 ): SummaryRequest {
@@ -73,7 +73,7 @@ export function buildSummaryRequest(
   }
   // Never ask for more output than the summarizer model gives: providers reject such requests.
   if (targetInfo?.maxOutputTokens !== undefined) maxTokens = Math.min(maxTokens, targetInfo.maxOutputTokens);
-  const targetTokenizer = getTokenizer(deps.tokenizerName(target.provider, target.model));
+  const targetTokenizer = deps.tokenizerFor?.(target.provider, target.model) ?? getTokenizer(deps.tokenizerName(target.provider, target.model));
   const request: SummaryRequest = {
     system,
     tools: session.latestHeader?.data.tools ?? [],

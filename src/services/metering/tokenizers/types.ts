@@ -1,6 +1,14 @@
-/** Names of the tokenizers xcompact can price text with. */
+/** Names of the tokenizers xcompact prices text with in process (`getTokenizer` makes them). */
 export const TOKENIZER_NAMES = ['o200k_base', 'cl100k_base', 'deepseek-v3', 'heuristic', 'utf8-bytes'] as const;
-export type TokenizerName = (typeof TOKENIZER_NAMES)[number];
+export type LocalTokenizerName = (typeof TOKENIZER_NAMES)[number];
+/**
+ * The model's own server counts (llama.cpp's and vLLM's `POST /tokenize`, tokenizers/server.ts):
+ * one instance per endpoint and model, built by the engine from the route's base URL.
+ */
+export const SERVER_TOKENIZER = 'server';
+export type TokenizerName = LocalTokenizerName | typeof SERVER_TOKENIZER;
+/** Every name a config may give. */
+export const CONFIG_TOKENIZER_NAMES = [...TOKENIZER_NAMES, SERVER_TOKENIZER] as const;
 
 /** Roles whose chat-template cost can differ (DeepSeek's template frames each role differently). */
 export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
@@ -38,6 +46,21 @@ export interface Tokenizer {
    */
   count(text: string): number;
   readonly overhead: ChatOverhead;
+  /**
+   * Which instance this is, where one name covers many (`server`: the endpoint and model it asks,
+   * tokenizers/server.ts). Prices from two ids are never mixed, nor a snapshot restored across them.
+   */
+  readonly id?: string;
+  /**
+   * Tokenizers whose own counts arrive asynchronously (`server`): how many counts so far were a
+   * stand-in's (the fallback tokenizer's). A price taken while it grew is provisional.
+   */
+  fallbacks?(): number;
+}
+
+/** The tokenizer's identity: its `id` where it has one, else its name. */
+export function tokenizerId(t: Pick<Tokenizer, 'name' | 'id'>): string {
+  return t.id ?? t.name;
 }
 
 /** The shape of a message as far as its template overhead is concerned. */

@@ -5,17 +5,19 @@
  * summary input and summary output, and the mean request. It answers "is there a setting that
  * meets the goal?" with measurements instead of guesses.
  *
- *   npx tsx bench/economics/frontier.ts [variants.json] [--windows 32768,131072] [--copies 1] [transcript.jsonl …]
+ *   npx tsx bench/economics/frontier.ts [variants.json] [--windows 32768,131072] [--copies 1] [--masking] [transcript.jsonl …]
  *
  * variants.json maps a label to an engine `config` ({} is the default policy); without it, a
  * built-in set: the default, foreground compaction (background: false), later prepare points
- * and larger retained tails. Nothing here asserts.
+ * and larger retained tails. `--masking` adds a simulated observation-masking policy
+ * (masking.ts) to the peers' lines, for comparison only (not judged as a peer). Nothing here asserts.
  */
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { evaluateWindow, stitched, DEFAULT_WINDOWS, PEERS, type PolicyRun } from '../../src/eval/index.js';
 import type { CompactionEngineOptions } from '../../src/index.js';
+import { maskingPolicy } from './masking.js';
 import { importAny, judgeRow, sharedTranscriptPaths } from './run.js';
 
 type Config = NonNullable<CompactionEngineOptions['config']>;
@@ -49,9 +51,11 @@ export async function frontier(argv: readonly string[]): Promise<void> {
   let windows = [...DEFAULT_WINDOWS];
   let copies = [1];
   const files: string[] = [];
+  let masking = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    if (a === '--windows') windows = (argv[++i] ?? '').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
+    if (a === '--masking') masking = true;
+    else if (a === '--windows') windows = (argv[++i] ?? '').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
     else if (a === '--copies') copies = (argv[++i] ?? '').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
     else if (a.endsWith('.json') && !a.endsWith('.jsonl')) variants = JSON.parse(readFileSync(a, 'utf8')) as Record<string, Config>;
     else files.push(a);
@@ -74,6 +78,7 @@ export async function frontier(argv: readonly string[]): Promise<void> {
         const cheapest = Math.min(...peers.map((p) => p.ledger.cost));
         console.log(`\n${name}, window ${w}: goal cost ≤ ${money(0.9 * cheapest)} (0.9 × cheapest peer)`);
         for (const p of peers) console.log(line(`  ${p.policy}`, p, cheapest));
+        if (masking) for (const p of (await evaluateWindow(session, w, { peers: [maskingPolicy()] })).runs.slice(1)) console.log(line(`  ${p.policy}`, p, cheapest, '(simulated, for comparison)'));
         for (const [label, config] of Object.entries(variants)) {
           const ours = (await evaluateWindow(session, w, { peers: [], config })).runs[0]!;
           const goal = judgeRow([ours, ...peers]);

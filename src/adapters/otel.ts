@@ -82,6 +82,8 @@ export function instrument(engine: CompactionEngine, options: InstrumentOptions 
         open = undefined;
         const usage = e.summarizer.usage;
         span.setAttributes({
+          // The request right before the commit: a background summary commits long after its span opened.
+          [ATTR.tokensBefore]: e.tokensBefore,
           [ATTR.tokensAfter]: e.tokensAfter,
           [ATTR.tokensSaved]: e.tokensBefore - e.tokensAfter,
           [ATTR.checkpointTokens]: e.checkpointTokens,

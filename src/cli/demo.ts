@@ -284,7 +284,8 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
         const before = performance.now();
         const stepResult = await engine.afterStep();
         report.agentWaited.ms += performance.now() - before;
-        if (stepResult.waitedMs > 0) report.agentWaited.waits++;
+        // A step that committed a held summary waited for three appends, not for a summary: not counted.
+        if (stepResult.status === 'waited') report.agentWaited.waits++;
         w.endStep();
         if (calls.length === 0) {
           w.endTurn();

@@ -94,7 +94,8 @@ async function runMode(background: boolean, agentURL: string, summaryURL: string
     const t0 = performance.now();
     const r: AfterStepResult = await engine.afterStep();
     blockedMs += performance.now() - t0;
-    if (r.waitedMs > 0) waits++;
+    // Waiting for a summary (the threshold came first), not committing one held until the threshold (a millisecond).
+    if (r.status === 'waited') waits++;
     writer.endStep();
   }
   // A summary still in flight at the end commits or is dropped with the engine; either way it did not block.

@@ -45,7 +45,7 @@ describe('defaults (SPEC §3)', () => {
     maxOverflowRetries: 1,
     auto: true,
     background: true,
-    backgroundCommit: 'threshold',
+    backgroundCommit: undefined,
     prepareRatio: undefined,
     recall: false,
     summaryIdleTimeoutMs: 60_000,
@@ -265,15 +265,15 @@ describe('model policies', () => {
     expect(config.modelPolicies).toEqual([
       {
         provider: 'p', model: 'm', thresholdRatio: 0.8, headroomTokens: 1000, retainRatio: 0.2, maxTokens: 8192, compactionRetries: 1, maxOverflowRetries: 1, auto: false, background: true,
-        backgroundCommit: 'threshold',
+        backgroundCommit: undefined,
         summaryIdleTimeoutMs: 60_000, summaryTimeoutMs: 600_000, recall: false,
       },
     ]);
   });
 
-  it("backgroundCommit: 'threshold' by default, 'ready' at the top level or per model policy, anything else a ConfigError", () => {
-    expect(parseConfig({}).backgroundCommit).toBe('threshold');
-    const config = parseConfig({ modelPolicies: [{ provider: 'p', model: 'm', backgroundCommit: 'ready' }] });
+  it("backgroundCommit: unset by default (resolved by the route's concurrency), 'ready' or 'threshold' at the top level or per model policy, anything else a ConfigError", () => {
+    expect(parseConfig({}).backgroundCommit).toBeUndefined();
+    const config = parseConfig({ backgroundCommit: 'threshold', modelPolicies: [{ provider: 'p', model: 'm', backgroundCommit: 'ready' }] });
     expect(policyFor(config, 'p', 'm').backgroundCommit).toBe('ready');
     expect(policyFor(config, 'p', 'other').backgroundCommit).toBe('threshold');
     expect(policyFor(parseConfig({ backgroundCommit: 'ready' }), 'p', 'any').backgroundCommit).toBe('ready');

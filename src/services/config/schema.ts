@@ -79,10 +79,12 @@ const POLICY_FIELDS = {
   /** The prepare point as a share of the window (default: a quarter of the way from the threshold back to the retained tail). */
   prepareRatio: ratio().optional(),
   /**
-   * When a summary prepared in the background is committed: 'threshold' (the default) holds it
-   * until a job must wait (a step at the threshold, an overflow, /compact), so nothing is
-   * shadowed before the threshold says so; 'ready' commits it as soon as it is ready (smaller
-   * requests sooner, at the price of forgetting earlier). docs/economics.md has the measurements.
+   * When a summary prepared in the background is committed: 'threshold' holds it until a job
+   * must wait (a step at the threshold, an overflow, /compact), so nothing is shadowed before
+   * the threshold says so; 'ready' commits it as soon as it is ready (smaller requests sooner,
+   * at the price of forgetting earlier). Unset: 'threshold', except on a route whose server has
+   * one slot (`concurrency: 1`), where the summary has already evicted the slot's prompt cache
+   * and a later commit would make the agent's prompt be evaluated twice (docs/background.md).
    */
   backgroundCommit: z.enum(['threshold', 'ready']).optional(),
   /**
@@ -148,7 +150,8 @@ export const FIELDS = {
   auto: z.boolean().default(true),
   // On by default (issue 16): the agent does not wait for a summary below the threshold; see SPEC §13.
   background: z.boolean().default(true),
-  backgroundCommit: z.enum(['threshold', 'ready']).default('threshold'),
+  // No default here: unset means 'threshold', or 'ready' on a route whose server has one slot (measure.ts).
+  backgroundCommit: z.enum(['threshold', 'ready']).optional(),
   recall: z.boolean().default(false),
   summaryIdleTimeoutMs: positiveInt().default(DEFAULT_SUMMARY_IDLE_TIMEOUT_MS),
   summaryTimeoutMs: positiveInt().default(DEFAULT_SUMMARY_TIMEOUT_MS),
@@ -203,8 +206,8 @@ export interface ModelPolicy {
   background: boolean;
   /** Undefined: the default prepare point (SPEC §13). */
   prepareRatio: number | undefined;
-  /** When a background summary is committed: at the threshold (held until then), or once ready. */
-  backgroundCommit: 'threshold' | 'ready';
+  /** When a background summary is committed: at the threshold (held until then), or once ready; undefined: by the route's concurrency. */
+  backgroundCommit: 'threshold' | 'ready' | undefined;
   /** Checkpoints and markers name their recall handles (issue 26). */
   recall: boolean;
   summaryIdleTimeoutMs: number;

@@ -61,12 +61,14 @@ export function measurePressure(deps: Pick<ServiceDeps, 'session' | 'meter' | 'c
     retainTokens: budget.retain,
     contextWindow: budget.window,
   };
-  if (budget.prepare !== undefined) {
-    reading.prepareAt = budget.prepare;
-    if (policyFor(deps.config, provider, model).backgroundCommit === 'ready') reading.commitWhenReady = true;
-  }
   const concurrency = modelInfoFor(deps.config, provider, model)?.concurrency;
   if (concurrency !== undefined) reading.concurrency = concurrency;
+  if (budget.prepare !== undefined) {
+    reading.prepareAt = budget.prepare;
+    // Unset: held until the threshold, except on one server slot, where the summary already evicted the agent's cached prompt.
+    const commit = policyFor(deps.config, provider, model).backgroundCommit ?? (concurrency === 1 ? 'ready' : 'threshold');
+    if (commit === 'ready') reading.commitWhenReady = true;
+  }
   const usage = session.latestUsage;
   if (usage?.data.usage && isSilentOverflow(usage.data.usage, budget.window)) {
     reading.silentOverflow = { seq: usage.seq, promptTokens: usage.data.usage.promptTokens };

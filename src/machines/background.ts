@@ -14,7 +14,7 @@
  *   any failure ▶ closing (compaction/end {error}) ▶ idle;  cancel ▶ cancelled (compaction/end {cancelled}) ▶ idle
  *
  * Replies to the gate that consulted it: `background.proceed` (nothing running: the job runs as
- * usual), `background.preparing` (a summary is being prepared and the threshold is not reached:
+ * usual), `background.preparing` (a summary is being prepared, or is ready and held, and the threshold is not reached:
  * the agent goes on), `background.waiting` then `background.settled` (the job waits for the
  * summary: the only wait). Each reply hands over the runs that ended since the last one. The
  * step that starts a run is answered once its bracket is open (`preparing`), or `proceed` when
@@ -30,6 +30,7 @@
 import { assign, enqueueActions, not, setup, type AnyActorRef } from 'xstate';
 import type { RangeSelection } from '../services/selection';
 import { transactionActors } from './transaction';
+import { cancelledError, IDLE, mustWait, type BackgroundContext, type BackgroundEvent, type BackgroundOutcome, type BackgroundReply, type StepEvent } from './background-types';
 import {
   compactionRecord,
   engineAncestor,
@@ -51,8 +52,6 @@ import {
 import { noProgressError, noShrinkError, spanChanged, verdictGuards } from './verdict';
 
 export const BACKGROUND_SYSTEM_ID = 'xcompact.background';
-
-import { cancelledError, IDLE, mustWait, type BackgroundContext, type BackgroundEvent, type BackgroundOutcome, type BackgroundReply, type StepEvent } from './background-types';
 
 export type { BackgroundOutcome, BackgroundEvent, BackgroundReply, BackgroundContext } from './background-types';
 

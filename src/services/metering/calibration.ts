@@ -197,7 +197,7 @@ export function fit(samples: readonly Sample[]): Model {
       if (v !== 0) nonzero[i * d + nonzeroCount[i]!++] = k;
     }
   }
-  const rows: Rows = { n, d, x, nonzero, nonzeroCount, actual, weights: Float64Array.from(base) };
+  const rows: Rows = { n, d, x, nonzero, nonzeroCount, actual, weights: Float64Array.from(base), ata: new Float64Array(d * d), atb: new Float64Array(d) };
   let model = SEED;
   for (let round = 0; round < CALIBRATION.rounds; round++) {
     model = solve(rows, undefined);
@@ -223,6 +223,9 @@ interface Rows {
   nonzeroCount: Int32Array;
   actual: Float64Array;
   weights: Float64Array;
+  /** The normal equations' scratch space (at most d × d and d). */
+  ata: Float64Array;
+  atb: Float64Array;
 }
 
 /** Weighted ridge least squares; with `ratio` given, only the per-node constants are free. */
@@ -230,8 +233,9 @@ function solve(rows: Rows, ratio: number | undefined): Model {
   const { n: samples, d: n, x, nonzero, nonzeroCount, actual, weights } = rows;
   const free = ratio === undefined ? 0 : 1;
   const size = n - free;
-  const ata = Array.from({ length: size }, () => new Array<number>(size).fill(0));
-  const atb = new Array<number>(size).fill(0);
+  // Row-major, size × size; reused by every solve of the fit.
+  const ata = rows.ata.fill(0);
+  const atb = rows.atb.fill(0);
   for (let i = 0; i < samples; i++) {
     const row = i * n;
     const w2 = weights[i]! * weights[i]!;
@@ -244,42 +248,49 @@ function solve(rows: Rows, ratio: number | undefined): Model {
       // (w2 × xr) × …, as the plain formulation groups it.
       const wx = w2 * x[row + kr]!;
       atb[kr - free]! += wx * target;
-      const ar = ata[kr - free]!;
+      const ar = (kr - free) * size;
       for (let q = 0; q < count; q++) {
         const kc = nonzero[row + q]!;
-        if (kc >= free) ar[kc - free]! += wx * x[row + kc]!;
+        if (kc >= free) ata[ar + kc - free]! += wx * x[row + kc]!;
       }
     }
   }
   for (let r = 0; r < size; r++) {
     const ridge = r + free === 0 ? RIDGE_RATIO : RIDGE_PER_NODE;
-    ata[r]![r]! += ridge;
+    ata[r * size + r]! += ridge;
     atb[r]! += ridge * SEED[r + free]!;
   }
-  const solved = gauss(ata, atb);
+  const solved = gauss(ata, atb, size);
   return ratio === undefined ? solved : [ratio, ...solved];
 }
 
-/** Gaussian elimination with partial pivoting (the system is small and, with the ridge, regular). */
-function gauss(a: number[][], b: number[]): number[] {
-  const n = b.length;
+/** Gaussian elimination with partial pivoting (the system is small and, with the ridge, regular); `a` is row-major n × n. */
+function gauss(a: Float64Array, b: Float64Array, n: number): number[] {
   for (let col = 0; col < n; col++) {
     let pivot = col;
-    for (let r = col + 1; r < n; r++) if (Math.abs(a[r]![col]!) > Math.abs(a[pivot]![col]!)) pivot = r;
-    [a[col], a[pivot]] = [a[pivot]!, a[col]!];
-    [b[col], b[pivot]] = [b[pivot]!, b[col]!];
+    for (let r = col + 1; r < n; r++) if (Math.abs(a[r * n + col]!) > Math.abs(a[pivot * n + col]!)) pivot = r;
+    if (pivot !== col) {
+      for (let c = 0; c < n; c++) {
+        const t = a[col * n + c]!;
+        a[col * n + c] = a[pivot * n + c]!;
+        a[pivot * n + c] = t;
+      }
+      const t = b[col]!;
+      b[col] = b[pivot]!;
+      b[pivot] = t;
+    }
     for (let r = col + 1; r < n; r++) {
-      const f = a[r]![col]! / a[col]![col]!;
+      const f = a[r * n + col]! / a[col * n + col]!;
       if (f === 0) continue;
-      for (let c = col; c < n; c++) a[r]![c]! -= f * a[col]![c]!;
+      for (let c = col; c < n; c++) a[r * n + c]! -= f * a[col * n + c]!;
       b[r]! -= f * b[col]!;
     }
   }
   const x = new Array<number>(n).fill(0);
   for (let r = n - 1; r >= 0; r--) {
     let s = b[r]!;
-    for (let c = r + 1; c < n; c++) s -= a[r]![c]! * x[c]!;
-    x[r] = s / a[r]![r]!;
+    for (let c = r + 1; c < n; c++) s -= a[r * n + c]! * x[c]!;
+    x[r] = s / a[r * n + r]!;
   }
   return x;
 }

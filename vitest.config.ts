@@ -9,10 +9,11 @@ export default defineConfig({
     globalSetup: ['test/helpers/pg-global-setup.ts'],
     // The packed-tarball test needs a build first: `npm run test:consumer` (test/consumer/vitest.config.ts).
     exclude: [...configDefaults.exclude, 'test/consumer/**'],
-    // vitest's default is one worker fewer than the cores: on a 2-core machine, one, and the
-    // suite ran file after file with a core idle. Most files wait on child processes, servers
-    // and timers as much as they compute.
-    maxWorkers: Math.max(2, availableParallelism() - 1),
+    // One worker more than the cores. vitest's default (one fewer) ran the suite file after file
+    // on 2 cores; one per core still left a core idle whenever a file waited, and most do as much
+    // as they compute: on child processes, servers and timers (test/llama-one-slot.test.ts: 20 s
+    // for 4 s of CPU, the loop-check files: 40 s for 20 s).
+    maxWorkers: availableParallelism() + 1,
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

@@ -227,10 +227,14 @@ async function timedReopen(store: JsonlStore, id: string) {
   const t2 = performance.now();
   const r = await engine.afterStep();
   const stepMs = performance.now() - t2;
-  const { prices: _prices, ...figures } = engine.measure();
+  const { prices, ...figures } = engine.measure();
+  // After the timing: every node's price as the meter holds it, beside the figures (the
+  // pressure reading, its threshold and the calibration included), to compare with a full fold.
+  const nodePrices: number[] = [];
+  for (let p = 0; p < prices.length; p++) nodePrices.push(prices.priceAt(p));
   engine.stop();
   await session.close();
-  return { openMs, stepMs, status: r.status, figures: JSON.stringify(figures), nodes: session.surface.length };
+  return { openMs, stepMs, status: r.status, figures: JSON.stringify(figures), nodePrices: nodePrices.join(), nodes: session.surface.length };
 }
 
 /**
@@ -281,12 +285,13 @@ async function reopen(corpus: Corpus, events: number, print: (l: string) => void
     const ratio = (snap.openMs + snap.stepMs) / parseMs;
     const coldRatio = (cold.openMs + cold.stepMs) / parseMs;
     const same = reopens.every((r) => r.figures === cold.figures);
+    const samePrices = reopens.every((r) => r.nodePrices === cold.nodePrices);
     const pricing = await pricingAlone(store, 'big');
     print(`2. reopen of ${parsed.toLocaleString('en-US')} events (${(bytes.length / 1e6).toFixed(1)} MB, ${snap.nodes.toLocaleString('en-US')} surface nodes), then the first afterStep (${snap.status}); best of 3, alternated`);
     print(`   JSON.parse of the lines ${parseMs.toFixed(0)} ms; Session.open ${snap.openMs.toFixed(0)} ms (${(snap.openMs / parseMs).toFixed(2)}×); first afterStep ${snap.stepMs.toFixed(0)} ms (the meter's fold restored from <log>.prices)`);
     print(`   with the snapshot: ratio (open + first afterStep) ÷ JSON.parse = ${ratio.toFixed(2)}× (goal ≤ 2.5×) ${ratio <= 2.5 ? 'met' : 'NOT met'}`);
     print(`   without the snapshot (a writer with no engine, or one that crashed, leaves none): open ${cold.openMs.toFixed(0)} ms + first afterStep ${cold.stepMs.toFixed(0)} ms = ${coldRatio.toFixed(2)}× (goal ≤ 4×) ${coldRatio <= 4 ? 'met' : 'NOT met'}`);
-    print(`   figures identical to a full fold (measure() with the snapshot vs without): ${same ? 'yes' : 'NO'}`);
+    print(`   figures identical to a full fold (measure() with the snapshot vs without, its pressure reading and calibration included): ${same ? 'yes' : 'NO'}; every node's price: ${samePrices ? 'yes' : 'NO'}`);
     print(
       `   of the fold without it, pricing every node alone (the tokenizer over ${(pricing.chars / 1e6).toFixed(1)} MB of node data, ${pricing.nodes.toLocaleString('en-US')} nodes) takes ${pricing.ms.toFixed(0)} ms = ${(pricing.ms / parseMs).toFixed(2)}× JSON.parse`,
     );

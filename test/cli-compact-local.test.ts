@@ -3,7 +3,7 @@
  * even the meter's `<output>.prices` sidecar), and `compact` accepts `--no-color` as `inspect` does.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,7 +40,10 @@ beforeAll(async () => {
   // A summary cut by max_tokens: the compaction fails.
   server = await startOpenAIServer({ scenarios: () => ({ kind: 'reply', content: 'The', finishReason: 'length' }) });
 });
-afterAll(() => server.close());
+afterAll(async () => {
+  await server.close();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 describe('xcompact compact, small ones (issue 34, item 5)', () => {
   it('a failed compact leaves no output and no .prices sidecar', async () => {

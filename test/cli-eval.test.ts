@@ -1,7 +1,9 @@
 /**
- * `xcompact eval`, `inspect` and `compact` on transcripts of other harnesses, as a user runs
- * them (a separate process): the tables for the two real transcripts, the HTML report opened
- * in Chromium with its charts drawn, and the one-line refusal of a file of no known format.
+ * `xcompact eval`, `inspect` and `compact` on transcripts of other harnesses: the tables for the
+ * two real transcripts (eval as a user runs it, a separate process), the HTML report opened in
+ * Chromium with its charts drawn, and the one-line refusal of a file of no known format. The
+ * other commands run through the CLI's entry in this process (test/helpers/cli.ts): the same
+ * code, exit code and streams, without compiling the CLI again for each (seconds a run).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -15,6 +17,7 @@ import { PRICES } from '../src/eval';
 import { Session } from '../src/session/session';
 import { JsonlStore } from '../src/session/stores/jsonl';
 import { launchChromium } from './helpers/chromium';
+import { xcompact } from './helpers/cli';
 import { openAIMessageProblems } from './helpers/openai-validator';
 import { CLAUDE_REAL, CODEX_REAL, fixture } from './helpers/transcripts';
 
@@ -23,7 +26,8 @@ const CLI = join(ROOT, 'src', 'cli', 'main.ts');
 const dir = mkdtempSync(join(tmpdir(), 'xcompact-eval-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function xcompact(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** The command as a separate process (what a user's shell runs). */
+function spawned(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -67,7 +71,7 @@ describe('xcompact eval on the real transcripts', { timeout: 400_000 }, () => {
   let browser: Browser | undefined;
 
   beforeAll(async () => {
-    [run, { browser }] = await Promise.all([xcompact(['eval', CLAUDE_REAL, CODEX_REAL, '--report', report]), launchChromium()]);
+    [run, { browser }] = await Promise.all([spawned(['eval', CLAUDE_REAL, CODEX_REAL, '--report', report]), launchChromium()]);
   }, 400_000);
   afterAll(async () => {
     await browser?.close();

@@ -4,7 +4,7 @@
  * server fault, not an overflow: nothing is compacted), and examples/agent-loop.ts resends the
  * request with a larger budget instead of dying.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -49,6 +49,7 @@ describe("llama.cpp's 500 for a tool call cut by max_tokens", () => {
       expect(lines.join('\n')).toContain('cut inside a tool call');
     } finally {
       await server.close();
+      rmSync(sandbox, { recursive: true, force: true });
     }
   });
 });

@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { MAX_RUN_CHARS, getTokenizer, splitOverlongRuns, withLinearPricing } from '../src/services/metering';
 import { createGptTokenizer } from '../src/services/metering';
 import { randomText } from './helpers/random-text';
+import { isSpace } from '../src/services/metering/tokenizers/chars';
+import { hasOverlongRun } from '../src/services/metering/tokenizers/split';
 
 const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 const minifiedJson = (n: number) =>
@@ -37,6 +39,30 @@ describe('splitOverlongRuns', () => {
           expect(last >= 0xd800 && last <= 0xdbff).toBe(false);
         }
       }),
+    );
+  });
+
+  it('looks for an overlong run (its fast path) with the loop\'s own character classes: every Unicode space, U+0085 too', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: fc.constantFrom('a', '7', ' ', '\t', '\n', '\u0085', '\u00a0', '\u2009', '\u3000', '\ufeff', '😀', '中'), maxLength: 200 }),
+        fc.integer({ min: 2, max: 12 }),
+        fc.integer({ min: 0, max: 12 }),
+        (text, max, extra) => {
+          const maxSpace = max + extra;
+          let overlong = false;
+          for (let i = 0; i < text.length; ) {
+            const space = isSpace(text.charCodeAt(i));
+            let j = i + 1;
+            while (j < text.length && isSpace(text.charCodeAt(j)) === space) j++;
+            if (j - i > (space ? maxSpace : max)) overlong = true;
+            i = j;
+          }
+          expect(hasOverlongRun(text, max, maxSpace)).toBe(overlong);
+          if (!overlong) expect(splitOverlongRuns(text, max, maxSpace)).toEqual([text]);
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 

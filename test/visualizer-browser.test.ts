@@ -35,6 +35,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
+  await (await shared?.catch(() => undefined))?.page.close();
   await browser?.close();
 });
 
@@ -56,6 +57,19 @@ async function openViewer(query = ''): Promise<Opened> {
   const ready = await page.evaluate(() => document.body.dataset.ready);
   if (ready !== 'true') throw new Error(`the viewer failed: ${await page.textContent('#status')}`);
   return { page, requests, errors };
+}
+
+/**
+ * The viewer opened without a query, shared by the tests that only read it or change what they
+ * put back: laying out every chart takes Chromium ~5 s a load, most of this file's time. Opened by
+ * the first test that asks (so any one test still runs alone); its requests and errors
+ * accumulate, so each test's checks of them cover every test before it on this page too. A test
+ * that damages the drawing on purpose opens its own.
+ */
+let shared: Promise<Opened> | undefined;
+function sharedViewer(): Promise<Opened> {
+  shared ??= openViewer();
+  return shared;
 }
 
 /** The state nodes a value makes active, according to XState itself. */
@@ -172,7 +186,7 @@ describe('visualizer/index.html in Chromium', () => {
   }, 90_000);
 
   it('every chart reads at 1600×1000: labels at least 11 px, none overlapping, none cut off, arrowheads apart', async () => {
-    const { page, errors } = await openViewer();
+    const { page, errors } = await sharedViewer();
     mkdirSync(SCREENSHOTS, { recursive: true });
     const report: string[] = [];
     for (const { name } of charts) {
@@ -185,24 +199,29 @@ describe('visualizer/index.html in Chromium', () => {
     }
     expect(report).toEqual([]);
     expect(errors).toEqual([]);
-    await page.close();
   }, 120_000);
 
   it('the checks above catch a drawing that does not read (labels shrunk, moved onto each other)', async () => {
-    const { page } = await openViewer();
+    const { page } = await sharedViewer();
     await page.click('#tabs button[data-chart="engine"]');
+    await page.click('section[data-chart="engine"] [data-zoom="fit"]');
+    expect(problems(await geometry(page, 'engine')), 'the drawing as laid out').toEqual([]);
     await page.$eval('section[data-chart="engine"] .xc-camera', (g) => g.setAttribute('transform', 'translate(0,0) scale(0.5)'));
     expect(problems(await geometry(page, 'engine')).some((p) => p.includes('px high'))).toBe(true);
     await page.$eval('section[data-chart="engine"] .xc-camera', (g) => g.setAttribute('transform', 'translate(0,0) scale(3)'));
     expect(problems(await geometry(page, 'engine')).some((p) => p.includes('cut off'))).toBe(true);
+    const titles = await page.$$eval('section[data-chart="engine"] text.xc-title', (els) => els.map((e) => e.getAttribute('y')));
     await page.$$eval('section[data-chart="engine"] text.xc-title', (els) => els.forEach((e) => e.setAttribute('y', '40')));
     await page.click('section[data-chart="engine"] [data-zoom="fit"]');
     expect(problems(await geometry(page, 'engine')).some((p) => p.includes('overlaps'))).toBe(true);
-    await page.close();
+    // Put back as it was (the page is shared): the same checks find nothing again.
+    await page.$$eval('section[data-chart="engine"] text.xc-title', (els, ys) => els.forEach((e, i) => (ys[i] === null ? e.removeAttribute('y') : e.setAttribute('y', ys[i]!))), titles);
+    await page.click('section[data-chart="engine"] [data-zoom="fit"]');
+    expect(problems(await geometry(page, 'engine')), 'the drawing put back').toEqual([]);
   }, 60_000);
 
   it('zooms and pans, never below the legible size, and fits again', async () => {
-    const { page } = await openViewer();
+    const { page, errors } = await sharedViewer();
     await page.click('#tabs button[data-chart="pressure"]');
     const scale = () => page.$eval('section[data-chart="pressure"]', (s) => Number((s as HTMLElement).dataset.scale));
     const fitted = await scale();
@@ -233,7 +252,10 @@ describe('visualizer/index.html in Chromium', () => {
     await page.waitForFunction((f) => Number((document.querySelector('section[data-chart="pressure"]') as HTMLElement).dataset.scale) < f, fitted);
     const small = await geometry(page, 'pressure');
     expect(Math.min(...small.labels.map((l) => l.r.bottom - l.r.top))).toBeGreaterThanOrEqual(MIN_LABEL_PX);
-    await page.close();
+    expect(errors).toEqual([]);
+    // Put back for the next test on the shared page: the full window, the chart fitted again.
+    await page.setViewportSize({ width: 1600, height: 1000 });
+    await page.waitForFunction((f) => Number((document.querySelector('section[data-chart="pressure"]') as HTMLElement).dataset.scale) >= f - 1e-9, fitted);
   }, 60_000);
 
   it('steps through a recorded compaction, highlighting the states of each step and the events it wrote', async () => {
@@ -243,7 +265,7 @@ describe('visualizer/index.html in Chromium', () => {
     const steps = trace.steps.filter((s): s is TraceStateStep => s.kind === 'state');
     expect(steps.length).toBeGreaterThan(20);
 
-    const { page, requests, errors } = await openViewer();
+    const { page, requests, errors } = await sharedViewer();
     await page.setInputFiles('#trace-file', tracePath);
     await page.waitForFunction(() => document.body.dataset.step === '0', null, { timeout: 10_000 });
     expect(await page.textContent('#step-counter')).toBe(`Step 1 / ${steps.length}`);
@@ -287,7 +309,6 @@ describe('visualizer/index.html in Chromium', () => {
 
     expect(requests.filter((url) => !url.startsWith('file://'))).toEqual([]);
     expect(errors).toEqual([]);
-    await page.close();
   }, 120_000);
 
   it('follows a trace while it is written: each appended step shows up in the open page', async () => {

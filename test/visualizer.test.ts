@@ -253,5 +253,6 @@ describe('trace recorder', () => {
     expect(followed.steps.length).toBeGreaterThan(trace.steps.length);
     expect(followed.actors.slice(0, trace.actors.length)).toEqual(trace.actors);
     expect(text.split('\n').filter(Boolean).every((line) => /^xcompactTrace\(\{.*\}\);$/.test(line))).toBe(true);
+    rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -21,6 +21,8 @@ export class Observers {
   }
 
   notify(event: SessionEvent, change: SurfaceChange | undefined): void {
+    // Nobody to tell and nothing queued (a reopen replays every event before anyone subscribes).
+    if (this.listeners.size === 0 && !this.notifying) return;
     this.outbox.push([event, change]);
     if (this.notifying) return;
     this.notifying = true;

@@ -331,7 +331,8 @@ export class Session {
       const surfacePlan =
         surfaceOp === 'append' ? this.surfaceState.planAppend(ev) : this.surfaceState.planReplace(surfaceOp, ev, sourceEventSeqs);
       this.brackets.checkSurface(type, data, surfaceOp, sourceEventSeqs);
-      return { ...parsed, surfacePlan };
+      // parseEvent's result is this call's own object: completed in place, not copied (a reopen plans every event).
+      return Object.assign(parsed, { surfacePlan });
     }
     this.structure.check(type, data);
     this.brackets.check(type, data, this.structure.openTurn);
@@ -339,7 +340,7 @@ export class Session {
       const d = data as EventData<'compaction/prune'>;
       this.surfaceState.checkPruneTarget(d.targetSeq, d.callId);
     }
-    return { ...parsed, surfacePlan: undefined };
+    return Object.assign(parsed, { surfacePlan: undefined });
   }
 
   private commit(seq: number, time: string, planned: Planned): SessionEvent {

@@ -173,78 +173,128 @@ export class CalibrationState {
 /**
  * Minimises Σ |prediction − actual| / |actual| + ridge toward SEED by reweighted least squares.
  * If the ratio leaves its range it is held at the bound and the per-node constants refitted.
+ *
+ * The meter refits at every clean report (a reopened log of 15k steps: 15k fits), so the
+ * samples are copied once into flat arrays and every round reuses them; the arithmetic is the
+ * same operations in the same order as the plain formulation, so the figures are bit-identical.
  */
 export function fit(samples: readonly Sample[]): Model {
-  const base = samples.map((s) => 1 / Math.max(Math.abs(s.actual), 1));
-  let weights = base;
+  const n = samples.length;
+  const d = SEED.length;
+  const x = new Float64Array(n * d);
+  const actual = new Float64Array(n);
+  const base = new Float64Array(n);
+  // Per sample, the features that are not 0 (most node counts are): a 0 adds nothing to a sum.
+  const nonzero = new Int32Array(n * d);
+  const nonzeroCount = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const s = samples[i]!;
+    actual[i] = s.actual;
+    base[i] = 1 / Math.max(Math.abs(s.actual), 1);
+    for (let k = 0; k < d; k++) {
+      const v = s.x[k]!;
+      x[i * d + k] = v;
+      if (v !== 0) nonzero[i * d + nonzeroCount[i]!++] = k;
+    }
+  }
+  const rows: Rows = { n, d, x, nonzero, nonzeroCount, actual, weights: Float64Array.from(base), ata: new Float64Array(d * d), atb: new Float64Array(d) };
   let model = SEED;
   for (let round = 0; round < CALIBRATION.rounds; round++) {
-    model = solve(samples, weights, undefined);
+    model = solve(rows, undefined);
     const clamped = Math.min(CALIBRATION.maxRatio, Math.max(CALIBRATION.minRatio, model[0]!));
-    if (clamped !== model[0]) model = solve(samples, weights, clamped);
+    if (clamped !== model[0]) model = solve(rows, clamped);
     for (let k = 1; k < model.length; k++) model[k] = Math.min(CALIBRATION.maxPerNode, Math.max(CALIBRATION.minPerNode, model[k]!));
-    const m = model;
-    weights = samples.map((s, i) => base[i]! / Math.sqrt(Math.max(Math.abs(dot(m, s.x) - s.actual) * base[i]!, RESIDUAL_FLOOR)));
+    for (let i = 0; i < n; i++) {
+      let y = 0;
+      for (let k = 0; k < d; k++) y += model[k]! * x[i * d + k]!;
+      rows.weights[i] = base[i]! / Math.sqrt(Math.max(Math.abs(y - actual[i]!) * base[i]!, RESIDUAL_FLOOR));
+    }
   }
   return model;
 }
 
+/** The samples as `fit` reads them: features row by row (`d` per sample), targets, weights. */
+interface Rows {
+  n: number;
+  d: number;
+  x: Float64Array;
+  /** Per sample (`d` slots each), the indices of its features that are not 0, ascending. */
+  nonzero: Int32Array;
+  nonzeroCount: Int32Array;
+  actual: Float64Array;
+  weights: Float64Array;
+  /** The normal equations' scratch space (at most d × d and d). */
+  ata: Float64Array;
+  atb: Float64Array;
+}
+
 /** Weighted ridge least squares; with `ratio` given, only the per-node constants are free. */
-function solve(samples: readonly Sample[], weights: readonly number[], ratio: number | undefined): Model {
-  const n = SEED.length;
+function solve(rows: Rows, ratio: number | undefined): Model {
+  const { n: samples, d: n, x, nonzero, nonzeroCount, actual, weights } = rows;
   const free = ratio === undefined ? 0 : 1;
   const size = n - free;
-  const ata = Array.from({ length: size }, () => new Array<number>(size).fill(0));
-  const atb = new Array<number>(size).fill(0);
-  for (let i = 0; i < samples.length; i++) {
-    const s = samples[i]!;
+  // Row-major, size × size; reused by every solve of the fit.
+  const ata = rows.ata.fill(0);
+  const atb = rows.atb.fill(0);
+  for (let i = 0; i < samples; i++) {
+    const row = i * n;
     const w2 = weights[i]! * weights[i]!;
-    const target = ratio === undefined ? s.actual : s.actual - ratio * s.x[0]!;
-    for (let r = 0; r < size; r++) {
-      const xr = s.x[r + free]!;
-      if (xr === 0) continue;
-      atb[r]! += w2 * xr * target;
-      for (let c = 0; c < size; c++) ata[r]![c]! += w2 * xr * s.x[c + free]!;
+    const target = ratio === undefined ? actual[i]! : actual[i]! - ratio * x[row]!;
+    // Every product with a 0 feature is 0 (all values are finite): skipping it changes no sum.
+    const count = nonzeroCount[i]!;
+    for (let p = 0; p < count; p++) {
+      const kr = nonzero[row + p]!;
+      if (kr < free) continue;
+      // (w2 × xr) × …, as the plain formulation groups it.
+      const wx = w2 * x[row + kr]!;
+      atb[kr - free]! += wx * target;
+      const ar = (kr - free) * size;
+      for (let q = 0; q < count; q++) {
+        const kc = nonzero[row + q]!;
+        if (kc >= free) ata[ar + kc - free]! += wx * x[row + kc]!;
+      }
     }
   }
   for (let r = 0; r < size; r++) {
     const ridge = r + free === 0 ? RIDGE_RATIO : RIDGE_PER_NODE;
-    ata[r]![r]! += ridge;
+    ata[r * size + r]! += ridge;
     atb[r]! += ridge * SEED[r + free]!;
   }
-  const solved = gauss(ata, atb);
+  const solved = gauss(ata, atb, size);
   return ratio === undefined ? solved : [ratio, ...solved];
 }
 
-/** Gaussian elimination with partial pivoting (the system is small and, with the ridge, regular). */
-function gauss(a: number[][], b: number[]): number[] {
-  const n = b.length;
+/** Gaussian elimination with partial pivoting (the system is small and, with the ridge, regular); `a` is row-major n × n. */
+function gauss(a: Float64Array, b: Float64Array, n: number): number[] {
   for (let col = 0; col < n; col++) {
     let pivot = col;
-    for (let r = col + 1; r < n; r++) if (Math.abs(a[r]![col]!) > Math.abs(a[pivot]![col]!)) pivot = r;
-    [a[col], a[pivot]] = [a[pivot]!, a[col]!];
-    [b[col], b[pivot]] = [b[pivot]!, b[col]!];
+    for (let r = col + 1; r < n; r++) if (Math.abs(a[r * n + col]!) > Math.abs(a[pivot * n + col]!)) pivot = r;
+    if (pivot !== col) {
+      for (let c = 0; c < n; c++) {
+        const t = a[col * n + c]!;
+        a[col * n + c] = a[pivot * n + c]!;
+        a[pivot * n + c] = t;
+      }
+      const t = b[col]!;
+      b[col] = b[pivot]!;
+      b[pivot] = t;
+    }
     for (let r = col + 1; r < n; r++) {
-      const f = a[r]![col]! / a[col]![col]!;
+      const f = a[r * n + col]! / a[col * n + col]!;
       if (f === 0) continue;
-      for (let c = col; c < n; c++) a[r]![c]! -= f * a[col]![c]!;
+      for (let c = col; c < n; c++) a[r * n + c]! -= f * a[col * n + c]!;
       b[r]! -= f * b[col]!;
     }
   }
   const x = new Array<number>(n).fill(0);
   for (let r = n - 1; r >= 0; r--) {
     let s = b[r]!;
-    for (let c = r + 1; c < n; c++) s -= a[r]![c]! * x[c]!;
-    x[r] = s / a[r]![r]!;
+    for (let c = r + 1; c < n; c++) s -= a[r * n + c]! * x[c]!;
+    x[r] = s / a[r * n + r]!;
   }
   return x;
 }
 
-function dot(model: Model, x: readonly number[]): number {
-  let y = 0;
-  for (let k = 0; k < x.length; k++) y += model[k]! * x[k]!;
-  return y;
-}
 
 /** The key of a route (provider/model): what calibration, prices and per-model policies are looked up by. */
 export function modelKey(provider: string, model: string): string {

@@ -36,9 +36,22 @@ export const MAX_RUN_CHARS = 64;
  */
 export const MAX_SPACE_RUN_CHARS = 512;
 
+/**
+ * Finds a run the loop below would cut (a non-space run over `maxRun` code units, a space run
+ * over `maxSpaceRun`): most texts have none, and the regular expression scans them many times
+ * faster than the loop. Its classes are isSpace's (JavaScript's \s plus U+0085), per code unit.
+ */
+const overlongRun = new Map<string, RegExp>();
+export function hasOverlongRun(text: string, maxRun: number, maxSpaceRun: number): boolean {
+  const key = `${maxRun},${maxSpaceRun}`;
+  let re = overlongRun.get(key);
+  if (!re) overlongRun.set(key, (re = new RegExp(`[^\\s\\u0085]{${maxRun + 1},}|[\\s\\u0085]{${maxSpaceRun + 1},}`)));
+  return re.test(text);
+}
+
 /** The text's segments, split only inside runs longer than `maxRun` code units. */
 export function splitOverlongRuns(text: string, maxRun: number = MAX_RUN_CHARS, maxSpaceRun: number = Math.max(maxRun, MAX_SPACE_RUN_CHARS)): string[] {
-  if (text.length <= maxRun) return [text];
+  if (text.length <= maxRun || !hasOverlongRun(text, maxRun, maxSpaceRun)) return [text];
   const out: string[] = [];
   let segmentStart = 0;
   let runStart = 0;

@@ -15,9 +15,10 @@ import { factsOf, transcriptOf, type Transcript } from '../../src/eval/index.js'
 import { FactIndex } from '../../src/eval/fact-index.js';
 import type { ChatMessage } from '../../src/session/index.js';
 import { importAny, sharedTranscriptPaths } from './run.js';
+// The argument keys naming what the agent did (command, path, pattern): argument pruning never cuts them.
+import { ACTION_KEY } from '../../src/services/pruning/index.js';
 
 type Carrier = 'user' | 'assistant text' | 'action argument' | 'other argument' | 'tool output';
-const ACTION_KEY = /^(?:command|cmd|script|path|paths|file|file_?path|filename|pattern|query|glob|regex)$/i;
 
 function contentText(m: ChatMessage): string {
   const c = m.content;

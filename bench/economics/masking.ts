@@ -9,6 +9,8 @@
  * Complexity Trap" (arXiv 2508.21433). Used by frontier.ts `--masking`; not a policy xcompact ships.
  */
 import { errorLinesIn, type Entry, type PeerPolicy, type SimState } from '../../src/eval/index.js';
+// The argument keys naming what the agent did (command, path, pattern): argument pruning never cuts them.
+import { ACTION_KEY } from '../../src/services/pruning/index.js';
 
 export interface MaskingSettings {
   verbatimTokens: number;
@@ -24,7 +26,6 @@ export interface MaskingSettings {
 
 export const MASKING_DEFAULTS: MaskingSettings = { verbatimTokens: 8_000, batchTokens: 4_000, threshold: 0.8, keepTokens: 12_000, minTokens: 60, argumentChars: 200 };
 
-const ACTION_KEY = /^(?:command|cmd|script|path|paths|file|file_?path|filename|pattern|query|glob|regex)$/i;
 
 function textOf(e: Entry): string {
   const c = e.msg.content;

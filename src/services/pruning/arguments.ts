@@ -49,7 +49,7 @@ interface Helpers {
 }
 
 /** Argument keys naming what the agent did (a command, a path, a pattern): never cut. */
-const ACTION_KEY = /^(?:command|cmd|script|path|paths|file|file_?path|filename|pattern|query|glob|regex)$/i;
+export const ACTION_KEY = /^(?:command|cmd|script|path|paths|file|file_?path|filename|pattern|query|glob|regex)$/i;
 
 /**
  * `text` (valid JSON) with every string value of more than `threshold` code points cut, and

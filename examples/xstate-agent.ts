@@ -30,6 +30,7 @@ import {
   type CompactionEmitted,
   type CompactionRecord,
 } from '../src/index';
+import { classifyRequestError } from '../src/advanced';
 
 export interface XStateAgentOptions {
   client: OpenAI;
@@ -140,6 +141,8 @@ export function createAgentMachine(options: XStateAgentOptions) {
         turn: session.openTurn,
         aborted: false,
         lastAssistantSeq: session.latestReply?.seq ?? -1,
+        // Only an overflow waits for a background summary: anything else is declined at once.
+        overflow: classifyRequestError(context.lastError).kind === 'context-overflow',
       })),
       'wait for the answer': assign(({ context }) => ({ waitingFor: `a${context.nextId}`, nextId: context.nextId + 1 })),
       'end the step': assign(({ context }) => {

@@ -19,7 +19,7 @@ import { CompactionError } from './services/context';
 import { BudgetError, type CompactionConfig } from './services/config';
 import type { UnclosedBracket } from './services/transaction';
 import { measureFigures, type EngineMeasurement } from './services/pressure';
-import type { RequestErrorClass } from './services/overflow';
+import { classifyRequestError, type RequestErrorClass } from './services/overflow';
 
 export { CompactionError } from './services/context';
 export type { EngineServices } from './services/actors';
@@ -274,7 +274,15 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       const lastAssistantSeq = session.latestReply?.seq ?? -1;
       await built.prefetch(opts.signal);
       const aborted = opts.signal?.aborted ?? false;
-      const result = await request((id) => ({ type: 'request.failed', id, error, turn: session.openTurn, aborted, lastAssistantSeq }), opts.signal);
+      // Classified here (work), decided in the gate (a job that cannot recover anything waits for no background summary).
+      const overflow = ((): boolean | undefined => {
+        try {
+          return classifyRequestError(error).kind === 'context-overflow';
+        } catch {
+          return undefined; // an error that cannot be read: the overflow chart's classify reports it
+        }
+      })();
+      const result = await request((id) => ({ type: 'request.failed', id, error, turn: session.openTurn, aborted, lastAssistantSeq, ...(overflow === undefined ? {} : { overflow }) }), opts.signal);
       if (result.kind === 'error') return { kind: 'fail', error, reason: 'internal', classification: undefined };
       if (result.kind !== 'overflow') return { kind: 'fail', error, reason: 'busy', classification: undefined };
       const out = result.output;

@@ -129,6 +129,33 @@ describe('background compaction (SPEC §13)', () => {
     expect(h2.events.filter((e) => e.type === 'compaction.committed')).toEqual([]);
   });
 
+  it('a request error that is no overflow is answered at once: it neither waits for a summary being prepared nor commits a held one', async () => {
+    const sum = deferredSummarizer();
+    const h = harness({ summarizer: sum, config: BG });
+    openTurn(h);
+    await stepToPrepare(h);
+    const call = await sum.call(0);
+    // Being prepared: a 500 is declined without waiting for the summary.
+    const during = track(h.engine.onRequestError(Object.assign(new Error('Internal server error'), { status: 500 })));
+    await settle();
+    expect(during.done()).toBe(true);
+    expect(await during.value).toMatchObject({ kind: 'fail', reason: 'not-overflow' });
+    // Held: an abort is declined, and the summary stays held (nothing shadowed for it).
+    call.resolve(SUMMARY);
+    await settle();
+    expect(h.session.lock.held).toBe(true);
+    const aborted = await h.engine.onRequestError(Object.assign(new Error('Request was aborted.'), { name: 'AbortError' }));
+    expect(aborted).toMatchObject({ kind: 'fail' });
+    await settle();
+    expect(h.session.lock.held).toBe(true);
+    expect(h.events.filter((e) => e.type === 'compaction.committed')).toEqual([]);
+    // An overflow still waits for (here: commits) the held summary, then recovers as usual.
+    void sum.call(1).then((c) => c.resolve(SUMMARY)); // should recovery compact once more
+    const overflow = await h.engine.onRequestError(Object.assign(new Error("This model's maximum context length is 6000 tokens. However, your messages resulted in 7000 tokens."), { status: 400, code: 'context_length_exceeded' }));
+    expect(h.events.find((e) => e.type === 'compaction.committed')).toMatchObject({ background: true });
+    expect(overflow.kind).toBe('retry');
+  });
+
   it('a session that ends below the threshold has shadowed nothing: the held summary is cancelled at stop, the log keeps every message', async () => {
     const sum = deferredSummarizer();
     const h = harness({ summarizer: sum, config: BG });

@@ -21,7 +21,11 @@ export interface EngineInput extends RoutePolicy {
 
 export type EngineRequest =
   | { type: 'step.completed'; id: string; turn: number | null; aborted: boolean }
-  | { type: 'request.failed'; id: string; error: unknown; turn: number | null; aborted: boolean; lastAssistantSeq: number }
+  /**
+   * `overflow`: the error reads as a context overflow (the host's classification, `classifyRequestError`);
+   * false: the job does not wait for a background summary only to decline. Absent: it may be one.
+   */
+  | { type: 'request.failed'; id: string; error: unknown; turn: number | null; aborted: boolean; lastAssistantSeq: number; overflow?: boolean }
   | { type: 'compact.requested'; id: string; aborted: boolean; abortReason: string | undefined; focus: string | undefined }
   /** `reason`: the caller's, kept in the error and in `compaction/end.error`. */
   | { type: 'cancel'; id: string; reason?: string };

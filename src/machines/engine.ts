@@ -262,6 +262,7 @@ export const engineMachine = setup({
                 pruneEnabled: context.pruneEnabled,
                 aborted: p.aborted,
                 turn: p.turn,
+                ...(p.overflow === false ? { notOverflow: true } : {}),
               };
             },
             onDone: [

@@ -3,7 +3,8 @@
  * background chart (background.ts) before the job runs.
  *
  *   start ─ pressure ▶ measuring ─ a reading ▶ consulting
- *         └ overflow, manual ─────────────────▶ consulting          (no reading ▶ running)
+ *         ├ overflow, manual ─────────────────▶ consulting          (no reading ▶ running)
+ *         └ a request error that is no overflow ▶ running (its job declines at once: nothing to wait for)
  *   a job whose caller gave up (signal aborted) skips consulting: running, aborted
  *   consulting ─ background.preparing ▶ preparing (final: the agent goes on, nothing waited)
  *              ─ background.proceed ▶ running
@@ -96,6 +97,9 @@ export const gateMachine = setup({
     // The caller gave up (its signal aborted, before or while measuring): nothing to consult the
     // background about; the job runs aborted and ends cancelled, as it would in the foreground.
     'the job is cancelled': ({ context }) => context.cancelled || context.input.job.aborted,
+    // A 500, a rate limit, an abort: recovery has nothing to do, so the caller does not wait for a
+    // background summary to hear it (and a held one is not committed for it).
+    'the error is no overflow': ({ context }) => context.input.kind === 'overflow' && context.input.job.notOverflow === true,
   },
   actions: {
     'remember reading': assign({ reading: ({ event }) => (outputOf<ReadingResult>(event) as Extract<ReadingResult, { kind: 'reading' }>).reading }),
@@ -121,7 +125,12 @@ export const gateMachine = setup({
   // engine reports it as the job's own chart error.
   states: {
     start: {
-      always: [{ guard: 'the job is cancelled', target: 'running' }, { guard: 'the job is pressure', target: 'measuring' }, { target: 'consulting' }],
+      always: [
+        { guard: 'the job is cancelled', target: 'running' },
+        { guard: 'the job is pressure', target: 'measuring' },
+        { guard: 'the error is no overflow', target: 'running' },
+        { target: 'consulting' },
+      ],
     },
     measuring: {
       invoke: {

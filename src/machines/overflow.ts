@@ -31,6 +31,8 @@ export interface OverflowInput {
   /** The caller's signal was already aborted when the error was reported. */
   aborted: boolean;
   turn: number | null;
+  /** The error was classified as no context overflow before the job (the gate then does not wait for a background summary). */
+  notOverflow?: boolean;
 }
 
 /**

@@ -142,6 +142,11 @@ export const GATE_INPUTS: Array<{ label: string; input: GateInput }> = [
     input: { kind: 'overflow', job: { error: new Error('context overflow'), retriesUsed: 0, maxRetries: 1, auto: true, pruneEnabled: true, aborted: false, turn: 0 } },
   },
   { label: 'manual', input: { kind: 'manual', job: { aborted: false, abortReason: undefined, focus: undefined } } },
+  // A request error that is no overflow (a 500): nothing to recover, so nothing to wait for.
+  {
+    label: 'request error',
+    input: { kind: 'overflow', job: { error: new Error('Internal server error'), retriesUsed: 0, maxRetries: 1, auto: true, pruneEnabled: true, aborted: false, turn: 0, notOverflow: true } },
+  },
   // The caller's signal was aborted before the call.
   { label: 'pressure aborted', input: { kind: 'pressure', job: { ...PRESSURE_JOB, aborted: true } } },
 ];
@@ -182,7 +187,9 @@ export const gateSpec: MachineSpec<undefined> = {
     // The caller's signal aborts while the gate waits on something; consulting is answered in
     // the same synchronous step that sent the question, so no cancel can come between.
     // A job that starts cancelled ends at once: nothing is held long enough to be cancelled again.
-    const endsAtOnce = String(s.value).startsWith('running') && (s.context.cancelled || s.context.input.job.aborted);
+    // So does a request error that is no overflow: declined at once, a cancel changes nothing there.
+    const noOverflow = s.context.input.kind === 'overflow' && s.context.input.job.notOverflow === true;
+    const endsAtOnce = String(s.value).startsWith('running') && (s.context.cancelled || s.context.input.job.aborted || noOverflow);
     if (!s.matches('consulting') && !endsAtOnce) out.push({ outcome: 'cancel', event: { type: 'cancel', reason: 'user pressed Ctrl-C' } });
     return out;
   },

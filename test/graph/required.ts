@@ -117,6 +117,7 @@ export const SPEC_DECISIONS: Record<string, RequiredTransition[]> = {
     { source: 'start', event: 'always', guard: 'the job is cancelled', target: 'running', why: `${S13}: cancellation behaves as in the foreground path (nothing prepared for a caller that gave up)` },
     { source: 'measuring', event: 'done(measure)', guard: 'the job is cancelled', target: 'running', why: `${S13}: cancellation behaves as in the foreground path` },
     { source: 'start', event: 'always', guard: 'the job is pressure', target: 'measuring', why: `${S13}: a step is judged by its reading` },
+    { source: 'start', event: 'always', guard: 'the error is no overflow', target: 'running', why: 'the agent is not kept waiting: a request error that is no overflow waits for no background summary (nor commits a held one)' },
     { source: 'consulting', event: 'background.preparing', target: 'preparing', why: `${S13}: afterStep returns at once ('preparing')` },
     { source: 'consulting', event: 'background.proceed', target: 'running', why: `${S13}: nothing running: the job runs as usual` },
     { source: 'consulting', event: 'background.waiting', target: 'waiting', why: `${S13}: the only wait` },

@@ -19,6 +19,7 @@ export const machine = createMachine({
       always: [
         { guard: 'the job is cancelled', target: 'running' },
         { guard: 'the job is pressure', target: 'measuring' },
+        { guard: 'the error is no overflow', target: 'running' },
         { target: 'consulting' },
       ],
     },

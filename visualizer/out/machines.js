@@ -3193,6 +3193,16 @@ window.XCOMPACT_CHARTS = [
     },
     {
      "source": "gate.start",
+     "target": "gate.running",
+     "event": "",
+     "guard": "the error is no overflow",
+     "actions": [],
+     "label": "always [the error is no overflow]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "gate.start",
      "target": "gate.consulting",
      "event": "",
      "actions": [],
@@ -3400,6 +3410,10 @@ window.XCOMPACT_CHARTS = [
       "uses": 1
      },
      {
+      "name": "the error is no overflow",
+      "uses": 1
+     },
+     {
       "name": "the job is cancelled",
       "uses": 2
      },
@@ -3470,7 +3484,7 @@ window.XCOMPACT_CHARTS = [
     ]
    }
   },
-  "mermaid": "%% gate: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"gate\" as gate {\n    [*] --> gate__start\n    state \"start\" as gate__start\n    state \"measuring\" as gate__measuring\n    gate__measuring : invoke measure\n    state \"consulting\" as gate__consulting\n    state \"waiting\" as gate__waiting\n    state \"running\" as gate__running\n    state \"runningPressure\" as gate__runningPressure\n    gate__runningPressure : invoke pressure\n    state \"runningOverflow\" as gate__runningOverflow\n    gate__runningOverflow : invoke overflow\n    state \"runningManual\" as gate__runningManual\n    gate__runningManual : invoke manual\n    state \"preparing\" as gate__preparing\n    state \"done\" as gate__done\n    gate__preparing --> [*]\n    gate__done --> [*]\n  }\n  gate__start --> gate__running : always [the job is cancelled]\n  gate__start --> gate__measuring : always [the job is pressure]\n  gate__start --> gate__consulting : always\n  gate__measuring --> gate__running : done: measure [the job is cancelled]\n  gate__measuring --> gate__consulting : done: measure [a reading]\n  gate__measuring --> gate__running : done: measure\n  gate__measuring --> gate__running : error: measure\n  gate__consulting --> gate__preparing : background.preparing\n  gate__consulting --> gate__running : background.proceed\n  gate__consulting --> gate__waiting : background.waiting\n  gate__waiting --> gate__running : background.settled\n  gate__waiting --> gate__waiting : cancel\n  gate__running --> gate__runningPressure : always [the job is pressure]\n  gate__running --> gate__runningOverflow : always [the job is overflow]\n  gate__running --> gate__runningManual : always\n  gate__runningPressure --> gate__runningPressure : cancel\n  gate__runningPressure --> gate__done : done: pressure\n  gate__runningOverflow --> gate__runningOverflow : cancel\n  gate__runningOverflow --> gate__done : done: overflow\n  gate__runningManual --> gate__runningManual : cancel\n  gate__runningManual --> gate__done : done: manual\n  gate --> gate : cancel\n"
+  "mermaid": "%% gate: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"gate\" as gate {\n    [*] --> gate__start\n    state \"start\" as gate__start\n    state \"measuring\" as gate__measuring\n    gate__measuring : invoke measure\n    state \"consulting\" as gate__consulting\n    state \"waiting\" as gate__waiting\n    state \"running\" as gate__running\n    state \"runningPressure\" as gate__runningPressure\n    gate__runningPressure : invoke pressure\n    state \"runningOverflow\" as gate__runningOverflow\n    gate__runningOverflow : invoke overflow\n    state \"runningManual\" as gate__runningManual\n    gate__runningManual : invoke manual\n    state \"preparing\" as gate__preparing\n    state \"done\" as gate__done\n    gate__preparing --> [*]\n    gate__done --> [*]\n  }\n  gate__start --> gate__running : always [the job is cancelled]\n  gate__start --> gate__measuring : always [the job is pressure]\n  gate__start --> gate__running : always [the error is no overflow]\n  gate__start --> gate__consulting : always\n  gate__measuring --> gate__running : done: measure [the job is cancelled]\n  gate__measuring --> gate__consulting : done: measure [a reading]\n  gate__measuring --> gate__running : done: measure\n  gate__measuring --> gate__running : error: measure\n  gate__consulting --> gate__preparing : background.preparing\n  gate__consulting --> gate__running : background.proceed\n  gate__consulting --> gate__waiting : background.waiting\n  gate__waiting --> gate__running : background.settled\n  gate__waiting --> gate__waiting : cancel\n  gate__running --> gate__runningPressure : always [the job is pressure]\n  gate__running --> gate__runningOverflow : always [the job is overflow]\n  gate__running --> gate__runningManual : always\n  gate__runningPressure --> gate__runningPressure : cancel\n  gate__runningPressure --> gate__done : done: pressure\n  gate__runningOverflow --> gate__runningOverflow : cancel\n  gate__runningOverflow --> gate__done : done: overflow\n  gate__runningManual --> gate__runningManual : cancel\n  gate__runningManual --> gate__done : done: manual\n  gate --> gate : cancel\n"
  },
  {
   "name": "background",

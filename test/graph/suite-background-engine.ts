@@ -73,19 +73,6 @@ async function reading(w: World): Promise<{ total: number; threshold: number; pr
   return { total: x.totalTokens, threshold: x.threshold, prepareAt: x.prepareAt ?? Infinity, pays: x.economics?.compaction?.pays === true };
 }
 
-/** The service call a background state waits on. */
-const CALL_OF: Record<string, 'selectRange' | 'validateSpan' | 'openBracket' | 'summarize' | 'revalidate' | 'commit' | 'flush' | 'closeWithError'> = {
-  selecting: 'selectRange',
-  validating: 'validateSpan',
-  opening: 'openBracket',
-  summarizing: 'summarize',
-  ready: 'revalidate',
-  committing: 'commit',
-  flushing: 'flush',
-  closing: 'closeWithError',
-  cancelled: 'closeWithError',
-};
-
 const atStart = (outcome: string) => outcome === 'step:prepare-point' || outcome === 'step:compacting-pays' || outcome === 'step:prepare-point-one-slot';
 
 const stateOf = (value: unknown): string => (typeof value === 'string' ? value : Object.keys(value as object)[0]!);

@@ -1,20 +1,34 @@
 import { availableParallelism } from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
+import { SuiteSequencer } from './test/helpers/sequencer';
+import { ISOLATED_FILES } from './test/helpers/suite-plan';
+
+const include = ['test/**/*.test.ts'];
+// The packed-tarball test needs a build first: `npm run test:consumer` (test/consumer/vitest.config.ts).
+const exclude = [...configDefaults.exclude, 'test/consumer/**'];
+const timeouts = { testTimeout: 30_000, hookTimeout: 30_000 };
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // Starts nothing by itself: PostgreSQL is started on first use by the files that import
-    // test/helpers/pg.ts (see there and docs/testing.md).
+    // test/helpers/pg.ts (see there and docs/testing.md). Run once, by the root project; the
+    // projects below inherit what it provides.
     globalSetup: ['test/helpers/pg-global-setup.ts'],
-    // The packed-tarball test needs a build first: `npm run test:consumer` (test/consumer/vitest.config.ts).
-    exclude: [...configDefaults.exclude, 'test/consumer/**'],
     // One worker more than the cores. vitest's default (one fewer) ran the suite file after file
     // on 2 cores; one per core still left a core idle whenever a file waited, and most do as much
     // as they compute: on child processes, servers and timers (test/llama-one-slot.test.ts: 20 s
     // for 4 s of CPU, the loop-check files: 40 s for 20 s).
     maxWorkers: availableParallelism() + 1,
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // The slowest files first, also on a fresh clone (test/helpers/suite-plan.ts).
+    sequence: { sequencer: SuiteSequencer },
+    projects: [
+      // Most files share their worker's loaded modules with the files that ran in it before: a
+      // fresh module graph per file (vitest's default) cost more CPU than most tests do (xstate,
+      // zod, the openai SDK and the 0.4 s o200k table loaded again for each of 120 files; the
+      // suite took 276 s of CPU, 168 s shared). Each file still makes every session, server,
+      // store and engine it uses. ISOLATED_FILES get a fresh worker each.
+      { test: { name: 'shared', include, exclude: [...exclude, ...ISOLATED_FILES], isolate: false, ...timeouts } },
+      { test: { name: 'isolated', include: [...ISOLATED_FILES], exclude, isolate: true, ...timeouts } },
+    ],
   },
 });

@@ -1,0 +1,57 @@
+/**
+ * How `npm test` is laid out over its workers (vitest.config.ts reads this; suite-plan.test.ts
+ * checks it). Plain data and one pure function: no vitest import, so a test can load it.
+ */
+
+/**
+ * Files that need a module state of their own (the other files share their worker's loaded
+ * modules, see vitest.config.ts): they mock a module (`vi.mock` applies only to a module not
+ * yet loaded), check what has been loaded so far, record output that depends on a library's
+ * counters, or need a fresh heap. suite-plan.test.ts checks that every file calling `vi.mock`
+ * or `vi.doMock` is listed.
+ */
+export const ISOLATED_FILES: readonly string[] = [
+  'test/ai-sdk-ai7.test.ts', // vi.mock('ai')
+  'test/cli-pathological.test.ts', // 50 MB inputs: after other files' leftovers in the heap, GC took minutes
+  'test/summary-prices.test.ts', // vi.mock of the tokenizer module
+  'test/tokenizer.test.ts', // checks which tokenizer packages are loaded
+  'test/visualizer.test.ts', // the committed sample trace's actor ids come from XState's counters
+];
+
+/**
+ * Seconds each slow file took (vitest's per-file test time on 2 cores, one run), so that a run
+ * with no timing cache (a fresh clone: vitest then starts the largest files first) still starts
+ * them first: a 30 s file that starts last makes the whole run 30 s longer. Runs after the first
+ * use vitest's own cache of the last run's times instead. Only the order depends on these.
+ */
+export const SLOW_FILES: Readonly<Record<string, number>> = {
+  'test/cli-eval.test.ts': 33,
+  'test/visualizer-browser.test.ts': 31,
+  'test/store-multiprocess.test.ts': 29,
+  'test/llama-one-slot.test.ts': 16,
+  'test/loop-check-xstate.test.ts': 14,
+  'test/loop-check-drop-in.test.ts': 12,
+  'test/loop-check-agent-loop.test.ts': 11,
+  'test/loop-check-ai-sdk.test.ts': 10,
+  'test/docs.test.ts': 10,
+  'test/cli-pathological.test.ts': 9,
+  'test/summary-stall.test.ts': 9,
+  'test/engine-property.test.ts': 9,
+  'test/public-api.test.ts': 8,
+  'test/loop-check.test.ts': 8,
+  'test/drop-in-examples.test.ts': 8,
+  'test/session-property.test.ts': 8,
+  'test/suite-exit-code.test.ts': 8,
+  'test/graph/crash.test.ts': 7,
+};
+
+/**
+ * Longest first: by the last run's time where vitest has one, else by SLOW_FILES; files with
+ * neither keep the order they came in (vitest's: largest first). Stable.
+ */
+export function slowFirst<T>(items: readonly T[], seconds: (item: T) => number | undefined): T[] {
+  return items
+    .map((item, index) => ({ item, index, s: seconds(item) ?? 0 }))
+    .sort((a, b) => b.s - a.s || a.index - b.index)
+    .map(({ item }) => item);
+}

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
-import { SuiteSequencer } from './test/helpers/sequencer';
-import { ISOLATED_FILES } from './test/helpers/suite-plan';
+import { SuiteSequencer } from './test/helpers/sequencer.js';
+import { ISOLATED_FILES } from './test/helpers/suite-plan.js';
 
 const include = ['test/**/*.test.ts'];
 // The packed-tarball test needs a build first: `npm run test:consumer` (test/consumer/vitest.config.ts).

@@ -60,15 +60,15 @@ async function openViewer(query = ''): Promise<Opened> {
 }
 
 /**
- * The viewer opened without a query, shared by the tests that only read it or change what they
- * put back: laying out every chart takes Chromium ~5 s a load, most of this file's time. Opened by
- * the first test that asks (so any one test still runs alone); its requests and errors
- * accumulate, so each test's checks of them cover every test before it on this page too. A test
- * that damages the drawing on purpose opens its own.
+ * The viewer opened with the committed sample trace, shared by the tests that only read it or
+ * change what they put back: laying out every chart takes Chromium ~5 s of CPU a load, most of
+ * this file's time. Opened by the first test that asks (so any one test still runs alone); its
+ * requests and errors accumulate, so each test's checks of them cover every test before it on
+ * this page too. A test that damages the drawing on purpose opens its own.
  */
 let shared: Promise<Opened> | undefined;
 function sharedViewer(): Promise<Opened> {
-  shared ??= openViewer();
+  shared ??= openViewer('?trace=out/sample-trace.js');
   return shared;
 }
 
@@ -157,7 +157,7 @@ function problems(g: Geometry): string[] {
 
 describe('visualizer/index.html in Chromium', () => {
   it('loads from file:// with no other request and draws every chart with all of its states and transitions', async () => {
-    const { page, requests, errors } = await openViewer('?trace=out/sample-trace.js');
+    const { page, requests, errors } = await sharedViewer();
     await page.waitForFunction(() => document.body.dataset.step === '0', null, { timeout: 10_000 });
 
     for (const { name, machine } of charts) {
@@ -182,7 +182,6 @@ describe('visualizer/index.html in Chromium', () => {
     expect(requests.filter((url) => !url.startsWith('file://')), 'requests other than file://').toEqual([]);
     expect(requests.some((url) => url.endsWith('/vendor/elk.bundled.js'))).toBe(true);
     expect(errors).toEqual([]);
-    await page.close();
   }, 90_000);
 
   it('every chart reads at 1600×1000: labels at least 11 px, none overlapping, none cut off, arrowheads apart', async () => {

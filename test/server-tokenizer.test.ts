@@ -263,7 +263,8 @@ describe('ServerTokenizer over HTTP', () => {
   it('a server that keeps failing is asked less and less often (skips doubling), and asked every step again once it answers', async () => {
     const tokenize: TokenizeOptions = { count: digitTokens, delayMs: 60_000 }; // /tokenize hangs
     const server = await serve(tokenize);
-    const t = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback, deadlineMs: 40 });
+    // A deadline a loaded machine's local server answers well within, once it answers at all.
+    const t = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback, deadlineMs: 250 });
     let n = 0;
     const step = async () => {
       const r = await t.prefetch([`text ${n++}`]);
@@ -273,14 +274,16 @@ describe('ServerTokenizer over HTTP', () => {
     for (let i = 0; i < 10; i++) hung.push(await step());
     // Two failures in a row, then 1, 2, 4 … prefetches skipped between tries.
     expect(hung).toEqual(['failed', 'failed', 'skipped', 'failed', 'skipped', 'skipped', 'failed', 'skipped', 'skipped', 'skipped']);
-    const asked = tokenizeRequests(server);
-    expect(asked).toBe(4); // one request per try, none while skipped
+    // Requests sent (the server may not even see one the deadline aborted): one per try, none while skipped.
+    const asked = t.requests;
+    expect(asked).toBe(4);
     tokenize.delayMs = 0;
     const back: string[] = [];
     for (let i = 0; i < 4; i++) back.push(await step());
     // The fourth skip of this cooldown, then the server answers, and every step asks again.
     expect(back).toEqual(['skipped', 'counted', 'counted', 'counted']);
-    expect(tokenizeRequests(server)).toBe(asked + 3);
+    expect(t.requests).toBe(asked + 3);
+    expect(tokenizeRequests(server)).toBeGreaterThanOrEqual(3);
   });
 
   it('keeps a bounded number of counts, the least recently used dropped first', async () => {

@@ -25,7 +25,7 @@ export const PRICE_TABLE =
 export const CACHE_MODEL =
   "cache model: a request's cached prefix = its longest common prefix (whole messages, tools first) with the previous agent request; " +
   'agent requests pay cache read on it and cache write on the rest; a summary request pays cache read on its prefix shared with the ' +
-  'agent request before it, input on the rest, output on the summary. Agent replies are identical for every policy and not billed.';
+  'agent request before it, input on the rest, output on the prose of the summary (its ledger blocks are copied in by code, not written by the model). Agent replies are identical for every policy and not billed.';
 
 /** What a request sends, as the cache sees it. */
 export interface PricedRequest {

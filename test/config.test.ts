@@ -41,6 +41,7 @@ describe('defaults (SPEC §3)', () => {
     headroomTokens: undefined,
     retainRatio: 0.16,
     maxTokens: undefined,
+    userWordsTokens: undefined,
     compactionRetries: 1,
     maxOverflowRetries: 1,
     auto: true,
@@ -552,5 +553,28 @@ describe('background compaction fields (SPEC §13)', () => {
     expect(() => budgetOf({ background: true, prepareRatio: 0.3, retainTokens: 400_000 })).toThrow(
       expect.objectContaining({ code: 'prepare-out-of-range' }),
     );
+  });
+});
+
+describe("the user's words' own budget in a checkpoint (userWordsTokens)", () => {
+  const budgetOf = (config: unknown, contextWindow = 131_072) => resolveBudget({ config: parseConfig(config), provider: 'p', model: 'm', contextWindow, modelMaxOutputTokens: 4_096 });
+
+  it('defaults to half of what the threshold leaves above the retained tail and the summary cap, at most 20,000', () => {
+    const small = budgetOf({}, 32_768);
+    expect(small.userWords).toBe(Math.floor((small.threshold - small.retain - small.maxTokens) / 2));
+    expect(small.userWords).toBeGreaterThan(5_000);
+    expect(small.userWords).toBeLessThan(10_000);
+    expect(budgetOf({}).userWords).toBe(20_000);
+    // A budget whose threshold leaves nothing above the tail and the cap: none, never negative.
+    expect(budgetOf({ retainRatio: 0.7, thresholdRatio: 0.72 }, 32_768).userWords).toBe(0);
+  });
+
+  it('takes an explicit value, per model too, and rejects one no compaction could get under the threshold', () => {
+    expect(budgetOf({ userWordsTokens: 0 }).userWords).toBe(0);
+    expect(budgetOf({ userWordsTokens: 3_000 }).userWords).toBe(3_000);
+    const config = parseConfig({ modelPolicies: [{ provider: 'p', model: 'm', userWordsTokens: 1_234 }] });
+    expect(resolveBudget({ config, provider: 'p', model: 'm', contextWindow: 131_072 }).userWords).toBe(1_234);
+    expect(onlyMessage({ userWordsTokens: -1 })).toMatch(/userWordsTokens/);
+    expect(() => budgetOf({ userWordsTokens: 30_000 }, 32_768)).toThrow(expect.objectContaining({ code: 'user-words-not-below-threshold' }));
   });
 });

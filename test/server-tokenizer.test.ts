@@ -260,6 +260,32 @@ describe('ServerTokenizer over HTTP', () => {
     expect([small.has('a1'), small.has('b22'), small.has('c333')]).toEqual([true, true, false]);
   });
 
+  it('a server that keeps failing is asked less and less often (skips doubling), and asked every step again once it answers', async () => {
+    const tokenize: TokenizeOptions = { count: digitTokens, delayMs: 60_000 }; // /tokenize hangs
+    const server = await serve(tokenize);
+    // A deadline a loaded machine's local server answers well within, once it answers at all.
+    const t = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback, deadlineMs: 250 });
+    let n = 0;
+    const step = async () => {
+      const r = await t.prefetch([`text ${n++}`]);
+      return r.skipped ? 'skipped' : r.counted > 0 ? 'counted' : 'failed';
+    };
+    const hung: string[] = [];
+    for (let i = 0; i < 10; i++) hung.push(await step());
+    // Two failures in a row, then 1, 2, 4 … prefetches skipped between tries.
+    expect(hung).toEqual(['failed', 'failed', 'skipped', 'failed', 'skipped', 'skipped', 'failed', 'skipped', 'skipped', 'skipped']);
+    // Requests sent (the server may not even see one the deadline aborted): one per try, none while skipped.
+    const asked = t.requests;
+    expect(asked).toBe(4);
+    tokenize.delayMs = 0;
+    const back: string[] = [];
+    for (let i = 0; i < 4; i++) back.push(await step());
+    // The fourth skip of this cooldown, then the server answers, and every step asks again.
+    expect(back).toEqual(['skipped', 'counted', 'counted', 'counted']);
+    expect(t.requests).toBe(asked + 3);
+    expect(tokenizeRequests(server)).toBeGreaterThanOrEqual(3);
+  });
+
   it('keeps a bounded number of counts, the least recently used dropped first', async () => {
     const server = await serve({ count: digitTokens });
     const t = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback, cacheEntries: 2, concurrency: 1 });

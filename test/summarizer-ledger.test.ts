@@ -214,6 +214,40 @@ describe('the extractive summarizer carries the ledger', () => {
   });
 });
 
+describe("the user's words have a budget of their own (SummaryRequest.userWordsTokens)", () => {
+  /** A chat of `turns` distinct user messages, each with a short reply, then some file work. */
+  const chat = (turns: number) => (w: SessionWriter) => {
+    for (let i = 0; i < turns; i++) {
+      w.user(`Request ${i}: please rename the ${['parser', 'lexer', 'store', 'cache'][i % 4]} helper number ${i} and keep its tests green`);
+      w.assistant({ text: `Done with request ${i}.` });
+    }
+    for (let i = 0; i < 40; i++) call(w, 'read', { path: `src/module-${i}.ts` }, `export const m${i} = ${i};`);
+  };
+  const requests = (turns: number) => Array.from({ length: turns }, (_, i) => `Request ${i}: please rename the ${['parser', 'lexer', 'store', 'cache'][i % 4]} helper number ${i} and keep its tests green`);
+
+  it('extractive: every user message stays verbatim beyond the cap, and the summary and the other lists keep the whole cap', async () => {
+    const shared = await new ExtractiveSummarizer().summarize(spanOf(chat(200), 1_200), signal());
+    const apart = await new ExtractiveSummarizer().summarize({ ...spanOf(chat(200), 1_200), userWordsTokens: 20_000 }, signal());
+    // Sharing the cap, most of the user's words are lost.
+    expect(count(shared.text)).toBeLessThanOrEqual(1_200);
+    expect(parseLedger(shared.text).ledger.requests.length).toBeLessThan(100);
+    // Apart: all 200, verbatim, and what the cap holds (the prose and the file lists) at most the cap.
+    const { body, ledger } = parseLedger(apart.text);
+    expect(ledger.requests).toEqual(requests(200));
+    expect(count(withLedger(body, renderLedger({ ...ledger, requests: [] })))).toBeLessThanOrEqual(1_200);
+    expect(ledger.read.length).toBeGreaterThanOrEqual(parseLedger(shared.text).ledger.read.length);
+    expect(count(apart.text)).toBeLessThanOrEqual(1_200 + 20_000);
+  });
+
+  it('extractive: a budget too small for them all keeps the newest whole and cuts or drops the oldest, within that budget', async () => {
+    const { text } = await new ExtractiveSummarizer().summarize({ ...spanOf(chat(200), 1_200), userWordsTokens: 1_000 }, signal());
+    const { ledger } = parseLedger(text);
+    expect(ledger.requests.at(-1)).toBe(requests(200).at(-1));
+    expect(ledger.requests.length).toBeLessThan(200);
+    expect(count(renderLedger({ ...ledger, read: [], modified: [], errors: [] }))).toBeLessThanOrEqual(1_000);
+  });
+});
+
 describe('the OpenAI summarizer carries the ledger (real HTTP)', () => {
   let server: LocalOpenAIServer;
   let client: OpenAI;
@@ -234,6 +268,18 @@ describe('the OpenAI summarizer carries the ledger (real HTTP)', () => {
     const body = server.requests.at(-1)!.json as { max_tokens: number; messages: Array<{ content: unknown }> };
     expect(body.max_tokens).toBe(1_000 - count(ledgerText) - 2);
     expect(count(result.text)).toBeLessThanOrEqual(1_000);
+  });
+
+  it("with a budget for the user's words: they are appended verbatim, and only the rest of the ledger is taken off max_tokens", async () => {
+    const request: SummaryRequest = { ...spanOf(firstSpan, 1_000), userWordsTokens: 5_000 };
+    const ledger = deriveLedger(request.events);
+    const rest = renderLedger({ ...ledger, requests: [] });
+    server.enqueue({ kind: 'reply', content: REPLY });
+    const result = await new OpenAISummarizer({ client }).summarize(request, signal());
+    expect(parseLedger(result.text).ledger.requests).toEqual(['Fix the parser']);
+    const body = server.requests.at(-1)!.json as { max_tokens: number };
+    expect(Math.abs(body.max_tokens - (1_000 - count(rest) - 2))).toBeLessThanOrEqual(2);
+    expect(body.max_tokens).toBeGreaterThan(1_000 - count(renderLedger(ledger)) - 2);
   });
 
   it('with ledger: false sends the full cap and returns what the model wrote', async () => {

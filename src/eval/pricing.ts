@@ -9,6 +9,7 @@
  */
 import type { ChatMessage } from '../session/derive';
 import { getTokenizer, messageOverhead, type Tokenizer } from '../services/metering';
+import { parseLedger } from '../services/summarizing';
 
 /**
  * US dollars per million tokens: Claude Sonnet 4.x list prices (base input, 5-minute cache
@@ -24,7 +25,7 @@ export const PRICE_TABLE =
 export const CACHE_MODEL =
   "cache model: a request's cached prefix = its longest common prefix (whole messages, tools first) with the previous agent request; " +
   'agent requests pay cache read on it and cache write on the rest; a summary request pays cache read on its prefix shared with the ' +
-  'agent request before it, input on the rest, output on the summary. Agent replies are identical for every policy and not billed.';
+  'agent request before it, input on the rest, output on the prose of the summary (its ledger blocks are copied in by code, not written by the model). Agent replies are identical for every policy and not billed.';
 
 /** What a request sends, as the cache sees it. */
 export interface PricedRequest {
@@ -148,7 +149,7 @@ export class Ledger {
     return tokens;
   }
 
-  /** A summary request and its output; `cacheable` false when the request cannot share the agent's cache key. */
+  /** A summary request and its output (see summaryOutputTokens); `cacheable` false when the request cannot share the agent's cache key. */
   summary(r: PricedRequest, outputTokens: number, cacheable = true): void {
     const tokens = this.pricer.tokens(r);
     const cached = cacheable ? Math.min(tokens, this.pricer.cachedPrefix(r, this.previous)) : 0;
@@ -164,4 +165,15 @@ export class Ledger {
     this.costs[kind] += microDollars / 1e6;
     this.cost += microDollars / 1e6;
   }
+}
+
+/**
+ * What of a summary a model writes, so what is billed as output: its prose. The ledger blocks
+ * (`<user-messages>`, the file lists, the errors) are copied in by code after the model's reply
+ * (withCheckpointLedger; pi appends its file lists the same way), so they cost input on every
+ * later request but no output. The extractive summarizer stands in for the model and writes
+ * both, so the bench bills only the prose, for every policy.
+ */
+export function summaryOutputTokens(text: string, pricer: Pricer): number {
+  return pricer.count(parseLedger(text).body);
 }

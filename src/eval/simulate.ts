@@ -7,7 +7,7 @@
 import { COMPACTION_INSTRUCTION, ExtractiveSummarizer, frameCheckpoint } from '../services/summarizing';
 import { toChatMessage, type ChatMessage } from '../session/derive';
 import { isSurfaceType, type SessionEvent, type SurfaceEvent } from '../session/events';
-import { Ledger, Pricer, type PRICES, type PricedRequest } from './pricing';
+import { Ledger, Pricer, summaryOutputTokens, type PRICES, type PricedRequest } from './pricing';
 
 export interface Entry {
   event: SurfaceEvent;
@@ -102,7 +102,7 @@ export class SimState {
       },
       new AbortController().signal,
     );
-    return { text: result.text, tokens: this.pricer.count(result.text) };
+    return { text: result.text, tokens: summaryOutputTokens(result.text, this.pricer) };
   }
 
   checkpoint(summary: string): Entry {

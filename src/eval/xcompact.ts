@@ -10,7 +10,7 @@ import type { ChatMessage } from '../session/derive';
 import type { SessionEvent } from '../session/events';
 import { Session } from '../session/session';
 import { replayThroughEngine } from './replay';
-import { Ledger, PRICES, type Pricer } from './pricing';
+import { Ledger, PRICES, summaryOutputTokens, type Pricer } from './pricing';
 import type { RunCounts, SimOptions } from './simulate';
 
 export interface XcompactRun {
@@ -45,7 +45,7 @@ class BilledSummarizer implements Summarizer {
       { role: 'user', content: instruction },
     ];
     const tools = request.tools.length === 0 ? '' : JSON.stringify(request.tools);
-    this.ledger.summary({ tools, messages }, this.pricer.count(result.text));
+    this.ledger.summary({ tools, messages }, summaryOutputTokens(result.text, this.pricer));
     return result;
   }
 }

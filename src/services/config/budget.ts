@@ -5,7 +5,7 @@
 import { XcompactError } from '../../errors.js';
 import { modelKey } from '../metering';
 import { resolveModel, type ModelInfo } from './models.js';
-import { DEFAULT_RETAIN_FLOOR_RATIO, DEFAULT_RETAIN_RATIO, defaultHeadroom, type EffectivePolicy } from './schema.js';
+import { DEFAULT_RETAIN_FLOOR_RATIO, DEFAULT_RETAIN_RATIO, DEFAULT_USER_WORDS_TOKENS, defaultHeadroom, type EffectivePolicy } from './schema.js';
 import { policyFor } from './policy.js';
 import type { CompactionConfig } from './policy';
 
@@ -13,7 +13,7 @@ import type { CompactionConfig } from './policy';
 // Budget resolution (SPEC §3)
 // ---------------------------------------------------------------------------------------------
 
-export type BudgetErrorCode = 'no-context-capacity' | 'no-message-budget' | 'no-pressure-budget' | 'retain-not-below-threshold' | 'prepare-out-of-range';
+export type BudgetErrorCode = 'no-context-capacity' | 'no-message-budget' | 'no-pressure-budget' | 'retain-not-below-threshold' | 'prepare-out-of-range' | 'user-words-not-below-threshold';
 
 /** A route's budget cannot be resolved; the message names the route, the figures and the fix. */
 export class BudgetError extends XcompactError {
@@ -53,6 +53,13 @@ export interface ResolvedBudget {
   retainFloor: number;
   /** Summary output cap. */
   maxTokens: number;
+  /**
+   * Tokens the user's own messages may take in a checkpoint beyond `maxTokens` (the ledger's
+   * `<user-messages>`): userWordsTokens ?? min(20,000, floor((threshold − retain − maxTokens) / 2)),
+   * at least 0. So a compaction leaves at most retain + maxTokens + userWords, and by default
+   * the threshold is still as far again above that. 0: the user's messages share the cap.
+   */
+  userWords: number;
   /** Newest tool results within this many tokens are not pruned (default: retain). */
   protectRecentTokens: number;
   /** A prune pass must free at least this much (default: max(512, floor(2% of W))). */
@@ -118,6 +125,14 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
       );
     }
   }
+  const maxTokens = policy.maxTokens ?? B;
+  const userWords = policy.userWordsTokens ?? Math.max(0, Math.min(DEFAULT_USER_WORDS_TOKENS, Math.floor((threshold - retain - maxTokens) / 2)));
+  if (policy.userWordsTokens !== undefined && userWords > 0 && !(retain + maxTokens + userWords < threshold)) {
+    fail(
+      'user-words-not-below-threshold',
+      `retained tail ${retain} + summary cap ${maxTokens} + userWordsTokens ${userWords} = ${retain + maxTokens + userWords} must be below the threshold ${threshold}, or no compaction could bring the request under it: lower userWordsTokens (or leave it unset for the default)`,
+    );
+  }
   return {
     window: W,
     outputReservation: O,
@@ -128,7 +143,8 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
     retain,
     prepare,
     retainFloor: Math.min(retain, config.retainFloorTokens ?? floorProduct(M, DEFAULT_RETAIN_FLOOR_RATIO)),
-    maxTokens: policy.maxTokens ?? B,
+    maxTokens,
+    userWords,
     protectRecentTokens: config.prune.protectRecentTokens ?? retain,
     minReclaimTokens: config.prune.minReclaimTokens ?? Math.max(512, floorProduct(W, 0.02)),
     policy,

@@ -14,7 +14,7 @@ import { DEFAULT_RETAIN_RATIO, type EffectivePolicy, type Fields, type ModelPoli
 export type CompactionConfig = ReturnType<typeof resolveConfig>;
 
 export function resolveConfig(fields: Fields) {
-  const { modelPolicies, thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, backgroundCommit, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, recall, ...rest } = fields;
+  const { modelPolicies, thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, userWordsTokens, compactionRetries, maxOverflowRetries, auto, background, backgroundCommit, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, recall, ...rest } = fields;
   const overrides: ModelPolicyOverride[] = modelPolicies.map((policy) => ({
     provider: policy.provider,
     model: policy.model,
@@ -35,6 +35,7 @@ type MergeFields = Pick<
   | 'retainRatio'
   | 'retainTokens'
   | 'maxTokens'
+  | 'userWordsTokens'
   | 'compactionRetries'
   | 'maxOverflowRetries'
   | 'auto'
@@ -53,6 +54,7 @@ function mergePolicy(fields: MergeFields, policy: PolicyInput | undefined): Mode
     headroomTokens,
     ...mergedRetention(fields, policy),
     maxTokens: mergedMaxTokens(fields, policy),
+    userWordsTokens: policy?.userWordsTokens ?? fields.userWordsTokens,
     compactionRetries: policy?.compactionRetries ?? fields.compactionRetries,
     maxOverflowRetries: policy?.maxOverflowRetries ?? fields.maxOverflowRetries,
     auto: policy?.auto ?? fields.auto,
@@ -87,7 +89,7 @@ export function mergedMaxTokens(fields: { maxTokens?: number | undefined }, poli
 export function policyFor(config: CompactionConfig, provider: string, model: string): EffectivePolicy {
   const override = config.modelPolicies.find((p) => p.provider === provider && p.model === model);
   if (override) return { ...override, overridden: true };
-  const { thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, compactionRetries, maxOverflowRetries, auto, background, backgroundCommit, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, recall } = config;
+  const { thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, userWordsTokens, compactionRetries, maxOverflowRetries, auto, background, backgroundCommit, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, recall } = config;
   return {
     provider,
     model,
@@ -95,6 +97,7 @@ export function policyFor(config: CompactionConfig, provider: string, model: str
     headroomTokens,
     ...mergedRetention({ retainRatio, retainTokens }, undefined),
     maxTokens,
+    userWordsTokens,
     compactionRetries,
     maxOverflowRetries,
     auto,

@@ -23,6 +23,12 @@ export const DEFAULT_HEADROOM_TOKENS = 65_536;
 export function defaultHeadroom(window: number): number {
   return Math.min(DEFAULT_HEADROOM_TOKENS, Math.floor(window / 8));
 }
+/**
+ * The most the user's own messages take in a checkpoint by default, beyond the summary's cap:
+ * Codex keeps up to 20,000 tokens of them for the same reason (their goal and instructions are
+ * what compaction loses most painfully). Smaller windows get less (see ResolvedBudget.userWords).
+ */
+export const DEFAULT_USER_WORDS_TOKENS = 20_000;
 /** Applies only when neither retainRatio nor retainTokens is given (at any level). */
 export const DEFAULT_RETAIN_RATIO = 0.16;
 /**
@@ -71,6 +77,12 @@ const POLICY_FIELDS = {
   retainRatio: ratio().optional(),
   retainTokens: nonNegativeInt().optional(),
   maxTokens: positiveInt().optional(),
+  /**
+   * Tokens the user's own messages may take in a checkpoint, beyond the summary's cap (the
+   * ledger's `<user-messages>`, verbatim, newest kept whole). Default: min(20,000, half of what
+   * the threshold leaves above the retained tail and the summary cap). 0: they share the cap.
+   */
+  userWordsTokens: nonNegativeInt().optional(),
   compactionRetries: nonNegativeInt().optional(),
   maxOverflowRetries: nonNegativeInt().optional(),
   auto: z.boolean().optional(),
@@ -200,6 +212,8 @@ export interface ModelPolicy {
   retainTokens?: number;
   /** Summary output cap; undefined: the resolved headroom. */
   maxTokens: number | undefined;
+  /** The user's words' own budget in a checkpoint; undefined: the default (resolveBudget). */
+  userWordsTokens: number | undefined;
   compactionRetries: number;
   maxOverflowRetries: number;
   auto: boolean;

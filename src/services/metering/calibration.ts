@@ -181,12 +181,10 @@ export class CalibrationState {
 export function fit(samples: readonly Sample[]): Model {
   const n = samples.length;
   const d = SEED.length;
-  const x = new Float64Array(n * d);
-  const actual = new Float64Array(n);
-  const base = new Float64Array(n);
+  const rows = scratchRows(n, d);
   // Per sample, the features that are not 0 (most node counts are): a 0 adds nothing to a sum.
-  const nonzero = new Int32Array(n * d);
-  const nonzeroCount = new Int32Array(n);
+  const { x, actual, base, nonzero, nonzeroCount } = rows;
+  nonzeroCount.fill(0);
   for (let i = 0; i < n; i++) {
     const s = samples[i]!;
     actual[i] = s.actual;
@@ -197,7 +195,7 @@ export function fit(samples: readonly Sample[]): Model {
       if (v !== 0) nonzero[i * d + nonzeroCount[i]!++] = k;
     }
   }
-  const rows: Rows = { n, d, x, nonzero, nonzeroCount, actual, weights: Float64Array.from(base), ata: new Float64Array(d * d), atb: new Float64Array(d) };
+  rows.weights.set(base.subarray(0, n));
   let model = SEED;
   for (let round = 0; round < CALIBRATION.rounds; round++) {
     model = solve(rows, undefined);
@@ -218,6 +216,8 @@ interface Rows {
   n: number;
   d: number;
   x: Float64Array;
+  /** Per sample, 1 / max(|actual|, 1): the weights' start and the relative-error scale. */
+  base: Float64Array;
   /** Per sample (`d` slots each), the indices of its features that are not 0, ascending. */
   nonzero: Int32Array;
   nonzeroCount: Int32Array;
@@ -226,6 +226,32 @@ interface Rows {
   /** The normal equations' scratch space (at most d × d and d). */
   ata: Float64Array;
   atb: Float64Array;
+}
+
+/**
+ * One set of arrays for every fit, sized for the largest window seen: a fit runs at every clean
+ * report, and allocating its typed arrays each time cost a fifth of it. Fits are synchronous and
+ * never overlap, so one set is safe.
+ */
+let scratch: Rows | undefined;
+function scratchRows(n: number, d: number): Rows {
+  if (!scratch || scratch.d !== d || scratch.actual.length < n) {
+    const cap = Math.max(n, CALIBRATION.window);
+    scratch = {
+      n,
+      d,
+      x: new Float64Array(cap * d),
+      base: new Float64Array(cap),
+      nonzero: new Int32Array(cap * d),
+      nonzeroCount: new Int32Array(cap),
+      actual: new Float64Array(cap),
+      weights: new Float64Array(cap),
+      ata: new Float64Array(d * d),
+      atb: new Float64Array(d),
+    };
+  }
+  scratch.n = n;
+  return scratch;
 }
 
 /** Weighted ridge least squares; with `ratio` given, only the per-node constants are free. */

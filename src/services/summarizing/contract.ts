@@ -28,6 +28,13 @@ export interface SummaryRequest {
   target: { provider: string; model: string };
   /** Summary output cap. */
   maxTokens: number;
+  /**
+   * Tokens the user's own messages may take beyond `maxTokens` (config `userWordsTokens`): a
+   * summarizer that keeps them verbatim (the checkpoint ledger's `<user-messages>`) fits them in
+   * this budget of their own, so they never compete with the summary for its cap, and the
+   * model writes no more for them. Absent or 0: they share the cap.
+   */
+  userWordsTokens?: number;
   /** The request field that carries the cap, when the target model needs a particular one. */
   outputCapField?: 'max_tokens' | 'max_completion_tokens';
   /** The summarizer model's context window, when known: the request must fit inside it. */

@@ -5,13 +5,15 @@
  */
 import { SummarizerError } from './contract';
 import { SUMMARY_SECTIONS, type SummarySection } from './instruction';
-import { fitLedger, renderLedger, userMessage, withLedger, type Ledger, type LedgerError } from './ledger';
+import { fitCheckpointLedger, renderLedger, userMessage, withLedger, type Ledger, type LedgerError } from './ledger';
 import { bullet, code, dedupe, emptySections, omittedNote, renderSections, type Sections } from './extractive-sections';
 
 /**
  * The sections and the ledger together within `budget` tokens. The ledger gets at most half
  * the cap, and never so much that the sections have less than twice their eight headings (the
- * headings and an "entries omitted" note under each); the sections get the rest.
+ * headings and an "entries omitted" note under each); the sections get the rest. With
+ * `userWords` > 0 the user's messages have that budget of their own, beyond `budget`
+ * (SummaryRequest.userWordsTokens): the text is then at most `budget` + `userWords` tokens.
  *
  * Each fact once: a path or error line the fitted ledger names verbatim is not restated in
  * "Files and Code" or "Errors and Fixes", and what the ledger cannot hold (its oldest entries
@@ -25,15 +27,18 @@ export function fitWithLedger(
   count: (text: string) => number,
   signal: AbortSignal,
   cut: (line: string) => string,
+  userWords = 0,
 ): string {
   const headings = count(renderSections(emptySections()));
-  const fitted = fitLedger(derived.ledger, Math.min(Math.floor(budget / 2), budget - 2 * headings), count);
+  const { ledger: fitted, capTokens } = fitCheckpointLedger(derived.ledger, Math.min(Math.floor(budget / 2), budget - 2 * headings), userWords, count);
   const ledgerText = renderLedger(fitted);
+  // What the user's words take beyond the cap (0 without a budget of their own).
+  const beyond = ledgerText === '' ? 0 : count(ledgerText) - capTokens;
   const prose = restateOutsideLedger(sections, derived, fitted, cut);
-  let room = budget - (ledgerText === '' ? 0 : count(ledgerText) + 2);
+  let room = budget - (ledgerText === '' ? 0 : capTokens + 2);
   for (;;) {
     const text = withLedger(fitToBudget(prose, room, count, signal), ledgerText);
-    const over = count(text) - budget;
+    const over = count(text) - budget - beyond;
     if (over <= 0) return text;
     room -= over;
   }

@@ -46,7 +46,7 @@ export class ExtractiveSummarizer implements Summarizer {
       derived.ledger.requests = [];
       derived.resolved = [];
     }
-    const text = fitWithLedger(sections, derived, request.maxTokens, request.countTokens, signal, (l) => this.line(l));
+    const text = fitWithLedger(sections, derived, request.maxTokens, request.countTokens, signal, (l) => this.line(l), request.userWordsTokens ?? 0);
     throwIfCancelled(signal);
     return { text, provider: 'xcompact', model: 'extractive', requests: 0 };
   }

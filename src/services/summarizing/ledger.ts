@@ -206,6 +206,24 @@ export function fitLedger(l: Ledger, budget: number, count: (text: string) => nu
   return out;
 }
 
+/**
+ * The ledger as a checkpoint carries it: with `userWords` > 0 the user's messages are fitted in
+ * that many tokens of their own (beyond the summary's cap: SummaryRequest.userWordsTokens), the
+ * other lists in `budget`; with 0, all of it in `budget` (fitLedger). `capTokens` is what of the
+ * rendered ledger the summary's cap pays for: all of it, or all but the user's messages.
+ */
+export function fitCheckpointLedger(l: Ledger, budget: number, userWords: number, count: (text: string) => number): { ledger: Ledger; capTokens: number } {
+  if (userWords <= 0) {
+    const ledger = fitLedger(l, budget, count);
+    return { ledger, capTokens: isEmptyLedger(ledger) ? 0 : count(renderLedger(ledger)) };
+  }
+  const rest = fitLedger({ ...l, requests: [] }, budget, count);
+  const words = fitLedger({ ...emptyLedger(), requests: l.requests }, userWords, count);
+  const ledger: Ledger = { ...rest, requests: words.requests };
+  if (isEmptyLedger(rest)) return { ledger, capTokens: 0 };
+  return { ledger, capTokens: Math.max(0, count(renderLedger(ledger)) - (words.requests.length === 0 ? 0 : count(renderLedger(words)))) };
+}
+
 /** Appends a rendered ledger to a summary (after a blank line); the summary alone when the ledger is empty. */
 export function withLedger(summary: string, ledgerText: string): string {
   const body = summary.trimEnd();
@@ -329,9 +347,11 @@ export function withCheckpointLedger(inner: Summarizer): Summarizer {
   return {
     name: inner.name,
     async summarize(full: SummaryRequest, signal: AbortSignal): Promise<SummaryResult> {
-      const ledgerText = renderLedger(fitLedger(deriveLedger(full.events), Math.floor(full.maxTokens / 4), full.countTokens));
+      const { ledger, capTokens } = fitCheckpointLedger(deriveLedger(full.events), Math.floor(full.maxTokens / 4), full.userWordsTokens ?? 0, full.countTokens);
+      const ledgerText = renderLedger(ledger);
       if (ledgerText === '') return inner.summarize(full, signal);
-      const result = await inner.summarize({ ...full, maxTokens: full.maxTokens - full.countTokens(ledgerText) - 2 }, signal);
+      // The model writes within the cap less what of the ledger the cap pays for (not the user's words, with a budget of their own).
+      const result = await inner.summarize({ ...full, maxTokens: full.maxTokens - capTokens - 2 }, signal);
       return { ...result, text: withLedger(parseLedger(result.text).body, ledgerText) };
     },
   };

@@ -65,8 +65,11 @@ export function buildSummaryRequest(
   }
   const targetInfo = modelInfoFor(config, target.provider, target.model);
   let maxTokens: number;
+  let userWordsTokens = 0;
   try {
-    maxTokens = routeBudget(deps).maxTokens;
+    const budget = routeBudget(deps);
+    maxTokens = budget.maxTokens;
+    userWordsTokens = budget.userWords;
   } catch {
     // No resolvable budget (overflow recovery without capacity): an explicit cap, else a modest one.
     maxTokens = policyFor(config, target.provider, target.model).maxTokens ?? FALLBACK_SUMMARY_MAX_TOKENS;
@@ -85,6 +88,7 @@ export function buildSummaryRequest(
     countTokens: requestCounter(targetTokenizer, deps.meter, nodes),
   };
   if (focus !== undefined) request.focus = focus;
+  if (userWordsTokens > 0) request.userWordsTokens = userWordsTokens;
   // The summarizer's own model policy: a slow local summarizer may be given longer.
   request.idleTimeoutMs = policyFor(config, target.provider, target.model).summaryIdleTimeoutMs;
   if (targetInfo?.contextWindow !== undefined) request.contextWindow = targetInfo.contextWindow;

@@ -13,7 +13,11 @@
  * each such stand-in (`fallbacks`) so the meter knows which prices are provisional and reprices
  * them once the server's counts are in. A 404 (or 405/501) means the server has no /tokenize:
  * remembered, never asked again. A failed or slow request only leaves its texts to the fallback
- * until the next step asks again; the agent never waits past the deadline.
+ * until the next step asks again; the agent never waits past the deadline. A server that keeps
+ * failing (hung, or refusing connections) is not asked at every step: after the second failed
+ * prefetch in a row the next one is skipped, after the third the next two, doubling up to
+ * MAX_COOLDOWN_PREFETCHES, so a hung endpoint costs the agent the deadline on a few steps of a
+ * long session instead of on every one; the first prefetch the server answers ends it.
  *
  * The chat template's framing (role markers) is not text the server counts here: the fallback
  * tokenizer's overhead figures stand for it, and the provider's reports calibrate the rest.
@@ -30,6 +34,8 @@ export const DEFAULT_PREFETCH_CONCURRENCY = 4;
  * backlog (a reopened session, a server that was down) is worked off over the next steps.
  */
 export const DEFAULT_PREFETCH_BATCH = 256;
+/** The most prefetches a server that keeps failing is skipped for between two tries (see the file comment). */
+export const MAX_COOLDOWN_PREFETCHES = 32;
 /** Counts kept (hash → count, about 100 bytes each). */
 export const DEFAULT_CACHE_ENTRIES = 50_000;
 
@@ -63,6 +69,8 @@ export interface PrefetchReport {
   state: ServerTokenizerState;
   /** A request could not reach the server (refused, reset): the rest of the batch was not sent. */
   unreachable: boolean;
+  /** The server failed the prefetches before: this one asked nothing, and the fallback counts (see the file comment). */
+  skipped: boolean;
 }
 
 type Dialect = 'llama.cpp' | 'vllm';
@@ -79,6 +87,9 @@ export class ServerTokenizer implements Tokenizer {
   private stand = 0;
   private known: ServerTokenizerState = 'unknown';
   private dialect: Dialect | undefined;
+  /** Prefetches in a row that asked and got no count; and how many to skip before asking again. */
+  private failures = 0;
+  private cooldown = 0;
   private readonly deadlineMs: number;
   private readonly concurrency: number;
   private readonly batchTexts: number;
@@ -134,7 +145,8 @@ export class ServerTokenizer implements Tokenizer {
     const sent = this.requests;
     const wanted = new Map<string, string>();
     let unreachable = false;
-    const report = (counted: number): PrefetchReport => ({ asked: wanted.size, counted, requests: this.requests - sent, state: this.known, unreachable });
+    let skipped = false;
+    const report = (counted: number): PrefetchReport => ({ asked: wanted.size, counted, requests: this.requests - sent, state: this.known, unreachable, skipped });
     if (this.known === 'absent' || signal?.aborted) return report(0);
     for (const text of texts) {
       if (text.length === 0) continue;
@@ -143,6 +155,11 @@ export class ServerTokenizer implements Tokenizer {
       if (wanted.size >= this.batchTexts) break;
     }
     if (wanted.size === 0) return report(0);
+    if (this.cooldown > 0) {
+      this.cooldown--;
+      skipped = true;
+      return report(0);
+    }
     const deadline = new AbortController();
     const gone = () => {
       unreachable = true;
@@ -179,6 +196,9 @@ export class ServerTokenizer implements Tokenizer {
     }
     let counted = 0;
     for (const key of wanted.keys()) if (this.cache.has(key)) counted++;
+    // A batch the caller cut short says nothing about the server.
+    if (counted > 0 || (this.known as ServerTokenizerState) === 'absent') this.failures = 0;
+    else if (!signal?.aborted && ++this.failures >= 2) this.cooldown = Math.min(MAX_COOLDOWN_PREFETCHES, 2 ** (this.failures - 2));
     return report(counted);
   }
 

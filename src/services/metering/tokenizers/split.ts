@@ -40,12 +40,15 @@ export const MAX_SPACE_RUN_CHARS = 512;
  * Finds a run the loop below would cut (a non-space run over `maxRun` code units, a space run
  * over `maxSpaceRun`): most texts have none, and the regular expression scans them many times
  * faster than the loop. Its classes are isSpace's (JavaScript's \s plus U+0085), per code unit.
+ * Each alternative only starts where a run starts (the lookbehind): unanchored, a failed try at
+ * every position of a run re-read the rest of it, O(run²) on JSON and paths (5× slower on a
+ * real transcript's texts, a tenth of a reopen's fold).
  */
 const overlongRun = new Map<string, RegExp>();
 export function hasOverlongRun(text: string, maxRun: number, maxSpaceRun: number): boolean {
   const key = `${maxRun},${maxSpaceRun}`;
   let re = overlongRun.get(key);
-  if (!re) overlongRun.set(key, (re = new RegExp(`[^\\s\\u0085]{${maxRun + 1},}|[\\s\\u0085]{${maxSpaceRun + 1},}`)));
+  if (!re) overlongRun.set(key, (re = new RegExp(`(?<![^\\s\\u0085])[^\\s\\u0085]{${maxRun + 1}}|(?<![\\s\\u0085])[\\s\\u0085]{${maxSpaceRun + 1}}`)));
   return re.test(text);
 }
 

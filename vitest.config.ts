@@ -25,8 +25,8 @@ export default defineConfig({
       // Most files share their worker's loaded modules with the files that ran in it before: a
       // fresh module graph per file (vitest's default) cost more CPU than most tests do (xstate,
       // zod, the openai SDK and the 0.4 s o200k table loaded again for each of 120 files; the
-      // suite took 293 s of CPU, 186 s shared: docs/testing.md). Each file still makes every session, server,
-      // store and engine it uses. ISOLATED_FILES get a fresh worker each.
+      // suite took 293 s of CPU, 186 s shared: docs/testing.md). Each file still makes every
+      // session, server, store and engine it uses. ISOLATED_FILES get a fresh worker each.
       { test: { name: 'shared', include, exclude: [...exclude, ...ISOLATED_FILES], isolate: false, ...timeouts } },
       { test: { name: 'isolated', include: [...ISOLATED_FILES], exclude, isolate: true, ...timeouts } },
     ],

@@ -6,7 +6,8 @@
 import { startVitest } from 'vitest/node';
 
 const vitest = await startVitest('test', [], {
-  include: ['test/graph/mutate.run.ts'],
+  // The suite's projects (vitest.config.ts) would run every test file: one project of this file.
+  projects: [{ test: { name: 'mutate', include: ['test/graph/mutate.run.ts'], testTimeout: 30_000, hookTimeout: 30_000 } }],
   globalSetup: [], // the PostgreSQL server of the suite: no chart path uses it
   run: true,
   watch: false,

@@ -19,30 +19,34 @@ export const ISOLATED_FILES: readonly string[] = [
 ];
 
 /**
- * Seconds each slow file took (vitest's per-file test time on 2 cores, one run), so that a run
- * with no timing cache (a fresh clone: vitest then starts the largest files first) still starts
- * them first: a 30 s file that starts last makes the whole run 30 s longer. Runs after the first
- * use vitest's own cache of the last run's times instead. Only the order depends on these.
+ * Seconds each slow file took (vitest's per-file test time in a whole run on 2 cores, the median
+ * of four runs; the files of 5 s or more), so that a run with no timing cache (a fresh clone:
+ * vitest then starts the largest files first) still starts them first: a 30 s file that starts
+ * last makes the whole run 30 s longer. Runs after the first use vitest's own cache of the last
+ * run's times instead. Only the order depends on these.
  */
 export const SLOW_FILES: Readonly<Record<string, number>> = {
-  'test/cli-eval.test.ts': 33,
-  'test/visualizer-browser.test.ts': 31,
-  'test/store-multiprocess.test.ts': 29,
-  'test/llama-one-slot.test.ts': 16,
-  'test/loop-check-xstate.test.ts': 14,
-  'test/loop-check-drop-in.test.ts': 12,
-  'test/loop-check-agent-loop.test.ts': 11,
-  'test/loop-check-ai-sdk.test.ts': 10,
-  'test/docs.test.ts': 10,
-  'test/cli-pathological.test.ts': 9,
+  'test/cli-eval.test.ts': 31,
+  'test/store-multiprocess.test.ts': 30,
+  'test/visualizer-browser.test.ts': 29,
+  'test/llama-one-slot.test.ts': 17,
+  'test/store-race.test.ts': 15,
+  'test/engine-property.test.ts': 11,
+  'test/docs.test.ts': 11,
+  'test/loop-check.test.ts': 11,
+  'test/drop-in-examples.test.ts': 11,
+  'test/loop-check-ai-sdk.test.ts': 9,
   'test/summary-stall.test.ts': 9,
-  'test/engine-property.test.ts': 9,
-  'test/public-api.test.ts': 8,
-  'test/loop-check.test.ts': 8,
-  'test/drop-in-examples.test.ts': 8,
-  'test/session-property.test.ts': 8,
-  'test/suite-exit-code.test.ts': 8,
-  'test/graph/crash.test.ts': 7,
+  'test/cli.test.ts': 8,
+  'test/loop-check-agent-loop.test.ts': 8,
+  'test/loop-check-xstate.test.ts': 8,
+  'test/graph/crash.test.ts': 8,
+  'test/cli-pathological.test.ts': 8,
+  'test/loop-check-drop-in.test.ts': 7,
+  'test/agent-loop-input.test.ts': 7,
+  'test/tokenizer-linear.test.ts': 7,
+  'test/llama-stale-usage.test.ts': 6,
+  'test/chromium-locator.test.ts': 5,
 };
 
 /**

@@ -23,6 +23,7 @@ import { CountPrefetch, getTokenizer, ProvisionalPrices, ServerTokenizer, TokenM
 import { Session } from '../src/session/session.js';
 import { SessionWriter } from '../src/session/writer.js';
 import { chatPromptTokens, digitTokens, startOpenAIServer, type ChatRequestBody } from '../src/testing/openai-server.js';
+import { sdkTurn } from '../test/helpers/sdk-turn.js';
 
 const MODEL = 'qwen-local';
 const SYSTEM = 'You are a data agent. Keep answers short.';
@@ -53,19 +54,7 @@ async function accuracy(print: (line: string) => void): Promise<void> {
     const config = { economics: false, background: false };
     const served = createCompactionEngine({ session, client, models: models('server'), config });
     const o200k = createCompactionEngine({ session, client, models: models('o200k_base'), config });
-    const w = new SessionWriter(session);
-    w.system(SYSTEM);
-    for (let t = 0; t < TURNS; t++) {
-      w.startTurn();
-      w.user(message(t));
-      w.startStep();
-      w.request({ provider: 'local', model: MODEL, systemPrompt: SYSTEM, tools: [] });
-      const c = await client.chat.completions.create({ model: MODEL, messages: [...session.deriveMessages()], max_tokens: 64 });
-      w.assistantFromCompletion(c.choices[0]!.message, { usage: c.usage ?? null, provider: 'local', model: MODEL, finishReason: c.choices[0]!.finish_reason });
-      await served.afterStep();
-      w.endStep();
-      w.endTurn('completed');
-    }
+    for (let t = 0; t < TURNS; t++) await sdkTurn({ session, client, engine: served, provider: 'local', model: MODEL, system: SYSTEM }, message(t));
     const real = chatPromptTokens({ messages: [...session.deriveMessages()] as ChatRequestBody['messages'], tools: [] }, digitTokens);
     const row = (name: string, estimate: number, note: string) =>
       print(`  ${name.padEnd(22)} ${String(estimate).padStart(8)} ${String(real).padStart(8)} ${`${(((estimate - real) / real) * 100).toFixed(1)}%`.padStart(8)}   ${note}`);

@@ -106,25 +106,23 @@ describe('background compaction (SPEC §13)', () => {
   });
 
   it('on a one-slot server (concurrency 1) an unset backgroundCommit commits once ready: the summary already evicted the agent\'s cached prompt', async () => {
-    const sum = deferredSummarizer();
-    const h = harness({ summarizer: sum, config: { ...BG, models: { 'test/small': { concurrency: 1 } } } });
-    openTurn(h);
-    let i = await stepToPrepare(h);
-    // One slot: the summary waits for the agent's reply (the next step records one).
-    await h.step(i++);
-    (await sum.call(0)).resolve(SUMMARY);
-    await settle();
+    /** One slot, the summary ready below the threshold (it waits for the agent's reply, which the next step records). */
+    const readyOnOneSlot = async (backgroundCommit?: 'threshold') => {
+      const sum = deferredSummarizer();
+      const h = harness({ summarizer: sum, config: { ...BG, ...(backgroundCommit ? { backgroundCommit } : {}), models: { 'test/small': { concurrency: 1 } } } });
+      openTurn(h);
+      const i = await stepToPrepare(h);
+      await h.step(i);
+      (await sum.call(0)).resolve(SUMMARY);
+      await settle();
+      return h;
+    };
+    const h = await readyOnOneSlot();
     expect(h.session.lock.held).toBe(false);
     expect(h.events.find((e) => e.type === 'compaction.committed')).toMatchObject({ background: true });
     expect(pressure(h).total).toBeLessThan(pressure(h).threshold);
     // Set explicitly, 'threshold' holds it there too.
-    const sum2 = deferredSummarizer();
-    const h2 = harness({ summarizer: sum2, config: { ...BG, backgroundCommit: 'threshold', models: { 'test/small': { concurrency: 1 } } } });
-    openTurn(h2);
-    let j = await stepToPrepare(h2);
-    await h2.step(j++);
-    (await sum2.call(0)).resolve(SUMMARY);
-    await settle();
+    const h2 = await readyOnOneSlot('threshold');
     expect(h2.session.lock.held).toBe(true);
     expect(h2.events.filter((e) => e.type === 'compaction.committed')).toEqual([]);
   });

@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, createCompactionEngine, getTokenizer, JsonlStore, Session, SessionWriter, type CompactionEngine } from '../src/index';
 import { ServerTokenizer, serverTokenizeUrl } from '../src/advanced';
 import { chatPromptTokens, digitTokens, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer, type TokenizeOptions } from '../src/testing/openai-server';
+import { sdkTurn } from './helpers/sdk-turn';
 
 const MODEL = 'qwen-tiny';
 const SYSTEM = 'You are a helpful agent.';
@@ -50,20 +51,9 @@ function engineFor(session: Session, server: LocalOpenAIServer, tokenizer: 'serv
   return { engine, client };
 }
 
-/** One agent turn: the user's text, one request over the SDK, its reply recorded, then afterStep. */
-async function turn(session: Session, client: OpenAI, engine: CompactionEngine, text: string): Promise<void> {
-  const w = new SessionWriter(session);
-  if (session.surface.length === 0) w.system(SYSTEM);
-  w.startTurn();
-  w.user(text);
-  w.startStep();
-  w.request({ provider: 'local', model: MODEL, systemPrompt: SYSTEM, tools: [] });
-  const c = await client.chat.completions.create({ model: MODEL, messages: [...session.deriveMessages()], max_tokens: 64 });
-  w.assistantFromCompletion(c.choices[0]!.message, { usage: c.usage ?? null, provider: 'local', model: MODEL, finishReason: c.choices[0]!.finish_reason });
-  await engine.afterStep();
-  w.endStep();
-  w.endTurn('completed');
-}
+/** One agent turn over the SDK (test/helpers/sdk-turn.ts). */
+const turn = (session: Session, client: OpenAI, engine: CompactionEngine, text: string) =>
+  sdkTurn({ session, client, engine, provider: 'local', model: MODEL, system: SYSTEM }, text);
 
 /** What the server counts for a request of the session's surface now (its /tokenize vocabulary, chatml framing). */
 const serverCount = (session: Session) => chatPromptTokens({ messages: [...session.deriveMessages()] as ChatRequestBody['messages'], tools: [] }, digitTokens);

@@ -121,7 +121,7 @@ export type { Calibration } from './services/metering';
 export { withErrorBodyRecovery, type RequestErrorClass, type RequestErrorKind } from './services/overflow';
 export type { PruneSettings, PrunePlan, PruneResult } from './services/pruning';
 export type { ArgumentPruneTarget } from './services/pruning';
-export type { RangeSelection, SelectOptions } from './services/selection';
+export type { CheckpointBound, RangeSelection, SelectOptions } from './services/selection';
 
 // Summarizers: the built-in ones, bounding for any summarizer, and the contract for your own.
 export {

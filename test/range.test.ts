@@ -129,6 +129,23 @@ describe('selectRange', () => {
     expect(r!.tokens).toBe(5 + 5 + 300);
   });
 
+  it("checkpoint bound: a span whose checkpoint (the user's words it carries, a summary up to the cap) could not shrink it is widened toward the tail", () => {
+    // Two earlier checkpoints and little new above a retained tail of 1,000: the span [1, 4] costs 750.
+    const { session } = build(['C300', 'C300', 'a50:1', 't100', 'a10:1', 't500', 'a10:1', 't500', 'u20']);
+    const plain = { retainTokens: 1000 };
+    expect(positions(selectRange(session, pricesOf(session), plain))).toEqual([1, 4]);
+    // Its checkpoint may cost 10 + min(200, 600) + min(500, 550) = 710: it would free 40 < 10% of 750.
+    const bound = { userWords: 200, cap: 500, frameTokens: 10, minProgressRatio: 0.1 };
+    const r = selectRange(session, pricesOf(session), { ...plain, checkpoint: bound });
+    // The next balanced cut: 1,260 tokens, a checkpoint of at most 710 frees 550 ≥ 126.
+    expect(positions(r)).toEqual([1, 6]);
+    expect(r!.tokens).toBe(1260);
+    // A cap that fits every span: as without the bound.
+    expect(positions(selectRange(session, pricesOf(session), { ...plain, checkpoint: { ...bound, cap: 300 } }))).toEqual([1, 4]);
+    // No span surely shrinks: the span as without the bound (its summary may be short enough).
+    expect(positions(selectRange(session, pricesOf(session), { ...plain, checkpoint: { ...bound, cap: 5000 } }))).toEqual([1, 4]);
+  });
+
   it('moves toward the tail only as far as a span worth a checkpoint, and never past the newest unit', () => {
     const { session } = build(['u5', 'a5:2', 't10', 't10', 'a5:1', 't10', 'u40']);
     expect(positions(selectRange(session, pricesOf(session), { retainTokens: 1000, minSpanTokens: 30 }))).toEqual([1, 4]);

@@ -50,6 +50,26 @@ export interface SelectOptions {
   minSpanTokens?: number;
   /** Keep leading checkpoints in place while they are small; omit to merge from the head. */
   stack?: { maxCheckpoints: number; maxTokens: number };
+  /**
+   * What the checkpoint of a span may cost at most, so a span it could not shrink is not chosen
+   * while a wider one (a shorter retained tail) can be: see {@link CheckpointBound}.
+   */
+  checkpoint?: CheckpointBound;
+}
+
+/**
+ * The checkpoint a span becomes carries the user's words of the span (its own messages and the
+ * ones the checkpoints inside it carry) up to `userWords`, and a summary of the rest up to `cap`,
+ * in a frame of `frameTokens`. A span whose checkpoint may cost that much could free less than
+ * `minProgressRatio` of it and fail the shrink check after the summarizer's call (SPEC §10: "small
+ * spans always fail the shrink check"): typically a head merge of earlier checkpoints with little
+ * new beside them, under a retained tail close to the threshold. Budgets in provider tokens.
+ */
+export interface CheckpointBound {
+  userWords: number;
+  cap: number;
+  frameTokens: number;
+  minProgressRatio: number;
 }
 
 export function headPosition(session: Session): number {
@@ -80,28 +100,57 @@ export function selectRange(session: Session, prices: NodePrices, options: Selec
   const s = session.surface;
   const head = headPosition(session);
   const cut = retainedCut(session, prices, options.retainTokens, head);
-  // Prefix sums of node prices: a span's tokens in O(1) for every cut tried below.
-  const sums = [0];
-  for (let p = 0; p < s.length; p++) sums.push(sums[p]! + prices.priceAt(p));
-  const at = (c: number) => spanBefore(session, prices, options, head, c, sums);
-  const chosen = at(cut);
-  if (chosen) return chosen;
-  // Toward the tail, up to the newest unit (retainedCut with nothing to retain).
-  const newestUnit = retainedCut(session, prices, 0, head);
-  for (let c = cut + 1; c <= newestUnit; c++) {
-    if (!s.balancedAt(c)) continue;
-    const r = at(c);
-    if (r) return r;
+  // Prefix sums of node prices, all and of the user's messages (checkpoints included): a span's
+  // tokens in O(1) for every cut tried below.
+  const sums: Sums = { all: [0], user: [0] };
+  for (let p = 0; p < s.length; p++) {
+    const price = prices.priceAt(p);
+    sums.all.push(sums.all[p]! + price);
+    sums.user.push(sums.user[p]! + (session.event(s.seqAt(p)).type === 'user/message' ? price : 0));
   }
-  return null;
+  const newestUnit = retainedCut(session, prices, 0, head);
+  const search = (o: SelectOptions): RangeSelection | null => {
+    const chosen = spanBefore(session, prices, o, head, cut, sums);
+    if (chosen) return chosen;
+    // Toward the tail, up to the newest unit (retainedCut with nothing to retain).
+    for (let c = cut + 1; c <= newestUnit; c++) {
+      if (!s.balancedAt(c)) continue;
+      const r = spanBefore(session, prices, o, head, c, sums);
+      if (r) return r;
+    }
+    return null;
+  };
+  if (!options.checkpoint) return search(options);
+  // A span that surely shrinks, else (none does) the span as before: its summary may be short enough.
+  const { checkpoint: _bound, ...plain } = options;
+  return search(options) ?? search(plain);
+}
+
+interface Sums {
+  all: number[];
+  user: number[];
+}
+
+/** The most the span [from, cut)'s checkpoint may cost, in node prices (see CheckpointBound). */
+function checkpointCeiling(bound: CheckpointBound, ratio: number, sums: Sums, from: number, cut: number): number {
+  const tokens = sums.all[cut]! - sums.all[from]!;
+  const words = Math.min(bound.userWords / ratio, sums.user[cut]! - sums.user[from]!);
+  return bound.frameTokens + words + Math.min(bound.cap / ratio, tokens - words);
 }
 
 /** The span condensed when the retained tail starts at `cut`, or null when none is worth a checkpoint. */
-function spanBefore(session: Session, prices: NodePrices, options: SelectOptions, head: number, cut: number, sums: number[]): RangeSelection | null {
+function spanBefore(session: Session, prices: NodePrices, options: SelectOptions, head: number, cut: number, sums: Sums): RangeSelection | null {
   const s = session.surface;
   if (cut <= head) return null;
   const minSpan = options.minSpanTokens ?? 0;
-  const spanTokens = (from: number) => sums[cut]! - sums[from]!;
+  const spanTokens = (from: number) => sums.all[cut]! - sums.all[from]!;
+  const bound = options.checkpoint;
+  const ratio = prices.providerRatio ?? 1;
+  const worth = (from: number) => {
+    const tokens = spanTokens(from);
+    if (tokens < minSpan) return false;
+    return !bound || tokens - checkpointCeiling(bound, ratio, sums, from, cut) >= Math.ceil(bound.minProgressRatio * tokens);
+  };
   let start = head;
   if (options.stack) {
     let k = head;
@@ -112,12 +161,12 @@ function spanBefore(session: Session, prices: NodePrices, options: SelectOptions
     }
     // maxTokens is a budget in provider tokens, like retainTokens.
     const small = k - head < options.stack.maxCheckpoints && stackTokens * (prices.providerRatio ?? 1) <= options.stack.maxTokens;
-    if (small && k < cut && spanTokens(k) >= minSpan) start = k;
+    if (small && k < cut && worth(k)) start = k;
   }
   // A lone checkpoint holds nothing new to condense.
   if (cut - start === 1 && isCheckpoint(session.event(s.seqAt(start)))) return null;
+  if (!worth(start)) return null;
   const tokens = spanTokens(start);
-  if (tokens < minSpan) return null;
 
   const shadowed = s.slice(start, cut);
   return {

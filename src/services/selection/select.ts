@@ -31,11 +31,14 @@ export function selectSpan(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config
   const prices = meter.measure().prices;
   if (overflow && newestUnitOverflows(session, prices, overflow)) return null;
   // A span must cost at least twice an empty checkpoint, or no summary can shrink it.
-  const minSpanTokens = 2 * meter.priceUserText(frameCheckpoint('', pricingHandle(recallOn(deps), session.length)));
-  const retainTokens = retain === 'budget' ? routeBudget(deps).retain : retain === 'floor' ? routeBudget(deps).retainFloor : 0;
+  const frameTokens = meter.priceUserText(frameCheckpoint('', pricingHandle(recallOn(deps), session.length)));
+  // Only the newest unit kept (manual compaction): no shrink check to fail, and no route needed.
+  const budget = retain === 'budget' || retain === 'floor' ? routeBudget(deps) : undefined;
+  const retainTokens = retain === 'budget' ? budget!.retain : retain === 'floor' ? budget!.retainFloor : 0;
   return selectRange(session, prices, {
     retainTokens,
-    minSpanTokens,
+    minSpanTokens: 2 * frameTokens,
+    ...(budget ? { checkpoint: { userWords: budget.userWords, cap: budget.maxTokens, frameTokens, minProgressRatio: deps.config.minProgressRatio } } : {}),
     ...(stackCheckpoints ? { stack: { maxCheckpoints: STACK_MAX_CHECKPOINTS, maxTokens: Math.floor(retainTokens / 2) } } : {}),
   });
 }

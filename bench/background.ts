@@ -2,7 +2,7 @@
  * Background compaction (SPEC §13): how long the agent is blocked in `afterStep()`, foreground
  * against background mode, in one run over the same scripted session (same seed).
  *
- *   npx tsx bench/background.ts
+ *   npx tsx bench/background.ts          (STEP_MS=150 for agent steps faster than the summary)
  *
  * The agent and the summarizer are two local OpenAI-compatible servers (src/testing) reached
  * through the official `openai` SDK: each agent step is a real request that takes STEP_MS, each
@@ -22,7 +22,7 @@ import { startOpenAIServer } from '../src/testing/openai-server.js';
 
 const WINDOW = 32_768;
 const STEPS = 60;
-const STEP_MS = 500;
+const STEP_MS = Number(process.env.STEP_MS ?? 500);
 const SUMMARY_MS = 2000;
 const SEED = 16;
 const SYSTEM = 'You are a coding agent working in a large repository. Keep answers short.';

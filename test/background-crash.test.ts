@@ -23,7 +23,7 @@ interface Case {
   hold: Held;
   /** What happens once the summary is asked for. */
   summary: 'pending' | 'resolve' | 'reject';
-  /** A step at the threshold waits (waitingAtThreshold), and is cancelled for `cancelled`. */
+  /** A step at the wait point waits (waitingAtThreshold), and is cancelled for `cancelled`. */
   wait?: 'wait' | 'cancel';
   /** The route commits a ready summary at once (backgroundCommit 'ready'): the commit states are reached unasked. */
   commitWhenReady?: boolean;
@@ -103,7 +103,8 @@ describe('a crash in every background state leaves an orphan that recover() clea
         if (c.summary === 'resolve') call.resolve(SUMMARY);
         if (c.summary === 'reject') call.reject(Object.assign(new Error('the server had an error'), { status: 500 }));
         if (c.wait) {
-          for (h.toolStep(++i); h.engine.measure().totalTokens < h.engine.measure().threshold!; h.toolStep(++i)) h.writer.endStep();
+          // The wait point: past the threshold the request still fits and the agent goes on.
+          for (h.toolStep(++i); h.engine.measure().totalTokens < h.engine.measure().waitAt!; h.toolStep(++i)) h.writer.endStep();
           const controller = new AbortController();
           pending = h.engine.afterStep({ signal: controller.signal }).catch((e: unknown) => e);
           await until(() => flat(backgroundValue(h)) === 'summarizing.waitingAtThreshold');

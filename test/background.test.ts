@@ -171,20 +171,31 @@ describe('background compaction (SPEC §13)', () => {
     expect(h.session.events().find((e) => e.type === 'compaction/end')!.data).toMatchObject({ error: { code: 'cancelled' } });
   });
 
-  it('waits only when the threshold comes first, then commits and goes on', async () => {
+  it('past the threshold the agent goes on while the request still fits; it waits only at the wait point, then commits and goes on', async () => {
     const sum = deferredSummarizer();
     const h = harness({ summarizer: sum, config: BG });
     openTurn(h);
     let i = await stepToPrepare(h);
     const call = await sum.call(0);
+    const m0 = h.engine.measure();
+    // Halfway from the threshold to the message budget (window − the request's max_tokens).
+    expect(m0.waitAt).toBe(m0.threshold! + Math.floor((m0.contextWindow! - 500 - m0.threshold!) / 2));
     let r = await h.step(i++);
+    const pastThreshold: number[] = [];
     while (r.status === 'preparing') {
-      h.toolStep(i++);
-      if (pressure(h).total >= pressure(h).threshold) break;
+      const m = h.engine.measure();
+      if (m.totalTokens >= m.threshold!) pastThreshold.push(m.totalTokens);
+      expect(r.waitedMs).toBe(0);
+      h.toolStep(i++, 'ok');
+      if (h.engine.measure().totalTokens >= h.engine.measure().waitAt!) break;
       r = await h.engine.afterStep();
       h.writer.endStep();
     }
-    expect(pressure(h).total).toBeGreaterThanOrEqual(pressure(h).threshold);
+    // Steps past the threshold, below the wait point, went on without waiting for the model.
+    expect(pastThreshold.length).toBeGreaterThan(0);
+    expect(Math.max(...pastThreshold)).toBeLessThan(m0.waitAt!);
+    expect(h.engine.measure().totalTokens).toBeGreaterThanOrEqual(m0.waitAt!);
+    expect(h.engine.measure().totalTokens).toBeLessThan(m0.contextWindow! - 500);
     const waiting = track(h.engine.afterStep());
     await settle();
     expect(waiting.done()).toBe(false); // the only wait
@@ -197,6 +208,31 @@ describe('background compaction (SPEC §13)', () => {
     expect(pressure(h).total).toBeLessThan(pressure(h).threshold);
     const types = h.types();
     expect(types.filter((t) => t === 'compaction/start')).toHaveLength(types.filter((t) => t === 'compaction/end').length);
+  });
+
+  it('with no summary under way, the threshold relieves as before: the step that crosses it compacts in the foreground', async () => {
+    const sum = deferredSummarizer();
+    // The prepare point at the threshold: the step that crosses it finds nothing running.
+    const h = harness({ summarizer: sum, config: { ...BG, prepareRatio: 0.8 } });
+    openTurn(h);
+    let i = 0;
+    for (; i < 40; i++) {
+      h.toolStep(i);
+      if (pressure(h).total >= pressure(h).threshold) break;
+      expect((await h.engine.afterStep()).status).toBe('below');
+      h.writer.endStep();
+    }
+    expect(pressure(h).total).toBeLessThan(h.engine.measure().waitAt!);
+    const crossing = track(h.engine.afterStep());
+    const call = await sum.call(0);
+    await settle();
+    expect(crossing.done()).toBe(false); // it waits for its own summary: no background run let it go on
+    expect(h.events.find((e) => e.type === 'compaction.started')).not.toMatchObject({ background: true });
+    call.resolve(SUMMARY);
+    const r = await crossing.value;
+    h.writer.endStep();
+    expect(r.status).toBe('compacted');
+    expect(pressure(h).total).toBeLessThan(pressure(h).threshold);
   });
 
   it('never commits a summary whose span changed', async () => {
@@ -252,13 +288,13 @@ describe('background compaction (SPEC §13)', () => {
     void next;
   });
 
-  it('a cancel while waiting at the threshold cancels the background summary and ends the step cancelled', async () => {
+  it('a cancel while waiting at the wait point cancels the background summary and ends the step cancelled', async () => {
     const sum = deferredSummarizer();
     const h = harness({ summarizer: sum, config: BG });
     openTurn(h);
     let i = await stepToPrepare(h);
     const call = await sum.call(0);
-    for (h.toolStep(i++); pressure(h).total < pressure(h).threshold; h.toolStep(i++)) h.writer.endStep();
+    for (h.toolStep(i++); h.engine.measure().totalTokens < h.engine.measure().waitAt!; h.toolStep(i++)) h.writer.endStep();
     const controller = new AbortController();
     const waiting = track(h.engine.afterStep({ signal: controller.signal }));
     await settle();

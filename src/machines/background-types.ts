@@ -73,10 +73,22 @@ export const IDLE: Omit<BackgroundContext, 'unreported' | 'turn'> = {
 
 export type StepEvent = Extract<BackgroundEvent, { type: 'step' }>;
 
-/** At or above the threshold, or a prompt the provider truncated silently: the agent must not go on. */
+/** At or above the threshold, or a prompt the provider truncated silently: relief is due (no run starts in the background then). */
+export function atThreshold(e: StepEvent): boolean {
+  return reaches(e, e.reading.threshold);
+}
+
+/**
+ * At or above the wait point (`waitAt`, the threshold when the reading has none), or a prompt
+ * the provider truncated silently: the agent must not go on while a summary is still being written.
+ */
 export function mustWait(e: StepEvent): boolean {
+  return reaches(e, e.reading.waitAt ?? e.reading.threshold);
+}
+
+function reaches(e: StepEvent, limit: number): boolean {
   const r = e.reading;
-  return r.totalTokens >= r.threshold || (r.silentOverflow !== undefined && r.silentOverflow.seq > e.silentSeenSeq);
+  return r.totalTokens >= limit || (r.silentOverflow !== undefined && r.silentOverflow.seq > e.silentSeenSeq);
 }
 
 export const cancelledError = (reason: string | undefined): ErrorInfo => ({

@@ -7,15 +7,16 @@
  *   validating ─ lock held ▶ idle          opening (compaction/start, marked background)
  *   awaitingSlot (a one-slot server: concurrency 1) ─ the agent's reply arrived, its turn ended,
  *               or a job waits ─▶ summarizing
- *   summarizing ┬ preparing ─ a step reached the threshold ─▶ waitingAtThreshold
+ *   summarizing ┬ preparing ─ a step reached the wait point (halfway from the threshold to the
+ *               │             message budget: the request still fits below it) ─▶ waitingAtThreshold
  *               └ the summary ▶ ready (span as selected? shrinks? frees enough?)
  *   ready ┬ a job waits, or the cost model started the run ▶ committing ▶ flushing ▶ idle
- *         └ otherwise ▶ held ─ a job must wait (threshold, overflow, /compact) ─▶ ready (checked again) ▶ committing
+ *         └ otherwise ▶ held ─ a step at the threshold, overflow, /compact ─▶ ready (checked again) ▶ committing
  *   any failure ▶ closing (compaction/end {error}) ▶ idle;  cancel ▶ cancelled (compaction/end {cancelled}) ▶ idle
  *
  * Replies to the gate that consulted it: `background.proceed` (nothing running: the job runs as
- * usual), `background.preparing` (a summary is being prepared, or is ready and held, and the threshold is not reached:
- * the agent goes on), `background.waiting` then `background.settled` (the job waits for the
+ * usual), `background.preparing` (a summary is being prepared and the wait point is not reached, or
+ * it is ready and held and the threshold is not: the agent goes on), `background.waiting` then `background.settled` (the job waits for the
  * summary: the only wait). Each reply hands over the runs that ended since the last one. The
  * step that starts a run is answered once its bracket is open (`preparing`), or `proceed` when
  * the run ended before (nothing to compact, the lock held, a failure): `preparing` always means
@@ -30,7 +31,7 @@
 import { assign, enqueueActions, not, setup, type AnyActorRef } from 'xstate';
 import type { RangeSelection } from '../services/selection';
 import { transactionActors } from './transaction';
-import { cancelledError, IDLE, mustWait, type BackgroundContext, type BackgroundEvent, type BackgroundOutcome, type BackgroundReply, type StepEvent } from './background-types';
+import { atThreshold, cancelledError, IDLE, mustWait, type BackgroundContext, type BackgroundEvent, type BackgroundOutcome, type BackgroundReply, type StepEvent } from './background-types';
 import {
   compactionRecord,
   engineAncestor,
@@ -72,9 +73,10 @@ export const backgroundMachine = setup({
   guards: {
     'the prepare point is reached': ({ event }) => {
       const e = event as StepEvent;
-      return e.reading.prepareAt !== undefined && e.reading.totalTokens >= e.reading.prepareAt && !mustWait(e);
+      return e.reading.prepareAt !== undefined && e.reading.totalTokens >= e.reading.prepareAt && !atThreshold(e);
     },
     'the step must wait': ({ event }) => mustWait(event as StepEvent),
+    'the step reached the threshold': ({ event }) => atThreshold(event as StepEvent),
     /**
      * The cost model (config `economics`) says compacting now, below the threshold, pays: the
      * foreground pressure chart would compact early; with background on for the route (it has a
@@ -82,7 +84,7 @@ export const backgroundMachine = setup({
      */
     'compacting now pays': ({ event }) => {
       const e = event as StepEvent;
-      return e.reading.prepareAt !== undefined && e.reading.economics?.compaction?.pays === true && !mustWait(e);
+      return e.reading.prepareAt !== undefined && e.reading.economics?.compaction?.pays === true && !atThreshold(e);
     },
     'a job is waiting': ({ context }) => context.waited,
     /**
@@ -190,7 +192,7 @@ export const backgroundMachine = setup({
   id: 'background',
   context: { ...IDLE, turn: null, unreported: [] },
   initial: 'idle',
-  // While a run is under way: a step below the threshold goes on, one at or above it waits.
+  // While a run is under way: a step below the wait point goes on (its request still fits), one at or above it waits.
   on: {
     step: [
       { guard: not('the step must wait'), actions: { type: 'reply', params: { type: 'background.preparing' } } },
@@ -302,6 +304,13 @@ export const backgroundMachine = setup({
     // that job waits for a commit, not for a summary. A session that ends first has lost nothing.
     held: {
       always: { guard: 'a job is waiting', target: 'ready' },
+      // Ready: from the threshold a step waits for the commit only, not for a model.
+      on: {
+        step: [
+          { guard: 'the step reached the threshold', actions: ['add waiter', { type: 'reply', params: { type: 'background.waiting' } }] },
+          { actions: { type: 'reply', params: { type: 'background.preparing' } } },
+        ],
+      },
     },
     committing: {
       // Three appends with no await between them: a cancel is too late here.

@@ -69,7 +69,7 @@ export function expectedBackground(path: GeneratedPath): { replies: string[]; ru
           starter = replies.length;
           replies.push('background.pending');
         } else replies.push('background.proceed');
-      } else if (o === 'step:threshold' || o === 'await') {
+      } else if (o === 'step:threshold' || o === 'await' || (o === 'step:above-threshold' && from === 'held')) {
         run.waiters++;
         replies.push('background.waiting');
       } else replies.push('background.preparing');

@@ -26,6 +26,8 @@ export const BG_READING = (totalTokens: number): PressureReading => ({
   retainTokens: 1000,
   contextWindow: 6000,
   prepareAt: 3250,
+  // Halfway from the threshold to the message budget (6,000 − a 500-token reply).
+  waitAt: 4750,
 });
 const verdict = (v: Partial<Verdict>): Verdict => ({ stable: true, spanTokens: 1000, checkpointTokens: 80, requiredTokens: 100, ...v });
 
@@ -102,7 +104,11 @@ export const backgroundSpec: MachineSpec<undefined> = {
       { outcome: 'step:prepare-point', event: step(3500) },
       { outcome: 'step:below-prepare-point', event: step(3000) },
       { outcome: 'step:compacting-pays', event: paysStep() },
-      { outcome: 'step:threshold', event: step(4100) },
+      // At the wait point: a step waits for a summary still being written (and, with none, the threshold's relief runs).
+      { outcome: 'step:threshold', event: step(4800) },
+      // Past the threshold, below the wait point, while a run is under way: the request still fits, the agent goes on,
+      // unless the summary is ready and held (then it is committed: the threshold says so).
+      ...(s.value !== 'idle' && s.value !== 'awaitingSlot' ? [{ outcome: 'step:above-threshold', event: step(4200) }] : []),
       { outcome: 'await', event: { type: 'await', replyTo: REPLY_TO } },
       // Only a waiting job's gate cancels a run (its caller's signal aborts); with nothing running,
       // no real engine sends one: forced, there only (see FORCED_OUTCOMES).

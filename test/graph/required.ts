@@ -98,7 +98,8 @@ export const SPEC_DECISIONS: Record<string, RequiredTransition[]> = {
   background: [
     { source: 'idle', event: 'step', guard: 'the prepare point is reached', target: 'selecting', why: `${S13}: from the prepare point, select the span and start summarizing` },
     { source: 'idle', event: 'step', target: null, why: `${S13}: nothing running, below the prepare point: the job runs as usual` },
-    { source: '(root)', event: 'step', guard: 'the step must wait', why: `${S13}: the threshold reached while the summary runs: afterStep waits (the only wait)` },
+    { source: '(root)', event: 'step', guard: 'the step must wait', why: `${S13}: the wait point (halfway from the threshold to the message budget) reached while the summary runs: afterStep waits (the only wait); below it the request still fits and the agent goes on` },
+    { source: 'held', event: 'step', guard: 'the step reached the threshold', why: `${S13}: a summary ready and held is committed from the threshold: the step waits for the commit, not for a model` },
     { source: '(root)', event: 'await', target: null, why: `${S13}: overflow and compactNow wait for a running summary` },
     { source: 'selecting', event: 'done(selectRange)', guard: 'nothing to compact', target: 'idle', why: `${S4}: nothing to compact, nothing written` },
     { source: 'validating', event: 'done(validateSpan)', guard: 'lock is held', target: 'idle', why: `${S13}: one bracket at a time (busy)` },

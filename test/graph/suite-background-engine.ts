@@ -5,8 +5,10 @@
  *   step:prepare-point       tool steps until pressure is at the prepare point (under the
  *                            threshold), then afterStep: its gate measures for real
  *   step:below-prepare-point a request for the 200k-window model: far below the prepare point
- *   step:threshold           tool steps until over the threshold (or, in a world of one
+ *   step:threshold           tool steps until over the wait point while a run is under way, else
+ *                            over the threshold (or, in a world of one
  *                            indivisible message, a request for a smaller-window model)
+ *   step:above-threshold     small tool steps until past the threshold, short of the wait point
  *   await                    onRequestError with the provider's real overflow error
  *   cancel                   the signal of the job waiting for the run aborts (the gate cancels
  *                            the run); a summary in flight is aborted over HTTP
@@ -63,14 +65,14 @@ interface Facade {
 const never = new Promise<never>(() => undefined);
 const tick = () => new Promise<void>((r) => setTimeout(r, 0));
 
-async function reading(w: World): Promise<{ total: number; threshold: number; prepareAt: number; pays: boolean }> {
+async function reading(w: World): Promise<{ total: number; threshold: number; prepareAt: number; waitAt: number; pays: boolean }> {
   const r = (await w.defaults.measure({ phase: 'initial' })) as {
     kind: string;
-    reading?: { totalTokens: number; threshold: number; prepareAt?: number; economics?: { compaction?: { pays: boolean } } };
+    reading?: { totalTokens: number; threshold: number; prepareAt?: number; waitAt?: number; economics?: { compaction?: { pays: boolean } } };
   };
-  if (r.kind !== 'reading') return { total: 0, threshold: Infinity, prepareAt: Infinity, pays: false };
+  if (r.kind !== 'reading') return { total: 0, threshold: Infinity, prepareAt: Infinity, waitAt: Infinity, pays: false };
   const x = r.reading!;
-  return { total: x.totalTokens, threshold: x.threshold, prepareAt: x.prepareAt ?? Infinity, pays: x.economics?.compaction?.pays === true };
+  return { total: x.totalTokens, threshold: x.threshold, prepareAt: x.prepareAt ?? Infinity, waitAt: x.waitAt ?? x.threshold, pays: x.economics?.compaction?.pays === true };
 }
 
 const atStart = (outcome: string) => outcome === 'step:prepare-point' || outcome === 'step:compacting-pays' || outcome === 'step:prepare-point-one-slot';
@@ -151,6 +153,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
       case 'step:prepare-point':
       case 'step:prepare-point-one-slot':
       case 'step:threshold':
+      case 'step:above-threshold':
       case 'step:compacting-pays':
       case 'step:below-prepare-point': {
         const oneSlot = step.outcome === 'step:prepare-point-one-slot';
@@ -159,7 +162,18 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
           // A tool step would record a reply (agent.working): a smaller-window request reaches the threshold instead.
           route(w, 'tiny');
           const r = await reading(w);
-          expect(r.total).toBeGreaterThanOrEqual(r.threshold);
+          expect(r.total).toBeGreaterThanOrEqual(r.waitAt);
+        }
+        else if (step.outcome === 'step:above-threshold') {
+          // Small steps until past the threshold, short of the wait point (the request still fits).
+          for (let n = 0; n < 400; n++) {
+            const r = await reading(w);
+            if (r.total >= r.threshold) break;
+            toolStep(w, { open: true, result: `ok ${n}` });
+          }
+          const r = await reading(w);
+          expect(r.total, 'past the threshold').toBeGreaterThanOrEqual(r.threshold);
+          expect(r.total, 'short of the wait point').toBeLessThan(r.waitAt);
         }
         else if (step.outcome === 'step:compacting-pays') {
           // A long session of small steps under the prepare point, far enough above what an early
@@ -175,16 +189,19 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
         }
         else {
           const atPrepare = step.outcome === 'step:prepare-point' || oneSlot;
+          // A step that must wait: with a summary under way, at the wait point; else at the threshold.
+          const running = from !== 'idle' && from !== 'held';
+          const limit = (r: { threshold: number; waitAt: number }) => (running ? r.waitAt : r.threshold);
           if (oneSlot) route(w, 'slot1');
           for (let n = 0; n < 100; n++) {
             const r = await reading(w);
-            if (atPrepare ? r.total >= r.prepareAt : r.total >= r.threshold) break;
+            if (atPrepare ? r.total >= r.prepareAt : r.total >= limit(r)) break;
             if (indivisible) route(w, 'tiny');
             else toolStep(w, { open: true, ...(oneSlot ? { model: 'slot1' } : {}) });
           }
           const r = await reading(w);
           if (atPrepare) expect(r.total, 'at the prepare point, under the threshold').toBeLessThan(r.threshold);
-          else expect(r.total).toBeGreaterThanOrEqual(r.threshold);
+          else expect(r.total).toBeGreaterThanOrEqual(limit(r));
         }
         const f = track('step', (signal) => w.engine.afterStep({ signal }));
         f.starter = from === 'idle' && (atStart(step.outcome));
@@ -325,7 +342,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
   expect(bgNotes).toEqual(want.runs.flatMap((r) => (r.opened ? ['compaction.started', r.status === 'committed' ? 'compaction.committed' : 'compaction.failed'] : [])));
   // The breaker: a failed run counts unless busy; a commit resets (failure limit 3: never opens here).
   const failures = want.runs.reduce((n, r) => (r.status === 'committed' ? 0 : r.status === 'failed' && !r.busy ? n + 1 : n), 0);
-  if (!o.some((x) => x === 'await' || x === 'step:threshold')) expect(w.engine.actor.getSnapshot().context.consecutiveFailures).toBe(failures);
+  if (!o.some((x) => x === 'await' || x === 'step:threshold' || x === 'step:above-threshold')) expect(w.engine.actor.getSnapshot().context.consecutiveFailures).toBe(failures);
 
   // The log: background brackets marked as such, each in the turn its run started in; each run
   // that opened one closed it once. The announced start says when the cost model started it.

@@ -228,7 +228,23 @@ export const machine = createMachine({
         cancel: { target: 'cancelled', actions: 'fail cancelled' },
       },
     },
-    held: { always: { guard: 'a job is waiting', target: 'ready' } },
+    held: {
+      always: { guard: 'a job is waiting', target: 'ready' },
+      on: {
+        step: [
+          {
+            guard: 'the step reached the threshold',
+            actions: [
+              'add waiter',
+              { type: 'reply', params: { type: 'background.waiting' } },
+            ],
+          },
+          {
+            actions: { type: 'reply', params: { type: 'background.preparing' } },
+          },
+        ],
+      },
+    },
     committing: {
       invoke: {
         src: 'commit',

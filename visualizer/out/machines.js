@@ -4064,6 +4064,30 @@ window.XCOMPACT_CHARTS = [
     },
     {
      "source": "background.held",
+     "target": "background.held",
+     "event": "step",
+     "guard": "the step reached the threshold",
+     "actions": [
+      "add waiter",
+      "reply"
+     ],
+     "label": "step [the step reached the threshold]",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "background.held",
+     "target": "background.held",
+     "event": "step",
+     "actions": [
+      "reply"
+     ],
+     "label": "step",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "background.held",
      "target": "background.ready",
      "event": "",
      "guard": "a job is waiting",
@@ -4211,6 +4235,10 @@ window.XCOMPACT_CHARTS = [
       "uses": 1
      },
      {
+      "name": "the step reached the threshold",
+      "uses": 1
+     },
+     {
       "name": "too little progress",
       "uses": 1
      }
@@ -4226,7 +4254,7 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "add waiter",
-      "uses": 2
+      "uses": 3
      },
      {
       "name": "answer starter",
@@ -4290,7 +4318,7 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "reply",
-      "uses": 5
+      "uses": 7
      },
      {
       "name": "settle run",
@@ -4337,6 +4365,6 @@ window.XCOMPACT_CHARTS = [
     ]
    }
   },
-  "mermaid": "%% background: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"background\" as background {\n    [*] --> background__idle\n    state \"idle\" as background__idle\n    state \"selecting\" as background__selecting\n    background__selecting : invoke selectRange\n    state \"validating\" as background__validating\n    background__validating : invoke validateSpan\n    state \"opening\" as background__opening\n    background__opening : invoke openBracket\n    state \"awaitingSlot\" as background__awaitingSlot\n    state \"summarizing\" as background__summarizing {\n      [*] --> background__summarizing__preparing\n      state \"preparing\" as background__summarizing__preparing\n      state \"waitingAtThreshold\" as background__summarizing__waitingAtThreshold\n    }\n    state \"ready\" as background__ready\n    background__ready : invoke revalidate\n    state \"held\" as background__held\n    state \"committing\" as background__committing\n    background__committing : invoke commit\n    state \"flushing\" as background__flushing\n    background__flushing : invoke flush\n    state \"closing\" as background__closing\n    background__closing : invoke closeWithError\n    state \"cancelled\" as background__cancelled\n    background__cancelled : invoke closeWithError\n  }\n  background__idle --> background__selecting : step [compacting now pays]\n  background__idle --> background__selecting : step [the prepare point is reached]\n  background__idle --> background__idle : step\n  background__idle --> background__idle : await\n  background__idle --> background__idle : cancel\n  background__selecting --> background__idle : done: selectRange [nothing to compact]\n  background__selecting --> background__validating : done: selectRange\n  background__selecting --> background__idle : error: selectRange\n  background__validating --> background__idle : done: validateSpan [lock is held]\n  background__validating --> background__opening : done: validateSpan\n  background__validating --> background__idle : error: validateSpan\n  background__opening --> background__awaitingSlot : done: openBracket [the server has one slot]\n  background__opening --> background__summarizing : done: openBracket\n  background__opening --> background__idle : error: openBracket\n  background__awaitingSlot --> background__summarizing : agent.working\n  background__awaitingSlot --> background__summarizing : always [a job is waiting]\n  background__summarizing__preparing --> background__summarizing__waitingAtThreshold : always [a job is waiting]\n  background__summarizing --> background__cancelled : cancel\n  background__summarizing --> background__ready : done: summarize\n  background__summarizing --> background__closing : error: summarize\n  background__summarizing --> background__closing : after summaryDeadline\n  background__ready --> background__cancelled : cancel\n  background__ready --> background__closing : done: revalidate [span changed]\n  background__ready --> background__closing : done: revalidate [checkpoint does not shrink the span]\n  background__ready --> background__closing : done: revalidate [too little progress]\n  background__ready --> background__committing : done: revalidate [the commit is due]\n  background__ready --> background__held : done: revalidate\n  background__ready --> background__closing : error: revalidate\n  background__held --> background__ready : always [a job is waiting]\n  background__committing --> background__flushing : done: commit\n  background__committing --> background__closing : error: commit\n  background__flushing --> background__idle : done: flush\n  background__flushing --> background__idle : error: flush\n  background__closing --> background__idle : done: closeWithError\n  background__closing --> background__idle : error: closeWithError\n  background__cancelled --> background__idle : done: closeWithError\n  background__cancelled --> background__idle : error: closeWithError\n  background --> background : step [not the step must wait]\n  background --> background : step\n  background --> background : await\n  background --> background : cancel\n"
+  "mermaid": "%% background: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"background\" as background {\n    [*] --> background__idle\n    state \"idle\" as background__idle\n    state \"selecting\" as background__selecting\n    background__selecting : invoke selectRange\n    state \"validating\" as background__validating\n    background__validating : invoke validateSpan\n    state \"opening\" as background__opening\n    background__opening : invoke openBracket\n    state \"awaitingSlot\" as background__awaitingSlot\n    state \"summarizing\" as background__summarizing {\n      [*] --> background__summarizing__preparing\n      state \"preparing\" as background__summarizing__preparing\n      state \"waitingAtThreshold\" as background__summarizing__waitingAtThreshold\n    }\n    state \"ready\" as background__ready\n    background__ready : invoke revalidate\n    state \"held\" as background__held\n    state \"committing\" as background__committing\n    background__committing : invoke commit\n    state \"flushing\" as background__flushing\n    background__flushing : invoke flush\n    state \"closing\" as background__closing\n    background__closing : invoke closeWithError\n    state \"cancelled\" as background__cancelled\n    background__cancelled : invoke closeWithError\n  }\n  background__idle --> background__selecting : step [compacting now pays]\n  background__idle --> background__selecting : step [the prepare point is reached]\n  background__idle --> background__idle : step\n  background__idle --> background__idle : await\n  background__idle --> background__idle : cancel\n  background__selecting --> background__idle : done: selectRange [nothing to compact]\n  background__selecting --> background__validating : done: selectRange\n  background__selecting --> background__idle : error: selectRange\n  background__validating --> background__idle : done: validateSpan [lock is held]\n  background__validating --> background__opening : done: validateSpan\n  background__validating --> background__idle : error: validateSpan\n  background__opening --> background__awaitingSlot : done: openBracket [the server has one slot]\n  background__opening --> background__summarizing : done: openBracket\n  background__opening --> background__idle : error: openBracket\n  background__awaitingSlot --> background__summarizing : agent.working\n  background__awaitingSlot --> background__summarizing : always [a job is waiting]\n  background__summarizing__preparing --> background__summarizing__waitingAtThreshold : always [a job is waiting]\n  background__summarizing --> background__cancelled : cancel\n  background__summarizing --> background__ready : done: summarize\n  background__summarizing --> background__closing : error: summarize\n  background__summarizing --> background__closing : after summaryDeadline\n  background__ready --> background__cancelled : cancel\n  background__ready --> background__closing : done: revalidate [span changed]\n  background__ready --> background__closing : done: revalidate [checkpoint does not shrink the span]\n  background__ready --> background__closing : done: revalidate [too little progress]\n  background__ready --> background__committing : done: revalidate [the commit is due]\n  background__ready --> background__held : done: revalidate\n  background__ready --> background__closing : error: revalidate\n  background__held --> background__held : step [the step reached the threshold]\n  background__held --> background__held : step\n  background__held --> background__ready : always [a job is waiting]\n  background__committing --> background__flushing : done: commit\n  background__committing --> background__closing : error: commit\n  background__flushing --> background__idle : done: flush\n  background__flushing --> background__idle : error: flush\n  background__closing --> background__idle : done: closeWithError\n  background__closing --> background__idle : error: closeWithError\n  background__cancelled --> background__idle : done: closeWithError\n  background__cancelled --> background__idle : error: closeWithError\n  background --> background : step [not the step must wait]\n  background --> background : step\n  background --> background : await\n  background --> background : cancel\n"
  }
 ];

@@ -49,6 +49,13 @@ export interface ResolvedBudget {
    * background compaction is off for the route.
    */
   prepare: number | undefined;
+  /**
+   * With background compaction: where a step waits for a summary still being written (SPEC §13),
+   * halfway from the threshold to the message budget: threshold + floor((M − threshold) / 2). Below
+   * it the request still fits with the other half to spare for the count, so the agent goes on.
+   * Undefined when background compaction is off for the route.
+   */
+  wait: number | undefined;
   /** The tail of a compaction the cost model starts early: min(retain, retainFloorTokens ?? floor(M × 0.02)). */
   retainFloor: number;
   /** Summary output cap. */
@@ -142,6 +149,7 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
     threshold,
     retain,
     prepare,
+    wait: prepare === undefined ? undefined : threshold + Math.floor((M - threshold) / 2),
     retainFloor: Math.min(retain, config.retainFloorTokens ?? floorProduct(M, DEFAULT_RETAIN_FLOOR_RATIO)),
     maxTokens,
     userWords,

@@ -20,6 +20,13 @@ export interface PressureReading {
   contextWindow: number;
   /** Where a background summary starts (SPEC §13); absent when background compaction is off for the route. */
   prepareAt?: number;
+  /**
+   * With background compaction: where a step waits for a summary still being written, halfway
+   * from the threshold to the message budget (the other half stays a margin for the count). Between
+   * the threshold and here the request still fits, so the agent goes on; a summary ready and held
+   * is committed from the threshold, and with none in flight the threshold's relief runs as usual.
+   */
+  waitAt?: number;
   /** The provider reported a prompt above the window: it truncated the request silently (llama.cpp, Ollama). */
   silentOverflow?: { seq: number; promptTokens: number };
   /** The cost model's figures (config `economics`): whether compacting below the threshold, or pruning at it, pays. */
@@ -65,6 +72,7 @@ export function measurePressure(deps: Pick<ServiceDeps, 'session' | 'meter' | 'c
   if (concurrency !== undefined) reading.concurrency = concurrency;
   if (budget.prepare !== undefined) {
     reading.prepareAt = budget.prepare;
+    if (budget.wait !== undefined) reading.waitAt = budget.wait;
     // Unset: held until the threshold, except on one server slot, where the summary already evicted the agent's cached prompt.
     const commit = policyFor(deps.config, provider, model).backgroundCommit ?? (concurrency === 1 ? 'ready' : 'threshold');
     if (commit === 'ready') reading.commitWhenReady = true;
@@ -77,7 +85,8 @@ export function measurePressure(deps: Pick<ServiceDeps, 'session' | 'meter' | 'c
   return { kind: 'reading', reading };
 }
 
-export type EngineMeasurement = Measurement & { threshold: number | undefined; contextWindow: number | undefined };
+/** `waitAt`: with background compaction, where a step waits for a summary still being written (SPEC §13). */
+export type EngineMeasurement = Measurement & { threshold: number | undefined; contextWindow: number | undefined; waitAt?: number };
 
 /**
  * Current figures for `engine.measure()`. Plain data: `prices` (a live view over the meter,
@@ -88,15 +97,17 @@ export function measureFigures(deps: Pick<ServiceDeps, 'session' | 'meter' | 'co
   const { prices, ...m } = deps.meter.measure();
   let threshold: number | undefined;
   let contextWindow: number | undefined;
+  let waitAt: number | undefined;
   try {
     const b = routeBudget(deps);
     threshold = b.threshold;
     contextWindow = b.window;
+    waitAt = b.wait;
   } catch (err) {
     // No route or no capacity yet: the figures stay undefined. Anything else is a bug to surface.
     if (!(err instanceof BudgetError) && !(err instanceof XcompactError && err.code === 'unrouted')) throw err;
   }
-  const out = { ...m, anchor: m.anchor ? { ...m.anchor } : undefined, threshold, contextWindow } as EngineMeasurement;
+  const out = { ...m, anchor: m.anchor ? { ...m.anchor } : undefined, threshold, contextWindow, ...(waitAt !== undefined ? { waitAt } : {}) } as EngineMeasurement;
   Object.defineProperty(out, 'prices', { value: prices, enumerable: false });
   return out;
 }

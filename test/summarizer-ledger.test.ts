@@ -1,6 +1,6 @@
 /**
  * The checkpoint ledger (src/services/summarizing/ledger.ts): cumulative lists of files read
- * and modified and of unresolved errors, derived from the span, carried from checkpoint to
+ * and modified, of commands run and of unresolved errors, derived from the span, carried from checkpoint to
  * checkpoint in a machine-readable section, within the summary cap — for the extractive
  * summarizer and, over real HTTP, the OpenAI one.
  */
@@ -79,25 +79,28 @@ describe('deriveLedger', () => {
       requests: [],
       read: ['src/a b.ts', 'docs/x.md'],
       modified: ['src/b.ts'],
+      commands: ['npm test -- --run', 'grep TODO'],
       errors: [{ target: 'bash grep -n "a)" x', line: 'error: unmatched ] in [x]' }],
     };
     const text = renderLedger(ledger);
     expect(text).toBe(
       '<read-files>\nsrc/a b.ts\ndocs/x.md\n</read-files>\n<modified-files>\nsrc/b.ts\n</modified-files>\n' +
+        '<commands>\nnpm test -- --run\ngrep TODO\n</commands>\n' +
         '<unresolved-errors>\n[bash grep -n "a)" x] error: unmatched ] in [x]\n</unresolved-errors>',
     );
     const framed = frameCheckpoint(withLedger('## Current Work\n- parsing', text));
     const parsed = parseLedger(unframeCheckpoint(framed)!);
     expect(parsed.ledger).toEqual(ledger);
     expect(parsed.body).toBe('## Current Work\n- parsing');
-    expect(renderLedger({ requests: [], read: [], modified: [], errors: [] })).toBe('');
+    expect(renderLedger({ requests: [], read: [], modified: [], commands: [], errors: [] })).toBe('');
   });
 
-  it('fits a budget by dropping the oldest errors first, then read files, then modified files', () => {
+  it('fits a budget by dropping the oldest errors first, then read files, then commands, then modified files', () => {
     const ledger: Ledger = {
       requests: [],
       read: Array.from({ length: 50 }, (_, i) => `src/read${i}.ts`),
       modified: ['src/kept.ts'],
+      commands: [],
       errors: Array.from({ length: 10 }, (_, i) => ({ target: `bash make ${i}`, line: `make: *** [all] Error ${i}` })),
     };
     const all = count(renderLedger(ledger));
@@ -115,7 +118,49 @@ describe('deriveLedger', () => {
     expect(fitted.read.length).toBeGreaterThan(0);
     expect(fitted.read.at(-1)).toBe('src/read49.ts');
     expect(fitted.read).not.toContain('src/read0.ts');
-    expect(fitLedger(ledger, 0, count)).toEqual({ requests: [], read: [], modified: [], errors: [] });
+    expect(fitLedger(ledger, 0, count)).toEqual({ requests: [], read: [], modified: [], commands: [], errors: [] });
+
+    // Commands outlast the read files, not the modified ones.
+    const withCommands: Ledger = { ...ledger, errors: [], commands: Array.from({ length: 20 }, (_, i) => `npm run build:${i}`) };
+    const noRead = count(renderLedger({ ...withCommands, read: [] }));
+    const keptCommands = fitLedger(withCommands, noRead, count);
+    expect(keptCommands.read).toEqual([]);
+    expect(keptCommands.commands).toEqual(withCommands.commands);
+    const someCommands = fitLedger(withCommands, Math.floor(noRead / 2), count);
+    expect(someCommands.commands.length).toBeGreaterThan(0);
+    expect(someCommands.commands.length).toBeLessThan(20);
+    expect(someCommands.commands.at(-1)).toBe('npm run build:19');
+    expect(someCommands.modified).toEqual(['src/kept.ts']);
+  });
+
+  it('lists the commands run and the patterns searched, newest last, one line each, merged from a prior checkpoint', () => {
+    const first = deriveLedger(
+      spanOf((w) => {
+        call(w, 'bash', { command: 'npm test' }, 'ok');
+        // Codex's shell tool: an argv, a shell's -c script given as what it runs.
+        call(w, 'shell', { command: ['bash', '-lc', 'rg -n "ollama" src'], workdir: '/repo' }, 'src/a.ts:1: ollama');
+        call(w, 'shell', { command: ['git', 'status', '--short'] }, ' M src/a.ts');
+        call(w, 'grep', { pattern: 'TODO|FIXME', path: 'src' }, 'src/a.ts:3: TODO');
+        call(w, 'bash', { command: `python3 - <<'EOF'\n${'print(1)\n'.repeat(100)}EOF` }, '1');
+        // A file tool's operation is not a command.
+        call(w, 'str_replace_based_edit_tool', { command: 'view', path: 'src/d.ts' }, '1\tconst d = 4;');
+        call(w, 'bash', { command: 'npm test' }, 'ok');
+      }).events,
+    );
+    expect(first.commands.slice(0, 3)).toEqual(['rg -n "ollama" src', 'git status --short', 'grep TODO|FIXME']);
+    const heredoc = first.commands[3]!;
+    expect(heredoc.startsWith("python3 - <<'EOF' print(1) print(1)")).toBe(true);
+    expect(Array.from(heredoc).length).toBe(201); // 200 code points and "…"
+    expect(first.commands.at(-1)).toBe('npm test'); // run again: moved to the end, listed once
+    expect(first.commands).toHaveLength(5);
+    const text = renderLedger(first);
+    const second = deriveLedger(
+      spanOf((w) => {
+        w.user(frameCheckpoint(withLedger('## Current Work\n- searching', text)), COMPACTION_CHECKPOINT_SOURCE);
+        call(w, 'bash', { command: 'git status --short' }, 'clean');
+      }).events,
+    );
+    expect(second.commands).toEqual([...first.commands.filter((c) => c !== 'git status --short'), 'git status --short']);
   });
 });
 
@@ -144,11 +189,12 @@ describe("the ledger keeps the user's messages verbatim", () => {
       requests: [`Refactor the session store so that it streams\n${'details '.repeat(60)}`, 'Then run the tests'],
       read: Array.from({ length: 30 }, (_, i) => `src/read${i}.ts`),
       modified: ['src/kept.ts'],
+      commands: ['make all'],
       errors: [{ target: 'bash make', line: 'make: *** [all] Error 1' }],
     };
-    const roomy = count(renderLedger({ ...ledger, read: [], modified: [], errors: [] }));
+    const roomy = count(renderLedger({ ...ledger, read: [], modified: [], commands: [], errors: [] }));
     const fitted = fitLedger(ledger, roomy - 5, count);
-    expect(fitted).toMatchObject({ read: [], modified: [], errors: [] });
+    expect(fitted).toMatchObject({ read: [], modified: [], commands: [], errors: [] });
     expect(fitted.requests).toEqual(['Refactor the session store so that it streams', 'Then run the tests']);
     expect(count(renderLedger(fitted))).toBeLessThanOrEqual(roomy - 5);
   });

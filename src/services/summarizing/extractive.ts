@@ -19,7 +19,7 @@ export interface ExtractiveSummarizerOptions {
   /** A command or error line longer than this is cut (with "…"). Default 400 characters. */
   maxLineChars?: number;
   /**
-   * What ledger the summary carries (ledger.ts): all three lists (default), the file lists
+   * What ledger the summary carries (ledger.ts): all of its lists (default), the file lists
    * only (`files`: pi's design), or none. The bench uses the last two to give a simulated
    * peer only what its own summaries carry.
    */
@@ -44,6 +44,7 @@ export class ExtractiveSummarizer implements Summarizer {
     if (this.ledger === 'files') {
       derived.ledger.errors = [];
       derived.ledger.requests = [];
+      derived.ledger.commands = [];
       derived.resolved = [];
     }
     const text = fitWithLedger(sections, derived, request.maxTokens, request.countTokens, signal, (l) => this.line(l), request.userWordsTokens ?? 0);

@@ -1,9 +1,13 @@
 /**
  * The checkpoint ledger: the user's own messages verbatim, cumulative lists of the files the
- * agent read and modified and of the errors still unresolved, derived from the span's events,
- * merged with the ledgers of the checkpoints inside the span, and appended to the summary in a
- * fixed machine-readable form (`<user-messages>`, `<read-files>`, `<modified-files>` — pi's
- * tags — and `<unresolved-errors>`) so the next compaction parses and merges it again. The
+ * agent read and modified, of the commands it ran and the patterns it searched, and of the
+ * errors still unresolved, derived from the span's events, merged with the ledgers of the
+ * checkpoints inside the span, and appended to the summary in a fixed machine-readable form
+ * (`<user-messages>`, `<read-files>`, `<modified-files>` — pi's tags — `<commands>` and
+ * `<unresolved-errors>`) so the next compaction parses and merges it again. The agent uses its
+ * own commands again more than anything else it did (the words of a build, test or search
+ * command recur in its later calls): on the shared sessions they are most of what a checkpoint
+ * forgot that the agent needed later. The
  * user's words are what compaction loses most painfully in every harness (their goal and
  * instructions); Codex keeps them verbatim, and so does this. The lists cost a
  * few tokens per entry and survive any number of compactions, so a small retained tail loses
@@ -20,6 +24,11 @@ export interface Ledger {
   read: string[];
   /** Files written, edited, created, moved or deleted, oldest first. */
   modified: string[];
+  /**
+   * Shell commands run and patterns searched (`grep TODO`), one line each, cut at
+   * {@link MAX_COMMAND_CHARS} code points, oldest first: a command run again moves to the end.
+   */
+  commands: string[];
   /** Errors no later successful call on the same target resolved, oldest first, one per error line. */
   errors: LedgerError[];
 }
@@ -31,19 +40,23 @@ export interface LedgerError {
   line: string;
 }
 
-const TAGS = { requests: 'user-messages', read: 'read-files', modified: 'modified-files', errors: 'unresolved-errors' } as const;
+const TAGS = { requests: 'user-messages', read: 'read-files', modified: 'modified-files', commands: 'commands', errors: 'unresolved-errors' } as const;
 const MESSAGE_TAG = 'message';
 /** A user message longer than this keeps its head (with "…"): what it asks comes first. */
 export const MAX_USER_MESSAGE_CHARS = 600;
 /** What an old user message is cut to before it leaves a full ledger: its first 160 characters, or its first line of ≥ 20. */
 const USER_MESSAGE_KEY_CHARS = 160;
 const MAX_ERROR_CHARS = 400;
+/** A command's head: what it runs and on what comes first (a heredoc's body does not). */
+export const MAX_COMMAND_CHARS = 200;
 const MAX_TARGET_CHARS = 80;
 
 /** Argument keys whose value is a file or directory path. */
 const PATH_KEYS = /^(?:path|paths|file|files|filename|file_?path|filepath|target_?file|notebook_?path|source|destination|old_?path|new_?path)$/i;
 /** Argument keys whose value is a shell command. */
 const COMMAND_KEYS = /^(?:command|cmd|script)$/i;
+/** Argument keys whose value is a search pattern (`grep`, `glob`, a code search's `query`). */
+const PATTERN_KEYS = /^(?:pattern|query|glob|regex)$/i;
 /** Argument keys naming a sub-operation of a multi-purpose file tool (`str_replace_based_edit_tool`'s `command: "create"`). */
 const OP_KEYS = /^(?:command|action|operation|op|mode)$/i;
 /** Tool names or operations that change a file. */
@@ -53,7 +66,7 @@ export const ERROR_LINE =
   /\berror TS\d+\b|\b[A-Z]\w*(?:Error|Exception)\b:|^\s*(?:Error|ERROR|error)\b|\bFAIL\b|(?<!\b0 )\bfailed\b|Traceback \(most recent call last\)|\bpanic:|\bfatal:|npm ERR!|^npm error\b|command not found|No such file or directory/;
 
 export function emptyLedger(): Ledger {
-  return { requests: [], read: [], modified: [], errors: [] };
+  return { requests: [], read: [], modified: [], commands: [], errors: [] };
 }
 
 /**
@@ -74,6 +87,7 @@ export function deriveLedgerAndResolved(events: readonly SurfaceEvent[]): { ledg
   const requests = new Recency();
   const read = new Recency();
   const modified = new Recency();
+  const commands = new Recency();
   const errors = new Map<string, LedgerError>();
   const resolvedErrors = new Map<string, LedgerError>();
   const calls = new Map<string, { target: string; ranCommand: boolean }>();
@@ -104,6 +118,7 @@ export function deriveLedgerAndResolved(events: readonly SurfaceEvent[]): { ledg
       for (const r of prior.requests) requests.touch(r);
       for (const p of prior.read) read.touch(p);
       for (const p of prior.modified) modified.touch(p);
+      for (const c of prior.commands) commands.touch(c);
       for (const err of prior.errors) addError(err);
     } else if (e.type === 'assistant/message') {
       for (const b of e.data.content) {
@@ -116,6 +131,8 @@ export function deriveLedgerAndResolved(events: readonly SurfaceEvent[]): { ledg
         const changes = MODIFIES.test(op ?? b.name);
         for (const p of paths) (changes ? modified : read).touch(p);
         const command = commandArgument(args);
+        if (command !== undefined && op === undefined) commands.touch(oneLine(command, MAX_COMMAND_CHARS));
+        for (const p of patternArguments(args)) commands.touch(oneLine(`${b.name} ${p}`, MAX_COMMAND_CHARS));
         const object = paths[0] ?? (command !== undefined && op === undefined ? firstLine(command) : '');
         calls.set(b.id, { target: targetOf(`${b.name}${object === '' ? '' : ` ${object}`}`), ranCommand: command !== undefined && op === undefined });
       }
@@ -134,14 +151,14 @@ export function deriveLedgerAndResolved(events: readonly SurfaceEvent[]): { ledg
   const modifiedList = modified.list();
   const changed = new Set(modifiedList);
   return {
-    ledger: { requests: requests.list(), read: read.list().filter((p) => !changed.has(p)), modified: modifiedList, errors: [...errors.values()] },
+    ledger: { requests: requests.list(), read: read.list().filter((p) => !changed.has(p)), modified: modifiedList, commands: commands.list(), errors: [...errors.values()] },
     // An error reported again after its fix is unresolved, not resolved.
     resolved: [...resolvedErrors.values()].filter((e) => !errors.has(e.line)),
   };
 }
 
 export function isEmptyLedger(l: Ledger): boolean {
-  return l.requests.length === 0 && l.read.length === 0 && l.modified.length === 0 && l.errors.length === 0;
+  return l.requests.length === 0 && l.read.length === 0 && l.modified.length === 0 && l.commands.length === 0 && l.errors.length === 0;
 }
 
 /** A user message as the ledger keeps it: trimmed, its head when it is long. */
@@ -172,6 +189,7 @@ export function renderLedger(l: Ledger): string {
   );
   block(TAGS.read, l.read);
   block(TAGS.modified, l.modified);
+  block(TAGS.commands, l.commands);
   block(
     TAGS.errors,
     l.errors.map((e) => `[${e.target}] ${e.line}`),
@@ -181,19 +199,23 @@ export function renderLedger(l: Ledger): string {
 
 /**
  * The largest ledger whose text counts ≤ `budget` tokens: the oldest entries go first, errors
- * before read files before modified files; the user's messages last — first cut, oldest first,
- * to the words that state what they ask ({@link userMessageKey}), then dropped, oldest first.
- * An error line costs as much as ten paths and goes stale soonest; what was changed matters
- * longer; what the user asked for, longest.
+ * before read files before commands before modified files; the user's messages last — first
+ * cut, oldest first, to the words that state what they ask ({@link userMessageKey}), then
+ * dropped, oldest first. An error line costs as much as ten paths and goes stale soonest; how
+ * the agent builds, tests and searches it uses again; what was changed matters longer; what the
+ * user asked for, longest.
  */
+/** The lists a ledger over its budget loses first, in order; the user's messages go last. */
+const FIT_ORDER = ['errors', 'read', 'commands', 'modified'] as const;
+
 export function fitLedger(l: Ledger, budget: number, count: (text: string) => number): Ledger {
-  const out: Ledger = { requests: [...l.requests], read: [...l.read], modified: [...l.modified], errors: [...l.errors] };
+  const out: Ledger = { requests: [...l.requests], read: [...l.read], modified: [...l.modified], commands: [...l.commands], errors: [...l.errors] };
   if (budget <= 0) return emptyLedger();
   let total = count(renderLedger(out));
   let shortened = 0;
   while (total > budget && !isEmptyLedger(out)) {
     // Drop about the share that is over, at least one entry, from the cheapest list to lose.
-    const list: unknown[] = out.errors.length > 0 ? out.errors : out.read.length > 0 ? out.read : out.modified.length > 0 ? out.modified : out.requests;
+    const list: unknown[] = FIT_ORDER.map((k) => out[k] as unknown[]).find((x) => x.length > 0) ?? out.requests;
     const over = Math.max(1, Math.floor(((total - budget) / total) * list.length));
     if (list === out.requests && shortened < out.requests.length) {
       // Cut before dropping: the oldest messages to their key first.
@@ -257,7 +279,7 @@ export function parseLedger(summary: string): { body: string; ledger: Ledger } {
         const m = /^\[([^\]]*)\] (.*)$/.exec(x);
         return m ? { target: m[1]!, line: m[2]! } : { target: '', line: x };
       });
-    } else ledger[key as 'read' | 'modified'] = dedupe(lines);
+    } else ledger[key as 'read' | 'modified' | 'commands'] = dedupe(lines);
   }
   return { body: body.replace(/\n{3,}/g, '\n\n').trim(), ledger };
 }
@@ -304,9 +326,27 @@ export function pathArguments(args: unknown, keys: RegExp = PATH_KEYS): string[]
   return out;
 }
 
+/** Search patterns (values of pattern-like keys) at the top level of the arguments. */
+function patternArguments(args: unknown): string[] {
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) return [];
+  return Object.entries(args).flatMap(([k, v]) => (PATTERN_KEYS.test(k) && typeof v === 'string' && v.trim() !== '' ? [v.trim()] : []));
+}
+
+/**
+ * The shell command of a call: a command-like key's string, or its argv (Codex's `shell` tool:
+ * `["bash", "-lc", "rg -n foo"]`), a shell's `-c` script given as what it runs.
+ */
 function commandArgument(args: unknown): string | undefined {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) return undefined;
-  for (const [k, v] of Object.entries(args)) if (COMMAND_KEYS.test(k) && typeof v === 'string' && v.trim() !== '') return v.trim();
+  for (const [k, v] of Object.entries(args)) {
+    if (!COMMAND_KEYS.test(k)) continue;
+    if (typeof v === 'string' && v.trim() !== '') return v.trim();
+    if (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string')) {
+      const argv = v as string[];
+      const script = argv.length === 3 && /^(?:\/\S*\/)?(?:ba|z|da|k)?sh$/.test(argv[0]!) && /^-l?c$/.test(argv[1]!) ? argv[2]! : argv.join(' ');
+      if (script.trim() !== '') return script.trim();
+    }
+  }
   return undefined;
 }
 

@@ -167,6 +167,7 @@ describe('ExtractiveSummarizer rules', () => {
       requests: ['Run the tests'],
       read: [],
       modified: ['src/parse.ts'],
+      commands: ['npx vitest run test/parse.test.ts'],
       errors: [
         { target: 'bash npx vitest run test/parse.test.ts', line: 'FAIL test/parse.test.ts > splits' },
         { target: 'edit src/parse.ts', line: 'Could not find the exact text in src/parse.ts' },

@@ -39,10 +39,12 @@ export function toolStep(w: World, opts: { result?: string; open?: boolean; mode
   route(w, opts.model);
   w.writer.assistant({
     text: `step ${i}`,
-    toolCalls: [{ id: `c${i}`, name: 'bash', arguments: JSON.stringify({ command: `ls dir${i}` }) }],
+    // A tool whose arguments name no path, command or pattern: the checkpoint ledger stays empty,
+    // so a summary the server is scripted to write is the checkpoint, at the size a path asks for.
+    toolCalls: [{ id: `c${i}`, name: 'list', arguments: JSON.stringify({ dir: `dir${i}` }) }],
     ...(opts.promptTokens !== undefined ? { usage: { promptTokens: opts.promptTokens, completionTokens: 20 } } : {}),
   });
-  w.writer.toolResult(`c${i}`, opts.result ?? `file${i}.ts\n`.repeat(60), { toolName: 'bash' });
+  w.writer.toolResult(`c${i}`, opts.result ?? `file${i}.ts\n`.repeat(60), { toolName: 'list' });
   if (!opts.open) w.writer.endStep();
 }
 

@@ -210,6 +210,30 @@ describe('background compaction (SPEC §13)', () => {
     expect(types.filter((t) => t === 'compaction/start')).toHaveLength(types.filter((t) => t === 'compaction/end').length);
   });
 
+  it('a step that jumps past the wait point and the window waits for the summary, commits it, and compacts on until under the threshold: no request over the window', async () => {
+    const sum = deferredSummarizer();
+    const h = harness({ summarizer: sum, config: BG });
+    openTurn(h);
+    const i = await stepToPrepare(h);
+    const first = await sum.call(0);
+    // One tool result larger than what is left of the window.
+    const m = h.engine.measure();
+    h.toolStep(i, `${'0123456789 '.repeat(Math.ceil((m.contextWindow! - m.totalTokens) / 2))}`);
+    expect(h.engine.measure().totalTokens).toBeGreaterThan(m.contextWindow! - 500);
+    const waiting = track(h.engine.afterStep());
+    await settle();
+    expect(waiting.done()).toBe(false); // it waits for the background summary
+    first.resolve(SUMMARY);
+    // Committed, still above: the pressure path goes on (a prune, else a summary of its own).
+    const more = await Promise.race([sum.call(1).then((c) => c), waiting.value.then(() => undefined)]);
+    if (more) more.resolve(SUMMARY);
+    const r = await waiting.value;
+    h.writer.endStep();
+    expect(r.compactions.length + (r.pruned?.count ?? 0)).toBeGreaterThanOrEqual(2);
+    expect(h.engine.measure().totalTokens).toBeLessThan(h.engine.measure().threshold!);
+    expect(h.session.surface.pendingCalls()).toEqual([]);
+  });
+
   it('with no summary under way, the threshold relieves as before: the step that crosses it compacts in the foreground', async () => {
     const sum = deferredSummarizer();
     // The prepare point at the threshold: the step that crosses it finds nothing running.

@@ -28,14 +28,15 @@ describe('xcompact eval, in-process', () => {
     const server = await startOpenAIServer({ scenarios: () => ({ kind: 'reply', content: 'SUMMARY FROM THE SERVER: the agent rewired chatbot-ui from ollama to lmstudio.' }) });
     try {
       const out = sink();
-      // 24k: the rollout reaches the wait point, where a step waits for the summary over HTTP. (At 32k it
-      // ends past the threshold, short of the wait point, its summary still on the way: nothing committed.)
-      const results = await runEval([CODEX_REAL], { window: '24k', summarizer: 'openai', baseUrl: server.baseURL }, out, sink());
+      // The replay lets each background summary land before its next step (src/eval/replay.ts): over
+      // HTTP it would otherwise still be on its way when the rollout ends, past the threshold but short
+      // of the wait point, and nothing would be committed.
+      const results = await runEval([CODEX_REAL], { window: '32k', summarizer: 'openai', baseUrl: server.baseURL }, out, sink());
       const ours = results[0]!.windows[0]!.runs[0]!;
       expect(ours.policy).toBe('xcompact');
       expect(ours.compactions).toBeGreaterThan(0);
       expect(server.requests.length).toBeGreaterThanOrEqual(ours.compactions);
-      expect(out.text).toMatch(/real-rollout\.jsonl \(codex, 39 requests\) — window 24,576 tokens/);
+      expect(out.text).toMatch(/real-rollout\.jsonl \(codex, 39 requests\) — window 32,768 tokens/);
     } finally {
       await server.close();
     }

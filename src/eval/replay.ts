@@ -6,7 +6,14 @@
  * Recorded provider usage is dropped: it counts the prompts of the original, never-compacted
  * run, so anchoring the replayed meter to it would measure a conversation the replay no
  * longer has.
+ *
+ * A background summary under way is let land before the next event: a replay runs its steps in
+ * microseconds, a live agent in seconds, and a summary over HTTP would otherwise still be on its
+ * way at every later step, so the figures would depend on the summarizer's latency. Every
+ * summarizer is then replayed alike (the extractive one is done by then anyway): the summary of
+ * a live agent whose steps take longer than a summary.
  */
+import type { AnyActorRef } from 'xstate';
 import type { AfterStepResult, CompactionEngine } from '../engine';
 import type { AppendInput, SessionEvent } from '../session/events';
 import type { Session } from '../session/session';
@@ -24,7 +31,11 @@ export async function replayThroughEngine(
 ): Promise<AfterStepResult[]> {
   const results: AfterStepResult[] = [];
   for (const e of source.events()) {
-    if (e.type === 'step/end') results.push(await engine.afterStep());
+    if (e.type === 'step/end') {
+      const r = await engine.afterStep();
+      results.push(r);
+      if (r.status === 'preparing') await backgroundLanded(engine);
+    }
     if (e.type === 'assistant/message') hooks.beforeReply?.(e);
     const data = e.type === 'assistant/message' ? withoutUsage(e.data) : e.data;
     const input = { type: e.type, data } as AppendInput;
@@ -38,4 +49,28 @@ export async function replayThroughEngine(
 function withoutUsage<T extends { usage?: unknown }>(data: T): Omit<T, 'usage'> {
   const { usage: _dropped, ...rest } = data;
   return rest;
+}
+
+/** States of the background chart in which its run waits for nothing the replay does not send. */
+const UNDER_WAY = new Set(['selecting', 'validating', 'opening', 'summarizing', 'ready', 'committing', 'flushing', 'closing', 'cancelled']);
+
+/** Until the background run, if one is under way, is held, has ended, or waits for the agent's next reply (one slot). */
+function backgroundLanded(engine: CompactionEngine): Promise<void> {
+  const ref = (engine.actor.getSnapshot().context as { backgroundRef?: AnyActorRef }).backgroundRef;
+  const busy = () => {
+    const v = ref?.getSnapshot().value as unknown;
+    return UNDER_WAY.has(typeof v === 'string' ? v : Object.keys((v ?? {}) as object)[0] ?? '');
+  };
+  if (!ref || !busy()) return Promise.resolve();
+  return new Promise((resolve) => {
+    const sub = ref.subscribe({
+      next: () => {
+        if (busy()) return;
+        sub.unsubscribe();
+        resolve();
+      },
+      complete: () => resolve(),
+      error: () => resolve(),
+    });
+  });
 }

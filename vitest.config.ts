@@ -16,7 +16,7 @@ export default defineConfig({
     globalSetup: ['test/helpers/pg-global-setup.ts'],
     // One worker more than the cores. vitest's default (one fewer) ran the suite file after file
     // on 2 cores; one per core still left a core idle whenever a file waited, and most do as much
-    // as they compute: on child processes, servers and timers (test/llama-one-slot.test.ts: 20 s
+    // as they compute: on child processes, servers and timers (test/testing/llama-one-slot.test.ts: 20 s
     // for 4 s of CPU, the loop-check files: 40 s for 20 s).
     maxWorkers: availableParallelism() + 1,
     // The slowest files first, also on a fresh clone (test/helpers/suite-plan.ts).

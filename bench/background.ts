@@ -14,7 +14,7 @@
 import OpenAI from 'openai';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { createCompactionEngine, type AfterStepResult, type EngineNotification } from '../src/engine.js';
+import { createCompactionEngine, type AfterStepResult, type EngineNotification } from '../src/engine/facade.js';
 import { OpenAISummarizer } from '../src/services/summarizing';
 import { Session } from '../src/session/session.js';
 import { SessionWriter } from '../src/session/writer.js';

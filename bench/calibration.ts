@@ -25,13 +25,14 @@
  */
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { createCompactionEngine } from '../src/engine.js';
+import { createCompactionEngine } from '../src/engine/facade.js';
 import { CalibrationState, countNode, emptyCounts, type NodeCounts } from '../src/services/metering';
 import { TokenMeter } from '../src/services/metering';
 import { ExtractiveSummarizer } from '../src/services/summarizing';
 import { getTokenizer, splitOverlongRuns } from '../src/services/metering';
 import { createGptTokenizer } from '../src/services/metering';
-import { Session, importPiFile, type AppendInput, type SessionEvent, type SurfaceEvent } from '../src/session/index.js';
+import { Session, type AppendInput, type SessionEvent, type SurfaceEvent } from '../src/session/index.js';
+import { importPiFile } from '../src/transcripts/index.js';
 import { findPiData } from '../test/helpers/pi-data.js';
 import { randomText as randomTextFrom } from '../test/helpers/random-text.js';
 

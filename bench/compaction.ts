@@ -20,10 +20,11 @@
  */
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { createCompactionEngine } from '../src/engine.js';
+import { createCompactionEngine } from '../src/engine/facade.js';
 import { ExtractiveSummarizer } from '../src/services/summarizing';
 import { selectRange } from '../src/services/selection';
-import { Session, importPiFile } from '../src/session/index.js';
+import { Session } from '../src/session/index.js';
+import { importPiFile } from '../src/transcripts/index.js';
 import { findPiData } from '../test/helpers/pi-data.js';
 import { replayThroughEngine } from '../src/eval/replay.js';
 

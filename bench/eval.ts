@@ -11,7 +11,7 @@
 import { pathToFileURL } from 'node:url';
 import { evaluateWindow } from '../src/eval/index.js';
 import { withoutCompactions } from '../src/eval/lived.js';
-import { importTranscriptFile } from '../src/session/import-transcript.js';
+import { importTranscriptFile } from '../src/transcripts/import.js';
 import { Session } from '../src/session/session.js';
 import { findPiData } from '../test/helpers/pi-data.js';
 import { CLAUDE_REAL } from '../test/helpers/transcripts.js';

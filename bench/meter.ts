@@ -24,7 +24,8 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { TokenMeter } from '../src/services/metering';
 import { getTokenizer, messageOverhead, type Tokenizer, type TokenizerName } from '../src/services/metering';
-import { Session, importPiFile, type AppendInput, type ChatMessage, type SurfaceEvent } from '../src/session/index.js';
+import { Session, type AppendInput, type ChatMessage, type SurfaceEvent } from '../src/session/index.js';
+import { importPiFile } from '../src/transcripts/index.js';
 
 const DEFAULT_SESSION = fileURLToPath(new URL('../test/fixtures/pi-large-session.jsonl', import.meta.url));
 const SIZES = [1_000, 10_000, 100_000] as const;

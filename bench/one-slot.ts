@@ -17,7 +17,7 @@
 import OpenAI from 'openai';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { createCompactionEngine, type EngineNotification } from '../src/engine.js';
+import { createCompactionEngine, type EngineNotification } from '../src/engine/facade.js';
 import { Session } from '../src/session/session.js';
 import { SessionWriter } from '../src/session/writer.js';
 import { estimatePromptTokens, startOpenAIServer, type ChatRequestBody } from '../src/testing/openai-server.js';

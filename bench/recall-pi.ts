@@ -6,14 +6,15 @@
  * are not in the request, and how many of those one recall call with the fact as its query
  * returns (the answer's text holds the fact verbatim). Goal: all of them.
  */
-import { createCompactionEngine } from '../src/engine.js';
+import { createCompactionEngine } from '../src/engine/facade.js';
 import { FactIndex } from '../src/eval/fact-index.js';
 import { factsOf, messageText, transcriptOf } from '../src/eval/memory.js';
 import { replayThroughEngine } from '../src/eval/replay.js';
 import { RecallIndex, recallTool } from '../src/services/recall/index.js';
 import { ExtractiveSummarizer } from '../src/services/summarizing/index.js';
 import type { ChatMessage } from '../src/session/derive.js';
-import { importPiFile, Session } from '../src/session/index.js';
+import { Session } from '../src/session/index.js';
+import { importPiFile } from '../src/transcripts/index.js';
 import { findPiData } from '../test/helpers/pi-data.js';
 
 interface Needed {

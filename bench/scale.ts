@@ -24,10 +24,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createCompactionEngine } from '../src/engine.js';
-import { importPiFile, JsonlStore, Session, SessionWriter } from '../src/session/index.js';
+import { createCompactionEngine } from '../src/engine/facade.js';
+import { JsonlStore, Session, SessionWriter } from '../src/session/index.js';
+import { importPiFile } from '../src/transcripts/index.js';
 import { parseConfig, tokenizerNameFor } from '../src/services/config';
-import type { ServiceDeps } from '../src/services/context';
+import type { ServiceDeps } from '../src/services/core';
 import { TokenMeter } from '../src/services/metering';
 import { selectSpan } from '../src/services/selection';
 import { buildSummaryRequest } from '../src/services/transaction';
@@ -374,7 +375,7 @@ export async function summaryPricing(corpus: Corpus, print: (l: string) => void)
   let spanTokens = 0;
   for (let p = range.startPos; p <= range.endPos; p++) spanTokens += meter.priceAt(p);
   print(`3. bounding a summary of ${range.endPos - range.startPos + 1} nodes (${spanTokens.toLocaleString('en-US')} tokens) for a 32k window (${ours1.out.bounding?.mode}, ${ours1.out.bounding?.chunks} chunk(s))`);
-  print(`   with the meter's prices ${ours.toFixed(0)} ms, re-tokenizing the span ${base.toFixed(0)} ms: ratio ours ÷ before = ${(ours / base).toFixed(3)}× (each span text tokenized 0 times more: test/summary-prices.test.ts counts it)`);
+  print(`   with the meter's prices ${ours.toFixed(0)} ms, re-tokenizing the span ${base.toFixed(0)} ms: ratio ours ÷ before = ${(ours / base).toFixed(3)}× (each span text tokenized 0 times more: test/services/metering/summary-prices.test.ts counts it)`);
 }
 
 /** Part 4: deriveMessages() right after one append, at 1k and 100k surface nodes. */

@@ -18,7 +18,7 @@
  */
 import OpenAI from 'openai';
 import { pathToFileURL } from 'node:url';
-import { createCompactionEngine } from '../src/engine.js';
+import { createCompactionEngine } from '../src/engine/facade.js';
 import { CountPrefetch, getTokenizer, ProvisionalPrices, ServerTokenizer, TokenMeter } from '../src/services/metering/index.js';
 import { Session } from '../src/session/session.js';
 import { SessionWriter } from '../src/session/writer.js';

@@ -1,16 +1,16 @@
 /**
  * `npm run coverage:transitions`: per chart, the transitions it must have (required: written down
- * from SPEC.md in test/graph/required.ts) and the ones it has (present: read from its config), and
+ * from SPEC.md in test/machines/required.ts) and the ones it has (present: read from its config), and
  * how many of required ∪ present the generated test paths cover. A required transition deleted
  * from a chart shows as missing. Also: the generated paths, how many of them force an outcome no
- * real condition produces, the states a crash path covers (test/graph/crash.test.ts), and what
+ * real condition produces, the states a crash path covers (test/machines/crash.test.ts), and what
  * @xstate/graph's shortest paths alone would cover. Exits non-zero when anything is missing.
- * The paths run on the real engine in test/graph/<chart>.test.ts, which checks run-time coverage.
+ * The paths run on the real engine in test/machines/<chart>.test.ts, which checks run-time coverage.
  */
-import { FORCED_OUTCOMES, SPECS, allCoverage, forcedPaths } from '../test/graph/catalogs';
-import { crashPathFor } from '../test/graph/crash-paths';
-import { shortestPathsBaseline, type MachineSpec } from '../test/graph/paths';
-import { ESCALATED, crashStates, requiredCoverage } from '../test/graph/required';
+import { FORCED_OUTCOMES, SPECS, allCoverage, forcedPaths } from '../test/machines/catalogs';
+import { crashPathFor } from '../test/machines/crash-paths';
+import { shortestPathsBaseline, type MachineSpec } from '../test/machines/paths';
+import { ESCALATED, crashStates, requiredCoverage } from '../test/machines/required';
 
 const pad = (s: string | number, n: number) => String(s).padEnd(n);
 const problems: string[] = [];

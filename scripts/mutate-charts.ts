@@ -1,8 +1,8 @@
 /**
  * `npm run mutate:charts`: mutation testing of the statecharts. For every chart, one mutant at
  * a time (a transition deleted, retargeted, its guard dropped or negated, an action dropped: see
- * test/graph/mutants.ts) runs that chart's generated path tests, and only those, on the real
- * engine (test/graph/mutate.run.ts). Charts run in a pool of worker processes
+ * test/machines/mutants.ts) runs that chart's generated path tests, and only those, on the real
+ * engine (test/machines/mutate.run.ts). Charts run in a pool of worker processes
  * (MUTATE_WORKERS, default 2: one per core); a worker whose mutant makes no progress for
  * MUTATE_STALL_MS (a chart that loops without end never yields to a timer) is killed, the
  * mutant counted as killed, and a new worker goes on from the next mutant.
@@ -15,7 +15,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { MutationLine } from '../test/graph/mutate.run';
+import type { MutationLine } from '../test/machines/mutate.run';
 
 const CHARTS = ['engine', 'pressure', 'background', 'transaction', 'overflow', 'gate', 'manual']; // longest first
 const chosen = process.env.MUTATE_CHARTS ? process.env.MUTATE_CHARTS.split(',') : CHARTS;

@@ -3,7 +3,7 @@
 // than the main entry: these follow the internals. Everything in `xcompact` is not repeated.
 
 // The charts themselves, for inspection, visualisation and model-based tests.
-export { engineMachine } from './machines/engine';
+export { compactionMachine } from './machines/compaction';
 export { pressureMachine } from './machines/pressure';
 export { overflowMachine } from './machines/overflow';
 export { manualMachine } from './machines/manual';

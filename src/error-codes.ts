@@ -5,7 +5,7 @@
  * this file; src/index.ts exports it.
  */
 import { XcompactError as BaseError } from './errors';
-import type { CompactionErrorCode } from './services/context';
+import type { CompactionErrorCode } from './services/core';
 import type { BudgetErrorCode } from './services/config';
 import type { SummarizerErrorCode } from './services/summarizing';
 import type { StoreErrorCode } from './session/errors';

@@ -16,7 +16,7 @@ export {
   type RequestErrorAction,
   type EngineNotification,
   type EngineServices,
-} from './engine';
+} from './engine/facade';
 export type { CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, PressureReading, PressureEconomics, Trigger, OpenedBracket } from './machines/types';
 export type { EngineMeasurement } from './services/pressure';
 // The drop-in: your own openai loop and messages, with `withCompaction(new OpenAI(), { session })`.
@@ -28,80 +28,18 @@ export {
   type Compaction,
   type CompactingClient,
   type DropInErrorCode,
-} from './drop-in/index';
+} from './adapters/drop-in/index';
 // The engine as a machine a host machine invokes (examples/xstate-agent.ts).
-export { createCompactionMachine, type CompactionMachineOptions } from './compaction-machine';
-export type { CompactionEmitted, EngineRequest, SettledResult, ShutdownEvent } from './machines/engine';
+export { createCompactionMachine, type CompactionMachineOptions } from './engine/assembly';
+export type { CompactionEmitted, EngineRequest, SettledResult, ShutdownEvent } from './machines/compaction';
 export type { PressureStatus, PressureOutput, EconomicDecision } from './machines/pressure';
 export type { ModelPrices, SessionPace, EconomicVerdict, ReliefVerdict, ReliefChoice } from './services/economics';
 export type { DeclineReason, OverflowOutput } from './machines/overflow';
 export type { ManualOutput } from './machines/manual';
 
 // The durable session model.
-export {
-  Session,
-  SessionWriter,
-  MemoryStore,
-  JsonlStore,
-  PostgresStore,
-  StoreError,
-  SessionRuleError,
-  importPiFile,
-  importPiTranscript,
-  PiImportError,
-  importClaudeCodeFile,
-  importClaudeCodeTranscript,
-  importCodexFile,
-  importCodexTranscript,
-  importTranscript,
-  importTranscriptFile,
-  detectTranscriptFormat,
-  TranscriptImportError,
-  isCheckpoint,
-  type SessionOptions,
-  type SessionListener,
-  type LockState,
-  type RecoveryReport,
-  type SessionStore,
-  type StoredLog,
-  type LogWriter,
-  type LoadReport,
-  type StoredSnapshot,
-  type JsonlStoreOptions,
-  type PostgresStoreOptions,
-  type PgPool,
-  type RequestEnvelope,
-  type AssistantReply,
-  type CompletionMessage,
-  type CompletionToolCall,
-  type CompletionUsage,
-  type UserContent,
-  type PiImportReport,
-  type PiImportOptions,
-  type TranscriptImportOptions,
-  type TranscriptImportReport,
-  type TranscriptHarness,
-  type TranscriptFormat,
-  type Detection,
-  type SurfaceView,
-  type SurfaceChange,
-  type ChatMessage,
-  type StoreErrorCode,
-  type TextBlock,
-  type ReasoningBlock,
-  type ToolCallBlock,
-  type ImageBlock,
-  type ContentBlock,
-  type Usage,
-  type EventType,
-  type EventData,
-  type SurfaceType,
-  type SurfaceOp,
-  type ReplaceOp,
-  type SessionEvent,
-  type AppendInput,
-  type SurfaceEvent,
-} from './session/index';
+export { Session, SessionWriter, MemoryStore, JsonlStore, PostgresStore, StoreError, SessionRuleError, isCheckpoint, type SessionOptions, type SessionListener, type LockState, type RecoveryReport, type SessionStore, type StoredLog, type LogWriter, type LoadReport, type StoredSnapshot, type JsonlStoreOptions, type PostgresStoreOptions, type PgPool, type RequestEnvelope, type AssistantReply, type CompletionMessage, type CompletionToolCall, type CompletionUsage, type UserContent, type SurfaceView, type SurfaceChange, type ChatMessage, type StoreErrorCode, type TextBlock, type ReasoningBlock, type ToolCallBlock, type ImageBlock, type ContentBlock, type Usage, type EventType, type EventData, type SurfaceType, type SurfaceOp, type ReplaceOp, type SessionEvent, type AppendInput, type SurfaceEvent } from './session/index';
+export { importPiFile, importPiTranscript, PiImportError, importClaudeCodeFile, importClaudeCodeTranscript, importCodexFile, importCodexTranscript, importTranscript, importTranscriptFile, detectTranscriptFormat, TranscriptImportError, type PiImportReport, type PiImportOptions, type TranscriptImportOptions, type TranscriptImportReport, type TranscriptHarness, type TranscriptFormat, type Detection } from './transcripts/index';
 
 // Configuration: validate early; the engine validates again at creation.
 export {

@@ -7,10 +7,10 @@
  * out/machines.js        the charts' graphs (visualizer/graph.ts) for the viewer (a script: file:// cannot fetch)
  * out/sample-trace.js    a recorded compaction the viewer can replay (index.html?trace=out/sample-trace.js)
  *
- * out/<name>.png         a screenshot of the viewer at 1600×1000, written by test/visualizer-browser.test.ts
+ * out/<name>.png         a screenshot of the viewer at 1600×1000, written by test/visualizer/browser.test.ts
  *                        when XCOMPACT_SCREENSHOTS=visualizer/out (not by this script)
  *
- * out/ is committed and test/visualizer.test.ts fails when it is stale; vendor/ is not committed.
+ * out/ is committed and test/visualizer/export.test.ts fails when it is stale; vendor/ is not committed.
  */
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';

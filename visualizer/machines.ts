@@ -1,7 +1,7 @@
 /** The charts the visualizer exports, in the order the viewer shows them. */
 import type { AnyStateMachine } from 'xstate';
 import { backgroundMachine } from '../src/machines/background';
-import { engineMachine } from '../src/machines/engine';
+import { compactionMachine } from '../src/machines/compaction';
 import { gateMachine } from '../src/machines/gate';
 import { manualMachine } from '../src/machines/manual';
 import { overflowMachine } from '../src/machines/overflow';
@@ -17,7 +17,7 @@ export interface ChartEntry {
 }
 
 export const charts: ChartEntry[] = [
-  { name: 'engine', machine: engineMachine, source: 'src/machines/engine.ts' },
+  { name: 'engine', machine: compactionMachine, source: 'src/machines/compaction.ts' },
   { name: 'pressure', machine: pressureMachine, source: 'src/machines/pressure.ts' },
   { name: 'overflow', machine: overflowMachine, source: 'src/machines/overflow.ts' },
   { name: 'manual', machine: manualMachine, source: 'src/machines/manual.ts' },

@@ -7,7 +7,7 @@
  * `npm run visualize` writes it as visualizer/out/sample-trace.js with a counting clock, so the
  * committed copy is byte-for-byte reproducible; the browser test records it with the real clock.
  */
-import { createCompactionEngine, type AfterStepResult, type CompactionRecord } from '../src/engine';
+import { createCompactionEngine, type AfterStepResult, type CompactionRecord } from '../src/engine/facade';
 import { Session, SessionWriter } from '../src/session/index';
 import { createTraceRecorder, type Trace, type TraceRecorder } from '../src/trace';
 

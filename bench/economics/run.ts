@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { evaluateWindow, partOf, stitched, withoutCompactions, PEERS, PRICE_TABLE, CACHE_MODEL, DEFAULT_WINDOWS, type PolicyRun, type WindowEval } from '../../src/eval/index.js';
-import * as sessionModule from '../../src/session/index.js';
+import * as sessionModule from '../../src/transcripts/index.js';
 import { Session } from '../../src/session/index.js';
 import { findPiData } from '../../test/helpers/pi-data.js';
 import { costRecallChart } from './chart.js';
@@ -25,7 +25,7 @@ const OUT = fileURLToPath(new URL('../out/', import.meta.url));
 
 type Importer = (session: Session, path: string) => Promise<unknown>;
 
-/** Every file importer src/session/ exports (`importPiFile`, and any other `import…File`). */
+/** Every file importer src/transcripts/ exports (`importPiFile`, and any other `import…File`). */
 function importers(): Array<{ name: string; run: Importer }> {
   return Object.entries(sessionModule)
     .filter(([k, v]) => /^import\w+File$/.test(k) && typeof v === 'function')

@@ -11,7 +11,7 @@
  * (histograms, ms).
  */
 import { metrics, SpanStatusCode, trace, type Attributes, type Meter, type Span, type Tracer } from '@opentelemetry/api';
-import type { CompactionEngine, EngineNotification } from '../engine';
+import type { CompactionEngine, EngineNotification } from '../engine/facade';
 
 export interface InstrumentOptions {
   /** Default: `trace.getTracer('xcompact')` (the app's registered provider). */

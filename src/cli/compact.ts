@@ -7,7 +7,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import OpenAI, { APIConnectionError, AuthenticationError, NotFoundError, PermissionDeniedError } from 'openai';
-import { CompactionError, createCompactionEngine } from '../engine';
+import { CompactionError, createCompactionEngine } from '../engine/facade';
 import { Session } from '../session/session';
 import { JsonlStore } from '../session/stores/jsonl';
 import { checkSessionId, type LoadReport } from '../session/store';

@@ -4,14 +4,14 @@
  * replayed there (see ReadOnlyJsonlStore); nothing is written next to it.
  */
 import { basename, join } from 'node:path';
-import { createCompactionEngine } from '../engine';
+import { createCompactionEngine } from '../engine/facade';
 import { isCheckpoint, type EventType, type SessionEvent } from '../session/events';
 import type { Session } from '../session/session';
 import { BudgetError, modelInfoFor, resolveBudget, tokenizerNameFor } from '../services/config';
 import { CliError } from './errors';
 import { loadConfig } from './config-file';
-import type { TranscriptImportReport } from '../session/import-common';
-import type { TranscriptFormat } from '../session/import-detect';
+import type { TranscriptImportReport } from '../transcripts/common';
+import type { TranscriptFormat } from '../transcripts/detect';
 import { HARNESS_NAMES, detectFormat, loadSessionReadOnly, openPostgresSession, parseRoute, postgresRef, readInput } from './load';
 import { createStyle, fmt, pct, table, useColor, type CliEnv } from './ui';
 

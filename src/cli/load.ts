@@ -7,11 +7,11 @@
 import { readFile, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { XcompactError } from '../errors';
-import type { TranscriptImportReport } from '../session/import-common';
-import { detectTranscriptFormat, FORMAT_LABELS, type TranscriptFormat } from '../session/import-detect';
-import type { PiImportReport } from '../session/import-pi';
-import { importPiTranscript } from '../session/import-pi';
-import { importTranscript } from '../session/import-transcript';
+import type { TranscriptImportReport } from '../transcripts/common';
+import { detectTranscriptFormat, FORMAT_LABELS, type TranscriptFormat } from '../transcripts/detect';
+import type { PiImportReport } from '../transcripts/pi';
+import { importPiTranscript } from '../transcripts/pi';
+import { importTranscript } from '../transcripts/import';
 import { Session } from '../session/session';
 import { StoreError } from '../session/errors';
 import { checkSessionId, type LogWriter, type SessionStore, type StoredLog } from '../session/store';

@@ -6,7 +6,7 @@
  * The input is a Session of imported events (any importer: pi, Claude Code, Codex…), never a
  * file format: the replay sees only the event log.
  */
-import type { CompactionEngineOptions } from '../engine';
+import type { CompactionEngineOptions } from '../engine/facade';
 import type { Summarizer } from '../services/summarizing';
 import type { ChatMessage } from '../session/derive';
 import type { Session } from '../session/session';

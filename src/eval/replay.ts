@@ -14,7 +14,7 @@
  * a live agent whose steps take longer than a summary.
  */
 import type { AnyActorRef } from 'xstate';
-import type { AfterStepResult, CompactionEngine } from '../engine';
+import type { AfterStepResult, CompactionEngine } from '../engine/facade';
 import type { AppendInput, SessionEvent } from '../session/events';
 import type { Session } from '../session/session';
 

@@ -4,7 +4,7 @@
  * extractive summarizer and summary cap. Its summary requests are billed as the OpenAI
  * summarizer would send them: system prompt, kept checkpoints, the span, the instruction.
  */
-import { createCompactionEngine, type CompactionEngineOptions } from '../engine';
+import { createCompactionEngine, type CompactionEngineOptions } from '../engine/facade';
 import { buildInstruction, ExtractiveSummarizer, type Summarizer, type SummaryRequest, type SummaryResult } from '../services/summarizing';
 import type { ChatMessage } from '../session/derive';
 import type { SessionEvent } from '../session/events';

@@ -8,12 +8,12 @@ import type { RangeSelection } from '../services/selection';
 
 export type {
   Trigger, Mode, CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, SpanCheck, SummaryOutcome, Verdict, OpenedBracket, CommitRecord,
-} from '../services/context';
+} from '../services/core';
 export type { PressureReading, ReadingResult } from '../services/pressure';
 export type { PressureEconomics, EconomicDecision } from '../services/economics';
 import type {
   Trigger, Mode, CompactionErrorCode, ErrorInfo, SummaryOutcome, CommitRecord,
-} from '../services/context';
+} from '../services/core';
 import type { PressureReading } from '../services/pressure';
 import type { EconomicDecision } from '../services/economics';
 

@@ -17,10 +17,4 @@ export {
   type CompletionToolCall,
   type CompletionUsage,
 } from './writer';
-export { importPiTranscript, importPiFile, PiImportError, type PiImportReport, type PiImportOptions } from './import-pi';
-export { importClaudeCodeTranscript, importClaudeCodeFile, type TranscriptImportOptions } from './import-claude';
-export { importCodexTranscript, importCodexFile } from './import-codex';
-export { importTranscript, importTranscriptFile } from './import-transcript';
-export { detectTranscriptFormat, type TranscriptFormat, type Detection } from './import-detect';
-export { TranscriptImportError, type TranscriptImportReport, type TranscriptHarness } from './import-common';
 export { PostgresStore, type PostgresStoreOptions, type PgPool } from './stores/postgres';

@@ -20,7 +20,7 @@ export type UserContent = string | Array<TextBlock | ImageBlock>;
 
 // The few fields of a chat-completions reply this writer reads, as plain structural types: the
 // session layer depends on no provider SDK, and an OpenAI SDK object (ChatCompletionMessage,
-// CompletionUsage, ChatCompletionTool) is accepted as it is (test/session-writer-types.test.ts).
+// CompletionUsage, ChatCompletionTool) is accepted as it is (test/session/writer-types.test.ts).
 
 /** A tool call of a completion message; only `function` calls can be recorded. */
 export interface CompletionToolCall {

@@ -4,14 +4,14 @@
  */
 import { Session } from '../../src/session/session';
 import { SessionWriter } from '../../src/session/writer';
-import { createCompactionEngine, type CompactionEngine, type AfterStepResult, type CompactionEngineOptions, type EngineNotification } from '../../src/engine';
+import { createCompactionEngine, type CompactionEngine, type AfterStepResult, type CompactionEngineOptions, type EngineNotification } from '../../src/engine/facade';
 import type { Summarizer, SummaryRequest, SummaryResult } from '../../src/services/summarizing';
 import { SummarizerError } from '../../src/services/summarizing';
 import { frameCheckpoint } from '../../src/services/summarizing';
 import { getTokenizer } from '../../src/services/metering';
 
 export const SMALL_MODEL = { 'test/small': { contextWindow: 6000, maxOutputTokens: 500 } };
-// The cost model off: these tests are about the threshold's rules (test/economics-engine.test.ts has the cost model's).
+// The cost model off: these tests are about the threshold's rules (test/engine/economics.test.ts has the cost model's).
 export const SMALL_CONFIG = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false } as const;
 export const SYSTEM_PROMPT = 'You are a coding agent. Keep answers short.';
 

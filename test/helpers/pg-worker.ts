@@ -1,5 +1,5 @@
 /**
- * One worker process of the multi-process PostgresStore test (test/store-multiprocess.test.ts).
+ * One worker process of the multi-process PostgresStore test (test/session/stores/multiprocess.test.ts).
  *
  * It loops over random sessions: open as writer (a live lease elsewhere → try another),
  * recover() what a stopped writer left, append one turn, and compact when the surface is

@@ -2,7 +2,7 @@
  * Sessions with history off the surface, made by the real engine (extractive summaries, no
  * model) and the real pruner: a coding agent that reads files, hits an error, writes a file.
  */
-import { createCompactionEngine } from '../../src/engine';
+import { createCompactionEngine } from '../../src/engine/facade';
 import { Session } from '../../src/session/session';
 import { SessionWriter } from '../../src/session/writer';
 import { applyPrune, planPrune } from '../../src/services/pruning';

@@ -1,5 +1,5 @@
 /**
- * A process that races others to open one JsonlStore session (test/store-race.test.ts forks
+ * A process that races others to open one JsonlStore session (test/session/stores/race.test.ts forks
  * it with `node --import tsx`). Driven over IPC, one trial at a time:
  *   arm {dir, id, go, trial}  → `armed`, then spin until the file `go` exists (the shared start
  *                               barrier), then Session.open;

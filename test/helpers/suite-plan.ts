@@ -11,11 +11,11 @@
  * or `vi.doMock` is listed.
  */
 export const ISOLATED_FILES: readonly string[] = [
-  'test/ai-sdk-ai7.test.ts', // vi.mock('ai')
-  'test/cli-pathological.test.ts', // 50 MB inputs: after other files' leftovers in the heap, GC took minutes
-  'test/summary-prices.test.ts', // vi.mock of the tokenizer module
-  'test/tokenizer.test.ts', // checks which tokenizer packages are loaded
-  'test/visualizer.test.ts', // the committed sample trace's actor ids come from XState's counters
+  'test/adapters/ai-sdk/ai7.test.ts', // vi.mock('ai')
+  'test/cli/pathological.test.ts', // 50 MB inputs: after other files' leftovers in the heap, GC took minutes
+  'test/services/metering/summary-prices.test.ts', // vi.mock of the tokenizer module
+  'test/services/metering/tokenizer.test.ts', // checks which tokenizer packages are loaded
+  'test/visualizer/export.test.ts', // the committed sample trace's actor ids come from XState's counters
 ];
 
 /**
@@ -26,27 +26,27 @@ export const ISOLATED_FILES: readonly string[] = [
  * run's times instead. Only the order depends on these.
  */
 export const SLOW_FILES: Readonly<Record<string, number>> = {
-  'test/cli-eval.test.ts': 31,
-  'test/store-multiprocess.test.ts': 30,
-  'test/visualizer-browser.test.ts': 29,
-  'test/llama-one-slot.test.ts': 17,
-  'test/store-race.test.ts': 15,
-  'test/engine-property.test.ts': 11,
-  'test/docs.test.ts': 11,
-  'test/loop-check.test.ts': 11,
-  'test/drop-in-examples.test.ts': 11,
-  'test/loop-check-ai-sdk.test.ts': 9,
-  'test/summary-stall.test.ts': 9,
-  'test/cli.test.ts': 8,
-  'test/loop-check-agent-loop.test.ts': 8,
-  'test/loop-check-xstate.test.ts': 8,
-  'test/graph/crash.test.ts': 8,
-  'test/cli-pathological.test.ts': 8,
-  'test/loop-check-drop-in.test.ts': 7,
-  'test/agent-loop-input.test.ts': 7,
-  'test/tokenizer-linear.test.ts': 7,
-  'test/llama-stale-usage.test.ts': 6,
-  'test/chromium-locator.test.ts': 5,
+  'test/cli/eval.test.ts': 31,
+  'test/session/stores/multiprocess.test.ts': 30,
+  'test/visualizer/browser.test.ts': 29,
+  'test/testing/llama-one-slot.test.ts': 17,
+  'test/session/stores/race.test.ts': 15,
+  'test/engine/property.test.ts': 11,
+  'test/project/docs.test.ts': 11,
+  'test/testing/loop-check.test.ts': 11,
+  'test/adapters/drop-in/examples.test.ts': 11,
+  'test/testing/loop-check-ai-sdk.test.ts': 9,
+  'test/services/summarizing/stall.test.ts': 9,
+  'test/cli/program.test.ts': 8,
+  'test/testing/loop-check-agent-loop.test.ts': 8,
+  'test/testing/loop-check-xstate.test.ts': 8,
+  'test/machines/crash.test.ts': 8,
+  'test/cli/pathological.test.ts': 8,
+  'test/testing/loop-check-drop-in.test.ts': 7,
+  'test/engine/agent-loop-input.test.ts': 7,
+  'test/services/metering/tokenizer-linear.test.ts': 7,
+  'test/testing/llama-stale-usage.test.ts': 6,
+  'test/visualizer/chromium-locator.test.ts': 5,
 };
 
 /**

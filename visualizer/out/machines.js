@@ -3,7 +3,7 @@ window.XCOMPACT_CHARTS = [
  {
   "name": "engine",
   "id": "engine",
-  "source": "src/machines/engine.ts",
+  "source": "src/machines/compaction.ts",
   "states": [
    {
     "id": "engine",

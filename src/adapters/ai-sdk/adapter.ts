@@ -33,7 +33,7 @@ import type {
   LanguageModelV3Prompt,
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
-import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../../engine';
+import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../../engine/facade';
 import type { SurfaceEvent } from '../../session/events';
 import type { Session } from '../../session/session';
 import { SessionWriter } from '../../session/writer';

@@ -3,7 +3,7 @@
  * provider's, not a bug in xcompact, so the user gets what failed, what the engine decided and
  * why, as one CliError line (exit code 1), instead of the raw 400 reported as "unexpected".
  */
-import type { RequestErrorAction } from '../../engine';
+import type { RequestErrorAction } from '../../engine/facade';
 import { CliError } from '../errors';
 
 const WHY: Record<string, string> = {

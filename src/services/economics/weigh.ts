@@ -5,7 +5,7 @@
  */
 import { frameCheckpoint, pricingHandle } from '../summarizing';
 import type { ResolvedBudget } from '../config';
-import { recallOn, type ServiceDeps } from '../context';
+import { recallOn, type ServiceDeps } from '../core';
 import { compactionEconomics, pruneEconomics, reliefChoice, type EconomicVerdict, type ModelPrices, type ReliefChoice, type SessionPace } from './cost';
 import type { TokenMeter } from '../metering';
 import { modelKey, resolvePrices } from '../config';

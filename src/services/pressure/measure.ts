@@ -4,10 +4,10 @@
  */
 import { XcompactError } from '../../errors';
 import { BudgetError, modelInfoFor, policyFor, type ResolvedBudget } from '../config';
-import type { ServiceDeps } from '../context';
+import type { ServiceDeps } from '../core';
 import type { Measurement } from '../metering';
 import { isSilentOverflow } from '../overflow';
-import { routeBudget } from '../context';
+import { routeBudget } from '../core';
 import { weighPressure } from '../economics';
 import type { PressureEconomics } from '../economics';
 

@@ -8,7 +8,7 @@
  * A service, not a policy: `planPrune` only reads and says what a pass would do (and why it
  * would do nothing); `applyPrune` writes a plan. When to prune is the charts' decision.
  *
- * Decisions (each one is tested in test/pruner.test.ts):
+ * Decisions (each one is tested in test/services/pruning/pruner.test.ts):
  *
  * - **Per text block.** A result is oversized when one of its text blocks has more than
  *   `thresholdChars` code points, and each such block is cut on its own (one marker per cut

@@ -2,11 +2,11 @@
  * One pruning pass as a chart asks for it: the pruner's plan over the surface, applied. The
  * chart decides whether the retained tail is protected (pressure) or not (overflow).
  */
-import type { PruneInput, PruneSummary } from '../context';
-import type { ServiceDeps } from '../context';
+import type { PruneInput, PruneSummary } from '../core';
+import type { ServiceDeps } from '../core';
 import type { ResolvedBudget } from '../config';
 import { applyPrune, planPrune, type PrunePlan, type PruneSettings } from './pruner';
-import { recallOn, routeBudget } from '../context';
+import { recallOn, routeBudget } from '../core';
 
 export function pruneSurface(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>, { protectRecent }: PruneInput): PruneSummary {
   const { session } = deps;

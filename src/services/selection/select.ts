@@ -2,12 +2,12 @@
  * Range selection as a chart asks for it: the chart names the policy (retained tail or only the
  * newest unit, stacked checkpoints or a merge from the head), this applies it with the budget.
  */
-import type { SelectInput } from '../context';
+import type { SelectInput } from '../core';
 import { frameCheckpoint, pricingHandle } from '../summarizing';
-import type { ServiceDeps } from '../context';
+import type { ServiceDeps } from '../core';
 import { headPosition, retainedCut, selectRange, type RangeSelection } from './range';
 import type { Measurement, NodePrices } from '../metering';
-import { recallOn, routeBudget } from '../context';
+import { recallOn, routeBudget } from '../core';
 
 export const STACK_MAX_CHECKPOINTS = 4;
 

@@ -1,7 +1,5 @@
-export * from './bounded-summarizer';
 export * from './bounded';
 export * from './checkpoint';
-export * from './chunks';
 export * from './contract';
 export * from './extractive';
 export * from './instruction';

@@ -19,13 +19,13 @@ import { usageFromOpenAI } from '../../session/writer';
 import { classifyRequestError, withErrorBodyRecovery } from '../overflow';
 import { SummarizerError, type Summarizer, type SummaryRequest, type SummaryResult } from './contract';
 import { priceRequest } from './bounded';
-import { BoundedSummarizer, sumUsage, type BoundingOptions } from './bounded-summarizer';
+import { BoundedSummarizer, sumUsage, type BoundingOptions } from './bounded';
 import { buildInstruction } from './instruction';
 import { checkSummaryReply, stopOf, summaryCancelled, throwIfCancelled } from './reply';
 import { watchIdle } from './idle';
 import { withCheckpointLedger } from './ledger';
 
-export { sumUsage, type BoundingOptions } from './bounded-summarizer';
+export { sumUsage, type BoundingOptions } from './bounded';
 export type { BoundingReport } from './contract';
 
 export interface OpenAISummarizerOptions {

@@ -3,13 +3,13 @@
  * flush, and `compaction/end {error}`. Remembers which brackets it opened, so that closing an
  * abandoned one never touches another writer's lock.
  */
-import type { CommitRecord, ErrorInfo, OpenedBracket, SummaryOutcome, Trigger } from '../context';
+import type { CommitRecord, ErrorInfo, OpenedBracket, SummaryOutcome, Trigger } from '../core';
 import { SessionRuleError } from '../../session/errors';
 import { COMPACTION_CHECKPOINT_SOURCE } from '../../session/events';
 import { frameCheckpoint } from '../summarizing';
-import { recallOn } from '../context';
+import { recallOn } from '../core';
 import { checkpointHandle } from '../recall';
-import type { ServiceDeps } from '../context';
+import type { ServiceDeps } from '../core';
 import type { RangeSelection } from '../selection';
 
 export interface CommitInput {

@@ -5,9 +5,9 @@
 import type { ChatMessage } from '../../session/derive';
 import type { SurfaceEvent } from '../../session/events';
 import { modelInfoFor, policyFor } from '../config';
-import type { ServiceDeps } from '../context';
+import type { ServiceDeps } from '../core';
 import type { RangeSelection } from '../selection';
-import { routeBudget, summaryTarget } from '../context';
+import { routeBudget, summaryTarget } from '../core';
 import type { SummaryRequest } from '../summarizing';
 import { textsOfMessage, type TokenMeter } from '../metering';
 import { getTokenizer, tokenizerId, type Tokenizer } from '../metering';

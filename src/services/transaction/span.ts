@@ -4,11 +4,11 @@
  * (did the surface change, and what would the checkpoint free?).
  */
 import { XcompactError } from '../../errors';
-import type { Mode, SpanCheck, SummaryOutcome, Verdict } from '../context';
+import type { Mode, SpanCheck, SummaryOutcome, Verdict } from '../core';
 import type { Session } from '../../session/session';
 import { frameCheckpoint, pricingHandle } from '../summarizing';
-import { recallOn } from '../context';
-import type { ServiceDeps } from '../context';
+import { recallOn } from '../core';
+import type { ServiceDeps } from '../core';
 import { headPosition, type RangeSelection } from '../selection';
 
 /** The span's nodes are still on the surface, contiguous, in order. */

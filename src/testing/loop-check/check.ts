@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync, readFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, basename } from 'node:path';
 import type { CompactionConfigInput } from '../../services/config';
-import type { CompactionEngine, CompactionEngineOptions } from '../../engine';
-import { observeEngines } from '../../engine-observers';
+import type { CompactionEngine, CompactionEngineOptions } from '../../engine/facade';
+import { observeEngines } from '../../engine/observers';
 import type { SessionEvent } from '../../session/events';
 import { Session } from '../../session/session';
 import { JsonlStore } from '../../session/stores/jsonl';

@@ -5,7 +5,7 @@
  */
 import type { AnyActorRef, AnyStateMachine, AnyStateNode, InspectionEvent } from 'xstate';
 import { backgroundMachine } from '../../machines/background';
-import { engineMachine } from '../../machines/engine';
+import { compactionMachine } from '../../machines/compaction';
 import { gateMachine } from '../../machines/gate';
 import { manualMachine } from '../../machines/manual';
 import { overflowMachine } from '../../machines/overflow';
@@ -17,7 +17,7 @@ export interface TransitionLog {
   taken: Map<string, Set<string>>;
 }
 
-const CHARTS: readonly AnyStateMachine[] = [engineMachine, pressureMachine, backgroundMachine, transactionMachine, overflowMachine, gateMachine, manualMachine];
+const CHARTS: readonly AnyStateMachine[] = [compactionMachine, pressureMachine, backgroundMachine, transactionMachine, overflowMachine, gateMachine, manualMachine];
 
 interface TransitionLike {
   source: { id: string };

@@ -9,7 +9,7 @@ import type { ChatOverhead } from './types.js';
  * with 3 tokens (`<|im_start|>assistant<|im_sep|>`), and a `name` adds `tokens_per_name = 1`
  * plus its text. Every role name (system, user, assistant, tool, developer) is one token in
  * both encodings, so the per-message figure over the content count is 3 + 1 = 4.
- * Verified in test/tokenizer.test.ts against gpt-tokenizer's `encodeChat` (gpt-4o, gpt-4).
+ * Verified in test/services/metering/tokenizer.test.ts against gpt-tokenizer's `encodeChat` (gpt-4o, gpt-4).
  *
  * perToolCall: OpenAI does not publish how tool calls are rendered. gpt-tokenizer's
  * `computeChatCompletionTokenCount` charges 3 tokens per function call on top of its name
@@ -41,7 +41,7 @@ export const OPENAI_CHAT_OVERHEAD: ChatOverhead = Object.freeze({
  * + "\n```json\n" + arguments + "\n```<｜tool▁call▁end｜>", measured at 9 tokens over the name and
  * argument texts (the leading `<｜tool▁calls▁begin｜>` takes the place of the assistant's EOS).
  * DeepSeek-V3.1+ templates drop the "function" and json fence (3 per call), so 9 errs high.
- * Verified in test/tokenizer.test.ts by encoding rendered templates.
+ * Verified in test/services/metering/tokenizer.test.ts by encoding rendered templates.
  */
 export const DEEPSEEK_V3_CHAT_OVERHEAD: ChatOverhead = Object.freeze({
   perMessage: 2,

@@ -18,7 +18,7 @@
  * `targetRelativeError`, k doubles; when the sample would exceed `maxSampledShare` of the
  * region, every segment is counted instead (exactly the split price).
  *
- * Error (tested in test/tokenizer-sample.test.ts against the split price, and in
+ * Error (tested in test/services/metering/tokenizer-sample.test.ts against the split price, and in
  * bench/calibration.ts against exact): the price is the estimate plus two standard errors,
  * rounded up, so it errs high. Its standard error is at most 0.5% of the region by
  * construction, so it lies within [−0.5%, +2%] of the split price unless a block's content

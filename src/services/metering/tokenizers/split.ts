@@ -13,7 +13,7 @@
  * the limit. Non-space runs are cut every ≤ 64 characters (a 1 MB run of one letter: ~0.1 s
  * instead of minutes), whitespace runs every 512 (o200k spends one token on up to 128 spaces).
  *
- * Error (tested in test/tokenizer-linear.test.ts against the uncut count): a cut only changes
+ * Error (tested in test/services/metering/tokenizer-linear.test.ts against the uncut count): a cut only changes
  * how the tokens next to it merge, so each cut over-counts by at most 1 token, and never
  * under-counts (pressure errs high, never toward an overflow). A non-space run of n characters
  * is off by ≤ ⌈n/32⌉ tokens: ≤ 2% for runs that cost ≥ 1 token per 1.6 characters of cut

@@ -1,0 +1,284 @@
+/**
+ * What the transcript importers of other harnesses (Claude Code, Codex) share: the typed error
+ * naming the line, the JSONL reader, the import report, and the builder that writes a
+ * harness's conversation as xcompact events (turns, steps, request headers, results, the
+ * harness's own compactions as committed checkpoints) into a scratch session, copied into the
+ * caller's session only once the whole file imported (all or nothing).
+ */
+import { XcompactError } from '../errors';
+import { COMPACTION_CHECKPOINT_SOURCE, type AppendInput, type ImageBlock, type TextBlock, type Usage } from '../session/events';
+import { answerPendingCalls } from '../session/recover';
+import { Session } from '../session/session';
+import { SessionWriter } from '../session/writer';
+
+export type TranscriptHarness = 'pi' | 'claude-code' | 'codex';
+
+const HARNESS_LABEL: Record<TranscriptHarness | 'unknown', string> = { unknown: 'transcript', pi: 'pi transcript', 'claude-code': 'Claude Code session', codex: 'Codex rollout' };
+
+/** A transcript that cannot be imported: names the harness, the line (1-based) and what was expected. */
+export class TranscriptImportError extends XcompactError {
+  /** 'unknown' when the file is of no format the importers know. */
+  readonly harness: TranscriptHarness | 'unknown';
+  readonly line: number | undefined;
+  /** The file, when the import was given one. */
+  readonly file: string | undefined;
+  constructor(harness: TranscriptHarness | 'unknown', message: string, options: { line?: number; file?: string; cause?: unknown } = {}) {
+    const where = [options.file, options.line === undefined ? undefined : `line ${options.line}`].filter(Boolean).join(' ');
+    super('import', `${HARNESS_LABEL[harness]}${where ? ` ${where}` : ''}: ${message}`, options.cause === undefined ? undefined : { cause: options.cause });
+    this.harness = harness;
+    this.line = options.line;
+    this.file = options.file;
+  }
+
+  /** The same error, naming the file it came from. */
+  inFile(file: string): TranscriptImportError {
+    const bare = this.message.slice(this.message.indexOf(': ') + 2);
+    return new TranscriptImportError(this.harness, bare, { file, ...(this.line === undefined ? {} : { line: this.line }), cause: this });
+  }
+}
+
+export interface JsonLine {
+  /** 1-based line number in the file. */
+  line: number;
+  record: Record<string, unknown>;
+}
+
+/** Every non-empty line as a JSON object; anything else is an error naming the line. */
+export function parseJsonLines(harness: TranscriptHarness, text: string, expected: string): JsonLine[] {
+  const out: JsonLine[] = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const raw = lines[i]!.trim();
+    if (raw === '') continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(raw);
+    } catch (err) {
+      throw new TranscriptImportError(harness, `not valid JSON (${(err as Error).message}); expected one JSON object per line, ${expected}.`, { line: i + 1 });
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      throw new TranscriptImportError(harness, `not a JSON object; expected ${expected}.`, { line: i + 1 });
+    }
+    out.push({ line: i + 1, record: value as Record<string, unknown> });
+  }
+  return out;
+}
+
+/** What an import did, by the same counts for every harness. */
+export interface TranscriptImportReport {
+  harness: TranscriptHarness;
+  /** Non-empty lines of the file. */
+  lines: number;
+  turns: number;
+  userMessages: number;
+  assistantMessages: number;
+  toolCalls: number;
+  toolResults: number;
+  /** Calls the harness recorded without a result, answered with an error result on import. */
+  synthesizedResults: number;
+  /** The harness's own compactions on the imported branch, imported as checkpoints. */
+  compactions: number;
+  /** Of those, compactions whose summary text is not in the file (encrypted, or not recorded). */
+  summariesUnavailable: number;
+  /** Messages imported as the text the harness renders for them, by kind. */
+  rendered: Record<string, number>;
+  /** What the harness recorded but never sent to the model, by kind. */
+  notSent: Record<string, number>;
+  /** What could not be imported, by kind (unknown record types, content blocks, …). */
+  ignored: Record<string, number>;
+}
+
+export function emptyReport(harness: TranscriptHarness, lines: number): TranscriptImportReport {
+  return {
+    harness,
+    lines,
+    turns: 0,
+    userMessages: 0,
+    assistantMessages: 0,
+    toolCalls: 0,
+    toolResults: 0,
+    synthesizedResults: 0,
+    compactions: 0,
+    summariesUnavailable: 0,
+    rendered: {},
+    notSent: {},
+    ignored: {},
+  };
+}
+
+export function count(into: Record<string, number>, kind: string, n = 1): void {
+  into[kind] = (into[kind] ?? 0) + n;
+}
+
+export interface ImportedCall {
+  id: string;
+  name: string;
+  /** The arguments as the model produced them (a JSON string for function tools). */
+  arguments: string;
+}
+
+export interface ImportedReply {
+  text?: string;
+  reasoning?: string;
+  calls: ImportedCall[];
+  usage?: Usage;
+  provider: string;
+  model: string;
+  finishReason?: string;
+}
+
+const MISSING_RESULT = 'No result was recorded for this tool call (the run was interrupted before it finished).';
+
+/**
+ * Writes one conversation, in the order the harness sent it, into a scratch session. Each
+ * user prompt opens a turn (user messages in a row before any reply share it), each reply is
+ * a step with its request header, results follow their calls; calls left without a result
+ * are answered with an error result when their step closes.
+ */
+export class TranscriptBuilder {
+  readonly session = Session.inMemory('transcript-import');
+  private readonly w = new SessionWriter(this.session);
+  private repliesInTurn = 0;
+
+  constructor(
+    readonly report: TranscriptImportReport,
+    private readonly tools: Record<string, unknown>[] = [],
+  ) {}
+
+  system(text: string): void {
+    this.w.system(text);
+  }
+
+  /** A message the user (or the harness on the user's behalf) sent; `kind` names a rendered one. */
+  user(content: Array<TextBlock | ImageBlock>, kind?: string): void {
+    this.closeStep();
+    if (this.session.openTurn === null || this.repliesInTurn > 0) {
+      if (this.session.openTurn !== null) this.w.endTurn();
+      this.openTurn();
+    }
+    if (kind) count(this.report.rendered, kind);
+    else this.report.userMessages++;
+    this.w.user(nonEmpty(content));
+  }
+
+  reply(r: ImportedReply): void {
+    if (this.session.openTurn === null) this.openTurn();
+    this.closeStep();
+    this.w.startStep();
+    this.w.request({ provider: r.provider, model: r.model, tools: this.tools });
+    this.w.assistant({
+      ...(r.text ? { text: r.text } : {}),
+      ...(r.reasoning ? { reasoning: r.reasoning } : {}),
+      toolCalls: r.calls,
+      ...(r.usage ? { usage: r.usage } : {}),
+      provider: r.provider,
+      model: r.model,
+      ...(r.finishReason ? { finishReason: r.finishReason } : {}),
+    });
+    this.repliesInTurn++;
+    this.report.assistantMessages++;
+    this.report.toolCalls += r.calls.length;
+  }
+
+  /** A call's result; one for a call that is not waiting (unknown, or answered already) is counted and left out. */
+  result(callId: string, content: Array<TextBlock | ImageBlock>, options: { isError?: boolean; toolName?: string } = {}): boolean {
+    if (!this.session.surface.pendingCalls().includes(callId)) {
+      count(this.report.ignored, 'tool result for a call that is not waiting for one');
+      return false;
+    }
+    this.w.toolResult(callId, content, options);
+    this.report.toolResults++;
+    return true;
+  }
+
+  /**
+   * The harness's own compaction: everything on the surface so far (after a system prompt)
+   * becomes one checkpoint holding `content`, the text the harness sent in its place, committed
+   * as the engine commits one. Nothing before it: the content is an ordinary user message.
+   */
+  compaction(content: Array<TextBlock | ImageBlock>, summary: string, shadowedTokens: number): void {
+    this.closeStep();
+    const s = this.session.surface;
+    const head = s.length > 0 && this.session.event(s.seqAt(0)).type === 'system/message' ? 1 : 0;
+    if (s.length <= head) {
+      count(this.report.rendered, 'compaction summary with nothing before it');
+      if (this.session.openTurn === null) this.openTurn();
+      this.w.user(nonEmpty(content));
+      return;
+    }
+    const shadowed = s.slice(head, s.length);
+    const turn = this.session.openTurn;
+    const start = this.session.append({ type: 'compaction/start', data: { turn, trigger: turn === null ? 'manual' : 'pressure' } });
+    const sum = this.session.append({
+      type: 'compaction/summary',
+      data: {
+        summary: summary === '' ? '(empty summary)' : summary,
+        range: { start: shadowed[0]!, end: shadowed[shadowed.length - 1]! },
+        shadowedSeqs: shadowed,
+        shadowedTokens: Number.isSafeInteger(shadowedTokens) && shadowedTokens >= 0 ? shadowedTokens : 0,
+      },
+    });
+    this.session.append({
+      type: 'user/message',
+      data: { content: nonEmpty(content), source: COMPACTION_CHECKPOINT_SOURCE },
+      surfaceOp: { op: 'replace', start: shadowed[0]!, end: shadowed[shadowed.length - 1]! },
+      sourceEventSeqs: [start.seq, sum.seq, ...shadowed],
+    });
+    this.session.append({ type: 'compaction/end', data: { turn } });
+    this.report.compactions++;
+  }
+
+  finish(): Session {
+    this.closeStep();
+    if (this.session.openTurn !== null) this.w.endTurn();
+    return this.session;
+  }
+
+  private openTurn(): void {
+    this.w.startTurn();
+    this.repliesInTurn = 0;
+    this.report.turns++;
+  }
+
+  private closeStep(): void {
+    this.report.synthesizedResults += answerPendingCalls(this.session, MISSING_RESULT).length;
+    if (this.session.openStep) this.w.endStep();
+  }
+}
+
+function nonEmpty(content: Array<TextBlock | ImageBlock>): Array<TextBlock | ImageBlock> {
+  return content.length > 0 ? content : [{ type: 'text', text: '' }];
+}
+
+/** Copies a scratch session's events into `target` (empty), in order: the all-or-nothing step of every import. */
+export function copyInto(target: Session, scratch: Session): void {
+  for (const e of scratch.events()) {
+    const input = { type: e.type, data: e.data } as AppendInput;
+    if (e.surfaceOp !== undefined) input.surfaceOp = e.surfaceOp;
+    if (e.sourceEventSeqs !== undefined) input.sourceEventSeqs = e.sourceEventSeqs;
+    target.append(input);
+  }
+}
+
+export function requireEmpty(harness: TranscriptHarness, target: Session): void {
+  if (target.length > 0) {
+    throw new TranscriptImportError(harness, `a transcript is imported into an empty session; session "${target.id}" already has ${target.length} events.`);
+  }
+}
+
+/** A non-empty file that yields no message is not a conversation of this harness: refused, never "0 events". */
+export function requireMessages(harness: TranscriptHarness, report: TranscriptImportReport, expected: string): void {
+  if (report.userMessages + report.assistantMessages + report.compactions === 0) {
+    throw new TranscriptImportError(harness, `none of its ${report.lines} lines is a message the model was sent; expected ${expected}.`);
+  }
+}
+
+/** A data: URL from base64 data and its media type. */
+export function dataUrl(mediaType: unknown, data: string): string {
+  return `data:${typeof mediaType === 'string' && mediaType ? mediaType : 'image/png'};base64,${data}`;
+}
+
+export const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+export const obj = (v: unknown): Record<string, unknown> | undefined =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+export const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : 0);

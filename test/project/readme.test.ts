@@ -1,0 +1,70 @@
+/**
+ * The README is the front door (short, the two commands verbatim); docs/configuration.md's
+ * config table must list exactly the fields the schema accepts, with the defaults parseConfig
+ * applies; docs/charts.md shows the engine chart as generated.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ConfigFieldsSchema, parseConfig } from '../../src/services/config';
+
+const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const configDoc = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+const chartsDoc = readFileSync(new URL('../../docs/charts.md', import.meta.url), 'utf8');
+
+function section(name: string): string {
+  const start = configDoc.indexOf(`<!-- ${name}:start -->`);
+  const end = configDoc.indexOf(`<!-- ${name}:end -->`);
+  if (start < 0 || end < start) throw new Error(`docs/configuration.md has no ${name} section`);
+  return configDoc.slice(start, end);
+}
+
+function tableRows(): Array<{ field: string; def: string }> {
+  return section('config-table')
+    .split('\n')
+    .filter((l) => l.startsWith('| `'))
+    .map((l) => {
+      const cells = l.split('|').map((c) => c.trim());
+      return { field: cells[1]!.replaceAll('`', ''), def: cells[2]! };
+    });
+}
+
+function schemaFields(): string[] {
+  const out: string[] = [];
+  for (const [key, schema] of Object.entries(ConfigFieldsSchema.shape)) {
+    const inner = (schema as { unwrap?: () => { shape?: Record<string, unknown> } }).unwrap?.();
+    if (inner?.shape && (key === 'prune' || key === 'circuitBreaker')) out.push(...Object.keys(inner.shape).map((k) => `${key}.${k}`));
+    else out.push(key);
+  }
+  return out.sort();
+}
+
+describe('README and the config reference', () => {
+  it('documents every config field, and only those', () => {
+    expect(tableRows().map((r) => r.field).sort()).toEqual(schemaFields());
+  });
+
+  it('states the defaults parseConfig applies', () => {
+    const config = parseConfig({}) as unknown as Record<string, unknown>;
+    const read = (path: string): unknown => path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown>)[k], config);
+    for (const { field, def } of tableRows()) {
+      const literal = /^`(.*)`$/.exec(def)?.[1];
+      if (literal === undefined) continue; // described in words (derived per model)
+      expect(JSON.stringify(read(field)), field).toBe(literal.startsWith("'") ? JSON.stringify(literal.slice(1, -1)) : literal);
+    }
+  });
+
+  it('docs/charts.md shows the engine chart exactly as `npm run visualize` generates it', async () => {
+    const { engineChartSection } = await import('../../visualizer/export');
+    const mmd = readFileSync(new URL('../../visualizer/out/engine.mmd', import.meta.url), 'utf8');
+    expect(chartsDoc, 'docs/charts.md engine chart is stale: run `npm run visualize`').toContain(engineChartSection(mmd));
+  });
+
+  it('is a front door: at most 300 lines', () => {
+    expect(readme.split('\n').length).toBeLessThanOrEqual(300);
+  });
+
+  it('holds the two fresh-machine commands', () => {
+    expect(readme).toContain('npm ci && npm start');
+    expect(readme).toContain('npm ci && npm test');
+  });
+});

@@ -26,7 +26,7 @@ describe('the checker catches every broken loop (mutation score)', () => {
       [],
       {
         // A loop ignoring its signal waits on a hung summary: it must be caught well before the default 20 s.
-        timeoutMs: 8_000,
+        brokenTimeoutMs: 8_000,
         scenariosFor: (name) => [probeOf(BROKEN_LOOPS[name]!.probe)],
         onRow: (row) => (names[row.loop] = Object.keys(row.invariants)),
       },

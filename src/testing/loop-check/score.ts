@@ -35,6 +35,11 @@ export interface LoopScore {
 export interface ScoreLoopsOptions extends CheckLoopOptions {
   /** Scenarios per loop (default: all given); per broken loop, e.g. only the ones its bug touches. */
   scenariosFor?: (loop: string, kind: 'reference' | 'broken') => readonly LoopScenario[];
+  /**
+   * How long a broken loop may run per scenario (default: `timeoutMs`): one that ignores its
+   * signal waits on a hung summary until then. Reference loops get `timeoutMs` (default 20 s).
+   */
+  brokenTimeoutMs?: number;
   /** Called after each loop's row. */
   onRow?: (row: ScoreRow) => void;
 }
@@ -45,7 +50,7 @@ export async function scoreLoops(
   scenarios: readonly LoopScenario[],
   options: ScoreLoopsOptions = {},
 ): Promise<LoopScore> {
-  const { scenariosFor, onRow, ...check } = options;
+  const { scenariosFor, onRow, brokenTimeoutMs, ...check } = options;
   const rows: ScoreRow[] = [];
   for (const kind of ['reference', 'broken'] as const) {
     for (const [name, loop] of Object.entries(loops[kind])) {
@@ -53,7 +58,7 @@ export async function scoreLoops(
       const list = scenariosFor?.(name, kind) ?? scenarios;
       const row: ScoreRow = { loop: name, kind, scenarios: list.length, caught: [], invariants: {}, example: undefined, ms: 0 };
       for (const scenario of list) {
-        const report = await checkLoop(loop, scenario, check);
+        const report = await checkLoop(loop, scenario, kind === 'broken' && brokenTimeoutMs !== undefined ? { ...check, timeoutMs: brokenTimeoutMs } : check);
         if (report.ok) continue;
         row.caught.push(scenario.name);
         row.example ??= `${scenario.name}: ${report.violations[0]!.invariant}: ${report.violations[0]!.message}`;

@@ -10,7 +10,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { formatScore, loopScenarios, scoreLoops, type LoopScenario } from '../../src/testing';
-import { BROKEN_LOOPS } from '../helpers/reference-loops';
+import { BROKEN_LOOPS, controlLoop } from '../helpers/reference-loops';
 
 const probeOf = (fragment: string): LoopScenario => {
   const found = loopScenarios({ only: [fragment] })[0];
@@ -36,4 +36,15 @@ describe('the checker catches every broken loop (mutation score)', () => {
     expect(result.score).toBe(1);
     expect(result.ok).toBe(true);
   });
+
+  it('the score fails when a broken loop passes or a reference loop is caught', { timeout: 60_000 }, async () => {
+    const scenario = probeOf('model answers');
+    const result = await scoreLoops({ reference: { 'answers twice': controlLoop({ assistantTwice: true }) }, broken: { 'a right loop, filed as broken': controlLoop() } }, [scenario]);
+    expect(result.falseAlarms).toBe(1);
+    expect(result.score).toBe(0);
+    expect(result.ok).toBe(false);
+    expect(formatScore(result)).toMatch(/answers twice \| reference \| 1 \/ 1 ✗ false alarm/);
+    expect(formatScore(result)).toMatch(/a right loop, filed as broken \| broken \| 0 \/ 1 ✗ missed/);
+  });
 });
+

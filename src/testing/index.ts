@@ -43,6 +43,8 @@ export {
   loopModel,
   fillerText,
   OVERFLOW_PROVIDERS,
+  scoreLoops,
+  formatScore,
 } from './loop-check/index.js';
 export type {
   LoopScenario,
@@ -60,5 +62,9 @@ export type {
   CheckLoopOptions,
   ChartCoverage,
   TransitionLog,
+  ToolCrashPoint,
+  LoopScore,
+  ScoreRow,
+  ScoreLoopsOptions,
 } from './loop-check/index.js';
 export { openAIMessageProblems } from './request-problems.js';

@@ -4,46 +4,15 @@
  * server, run in parallel workers; test/testing/loop-check.test.ts also checks the checker against a loop
  * broken on purpose.
  */
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { describe, it } from 'vitest';
-import { generateText, jsonSchema, stepCountIs, tool, type ToolSet } from 'ai';
-import { createAiSdkCompaction } from '../../src/adapters/ai-sdk/index';
-import { Session } from '../../src/session/session';
-import { assertLoop, checkLoop, loopScenarios, type LoopContext } from '../../src/testing';
+import { assertLoop, checkLoop, loopScenarios } from '../../src/testing';
+import { aiSdkLoop as aiSdk } from '../helpers/reference-loops';
 
-/** The AI SDK (examples/ai-sdk-drop-in.ts's shape): generateText on the compaction's model, the session's messages plus the prompt. */
-async function aiSdkLoop(ctx: LoopContext): Promise<void> {
-  const session = await Session.open(ctx.store, ctx.sessionId);
-  if (session.needsRecovery) session.recover();
-  const provider = createOpenAICompatible({ name: ctx.provider, baseURL: ctx.baseURL, apiKey: ctx.apiKey, includeUsage: true });
-  const compaction = createAiSdkCompaction({
-    model: provider.chatModel(ctx.model),
-    session,
-    provider: ctx.provider,
-    contextWindow: ctx.contextWindow,
-    maxOutputTokens: ctx.maxOutputTokens,
-    config: ctx.config,
-  });
-  const tools: ToolSet = Object.fromEntries(
-    ctx.tools.map((t) => [t.function.name, tool({ description: t.function.description, inputSchema: jsonSchema(t.function.parameters as never), execute: async (args: unknown) => ctx.runTool(t.function.name, JSON.stringify(args)) })]),
-  );
-  try {
-    for (const prompt of ctx.turns) {
-      await generateText({
-        model: compaction.model,
-        system: 'You are a careful agent.',
-        messages: [...compaction.messages(), { role: 'user', content: prompt }],
-        tools,
-        stopWhen: stepCountIs(10),
-        maxOutputTokens: ctx.maxOutputTokens,
-        maxRetries: 0,
-        abortSignal: ctx.signal,
-      });
-    }
-  } finally {
-    await compaction.close({ session: true }).catch(() => undefined);
-  }
-}
+/**
+ * The AI SDK (examples/ai-sdk-drop-in.ts's shape, test/helpers/reference-loops.ts): generateText on the compaction's model,
+ * `[...compaction.messages(), prompt]`; no recover() of its own: the adapter closes what a crashed process left open.
+ */
+const aiSdkLoop = aiSdk();
 
 const scenarios = loopScenarios();
 

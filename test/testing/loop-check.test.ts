@@ -5,79 +5,16 @@
  * adapters run the same scenarios in test/loop-check-*.test.ts, one file per loop, so that their
  * waits on the scripted server overlap in parallel workers.
  */
-import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { Session } from '../../src/session/session';
-import { createCompactionEngine, SessionWriter, withErrorBodyRecovery } from '../../src/index';
-import { checkLoop, loopScenarios, assertLoop, type LoopContext } from '../../src/testing';
+import { checkLoop, loopScenarios, assertLoop } from '../../src/testing';
+import { controlLoop, type ControlBreakage } from '../helpers/reference-loops';
 
 const scenarios = loopScenarios();
 
-
-
-
-
-// ---------------------------------------------------------------------------------------------
-// A small loop written against the engine's control API, and four ways to get it wrong.
-
-interface Breakage {
-  noRequestError?: boolean;
-  afterStepAfterStepEnd?: boolean;
-  retryWithoutToolResults?: boolean;
-  noRecover?: boolean;
-}
-
-function referenceLoop(broken: Breakage = {}) {
-  return async (ctx: LoopContext): Promise<void> => {
-    const session = await Session.open(ctx.store, ctx.sessionId);
-    if (session.needsRecovery && !broken.noRecover) session.recover();
-    const client = withErrorBodyRecovery(new OpenAI({ baseURL: ctx.baseURL, apiKey: ctx.apiKey, maxRetries: 0 }));
-    const engine = createCompactionEngine({ session, client, models: ctx.models, config: ctx.config });
-    const w = new SessionWriter(session);
-    const tools = [...ctx.tools];
-    try {
-      if (session.surface.length === 0) w.system('You are a careful agent.');
-      for (const input of ctx.turns) {
-        w.startTurn();
-        w.user(input);
-        for (let step = 0; step < 10; step++) {
-          w.startStep();
-          w.request({ provider: ctx.provider, model: ctx.model, systemPrompt: 'You are a careful agent.', tools, maxTokens: ctx.maxOutputTokens });
-          let reply;
-          for (let resend = false; ; resend = true) {
-            let messages = [...session.deriveMessages()];
-            if (resend && broken.retryWithoutToolResults) messages = messages.filter((m) => m.role !== 'tool');
-            try {
-              reply = await client.chat.completions.create({ model: ctx.model, messages, tools, max_tokens: ctx.maxOutputTokens }, { signal: ctx.signal });
-              break;
-            } catch (err) {
-              if (broken.noRequestError) throw err;
-              const action = await engine.onRequestError(err, { signal: ctx.signal });
-              if (action.kind !== 'retry') throw err;
-            }
-          }
-          const message = reply.choices[0]!.message;
-          w.assistantFromCompletion(message, { usage: reply.usage ?? null, provider: ctx.provider, model: ctx.model });
-          for (const call of message.tool_calls ?? []) {
-            if (call.type === 'function') w.toolResult(call.id, await ctx.runTool(call.function.name, call.function.arguments));
-          }
-          if (broken.afterStepAfterStepEnd) {
-            w.endStep();
-            await engine.afterStep({ signal: ctx.signal });
-          } else {
-            await engine.afterStep({ signal: ctx.signal });
-            w.endStep();
-          }
-          if (!message.tool_calls?.length) break;
-        }
-        w.endTurn();
-      }
-    } finally {
-      engine.stop();
-      await session.close().catch(() => undefined);
-    }
-  };
-}
+// A small loop written against the engine's control API (test/helpers/reference-loops.ts), and ways to get it wrong
+// (the rest of them, and the other loops', are the mutation score: test/testing/loop-check-score.test.ts).
+const referenceLoop = controlLoop;
+type Breakage = ControlBreakage;
 
 describe('a loop written against the control API passes every scenario; broken ones are named', () => {
   it.each(scenarios.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
@@ -100,6 +37,12 @@ describe('a loop written against the control API passes every scenario; broken o
   });
   it('a retry that re-sends without the tool result breaks the pairing', async () => {
     expect(await failing({ retryWithoutToolResults: true }, 'openai overflow → engine retries')).toContain('tool-results-paired');
+  });
+  it('its own array re-sent after an overflow: the resend is no smaller than the refused request', async () => {
+    expect(await failing({ ownArray: true }, 'openai overflow → engine retries')).toContain('resend-smaller');
+  });
+  it('its own array after a restart: the first request after it drops what the session held', async () => {
+    expect(await failing({ ownArray: true }, 'process crashes (parallel batch half answered)')).toContain('resume-keeps-history');
   });
   it('no recover() on reopen: the loop does not resume after a crash', async () => {
     expect(await failing({ noRecover: true }, 'process crashes → process reopens')).toContain('resumes-after-crash');

@@ -131,6 +131,11 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     // The same checkpoint as the OpenAI summarizer's: the model's prose, the ledger derived from the span.
     summarizer: options.summarizer ?? withCheckpointLedger(boundSummarizer(new AiSdkSummarizer({ model: base }), options.contextWindow !== undefined ? { window: options.contextWindow } : {})),
   });
+  // A process that died mid-step (a tool-call reply recorded, its results never) left calls
+  // without results and its step and turn open: closed here, as the openai drop-in does (each
+  // call gets an "interrupted" error result), so `[...compaction.messages(), prompt]` goes on
+  // instead of the AI SDK refusing the prompt (MissingToolResultsError) on every restart.
+  if (session.needsRecovery) session.recover();
   const w = new SessionWriter(session);
 
   /**

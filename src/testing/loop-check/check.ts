@@ -21,6 +21,7 @@ import { CrashableStore } from './crash-store.js';
 import { collectTransitions, type TransitionLog } from './coverage.js';
 import type { LoopScenario } from './scenarios.js';
 import { isSummaryRequest, scenarioScript } from './script.js';
+import { checkpointViolations, duplicateViolations, messageKeys, resumeViolations, type AgentRequest, type StoreMark } from './requests.js';
 import { describeEnd, expectationViolations, logViolations, turnsAnswered, type LoopReport, type Violation } from './invariants.js';
 
 export { assertLoop, type Invariant, type LoopReport, type Violation } from './invariants.js';
@@ -117,6 +118,16 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
     onCancelPoint: () => controller.abort(new Error('cancelled by the scenario')),
   });
   const server = await startOpenAIServer({ scenarios: script.handler, defaultModel: scenario.model });
+  // Every event the loop writes, with how many requests the server had by then: which request came after a commit.
+  const marks: StoreMark[] = [];
+  const stopWatching = store.watch((_id, event) => marks.push({ event, requests: server.requests.length }));
+  // The tool-step crash points: the process dies while the loop runs the step's call(s).
+  let toolCalls = 0;
+  let firstToolCall: Promise<unknown> = Promise.resolve();
+  const crashInTool = (signal: AbortSignal): Promise<never> => {
+    crashRequested?.();
+    return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+  };
 
   const stopObserving = observeEngines((engineObject, optionsObject) => {
     const engine = engineObject as CompactionEngine;
@@ -155,7 +166,24 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
     config: scenario.config,
     workdir,
     tools: [FIXTURE_TOOL],
-    runTool: async (_name, args) => {
+    runTool: async (name, args) => {
+      const signal = controller.signal;
+      const call = ++toolCalls;
+      if (!resumed && crashedAt === undefined) {
+        if (scenario.script.crashAt === 'tool-call' && call === 1) return crashInTool(signal);
+        if (scenario.script.crashAt === 'tool-batch' && call === 2) {
+          await firstToolCall;
+          return crashInTool(signal);
+        }
+      }
+      const result = readTool(name, args);
+      if (call === 1) firstToolCall = result;
+      return result;
+    },
+    signal: controller.signal,
+  });
+
+  const readTool = async (_name: string, args: string): Promise<string> => {
       let file: string | undefined;
       try {
         const parsed = JSON.parse(args) as Record<string, unknown>;
@@ -169,12 +197,11 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
       } catch {
         return `error: no file ${file}`;
       }
-    },
-    signal: controller.signal,
-  });
+  };
 
   let ended: LoopReport['ended'] = { kind: 'timeout' };
   let acknowledgedAtCrash: SessionEvent[] | undefined;
+  let resume: { requests: number; logLength: number; keys: string[] } | undefined;
   try {
     const first = loop(contextFor(scenario.turns, false));
     const raced = await Promise.race([withTimeout(first, timeoutMs), crashPoint.then(() => 'crash' as const)]);
@@ -187,6 +214,7 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
       await withTimeout(first, 5_000);
       const survived = readLog(sessionsDir, sessionId);
       acknowledgedAtCrash = survived.slice(0, acknowledged);
+      resume = { requests: server.requests.length, logLength: survived.length, keys: await surfaceKeys(sessionsDir, sessionId) };
       script.resume();
       controller = new AbortController();
       // The turns the user has not had an answer to: the interrupted one is asked again.
@@ -201,6 +229,7 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
     }
   } finally {
     stopObserving();
+    stopWatching();
     await server.close();
   }
 
@@ -221,16 +250,15 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
     const next = agent[position + 1];
     const told = retried.get(index);
     if (!next || (crashedAt !== undefined && next.index >= crashedAt)) continue;
-    if (told === undefined && retried.size === 0 && !observedAnyEngine(transitions)) {
-      // A loop without an engine we could watch: judge by the request itself.
-      if (estimatePromptTokens((next.json ?? {}) as ChatRequestBody) >= estimatePromptTokens((agent[position]!.json ?? {}) as ChatRequestBody)) {
-        violations.push({ invariant: 'retry-only-when-told', message: `request ${next.index} re-sent the overflowed request ${index} without it shrinking` });
-      }
-    } else if (told !== 'retry') {
+    const unobserved = told === undefined && retried.size === 0 && !observedAnyEngine(transitions);
+    if (!unobserved && told !== 'retry') {
       violations.push({
         invariant: 'retry-only-when-told',
         message: `request ${index} overflowed and the engine answered ${told ?? 'nothing (onRequestError was not called)'}, but the loop sent request ${next.index}`,
       });
+    } else {
+      const [refused, resent] = [estimatePromptTokens((agent[position]!.json ?? {}) as ChatRequestBody), estimatePromptTokens((next.json ?? {}) as ChatRequestBody)];
+      if (resent >= refused) violations.push({ invariant: 'resend-smaller', message: `request ${next.index} re-sent the overflowed request ${index} without it shrinking (${resent} tokens, refused at ${refused}): send the messages derived after onRequestError` });
     }
   }
   for (const message of afterStepOutside) violations.push({ invariant: 'after-step-inside-step', message });
@@ -249,6 +277,9 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
     events = readLog(sessionsDir, sessionId);
   }
   violations.push(...logViolations(events));
+  const sent: AgentRequest[] = agent.map((r) => ({ index: r.index, body: (r.json ?? {}) as ChatRequestBody }));
+  violations.push(...duplicateViolations(sent), ...checkpointViolations(sent, marks, events));
+  if (resume) violations.push(...resumeViolations(sent, resume, marks, events));
   if (acknowledgedAtCrash) {
     const lost = acknowledgedAtCrash.findIndex((e, i) => JSON.stringify(events[i]) !== JSON.stringify(e));
     if (lost >= 0) violations.push({ invariant: 'no-acknowledged-event-lost', message: `event ${lost} (${acknowledgedAtCrash[lost]!.type}), acknowledged before the crash, is not in the log any more` });
@@ -271,6 +302,18 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
 
 function observedAnyEngine(t: TransitionLog): boolean {
   return t.taken.size > 0;
+}
+
+/** What identifies each message the session at `dir` would send now (read as a new process would, changing nothing). */
+async function surfaceKeys(dir: string, id: string): Promise<string[]> {
+  try {
+    const session = await Session.open(new JsonlStore(dir), id);
+    const keys = session.deriveMessages().flatMap((m) => messageKeys(m as Parameters<typeof messageKeys>[0]));
+    await session.close();
+    return keys;
+  } catch {
+    return [];
+  }
 }
 
 function readLog(dir: string, id: string): SessionEvent[] {

@@ -16,8 +16,15 @@ export class CrashableStore implements SessionStore {
   private readonly live = new Set<{ epoch: number; inner: LogWriter }>();
   /** Events acknowledged (flushed) per session id, as of now. */
   private readonly acknowledged = new Map<string, number>();
+  private readonly watchers = new Set<(id: string, event: SessionEvent) => void>();
 
   constructor(private readonly inner: SessionStore) {}
+
+  /** Calls `listener` with every event handed to the store, as it is appended; returns the unsubscribe. */
+  watch(listener: (id: string, event: SessionEvent) => void): () => void {
+    this.watchers.add(listener);
+    return () => this.watchers.delete(listener);
+  }
 
   async open(id: string): Promise<StoredLog> {
     const log = await this.inner.open(id);
@@ -36,6 +43,7 @@ export class CrashableStore implements SessionStore {
         if (!alive()) throw dead();
         log.writer.append(event);
         appended++;
+        for (const listener of this.watchers) listener(id, event);
       },
       flush: async () => {
         if (!alive()) throw dead();

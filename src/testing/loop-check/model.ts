@@ -8,6 +8,7 @@
  *    │                                                        │          refused / stalls / breaker──▶ answer
  *    │                                                        ├──loop cancels──▶ cancelled
  *    │                                                        └──process crashes──▶ crashed
+ *    │                            └──process crashes (the call recorded, or half a parallel batch answered)──▶ crashed
  *    ├──provider overflows (per provider)──▶ overflow ──engine retries──▶ answer
  *    │                                          └──engine gives up (stuck)──▶ failed
  *    └──process crashes──▶ crashed ──reopened with recover()──▶ answer
@@ -22,6 +23,9 @@ import type { ProviderName } from '../error-bodies.js';
 export const OVERFLOW_PROVIDERS = ['openai', 'deepseek', 'anthropic', 'vllm', 'llama.cpp', 'mistral', 'gemini', 'ollama'] as const satisfies readonly ProviderName[];
 export type OverflowProvider = (typeof OVERFLOW_PROVIDERS)[number];
 
+/** Where inside a tool step the process dies. */
+export type ToolCrashPoint = 'tool-call' | 'tool-batch';
+
 export type SummaryOutcome = 'succeeds' | 'fails' | 'truncated' | 'refused' | 'stalls' | 'breaker';
 
 export type LoopModelEvent =
@@ -33,7 +37,8 @@ export type LoopModelEvent =
   | { type: 'pressure.prepares' }
   | { type: 'summary.settles'; outcome: SummaryOutcome }
   | { type: 'loop.cancels' }
-  | { type: 'process.crashes' }
+  /** `at`: inside a tool step, after the reply with the call(s) was recorded (`tool-call`), or after one result of a parallel batch (`tool-batch`). */
+  | { type: 'process.crashes'; at?: ToolCrashPoint }
   | { type: 'process.reopens' }
   | { type: 'provider.overflows'; provider: OverflowProvider }
   | { type: 'engine.retries' }
@@ -49,6 +54,8 @@ export const loopModel = setup({
   guards: {
     'summary in the background': ({ context }) => context.background,
     'summary in the foreground': ({ context }) => !context.background,
+    'a crash between requests': ({ event }) => event.type === 'process.crashes' && event.at === undefined,
+    'a crash inside a tool step': ({ event }) => event.type === 'process.crashes' && event.at !== undefined,
   },
 }).createMachine({
   id: 'loop',
@@ -61,7 +68,7 @@ export const loopModel = setup({
         'model.answers': 'done',
         'model.calls-tool': 'tool',
         'provider.overflows': { target: 'overflow', actions: assign({ provider: ({ event }) => event.provider }) },
-        'process.crashes': 'crashed',
+        'process.crashes': { guard: 'a crash between requests', target: 'crashed' },
       },
     },
     tool: {
@@ -71,6 +78,7 @@ export const loopModel = setup({
         'pressure.prunes': 'answer',
         'pressure.compacts': { target: 'summary', actions: assign({ background: false }) },
         'pressure.prepares': { target: 'summary', actions: assign({ background: true }) },
+        'process.crashes': { guard: 'a crash inside a tool step', target: 'crashed' },
       },
     },
     summary: {
@@ -79,7 +87,7 @@ export const loopModel = setup({
         'summary.settles': 'answer',
         // Cancelling a foreground summary is the loop's own signal; a background one is the engine's business.
         'loop.cancels': { guard: 'summary in the foreground', target: 'cancelled' },
-        'process.crashes': 'crashed',
+        'process.crashes': { guard: 'a crash between requests', target: 'crashed' },
       },
     },
     overflow: {
@@ -108,6 +116,8 @@ export const LOOP_MODEL_EVENTS: readonly LoopModelEvent[] = [
   ...(['succeeds', 'fails', 'truncated', 'refused', 'stalls', 'breaker'] as const).map((outcome) => ({ type: 'summary.settles' as const, outcome })),
   { type: 'loop.cancels' },
   { type: 'process.crashes' },
+  { type: 'process.crashes', at: 'tool-call' },
+  { type: 'process.crashes', at: 'tool-batch' },
   { type: 'process.reopens' },
   ...OVERFLOW_PROVIDERS.map((provider) => ({ type: 'provider.overflows' as const, provider })),
   { type: 'engine.retries' },

@@ -6,7 +6,7 @@
  */
 import { getSimplePaths } from '@xstate/graph';
 import type { CompactionConfigInput } from '../../services/config';
-import { loopModel, LOOP_MODEL_EVENTS, type LoopModelEvent, type OverflowProvider, type SummaryOutcome } from './model.js';
+import { loopModel, LOOP_MODEL_EVENTS, type LoopModelEvent, type OverflowProvider, type SummaryOutcome, type ToolCrashPoint } from './model.js';
 
 /** What the loop must end with. */
 export type ExpectedOutcome =
@@ -28,13 +28,21 @@ export interface LoopExpectations {
   /** The engine's circuit breaker opened and later closed again (seen through the engine, when the loop built one). */
   breaker?: boolean;
   /** The process crashed; the loop was run again on the same store and finished the turns. */
-  crash?: 'mid-request' | 'mid-summary';
+  crash?: 'mid-request' | 'mid-summary' | 'mid-tool';
 }
 
 /** What the scripted model does with the scenario's turn (the last turn: earlier ones only build history). */
 export interface ScenarioScript {
   /** Fixture the model's first tool call names (a file in the loop's workdir); none: it answers at once. */
   toolFixture?: string;
+  /** The first tool step's reply calls the tool this many times at once (a parallel batch); default 1. */
+  parallelCalls?: number;
+  /**
+   * After the first tool step, one more tool step reading this fixture: sized so that the
+   * conversation uncompacted no longer fits the window, so a loop that does not send what the
+   * engine compacted overflows (only where a summary commits first).
+   */
+  followUpFixture?: string;
   /** More tool steps after the first (small results), each answered after its delay in ms: the breaker scenario needs steps after the cooldown. */
   extraToolSteps?: readonly number[];
   /** The first agent request of the turn after its tool step (or its very first, without one) is answered with this provider's overflow error. */
@@ -45,8 +53,12 @@ export interface ScenarioScript {
   summaryDelayMs: number;
   /** Agent replies after a tool result wait this long. */
   answerDelayMs: number;
-  /** Crash the process when this request arrives. */
-  crashAt?: 'turn-request' | 'summary-request';
+  /**
+   * Crash the process when this request arrives (`turn-request`, `summary-request`), or inside
+   * the tool step: when the loop runs the first call (`tool-call`: the reply is recorded, no
+   * result yet), or the second call of the batch once the first has returned (`tool-batch`).
+   */
+  crashAt?: 'turn-request' | 'summary-request' | ToolCrashPoint;
   /** Abort the loop's signal when the first summary request arrives. */
   cancelAtSummary?: boolean;
 }
@@ -87,6 +99,9 @@ const HEADROOM = 1024;
 // the prepare point 6553 − (6553 − 1228) / 4 = 5221 (all in the server's tokens: UTF-8 bytes ÷ 4).
 const HISTORY_TOKENS = 3000;
 const FIXTURE_TOKENS = { small: 100, prune: 9000, compact: 4400, prepare: 2800 } as const;
+// The follow-up step after a commit: history + the compacting result + this is over the window
+// (3000 + 4400 + 3000, 3000 + 2800 + 3000 > 8192), the compacted conversation plus it is not.
+const FOLLOW_UP_TOKENS = 3000;
 
 /** Text of about `tokens` of the server's tokens (UTF-8 bytes ÷ 4), deterministic. */
 export function fillerText(tokens: number, topic: string): string {
@@ -103,6 +118,7 @@ function stateName(value: unknown): string {
 function eventLabel(e: LoopModelEvent): string {
   if (e.type === 'summary.settles') return `summary ${e.outcome}`;
   if (e.type === 'provider.overflows') return `${e.provider} overflow`;
+  if (e.type === 'process.crashes' && e.at) return e.at === 'tool-call' ? 'process crashes (tool call recorded)' : 'process crashes (parallel batch half answered)';
   return e.type.replace('.', ' ');
 }
 
@@ -129,6 +145,8 @@ function compile(events: readonly LoopModelEvent[], path: readonly string[]): Lo
   const background = has('pressure.prepares');
   const compacting = has('pressure.compacts') || background;
   const givesUp = has('engine.gives-up');
+  const crashEvent = events.find((e): e is Extract<LoopModelEvent, { type: 'process.crashes' }> => e.type === 'process.crashes');
+  const toolCrash = crashEvent?.at;
 
   const fixtures: Record<string, string> = {};
   let toolFixture: string | undefined;
@@ -145,6 +163,9 @@ function compile(events: readonly LoopModelEvent[], path: readonly string[]): Lo
   const outcome = summaryEvent?.outcome;
   const breaker = outcome === 'breaker';
   if (breaker) fixtures['notes-tiny.txt'] = fillerText(20, 'tiny');
+  // Where a summary commits before the answer (it succeeds, or the crashed run's compaction is done again after the reopen).
+  const followUp = compacting && (outcome === 'succeeds' || has('process.crashes')) ? 'notes-more.txt' : undefined;
+  if (followUp) fixtures[followUp] = fillerText(FOLLOW_UP_TOKENS, 'more');
 
   const config: CompactionConfigInput = {
     headroomTokens: HEADROOM,
@@ -166,12 +187,14 @@ function compile(events: readonly LoopModelEvent[], path: readonly string[]): Lo
 
   const script: ScenarioScript = {
     ...(toolFixture ? { toolFixture } : {}),
+    ...(toolCrash === 'tool-batch' ? { parallelCalls: 2 } : {}),
+    ...(followUp ? { followUpFixture: followUp } : {}),
     ...(breaker ? { extraToolSteps: [0, 0, 250, 250] } : {}),
     ...(overflowEvent ? { overflow: overflowEvent.provider } : {}),
     summary: has('loop.cancels') ? 'hang' : (outcome ?? 'succeeds'),
     summaryDelayMs: background ? 30 : 0,
     answerDelayMs: background || breaker ? 400 : 0,
-    ...(has('process.crashes') ? { crashAt: compacting ? ('summary-request' as const) : ('turn-request' as const) } : {}),
+    ...(has('process.crashes') ? { crashAt: toolCrash ?? (compacting ? ('summary-request' as const) : ('turn-request' as const)) } : {}),
     ...(has('loop.cancels') ? { cancelAtSummary: true } : {}),
   };
 
@@ -184,7 +207,7 @@ function compile(events: readonly LoopModelEvent[], path: readonly string[]): Lo
     ...(has('engine.retries') ? { committed: { trigger: 'overflow' as const } } : {}),
     ...(outcome === 'fails' || outcome === 'truncated' || outcome === 'refused' || outcome === 'stalls' ? { summaryFailed: true } : {}),
     ...(breaker ? { breaker: true } : {}),
-    ...(has('process.crashes') ? { crash: compacting ? ('mid-summary' as const) : ('mid-request' as const) } : {}),
+    ...(has('process.crashes') ? { crash: toolCrash ? ('mid-tool' as const) : compacting ? ('mid-summary' as const) : ('mid-request' as const) } : {}),
   };
 
   const charts = [...new Set(events.flatMap((e) => CHARTS_OF[e.type] ?? []))];

@@ -11,12 +11,15 @@ import type { LoopScenario } from './scenarios.js';
 
 const INSTRUCTION_HEAD = COMPACTION_INSTRUCTION.slice(0, 60);
 
+function textOf(content: unknown): string {
+  return typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => (p as { text?: string }).text ?? '').join('') : '';
+}
+
 /** A summary request ends with the compaction instruction as its last user message. */
 export function isSummaryRequest(body: ChatRequestBody): boolean {
   const last = body.messages?.[body.messages.length - 1];
   if (last?.role !== 'user') return false;
-  const text = typeof last.content === 'string' ? last.content : Array.isArray(last.content) ? last.content.map((p) => (p as { text?: string }).text ?? '').join('') : '';
-  return text.startsWith(INSTRUCTION_HEAD);
+  return textOf(last.content).startsWith(INSTRUCTION_HEAD);
 }
 
 export interface ScriptEvents {
@@ -75,6 +78,9 @@ export function scenarioScript(scenario: LoopScenario, events: ScriptEvents): Sc
   let summaries = 0;
   let cancelled = false;
   let calls = 0;
+  let replies = 0;
+  let followUpSent = false;
+  let inScenarioTurn = false;
 
   const summaryReply = (): Scenario => {
     summaries++;
@@ -99,7 +105,10 @@ export function scenarioScript(scenario: LoopScenario, events: ScriptEvents): Sc
     const messages = body.messages ?? [];
     const last = messages[messages.length - 1];
     const userTurns = messages.filter((m) => m.role === 'user').length;
-    const isScenarioTurn = userTurns >= scenario.turns.length || scenario.turns.length === 1;
+    // The scenario's own turn from the request carrying its prompt on: a compaction may leave fewer user messages than turns.
+    const prompt = scenario.turns[scenario.turns.length - 1];
+    if (messages.some((m) => m.role === 'user' && textOf(m.content) === prompt)) inScenarioTurn = true;
+    const isScenarioTurn = inScenarioTurn || userTurns >= scenario.turns.length || scenario.turns.length === 1;
     if (last?.role !== 'tool' && isScenarioTurn) {
       if (s.crashAt === 'turn-request' && !crashed && !resumed) {
         crashed = true;
@@ -107,8 +116,8 @@ export function scenarioScript(scenario: LoopScenario, events: ScriptEvents): Sc
         return { kind: 'hang', sendHeaders: false };
       }
       if (s.toolFixture && last?.role === 'user') {
-        const call = toolCallFor(body, s.toolFixture, `call_${++calls}`);
-        if (call) return { kind: 'reply', toolCalls: [call] };
+        const batch = Array.from({ length: s.parallelCalls ?? 1 }, () => toolCallFor(body, s.toolFixture!, `call_${++calls}`));
+        if (batch[0]) return { kind: 'reply', toolCalls: batch.filter((c) => c !== undefined) };
       }
     }
     // The overflow: after the tool step when the turn has one, else at once.
@@ -118,13 +127,20 @@ export function scenarioScript(scenario: LoopScenario, events: ScriptEvents): Sc
       const overflow = OVERFLOW_BODIES[s.overflow];
       return { kind: 'status', status: overflow.status, body: overflow.body };
     }
+    // In a crash scenario only after the reopen: the follow-up is for the commit the resumed run makes.
+    if (s.followUpFixture && !followUpSent && isScenarioTurn && last?.role === 'tool' && (!s.crashAt || resumed)) {
+      followUpSent = true;
+      const call = toolCallFor(body, s.followUpFixture, `call_${++calls}`);
+      if (call) return { kind: 'reply', toolCalls: [call] };
+    }
     const extra = s.extraToolSteps ?? [];
     if (last?.role === 'tool' && calls >= 1 && calls <= extra.length) {
       const delayMs = extra[calls - 1]!;
       const call = toolCallFor(body, 'notes-tiny.txt', `call_${++calls}`);
       if (call) return { kind: 'reply', toolCalls: [call], delayMs };
     }
-    return { kind: 'reply', content: `Done (turn ${userTurns}).`, delayMs: last?.role === 'tool' ? s.answerDelayMs : 0 };
+    // Every answer its own text: a message a loop sends twice is told from two answers alike.
+    return { kind: 'reply', content: `Done (turn ${userTurns}, reply ${++replies}).`, delayMs: last?.role === 'tool' ? s.answerDelayMs : 0 };
   };
 
   return {

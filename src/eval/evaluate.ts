@@ -23,7 +23,7 @@ export interface EvalOptions {
   windows?: readonly number[];
   /** xcompact's config (the engine's `config` option); the default policy when omitted. */
   config?: CompactionEngineOptions['config'];
-  /** The peers to compare with (default: pi, Codex, opencode and naive, simulated). */
+  /** The peers to compare with (default: pi, Codex, opencode, Claude Code and naive, simulated). */
   peers?: readonly PeerPolicy[];
   /** Output tokens the agent reserves per request (default 4,096). */
   maxOutputTokens?: number;

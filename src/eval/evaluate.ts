@@ -117,7 +117,7 @@ class Recorder {
       overWindow: tokens > this.window,
       afterCompaction,
       unpairedToolCalls: unpaired(messages),
-      memory: this.meter.observe(messages, afterCompaction),
+      memory: this.meter.observe(messages, afterCompaction, counts.recover),
     };
     if (this.keepMessages) record.messages = messages;
     this.costSoFar = l.cost;

@@ -146,6 +146,8 @@ export interface RunCounts {
   prunes: number;
   /** The policy's bill so far (the request just sent included). */
   ledger: Ledger;
+  /** The policy's recall tool, when it has one: does a query naming `fact` return it verbatim? */
+  recover?: (fact: string) => boolean;
 }
 
 export interface SimResult {

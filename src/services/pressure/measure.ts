@@ -5,7 +5,6 @@
 import { XcompactError } from '../../errors';
 import { BudgetError, modelInfoFor, policyFor, type ResolvedBudget } from '../config';
 import type { ServiceDeps } from '../core';
-import type { Session } from '../../session/session';
 import type { Measurement } from '../metering';
 import { isSilentOverflow } from '../overflow';
 import { routeBudget } from '../core';
@@ -72,8 +71,7 @@ export function measurePressure(deps: Pick<ServiceDeps, 'session' | 'meter' | 'c
   const concurrency = modelInfoFor(deps.config, provider, model)?.concurrency;
   if (concurrency !== undefined) reading.concurrency = concurrency;
   if (budget.prepare !== undefined) {
-    const paced = policyFor(deps.config, provider, model).prepareRatio === undefined ? pacedPrepare(session, m.totalTokens, budget) : undefined;
-    reading.prepareAt = paced ?? budget.prepare;
+    reading.prepareAt = budget.prepare;
     if (budget.wait !== undefined) reading.waitAt = budget.wait;
     // Unset: held until the threshold, except on one server slot, where the summary already evicted the agent's cached prompt.
     const commit = policyFor(deps.config, provider, model).backgroundCommit ?? (concurrency === 1 ? 'ready' : 'threshold');
@@ -85,70 +83,6 @@ export function measurePressure(deps: Pick<ServiceDeps, 'session' | 'meter' | 'c
   }
   if (deps.config.economics) reading.economics = weighPressure(deps, { provider, model, totalTokens: m.totalTokens, budget });
   return { kind: 'reading', reading };
-}
-
-/** How far ahead of the threshold a summary starts: this many times the growth expected while one is written. */
-export const PREPARE_LEAD = 2;
-/** The summary latencies and the step readings the pace is taken from (the newest this many). */
-const PACE_WINDOW = 8;
-
-interface Pace {
-  /** Events of the log already read. */
-  scanned: number;
-  /** The open bracket's start time (ms), while a summary is being written. */
-  startedAt: number | undefined;
-  /** Start → summary of the latest summaries (ms). */
-  latencies: number[];
-  /** [time ms, request tokens] at the latest readings. */
-  readings: Array<[number, number]>;
-}
-
-const PACES = new WeakMap<Session, Pace>();
-
-/**
- * The prepare point from the measured pace (SPEC §13, when `prepareRatio` is unset): a summary
- * starts when the tokens the agent adds while one is written (its growth per ms over the latest
- * readings × the slowest recent summary latency, twice over) would take it to the threshold; so
- * it is ready at the threshold and covers what a foreground compaction there would. Before a
- * summary was timed, or with no growth measured, the static point. Never below the static
- * point's distance doubled (halfway from the threshold to the retained tail), never above the
- * threshold. Reads only the events appended since the last reading.
- */
-export function pacedPrepare(session: Session, totalTokens: number, budget: Pick<ResolvedBudget, 'threshold' | 'retain' | 'prepare'>): number | undefined {
-  let pace = PACES.get(session);
-  if (!pace) PACES.set(session, (pace = { scanned: 0, startedAt: undefined, latencies: [], readings: [] }));
-  for (; pace.scanned < session.length; pace.scanned++) {
-    const e = session.event(pace.scanned);
-    if (e.type === 'compaction/start') pace.startedAt = Date.parse(e.time);
-    else if (e.type === 'compaction/summary' && pace.startedAt !== undefined) {
-      pace.latencies.push(Math.max(0, Date.parse(e.time) - pace.startedAt));
-      if (pace.latencies.length > PACE_WINDOW) pace.latencies.shift();
-      pace.startedAt = undefined;
-    } else if (e.type === 'compaction/end') pace.startedAt = undefined;
-  }
-  const now = session.length === 0 ? Date.now() : Date.parse(session.event(session.length - 1).time);
-  const last = pace.readings.at(-1);
-  // Growth only: a compaction's drop starts the readings again.
-  if (last && totalTokens < last[1]) pace.readings = [];
-  if (!last || last[0] !== now || last[1] !== totalTokens) pace.readings.push([now, totalTokens]);
-  if (pace.readings.length > PACE_WINDOW) pace.readings.shift();
-  return pacedPoint(pace.latencies, pace.readings, budget);
-}
-
-/**
- * The paced prepare point from summary latencies (ms) and [time ms, tokens] readings (oldest
- * first): threshold − PREPARE_LEAD × growth per ms × the slowest latency, within
- * [threshold − 2 × (threshold − static prepare), threshold]; undefined with no latency or no growth.
- */
-export function pacedPoint(latencies: readonly number[], readings: ReadonlyArray<readonly [number, number]>, budget: Pick<ResolvedBudget, 'threshold' | 'retain' | 'prepare'>): number | undefined {
-  if (budget.prepare === undefined || latencies.length === 0 || readings.length < 2) return undefined;
-  const [t0, n0] = readings[0]!;
-  const [t1, n1] = readings.at(-1)!;
-  if (n1 <= n0) return undefined;
-  const perMs = (n1 - n0) / Math.max(1, t1 - t0);
-  const ahead = Math.ceil(PREPARE_LEAD * perMs * Math.max(1, ...latencies));
-  const lowest = budget.threshold - 2 * (budget.threshold - budget.prepare);
-  return Math.min(budget.threshold, Math.max(lowest, budget.retain + 1, budget.threshold - ahead));
 }
 
 /** `waitAt`: with background compaction, where a step waits for a summary still being written (SPEC §13). */

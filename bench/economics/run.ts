@@ -20,6 +20,7 @@ import * as sessionModule from '../../src/transcripts/index.js';
 import { Session } from '../../src/session/index.js';
 import { findPiData } from '../../test/helpers/pi-data.js';
 import { costRecallChart } from './chart.js';
+import { run as peerFidelity } from '../peer-fidelity.js';
 
 const OUT = fileURLToPath(new URL('../out/', import.meta.url));
 
@@ -86,13 +87,15 @@ export interface RowGoal {
 }
 
 /**
- * The goal of issue 25 for one row (one transcript at one window), xcompact against the peers:
- * intent recall ≥ 99%; needed recall and recall after compaction within 2 points of the best
- * peer's or above; cost ≤ 0.9 × the cheapest peer's; no request over the window; every tool
- * call with its result.
+ * The goal for one row (one transcript at one window), xcompact against the VALID peers (those
+ * that sent no request over the window): intent recall ≥ 99%; needed recall and recall after
+ * compaction within 2 points of the best valid peer's or above; cost ≤ 1.05 × the cheapest valid
+ * peer's; no request over the window; every tool call with its result.
  */
 export function judgeRow(runs: readonly PolicyRun[]): RowGoal {
-  const [ours, ...peers] = runs as [PolicyRun, ...PolicyRun[]];
+  const [ours, ...all] = runs as [PolicyRun, ...PolicyRun[]];
+  const valid = all.filter((p) => p.ledger.overWindow === 0);
+  const peers = valid.length > 0 ? valid : all;
   const cheapest = peers.reduce((a, b) => (b.ledger.cost < a.ledger.cost ? b : a));
   const bestNeeded = peers.reduce((a, b) => (b.memory.neededRecall > a.memory.neededRecall ? b : a));
   const after = peers.filter((p) => p.memory.recallAfterCompaction !== undefined);
@@ -104,17 +107,21 @@ export function judgeRow(runs: readonly PolicyRun[]): RowGoal {
   const checks = [
     { name: 'intent ≥ 99%', ok: points(ours.memory.intentRecall) >= 99, detail: pct(ours.memory.intentRecall) },
     {
-      name: 'needed ≥ best − 2',
+      name: 'needed ≥ best valid − 2',
       ok: points(ours.memory.neededRecall) >= points(bestNeeded.memory.neededRecall) - 2,
       detail: `${pct(ours.memory.neededRecall)} vs ${bestNeeded.policy} ${pct(bestNeeded.memory.neededRecall)}`,
     },
     {
-      name: 'after-compaction ≥ best − 2',
+      name: 'after-compaction ≥ best valid − 2',
       // No compaction followed by a needed fact: no moment of loss to measure.
       ok: oursAfter === undefined || bestAfter === undefined || points(oursAfter) >= points(bestAfter) - 2,
       detail: `${pct(oursAfter)} vs best ${pct(bestAfter)}`,
     },
-    { name: 'cost ≤ 0.9 × cheapest', ok: ratio <= 0.9, detail: `${ratio.toFixed(3)} × ${cheapest.policy} ${money(cheapest.ledger.cost)}` },
+    {
+      name: 'cost ≤ 1.05 × cheapest valid',
+      ok: ratio <= 1.05,
+      detail: `${ratio.toFixed(3)} × ${cheapest.policy} ${money(cheapest.ledger.cost)}${valid.length < all.length ? ` (${all.length - valid.length} peer(s) over the window left out)` : ''}`,
+    },
     { name: '0 over window', ok: ours.ledger.overWindow === 0, detail: String(ours.ledger.overWindow) },
     { name: 'tool calls paired', ok: ours.unpairedRequests === 0, detail: `${ours.unpairedRequests} requests unpaired` },
   ];
@@ -123,15 +130,15 @@ export function judgeRow(runs: readonly PolicyRun[]): RowGoal {
 
 export function formatWindow(name: string, r: WindowEval): string {
   const head =
-    'policy          compactions  prunes  requests  cache-miss tok  summary tok  peak÷win  >win  unpaired     cost   needed recall  after compaction  intent recall';
+    'policy              compactions  prunes  requests  cache-miss tok  summary tok  peak÷win  >win  unpaired     cost   needed recall  after compaction  intent recall  recoverable';
   const lines = r.runs.map((run) => {
     const l = run.ledger;
     const m = run.memory;
     return (
-      `${run.policy.padEnd(15)} ${String(run.compactions).padStart(11)} ${String(run.prunes).padStart(7)} ${String(l.requests).padStart(9)} ` +
+      `${run.policy.padEnd(19)} ${String(run.compactions).padStart(11)} ${String(run.prunes).padStart(7)} ${String(l.requests).padStart(9)} ` +
       `${String(l.cacheMissTokens).padStart(15)} ${String(l.summaryTokens).padStart(12)} ${(l.peak / r.window).toFixed(2).padStart(9)} ` +
       `${String(l.overWindow).padStart(5)} ${String(run.unpairedRequests).padStart(9)} ${money(l.cost).padStart(8)}   ` +
-      `${pct(m.neededRecall).padStart(13)}  ${`${pct(m.recallAfterCompaction)} (${m.compactionsMeasured})`.padStart(16)}  ${pct(m.intentRecall).padStart(13)}`
+      `${pct(m.neededRecall).padStart(13)}  ${`${pct(m.recallAfterCompaction)} (${m.compactionsMeasured})`.padStart(16)}  ${pct(m.intentRecall).padStart(13)}  ${pct(m.recoverableRecall).padStart(11)}`
     );
   });
   const goal = judgeRow(r.runs);
@@ -178,6 +185,7 @@ export async function run(argv: readonly string[] = []): Promise<void> {
   for (const p of PEERS) console.log(`  - ${p.description}`);
   console.log(MEMORY_NOTE);
   const summary: string[] = [];
+  const pairs: string[] = [];
   for (const t of transcripts) {
     const requests = t.session.events().filter((e) => e.type === 'assistant/message').length;
     for (const w of windows) {
@@ -188,6 +196,13 @@ export async function run(argv: readonly string[] = []): Promise<void> {
       console.log(`chart: ${writeChart(t.name, r)}`);
       const g = judgeRow(r.runs);
       const x = r.runs[0]!;
+      // The pairs: xcompact alone with background summaries off, and with the cost model off.
+      for (const [label, config] of [['background: false', { background: false }], ['economics: false', { economics: false }]] as const) {
+        const y = (await evaluateWindow(t.session, w, { peers: [], config })).runs[0]!;
+        const line = `${label}: ${money(y.ledger.cost)} · ${y.compactions} compactions · needed ${pct(y.memory.neededRecall)} · after ${pct(y.memory.recallAfterCompaction)} · intent ${pct(y.memory.intentRecall)} — default ÷ this = ${(x.ledger.cost / y.ledger.cost).toFixed(3)} (default ${x.compactions} compactions)`;
+        console.log(`  pair ${line}`);
+        pairs.push(`| ${t.name}, ${w} | ${line} |`);
+      }
       summary.push(
         `| ${t.name}, ${w} | ${money(x.ledger.cost)} · ${pct(x.memory.neededRecall)} · ${pct(x.memory.recallAfterCompaction)} · ${pct(x.memory.intentRecall)} | ` +
           `${g.checks.map((c) => `${c.ok ? '✓' : '✗'} ${c.detail}`).join(' · ')} | ${g.met ? 'met' : 'NOT met'} |`,
@@ -196,6 +211,12 @@ export async function run(argv: readonly string[] = []): Promise<void> {
   }
   console.log('\nmemory goal per row (xcompact: cost · needed · after compaction · intent | checks | goal):');
   for (const s of summary) console.log(s);
+  console.log('\nthe pairs (xcompact default against one setting off):');
+  for (const s of pairs) console.log(s);
+  if (files.length === 0) {
+    console.log('');
+    await peerFidelity();
+  }
 }
 
 export const MEMORY_NOTE =

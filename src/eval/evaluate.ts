@@ -23,7 +23,7 @@ export interface EvalOptions {
   windows?: readonly number[];
   /** xcompact's config (the engine's `config` option); the default policy when omitted. */
   config?: CompactionEngineOptions['config'];
-  /** The peers to compare with (default: pi, Codex, opencode and naive, simulated). */
+  /** The peers to compare with (default: pi, Codex, opencode, Claude Code and naive, simulated). */
   peers?: readonly PeerPolicy[];
   /** Output tokens the agent reserves per request (default 4,096). */
   maxOutputTokens?: number;
@@ -117,7 +117,7 @@ class Recorder {
       overWindow: tokens > this.window,
       afterCompaction,
       unpairedToolCalls: unpaired(messages),
-      memory: this.meter.observe(messages, afterCompaction),
+      memory: this.meter.observe(messages, afterCompaction, counts.recover),
     };
     if (this.keepMessages) record.messages = messages;
     this.costSoFar = l.cost;

@@ -18,7 +18,7 @@ export {
   type Transcript,
   type TranscriptMessage,
 } from './memory';
-export { PEERS, pi, codex, opencode, naive } from './peers';
+export { PEERS, pi, codex, opencode, claudeCode, claudeCodeThreshold, naive } from './peers';
 export { simulate, SimState, type PeerPolicy, type Entry, type SimOptions, type SimResult, type RunCounts } from './simulate';
 export { Pricer, Ledger, PRICES, PRICE_TABLE, CACHE_MODEL, type PricedRequest } from './pricing';
 export { replayXcompact, type XcompactRun } from './xcompact';

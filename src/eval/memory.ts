@@ -17,6 +17,12 @@
  *   160 characters); at each later request, present verbatim or not; the mean over all (request,
  *   earlier user message) pairs.
  *
+ * - recoverable recall: needed recall, where a needed fact missing from the request also counts
+ *   when the recall tool returns it verbatim for a literal query naming it (the fact itself, its
+ *   first 80 characters for a longer one: a path, a command, an error's first words). A policy
+ *   with no recall tool (every peer; xcompact with `recall: false`) has recoverable recall equal
+ *   to its needed recall.
+ *
  * "Verbatim" is substring presence in a message's text: its content, a tool call's name and
  * arguments (as sent, and their string values unescaped).
  */
@@ -199,12 +205,16 @@ export interface MemoryFigures {
   /** Mean presence of earlier user messages' intent keys over all (request, message) pairs (1 when there are none). */
   intentRecall: number;
   intentPairs: number;
+  /** Needed recall, counting a missing fact the recall tool returns for a query naming it. */
+  recoverableRecall: number;
 }
 
 export interface RequestMemory {
   /** Needed facts at this request, and how many of them it sent. */
   needed: number;
   recalled: number;
+  /** Needed facts missing from the request that the recall tool returned. */
+  recoverable: number;
   /** Earlier user messages, and how many of their intent keys it sent. */
   intents: number;
   intentsRecalled: number;
@@ -232,7 +242,10 @@ export class MemoryMeter {
   private afterMeasured = 0;
   private intentPairs = 0;
   private intentHits = 0;
+  private recoverableSum = 0;
   private t = 0;
+  /** Each measured fact's text, by id. */
+  private readonly texts: readonly string[];
 
   constructor(readonly transcript: Transcript) {
     const { messages, replyAt } = transcript;
@@ -278,22 +291,30 @@ export class MemoryMeter {
       kept.push(key);
     }
     this.index = new FactIndex(kept);
+    this.texts = kept;
   }
 
-  /** The next request, in order: the messages the policy sent, and whether it compacted since the previous one. */
-  observe(sent: readonly ChatMessage[], afterCompaction = false): RequestMemory {
+  /**
+   * The next request, in order: the messages the policy sent, whether it compacted since the
+   * previous one, and the policy's recall tool (`recover(fact)`: does a query naming the fact
+   * return it verbatim?), when it has one.
+   */
+  observe(sent: readonly ChatMessage[], afterCompaction = false, recover?: (fact: string) => boolean): RequestMemory {
     const t = this.t++;
     const present = new Set<number>();
     for (const m of sent) for (const id of this.found(m)) present.add(id);
     let needed = 0;
     let recalled = 0;
+    let recoverable = 0;
     for (let k = 0; k < this.factIds.length; k++) {
       if (this.neededFrom[k]! > t || this.neededTo[k]! < t) continue;
       needed++;
       if (present.has(this.factIds[k]!)) recalled++;
+      else if (recover?.(this.texts[this.factIds[k]!]!)) recoverable++;
     }
     if (needed > 0) {
       this.sum += recalled / needed;
+      this.recoverableSum += (recalled + recoverable) / needed;
       this.measured++;
       if (afterCompaction) {
         this.afterSum += recalled / needed;
@@ -309,7 +330,7 @@ export class MemoryMeter {
     }
     this.intentPairs += intents;
     this.intentHits += intentsRecalled;
-    return { needed, recalled, intents, intentsRecalled };
+    return { needed, recalled, recoverable, intents, intentsRecalled };
   }
 
   figures(): MemoryFigures {
@@ -320,6 +341,7 @@ export class MemoryMeter {
       compactionsMeasured: this.afterMeasured,
       intentRecall: this.intentPairs === 0 ? 1 : this.intentHits / this.intentPairs,
       intentPairs: this.intentPairs,
+      recoverableRecall: this.measured === 0 ? 1 : this.recoverableSum / this.measured,
     };
   }
 

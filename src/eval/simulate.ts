@@ -34,6 +34,8 @@ export class SimState {
   tools = '';
   compactions = 0;
   prunes = 0;
+  /** The request tokens (this policy's own count) at which each of its compactions started. */
+  readonly compactedAt: number[] = [];
   readonly ledger: Ledger;
   private readonly summarizer: ExtractiveSummarizer;
 
@@ -125,7 +127,13 @@ export interface PeerPolicy {
    * summarizer writes the same prose for all): pi keeps cumulative read/modified file lists;
    * the others publish no such lists.
    */
-  summaryLedger: 'files' | 'none';
+  summaryLedger: 'full' | 'files' | 'none';
+  /**
+   * What the harness itself does to a tool's output before the model ever sees it (every harness
+   * caps what a tool returns: Codex 10 KiB, opencode and pi 2,000 lines / 50 KB, Claude Code
+   * 30,000 characters). Applied when the result is appended, as the harness writes it.
+   */
+  toolOutput?(text: string): string;
   beforeRequest(s: SimState, firstOfTurn: boolean): Promise<void>;
   /** The request is over the window: the provider would reject it. */
   onOverflow?(s: SimState): Promise<void>;
@@ -138,6 +146,8 @@ export interface RunCounts {
   prunes: number;
   /** The policy's bill so far (the request just sent included). */
   ledger: Ledger;
+  /** The policy's recall tool, when it has one: does a query naming `fact` return it verbatim? */
+  recover?: (fact: string) => boolean;
 }
 
 export interface SimResult {
@@ -172,7 +182,22 @@ export async function simulate(
       lastRequest = [...request.messages];
       onRequest?.(lastRequest, { compactions: s.compactions, prunes: s.prunes, ledger: s.ledger });
     }
-    if (isSurfaceType(e.type) && e.surfaceOp === 'append') s.entries.push(s.entry(e as SurfaceEvent));
+    if (isSurfaceType(e.type) && e.surfaceOp === 'append') s.entries.push(s.entry(policy.toolOutput ? withToolOutput(e as SurfaceEvent, policy.toolOutput) : (e as SurfaceEvent)));
   }
   return { state: s, lastRequest };
+}
+
+/** A tool result with its text parts passed through the harness's own output cap. */
+function withToolOutput(e: SurfaceEvent, cap: (text: string) => string): SurfaceEvent {
+  if (e.type !== 'tool/result') return e;
+  const data = e.data as { content: Array<{ type: string; text?: string }> };
+  let changed = false;
+  const content = data.content.map((part) => {
+    if (part.type !== 'text' || typeof part.text !== 'string') return part;
+    const text = cap(part.text);
+    if (text === part.text) return part;
+    changed = true;
+    return { ...part, text };
+  });
+  return changed ? ({ ...e, data: { ...data, content } } as SurfaceEvent) : e;
 }

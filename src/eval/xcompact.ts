@@ -4,6 +4,7 @@
  * extractive summarizer and summary cap. Its summary requests are billed as the OpenAI
  * summarizer would send them: system prompt, kept checkpoints, the span, the instruction.
  */
+import { runRecall } from '../services/recall';
 import { createCompactionEngine, type CompactionEngineOptions } from '../engine/facade';
 import { buildInstruction, ExtractiveSummarizer, type Summarizer, type SummaryRequest, type SummaryResult } from '../services/summarizing';
 import type { ChatMessage } from '../session/derive';
@@ -82,6 +83,7 @@ export async function replayXcompact(
   });
   let tools = '';
   let lastRequest: ChatMessage[] = [];
+  const recover = engine.config.recall ? recallProbe(session) : undefined;
   const results = await replayThroughEngine(source, session, engine, {
     beforeReply: () => {
       for (let i = session.length - 1; i >= 0; i--) {
@@ -94,7 +96,7 @@ export async function replayXcompact(
       }
       lastRequest = [...session.deriveMessages()];
       ledger.agent({ tools, messages: lastRequest });
-      onRequest?.(lastRequest, { compactions, prunes, ledger });
+      onRequest?.(lastRequest, { compactions, prunes, ledger, ...(recover ? { recover } : {}) });
     },
   });
   engine.stop();
@@ -107,5 +109,32 @@ export async function replayXcompact(
     lastRequest,
     stuck: results.filter((r) => r.status === 'stuck').length,
     failed: results.filter((r) => r.status === 'failed').length,
+  };
+}
+
+/**
+ * `recover(fact)`: the recall tool, asked with a literal query naming the fact (the fact, or its
+ * first 80 characters cut at a word), returns it verbatim. A fact once found stays found (the
+ * log only grows, a shadowed event stays shadowed); one not found is asked again after the next
+ * surface change.
+ */
+function recallProbe(session: Session): (fact: string) => boolean {
+  const found = new Set<string>();
+  let missed = new Set<string>();
+  let generation = -1;
+  return (fact) => {
+    if (found.has(fact)) return true;
+    const now = session.length;
+    if (now !== generation) {
+      missed = new Set();
+      generation = now;
+    }
+    if (missed.has(fact)) return false;
+    const query = fact.length <= 80 ? fact : fact.slice(0, 80).replace(/\s+\S*$/, '');
+    const answer = runRecall(session, { query, maxTokens: 2_000 });
+    // The first line names the query: the fact must be in what the recall returned below it.
+    const hit = !answer.isError && answer.matches > 0 && answer.text.slice(answer.text.indexOf('\n') + 1).includes(fact);
+    (hit ? found : missed).add(fact);
+    return hit;
   };
 }

@@ -317,8 +317,9 @@ export const backgroundMachine = setup({
     selecting: {
       invoke: {
         src: 'selectRange',
-        // An early compaction (the cost model's) keeps the floor tail, as in the pressure chart; one from the prepare point, the budget's.
-        input: ({ context }): SelectInput => ({ purpose: 'pressure', attempt: 1, retain: context.economics ? 'floor' : 'budget', stackCheckpoints: true }),
+        // An early compaction (the cost model's) keeps the floor tail, as in the pressure chart; one from the prepare point, the
+        // budget's tail as it will be at the threshold, where it is committed ('ahead').
+        input: ({ context }): SelectInput => ({ purpose: 'pressure', attempt: 1, retain: context.economics ? 'floor' : 'ahead', stackCheckpoints: true }),
         onDone: [
           { guard: 'nothing to compact', target: 'idle', actions: { type: 'end', params: { as: 'nothing' } } },
           { target: 'validating', actions: 'remember range' },

@@ -171,7 +171,13 @@ export const gateMachine = setup({
       on: { cancel: { actions: 'forward cancel' } },
     },
     runningOverflow: {
-      invoke: { id: 'job', src: 'overflow', input: ({ context }) => jobInput<OverflowInput>(context), onDone: { target: 'done', actions: 'remember output' } },
+      invoke: {
+        id: 'job',
+        src: 'overflow',
+        // A background commit while this waited shrank the request the provider refused.
+        input: ({ context }) => ({ ...jobInput<OverflowInput>(context), ...(context.outcomes.some((o) => o.status === 'committed') ? { relievedBefore: true } : {}) }),
+        onDone: { target: 'done', actions: 'remember output' },
+      },
       on: { cancel: { actions: 'forward cancel' } },
     },
     runningManual: {

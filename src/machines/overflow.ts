@@ -8,7 +8,7 @@
  *            one that throws is announced as prune.failed, and selection goes on)
  *   selecting (maximal balanced head: only the newest unit stays) ─ nothing ▶ deciding
  *   compacting (transaction)
- *   deciding ─ generation advanced and not cancelled ▶ retry
+ *   deciding ─ generation advanced (or a background commit landed while the job waited) and not cancelled ▶ retry
  *            └ otherwise ▶ declined (the caller keeps the original error), with the reason:
  *              summary-failed, busy, stuck (nothing to compact: announced as compaction.skipped)
  *              or no-progress
@@ -33,6 +33,12 @@ export interface OverflowInput {
   turn: number | null;
   /** The error was classified as no context overflow before the job (the gate then does not wait for a background summary). */
   notOverflow?: boolean;
+  /**
+   * A background summary was committed while this job waited for it (the gate): the request the
+   * provider refused was built before that commit, so a retry sends a smaller one even when
+   * recovery itself finds nothing more to compact.
+   */
+  relievedBefore?: boolean;
 }
 
 /**
@@ -71,6 +77,8 @@ export interface OverflowContext {
   turn: number | null;
   classification: RequestErrorClass | undefined;
   generationBefore: number | undefined;
+  /** OverflowInput.relievedBefore. */
+  relievedBefore: boolean;
   prune: PruneSummary | undefined;
   range: RangeSelection | undefined;
   transaction: TransactionOutput | undefined;
@@ -127,7 +135,7 @@ export const overflowMachine = setup({
     'pruning is disabled': ({ context }) => !context.pruneEnabled,
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
     'generation advanced': ({ context, event }) =>
-      !context.cancelled && context.generationBefore !== undefined && outputOf<LockProbe>(event).generation > context.generationBefore,
+      !context.cancelled && (context.relievedBefore || (context.generationBefore !== undefined && outputOf<LockProbe>(event).generation > context.generationBefore)),
   },
   actions: {
     'remember classification': assign({ classification: ({ event }) => outputOf<RequestErrorClass>(event) }),
@@ -159,6 +167,7 @@ export const overflowMachine = setup({
     turn: input.turn,
     classification: undefined,
     generationBefore: undefined,
+    relievedBefore: input.relievedBefore === true,
     prune: undefined,
     range: undefined,
     transaction: undefined,

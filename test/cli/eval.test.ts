@@ -13,7 +13,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePrices, parseWindows } from '../../src/cli/eval';
-import { PRICES } from '../../src/eval';
+import { PEERS, PRICES } from '../../src/eval';
 import { Session } from '../../src/session/session';
 import { JsonlStore } from '../../src/session/stores/jsonl';
 import { launchChromium } from '../helpers/chromium';
@@ -117,10 +117,10 @@ describe('xcompact eval on the real transcripts', { timeout: 400_000 }, () => {
     for (const c of drawn) {
       expect(c.width, c.id).toBeGreaterThan(100);
       expect(c.height, c.id).toBeGreaterThan(100);
-      expect(c.marks, c.id).toBe(5); // one point, or one line, per policy
-      expect(c.drawnMarks, c.id).toBe(5);
+      expect(c.marks, c.id).toBe(1 + PEERS.length); // one point, or one line, per policy
+      expect(c.drawnMarks, c.id).toBe(1 + PEERS.length);
     }
-    expect(await countRows(html)).toBe(4 * 5);
+    expect(await countRows(html)).toBe(4 * (1 + PEERS.length));
   });
 });
 

@@ -128,7 +128,7 @@ describe("the simulated peers' summaries", () => {
     );
   };
 
-  it('carry the full ledger by default, the file lists only for pi, none for the others', async () => {
+  it('carry the lists their own summary prompts ask for: the full ledger by default and for Claude Code, file lists for pi and opencode, none for the others', async () => {
     const full = parseLedger((await request('full')).text).ledger;
     const files = parseLedger((await request('files')).text).ledger;
     const none = (await request('none')).text;
@@ -140,7 +140,8 @@ describe("the simulated peers' summaries", () => {
     expect(Object.fromEntries(PEERS.map((p) => [p.name, p.summaryLedger]))).toEqual({
       'pi (sim)': 'files',
       'Codex (sim)': 'none',
-      'opencode (sim)': 'none',
+      'opencode (sim)': 'files',
+      'Claude Code (sim)': 'full',
       'naive (sim)': 'none',
     });
   });

@@ -141,7 +141,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
   // Per run: the turn open when its step came, and whether the cost model started it.
   const started: Array<{ turn: number | null; early: boolean }> = [];
   const expectSelection = (input: unknown) =>
-    expect(input, 'the selection the run asks for').toEqual({ purpose: 'pressure', attempt: 1, retain: early ? 'floor' : 'budget', stackCheckpoints: true });
+    expect(input, 'the selection the run asks for').toEqual({ purpose: 'pressure', attempt: 1, retain: early ? 'floor' : 'ahead', stackCheckpoints: true });
   for (let i = 0; i < path.steps.length; i++) {
     const step = path.steps[i]!;
     if (step.outcome.startsWith('step:') && stateOf(step.from) === 'idle') {

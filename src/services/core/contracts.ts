@@ -29,7 +29,9 @@ export interface ErrorInfo {
 
 /**
  * What a chart asks of range selection. The chart decides the policy; the service applies it.
- * `retain: 'budget'` keeps the model's retained tail verbatim, `'floor'` the smaller tail a
+ * `retain: 'budget'` keeps the model's retained tail verbatim, `'ahead'` (a background summary
+ * started below the threshold) that tail less the growth still to come before the threshold, so
+ * the tail at the commit is the budget's, `'floor'` the smaller tail a
  * compaction the cost model starts early may keep (retainFloorTokens), `'newest-unit'` only the newest
  * unit (overflow recovery, manual compaction). `stackCheckpoints` keeps small earlier
  * checkpoints in place (warm prompt cache); false merges them from the head.
@@ -37,7 +39,7 @@ export interface ErrorInfo {
 export interface SelectInput {
   purpose: Trigger;
   attempt: number;
-  retain: 'budget' | 'floor' | 'newest-unit';
+  retain: 'budget' | 'floor' | 'ahead' | 'newest-unit';
   stackCheckpoints: boolean;
 }
 

@@ -33,14 +33,26 @@ export function selectSpan(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config
   // A span must cost at least twice an empty checkpoint, or no summary can shrink it.
   const frameTokens = meter.priceUserText(frameCheckpoint('', pricingHandle(recallOn(deps), session.length)));
   // Only the newest unit kept (manual compaction): no shrink check to fail, and no route needed.
-  const budget = retain === 'budget' || retain === 'floor' ? routeBudget(deps) : undefined;
-  const retainTokens = retain === 'budget' ? budget!.retain : retain === 'floor' ? budget!.retainFloor : 0;
+  const budget = retain === 'newest-unit' ? undefined : routeBudget(deps);
+  const retainTokens = retain === 'budget' ? budget!.retain : retain === 'floor' ? budget!.retainFloor : retain === 'ahead' ? aheadTail(budget!, meter.measure().totalTokens) : 0;
   return selectRange(session, prices, {
     retainTokens,
     minSpanTokens: 2 * frameTokens,
     ...(budget ? { checkpoint: { userWords: budget.userWords, cap: budget.maxTokens, frameTokens, minProgressRatio: deps.config.minProgressRatio } } : {}),
     ...(stackCheckpoints ? { stack: { maxCheckpoints: STACK_MAX_CHECKPOINTS, maxTokens: Math.floor(retainTokens / 2) } } : {}),
   });
+}
+
+/**
+ * The tail a background summary started below the threshold keeps: the budget's, less the
+ * growth still to come before the threshold (never below the floor tail). The span is committed
+ * at the threshold (held until then): by then the agent has added that growth after it, so the
+ * request keeps the budget's tail then, as a compaction at the threshold would. Cut with the
+ * budget's tail instead, each background commit kept the growth since the prepare point on top
+ * and relieved that much less: more compactions, each one billed.
+ */
+export function aheadTail(budget: { retain: number; retainFloor: number; threshold: number }, totalTokens: number): number {
+  return Math.max(budget.retainFloor, budget.retain - Math.max(0, budget.threshold - totalTokens));
 }
 
 /** The newest unit, the system prompt and the tools alone reach the window the overflow error named. */

@@ -1,0 +1,130 @@
+/**
+ * Peer fidelity: does a simulated peer compact where the real harness did? For every Claude Code
+ * session (`compact_boundary` records: the harness's own `preTokens`) and every Codex rollout
+ * (`compacted` records: the token_count before them) under ../shared/data and its corpus/, the
+ * session is replayed as lived (the harness's compactions undone) through that harness's
+ * simulation at the recorded window, and each real compaction is set beside the simulation's:
+ * the token level (real `preTokens` against the level the simulation compacted at, goal within
+ * 5%) and the request it happened before.
+ *
+ *   npx tsx bench/peer-fidelity.ts [file…]
+ */
+import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { claudeCode, codex, claudeCodeThreshold } from '../src/eval/peers.js';
+import { Pricer } from '../src/eval/pricing.js';
+import { simulate } from '../src/eval/simulate.js';
+import { withoutCompactions } from '../src/eval/lived.js';
+import { importTranscriptFile } from '../src/transcripts/index.js';
+import { Session } from '../src/session/session.js';
+
+/** ../shared/data beside the repository (XCOMPACT_SHARED_DATA names another place). */
+const DATA = process.env.XCOMPACT_SHARED_DATA ?? new URL('../../shared/data/', import.meta.url).pathname;
+const GOAL = 0.05;
+
+interface RealCompaction {
+  tokens: number;
+  version?: string;
+  trigger?: string;
+}
+
+/** The records of a JSONL file, merged lines split, a torn line skipped. */
+function records(path: string): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    for (const piece of line.split(/(?<=\})(?=\{")/)) {
+      try {
+        out.push(JSON.parse(piece) as Record<string, unknown>);
+      } catch {
+        /* a torn line */
+      }
+    }
+  }
+  return out;
+}
+
+function claudeCompactions(recs: Array<Record<string, unknown>>): RealCompaction[] {
+  return recs
+    .filter((r) => r.subtype === 'compact_boundary')
+    .map((r) => {
+      const meta = r.compactMetadata as { preTokens?: number; trigger?: string } | undefined;
+      return { tokens: meta?.preTokens ?? NaN, version: r.version as string | undefined, trigger: meta?.trigger };
+    })
+    .filter((c) => Number.isFinite(c.tokens) && c.trigger !== 'manual');
+}
+
+function codexCompactions(recs: Array<Record<string, unknown>>): { compactions: RealCompaction[]; window?: number } {
+  const compactions: RealCompaction[] = [];
+  let last: { total_tokens?: number } | undefined;
+  let window: number | undefined;
+  for (const r of recs) {
+    const p = r.payload as { type?: string; info?: { last_token_usage?: { total_tokens?: number }; model_context_window?: number } } | undefined;
+    if (r.type === 'event_msg' && p?.type === 'token_count' && p.info) {
+      last = p.info.last_token_usage;
+      window = p.info.model_context_window ?? window;
+    }
+    if (r.type === 'compacted' && last?.total_tokens) compactions.push({ tokens: last.total_tokens });
+  }
+  return { compactions, window };
+}
+
+/** Claude Code's output reserve by version: 32,000 up to 2.1.14 (the boundaries of 2.0.76–2.1.14 sit at 155k of 200k), 20,000 since. */
+function claudeReserve(version: string | undefined): number {
+  const [maj = 0, min = 0, patch = 0] = (version ?? '9.9.9').split('.').map(Number);
+  return maj < 2 || (maj === 2 && (min < 1 || (min === 1 && patch < 20))) ? 32_000 : 20_000;
+}
+
+function files(): string[] {
+  const args = process.argv.slice(2);
+  if (args.length > 0) return args;
+  const out: string[] = [];
+  for (const dir of [DATA, join(DATA, 'corpus/claude-code'), join(DATA, 'corpus/codex')]) {
+    if (!existsSync(dir)) continue;
+    for (const f of readdirSync(dir)) if (f.endsWith('.jsonl')) out.push(join(dir, f));
+  }
+  return out;
+}
+
+export async function run(): Promise<void> {
+  const pricer = new Pricer();
+  console.log('peer fidelity: each real compaction beside the simulated harness\'s (level = request tokens when it compacted; goal |sim − real| ≤ 5% of real)');
+  let judged = 0;
+  let met = 0;
+  for (const path of files()) {
+    const recs = records(path);
+    const name = path.split('/').pop()!;
+    const isCodex = recs.some((r) => r.type === 'session_meta');
+    const real = isCodex ? codexCompactions(recs).compactions : claudeCompactions(recs);
+    if (real.length === 0) {
+      console.log(`  ${name}: no automatic compaction recorded`);
+      continue;
+    }
+    const session = Session.inMemory(`fidelity-${name}`);
+    try {
+      await importTranscriptFile(session, path);
+    } catch (error) {
+      console.log(`  ${name}: not imported (${(error as Error).message})`);
+      continue;
+    }
+    const lived = withoutCompactions(session);
+    const window = isCodex ? (codexCompactions(recs).window ?? 272_000) : 200_000;
+    const reserve = isCodex ? 0 : claudeReserve(real[0]!.version);
+    const maxOutputTokens = isCodex ? 0 : 64_000;
+    const policy = isCodex ? codex : { ...claudeCode, async beforeRequest(s: Parameters<typeof claudeCode.beforeRequest>[0]) {
+      if (s.tokens() >= claudeCodeThreshold(s.window, maxOutputTokens, reserve)) await claudeCode.onOverflow!(s);
+    } };
+    const { state } = await simulate(lived.events(), policy, pricer, { window, maxOutputTokens, summaryCap: 20_000 });
+    const rows = real.map((r, i) => {
+      const sim = state.compactedAt[i];
+      const off = sim === undefined ? undefined : Math.abs(sim - r.tokens) / r.tokens;
+      judged++;
+      if (off !== undefined && off <= GOAL) met++;
+      return `#${i + 1} real ${r.tokens.toLocaleString('en-US')}${r.version ? ` (v${r.version})` : ''} · sim ${sim === undefined ? 'none' : sim.toLocaleString('en-US')} · off ${off === undefined ? '—' : `${(off * 100).toFixed(1)}%`} ${off !== undefined && off <= GOAL ? '✓' : '✗'}`;
+    });
+    console.log(`  ${name} (${isCodex ? 'Codex' : 'Claude Code'}, window ${window.toLocaleString('en-US')}, sim compactions ${state.compactions}): ${rows.join('; ')}`);
+  }
+  console.log(`peer fidelity: ${met} of ${judged} real compactions matched within ${GOAL * 100}%`);
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await run();

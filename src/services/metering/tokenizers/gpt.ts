@@ -55,11 +55,11 @@ export function loadAiCounter(name: GptEncodingName, load: RequireLike = nodeReq
     const { Tokenizer } = load('ai-tokenizer') as AiTokenizerModule;
     const encoding = load(AI_ENTRY_POINTS[name]) as AiEncoding;
     // ai-tokenizer looks pieces up in a plain object, so a piece like "valueOf" or
-    // "constructor" finds Object.prototype's function and counts as one token: a table without
-    // a prototype finds only the encoding's own pieces (~40 ms once, at load).
-    const stringEncoder = Object.create(null) as Record<string, number>;
-    for (const piece of Object.keys(encoding.stringEncoder)) stringEncoder[piece] = encoding.stringEncoder[piece]!;
-    encoder = new Tokenizer({ ...encoding, stringEncoder, special_tokens: {} });
+    // "constructor" finds Object.prototype's function and counts as one token. The table is
+    // made prototype-free in place (a copy of its 200k pieces took ~0.3 s of CPU): it then
+    // finds only the encoding's own pieces, which only corrects any other user of it.
+    if (Object.getPrototypeOf(encoding.stringEncoder) !== null) Object.setPrototypeOf(encoding.stringEncoder, null);
+    encoder = new Tokenizer({ ...encoding, special_tokens: {} });
   } catch {
     return undefined;
   }

@@ -276,8 +276,10 @@ async function openCpu(store: JsonlStore, id: string): Promise<{ open: number; t
   const t0 = cpuMs();
   const session = await Session.open(store, id);
   const open = cpuMs() - t0;
-  // requireCapacity: false: an imported transcript's model has no window here (nothing is compacted).
-  const engine = createCompactionEngine({ session, models: MODELS, config: CONFIG, requireCapacity: false });
+  // An imported transcript's model gets a window too, so its first afterStep prices the log and measures.
+  const h = session.latestHeader?.data;
+  const models = h ? { ...MODELS, [`${h.provider}/${h.model}`]: MODELS['bench/huge'] } : MODELS;
+  const engine = createCompactionEngine({ session, models, config: CONFIG });
   const r = await engine.afterStep();
   const total = cpuMs() - t0;
   engine.stop();

@@ -40,8 +40,8 @@ describe('lazy loading', () => {
   // Must run first in this file, and nothing above it may request a tokenizer: it checks what
   // has been loaded so far.
   it('loads each package only when its tokenizer is first requested', () => {
-    const O200K = /gpt-tokenizer[\\/]cjs[\\/]encoding[\\/]o200k_base/;
-    const CL100K = /gpt-tokenizer[\\/]cjs[\\/]encoding[\\/]cl100k_base/;
+    const O200K = /(gpt-tokenizer[\\/]cjs|ai-tokenizer[\\/]dist)[\\/]encoding[\\/]o200k_base/;
+    const CL100K = /(gpt-tokenizer[\\/]cjs|ai-tokenizer[\\/]dist)[\\/]encoding[\\/]cl100k_base/;
     const loaded = () => [O200K, CL100K, HF_TOKENIZERS].map(isLoaded);
     expect(loaded()).toEqual([false, false, false]);
 
@@ -352,9 +352,9 @@ describe('DeepSeek-V3 chat overhead (verified against the shipped chat template)
 });
 
 describe('missing optional packages', () => {
-  const missing = (absent: string): RequireLike => {
+  const missing = (...absent: string[]): RequireLike => {
     const fail = (id: string): never => {
-      if (id.startsWith(absent)) throw Object.assign(new Error(`Cannot find module '${id}'`), { code: 'MODULE_NOT_FOUND' });
+      if (absent.some((a) => id.startsWith(a))) throw Object.assign(new Error(`Cannot find module '${id}'`), { code: 'MODULE_NOT_FOUND' });
       return nodeRequire(id) as never;
     };
     return Object.assign((id: string) => fail(id), { resolve: (id: string) => (fail(id), nodeRequire.resolve(id)) });
@@ -381,8 +381,9 @@ describe('missing optional packages', () => {
     expect(o200k.count('Hello world')).toBe(2);
   });
 
-  it('names gpt-tokenizer when it is absent', () => {
-    expect(() => createGptTokenizer('cl100k_base', missing('gpt-tokenizer'))).toThrow(/install gpt-tokenizer/);
+  it('names gpt-tokenizer when it is absent (and ai-tokenizer, which counts the same when installed, too)', () => {
+    expect(() => createGptTokenizer('cl100k_base', missing('gpt-tokenizer', 'ai-tokenizer'))).toThrow(/install gpt-tokenizer/);
+    expect(createGptTokenizer('cl100k_base', missing('gpt-tokenizer')).count('Hello world')).toBe(2);
   });
 });
 

@@ -136,6 +136,7 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     validateSpan: act((i: In<'validateSpan'>) => services.validateSpan(i)),
     openBracket: act((i: In<'openBracket'>) => services.openBracket(i)),
     summarize: fromPromise(({ input, signal }: { input: In<'summarize'>; signal: AbortSignal }) => services.summarize(input, signal)),
+    truncate: act((i: In<'truncate'>) => services.truncate(i)),
     revalidate: act((i: In<'revalidate'>) => services.revalidate(i)),
     commit: act((i: In<'commit'>) => services.commit(i)),
     flush: act((i: In<'flush'>) => services.flush(i)),

@@ -231,6 +231,7 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     background,
     failureLimit: config.circuitBreaker.failureLimit,
     cooldownMs: config.circuitBreaker.cooldownMs,
+    truncationFallback: config.truncationFallback,
   };
   // The same chart with this config baked in: a host invokes it without input.
   const machine = createMachine(

@@ -45,7 +45,7 @@ export interface CompactionEngineOptions extends CompactionMachineOptions {
  * (a summary held until the threshold: the call waited for its commit, not for a model);
  * `waited`: this call waited for a background summary (the threshold came first).
  */
-export type AfterStepStatus = Exclude<PressureStatus, 'preparing'> | 'auto-off' | 'busy' | 'preparing' | 'committed' | 'waited';
+export type AfterStepStatus = Exclude<PressureStatus, 'preparing'> | 'auto-off' | 'paused' | 'busy' | 'preparing' | 'committed' | 'waited';
 
 export interface AfterStepResult {
   status: AfterStepStatus;
@@ -266,7 +266,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
         };
       }
       if (result.kind === 'error') return { ...idle, status: 'failed', error: new CompactionError(result.error) };
-      return { ...idle, status: result.kind === 'busy' ? 'busy' : 'auto-off' };
+      return { ...idle, status: result.kind === 'busy' ? 'busy' : result.kind === 'auto-off' ? 'auto-off' : 'paused' };
     },
     async onRequestError(error, given = {}) {
       // `null` options are no options, as `undefined` is.

@@ -47,6 +47,8 @@ export interface EngineInput extends RoutePolicy {
   pruneEnabled: boolean;
   failureLimit: number;
   cooldownMs: number;
+  /** Config `truncationFallback`: the model-free last resort when the summarizer cannot help (default on). */
+  truncationFallback?: boolean;
 }
 
 export type EngineRequest =
@@ -72,6 +74,8 @@ export type SettledResult =
   | { kind: 'manual'; output: ManualOutput }
   | { kind: 'busy'; running: 'pressure' | 'overflow' | 'manual' }
   | { kind: 'auto-off' }
+  /** The breaker is open and the model-free fallback is off (`truncationFallback: false`): pressure compaction is paused. */
+  | { kind: 'paused'; consecutiveFailures: number }
   /** A chart itself failed (a bug, not a service failure): the engine stays usable. */
   | { kind: 'error'; error: ErrorInfo };
 
@@ -211,6 +215,7 @@ export const compactionMachine = setup({
       return snap.value === 'idle' && snap.context.unreported.length === 0;
     },
     'breaker is open': stateIn({ breaker: 'open' }),
+    'the fallback is off': ({ context }) => context.truncationFallback === false,
     'is the running request': ({ context, event }) => event.type === 'cancel' && context.current?.id === event.id,
     'this failure reaches the limit': ({ context }) => context.consecutiveFailures + 1 >= context.failureLimit,
     'automatic compaction failed': ({ event }) => automaticFailure(outputOf<PressureOutput | OverflowOutput>(event)),
@@ -252,6 +257,7 @@ export const compactionMachine = setup({
     'answer busy': publish(({ context, event }) => settle((event as EngineRequest).id, { kind: 'busy', running: context.current!.kind })),
     // Answered from the admitting state, after 'start job': the request is the pending one.
     'answer auto off': publish(({ context }) => settle(context.pending!.id, { kind: 'auto-off' })),
+    'answer paused': publish(({ context }) => settle(context.pending!.id, { kind: 'paused', consecutiveFailures: context.consecutiveFailures })),
     // The default: the input's policy. The engine provides a look-up of the routed model's.
     'look up route policy': assign({ policy: ({ context }) => ({ auto: context.auto, maxAttempts: context.maxAttempts, maxOverflowRetries: context.maxOverflowRetries }) }),
     'announce notification': publish(({ event }) => (event as NotifyEvent).notification),
@@ -305,7 +311,7 @@ export const compactionMachine = setup({
             // actor, no abort signal), so a step costs little more than the measurement.
             'step.completed': [
               {
-                guard: and([not('signal already aborted'), 'background is idle', 'pressure is below the threshold']),
+                guard: and([not('signal already aborted'), not(and(['breaker is open', 'the fallback is off'])), 'background is idle', 'pressure is below the threshold']),
                 actions: 'answer below the threshold',
               },
               { target: 'admitting', actions: ['start job', 'look up route policy'] },
@@ -318,6 +324,7 @@ export const compactionMachine = setup({
         admitting: {
           always: [
             { guard: 'automatic compaction is off', target: 'idle', actions: ['answer auto off', 'finish job'] },
+            { guard: and(['breaker is open', 'the fallback is off']), target: 'idle', actions: ['answer paused', 'finish job'] },
             // With the breaker open too: the pressure chart then relieves model-free (its input says so).
             { target: 'pressure' },
           ],
@@ -332,6 +339,7 @@ export const compactionMachine = setup({
               pruneEnabled: context.pruneEnabled,
               maxAttempts: context.policy.maxAttempts,
               silentSeenSeq: context.silentSeenSeq,
+              ...(context.truncationFallback === false ? { fallback: false } : {}),
               ...(context.breakerOpen ? { modelFree: true } : {}),
             }),
             onDone: [
@@ -366,7 +374,7 @@ export const compactionMachine = setup({
                 aborted: p.aborted,
                 turn: p.turn,
                 ...(p.overflow === false ? { notOverflow: true } : {}),
-                ...(context.breakerOpen ? { modelFree: true } : {}),
+                ...(context.truncationFallback === false ? { fallback: false } : context.breakerOpen ? { modelFree: true } : {}),
               };
             },
             onDone: [

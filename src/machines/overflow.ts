@@ -51,6 +51,8 @@ export interface OverflowInput {
   notOverflow?: boolean;
   /** Summaries cannot help (the engine's circuit breaker is open): recovery truncates, model-free. */
   modelFree?: boolean;
+  /** Config `truncationFallback: false`: no truncation stands in for a summary that failed (absent: on). */
+  fallback?: boolean;
 }
 
 /**
@@ -110,6 +112,7 @@ export interface OverflowContext {
   /** Selection found nothing to compact. */
   nothingToCompact: boolean;
   modelFree: boolean;
+  fallback: boolean;
   truncation: TruncationReason | undefined;
   summaryFailure: TransactionOutput | undefined;
 }
@@ -162,7 +165,7 @@ export const overflowMachine = setup({
     'pruning is disabled': ({ context }) => !context.pruneEnabled,
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
     'summaries are unavailable': ({ context }) => context.modelFree,
-    'the summarizer could not help': ({ context, event }) => !context.cancelled && truncationAfter(outputOf<TransactionOutput>(event)) !== undefined,
+    'the summarizer could not help': ({ context, event }) => context.fallback && !context.cancelled && truncationAfter(outputOf<TransactionOutput>(event)) !== undefined,
     'generation advanced': ({ context, event }) =>
       !context.cancelled && context.generationBefore !== undefined && outputOf<LockProbe>(event).generation > context.generationBefore,
   },
@@ -207,6 +210,7 @@ export const overflowMachine = setup({
     reason: undefined,
     nothingToCompact: false,
     modelFree: input.modelFree === true,
+    fallback: input.fallback !== false,
     truncation: undefined,
     summaryFailure: undefined,
   }),

@@ -76,6 +76,8 @@ export interface PressureInput {
    * and then a truncation checkpoint; no compaction starts early.
    */
   modelFree?: boolean;
+  /** Config `truncationFallback: false`: no truncation stands in for a summary that failed (absent: on). */
+  fallback?: boolean;
 }
 
 /** What the measure actor is asked: the phase, and a reading already taken for it (returned as it is). */
@@ -215,6 +217,7 @@ export const pressureMachine = setup({
     'summaries are unavailable': ({ context }) => context.modelFree,
     // A compaction started early (below the threshold) gives up instead: it was an optimisation.
     'the summarizer could not help': ({ context, event }) =>
+      context.fallback !== false &&
       !context.cancelRequested && context.economics?.decision !== 'compact-early' && truncationAfter(outputOf<TransactionOutput>(event)) !== undefined,
     'a truncation stood in': ({ context }) => context.transactions.some(truncated),
   },

@@ -24,7 +24,7 @@ import { classifyRequestError, type RequestErrorClass } from '../services/overfl
 import { pruneSurface } from '../services/pruning';
 import type { RangeSelection } from '../services/selection';
 import { selectSpan, type OverflowCount } from '../services/selection';
-import { revalidateSpan, validateSpan } from '../services/transaction';
+import { revalidateSpan, truncateSpan, validateSpan } from '../services/transaction';
 import { SummarizerError, type Summarizer } from '../services/summarizing';
 import { buildSummaryRequest } from '../services/transaction';
 
@@ -35,6 +35,8 @@ export interface EngineServices {
   validateSpan(input: TransactionActorInputs['validateSpan']): SpanCheck;
   openBracket(input: TransactionActorInputs['openBracket']): OpenedBracket;
   summarize(input: TransactionActorInputs['summarize'], signal: AbortSignal): Promise<SummaryOutcome>;
+  /** The truncation checkpoint (the model-free last resort): the span's ledger alone. */
+  truncate(input: TransactionActorInputs['truncate']): SummaryOutcome;
   revalidate(input: TransactionActorInputs['revalidate']): Verdict;
   commit(input: TransactionActorInputs['commit']): CommitRecord;
   flush(input: TransactionActorInputs['flush']): Promise<void>;
@@ -108,6 +110,7 @@ export function createEngineServices(deps: ServiceDeps, summarizer: Summarizer):
         throw err;
       }
     },
+    truncate: (input) => truncateSpan(deps, input),
     revalidate: (input) => revalidateSpan(deps, input),
     commit: (input) => brackets.commit(input),
     flush: () => brackets.flush(),

@@ -136,6 +136,7 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     validateSpan: act((i: In<'validateSpan'>) => services.validateSpan(i)),
     openBracket: act((i: In<'openBracket'>) => services.openBracket(i)),
     summarize: fromPromise(({ input, signal }: { input: In<'summarize'>; signal: AbortSignal }) => services.summarize(input, signal)),
+    truncate: act((i: In<'truncate'>) => services.truncate(i)),
     revalidate: act((i: In<'revalidate'>) => services.revalidate(i)),
     commit: act((i: In<'commit'>) => services.commit(i)),
     flush: act((i: In<'flush'>) => services.flush(i)),
@@ -230,6 +231,7 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     background,
     failureLimit: config.circuitBreaker.failureLimit,
     cooldownMs: config.circuitBreaker.cooldownMs,
+    truncationFallback: config.truncationFallback,
   };
   // The same chart with this config baked in: a host invokes it without input.
   const machine = createMachine(

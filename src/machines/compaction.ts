@@ -10,8 +10,11 @@
  * breaker — a circuit breaker for automatic compaction:
  *   closed ─ failureLimit consecutive failed automatic compactions ─▶ open
  *   open ─ a success (manual or automatic) or the cool-down ─▶ closed
- *   While open, pressure compaction is paused (overflow recovery still runs: without it
- *   the agent cannot continue at all).
+ *   While open, no summary is asked for: pressure compaction and overflow recovery run
+ *   model-free (a prune, then a truncation checkpoint of the oldest whole turns: the ledger
+ *   alone), so the agent goes on and no request goes over the window. A truncation that
+ *   stood in for a failed summary counts as a failure; nothing a model-free job does counts
+ *   as a success (only a manual compaction's summary, or the cool-down, closes the breaker).
  *
  * Every request carries an id; its result is emitted as `request.settled`. The charts'
  * notifications (compaction.*, pruned, overflow.silent) reach this chart as `xcompact.notify`
@@ -26,7 +29,7 @@ import { BACKGROUND_SYSTEM_ID, backgroundMachine } from './background';
 import { manualMachine, type ManualOutput } from './manual';
 import { overflowMachine, type OverflowOutput } from './overflow';
 import { pressureMachine, restingOutput, type PressureOutput } from './pressure';
-import { errorOf, NOTIFY, outputOf, toErrorInfo, type NotifyEvent, type PressureReading } from './types';
+import { errorOf, NOTIFY, outputOf, toErrorInfo, truncated, truncationAfter, type NotifyEvent, type PressureReading } from './types';
 import type { AnyActorRef } from 'xstate';
 import type { RoutePolicy } from '../services/core';
 import type { ChartNotification, ErrorInfo } from './types';
@@ -44,6 +47,8 @@ export interface EngineInput extends RoutePolicy {
   pruneEnabled: boolean;
   failureLimit: number;
   cooldownMs: number;
+  /** Config `truncationFallback`: the model-free last resort when the summarizer cannot help (default on). */
+  truncationFallback?: boolean;
 }
 
 export type EngineRequest =
@@ -69,6 +74,7 @@ export type SettledResult =
   | { kind: 'manual'; output: ManualOutput }
   | { kind: 'busy'; running: 'pressure' | 'overflow' | 'manual' }
   | { kind: 'auto-off' }
+  /** The breaker is open and the model-free fallback is off (`truncationFallback: false`): pressure compaction is paused. */
   | { kind: 'paused'; consecutiveFailures: number }
   /** A chart itself failed (a bug, not a service failure): the engine stays usable. */
   | { kind: 'error'; error: ErrorInfo };
@@ -104,6 +110,7 @@ export function engineContext(input: EngineInput): EngineContext {
     consecutiveFailures: 0,
     overflowRetries: 0,
     retryAnchorSeq: -1,
+    breakerOpen: false,
     warnedModels: [],
     backgroundRef: undefined,
   };
@@ -120,6 +127,8 @@ export interface EngineContext extends EngineInput {
   overflowRetries: number;
   /** Seq of the latest assistant message when the last overflow retry was granted. */
   retryAnchorSeq: number;
+  /** The breaker region is open (mirrored for the jobs' input: they run model-free then). */
+  breakerOpen: boolean;
   warnedModels: string[];
   /** The background chart (SPEC §13), when `background` is on: the quick check reads whether it is idle. */
   backgroundRef: AnyActorRef | undefined;
@@ -131,16 +140,19 @@ export interface EngineContext extends EngineInput {
  */
 function automaticFailure(out: PressureOutput | OverflowOutput): boolean {
   const notCounted = (code: string | undefined) => code === 'busy' || code === 'cancelled';
-  if ('status' in out) return out.status === 'failed' && !notCounted(out.error?.code);
-  return out.transaction?.status === 'failed' && !notCounted(out.transaction.error.code);
+  // A summary that failed is a failure even when a truncation checkpoint then stood in for it.
+  if ('status' in out) return (out.status === 'failed' && !notCounted(out.error?.code)) || out.transactions.some((t) => truncationAfter(t) !== undefined);
+  return (out.transaction?.status === 'failed' && !notCounted(out.transaction.error.code)) || out.summaryFailure !== undefined;
 }
 
+/** Evidence that summaries work again: a model-free job (a prune, a truncation) is none. */
 function automaticSuccess(out: PressureOutput | OverflowOutput): boolean {
   if ('status' in out) {
+    if (out.modelFree || out.transactions.some(truncated)) return false;
     // A commit kept after a late cancel is a success too.
     return out.status === 'compacted' || out.status === 'relieved-by-pruning' || out.transactions.some((t) => t.status === 'committed');
   }
-  return out.action === 'retry';
+  return out.action === 'retry' && !out.modelFree && out.summaryFailure === undefined && !(out.transaction && truncated(out.transaction));
 }
 
 /** Emits an event and sends it to the parent actor (a host machine), if there is one. */
@@ -203,6 +215,7 @@ export const compactionMachine = setup({
       return snap.value === 'idle' && snap.context.unreported.length === 0;
     },
     'breaker is open': stateIn({ breaker: 'open' }),
+    'the fallback is off': ({ context }) => context.truncationFallback === false,
     'is the running request': ({ context, event }) => event.type === 'cancel' && context.current?.id === event.id,
     'this failure reaches the limit': ({ context }) => context.consecutiveFailures + 1 >= context.failureLimit,
     'automatic compaction failed': ({ event }) => automaticFailure(outputOf<PressureOutput | OverflowOutput>(event)),
@@ -262,6 +275,8 @@ export const compactionMachine = setup({
     'report success to breaker': raise({ type: 'breaker.success' }),
     'count failure': assign({ consecutiveFailures: ({ context }) => context.consecutiveFailures + 1 }),
     'reset failures': assign({ consecutiveFailures: 0 }),
+    'mark breaker open': assign({ breakerOpen: true }),
+    'mark breaker closed': assign({ breakerOpen: false }),
     'announce breaker opened': publish(({ context }) => ({
       type: 'breaker.opened',
       consecutiveFailures: context.consecutiveFailures,
@@ -296,7 +311,7 @@ export const compactionMachine = setup({
             // actor, no abort signal), so a step costs little more than the measurement.
             'step.completed': [
               {
-                guard: and([not('signal already aborted'), not('breaker is open'), 'background is idle', 'pressure is below the threshold']),
+                guard: and([not('signal already aborted'), not(and(['breaker is open', 'the fallback is off'])), 'background is idle', 'pressure is below the threshold']),
                 actions: 'answer below the threshold',
               },
               { target: 'admitting', actions: ['start job', 'look up route policy'] },
@@ -305,11 +320,12 @@ export const compactionMachine = setup({
             'compact.requested': { target: 'manual', actions: 'start job' },
           },
         },
-        // Pressure compaction runs only if the routed model's policy has it on and the breaker is closed.
+        // Pressure compaction runs only if the routed model's policy has it on.
         admitting: {
           always: [
             { guard: 'automatic compaction is off', target: 'idle', actions: ['answer auto off', 'finish job'] },
-            { guard: 'breaker is open', target: 'idle', actions: ['answer paused', 'finish job'] },
+            { guard: and(['breaker is open', 'the fallback is off']), target: 'idle', actions: ['answer paused', 'finish job'] },
+            // With the breaker open too: the pressure chart then relieves model-free (its input says so).
             { target: 'pressure' },
           ],
         },
@@ -323,6 +339,8 @@ export const compactionMachine = setup({
               pruneEnabled: context.pruneEnabled,
               maxAttempts: context.policy.maxAttempts,
               silentSeenSeq: context.silentSeenSeq,
+              ...(context.truncationFallback === false ? { fallback: false } : {}),
+              ...(context.breakerOpen ? { modelFree: true } : {}),
             }),
             onDone: [
               {
@@ -356,14 +374,22 @@ export const compactionMachine = setup({
                 aborted: p.aborted,
                 turn: p.turn,
                 ...(p.overflow === false ? { notOverflow: true } : {}),
+                ...(context.truncationFallback === false ? { fallback: false } : context.breakerOpen ? { modelFree: true } : {}),
               };
             },
             onDone: [
+              // A truncation that stood in for a failed summary: the retry is granted, the failure counted.
               {
-                guard: 'retry granted',
+                guard: and(['retry granted', 'automatic compaction failed']),
+                target: 'idle',
+                actions: ['count overflow retry', 'report failure to breaker', 'settle job', 'finish job'],
+              },
+              {
+                guard: and(['retry granted', 'automatic compaction succeeded']),
                 target: 'idle',
                 actions: ['count overflow retry', 'report success to breaker', 'settle job', 'finish job'],
               },
+              { guard: 'retry granted', target: 'idle', actions: ['count overflow retry', 'settle job', 'finish job'] },
               {
                 guard: 'automatic compaction failed',
                 target: 'idle',
@@ -407,7 +433,7 @@ export const compactionMachine = setup({
         closed: {
           on: {
             'breaker.failure': [
-              { guard: 'this failure reaches the limit', target: 'open', actions: ['count failure', 'announce breaker opened'] },
+              { guard: 'this failure reaches the limit', target: 'open', actions: ['count failure', 'mark breaker open', 'announce breaker opened'] },
               { actions: 'count failure' },
             ],
             'breaker.success': { actions: 'reset failures' },
@@ -415,10 +441,10 @@ export const compactionMachine = setup({
         },
         open: {
           after: {
-            cooldown: { target: 'closed', actions: ['reset failures', 'announce breaker closed by cool-down'] },
+            cooldown: { target: 'closed', actions: ['reset failures', 'mark breaker closed', 'announce breaker closed by cool-down'] },
           },
           on: {
-            'breaker.success': { target: 'closed', actions: ['reset failures', 'announce breaker closed by success'] },
+            'breaker.success': { target: 'closed', actions: ['reset failures', 'mark breaker closed', 'announce breaker closed by success'] },
             'breaker.failure': { actions: 'count failure' },
           },
         },

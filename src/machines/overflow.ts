@@ -7,7 +7,10 @@
  *   pruning (if enabled; every oversized result, the newest included: the request must fit;
  *            one that throws is announced as prune.failed, and selection goes on)
  *   selecting (maximal balanced head: only the newest unit stays) ─ nothing ▶ deciding
- *   compacting (transaction)
+ *       └ summaries unavailable (the breaker is open) ▶ truncating
+ *   compacting (transaction) ─ the summarizer could not help (its summary failed, or came back
+ *       │ over its cap) ▶ truncating (the model-free last resort: a truncation checkpoint of the
+ *       │ same span, the ledger alone) ▶ deciding
  *   deciding ─ generation advanced (or a background commit landed while the job waited) and not cancelled ▶ retry
  *            └ otherwise ▶ declined (the caller keeps the original error), with the reason:
  *              summary-failed, busy, stuck (nothing to compact: announced as compaction.skipped)
@@ -17,7 +20,20 @@ import { assign, sendTo, setup } from 'xstate';
 import type { RequestErrorClass } from '../services/overflow';
 import type { RangeSelection } from '../services/selection';
 import { transactionMachine } from './transaction';
-import { announceAction, announcePruneFailure, notProvided, outputOf, type ChartNotification, type LockProbe, type PruneInput, type PruneSummary, type SelectInput, type TransactionOutput } from './types';
+import {
+  announceAction,
+  announcePruneFailure,
+  notProvided,
+  outputOf,
+  truncationAfter,
+  type ChartNotification,
+  type LockProbe,
+  type PruneInput,
+  type PruneSummary,
+  type SelectInput,
+  type TransactionOutput,
+  type TruncationReason,
+} from './types';
 
 export interface OverflowInput {
   error: unknown;
@@ -39,6 +55,10 @@ export interface OverflowInput {
    * recovery itself finds nothing more to compact.
    */
   relievedBefore?: boolean;
+  /** Summaries cannot help (the engine's circuit breaker is open): recovery truncates, model-free. */
+  modelFree?: boolean;
+  /** Config `truncationFallback: false`: no truncation stands in for a summary that failed (absent: on). */
+  fallback?: boolean;
 }
 
 /**
@@ -57,14 +77,28 @@ export type DeclineReason =
   | 'cancelled'
   | 'internal';
 
+/**
+ * `transaction`: the last one (a truncation's, when one stood in); `summaryFailure`: the
+ * transaction whose summary failed before a truncation stood in for it (the breaker counts it).
+ */
 export type OverflowOutput =
-  | { action: 'retry'; classification: RequestErrorClass; prune: PruneSummary | undefined; transaction: TransactionOutput | undefined }
+  | {
+      action: 'retry';
+      classification: RequestErrorClass;
+      prune: PruneSummary | undefined;
+      transaction: TransactionOutput | undefined;
+      summaryFailure?: TransactionOutput;
+      /** Recovery asked no model (the breaker was open). */
+      modelFree?: true;
+    }
   | {
       action: 'fail';
       reason: DeclineReason;
       classification: RequestErrorClass | undefined;
       prune: PruneSummary | undefined;
       transaction: TransactionOutput | undefined;
+      summaryFailure?: TransactionOutput;
+      modelFree?: true;
     };
 
 export interface OverflowContext {
@@ -85,6 +119,10 @@ export interface OverflowContext {
   reason: DeclineReason | undefined;
   /** Selection found nothing to compact. */
   nothingToCompact: boolean;
+  modelFree: boolean;
+  fallback: boolean;
+  truncation: TruncationReason | undefined;
+  summaryFailure: TransactionOutput | undefined;
 }
 
 export type OverflowEvent = { type: 'cancel'; reason?: string };
@@ -134,6 +172,8 @@ export const overflowMachine = setup({
     'lock is held': ({ event }) => outputOf<LockProbe>(event).held,
     'pruning is disabled': ({ context }) => !context.pruneEnabled,
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
+    'summaries are unavailable': ({ context }) => context.modelFree,
+    'the summarizer could not help': ({ context, event }) => context.fallback && !context.cancelled && truncationAfter(outputOf<TransactionOutput>(event)) !== undefined,
     'generation advanced': ({ context, event }) =>
       !context.cancelled && (context.relievedBefore || (context.generationBefore !== undefined && outputOf<LockProbe>(event).generation > context.generationBefore)),
   },
@@ -145,6 +185,11 @@ export const overflowMachine = setup({
     'announce prune failure': announcePruneFailure<OverflowContext, OverflowEvent>('overflow'),
     'remember range': assign({ range: ({ event }) => outputOf<RangeSelection>(event) }),
     'remember transaction': assign({ transaction: ({ event }) => outputOf<TransactionOutput>(event) }),
+    'truncate for the open breaker': assign({ truncation: 'breaker-open' as const }),
+    'truncate after the summary': assign({
+      truncation: ({ event }) => truncationAfter(outputOf<TransactionOutput>(event)),
+      summaryFailure: ({ event }) => outputOf<TransactionOutput>(event),
+    }),
     'mark cancelled': assign({ cancelled: true }),
     'forward cancel': sendTo('transaction', ({ event }) => ({ type: 'cancel' as const, ...(event.reason !== undefined ? { reason: event.reason } : {}) })),
     'close abandoned bracket': () => {
@@ -173,6 +218,10 @@ export const overflowMachine = setup({
     transaction: undefined,
     reason: undefined,
     nothingToCompact: false,
+    modelFree: input.modelFree === true,
+    fallback: input.fallback !== false,
+    truncation: undefined,
+    summaryFailure: undefined,
   }),
   initial: 'classifying',
   // Cancellation never interrupts a step that already wrote; it stops the next one from authorising a retry.
@@ -224,6 +273,7 @@ export const overflowMachine = setup({
         onDone: [
           { guard: 'cancelled', target: 'deciding' },
           { guard: 'nothing to compact', target: 'deciding', actions: 'remember nothing to compact' },
+          { guard: 'summaries are unavailable', target: 'truncating', actions: ['remember range', 'truncate for the open breaker'] },
           { target: 'compacting', actions: 'remember range' },
         ],
         onError: { target: 'deciding' },
@@ -234,8 +284,23 @@ export const overflowMachine = setup({
         id: 'transaction',
         src: 'transaction',
         input: ({ context }) => ({ trigger: 'overflow' as const, mode: 'automatic' as const, range: context.range!, turn: context.turn }),
-        onDone: { target: 'deciding', actions: 'remember transaction' },
+        onDone: [
+          // The summary failed or came back over its cap: the model-free last resort, on the same span.
+          { guard: 'the summarizer could not help', target: 'truncating', actions: ['remember transaction', 'truncate after the summary'] },
+          { target: 'deciding', actions: 'remember transaction' },
+        ],
         // A bug inside the transaction chart: pruning may still have advanced the surface.
+        onError: { target: 'deciding', actions: 'close abandoned bracket' },
+      },
+      on: { cancel: { actions: ['mark cancelled', 'forward cancel'] } },
+    },
+    // A truncation checkpoint of the span (the ledger alone), recorded like any other.
+    truncating: {
+      invoke: {
+        id: 'transaction',
+        src: 'transaction',
+        input: ({ context }) => ({ trigger: 'overflow' as const, mode: 'automatic' as const, range: context.range!, turn: context.turn, truncation: context.truncation! }),
+        onDone: { target: 'deciding', actions: 'remember transaction' },
         onError: { target: 'deciding', actions: 'close abandoned bracket' },
       },
       on: { cancel: { actions: ['mark cancelled', 'forward cancel'] } },
@@ -253,12 +318,21 @@ export const overflowMachine = setup({
   },
   output: ({ context }): OverflowOutput =>
     context.reason === undefined && context.classification
-      ? { action: 'retry', classification: context.classification, prune: context.prune, transaction: context.transaction }
+      ? {
+          action: 'retry',
+          classification: context.classification,
+          prune: context.prune,
+          transaction: context.transaction,
+          ...(context.summaryFailure ? { summaryFailure: context.summaryFailure } : {}),
+          ...(context.modelFree ? { modelFree: true as const } : {}),
+        }
       : {
           action: 'fail',
           reason: context.reason ?? 'internal',
           classification: context.classification,
           prune: context.prune,
           transaction: context.transaction,
+          ...(context.summaryFailure ? { summaryFailure: context.summaryFailure } : {}),
+          ...(context.modelFree ? { modelFree: true as const } : {}),
         },
 });

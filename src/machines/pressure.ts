@@ -15,15 +15,19 @@
  *   pruning (if enabled) ▶ remeasuringAfterPrune ─ below ▶ relievedByPruning (no model call)
  *       └ threw ▶ selecting (announced as prune.failed: compaction still runs)
  *   selecting ─ nothing to compact ▶ stuck (first attempt) / failed (a retry with nothing new)
- *   compacting (transaction) ─ failed ▶ failed
- *   remeasuring ─ below ▶ compacted
+ *       └ summaries unavailable (the breaker is open) ▶ truncating
+ *   compacting (transaction) ─ the summarizer could not help (its summary failed, or came back
+ *       │ over its cap) ▶ truncating ─ committed ▶ remeasuring   (the model-free last resort:
+ *       │ prune, then a truncation checkpoint of the oldest whole turns, the ledger alone)
+ *       └ failed otherwise ▶ failed
+ *   remeasuring ─ below ▶ compacted (truncated, when a truncation checkpoint brought it there)
  *       └ above, attempts left ▶ selecting (the retry merges from the head)
  *       └ above, none left ▶ failed ("still above threshold after N attempts")
  *
  * Announces (emitted, and relayed to the engine chart): pruned, prune.failed, compaction.skipped (stuck),
  * overflow.silent.
  */
-import { and, assign, sendTo, setup } from 'xstate';
+import { and, assign, not, sendTo, setup } from 'xstate';
 import type { RangeSelection } from '../services/selection';
 import { transactionMachine } from './transaction';
 import {
@@ -42,6 +46,9 @@ import {
   type ReadingResult,
   type SelectInput,
   type TransactionOutput,
+  type TruncationReason,
+  truncated,
+  truncationAfter,
 } from './types';
 
 // ── The chart's contract: input, context, events, output ──
@@ -64,6 +71,13 @@ export interface PressureInput {
    * decided on as it is, so a step is measured once.
    */
   given?: ReadingResult;
+  /**
+   * Summaries cannot help (the engine's circuit breaker is open): relief is model-free, a prune
+   * and then a truncation checkpoint; no compaction starts early.
+   */
+  modelFree?: boolean;
+  /** Config `truncationFallback: false`: no truncation stands in for a summary that failed (absent: on). */
+  fallback?: boolean;
 }
 
 /** What the measure actor is asked: the phase, and a reading already taken for it (returned as it is). */
@@ -77,6 +91,7 @@ export type PressureStatus =
   | 'below' // under the threshold: nothing to do
   | 'relieved-by-pruning' // pruning alone brought pressure under the threshold
   | 'compacted' // one or more checkpoints brought it under
+  | 'truncated' // a truncation checkpoint (the model-free last resort) brought it under
   | 'stuck' // above the threshold with nothing compactable (one indivisible unit)
   | 'failed' // a transaction failed, or pressure stayed above after every attempt
   | 'cancelled'
@@ -95,6 +110,8 @@ export interface PressureOutput {
   silentOverflowSeq: number | undefined;
   /** What the cost model decided, with its numbers (undefined: the threshold alone decided). */
   economics: EconomicDecision | undefined;
+  /** The run asked no model (the breaker was open): a relief it brought says nothing of the summarizer. */
+  modelFree: boolean;
 }
 
 /**
@@ -102,10 +119,16 @@ export interface PressureOutput {
  * background summary is being prepared): the reading, unchanged, and nothing else.
  */
 export function restingOutput(status: 'below' | 'preparing', reading: PressureReading | undefined): PressureOutput {
-  return { status, before: reading, after: reading, skipped: undefined, prune: undefined, transactions: [], error: undefined, silentOverflowSeq: undefined, economics: undefined };
+  return { status, before: reading, after: reading, skipped: undefined, prune: undefined, transactions: [], error: undefined, silentOverflowSeq: undefined, economics: undefined, modelFree: false };
 }
 
-export interface PressureContext extends PressureInput {
+export interface PressureContext extends Omit<PressureInput, 'modelFree'> {
+  /** Summaries cannot help: the breaker was open, or one failed in this run (the next attempt truncates at once). */
+  modelFree: boolean;
+  /** Why the truncation transaction about to run stands in for a summary. */
+  truncation: TruncationReason | undefined;
+  /** The input's modelFree: no model was asked in this run. */
+  askedNoModel: boolean;
   attempts: number;
   before: PressureReading | undefined;
   last: PressureReading | undefined;
@@ -191,6 +214,12 @@ export const pressureMachine = setup({
     },
     'attempts left': ({ context }) => context.attempts < context.maxAttempts,
     'no attempt made yet': ({ context }) => context.attempts === 0,
+    'summaries are unavailable': ({ context }) => context.modelFree,
+    // A compaction started early (below the threshold) gives up instead: it was an optimisation.
+    'the summarizer could not help': ({ context, event }) =>
+      context.fallback !== false &&
+      !context.cancelRequested && context.economics?.decision !== 'compact-early' && truncationAfter(outputOf<TransactionOutput>(event)) !== undefined,
+    'a truncation stood in': ({ context }) => context.transactions.some(truncated),
   },
   actions: {
     'remember first reading': assign({
@@ -218,6 +247,9 @@ export const pressureMachine = setup({
     'remember silent overflow': assign({ silentOverflowSeq: ({ event }) => reading(event)?.silentOverflow?.seq }),
     'announce silent overflow': announceSilentOverflow,
     'remember range': assign({ range: ({ event }) => outputOf<RangeSelection>(event) ?? undefined, attempts: ({ context }) => context.attempts + 1 }),
+    'truncate for the open breaker': assign({ truncation: 'breaker-open' as const }),
+    // From now on in this run no summary is asked for: the summarizer failed once already.
+    'truncate after the summary': assign({ truncation: ({ event }) => truncationAfter(outputOf<TransactionOutput>(event)), modelFree: true }),
     'remember transaction': assign({ transactions: ({ context, event }) => [...context.transactions, outputOf<TransactionOutput>(event)] }),
     'fail from transaction': assign({
       error: ({ event }) => {
@@ -246,6 +278,9 @@ export const pressureMachine = setup({
   id: 'pressure',
   context: ({ input }) => ({
     ...input,
+    modelFree: input.modelFree === true,
+    askedNoModel: input.modelFree === true,
+    truncation: undefined,
     attempts: 0,
     before: undefined,
     last: undefined,
@@ -279,7 +314,7 @@ export const pressureMachine = setup({
           },
           { guard: 'the provider truncated the prompt silently', target: 'selecting', actions: ['remember first reading', 'remember silent overflow', 'announce silent overflow'] },
           {
-            guard: and(['below threshold', 'compacting now pays']),
+            guard: and(['below threshold', 'compacting now pays', not('summaries are unavailable')]),
             target: 'selecting',
             actions: ['remember first reading', { type: 'remember economic decision', params: { decision: 'compact-early' } }],
           },
@@ -347,6 +382,7 @@ export const pressureMachine = setup({
           { guard: and(['nothing to compact', 'no attempt made yet']), target: 'stuck' },
           // A retry with nothing new to fold in (a lone checkpoint) cannot bring pressure down.
           { guard: 'nothing to compact', target: 'failed', actions: 'fail still above threshold' },
+          { guard: 'summaries are unavailable', target: 'truncating', actions: ['remember range', 'truncate for the open breaker'] },
           { target: 'compacting', actions: 'remember range' },
         ],
         onError: { target: 'failed', actions: 'fail from service' },
@@ -368,6 +404,8 @@ export const pressureMachine = setup({
           // Cancelled too late to stop this commit: keep it, but start nothing after it.
           { guard: and(['cancel was requested', 'transaction committed']), target: 'cancelled', actions: 'remember transaction' },
           { guard: 'transaction committed', target: 'remeasuring', actions: 'remember transaction' },
+          // The summary failed or came back over its cap: the model-free last resort, on the same span.
+          { guard: 'the summarizer could not help', target: 'truncating', actions: ['remember transaction', 'truncate after the summary'] },
           // A failure of its own (even after a late cancel) is a failure: the breaker counts it.
           { target: 'failed', actions: ['remember transaction', 'fail from transaction'] },
         ],
@@ -377,11 +415,28 @@ export const pressureMachine = setup({
       // The transaction closes its own bracket on cancel; this chart waits for it.
       on: { cancel: { actions: ['forward cancel', 'remember cancel'] } },
     },
+    // The model-free last resort: a truncation checkpoint of the span (the ledger alone), recorded like any other.
+    truncating: {
+      invoke: {
+        id: 'transaction',
+        src: 'transaction',
+        input: ({ context }) => ({ trigger: 'pressure' as const, mode: 'automatic' as const, range: context.range!, turn: context.turn, truncation: context.truncation! }),
+        onDone: [
+          { guard: 'transaction was cancelled', target: 'cancelled', actions: ['remember transaction', 'fail from transaction'] },
+          { guard: and(['cancel was requested', 'transaction committed']), target: 'cancelled', actions: 'remember transaction' },
+          { guard: 'transaction committed', target: 'remeasuring', actions: 'remember transaction' },
+          { target: 'failed', actions: ['remember transaction', 'fail from transaction'] },
+        ],
+        onError: { target: 'failed', actions: ['fail from service', 'close abandoned bracket'] },
+      },
+      on: { cancel: { actions: ['forward cancel', 'remember cancel'] } },
+    },
     remeasuring: {
       invoke: {
         src: 'measure',
         input: { phase: 'after-compaction' },
         onDone: [
+          { guard: and(['below threshold', 'a truncation stood in']), target: 'truncated', actions: 'remember reading' },
           { guard: 'below threshold', target: 'compacted', actions: 'remember reading' },
           { guard: 'attempts left', target: 'selecting', actions: 'remember reading' },
           { target: 'failed', actions: ['remember reading', 'fail still above threshold'] },
@@ -394,6 +449,7 @@ export const pressureMachine = setup({
     relievedByPruning: { type: 'final', entry: { type: 'set status', params: { status: 'relieved-by-pruning' } } },
     stuck: { type: 'final', entry: [{ type: 'set status', params: { status: 'stuck' } }, 'announce stuck'] },
     compacted: { type: 'final', entry: { type: 'set status', params: { status: 'compacted' } } },
+    truncated: { type: 'final', entry: { type: 'set status', params: { status: 'truncated' } } },
     failed: { type: 'final', entry: { type: 'set status', params: { status: 'failed' } } },
     cancelled: { type: 'final', entry: { type: 'set status', params: { status: 'cancelled' } } },
   },
@@ -407,5 +463,6 @@ export const pressureMachine = setup({
     error: context.error,
     silentOverflowSeq: context.silentOverflowSeq,
     economics: context.economics,
+    modelFree: context.askedNoModel,
   }),
 });

@@ -3,8 +3,9 @@
  *
  *   validating ─ lock held / cancelled ─────────────────────────────▶ rejected (nothing written)
  *       │ span ok, lock free
- *   opening (append compaction/start: the lock)
- *   summarizing (invoked, cancellable) ── cancel / error / deadline ─┐
+ *   opening (append compaction/start: the lock) ─ a truncation ▶ truncating (the ledger alone, no model) ─┐
+ *   summarizing (invoked, cancellable) ── cancel / error / deadline ─┐                                    │
+ *       │ (both go on to revalidating: a truncation checkpoint is checked and committed like a summary) ◀──┘
  *   revalidating ── changed / no shrink / no progress ────┤
  *   committing (compaction/summary + checkpoint + end) ───┤ error
  *   flushing ── error ─▶ persistenceFailed                 ▼
@@ -13,6 +14,9 @@
  * A summary that arrives after `cancel` is never committed: leaving `summarizing` stops
  * the summarize actor (its signal aborts) and its late result is dropped with it. A cancel's
  * `reason` (the caller's) is kept in the error and in `compaction/end.error`.
+ *
+ * A truncation transaction (input `truncation`: the model-free last resort its parent chart chose
+ * when the summarizer cannot help) asks no model: its checkpoint is the span's ledger alone.
  *
  * Announces compaction.started / committed / failed (emitted, and relayed to the engine chart).
  */
@@ -38,6 +42,7 @@ import {
   type Verdict,
   DEFAULT_SUMMARY_DEADLINE_MS,
   SUMMARY_TIMEOUT_ERROR,
+  type TruncationReason,
 } from './types';
 import { noProgressError, noShrinkError, spanChanged, verdictGuards } from './verdict';
 
@@ -49,6 +54,8 @@ export interface TransactionContext {
   focus: string | undefined;
   /** The cost model's decision that started it, if it did. */
   economics: TransactionInput['economics'];
+  /** A truncation transaction: why no summary is asked for. */
+  truncation: TruncationReason | undefined;
   snapshot: SpanCheck['snapshot'] | undefined;
   startSeq: number | undefined;
   opened: OpenedBracket | undefined;
@@ -67,6 +74,7 @@ export type TransactionActorInputs = {
   validateSpan: { range: RangeSelection; mode: Mode };
   openBracket: { trigger: Trigger; turn: number | null; range: RangeSelection; background?: boolean };
   summarize: { range: RangeSelection; focus: string | undefined; trigger: Trigger };
+  truncate: { range: RangeSelection; reason: TruncationReason };
   revalidate: { range: RangeSelection; mode: Mode; snapshot: SpanCheck['snapshot']; summary: SummaryOutcome };
   commit: { range: RangeSelection; startSeq: number; summary: SummaryOutcome; turn: number | null; opened?: OpenedBracket };
   flush: { trigger: Trigger };
@@ -78,6 +86,7 @@ export const transactionActors = {
   validateSpan: notProvided<SpanCheck, TransactionActorInputs['validateSpan']>('validateSpan'),
   openBracket: notProvided<OpenedBracket, TransactionActorInputs['openBracket']>('openBracket'),
   summarize: notProvided<SummaryOutcome, TransactionActorInputs['summarize']>('summarize'),
+  truncate: notProvided<SummaryOutcome, TransactionActorInputs['truncate']>('truncate'),
   revalidate: notProvided<Verdict, TransactionActorInputs['revalidate']>('revalidate'),
   commit: notProvided<CommitRecord, TransactionActorInputs['commit']>('commit'),
   flush: notProvided<void, TransactionActorInputs['flush']>('flush'),
@@ -99,6 +108,7 @@ export const transactionMachine = setup({
   },
   guards: {
     'cancel was requested': ({ context }) => context.cancelRequested,
+    'a truncation': ({ context }) => context.truncation !== undefined,
     ...verdictGuards,
     'surface changed': spanChanged,
   },
@@ -131,6 +141,7 @@ export const transactionMachine = setup({
     'fail from span check': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'changed') }),
     'fail from bracket': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'commit') }),
     'fail from summarizer': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'summary') }),
+    'fail from truncation': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'internal') }),
     'fail summary timeout': assign({ error: () => SUMMARY_TIMEOUT_ERROR }),
     'fail from revalidation': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'changed') }),
     'fail from commit': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'commit') }),
@@ -166,6 +177,7 @@ export const transactionMachine = setup({
     range: input.range,
     turn: input.turn,
     economics: input.economics,
+    truncation: input.truncation,
     focus: input.focus,
     snapshot: undefined,
     startSeq: undefined,
@@ -204,6 +216,7 @@ export const transactionMachine = setup({
             target: 'closing',
             actions: ['remember start', { type: 'notify', params: { what: 'started' } }, 'fail cancelled'],
           },
+          { guard: 'a truncation', target: 'truncating', actions: ['remember start', { type: 'notify', params: { what: 'started' } }] },
           { target: 'summarizing', actions: ['remember start', { type: 'notify', params: { what: 'started' } }] },
         ],
         onError: { target: 'rejected', actions: 'fail from bracket' },
@@ -220,6 +233,16 @@ export const transactionMachine = setup({
       // The summary as a whole overran its deadline: leaving aborts the request (a stall between
       // chunks is the summarizer's own idle limit, reported through onError).
       after: { summaryDeadline: { target: 'closing', actions: 'fail summary timeout' } },
+    },
+    // The model-free checkpoint: the span's ledger, written from its events (no request, nothing to wait for).
+    truncating: {
+      invoke: {
+        src: 'truncate',
+        input: ({ context }) => ({ range: context.range, reason: context.truncation! }),
+        onDone: { target: 'revalidating', actions: 'remember summary' },
+        onError: { target: 'closing', actions: 'fail from truncation' },
+      },
+      on: { cancel: { target: 'closing', actions: 'fail cancelled' } },
     },
     revalidating: {
       invoke: {

@@ -7,12 +7,12 @@ import { XcompactError } from '../errors';
 import type { RangeSelection } from '../services/selection';
 
 export type {
-  Trigger, Mode, CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, SpanCheck, SummaryOutcome, Verdict, OpenedBracket, CommitRecord,
+  Trigger, Mode, CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, SpanCheck, SummaryOutcome, Verdict, OpenedBracket, CommitRecord, TruncationReason,
 } from '../services/core';
 export type { PressureReading, ReadingResult } from '../services/pressure';
 export type { PressureEconomics, EconomicDecision } from '../services/economics';
 import type {
-  Trigger, Mode, CompactionErrorCode, ErrorInfo, SummaryOutcome, CommitRecord,
+  Trigger, Mode, CompactionErrorCode, ErrorInfo, SummaryOutcome, CommitRecord, TruncationReason,
 } from '../services/core';
 import type { PressureReading } from '../services/pressure';
 import type { EconomicDecision } from '../services/economics';
@@ -30,6 +30,8 @@ export interface CompactionRecord {
   durationMs: number;
   summary: string;
   summarizer: { provider?: string; model?: string; requests: number; usage?: SummaryOutcome['usage'] };
+  /** A truncation checkpoint (the model-free last resort) and why no summary was: `summary` is then the ledger alone. */
+  truncation?: { reason: TruncationReason };
 }
 
 /** The record of a committed transaction: plain data built from what its services returned. */
@@ -50,6 +52,7 @@ export function compactionRecord(trigger: Trigger, commit: CommitRecord, summary
       requests: summary.requests,
       ...(summary.usage ? { usage: summary.usage } : {}),
     },
+    ...(summary.truncation ? { truncation: { reason: summary.truncation.reason } } : {}),
   };
 }
 
@@ -61,6 +64,25 @@ export interface TransactionInput {
   focus?: string;
   /** The cost model's decision that started it (pressure), announced with compaction.started. */
   economics?: EconomicDecision;
+  /** A truncation transaction (the model-free last resort): no summary is asked for, the checkpoint is the ledger alone. */
+  truncation?: TruncationReason;
+}
+
+/** The transaction committed a truncation checkpoint in place of a summary. */
+export function truncated(t: TransactionOutput): boolean {
+  return t.status === 'committed' && t.summary.truncation !== undefined;
+}
+
+/**
+ * Why a failed transaction leaves the model-free last resort to try: its summary failed or was
+ * unusable (an error, a cut reply, its deadline: `summary`; it would not free enough: `no-progress`).
+ * Undefined when a truncation would not help (busy, cancelled, the surface changed, a store that failed).
+ */
+export function truncationAfter(t: TransactionOutput): TruncationReason | undefined {
+  if (t.status !== 'failed' || t.startSeq === undefined) return undefined;
+  if (t.error.code === 'no-progress' || t.error.cause === 'summary-no-shrink') return 'summary-over-cap';
+  if (t.error.code === 'summary') return 'summary-failed';
+  return undefined;
 }
 
 export type TransactionOutput =

@@ -123,6 +123,8 @@ export const EventDataSchemas = {
       provider: z.string().min(1).optional(),
       model: z.string().min(1).optional(),
       usage: UsageSchema.optional(),
+      /** A truncation checkpoint (the model-free last resort): no model wrote it, and why none did. */
+      truncation: z.object({ reason: z.enum(['breaker-open', 'summary-failed', 'summary-over-cap']) }).strict().optional(),
     })
     .strict(),
   'compaction/prune': z

@@ -361,7 +361,7 @@ describe('background compaction (SPEC §13)', () => {
 
   it('the breaker counts background failures', async () => {
     const sum = deferredSummarizer();
-    const h = harness({ summarizer: sum, config: { ...BG, circuitBreaker: { failureLimit: 1, cooldownMs: 60_000 } } });
+    const h = harness({ summarizer: sum, config: { ...BG, truncationFallback: false, circuitBreaker: { failureLimit: 1, cooldownMs: 60_000 } } });
     openTurn(h);
     let i = await stepToPrepare(h);
     (await sum.call(0)).reject(Object.assign(new Error('the server had an error'), { status: 500 }));

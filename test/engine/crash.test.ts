@@ -37,7 +37,7 @@ const OK = TX_SUBSCRIPTS.committed!;
 const FAIL = TX_SUBSCRIPTS.failed!;
 
 /** How to reach each state: the steps settled before it, and the call held there. */
-const REACH: Record<string, { steps: TxStep[]; hold?: 'validateSpan' | 'openBracket' | 'summarize' | 'revalidate' | 'commit' | 'flush' | 'closeWithError' }> = {
+const REACH: Record<string, { steps: TxStep[]; hold?: 'validateSpan' | 'openBracket' | 'summarize' | 'truncate' | 'revalidate' | 'commit' | 'flush' | 'closeWithError' }> = {
   validating: { steps: [], hold: 'validateSpan' },
   opening: { steps: OK.slice(0, 1), hold: 'openBracket' },
   summarizing: { steps: OK.slice(0, 2), hold: 'summarize' },
@@ -45,6 +45,8 @@ const REACH: Record<string, { steps: TxStep[]; hold?: 'validateSpan' | 'openBrac
   committing: { steps: OK.slice(0, 4), hold: 'commit' },
   flushing: { steps: OK.slice(0, 5), hold: 'flush' },
   closing: { steps: FAIL.slice(0, 3), hold: 'closeWithError' },
+  // Pressure compaction with truncationFallback on: the summary failed, the truncation of the same span is under way.
+  truncating: { steps: [...FAIL, S('validateSpan:lock-free', 'validating'), S('openBracket:opened', 'opening')], hold: 'truncate' },
   committed: { steps: OK },
   failed: { steps: FAIL },
   persistenceFailed: { steps: [...OK.slice(0, 4), S('commit:committed', 'committing'), S('flush:store-fails', 'flushing')] },
@@ -52,6 +54,8 @@ const REACH: Record<string, { steps: TxStep[]; hold?: 'validateSpan' | 'openBrac
 };
 
 const STATES = Object.keys(transactionMachine.root.states);
+/** A manual compaction never truncates (the user asked for a summary): its host cannot reach that state. */
+const statesOf = (host: Host) => (host === 'manual' ? STATES.filter((s) => s !== 'truncating') : STATES);
 
 let srv: Server;
 beforeAll(async () => {
@@ -71,7 +75,7 @@ function transactionState(w: World): string | undefined {
 
 async function crashIn(state: string, host: Host) {
   const reach = REACH[state]!;
-  const w = await openWorld(srv, host === 'pressure' ? { pruner: false } : {});
+  const w = await openWorld(srv, host === 'pressure' ? { pruner: false, ...(state === 'truncating' ? { config: { truncationFallback: true } } : {}) } : {});
   if (host === 'manual') {
     startTurn(w);
     for (let i = 0; i < 5; i++) toolStep(w);
@@ -131,10 +135,11 @@ async function crashIn(state: string, host: Host) {
 for (const host of ['manual', 'pressure'] as const) {
   describe(`a crash in every transaction state (host: ${host} compaction)`, () => {
     it('covers every state of the transaction chart', () => {
+      expect(Object.keys(REACH).filter((s) => statesOf(host).includes(s)).sort()).toEqual([...statesOf(host)].sort());
       expect(Object.keys(REACH).sort()).toEqual([...STATES].sort());
     });
 
-    for (const state of STATES) {
+    for (const state of statesOf(host)) {
       it(`crash while ${state}`, async () => {
         const { w, reopened, before, live, committed } = await crashIn(state, host);
         const events = reopened.events().map((e) => JSON.stringify(e));
@@ -155,7 +160,7 @@ for (const host of ['manual', 'pressure'] as const) {
         expect(committed).toBe(['flushing', 'committed'].includes(state));
         expect(openAIMessageProblems(reopened.deriveMessages())).toEqual([]);
 
-        const orphan = ['summarizing', 'revalidating', 'committing', 'closing', 'persistenceFailed'].includes(state);
+        const orphan = ['summarizing', 'truncating', 'revalidating', 'committing', 'closing', 'persistenceFailed'].includes(state);
         if (orphan) expect(reopened.lock).toMatchObject({ held: true, orphan: true });
         else expect(reopened.lock.held).toBe(false);
         expect(reopened.needsRecovery).toBe(orphan || host === 'pressure');

@@ -57,6 +57,22 @@ export const TX_FAILED: TransactionOutput = {
   error: { code: 'summary', message: 'summary failed', cause: 'summary-request' },
   startSeq: 20,
 };
+/** A truncation checkpoint committed (the model-free last resort): no model was asked. */
+export const TX_TRUNCATED: TransactionOutput = {
+  status: 'committed',
+  trigger: 'pressure',
+  range: RANGE,
+  commit: COMMIT,
+  summary: { text: '[Truncated without a summary]', requests: 0, truncation: { reason: 'summary-failed' } },
+};
+/** A truncation that failed: the surface changed while it was checked. */
+export const TX_TRUNCATION_FAILED: TransactionOutput = {
+  status: 'failed',
+  trigger: 'pressure',
+  range: RANGE,
+  error: { code: 'changed', message: 'the surface changed while the summary was written; nothing was committed' },
+  startSeq: 24,
+};
 export const TX_CANCELLED: TransactionOutput = {
   status: 'failed',
   trigger: 'pressure',
@@ -112,6 +128,10 @@ export const TRANSACTION_OFFERS: Record<string, Offer[]> = {
     { outcome: 'summary', output: { text: 'summary', requests: 1 } },
     { outcome: 'fails', error: error('summary-request', 'summary') },
   ],
+  truncate: [
+    { outcome: 'checkpoint', output: { text: '[Truncated without a summary]', requests: 0, truncation: { reason: 'breaker-open' } } },
+    { outcome: 'throws', error: error('internal') },
+  ],
   revalidate: [
     { outcome: 'good', output: verdict({}) },
     { outcome: 'surface-changed', output: verdict({ stable: false }) },
@@ -138,7 +158,11 @@ export const TRANSACTION_INPUT: TransactionInput = { trigger: 'pressure', mode: 
 export const transactionSpec: MachineSpec<undefined> = {
   name: 'transaction',
   machine: transactionMachine,
-  inputs: [{ label: 'automatic', input: TRANSACTION_INPUT }],
+  inputs: [
+    { label: 'automatic', input: TRANSACTION_INPUT },
+    // The model-free last resort its parent chose (here: the breaker is open): no summary is asked for.
+    { label: 'truncation', input: { ...TRANSACTION_INPUT, truncation: 'breaker-open' } },
+  ],
   initialAux: undefined,
   events: (s) =>
     active(s)
@@ -199,18 +223,37 @@ export const PRESSURE_OFFERS: Record<string, Offer[]> = {
   // After a cancel of this chart (forwarded and remembered), any outcome ends in `cancelled`; without
   // one, `cancelled` is the transaction's own (the host's summarizer aborted: see tx-outcomes.ts).
   transaction: [
-    { outcome: 'committed', output: TX_COMMITTED },
+    { outcome: 'committed', output: TX_COMMITTED, states: ['compacting'] },
     { outcome: 'cancelled', output: TX_CANCELLED },
-    { outcome: 'failed', output: TX_FAILED },
+    { outcome: 'failed', output: TX_FAILED, states: ['compacting'] },
+    { outcome: 'truncated', output: TX_TRUNCATED, states: ['truncating'] },
+    { outcome: 'truncation-failed', output: TX_TRUNCATION_FAILED, states: ['truncating'] },
     { outcome: 'chart-error', error: new TypeError('a transaction guard threw') },
   ],
 };
 
 export const PRESSURE_INPUTS: Array<{ label: string; input: PressureInput }> = [
-  { label: 'prune on', input: { turn: 0, aborted: false, pruneEnabled: true, maxAttempts: 2, silentSeenSeq: -1 } },
-  { label: 'prune off', input: { turn: 0, aborted: false, pruneEnabled: false, maxAttempts: 2, silentSeenSeq: -1 } },
-  { label: 'aborted', input: { turn: 0, aborted: true, pruneEnabled: true, maxAttempts: 2, silentSeenSeq: -1 } },
+  { label: 'prune on', input: { turn: 0, aborted: false, pruneEnabled: true, maxAttempts: 2, silentSeenSeq: -1, fallback: false } },
+  { label: 'prune off', input: { turn: 0, aborted: false, pruneEnabled: false, maxAttempts: 2, silentSeenSeq: -1, fallback: false } },
+  { label: 'aborted', input: { turn: 0, aborted: true, pruneEnabled: true, maxAttempts: 2, silentSeenSeq: -1, fallback: false } },
+  // truncationFallback on (the default): a failed summary is followed by a truncation of the same span.
+  { label: 'fallback', input: { turn: 0, aborted: false, pruneEnabled: false, maxAttempts: 2, silentSeenSeq: -1 } },
+  // The breaker is open: no summary is asked for, the span is truncated at once.
+  { label: 'breaker open', input: { turn: 0, aborted: false, pruneEnabled: false, maxAttempts: 2, silentSeenSeq: -1, modelFree: true } },
 ];
+
+/**
+ * The fallback's paths: over the threshold, one span, its summary failed (or, breaker open, none
+ * asked for), then the truncation's own outcomes; the threshold's paths cover everything else.
+ */
+const FALLBACK_PATH = ['measure:above', 'selectRange:range', 'transaction:failed', 'transaction:truncated', 'transaction:truncation-failed', 'transaction:chart-error', 'transaction:cancelled', 'measure:below'];
+function fallbackOffers<Aux>(s: AnyMachineSnapshot, offers: Array<CatalogEvent<Aux>>): Array<CatalogEvent<Aux>> {
+  const c = s.context as { fallback?: boolean; askedNoModel?: boolean; cancelRequested?: boolean };
+  if (c.fallback === false) return offers.filter((o) => !o.outcome.startsWith('transaction:truncat'));
+  if (c.askedNoModel) return offers.filter((o) => ['measure:above', 'selectRange:range', 'transaction:truncated', 'measure:below'].includes(o.outcome));
+  // Without a cancel, `cancelled` is the host summarizer's: left to the threshold's paths.
+  return offers.filter((o) => FALLBACK_PATH.includes(o.outcome) && (o.outcome !== 'transaction:cancelled' || c.cancelRequested));
+}
 
 /**
  * After a decision of the cost model only what a real session can then give: an early
@@ -249,11 +292,16 @@ export const pressureSpec: MachineSpec<PressureAux> = {
   initialAux: undefined,
   events: (s, aux) =>
     active(s)
-      ? [...afterCancelFirst(afterPrune(economicOffers(s, invokeOffers<PressureAux>(s, PRESSURE_OFFERS)), aux), s.context.cancelRequested), { outcome: 'cancel', event: { type: 'cancel' } }]
+      ? [
+          ...afterCancelFirst(afterPrune(economicOffers(s, fallbackOffers(s, invokeOffers<PressureAux>(s, PRESSURE_OFFERS))), aux), s.context.cancelRequested),
+          // A cancel on the fallback's paths only while the truncation runs.
+          ...(s.context.fallback === false || s.matches('truncating') ? [{ outcome: 'cancel', event: { type: 'cancel' } }] : []),
+        ]
       : [],
   // A cancel remembered while compacting decides how the transaction's outcome is taken: part of the state.
   // The cost model's decision too: its paths stay apart from the threshold's (see economicOffers).
-  project: (s, aux) => JSON.stringify([s.value, s.context.pruneEnabled, s.context.attempts, s.context.cancelRequested, s.context.economics?.decision, aux]),
+  project: (s, aux) =>
+    JSON.stringify([s.value, s.context.pruneEnabled, s.context.attempts, s.context.cancelRequested, s.context.economics?.decision, aux, s.context.fallback, s.context.askedNoModel]),
   atRest: (s) => s.status === 'done',
   maxDepth: 12,
   // The cost model's choice of a prune then a summary is recorded only when the cost model chose it.
@@ -288,8 +336,9 @@ export const OVERFLOW_OFFERS: Record<string, Offer[]> = {
     { outcome: 'throws', error: error('internal') },
   ],
   transaction: [
-    { outcome: 'committed', output: { ...TX_COMMITTED, trigger: 'overflow' } },
-    { outcome: 'failed', output: { ...TX_FAILED, trigger: 'overflow' } },
+    { outcome: 'committed', output: { ...TX_COMMITTED, trigger: 'overflow' }, states: ['compacting'] },
+    { outcome: 'failed', output: { ...TX_FAILED, trigger: 'overflow' }, states: ['compacting'] },
+    { outcome: 'truncated', output: { ...TX_TRUNCATED, trigger: 'overflow' }, states: ['truncating'] },
     { outcome: 'cancelled', output: { ...TX_CANCELLED, trigger: 'overflow' } },
     { outcome: 'chart-error', error: new TypeError('a transaction guard threw') },
   ],
@@ -307,13 +356,26 @@ const overflowInput = (over: Partial<OverflowInput>): OverflowInput => ({
 });
 
 export const OVERFLOW_INPUTS: Array<{ label: string; input: OverflowInput }> = [
-  { label: 'recovery on', input: overflowInput({}) },
-  { label: 'auto off', input: overflowInput({ auto: false }) },
+  { label: 'recovery on', input: overflowInput({ fallback: false }) },
+  { label: 'auto off', input: overflowInput({ auto: false, fallback: false }) },
   // `config.prune.enabled: false` (or the engine's `pruner: false`): recovery goes straight to selection.
-  { label: 'prune off', input: overflowInput({ pruneEnabled: false }) },
-  { label: 'retries used up', input: overflowInput({ retriesUsed: 1 }) },
-  { label: 'signal aborted', input: overflowInput({ aborted: true }) },
+  { label: 'prune off', input: overflowInput({ pruneEnabled: false, fallback: false }) },
+  { label: 'retries used up', input: overflowInput({ retriesUsed: 1, fallback: false }) },
+  { label: 'signal aborted', input: overflowInput({ aborted: true, fallback: false }) },
+  // truncationFallback on: a failed summary is followed by a truncation of the same span.
+  { label: 'fallback', input: overflowInput({ pruneEnabled: false }) },
+  // The breaker is open: no summary is asked for, the span is truncated at once.
+  { label: 'breaker open', input: overflowInput({ pruneEnabled: false, modelFree: true }) },
 ];
+
+/** The fallback's paths (see the pressure chart's): the threshold-free rest is the other inputs'. */
+const OVERFLOW_FALLBACK_PATH = ['classify:overflow', 'probeLock:free', 'selectRange:range', 'transaction:failed', 'transaction:truncated', 'transaction:chart-error', 'transaction:cancelled'];
+function overflowFallbackOffers<Aux>(s: AnyMachineSnapshot, offers: Array<CatalogEvent<Aux>>): Array<CatalogEvent<Aux>> {
+  const c = s.context as { fallback: boolean; modelFree: boolean; cancelled: boolean };
+  if (!c.fallback) return offers.filter((o) => !o.outcome.startsWith('transaction:truncat'));
+  const allowed = c.modelFree ? ['classify:overflow', 'probeLock:free', 'selectRange:range', 'transaction:truncated'] : OVERFLOW_FALLBACK_PATH;
+  return offers.filter((o) => o.outcome.startsWith('probeLock:advanced') || o.outcome.startsWith('probeLock:unchanged') || (allowed.includes(o.outcome) && (o.outcome !== 'transaction:cancelled' || c.cancelled)));
+}
 
 export const overflowSpec: MachineSpec<undefined> = {
   name: 'overflow',
@@ -322,7 +384,7 @@ export const overflowSpec: MachineSpec<undefined> = {
   initialAux: undefined,
   events: (s) => {
     if (!active(s)) return [];
-    const offers = afterCancelFirst(invokeOffers<undefined>(s, OVERFLOW_OFFERS), s.context.cancelled);
+    const offers = afterCancelFirst(overflowFallbackOffers(s, invokeOffers<undefined>(s, OVERFLOW_OFFERS)), s.context.cancelled);
     if (s.matches('deciding')) {
       // The world's generation advanced exactly when a prune or a commit wrote a replacement.
       const advanced = (s.context.prune?.count ?? 0) > 0 || s.context.transaction?.status === 'committed';
@@ -332,11 +394,14 @@ export const overflowSpec: MachineSpec<undefined> = {
         event: { type: `xstate.done.actor.${probe.id}`, output: { held: false, generation: advanced ? 1 : 0 }, actorId: probe.id },
       });
     }
-    return [...offers, { outcome: 'cancel', event: { type: 'cancel' } }];
+    const cancellable = !s.context.fallback || s.matches('truncating');
+    return [...offers, ...(cancellable ? [{ outcome: 'cancel', event: { type: 'cancel' } }] : [])];
   },
   project: (s) =>
     JSON.stringify([
       s.value,
+      s.context.fallback,
+      s.context.modelFree,
       s.context.auto,
       s.context.pruneEnabled,
       s.context.retriesUsed,
@@ -444,13 +509,32 @@ export const JOB_OUTCOMES: Record<'pressure' | 'overflow' | 'manual', Array<[str
   ],
 };
 
+const TX_TRUNCATED_OVERFLOW: TransactionOutput = { ...TX_TRUNCATED, trigger: 'overflow' };
+const RETRY: Extract<OverflowOutput, { action: 'retry' }> = { action: 'retry', classification: { kind: 'context-overflow', provider: 'openai', message: 'x' }, prune: undefined, transaction: TX_COMMITTED };
+
+/**
+ * With truncationFallback on (input 'fallback'): a failed summary followed by a truncation (the
+ * breaker counts the failure), or, with the breaker open, a truncation at once (model-free: it
+ * counts as nothing).
+ */
+export const FALLBACK_OUTCOMES: Record<'closed' | 'open', Record<'pressure' | 'overflow', Array<[string, () => unknown]>>> = {
+  closed: {
+    pressure: [['truncated', () => pressureOut({ status: 'truncated', transactions: [TX_FAILED, TX_TRUNCATED] })]],
+    overflow: [['retry-truncated', () => ({ ...RETRY, transaction: TX_TRUNCATED_OVERFLOW, summaryFailure: { ...TX_FAILED, trigger: 'overflow' } }) satisfies OverflowOutput]],
+  },
+  open: {
+    pressure: [['truncated-model-free', () => pressureOut({ status: 'truncated', transactions: [TX_TRUNCATED], modelFree: true })]],
+    overflow: [['retry-model-free', () => ({ ...RETRY, transaction: TX_TRUNCATED_OVERFLOW, modelFree: true }) satisfies OverflowOutput]],
+  },
+};
+
 const CANCELLED_OUTPUT: Record<'pressure' | 'overflow' | 'manual', unknown> = {
   pressure: pressureOut({ status: 'cancelled' }),
   overflow: overflowFail({ reason: 'cancelled', classification: { kind: 'context-overflow', provider: 'openai', message: 'x' } }),
   manual: { status: 'failed', error: { code: 'cancelled', message: 'the compaction was cancelled' }, transaction: undefined } satisfies ManualOutput,
 };
 
-export const ENGINE_INPUT: EngineInput = { auto: true, pruneEnabled: true, maxAttempts: 2, maxOverflowRetries: 1, failureLimit: 2, cooldownMs: 1000 };
+export const ENGINE_INPUT: EngineInput = { auto: true, pruneEnabled: true, maxAttempts: 2, maxOverflowRetries: 1, failureLimit: 2, cooldownMs: 1000, truncationFallback: false };
 
 export const engineSpec: MachineSpec<EngineAux> = {
   name: 'engine',
@@ -462,6 +546,7 @@ export const engineSpec: MachineSpec<EngineAux> = {
   inputs: [
     { label: 'auto', input: ENGINE_INPUT },
     { label: 'auto off', input: { ...ENGINE_INPUT, auto: false } },
+    { label: 'fallback', input: { ...ENGINE_INPUT, truncationFallback: true } },
   ],
   initialAux: { requests: 0, cancelled: false, warned: 0 },
   events: (s, aux) => {
@@ -469,6 +554,23 @@ export const engineSpec: MachineSpec<EngineAux> = {
     const id = `r${aux.requests + 1}`;
     const made = { ...aux, requests: aux.requests + 1 };
     const current = s.context.current as { id: string; kind: 'pressure' | 'overflow' | 'manual' } | undefined;
+    if (s.context.truncationFallback) {
+      // The fallback's paths: steps and overflow errors, each job relieved by a truncation.
+      if (current) {
+        const breaker = s.context.breakerOpen ? 'open' : 'closed';
+        for (const [outcome, output] of FALLBACK_OUTCOMES[breaker][current.kind as 'pressure' | 'overflow']) {
+          out.push({ outcome: `${current.kind}:${outcome}`, event: { type: 'xstate.done.actor.job', output: output(), actorId: 'job' }, aux });
+        }
+        return out;
+      }
+      out.push({ outcome: 'afterStep', event: { type: 'step.completed', id, turn: 0, aborted: false }, aux: made });
+      out.push({
+        outcome: 'onRequestError',
+        event: { type: 'request.failed', id, error: new Error('overflow'), turn: 0, aborted: false, lastAssistantSeq: aux.requests },
+        aux: made,
+      });
+      return out;
+    }
     if (current) {
       const done = (outcome: string, output: unknown, next: EngineAux): CatalogEvent<EngineAux> => ({
         outcome: `${current.kind}:${outcome}`,
@@ -508,6 +610,7 @@ export const engineSpec: MachineSpec<EngineAux> = {
     JSON.stringify([
       s.value,
       s.context.auto,
+      s.context.truncationFallback,
       Math.min(s.context.consecutiveFailures, s.context.failureLimit),
       Math.min(s.context.overflowRetries, s.context.maxOverflowRetries + 1),
       (s.context.current as { kind?: string } | undefined)?.kind,
@@ -549,7 +652,10 @@ export function allCoverage(): Map<string, Coverage> {
  * condition produces them, with why; every other outcome is produced by arranging the world.
  */
 export const FORCED_OUTCOMES: Record<string, Record<string, string>> = {
-  transaction: { 'revalidate:throws': 'revalidation is arithmetic over the surface; nothing makes it throw' },
+  transaction: {
+    'revalidate:throws': 'revalidation is arithmetic over the surface; nothing makes it throw',
+    'truncate:throws': 'the truncation only derives the span ledger from the log; nothing makes it throw',
+  },
   pressure: {
     'measure:throws':
       "the meter throws only on a bug: a tokenizer that cannot load fails when the engine is created (TokenMeter resolves it then), not at a measurement",

@@ -50,7 +50,17 @@ export const MODELS = {
 // The cost model is off unless a world turns it on (the pressure paths that weigh costs do).
 // Background off: these paths walk the foreground charts (pressure, transaction, engine); the
 // background and gate charts' suites turn it on (suite-background-engine.ts, suite-gate-engine.ts).
-export const BASE_CONFIG: CompactionConfigInput = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false, background: false };
+// The model-free fallback (truncationFallback) off too, unless a world turns it on: the charts'
+// inputs labelled 'fallback' and 'breaker open' walk it (a failed summary then truncates instead).
+export const BASE_CONFIG: CompactionConfigInput = {
+  headroomTokens: 500,
+  maxTokens: 400,
+  thresholdRatio: 0.8,
+  retainRatio: 0.2,
+  economics: false,
+  background: false,
+  truncationFallback: false,
+};
 export const SUMMARY_TEXT = '## Goal\nFix the build.\n## Progress\nListed the files of every directory; nothing failed yet.';
 
 

@@ -53,7 +53,16 @@ function revokedError(): unknown {
 function worldFor(srv: Server, path: GeneratedPath): Recipe {
   const o = path.steps.map((s) => s.outcome);
   // Pruning off by configuration (`prune.enabled: false`): the engine passes it to the chart.
-  const options: WorldOptions = path.input === 'auto off' ? { config: { auto: false } } : path.input === 'prune off' ? { config: { prune: { enabled: false } } } : {};
+  const options: WorldOptions =
+    path.input === 'auto off'
+      ? { config: { auto: false } }
+      : path.input === 'prune off'
+        ? { config: { prune: { enabled: false } } }
+        : path.input === 'fallback'
+          ? { config: { prune: { enabled: false }, truncationFallback: true } }
+          : path.input === 'breaker open'
+            ? { config: { prune: { enabled: false }, truncationFallback: true, circuitBreaker: { failureLimit: 1, cooldownMs: 60_000 } } }
+            : {};
   const prunable = o.includes('prune:pruned') || o.includes('prune:throws');
   const error = o.includes('classify:other') ? srv.otherError : o.includes('classify:throws') ? revokedError() : srv.overflowError;
   if (o.includes('selectRange:nothing')) {
@@ -82,6 +91,16 @@ function worldFor(srv: Server, path: GeneratedPath): Recipe {
         expect((await w.engine.onRequestError(srv.overflowError)).kind).toBe('retry');
         w.ctl.hold();
       }
+      if (path.input === 'breaker open') {
+        // The breaker opened on one failed summary (failureLimit 1): the next recovery asks no model.
+        srv.queue.push({ kind: 'status', status: 500, body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } } });
+        w.ctl.setAuto();
+        expect((await w.engine.onRequestError(srv.overflowError)).kind).toBe('retry');
+        expect(w.notes.some((n) => n.type === 'breaker.opened')).toBe(true);
+        w.ctl.hold();
+        toolStep(w);
+        toolStep(w, { open: true });
+      }
       if (o.includes('probeLock:held')) takeLock(w);
     },
   };
@@ -99,8 +118,8 @@ async function settleOverflowStep(w: World, step: PathStep, next: PathStep | und
   const running = ctx.running;
   const [service, outcome] = step.outcome.split(':') as [string, string | undefined];
   if (step.outcome === 'cancel') {
-    if (step.from === 'compacting') {
-      await runTxSubscript(w, txSubscriptName(next!.outcome.split(':')[1]!, true), ctx);
+    if (step.from === 'compacting' || step.from === 'truncating') {
+      await runTxSubscript(w, txSubscriptName(next!.outcome.split(':')[1]!, true, step.from === 'truncating'), ctx);
       return true;
     }
     // Cancel marks the context here: the held call answers the next step, whose decision honours it.
@@ -110,7 +129,7 @@ async function settleOverflowStep(w: World, step: PathStep, next: PathStep | und
     return false;
   }
   if (service === 'transaction') {
-    await runTxSubscript(w, txSubscriptName(outcome!, false), ctx);
+    await runTxSubscript(w, txSubscriptName(outcome!, false, step.from === 'truncating'), ctx);
     return false;
   }
   const call = await w.ctl.take(service as 'classify', running);
@@ -212,7 +231,8 @@ export async function runOverflowPath(srv: Server, path: GeneratedPath, byKey: M
   expectLogOnlyGrew(w);
   const added = newEvents(w);
   const txs = o.filter((x) => x.startsWith('transaction:')).length;
-  const committed = o.filter((x) => x === 'transaction:committed').length;
+  const committed = o.filter((x) => x === 'transaction:committed' || x === 'transaction:truncated').length;
+  expect(added.filter((e) => e.type === 'compaction/summary' && e.data.truncation !== undefined)).toHaveLength(o.filter((x) => x === 'transaction:truncated').length);
   const chartErrors = o.filter((x) => x === 'transaction:chart-error').length;
   expect(added.filter((e) => e.type === 'compaction/prune').length > 0).toBe(o.includes('prune:pruned'));
   expect(added.filter((e) => e.type === 'compaction/start')).toHaveLength(txs);
@@ -224,7 +244,7 @@ export async function runOverflowPath(srv: Server, path: GeneratedPath, byKey: M
   // Only the lock the world took stays held.
   expect(w.session.lock.held).toBe(o.includes('probeLock:held'));
   const cancelAt = path.steps.findIndex((s) => s.outcome === 'cancel');
-  if (cancelAt >= 0 && path.steps[cancelAt]!.from !== 'compacting') {
+  if (cancelAt >= 0 && path.steps[cancelAt]!.from !== 'compacting' && path.steps[cancelAt]!.from !== 'truncating') {
     // Cancelled before the transaction: the step under way finished, nothing started after it.
     const next = path.steps[cancelAt + 1]!.outcome.split(':')[0]!;
     const services = w.ctl.calls.map((c) => c.service);
@@ -256,7 +276,7 @@ export async function runOverflowPath(srv: Server, path: GeneratedPath, byKey: M
   // gets the prune and the transaction in the settled output.
   const classified = w.ctl.calls.slice(callsBefore).find((c) => c.service === 'classify' && c.output !== undefined);
   if (classified) expect(action.classification).toEqual(classified.output);
-  if (o.includes('transaction:failed')) expect(action.kind === 'fail' && action.compactionError?.code).toBe('summary');
+  if (o.includes('transaction:failed') && reason !== undefined) expect(action.kind === 'fail' && action.compactionError?.code).toBe('summary');
   expect(w.notes.filter((n) => n.type === 'compaction.skipped')).toHaveLength(reason === 'stuck' ? 1 : 0);
   const pruneCall = w.ctl.calls.slice(callsBefore).find((c) => c.service === 'prune' && c.output !== undefined);
   // (A cancel here lets the step under way answer: the chart takes the prune's result either way.)
@@ -267,7 +287,8 @@ export async function runOverflowPath(srv: Server, path: GeneratedPath, byKey: M
   if (pruneCall) expect(settledOut?.prune).toEqual(pruneCall.output);
   expect(settledOut?.transaction !== undefined).toBe(txs - chartErrors > 0);
   expectValidRequest(w);
-  expect(summaryRequests(w)).toHaveLength(txs);
+  // One summary request per transaction that reached the summarizer (a truncation asks none).
+  expect(summaryRequests(w)).toHaveLength(txs - path.steps.filter((s) => s.outcome.startsWith('transaction:') && s.from === 'truncating').length);
 
   const reopened = await expectReplays(w);
   await reopened.close();

@@ -49,6 +49,7 @@ const STATUS: Record<string, string> = {
   relievedByPruning: 'relieved-by-pruning',
   stuck: 'stuck',
   compacted: 'compacted',
+  truncated: 'truncated',
   failed: 'failed',
   cancelled: 'cancelled',
 };
@@ -70,6 +71,26 @@ function seq(outcomes: string[], ...pattern: string[]): boolean {
 export function worldFor(path: GeneratedPath): Recipe {
   const o = path.steps.map((s) => s.outcome);
   const pruneOff = path.input === 'prune off' ? ({ pruner: false } as const) : {};
+  if (path.input === 'fallback') {
+    // truncationFallback on: the server answers the summary 500, a truncation of the same span follows.
+    return { name: 'over the threshold, the fallback on', options: { pruner: false, config: { truncationFallback: true } }, build: async (w) => fillAbove(w, 100) };
+  }
+  if (path.input === 'breaker open') {
+    // The breaker opened on one failed summary (failureLimit 1): the next relief asks no model.
+    return {
+      name: 'over the threshold with the breaker open',
+      options: { pruner: false, config: { truncationFallback: true, circuitBreaker: { failureLimit: 1, cooldownMs: 60_000 } } },
+      build: async (w) => {
+        fillAbove(w, 100);
+        w.srv.queue.push({ kind: 'status', status: 500, body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } } });
+        w.ctl.setAuto();
+        expect((await w.engine.afterStep()).status).toBe('truncated');
+        expect(w.notes.some((n) => n.type === 'breaker.opened')).toBe(true);
+        w.ctl.hold();
+        fillAbove(w, 100);
+      },
+    };
+  }
   if (o[0] === 'measure:below-pays') {
     // A long session of small steps, under the threshold, far enough above what an early
     // compaction would leave (checkpoint + floor tail) that compacting now pays.
@@ -261,9 +282,9 @@ async function settlePressureStep(w: World, step: PathStep, next: PathStep | und
   const running = ctx.running;
   const [service, outcome] = step.outcome.split(':') as [string, string | undefined];
   if (step.outcome === 'cancel') {
-    if (step.from === 'compacting') {
+    if (step.from === 'compacting' || step.from === 'truncating') {
       // Forwarded to the transaction and remembered: whatever it ends with, nothing new starts.
-      await runTxSubscript(w, txSubscriptName(next!.outcome.split(':')[1]!, true), ctx);
+      await runTxSubscript(w, txSubscriptName(next!.outcome.split(':')[1]!, true, step.from === 'truncating'), ctx);
       return true; // the next step (the transaction's outcome) is done too
     }
     const call = await w.ctl.take(SERVICE_OF_STATE[step.from as string]!, running);
@@ -272,7 +293,7 @@ async function settlePressureStep(w: World, step: PathStep, next: PathStep | und
     return false;
   }
   if (service === 'transaction') {
-    await runTxSubscript(w, txSubscriptName(outcome!, false), ctx);
+    await runTxSubscript(w, txSubscriptName(outcome!, false, step.from === 'truncating'), ctx);
     return false;
   }
   if (service === 'measure') {
@@ -363,9 +384,11 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
   if (final === 'failed') {
     const code = o.some((x) => x.endsWith(':throws') || x === 'transaction:chart-error')
       ? 'internal'
-      : o.includes('transaction:failed')
-        ? 'summary'
-        : 'still-above-threshold';
+      : o.includes('transaction:truncation-failed')
+        ? 'changed'
+        : o.includes('transaction:failed')
+          ? 'summary'
+          : 'still-above-threshold';
     expect(result.error?.code).toBe(code);
   } else if (final === 'cancelled') {
     // Cancelled before or between steps: no error; a transaction that was cancelled reports it,
@@ -427,9 +450,11 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
   expectLogOnlyGrew(w);
   const added = newEvents(w);
   const txs = o.filter((x) => x.startsWith('transaction:')).length;
-  const committed = o.filter((x) => x === 'transaction:committed').length;
+  const committed = o.filter((x) => x === 'transaction:committed' || x === 'transaction:truncated').length;
   const chartErrors = o.filter((x) => x === 'transaction:chart-error').length;
   expect(added.filter((e) => e.type === 'compaction/start')).toHaveLength(txs);
+  // Every truncation checkpoint is marked so in its compaction/summary (the model-free last resort).
+  expect(added.filter((e) => e.type === 'compaction/summary' && e.data.truncation !== undefined)).toHaveLength(o.filter((x) => x === 'transaction:truncated').length);
   const ends = added.filter((e) => e.type === 'compaction/end');
   expect(ends).toHaveLength(txs);
   const endErrors = ends.map((e) => (e.type === 'compaction/end' ? e.data.error?.code : undefined)).filter((c) => c !== undefined);
@@ -444,11 +469,11 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
   expect(w.session.lock.held).toBe(false);
   if (o.includes('cancel') && o.at(-1)?.startsWith('transaction:')) {
     // Cancelled while compacting: whatever the transaction did, nothing started after it (no remeasure, no retry).
-    const services = w.ctl.calls.map((c) => c.service);
+    const services = w.ctl.calls.slice(callsBefore).map((c) => c.service);
     expect(['flush', 'closeWithError']).toContain(services.at(-1));
     expect(services.filter((x) => x === 'selectRange')).toHaveLength(1);
   }
-  if (committed === 0 && !added.some((e) => e.type === 'compaction/prune')) expect(JSON.stringify(w.session.deriveMessages())).toBe(messagesBefore);
+  if (committed === 0 && !added.some((e) => e.type === 'compaction/prune') && !o.includes('transaction:truncation-failed')) expect(JSON.stringify(w.session.deriveMessages())).toBe(messagesBefore);
 
   // The chart's policy, as the services received it (this run only): pruning protects recent
   // work; the first selection keeps the retained tail and small earlier checkpoints, a retry
@@ -466,8 +491,9 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
     );
   expectValidRequest(w);
 
-  // The server got one summary request per transaction that reached the summarizer.
-  expect(summaryRequests(w)).toHaveLength(txs);
+  // The server got one summary request per transaction that reached the summarizer (a truncation asks none).
+  const truncations = path.steps.filter((s) => s.outcome.startsWith('transaction:') && s.from === 'truncating').length;
+  expect(summaryRequests(w)).toHaveLength(txs - truncations);
 
   if (o[0] === 'measure:silent-overflow') {
     // The same reply's usage is not reported again at the next step.

@@ -38,20 +38,32 @@ const DECISIVE: Record<string, { code: string; cause?: string }> = {
   'revalidate:no-shrink': { code: 'summary', cause: 'summary-no-shrink' },
   'revalidate:too-little-progress': { code: 'no-progress' },
   'revalidate:throws': { code: 'changed', cause: 'internal' },
+  'truncate:throws': { code: 'internal', cause: 'internal' },
   'commit:refused': { code: 'commit', cause: 'session-rule' },
   'flush:store-fails': { code: 'persistence', cause: 'store-interleaved' },
 };
 
 export async function runTransactionPath(srv: Server, path: GeneratedPath, byKey: Map<string, TransitionInfo>): Promise<void> {
   const outcomes = path.steps.map((s) => s.outcome);
+  const truncation = path.input === 'truncation';
   const w = await openWorld(srv, {
     pruner: false,
     config: {
       ...(outcomes.includes('revalidate:too-little-progress') ? { minProgressRatio: 0.9 } : {}),
       ...(outcomes.includes('summarize:deadline') ? { summaryTimeoutMs: DEADLINE_MS } : {}),
+      // A truncation transaction: the host's breaker opened on one failed summary, so the next relief asks no model.
+      ...(truncation ? { truncationFallback: true, circuitBreaker: { failureLimit: 1, cooldownMs: 60_000 } } : {}),
     },
   });
   fillAbove(w, 100);
+  if (truncation) {
+    w.srv.queue.push({ kind: 'status', status: 500, body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } } });
+    w.ctl.setAuto();
+    expect((await w.engine.afterStep()).status).toBe('truncated');
+    w.ctl.hold();
+    fillAbove(w, 100);
+  }
+  const notesMark = w.notes.length;
   const messagesBefore = JSON.stringify(w.session.deriveMessages());
   markRun(w);
 
@@ -71,7 +83,7 @@ export async function runTransactionPath(srv: Server, path: GeneratedPath, byKey
   const final = path.finalValue as string;
   const decisive = outcomes.find((o) => DECISIVE[o]);
   if (final === 'committed') {
-    expect(result.status).toBe('compacted');
+    expect(result.status).toBe(truncation ? 'truncated' : 'compacted');
     expect(result.compactions).toHaveLength(1);
     expect(result.compactions[0]!.tokensAfter).toBeLessThan(result.compactions[0]!.tokensBefore);
   } else {
@@ -124,14 +136,15 @@ export async function runTransactionPath(srv: Server, path: GeneratedPath, byKey
 
   // What a listener heard: a start once the bracket opened (not when it is closed at once on a
   // cancel), then exactly one committed or failed; a rejected transaction tells nothing.
-  const heard = (type: string) => w.notes.filter((n) => n.type === type).length;
+  const notes = w.notes.slice(notesMark);
+  const heard = (type: string) => notes.filter((n) => n.type === type).length;
   // Every bracket that was opened is announced, even one a cancel closes straight away.
   expect(heard('compaction.started')).toBe(outcomes.includes('openBracket:opened') ? 1 : 0);
   expect(heard('compaction.committed')).toBe(final === 'committed' ? 1 : 0);
   expect(heard('compaction.failed')).toBe(final === 'failed' || final === 'persistenceFailed' ? 1 : 0);
   // The announced start is the bracket's own compaction/start.
-  for (const n of w.notes) if (n.type === 'compaction.started') expect(added.filter((e) => e.type === 'compaction/start').map((e) => e.seq)).toContain(n.startSeq);
-  const failedNote = w.notes.find((n) => n.type === 'compaction.failed');
+  for (const n of notes) if (n.type === 'compaction.started') expect(added.filter((e) => e.type === 'compaction/start').map((e) => e.seq)).toContain(n.startSeq);
+  const failedNote = notes.find((n) => n.type === 'compaction.failed');
   if (failedNote && failedNote.type === 'compaction.failed' && final === 'failed') expect(failedNote.error.code).toBe(DECISIVE[decisive!]!.code);
 
   if (final !== 'committed' && final !== 'persistenceFailed' && !outcomes.includes('revalidate:surface-changed')) {

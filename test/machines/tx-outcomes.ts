@@ -140,6 +140,15 @@ export async function settleTxStep(w: World, step: TxStep, next: TxStep | undefi
       expect((await w.srv.server.waitForClose(index)).aborted, 'the summary HTTP request was aborted').toBe(true);
       return;
     }
+    case 'truncate:checkpoint': {
+      const call = await take('truncate');
+      await call.runReal();
+      expect((call.output as { truncation?: unknown }).truncation, 'a truncation checkpoint').toBeDefined();
+      return;
+    }
+    case 'truncate:throws':
+      // FORCED: the truncation only derives the span's ledger from the log; nothing makes it throw.
+      return (await take('truncate')).reject(Object.assign(new Error('scripted truncation failure'), { code: 'internal' }));
     case 'cancel':
       return cancelTransaction(w, step, ctx);
     case 'revalidate:good':
@@ -207,8 +216,8 @@ async function cancelTransaction(w: World, step: TxStep, ctx: RunCtx): Promise<v
     expect(req.aborted, 'the summary HTTP request was aborted').toBe(true);
     return;
   }
-  if (step.from === 'revalidating') {
-    const call = await w.ctl.take('revalidate', ctx.running);
+  if (step.from === 'revalidating' || step.from === 'truncating') {
+    const call = await w.ctl.take(step.from === 'truncating' ? 'truncate' : 'revalidate', ctx.running);
     ctx.abort();
     await call.runReal(); // a late answer to a stopped actor: dropped
     return;
@@ -303,6 +312,43 @@ export const TX_SUBSCRIPTS: Record<string, TxStep[]> = {
     { outcome: 'summarize:summary', from: 'summarizing' },
     { outcome: 'revalidate:malformed', from: 'revalidating' },
   ],
+  // A truncation transaction (the model-free last resort): no summary is asked for.
+  truncated: [
+    { outcome: 'validateSpan:lock-free', from: 'validating' },
+    { outcome: 'openBracket:opened', from: 'opening' },
+    { outcome: 'truncate:checkpoint', from: 'truncating' },
+    { outcome: 'revalidate:good', from: 'revalidating' },
+    { outcome: 'commit:committed', from: 'committing' },
+    { outcome: 'flush:durable', from: 'flushing' },
+  ],
+  'truncated despite cancel': [
+    { outcome: 'validateSpan:lock-free', from: 'validating' },
+    { outcome: 'openBracket:opened', from: 'opening' },
+    { outcome: 'truncate:checkpoint', from: 'truncating' },
+    { outcome: 'revalidate:good', from: 'revalidating' },
+    { outcome: 'cancel', from: 'committing' },
+    { outcome: 'commit:committed', from: 'committing' },
+    { outcome: 'flush:durable', from: 'flushing' },
+  ],
+  'truncation-failed': [
+    { outcome: 'validateSpan:lock-free', from: 'validating' },
+    { outcome: 'openBracket:opened', from: 'opening' },
+    { outcome: 'truncate:checkpoint', from: 'truncating' },
+    { outcome: 'revalidate:surface-changed', from: 'revalidating' },
+    { outcome: 'closeWithError:closed', from: 'closing' },
+  ],
+  'truncation cancelled': [
+    { outcome: 'validateSpan:lock-free', from: 'validating' },
+    { outcome: 'openBracket:opened', from: 'opening' },
+    { outcome: 'cancel', from: 'truncating' },
+    { outcome: 'closeWithError:closed', from: 'closing' },
+  ],
+  'truncation chart-error': [
+    { outcome: 'validateSpan:lock-free', from: 'validating' },
+    { outcome: 'openBracket:opened', from: 'opening' },
+    { outcome: 'truncate:checkpoint', from: 'truncating' },
+    { outcome: 'revalidate:malformed', from: 'revalidating' },
+  ],
 };
 
 /**
@@ -311,7 +357,11 @@ export const TX_SUBSCRIPTS: Record<string, TxStep[]> = {
  * outcomes are the ones that are too late to stop; without one, `cancelled` can only come from
  * the host's own summarizer.
  */
-export function txSubscriptName(outcome: string, afterCancel: boolean): string {
+export function txSubscriptName(outcome: string, afterCancel: boolean, truncating = false): string {
+  if (truncating) {
+    if (outcome === 'cancelled') return 'truncation cancelled';
+    if (outcome === 'chart-error') return 'truncation chart-error';
+  }
   if (afterCancel) return outcome === 'cancelled' ? 'cancelled' : `${outcome} despite cancel`;
   return outcome === 'cancelled' ? 'cancelled by the host' : outcome;
 }

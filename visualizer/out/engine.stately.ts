@@ -23,7 +23,7 @@ export const machine = createMachine({
           on: {
             'step.completed': [
               {
-                guard: '(not signal already aborted) & (not breaker is open) & background is idle & pressure is below the threshold',
+                guard: '(not signal already aborted) & (not (breaker is open & the fallback is off)) & background is idle & pressure is below the threshold',
                 actions: 'answer below the threshold',
               },
               {
@@ -50,7 +50,7 @@ export const machine = createMachine({
               actions: ['answer auto off', 'finish job'],
             },
             {
-              guard: 'breaker is open',
+              guard: 'breaker is open & the fallback is off',
               target: 'idle',
               actions: ['answer paused', 'finish job'],
             },
@@ -91,7 +91,17 @@ export const machine = createMachine({
             src: 'overflow',
             onDone: [
               {
-                guard: 'retry granted',
+                guard: 'retry granted & automatic compaction failed',
+                target: 'idle',
+                actions: [
+                  'count overflow retry',
+                  'report failure to breaker',
+                  'settle job',
+                  'finish job',
+                ],
+              },
+              {
+                guard: 'retry granted & automatic compaction succeeded',
                 target: 'idle',
                 actions: [
                   'count overflow retry',
@@ -99,6 +109,11 @@ export const machine = createMachine({
                   'settle job',
                   'finish job',
                 ],
+              },
+              {
+                guard: 'retry granted',
+                target: 'idle',
+                actions: ['count overflow retry', 'settle job', 'finish job'],
               },
               {
                 guard: 'automatic compaction failed',
@@ -154,7 +169,11 @@ export const machine = createMachine({
               {
                 guard: 'this failure reaches the limit',
                 target: 'open',
-                actions: ['count failure', 'announce breaker opened'],
+                actions: [
+                  'count failure',
+                  'mark breaker open',
+                  'announce breaker opened',
+                ],
               },
               { actions: 'count failure' },
             ],
@@ -165,13 +184,21 @@ export const machine = createMachine({
           after: {
             cooldown: {
               target: 'closed',
-              actions: ['reset failures', 'announce breaker closed by cool-down'],
+              actions: [
+                'reset failures',
+                'mark breaker closed',
+                'announce breaker closed by cool-down',
+              ],
             },
           },
           on: {
             'breaker.success': {
               target: 'closed',
-              actions: ['reset failures', 'announce breaker closed by success'],
+              actions: [
+                'reset failures',
+                'mark breaker closed',
+                'announce breaker closed by success',
+              ],
             },
             'breaker.failure': { actions: 'count failure' },
           },

@@ -237,11 +237,11 @@ window.XCOMPACT_CHARTS = [
      "source": "engine.work.idle",
      "target": "engine.work.idle",
      "event": "step.completed",
-     "guard": "(not signal already aborted) & (not breaker is open) & background is idle & pressure is below the threshold",
+     "guard": "(not signal already aborted) & (not (breaker is open & the fallback is off)) & background is idle & pressure is below the threshold",
      "actions": [
       "answer below the threshold"
      ],
-     "label": "step.completed [(not signal already aborted) & (not breaker is open) & background is idle & pressure is below the threshold]",
+     "label": "step.completed [(not signal already aborted) & (not (breaker is open & the fallback is off)) & background is idle & pressure is below the threshold]",
      "internal": true,
      "fromAny": false
     },
@@ -298,12 +298,12 @@ window.XCOMPACT_CHARTS = [
      "source": "engine.work.admitting",
      "target": "engine.work.idle",
      "event": "",
-     "guard": "breaker is open",
+     "guard": "breaker is open & the fallback is off",
      "actions": [
       "answer paused",
       "finish job"
      ],
-     "label": "always [breaker is open]",
+     "label": "always [breaker is open & the fallback is off]",
      "internal": false,
      "fromAny": false
     },
@@ -386,10 +386,39 @@ window.XCOMPACT_CHARTS = [
      "source": "engine.work.overflow",
      "target": "engine.work.idle",
      "event": "xstate.done.actor.job",
-     "guard": "retry granted",
+     "guard": "retry granted & automatic compaction failed",
+     "actions": [
+      "count overflow retry",
+      "report failure to breaker",
+      "settle job",
+      "finish job"
+     ],
+     "label": "done: overflow [retry granted & automatic compaction failed]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.overflow",
+     "target": "engine.work.idle",
+     "event": "xstate.done.actor.job",
+     "guard": "retry granted & automatic compaction succeeded",
      "actions": [
       "count overflow retry",
       "report success to breaker",
+      "settle job",
+      "finish job"
+     ],
+     "label": "done: overflow [retry granted & automatic compaction succeeded]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.overflow",
+     "target": "engine.work.idle",
+     "event": "xstate.done.actor.job",
+     "guard": "retry granted",
+     "actions": [
+      "count overflow retry",
       "settle job",
       "finish job"
      ],
@@ -489,6 +518,7 @@ window.XCOMPACT_CHARTS = [
      "guard": "this failure reaches the limit",
      "actions": [
       "count failure",
+      "mark breaker open",
       "announce breaker opened"
      ],
      "label": "breaker.failure [this failure reaches the limit]",
@@ -523,6 +553,7 @@ window.XCOMPACT_CHARTS = [
      "event": "breaker.success",
      "actions": [
       "reset failures",
+      "mark breaker closed",
       "announce breaker closed by success"
      ],
      "label": "breaker.success",
@@ -546,6 +577,7 @@ window.XCOMPACT_CHARTS = [
      "event": "xstate.after.cooldown.engine.breaker.open",
      "actions": [
       "reset failures",
+      "mark breaker closed",
       "announce breaker closed by cool-down"
      ],
      "label": "after cooldown",
@@ -556,7 +588,7 @@ window.XCOMPACT_CHARTS = [
    "legend": {
     "guards": [
      {
-      "name": "(not signal already aborted) & (not breaker is open) & background is idle & pressure is below the threshold",
+      "name": "(not signal already aborted) & (not (breaker is open & the fallback is off)) & background is idle & pressure is below the threshold",
       "uses": 1
      },
      {
@@ -572,7 +604,7 @@ window.XCOMPACT_CHARTS = [
       "uses": 1
      },
      {
-      "name": "breaker is open",
+      "name": "breaker is open & the fallback is off",
       "uses": 1
      },
      {
@@ -589,6 +621,14 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "retry granted",
+      "uses": 1
+     },
+     {
+      "name": "retry granted & automatic compaction failed",
+      "uses": 1
+     },
+     {
+      "name": "retry granted & automatic compaction succeeded",
       "uses": 1
      },
      {
@@ -647,11 +687,11 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "count overflow retry",
-      "uses": 1
+      "uses": 3
      },
      {
       "name": "finish job",
-      "uses": 14
+      "uses": 16
      },
      {
       "name": "forward cancel",
@@ -662,8 +702,16 @@ window.XCOMPACT_CHARTS = [
       "uses": 2
      },
      {
-      "name": "report failure to breaker",
+      "name": "mark breaker closed",
       "uses": 2
+     },
+     {
+      "name": "mark breaker open",
+      "uses": 1
+     },
+     {
+      "name": "report failure to breaker",
+      "uses": 3
      },
      {
       "name": "report success to breaker",
@@ -679,7 +727,7 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "settle job",
-      "uses": 9
+      "uses": 11
      },
      {
       "name": "settle job with chart error",
@@ -714,7 +762,7 @@ window.XCOMPACT_CHARTS = [
     ]
    }
   },
-  "mermaid": "%% engine: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"engine\" as engine {\n    state \"work\" as engine__work {\n      [*] --> engine__work__idle\n      state \"idle\" as engine__work__idle\n      state \"admitting\" as engine__work__admitting\n      state \"pressure\" as engine__work__pressure\n      engine__work__pressure : invoke pressure\n      state \"overflow\" as engine__work__overflow\n      engine__work__overflow : invoke overflow\n      state \"manual\" as engine__work__manual\n      engine__work__manual : invoke manual\n      state \"stopped\" as engine__work__stopped\n      engine__work__stopped --> [*]\n      state \"any state\" as engine__work___any\n    }\n    --\n    state \"breaker\" as engine__breaker {\n      [*] --> engine__breaker__closed\n      state \"closed\" as engine__breaker__closed\n      state \"open\" as engine__breaker__open\n      state \"stopped\" as engine__breaker__stopped\n      engine__breaker__stopped --> [*]\n      state \"any state\" as engine__breaker___any\n    }\n  }\n  engine__work__idle --> engine__work__idle : step.completed [(not signal already aborted) & (not breaker is open) & background is idle & pressure is below the threshold]\n  engine__work__idle --> engine__work__admitting : step.completed\n  engine__work__idle --> engine__work__overflow : request.failed\n  engine__work__idle --> engine__work__manual : compact.requested\n  engine__work__admitting --> engine__work__idle : always [automatic compaction is off]\n  engine__work__admitting --> engine__work__idle : always [breaker is open]\n  engine__work__admitting --> engine__work__pressure : always\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction failed]\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction succeeded]\n  engine__work__pressure --> engine__work__idle : done: pressure [first warning for this model]\n  engine__work__pressure --> engine__work__idle : done: pressure\n  engine__work__pressure --> engine__work__idle : error: pressure\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted]\n  engine__work__overflow --> engine__work__idle : done: overflow [automatic compaction failed]\n  engine__work__overflow --> engine__work__idle : done: overflow\n  engine__work__overflow --> engine__work__idle : error: overflow\n  engine__work__manual --> engine__work__idle : done: manual [manual compaction committed]\n  engine__work__manual --> engine__work__idle : done: manual\n  engine__work__manual --> engine__work__idle : error: manual\n  engine__work___any --> engine__work__stopped : shutdown\n  engine__work --> engine__work : cancel [is the running request]\n  engine__work --> engine__work : step.completed\n  engine__work --> engine__work : request.failed\n  engine__work --> engine__work : compact.requested\n  engine__breaker__closed --> engine__breaker__open : breaker.failure [this failure reaches the limit]\n  engine__breaker__closed --> engine__breaker__closed : breaker.failure\n  engine__breaker__closed --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__open : breaker.failure\n  engine__breaker__open --> engine__breaker__closed : after cooldown\n  engine__breaker___any --> engine__breaker__stopped : shutdown\n  engine --> engine : xcompact.notify\n"
+  "mermaid": "%% engine: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"engine\" as engine {\n    state \"work\" as engine__work {\n      [*] --> engine__work__idle\n      state \"idle\" as engine__work__idle\n      state \"admitting\" as engine__work__admitting\n      state \"pressure\" as engine__work__pressure\n      engine__work__pressure : invoke pressure\n      state \"overflow\" as engine__work__overflow\n      engine__work__overflow : invoke overflow\n      state \"manual\" as engine__work__manual\n      engine__work__manual : invoke manual\n      state \"stopped\" as engine__work__stopped\n      engine__work__stopped --> [*]\n      state \"any state\" as engine__work___any\n    }\n    --\n    state \"breaker\" as engine__breaker {\n      [*] --> engine__breaker__closed\n      state \"closed\" as engine__breaker__closed\n      state \"open\" as engine__breaker__open\n      state \"stopped\" as engine__breaker__stopped\n      engine__breaker__stopped --> [*]\n      state \"any state\" as engine__breaker___any\n    }\n  }\n  engine__work__idle --> engine__work__idle : step.completed [(not signal already aborted) & (not (breaker is open & the fallback is off)) & background is idle & pressure is below the threshold]\n  engine__work__idle --> engine__work__admitting : step.completed\n  engine__work__idle --> engine__work__overflow : request.failed\n  engine__work__idle --> engine__work__manual : compact.requested\n  engine__work__admitting --> engine__work__idle : always [automatic compaction is off]\n  engine__work__admitting --> engine__work__idle : always [breaker is open & the fallback is off]\n  engine__work__admitting --> engine__work__pressure : always\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction failed]\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction succeeded]\n  engine__work__pressure --> engine__work__idle : done: pressure [first warning for this model]\n  engine__work__pressure --> engine__work__idle : done: pressure\n  engine__work__pressure --> engine__work__idle : error: pressure\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted & automatic compaction failed]\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted & automatic compaction succeeded]\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted]\n  engine__work__overflow --> engine__work__idle : done: overflow [automatic compaction failed]\n  engine__work__overflow --> engine__work__idle : done: overflow\n  engine__work__overflow --> engine__work__idle : error: overflow\n  engine__work__manual --> engine__work__idle : done: manual [manual compaction committed]\n  engine__work__manual --> engine__work__idle : done: manual\n  engine__work__manual --> engine__work__idle : error: manual\n  engine__work___any --> engine__work__stopped : shutdown\n  engine__work --> engine__work : cancel [is the running request]\n  engine__work --> engine__work : step.completed\n  engine__work --> engine__work : request.failed\n  engine__work --> engine__work : compact.requested\n  engine__breaker__closed --> engine__breaker__open : breaker.failure [this failure reaches the limit]\n  engine__breaker__closed --> engine__breaker__closed : breaker.failure\n  engine__breaker__closed --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__open : breaker.failure\n  engine__breaker__open --> engine__breaker__closed : after cooldown\n  engine__breaker___any --> engine__breaker__stopped : shutdown\n  engine --> engine : xcompact.notify\n"
  },
  {
   "name": "pressure",
@@ -750,6 +798,10 @@ window.XCOMPACT_CHARTS = [
     "path": "compacting"
    },
    {
+    "id": "pressure.truncating",
+    "path": "truncating"
+   },
+   {
     "id": "pressure.remeasuring",
     "path": "remeasuring"
    },
@@ -772,6 +824,10 @@ window.XCOMPACT_CHARTS = [
    {
     "id": "pressure.compacted",
     "path": "compacted"
+   },
+   {
+    "id": "pressure.truncated",
+    "path": "truncated"
    },
    {
     "id": "pressure.failed",
@@ -851,6 +907,16 @@ window.XCOMPACT_CHARTS = [
      "anyMarker": false
     },
     {
+     "id": "pressure.truncating",
+     "key": "truncating",
+     "type": "atomic",
+     "parent": "pressure",
+     "notes": [
+      "invoke transaction"
+     ],
+     "anyMarker": false
+    },
+    {
      "id": "pressure.remeasuring",
      "key": "remeasuring",
      "type": "atomic",
@@ -903,6 +969,16 @@ window.XCOMPACT_CHARTS = [
     {
      "id": "pressure.compacted",
      "key": "compacted",
+     "type": "final",
+     "parent": "pressure",
+     "notes": [
+      "entry / set status"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "pressure.truncated",
+     "key": "truncated",
      "type": "final",
      "parent": "pressure",
      "notes": [
@@ -1014,12 +1090,12 @@ window.XCOMPACT_CHARTS = [
      "source": "pressure.measuring",
      "target": "pressure.selecting",
      "event": "xstate.done.actor.0.pressure.measuring",
-     "guard": "below threshold & compacting now pays",
+     "guard": "below threshold & compacting now pays & (not summaries are unavailable)",
      "actions": [
       "remember first reading",
       "remember economic decision"
      ],
-     "label": "done: measure [below threshold & compacting now pays]",
+     "label": "done: measure [below threshold & compacting now pays & (not summaries are unavailable)]",
      "internal": false,
      "fromAny": false
     },
@@ -1190,6 +1266,19 @@ window.XCOMPACT_CHARTS = [
     },
     {
      "source": "pressure.selecting",
+     "target": "pressure.truncating",
+     "event": "xstate.done.actor.0.pressure.selecting",
+     "guard": "summaries are unavailable",
+     "actions": [
+      "remember range",
+      "truncate for the open breaker"
+     ],
+     "label": "done: selectRange [summaries are unavailable]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.selecting",
      "target": "pressure.compacting",
      "event": "xstate.done.actor.0.pressure.selecting",
      "actions": [
@@ -1261,6 +1350,19 @@ window.XCOMPACT_CHARTS = [
     },
     {
      "source": "pressure.compacting",
+     "target": "pressure.truncating",
+     "event": "xstate.done.actor.transaction",
+     "guard": "the summarizer could not help",
+     "actions": [
+      "remember transaction",
+      "truncate after the summary"
+     ],
+     "label": "done: transaction [the summarizer could not help]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.compacting",
      "target": "pressure.failed",
      "event": "xstate.done.actor.transaction",
      "actions": [
@@ -1280,6 +1382,91 @@ window.XCOMPACT_CHARTS = [
       "close abandoned bracket"
      ],
      "label": "error: transaction",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.truncating",
+     "target": "pressure.truncating",
+     "event": "cancel",
+     "actions": [
+      "forward cancel",
+      "remember cancel"
+     ],
+     "label": "cancel",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.truncating",
+     "target": "pressure.cancelled",
+     "event": "xstate.done.actor.transaction",
+     "guard": "transaction was cancelled",
+     "actions": [
+      "remember transaction",
+      "fail from transaction"
+     ],
+     "label": "done: transaction [transaction was cancelled]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.truncating",
+     "target": "pressure.cancelled",
+     "event": "xstate.done.actor.transaction",
+     "guard": "cancel was requested & transaction committed",
+     "actions": [
+      "remember transaction"
+     ],
+     "label": "done: transaction [cancel was requested & transaction committed]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.truncating",
+     "target": "pressure.remeasuring",
+     "event": "xstate.done.actor.transaction",
+     "guard": "transaction committed",
+     "actions": [
+      "remember transaction"
+     ],
+     "label": "done: transaction [transaction committed]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.truncating",
+     "target": "pressure.failed",
+     "event": "xstate.done.actor.transaction",
+     "actions": [
+      "remember transaction",
+      "fail from transaction"
+     ],
+     "label": "done: transaction",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.truncating",
+     "target": "pressure.failed",
+     "event": "xstate.error.actor.transaction",
+     "actions": [
+      "fail from service",
+      "close abandoned bracket"
+     ],
+     "label": "error: transaction",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "pressure.remeasuring",
+     "target": "pressure.truncated",
+     "event": "xstate.done.actor.0.pressure.remeasuring",
+     "guard": "below threshold & a truncation stood in",
+     "actions": [
+      "remember reading"
+     ],
+     "label": "done: measure [below threshold & a truncation stood in]",
      "internal": false,
      "fromAny": false
     },
@@ -1342,7 +1529,11 @@ window.XCOMPACT_CHARTS = [
       "uses": 3
      },
      {
-      "name": "below threshold & compacting now pays",
+      "name": "below threshold & a truncation stood in",
+      "uses": 1
+     },
+     {
+      "name": "below threshold & compacting now pays & (not summaries are unavailable)",
       "uses": 1
      },
      {
@@ -1355,7 +1546,7 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "cancel was requested & transaction committed",
-      "uses": 1
+      "uses": 2
      },
      {
       "name": "no routed model yet",
@@ -1386,6 +1577,10 @@ window.XCOMPACT_CHARTS = [
       "uses": 1
      },
      {
+      "name": "summaries are unavailable",
+      "uses": 1
+     },
+     {
       "name": "the provider truncated the prompt silently",
       "uses": 1
      },
@@ -1394,12 +1589,16 @@ window.XCOMPACT_CHARTS = [
       "uses": 1
      },
      {
-      "name": "transaction committed",
+      "name": "the summarizer could not help",
       "uses": 1
      },
      {
+      "name": "transaction committed",
+      "uses": 2
+     },
+     {
       "name": "transaction was cancelled",
-      "uses": 1
+      "uses": 2
      }
     ],
     "actions": [
@@ -1421,15 +1620,15 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "close abandoned bracket",
-      "uses": 1
+      "uses": 2
      },
      {
       "name": "fail from service",
-      "uses": 5
+      "uses": 6
      },
      {
       "name": "fail from transaction",
-      "uses": 2
+      "uses": 4
      },
      {
       "name": "fail still above threshold",
@@ -1437,11 +1636,11 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "forward cancel",
-      "uses": 1
+      "uses": 2
      },
      {
       "name": "remember cancel",
-      "uses": 1
+      "uses": 2
      },
      {
       "name": "remember economic decision",
@@ -1461,11 +1660,11 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "remember range",
-      "uses": 1
+      "uses": 2
      },
      {
       "name": "remember reading",
-      "uses": 5
+      "uses": 6
      },
      {
       "name": "remember silent overflow",
@@ -1473,11 +1672,19 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "remember transaction",
-      "uses": 4
+      "uses": 9
      },
      {
       "name": "set status",
-      "uses": 7
+      "uses": 8
+     },
+     {
+      "name": "truncate after the summary",
+      "uses": 1
+     },
+     {
+      "name": "truncate for the open breaker",
+      "uses": 1
      }
     ],
     "actors": [
@@ -1495,12 +1702,12 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "transaction",
-      "uses": 1
+      "uses": 2
      }
     ]
    }
   },
-  "mermaid": "%% pressure: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"pressure\" as pressure {\n    [*] --> pressure__checkingSignal\n    state \"checkingSignal\" as pressure__checkingSignal\n    state \"measuring\" as pressure__measuring\n    pressure__measuring : invoke measure\n    state \"pruning\" as pressure__pruning\n    pressure__pruning : invoke prune\n    state \"remeasuringAfterPrune\" as pressure__remeasuringAfterPrune\n    pressure__remeasuringAfterPrune : invoke measure\n    state \"selecting\" as pressure__selecting\n    pressure__selecting : invoke selectRange\n    state \"compacting\" as pressure__compacting\n    pressure__compacting : invoke transaction\n    state \"remeasuring\" as pressure__remeasuring\n    pressure__remeasuring : invoke measure\n    state \"skipped\" as pressure__skipped\n    state \"below\" as pressure__below\n    state \"relievedByPruning\" as pressure__relievedByPruning\n    state \"stuck\" as pressure__stuck\n    state \"compacted\" as pressure__compacted\n    state \"failed\" as pressure__failed\n    state \"cancelled\" as pressure__cancelled\n    pressure__skipped --> [*]\n    pressure__below --> [*]\n    pressure__relievedByPruning --> [*]\n    pressure__stuck --> [*]\n    pressure__compacted --> [*]\n    pressure__failed --> [*]\n    pressure__cancelled --> [*]\n    state \"any state\" as pressure___any\n  }\n  pressure__checkingSignal --> pressure__cancelled : always [signal already aborted]\n  pressure__checkingSignal --> pressure__measuring : always\n  pressure__measuring --> pressure__skipped : done: measure [no routed model yet]\n  pressure__measuring --> pressure__skipped : done: measure [budget cannot be resolved]\n  pressure__measuring --> pressure__pruning : done: measure [the provider truncated the prompt silently & pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure [the provider truncated the prompt silently]\n  pressure__measuring --> pressure__selecting : done: measure [below threshold & compacting now pays]\n  pressure__measuring --> pressure__pruning : done: measure [below threshold & pruning is enabled & pruning now pays (cost model)]\n  pressure__measuring --> pressure__below : done: measure [below threshold]\n  pressure__measuring --> pressure__pruning : done: measure [pruning is enabled & a prune alone relieves the pressure (cost model)]\n  pressure__measuring --> pressure__selecting : done: measure [pruning is enabled & a prune would free nothing (cost model)]\n  pressure__measuring --> pressure__pruning : done: measure [pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure\n  pressure__measuring --> pressure__failed : error: measure\n  pressure__pruning --> pressure__remeasuringAfterPrune : done: prune\n  pressure__pruning --> pressure__selecting : error: prune\n  pressure__remeasuringAfterPrune --> pressure__relievedByPruning : done: measure [below threshold]\n  pressure__remeasuringAfterPrune --> pressure__selecting : done: measure\n  pressure__remeasuringAfterPrune --> pressure__failed : error: measure\n  pressure__selecting --> pressure__stuck : done: selectRange [nothing to compact & no attempt made yet]\n  pressure__selecting --> pressure__failed : done: selectRange [nothing to compact]\n  pressure__selecting --> pressure__compacting : done: selectRange\n  pressure__selecting --> pressure__failed : error: selectRange\n  pressure__compacting --> pressure__compacting : cancel\n  pressure__compacting --> pressure__cancelled : done: transaction [transaction was cancelled]\n  pressure__compacting --> pressure__cancelled : done: transaction [cancel was requested & transaction committed]\n  pressure__compacting --> pressure__remeasuring : done: transaction [transaction committed]\n  pressure__compacting --> pressure__failed : done: transaction\n  pressure__compacting --> pressure__failed : error: transaction\n  pressure__remeasuring --> pressure__compacted : done: measure [below threshold]\n  pressure__remeasuring --> pressure__selecting : done: measure [attempts left]\n  pressure__remeasuring --> pressure__failed : done: measure\n  pressure__remeasuring --> pressure__failed : error: measure\n  pressure___any --> pressure__cancelled : cancel\n"
+  "mermaid": "%% pressure: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"pressure\" as pressure {\n    [*] --> pressure__checkingSignal\n    state \"checkingSignal\" as pressure__checkingSignal\n    state \"measuring\" as pressure__measuring\n    pressure__measuring : invoke measure\n    state \"pruning\" as pressure__pruning\n    pressure__pruning : invoke prune\n    state \"remeasuringAfterPrune\" as pressure__remeasuringAfterPrune\n    pressure__remeasuringAfterPrune : invoke measure\n    state \"selecting\" as pressure__selecting\n    pressure__selecting : invoke selectRange\n    state \"compacting\" as pressure__compacting\n    pressure__compacting : invoke transaction\n    state \"truncating\" as pressure__truncating\n    pressure__truncating : invoke transaction\n    state \"remeasuring\" as pressure__remeasuring\n    pressure__remeasuring : invoke measure\n    state \"skipped\" as pressure__skipped\n    state \"below\" as pressure__below\n    state \"relievedByPruning\" as pressure__relievedByPruning\n    state \"stuck\" as pressure__stuck\n    state \"compacted\" as pressure__compacted\n    state \"truncated\" as pressure__truncated\n    state \"failed\" as pressure__failed\n    state \"cancelled\" as pressure__cancelled\n    pressure__skipped --> [*]\n    pressure__below --> [*]\n    pressure__relievedByPruning --> [*]\n    pressure__stuck --> [*]\n    pressure__compacted --> [*]\n    pressure__truncated --> [*]\n    pressure__failed --> [*]\n    pressure__cancelled --> [*]\n    state \"any state\" as pressure___any\n  }\n  pressure__checkingSignal --> pressure__cancelled : always [signal already aborted]\n  pressure__checkingSignal --> pressure__measuring : always\n  pressure__measuring --> pressure__skipped : done: measure [no routed model yet]\n  pressure__measuring --> pressure__skipped : done: measure [budget cannot be resolved]\n  pressure__measuring --> pressure__pruning : done: measure [the provider truncated the prompt silently & pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure [the provider truncated the prompt silently]\n  pressure__measuring --> pressure__selecting : done: measure [below threshold & compacting now pays & (not summaries are unavailable)]\n  pressure__measuring --> pressure__pruning : done: measure [below threshold & pruning is enabled & pruning now pays (cost model)]\n  pressure__measuring --> pressure__below : done: measure [below threshold]\n  pressure__measuring --> pressure__pruning : done: measure [pruning is enabled & a prune alone relieves the pressure (cost model)]\n  pressure__measuring --> pressure__selecting : done: measure [pruning is enabled & a prune would free nothing (cost model)]\n  pressure__measuring --> pressure__pruning : done: measure [pruning is enabled]\n  pressure__measuring --> pressure__selecting : done: measure\n  pressure__measuring --> pressure__failed : error: measure\n  pressure__pruning --> pressure__remeasuringAfterPrune : done: prune\n  pressure__pruning --> pressure__selecting : error: prune\n  pressure__remeasuringAfterPrune --> pressure__relievedByPruning : done: measure [below threshold]\n  pressure__remeasuringAfterPrune --> pressure__selecting : done: measure\n  pressure__remeasuringAfterPrune --> pressure__failed : error: measure\n  pressure__selecting --> pressure__stuck : done: selectRange [nothing to compact & no attempt made yet]\n  pressure__selecting --> pressure__failed : done: selectRange [nothing to compact]\n  pressure__selecting --> pressure__truncating : done: selectRange [summaries are unavailable]\n  pressure__selecting --> pressure__compacting : done: selectRange\n  pressure__selecting --> pressure__failed : error: selectRange\n  pressure__compacting --> pressure__compacting : cancel\n  pressure__compacting --> pressure__cancelled : done: transaction [transaction was cancelled]\n  pressure__compacting --> pressure__cancelled : done: transaction [cancel was requested & transaction committed]\n  pressure__compacting --> pressure__remeasuring : done: transaction [transaction committed]\n  pressure__compacting --> pressure__truncating : done: transaction [the summarizer could not help]\n  pressure__compacting --> pressure__failed : done: transaction\n  pressure__compacting --> pressure__failed : error: transaction\n  pressure__truncating --> pressure__truncating : cancel\n  pressure__truncating --> pressure__cancelled : done: transaction [transaction was cancelled]\n  pressure__truncating --> pressure__cancelled : done: transaction [cancel was requested & transaction committed]\n  pressure__truncating --> pressure__remeasuring : done: transaction [transaction committed]\n  pressure__truncating --> pressure__failed : done: transaction\n  pressure__truncating --> pressure__failed : error: transaction\n  pressure__remeasuring --> pressure__truncated : done: measure [below threshold & a truncation stood in]\n  pressure__remeasuring --> pressure__compacted : done: measure [below threshold]\n  pressure__remeasuring --> pressure__selecting : done: measure [attempts left]\n  pressure__remeasuring --> pressure__failed : done: measure\n  pressure__remeasuring --> pressure__failed : error: measure\n  pressure___any --> pressure__cancelled : cancel\n"
  },
  {
   "name": "overflow",
@@ -1530,6 +1737,10 @@ window.XCOMPACT_CHARTS = [
    {
     "id": "overflow.compacting",
     "path": "compacting"
+   },
+   {
+    "id": "overflow.truncating",
+    "path": "truncating"
    },
    {
     "id": "overflow.deciding",
@@ -1597,6 +1808,16 @@ window.XCOMPACT_CHARTS = [
     {
      "id": "overflow.compacting",
      "key": "compacting",
+     "type": "atomic",
+     "parent": "overflow",
+     "notes": [
+      "invoke transaction"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "overflow.truncating",
+     "key": "truncating",
      "type": "atomic",
      "parent": "overflow",
      "notes": [
@@ -1835,6 +2056,19 @@ window.XCOMPACT_CHARTS = [
     },
     {
      "source": "overflow.selecting",
+     "target": "overflow.truncating",
+     "event": "xstate.done.actor.0.overflow.selecting",
+     "guard": "summaries are unavailable",
+     "actions": [
+      "remember range",
+      "truncate for the open breaker"
+     ],
+     "label": "done: selectRange [summaries are unavailable]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.selecting",
      "target": "overflow.compacting",
      "event": "xstate.done.actor.0.overflow.selecting",
      "actions": [
@@ -1867,6 +2101,19 @@ window.XCOMPACT_CHARTS = [
     },
     {
      "source": "overflow.compacting",
+     "target": "overflow.truncating",
+     "event": "xstate.done.actor.transaction",
+     "guard": "the summarizer could not help",
+     "actions": [
+      "remember transaction",
+      "truncate after the summary"
+     ],
+     "label": "done: transaction [the summarizer could not help]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.compacting",
      "target": "overflow.deciding",
      "event": "xstate.done.actor.transaction",
      "actions": [
@@ -1878,6 +2125,40 @@ window.XCOMPACT_CHARTS = [
     },
     {
      "source": "overflow.compacting",
+     "target": "overflow.deciding",
+     "event": "xstate.error.actor.transaction",
+     "actions": [
+      "close abandoned bracket"
+     ],
+     "label": "error: transaction",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.truncating",
+     "target": "overflow.truncating",
+     "event": "cancel",
+     "actions": [
+      "mark cancelled",
+      "forward cancel"
+     ],
+     "label": "cancel",
+     "internal": true,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.truncating",
+     "target": "overflow.deciding",
+     "event": "xstate.done.actor.transaction",
+     "actions": [
+      "remember transaction"
+     ],
+     "label": "done: transaction",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "overflow.truncating",
      "target": "overflow.deciding",
      "event": "xstate.error.actor.transaction",
      "actions": [
@@ -1954,6 +2235,14 @@ window.XCOMPACT_CHARTS = [
      {
       "name": "retries are used up",
       "uses": 1
+     },
+     {
+      "name": "summaries are unavailable",
+      "uses": 1
+     },
+     {
+      "name": "the summarizer could not help",
+      "uses": 1
      }
     ],
     "actions": [
@@ -1971,7 +2260,7 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "close abandoned bracket",
-      "uses": 1
+      "uses": 2
      },
      {
       "name": "decline",
@@ -1983,11 +2272,11 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "forward cancel",
-      "uses": 1
+      "uses": 2
      },
      {
       "name": "mark cancelled",
-      "uses": 2
+      "uses": 3
      },
      {
       "name": "remember classification",
@@ -2003,15 +2292,23 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "remember range",
-      "uses": 1
+      "uses": 2
      },
      {
       "name": "remember transaction",
-      "uses": 1
+      "uses": 3
      },
      {
       "name": "snapshot generation",
       "uses": 2
+     },
+     {
+      "name": "truncate after the summary",
+      "uses": 1
+     },
+     {
+      "name": "truncate for the open breaker",
+      "uses": 1
      }
     ],
     "actors": [
@@ -2033,12 +2330,12 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "transaction",
-      "uses": 1
+      "uses": 2
      }
     ]
    }
   },
-  "mermaid": "%% overflow: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"overflow\" as overflow {\n    [*] --> overflow__classifying\n    state \"classifying\" as overflow__classifying\n    overflow__classifying : invoke classify\n    state \"probingLock\" as overflow__probingLock\n    overflow__probingLock : invoke probeLock\n    state \"pruning\" as overflow__pruning\n    overflow__pruning : invoke prune\n    state \"selecting\" as overflow__selecting\n    overflow__selecting : invoke selectRange\n    state \"compacting\" as overflow__compacting\n    overflow__compacting : invoke transaction\n    state \"deciding\" as overflow__deciding\n    overflow__deciding : invoke probeLock\n    state \"retry\" as overflow__retry\n    state \"declined\" as overflow__declined\n    overflow__retry --> [*]\n    overflow__declined --> [*]\n  }\n  overflow__classifying --> overflow__declined : done: classify [not a context overflow]\n  overflow__classifying --> overflow__declined : done: classify [recovery is disabled]\n  overflow__classifying --> overflow__declined : done: classify [retries are used up]\n  overflow__classifying --> overflow__declined : done: classify [cancelled]\n  overflow__classifying --> overflow__probingLock : done: classify\n  overflow__classifying --> overflow__declined : error: classify\n  overflow__probingLock --> overflow__declined : done: probeLock [cancelled]\n  overflow__probingLock --> overflow__declined : done: probeLock [lock is held]\n  overflow__probingLock --> overflow__selecting : done: probeLock [pruning is disabled]\n  overflow__probingLock --> overflow__pruning : done: probeLock\n  overflow__probingLock --> overflow__declined : error: probeLock\n  overflow__pruning --> overflow__deciding : done: prune [cancelled]\n  overflow__pruning --> overflow__selecting : done: prune\n  overflow__pruning --> overflow__selecting : error: prune\n  overflow__selecting --> overflow__deciding : done: selectRange [cancelled]\n  overflow__selecting --> overflow__deciding : done: selectRange [nothing to compact]\n  overflow__selecting --> overflow__compacting : done: selectRange\n  overflow__selecting --> overflow__deciding : error: selectRange\n  overflow__compacting --> overflow__compacting : cancel\n  overflow__compacting --> overflow__deciding : done: transaction\n  overflow__compacting --> overflow__deciding : error: transaction\n  overflow__deciding --> overflow__retry : done: probeLock [generation advanced]\n  overflow__deciding --> overflow__declined : done: probeLock\n  overflow__deciding --> overflow__declined : error: probeLock\n  overflow --> overflow : cancel\n"
+  "mermaid": "%% overflow: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"overflow\" as overflow {\n    [*] --> overflow__classifying\n    state \"classifying\" as overflow__classifying\n    overflow__classifying : invoke classify\n    state \"probingLock\" as overflow__probingLock\n    overflow__probingLock : invoke probeLock\n    state \"pruning\" as overflow__pruning\n    overflow__pruning : invoke prune\n    state \"selecting\" as overflow__selecting\n    overflow__selecting : invoke selectRange\n    state \"compacting\" as overflow__compacting\n    overflow__compacting : invoke transaction\n    state \"truncating\" as overflow__truncating\n    overflow__truncating : invoke transaction\n    state \"deciding\" as overflow__deciding\n    overflow__deciding : invoke probeLock\n    state \"retry\" as overflow__retry\n    state \"declined\" as overflow__declined\n    overflow__retry --> [*]\n    overflow__declined --> [*]\n  }\n  overflow__classifying --> overflow__declined : done: classify [not a context overflow]\n  overflow__classifying --> overflow__declined : done: classify [recovery is disabled]\n  overflow__classifying --> overflow__declined : done: classify [retries are used up]\n  overflow__classifying --> overflow__declined : done: classify [cancelled]\n  overflow__classifying --> overflow__probingLock : done: classify\n  overflow__classifying --> overflow__declined : error: classify\n  overflow__probingLock --> overflow__declined : done: probeLock [cancelled]\n  overflow__probingLock --> overflow__declined : done: probeLock [lock is held]\n  overflow__probingLock --> overflow__selecting : done: probeLock [pruning is disabled]\n  overflow__probingLock --> overflow__pruning : done: probeLock\n  overflow__probingLock --> overflow__declined : error: probeLock\n  overflow__pruning --> overflow__deciding : done: prune [cancelled]\n  overflow__pruning --> overflow__selecting : done: prune\n  overflow__pruning --> overflow__selecting : error: prune\n  overflow__selecting --> overflow__deciding : done: selectRange [cancelled]\n  overflow__selecting --> overflow__deciding : done: selectRange [nothing to compact]\n  overflow__selecting --> overflow__truncating : done: selectRange [summaries are unavailable]\n  overflow__selecting --> overflow__compacting : done: selectRange\n  overflow__selecting --> overflow__deciding : error: selectRange\n  overflow__compacting --> overflow__compacting : cancel\n  overflow__compacting --> overflow__truncating : done: transaction [the summarizer could not help]\n  overflow__compacting --> overflow__deciding : done: transaction\n  overflow__compacting --> overflow__deciding : error: transaction\n  overflow__truncating --> overflow__truncating : cancel\n  overflow__truncating --> overflow__deciding : done: transaction\n  overflow__truncating --> overflow__deciding : error: transaction\n  overflow__deciding --> overflow__retry : done: probeLock [generation advanced]\n  overflow__deciding --> overflow__declined : done: probeLock\n  overflow__deciding --> overflow__declined : error: probeLock\n  overflow --> overflow : cancel\n"
  },
  {
   "name": "manual",
@@ -2448,6 +2745,10 @@ window.XCOMPACT_CHARTS = [
     "path": "summarizing"
    },
    {
+    "id": "transaction.truncating",
+    "path": "truncating"
+   },
+   {
     "id": "transaction.revalidating",
     "path": "revalidating"
    },
@@ -2519,6 +2820,16 @@ window.XCOMPACT_CHARTS = [
       "invoke summarize",
       "entry / (inline xstate.raise)",
       "exit / (inline xstate.cancel)"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "transaction.truncating",
+     "key": "truncating",
+     "type": "atomic",
+     "parent": "transaction",
+     "notes": [
+      "invoke truncate"
      ],
      "anyMarker": false
     },
@@ -2669,6 +2980,19 @@ window.XCOMPACT_CHARTS = [
     },
     {
      "source": "transaction.opening",
+     "target": "transaction.truncating",
+     "event": "xstate.done.actor.0.transaction.opening",
+     "guard": "a truncation",
+     "actions": [
+      "remember start",
+      "notify"
+     ],
+     "label": "done: openBracket [a truncation]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.opening",
      "target": "transaction.summarizing",
      "event": "xstate.done.actor.0.transaction.opening",
      "actions": [
@@ -2731,6 +3055,39 @@ window.XCOMPACT_CHARTS = [
       "fail summary timeout"
      ],
      "label": "after summaryDeadline",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.truncating",
+     "target": "transaction.closing",
+     "event": "cancel",
+     "actions": [
+      "fail cancelled"
+     ],
+     "label": "cancel",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.truncating",
+     "target": "transaction.revalidating",
+     "event": "xstate.done.actor.0.transaction.truncating",
+     "actions": [
+      "remember summary"
+     ],
+     "label": "done: truncate",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "transaction.truncating",
+     "target": "transaction.closing",
+     "event": "xstate.error.actor.0.transaction.truncating",
+     "actions": [
+      "fail from truncation"
+     ],
+     "label": "error: truncate",
      "internal": false,
      "fromAny": false
     },
@@ -2872,6 +3229,10 @@ window.XCOMPACT_CHARTS = [
    "legend": {
     "guards": [
      {
+      "name": "a truncation",
+      "uses": 1
+     },
+     {
       "name": "cancel was requested",
       "uses": 2
      },
@@ -2907,7 +3268,7 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "fail cancelled",
-      "uses": 4
+      "uses": 5
      },
      {
       "name": "fail changed",
@@ -2938,6 +3299,10 @@ window.XCOMPACT_CHARTS = [
       "uses": 1
      },
      {
+      "name": "fail from truncation",
+      "uses": 1
+     },
+     {
       "name": "fail no progress",
       "uses": 1
      },
@@ -2951,7 +3316,7 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "notify",
-      "uses": 6
+      "uses": 7
      },
      {
       "name": "remember cancel",
@@ -2967,11 +3332,11 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "remember start",
-      "uses": 2
+      "uses": 3
      },
      {
       "name": "remember summary",
-      "uses": 1
+      "uses": 2
      }
     ],
     "actors": [
@@ -3000,13 +3365,17 @@ window.XCOMPACT_CHARTS = [
       "uses": 1
      },
      {
+      "name": "truncate",
+      "uses": 1
+     },
+     {
       "name": "validateSpan",
       "uses": 1
      }
     ]
    }
   },
-  "mermaid": "%% transaction: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"transaction\" as transaction {\n    [*] --> transaction__validating\n    state \"validating\" as transaction__validating\n    transaction__validating : invoke validateSpan\n    state \"opening\" as transaction__opening\n    transaction__opening : invoke openBracket\n    state \"summarizing\" as transaction__summarizing\n    transaction__summarizing : invoke summarize\n    state \"revalidating\" as transaction__revalidating\n    transaction__revalidating : invoke revalidate\n    state \"committing\" as transaction__committing\n    transaction__committing : invoke commit\n    state \"flushing\" as transaction__flushing\n    transaction__flushing : invoke flush\n    state \"closing\" as transaction__closing\n    transaction__closing : invoke closeWithError\n    state \"committed\" as transaction__committed\n    state \"persistenceFailed\" as transaction__persistenceFailed\n    state \"failed\" as transaction__failed\n    state \"rejected\" as transaction__rejected\n    transaction__committed --> [*]\n    transaction__persistenceFailed --> [*]\n    transaction__failed --> [*]\n    transaction__rejected --> [*]\n  }\n  transaction__validating --> transaction__rejected : done: validateSpan [cancel was requested]\n  transaction__validating --> transaction__rejected : done: validateSpan [lock is held]\n  transaction__validating --> transaction__opening : done: validateSpan\n  transaction__validating --> transaction__rejected : error: validateSpan\n  transaction__opening --> transaction__closing : done: openBracket [cancel was requested]\n  transaction__opening --> transaction__summarizing : done: openBracket\n  transaction__opening --> transaction__rejected : error: openBracket\n  transaction__summarizing --> transaction__closing : cancel\n  transaction__summarizing --> transaction__revalidating : done: summarize\n  transaction__summarizing --> transaction__closing : error: summarize\n  transaction__summarizing --> transaction__closing : after summaryDeadline\n  transaction__revalidating --> transaction__closing : cancel\n  transaction__revalidating --> transaction__closing : done: revalidate [surface changed]\n  transaction__revalidating --> transaction__closing : done: revalidate [checkpoint does not shrink the span]\n  transaction__revalidating --> transaction__closing : done: revalidate [too little progress]\n  transaction__revalidating --> transaction__committing : done: revalidate\n  transaction__revalidating --> transaction__closing : error: revalidate\n  transaction__committing --> transaction__flushing : done: commit\n  transaction__committing --> transaction__closing : error: commit\n  transaction__flushing --> transaction__committed : done: flush\n  transaction__flushing --> transaction__persistenceFailed : error: flush\n  transaction__closing --> transaction__failed : done: closeWithError\n  transaction__closing --> transaction__failed : error: closeWithError\n  transaction --> transaction : cancel\n"
+  "mermaid": "%% transaction: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"transaction\" as transaction {\n    [*] --> transaction__validating\n    state \"validating\" as transaction__validating\n    transaction__validating : invoke validateSpan\n    state \"opening\" as transaction__opening\n    transaction__opening : invoke openBracket\n    state \"summarizing\" as transaction__summarizing\n    transaction__summarizing : invoke summarize\n    state \"truncating\" as transaction__truncating\n    transaction__truncating : invoke truncate\n    state \"revalidating\" as transaction__revalidating\n    transaction__revalidating : invoke revalidate\n    state \"committing\" as transaction__committing\n    transaction__committing : invoke commit\n    state \"flushing\" as transaction__flushing\n    transaction__flushing : invoke flush\n    state \"closing\" as transaction__closing\n    transaction__closing : invoke closeWithError\n    state \"committed\" as transaction__committed\n    state \"persistenceFailed\" as transaction__persistenceFailed\n    state \"failed\" as transaction__failed\n    state \"rejected\" as transaction__rejected\n    transaction__committed --> [*]\n    transaction__persistenceFailed --> [*]\n    transaction__failed --> [*]\n    transaction__rejected --> [*]\n  }\n  transaction__validating --> transaction__rejected : done: validateSpan [cancel was requested]\n  transaction__validating --> transaction__rejected : done: validateSpan [lock is held]\n  transaction__validating --> transaction__opening : done: validateSpan\n  transaction__validating --> transaction__rejected : error: validateSpan\n  transaction__opening --> transaction__closing : done: openBracket [cancel was requested]\n  transaction__opening --> transaction__truncating : done: openBracket [a truncation]\n  transaction__opening --> transaction__summarizing : done: openBracket\n  transaction__opening --> transaction__rejected : error: openBracket\n  transaction__summarizing --> transaction__closing : cancel\n  transaction__summarizing --> transaction__revalidating : done: summarize\n  transaction__summarizing --> transaction__closing : error: summarize\n  transaction__summarizing --> transaction__closing : after summaryDeadline\n  transaction__truncating --> transaction__closing : cancel\n  transaction__truncating --> transaction__revalidating : done: truncate\n  transaction__truncating --> transaction__closing : error: truncate\n  transaction__revalidating --> transaction__closing : cancel\n  transaction__revalidating --> transaction__closing : done: revalidate [surface changed]\n  transaction__revalidating --> transaction__closing : done: revalidate [checkpoint does not shrink the span]\n  transaction__revalidating --> transaction__closing : done: revalidate [too little progress]\n  transaction__revalidating --> transaction__committing : done: revalidate\n  transaction__revalidating --> transaction__closing : error: revalidate\n  transaction__committing --> transaction__flushing : done: commit\n  transaction__committing --> transaction__closing : error: commit\n  transaction__flushing --> transaction__committed : done: flush\n  transaction__flushing --> transaction__persistenceFailed : error: flush\n  transaction__closing --> transaction__failed : done: closeWithError\n  transaction__closing --> transaction__failed : error: closeWithError\n  transaction --> transaction : cancel\n"
  },
  {
   "name": "gate",

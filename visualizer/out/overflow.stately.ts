@@ -124,12 +124,35 @@ export const machine = createMachine({
             target: 'deciding',
             actions: 'remember nothing to compact',
           },
+          {
+            guard: 'summaries are unavailable',
+            target: 'truncating',
+            actions: ['remember range', 'truncate for the open breaker'],
+          },
           { target: 'compacting', actions: 'remember range' },
         ],
         onError: { target: 'deciding' },
       },
     },
     compacting: {
+      invoke: {
+        id: 'transaction',
+        src: 'transaction',
+        onDone: [
+          {
+            guard: 'the summarizer could not help',
+            target: 'truncating',
+            actions: ['remember transaction', 'truncate after the summary'],
+          },
+          { target: 'deciding', actions: 'remember transaction' },
+        ],
+        onError: { target: 'deciding', actions: 'close abandoned bracket' },
+      },
+      on: {
+        cancel: { actions: ['mark cancelled', 'forward cancel'] },
+      },
+    },
+    truncating: {
       invoke: {
         id: 'transaction',
         src: 'transaction',

@@ -50,7 +50,7 @@ export const machine = createMachine({
             ],
           },
           {
-            guard: 'below threshold & compacting now pays',
+            guard: 'below threshold & compacting now pays & (not summaries are unavailable)',
             target: 'selecting',
             actions: [
               'remember first reading',
@@ -153,12 +153,56 @@ export const machine = createMachine({
             target: 'failed',
             actions: 'fail still above threshold',
           },
+          {
+            guard: 'summaries are unavailable',
+            target: 'truncating',
+            actions: ['remember range', 'truncate for the open breaker'],
+          },
           { target: 'compacting', actions: 'remember range' },
         ],
         onError: { target: 'failed', actions: 'fail from service' },
       },
     },
     compacting: {
+      invoke: {
+        id: 'transaction',
+        src: 'transaction',
+        onDone: [
+          {
+            guard: 'transaction was cancelled',
+            target: 'cancelled',
+            actions: ['remember transaction', 'fail from transaction'],
+          },
+          {
+            guard: 'cancel was requested & transaction committed',
+            target: 'cancelled',
+            actions: 'remember transaction',
+          },
+          {
+            guard: 'transaction committed',
+            target: 'remeasuring',
+            actions: 'remember transaction',
+          },
+          {
+            guard: 'the summarizer could not help',
+            target: 'truncating',
+            actions: ['remember transaction', 'truncate after the summary'],
+          },
+          {
+            target: 'failed',
+            actions: ['remember transaction', 'fail from transaction'],
+          },
+        ],
+        onError: {
+          target: 'failed',
+          actions: ['fail from service', 'close abandoned bracket'],
+        },
+      },
+      on: {
+        cancel: { actions: ['forward cancel', 'remember cancel'] },
+      },
+    },
+    truncating: {
       invoke: {
         id: 'transaction',
         src: 'transaction',
@@ -197,6 +241,11 @@ export const machine = createMachine({
         src: 'measure',
         input: { phase: 'after-compaction' },
         onDone: [
+          {
+            guard: 'below threshold & a truncation stood in',
+            target: 'truncated',
+            actions: 'remember reading',
+          },
           {
             guard: 'below threshold',
             target: 'compacted',
@@ -240,6 +289,10 @@ export const machine = createMachine({
     compacted: {
       type: 'final',
       entry: { type: 'set status', params: { status: 'compacted' } },
+    },
+    truncated: {
+      type: 'final',
+      entry: { type: 'set status', params: { status: 'truncated' } },
     },
     failed: {
       type: 'final',

@@ -48,6 +48,14 @@ export const machine = createMachine({
             ],
           },
           {
+            guard: 'a truncation',
+            target: 'truncating',
+            actions: [
+              'remember start',
+              { type: 'notify', params: { what: 'started' } },
+            ],
+          },
+          {
             target: 'summarizing',
             actions: [
               'remember start',
@@ -68,6 +76,14 @@ export const machine = createMachine({
       after: {
         summaryDeadline: { target: 'closing', actions: 'fail summary timeout' },
       },
+    },
+    truncating: {
+      invoke: {
+        src: 'truncate',
+        onDone: { target: 'revalidating', actions: 'remember summary' },
+        onError: { target: 'closing', actions: 'fail from truncation' },
+      },
+      on: { cancel: { target: 'closing', actions: 'fail cancelled' } },
     },
     revalidating: {
       invoke: {

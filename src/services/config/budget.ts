@@ -62,9 +62,11 @@ export interface ResolvedBudget {
   maxTokens: number;
   /**
    * Tokens the user's own messages may take in a checkpoint beyond `maxTokens` (the ledger's
-   * `<user-messages>`): userWordsTokens ?? min(20,000, floor((threshold − retain − maxTokens) / 2)),
-   * at least 0. So a compaction leaves at most retain + maxTokens + userWords, and by default
-   * the threshold is still as far again above that. 0: the user's messages share the cap.
+   * `<user-messages>`): userWordsTokens ?? min(20,000, floor((threshold − retain) / 3) − maxTokens),
+   * at least 0. By default a checkpoint (summary cap and user's words) takes at most a third of
+   * what lies between the retained tail and the threshold, so a compaction at the threshold frees
+   * at least about half of it in any window (issue 41: in a 4k window the user's words verbatim
+   * took a third of it). 0: the user's messages share the cap.
    */
   userWords: number;
   /** Newest tool results within this many tokens are not pruned (default: retain). */
@@ -82,6 +84,9 @@ export interface BudgetArgs {
   requestMaxTokens?: number;
   modelMaxOutputTokens?: number;
 }
+
+/** A default checkpoint (summary cap + the user's words) takes at most 1/3 of threshold − retain. */
+export const CHECKPOINT_SHARE_DIVISOR = 3;
 
 export function resolveBudget(args: BudgetArgs): ResolvedBudget {
   const { config, provider, model, contextWindow: window, requestMaxTokens, modelMaxOutputTokens } = args;
@@ -133,7 +138,7 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
     }
   }
   const maxTokens = policy.maxTokens ?? B;
-  const userWords = policy.userWordsTokens ?? Math.max(0, Math.min(DEFAULT_USER_WORDS_TOKENS, Math.floor((threshold - retain - maxTokens) / 2)));
+  const userWords = policy.userWordsTokens ?? Math.max(0, Math.min(DEFAULT_USER_WORDS_TOKENS, Math.floor((threshold - retain) / CHECKPOINT_SHARE_DIVISOR) - maxTokens));
   if (policy.userWordsTokens !== undefined && userWords > 0 && !(retain + maxTokens + userWords < threshold)) {
     fail(
       'user-words-not-below-threshold',

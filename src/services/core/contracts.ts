@@ -65,12 +65,21 @@ export interface SpanCheck {
   snapshot: { generation: number; surfaceLength: number };
 }
 
+/**
+ * Why a truncation checkpoint (the model-free last resort) stood in for a summary: the circuit
+ * breaker is open (no summary was asked for), the summary failed (an error, a cut reply, its
+ * deadline), or it came back over its cap (it would not shrink the span enough).
+ */
+export type TruncationReason = 'breaker-open' | 'summary-failed' | 'summary-over-cap';
+
 export interface SummaryOutcome {
   text: string;
   provider?: string;
   model?: string;
   usage?: { promptTokens: number; completionTokens: number; cachedTokens?: number };
   requests: number;
+  /** A truncation checkpoint: the ledger alone, no model prose (no model was asked: `requests` is 0). */
+  truncation?: { reason: TruncationReason };
 }
 
 export interface Verdict {

@@ -97,6 +97,7 @@ export class BracketWriter {
         ...(summary.provider ? { provider: summary.provider } : {}),
         ...(summary.model ? { model: summary.model } : {}),
         ...(summary.usage ? { usage: summary.usage } : {}),
+        ...(summary.truncation ? { truncation: { reason: summary.truncation.reason } } : {}),
       },
     });
     const checkpoint = session.append({

@@ -1,3 +1,4 @@
 export * from './bracket';
 export * from './request';
 export * from './span';
+export * from './truncation';

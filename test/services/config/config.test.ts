@@ -55,6 +55,7 @@ describe('defaults (SPEC §3)', () => {
     summarizationModel: '',
     modelPolicies: [],
     circuitBreaker: { failureLimit: 3, cooldownMs: 300_000 },
+    truncationFallback: true,
     minProgressRatio: 0.1,
     prune: { enabled: true, thresholdChars: 8192, headChars: 4096, tailChars: 1024, neverPrune: [] },
     economics: true,
@@ -559,12 +560,18 @@ describe('background compaction fields (SPEC §13)', () => {
 describe("the user's words' own budget in a checkpoint (userWordsTokens)", () => {
   const budgetOf = (config: unknown, contextWindow = 131_072) => resolveBudget({ config: parseConfig(config), provider: 'p', model: 'm', contextWindow, modelMaxOutputTokens: 4_096 });
 
-  it('defaults to half of what the threshold leaves above the retained tail and the summary cap, at most 20,000', () => {
+  it('defaults to a third of what lies between the retained tail and the threshold, less the summary cap, at most 20,000 (issue 41)', () => {
     const small = budgetOf({}, 32_768);
-    expect(small.userWords).toBe(Math.floor((small.threshold - small.retain - small.maxTokens) / 2));
-    expect(small.userWords).toBeGreaterThan(5_000);
-    expect(small.userWords).toBeLessThan(10_000);
-    expect(budgetOf({}).userWords).toBe(20_000);
+    expect(small.userWords).toBe(Math.floor((small.threshold - small.retain) / 3) - small.maxTokens);
+    expect(small.userWords).toBeGreaterThan(2_000);
+    expect(small.userWords).toBeLessThan(3_000);
+    // The whole checkpoint (cap + user's words) stays within a third of threshold − retain, in any window.
+    for (const w of [8_192, 32_768, 131_072, 1_000_000]) {
+      const b = budgetOf({}, w);
+      expect(b.maxTokens + b.userWords).toBeLessThanOrEqual(Math.max(b.maxTokens, Math.floor((b.threshold - b.retain) / 3)));
+    }
+    expect(budgetOf({}, 131_072).userWords).toBe(Math.floor((104_857 - 20_316) / 3) - 16_384);
+    expect(budgetOf({}, 1_000_000).userWords).toBe(20_000);
     // A budget whose threshold leaves nothing above the tail and the cap: none, never negative.
     expect(budgetOf({ retainRatio: 0.7, thresholdRatio: 0.72 }, 32_768).userWords).toBe(0);
   });

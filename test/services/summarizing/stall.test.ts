@@ -156,7 +156,7 @@ describe('the engine and a stalled summary', () => {
   it('pressure compaction: a stalled summary fails the step with summary-timeout and counts for the breaker', async () => {
     const h = harness({
       summarizer: new OpenAISummarizer({ client: client() }),
-      config: { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false, background: false, prune: { enabled: false }, summaryIdleTimeoutMs: 300, circuitBreaker: { failureLimit: 1 } },
+      config: { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false, background: false, prune: { enabled: false }, summaryIdleTimeoutMs: 300, circuitBreaker: { failureLimit: 1 }, truncationFallback: false },
     });
     server.setHandler(() => ({ kind: 'hang', afterChunks: 1 }));
     try {
@@ -176,7 +176,7 @@ describe('the engine and a stalled summary', () => {
   it('background compaction: a step that reaches the threshold while the summary stalls is released by the deadline, not blocked', async () => {
     const h = harness({
       summarizer: new OpenAISummarizer({ client: client() }),
-      config: { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false, background: true, prune: { enabled: false }, summaryTimeoutMs: 500 },
+      config: { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false, background: true, prune: { enabled: false }, summaryTimeoutMs: 500, truncationFallback: false },
     });
     // Every summary request hangs after the headers (the idle limit is the default minute).
     server.setHandler(() => ({ kind: 'hang' }));

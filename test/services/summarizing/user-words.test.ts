@@ -54,10 +54,19 @@ async function chat(turns: number, userWordsTokens?: number) {
 }
 
 describe("the user's words in checkpoints (userWordsTokens)", () => {
-  it('a chat of 60 turns compacted again and again keeps every user message verbatim, and stays under the threshold', async () => {
-    const r = await chat(60);
+  it('a chat of 60 turns compacted again and again keeps every user message verbatim within its budget, and stays under the threshold', async () => {
+    // 2,150 tokens: what an 8k window gave them by default before checkpoints were sized to the window (issue 41).
+    const r = await chat(60, 2_150);
     expect(r.compactions).toBeGreaterThanOrEqual(3);
     expect(r.kept).toBe(r.asked);
+    expect(r.measured.totalTokens).toBeLessThan(r.measured.threshold!);
+  });
+
+  it('by default, sized to the window (a third of threshold − retain, less the cap), an 8k window keeps the newest ones', async () => {
+    const r = await chat(60);
+    expect(r.compactions).toBeGreaterThanOrEqual(3);
+    // Fewer than all in 8k, but more than sharing the cap keeps (the next test), and under the threshold.
+    expect(r.kept).toBeGreaterThanOrEqual(r.asked * 0.4);
     expect(r.measured.totalTokens).toBeLessThan(r.measured.threshold!);
   });
 

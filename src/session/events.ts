@@ -123,6 +123,8 @@ export const EventDataSchemas = {
       provider: z.string().min(1).optional(),
       model: z.string().min(1).optional(),
       usage: UsageSchema.optional(),
+      /** Secrets redacted from the summary (and its checkpoint) before they were written: the originals stay in the log. */
+      redacted: z.number().int().positive().optional(),
     })
     .strict(),
   'compaction/prune': z

@@ -57,6 +57,7 @@ describe('defaults (SPEC §3)', () => {
     circuitBreaker: { failureLimit: 3, cooldownMs: 300_000 },
     minProgressRatio: 0.1,
     prune: { enabled: true, thresholdChars: 8192, headChars: 4096, tailChars: 1024, neverPrune: [] },
+    redaction: { enabled: true, patterns: [] },
     economics: true,
       forgetting: 1,
     models: {},

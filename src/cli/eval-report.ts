@@ -7,10 +7,12 @@
 import { basename } from 'node:path';
 import type { WindowEval } from '../eval';
 import { rowsOf, type EvaluatedTranscript, type Prices } from './eval-rows';
+import { redactSecrets } from '../services/redaction';
 
 const COLORS = ['#d6336c', '#1c7ed6', '#2f9e44', '#f08c00', '#7048e8', '#0b7285', '#868e96'];
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+// Every text of the page passes here: its secrets are redacted before it is escaped.
+const esc = (s: string) => redactSecrets(s).text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 const pct = (x: number | undefined) => (x === undefined ? '–' : `${(100 * x).toFixed(1)}%`);
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
 

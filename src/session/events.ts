@@ -125,6 +125,8 @@ export const EventDataSchemas = {
       usage: UsageSchema.optional(),
       /** A truncation checkpoint (the model-free last resort): no model wrote it, and why none did. */
       truncation: z.object({ reason: z.enum(['breaker-open', 'summary-failed', 'summary-over-cap']) }).strict().optional(),
+      /** Secrets redacted from the summary (and its checkpoint) before they were written: the originals stay in the log. */
+      redacted: z.number().int().positive().optional(),
     })
     .strict(),
   'compaction/prune': z

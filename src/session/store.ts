@@ -72,12 +72,24 @@ export interface SessionStore {
   open(id: string): Promise<StoredLog>;
 }
 
-/** Session ids become file names: keep them to a portable alphabet. */
+/**
+ * Windows device names: a file called `CON`, `nul.jsonl` or `COM1.txt` (any case, any
+ * extension) opens the device, not a file, so a session under one would be lost (or hang).
+ */
+const WINDOWS_RESERVED = /^(?:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:\..*)?$/i;
+
+/** Session ids become file names (on every store alike): keep them to a portable alphabet. */
 export function checkSessionId(id: string): void {
   if (typeof id !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id)) {
     throw new XcompactError(
       'invalid-session-id',
       `session id ${JSON.stringify(id)} is not allowed: use 1-128 characters of letters, digits, '.', '_' or '-', starting with a letter or digit.`,
+    );
+  }
+  if (WINDOWS_RESERVED.test(id)) {
+    throw new XcompactError(
+      'invalid-session-id',
+      `session id ${JSON.stringify(id)} is not allowed: ${id.split('.')[0]!.toUpperCase()} is a reserved device name on Windows (CON, PRN, AUX, NUL, COM1-9, LPT1-9, with or without an extension); choose another id.`,
     );
   }
 }

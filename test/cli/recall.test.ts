@@ -54,7 +54,7 @@ describe('xcompact inspect --recall', () => {
     const err = await runInspectRecall(file, { recall: '/([bad/' }, sink().out).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CliError);
     expect((err as CliError).exitCode).toBe(2);
-    expect((err as Error).message).toMatch(/^inspect --recall: query is not a valid regular expression/);
+    expect((err as Error).message).toMatch(/^inspect --recall: query is not a regular expression recall can run \(unterminated/);
   });
 
   it('reads handles and /regex/ from the command line', () => {

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { PRUNED_RECALL_NOTE_MAX_CHARS } from '../recall';
+import { isRedactionPattern } from '../redaction';
 import { CONFIG_TOKENIZER_NAMES } from '../metering';
 
 // ---------------------------------------------------------------------------------------------
@@ -131,6 +132,12 @@ export const PruneSchema = z.strictObject({
   neverPrune: z.array(name()).default([]),
 });
 
+/** Secret redaction where text leaves the log (services/redaction): on by default; extra patterns are regular expressions. */
+export const RedactionSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  patterns: z.array(z.string().min(1).refine(isRedactionPattern, 'must be a valid regular expression')).default([]),
+});
+
 const price = () => z.number().min(0).refine(Number.isFinite, 'must be finite');
 /** Per million tokens; any field left out comes from the built-in entry, else the neutral table. */
 export const PricesSchema = z.strictObject({
@@ -179,6 +186,7 @@ export const FIELDS = {
   truncationFallback: z.boolean().default(true),
   minProgressRatio: z.number().min(0).lt(1).default(0.1),
   prune: PruneSchema.prefault({}),
+  redaction: RedactionSchema.prefault({}),
   /**
    * The cost model (economics.ts): compact before the threshold once that pays, prune only when
    * the rewrite pays. false: the threshold alone decides (compaction at it, pruning first).

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { XcompactError } from '../../errors';
+import { compileLinear, PatternError, type LinearPattern } from './linear-regex';
 
 export const RECALL_DEFAULT_MAX_TOKENS = 2_000;
 /** The largest answer one call may ask for: recall must not refill the context it was freed from. */
@@ -40,7 +41,7 @@ export type RecallArgs = z.input<typeof RecallArgsSchema>;
 export const RECALL_PARAMETERS = {
   type: 'object',
   properties: {
-    query: { type: 'string', description: 'Text to find (case-insensitive), or a JavaScript regular expression when regex is true.' },
+    query: { type: 'string', description: 'Text to find (case-insensitive), or a regular expression when regex is true (JavaScript syntax without backreferences or lookaround).' },
     regex: { type: 'boolean', description: 'Treat query as a regular expression (default false).' },
     path: { type: 'string', description: 'A file path: the tool results of calls on it (reads, edits, runs), then other mentions.' },
     handle: { type: 'string', description: 'A handle named in the context: cp-N (a checkpoint: every message it condensed) or pr-N (a pruned result: its full text).' },
@@ -55,7 +56,7 @@ export const RECALL_DESCRIPTION =
 
 export type RecallQuery =
   | { kind: 'text'; text: string }
-  | { kind: 'regex'; text: string; pattern: RegExp }
+  | { kind: 'regex'; text: string; pattern: LinearPattern }
   | { kind: 'path'; text: string }
   | { kind: 'handle'; text: string };
 
@@ -67,14 +68,6 @@ export interface RecallRequest {
 }
 
 const EXAMPLE = 'for example {"query": "ENOENT"}, {"path": "src/app.ts"} or {"handle": "cp-12"}';
-
-/**
- * A pattern that can take exponential time on a long text: a quantified group that itself
- * ends in a quantifier (`(a+)+`, `(x*)*`, `(\w+\s?)*`). Refused rather than run over the log.
- */
-function nestedQuantifier(source: string): boolean {
-  return /\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)[+*{]/.test(source) || /\((?:[^()\\]|\\.)*[+*]\)\?[+*]/.test(source);
-}
 
 /** Parses raw arguments (a JSON string, as the OpenAI API delivers them, or an object). */
 export function parseRecallArgs(raw: unknown): RecallRequest {
@@ -116,11 +109,12 @@ export function parseRecallArgs(raw: unknown): RecallRequest {
   // A model may write the pattern as a literal, /…/flags: its flags are ours (gi), its body the pattern.
   const literal = /^\/(.+)\/[dgimsuvy]*$/s.exec(text);
   const source = literal ? literal[1]! : text;
-  if (nestedQuantifier(source)) throw new RecallError(`the regular expression ${JSON.stringify(source)} nests quantifiers (like (a+)+), which can take exponential time; write it without the nested repetition.`);
+  // Any pattern runs in time linear in the text (linear-regex.ts): none is refused for its shape.
   try {
-    return { ...request, query: { kind: 'regex', text: source, pattern: new RegExp(source, 'gi') } };
+    return { ...request, query: { kind: 'regex', text: source, pattern: compileLinear(source) } };
   } catch (err) {
-    throw new RecallError(`query is not a valid regular expression (${(err as Error).message}); fix it, or send it as plain text without "regex": true.`);
+    if (!(err instanceof PatternError)) throw err;
+    throw new RecallError(`query is not a regular expression recall can run (${err.message}); fix it, or send it as plain text without "regex": true.`);
   }
 }
 

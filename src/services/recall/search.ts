@@ -2,13 +2,14 @@
  * Runs one recall request against the index and writes the answer the model reads: the
  * matching originals with where they were, newest first, cut to the token budget, with a note
  * of what else matched. A text or path query narrows its candidates with the word index; a
- * regular expression checks every entry (the shadowed text, never the whole log) under a time
- * budget.
+ * regular expression checks every entry (the shadowed text, never the whole log) with a
+ * linear-time engine under a time budget that also holds inside one long text.
  */
 import type { RecallEntry } from './entries';
 import { RECALL_MAX_TOKENS_CAP, RecallError, type RecallQuery, type RecallRequest } from './args';
 import { parseHandle } from './handles';
 import type { RecallIndex } from './recall-index';
+import { BudgetExceeded } from './linear-regex';
 
 export interface RecallAnswer {
   /** What the tool returns to the model (also an error's explanation). */
@@ -100,15 +101,33 @@ function find(index: RecallIndex, query: Exclude<RecallQuery, { kind: 'handle' }
     });
   }
   const now = options.now ?? Date.now;
-  const deadline = now() + (options.scanBudgetMs ?? 60);
+  const budget = { now, deadline: now() + (options.scanBudgetMs ?? 60) };
   const hits: Hit[] = [];
   const entries = index.entries;
-  // Newest first, so a scan cut short by its time budget has looked at what matters most.
-  for (let id = entries.length - 1; id >= 0; id--) {
-    if ((id & 63) === 0 && now() > deadline) {
-      return { hits, note: `searched the newest ${entries.length - id} of ${entries.length} messages before the time budget ran out: make the pattern more specific, or search for a plain word of it` };
+  // A literal every match holds narrows the entries as a text query's words do (the word
+  // index, then a plain substring check): the VM runs only where a match can be.
+  const lit = query.pattern.required;
+  const only = lit.length >= 2 ? index.candidates(lit) : undefined;
+  const ids = only ? [...only].sort((a, b) => a - b) : undefined;
+  const total = ids ? ids.length : entries.length;
+  // Newest first, so a scan cut short by its time budget has looked at what matters most. The
+  // engine is linear in the text and reads the clock as it goes: the budget holds inside a text too.
+  for (let k = total - 1; k >= 0; k--) {
+    const id = ids ? ids[k]! : k;
+    let at: Array<[number, number]>;
+    try {
+      if ((k & 63) === 0 && now() > budget.deadline) throw new BudgetExceeded();
+      const text = entries[id]!.text;
+      const lower = lit.length >= 2 || query.pattern.prefix !== '' ? text.toLowerCase() : undefined;
+      at = lit.length >= 2 && !lower!.includes(lit) ? [] : query.pattern.matches(text, MAX_WINDOWS, budget, lower);
+    } catch (err) {
+      if (!(err instanceof BudgetExceeded)) throw err;
+      const searched = total - 1 - k;
+      return {
+        hits,
+        note: `searched the newest ${searched} of ${total} messages${ids ? ` holding "${lit}"` : ''} before the time budget ran out: make the pattern more specific, or search for a plain word of it`,
+      };
     }
-    const at = regexPositions(entries[id]!.text, query.pattern);
     if (at.length > 0) hits.push({ id, at, whole: false, group: 0 });
   }
   return { hits };
@@ -117,16 +136,6 @@ function find(index: RecallIndex, query: Exclude<RecallQuery, { kind: 'handle' }
 function positions(text: string, needle: string): Array<[number, number]> {
   const out: Array<[number, number]> = [];
   for (let i = text.indexOf(needle); i >= 0 && out.length < MAX_WINDOWS; i = text.indexOf(needle, i + Math.max(1, needle.length))) out.push([i, i + needle.length]);
-  return out;
-}
-
-function regexPositions(text: string, pattern: RegExp): Array<[number, number]> {
-  const out: Array<[number, number]> = [];
-  pattern.lastIndex = 0;
-  for (let m = pattern.exec(text); m !== null && out.length < MAX_WINDOWS; m = pattern.exec(text)) {
-    out.push([m.index, m.index + m[0].length]);
-    if (m[0].length === 0) pattern.lastIndex++;
-  }
   return out;
 }
 

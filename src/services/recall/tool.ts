@@ -4,6 +4,7 @@
  * thrown: the model reads what was wrong and calls again; the host's loop never sees an error.
  */
 import type { Session } from '../../session/session';
+import { redactSecrets, type RedactionSettings } from '../redaction';
 import { RECALL_DESCRIPTION, RECALL_PARAMETERS, RecallError, parseRecallArgs } from './args';
 import { RECALL_TOOL_NAME } from './handles';
 import { RecallIndex } from './recall-index';
@@ -24,8 +25,11 @@ export interface RecallTool {
   run(args: unknown): RecallAnswer;
 }
 
-/** How answers are counted and bounded (the search's options). */
-export interface RecallToolOptions extends SearchOptions {}
+/** How answers are counted and bounded (the search's options), and redacted. */
+export interface RecallToolOptions extends SearchOptions {
+  /** Secrets in the answer become `[REDACTED:<kind>]` (default on; config `redaction`). The log keeps them. */
+  redaction?: RedactionSettings;
+}
 
 export const RECALL_TOOL_DEFINITION: RecallToolDefinition = Object.freeze({
   type: 'function',
@@ -35,7 +39,8 @@ export const RECALL_TOOL_DEFINITION: RecallToolDefinition = Object.freeze({
 /** Answers one recall call against a session's shadowed history. */
 export function runRecall(session: Session, args: unknown, options: RecallToolOptions = {}): RecallAnswer {
   try {
-    return searchIndex(RecallIndex.of(session), parseRecallArgs(args), options);
+    const answer = searchIndex(RecallIndex.of(session), parseRecallArgs(args), options);
+    return { ...answer, text: redactSecrets(answer.text, options.redaction).text };
   } catch (err) {
     if (err instanceof RecallError) return { text: `recall error: ${err.message}`, isError: true, matches: 0, shown: 0 };
     throw err;

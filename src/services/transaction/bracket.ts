@@ -7,6 +7,7 @@ import type { CommitRecord, ErrorInfo, OpenedBracket, SummaryOutcome, Trigger } 
 import { SessionRuleError } from '../../session/errors';
 import { COMPACTION_CHECKPOINT_SOURCE } from '../../session/events';
 import { frameCheckpoint } from '../summarizing';
+import { redactDeep, redactSecrets } from '../redaction';
 import { recallOn } from '../core';
 import { checkpointHandle } from '../recall';
 import type { ServiceDeps } from '../core';
@@ -79,7 +80,11 @@ export class BracketWriter {
     const tokensBefore = meter.measure().totalTokens;
     // With recall on, the checkpoint names its bracket's handle: the recall tool brings the span back by it.
     const handle = recallOn(this.deps) ? checkpointHandle(input.startSeq) : undefined;
-    const checkpointData = { content: [{ type: 'text' as const, text: frameCheckpoint(summary.text, handle) }], source: COMPACTION_CHECKPOINT_SOURCE };
+    // The summary leaves the log on every later request: its secrets are redacted. Recorded: those
+    // of the span (kept from the summarizer's request, and so from the summary) and any left in it.
+    const clean = redactSecrets(summary.text, this.deps.config.redaction);
+    const kept = clean.count + redactDeep(range.shadowed.map((s) => session.event(s).data), this.deps.config.redaction).count;
+    const checkpointData = { content: [{ type: 'text' as const, text: frameCheckpoint(clean.text, handle) }], source: COMPACTION_CHECKPOINT_SOURCE };
     const refused = session.check({
       type: 'user/message',
       data: checkpointData,
@@ -90,7 +95,7 @@ export class BracketWriter {
     const summaryEvent = session.append({
       type: 'compaction/summary',
       data: {
-        summary: summary.text,
+        summary: clean.text,
         range: { start: range.start, end: range.end },
         shadowedSeqs: range.shadowed,
         shadowedTokens: range.tokens,
@@ -98,6 +103,7 @@ export class BracketWriter {
         ...(summary.model ? { model: summary.model } : {}),
         ...(summary.usage ? { usage: summary.usage } : {}),
         ...(summary.truncation ? { truncation: { reason: summary.truncation.reason } } : {}),
+        ...(kept > 0 ? { redacted: kept } : {}),
       },
     });
     const checkpoint = session.append({

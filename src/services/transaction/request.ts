@@ -11,6 +11,7 @@ import { routeBudget, summaryTarget } from '../core';
 import type { SummaryRequest } from '../summarizing';
 import { textsOfMessage, type TokenMeter } from '../metering';
 import { getTokenizer, tokenizerId, type Tokenizer } from '../metering';
+import { redactDeep } from '../redaction';
 
 /** Summary output cap when neither the config nor a resolvable budget gives one. */
 export const FALLBACK_SUMMARY_MAX_TOKENS = 8192;
@@ -77,12 +78,14 @@ export function buildSummaryRequest(
   // Never ask for more output than the summarizer model gives: providers reject such requests.
   if (targetInfo?.maxOutputTokens !== undefined) maxTokens = Math.min(maxTokens, targetInfo.maxOutputTokens);
   const targetTokenizer = deps.tokenizerFor?.(target.provider, target.model) ?? getTokenizer(deps.tokenizerName(target.provider, target.model));
+  // What leaves the log for the summarizer has its secrets redacted (the log keeps them).
+  const redacted = redactDeep({ system, context, messages, events }, config.redaction);
   const request: SummaryRequest = {
-    system,
+    system: redacted.value.system,
     tools: session.latestHeader?.data.tools ?? [],
-    context,
-    messages,
-    events,
+    context: redacted.value.context,
+    messages: redacted.value.messages,
+    events: redacted.value.events,
     target,
     maxTokens,
     countTokens: requestCounter(targetTokenizer, deps.meter, nodes),

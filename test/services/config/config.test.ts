@@ -58,6 +58,7 @@ describe('defaults (SPEC §3)', () => {
     truncationFallback: true,
     minProgressRatio: 0.1,
     prune: { enabled: true, thresholdChars: 8192, headChars: 4096, tailChars: 1024, neverPrune: [] },
+    redaction: { enabled: true, patterns: [] },
     economics: true,
       forgetting: 1,
     models: {},

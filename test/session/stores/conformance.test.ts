@@ -217,6 +217,24 @@ describe.each(backends)('%s conformance', (_name, make) => {
     await rejectsWith(Session.open(b.store, 'bad'), 'store-corrupt');
   });
 
+  it('refuses Windows-reserved device names as session ids (any case, with or without extension), creating nothing', async () => {
+    const b = make();
+    const reserved = ['CON', 'con', 'Prn', 'aux', 'NUL', 'nul.jsonl', 'COM1', 'com9.txt', 'LPT1', 'lpt9', 'Aux.tar.gz', 'CON.'];
+    for (const id of reserved) {
+      const err = await Session.open(b.store, id).then(
+        () => new Error(`${id} was accepted`),
+        (e: unknown) => e,
+      );
+      expect((err as { code?: string }).code, id).toBe('invalid-session-id');
+      expect(await b.raw(id).catch(() => '')).toBe('');
+    }
+    // Names that only start like a device are ordinary ids.
+    for (const id of ['console', 'com10', 'lpt0', 'nullable', 'aux-1', 'prn_x']) {
+      const s = await Session.open(b.store, id);
+      await s.close();
+    }
+  });
+
   it('a torn last record (a crash mid-write) is reported and dropped, never merged', async (ctx) => {
     const b = make();
     if (!b.tear) return ctx.skip();

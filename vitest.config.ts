@@ -5,7 +5,8 @@ import { ISOLATED_FILES } from './test/helpers/suite-plan.js';
 
 const include = ['test/**/*.test.ts'];
 // The packed-tarball test needs a build first: `npm run test:consumer` (test/consumer/vitest.config.ts).
-const exclude = [...configDefaults.exclude, 'test/consumer/**'];
+// The real llama-server suite takes minutes: `npm run test:real-server` (test/real-server/vitest.config.ts).
+const exclude = [...configDefaults.exclude, 'test/consumer/**', 'test/real-server/**'];
 const timeouts = { testTimeout: 30_000, hookTimeout: 30_000 };
 
 export default defineConfig({

@@ -132,7 +132,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRun> {
 
   /** One chat request for the current step; on a context overflow the engine compacts and we rebuild and resend. */
   const complete = async (turn: number, step: number): Promise<ChatCompletion> => {
-    let budget = maxTokens;
+    const budget = maxTokens;
     for (let attempt = 0; ; attempt++) {
       const m = engine.measure();
       options.onRequest?.({ turn, step, attempt, tokens: m.totalTokens, threshold: m.threshold, contextWindow: m.contextWindow });
@@ -144,13 +144,6 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRun> {
         );
       } catch (err) {
         const action = await engine.onRequestError(err, signal ? { signal } : {});
-        // A reply cut by max_tokens inside a tool call (llama.cpp answers 500): resend with twice the budget, up to 4×.
-        if (action.kind !== 'retry' && action.classification?.kind === 'truncated-reply') {
-          if (budget >= 4 * maxTokens) throw new Error(`the reply was cut by max_tokens (${budget}) inside a tool call, also at 4× the budget: raise MAX_TOKENS`, { cause: err });
-          budget *= 2;
-          log(`[xcompact] the reply was cut inside a tool call by max_tokens: retrying with max_tokens ${budget}`);
-          continue;
-        }
         if (action.kind !== 'retry') throw err;
         run.overflowRetries++;
         log(`[xcompact] the request was too long (${action.classification.provider ?? 'overflow'}): compacted, retrying`);

@@ -96,6 +96,8 @@ export {
   isSurfaceType,
   toolCallsOf,
   toChatMessage,
+  isCutToolCall,
+  sendableArguments,
   COMPACTION_CHECKPOINT_SOURCE,
   EventDataSchemas,
   StoredEventSchema,

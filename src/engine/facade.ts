@@ -15,7 +15,7 @@ import type { BackgroundReport } from '../machines/gate';
 import type { DeclineReason } from '../machines/overflow';
 import type { PressureOutput, PressureStatus } from '../machines/pressure';
 import { compactionRecord, type ChartNotification, type CompactionRecord, type ErrorInfo, type PressureReading, type Trigger } from '../machines/types';
-import { CompactionError } from '../services/core';
+import { CompactionError, routeBudget } from '../services/core';
 import { BudgetError, type CompactionConfig } from '../services/config';
 import type { UnclosedBracket } from '../services/transaction';
 import { measureFigures, type EngineMeasurement } from '../services/pressure';
@@ -90,6 +90,16 @@ type Listener = (event: EngineNotification) => void;
 export interface CompactionEngine {
   /** Run after a step's facts are durable, before `step/end` (also mid tool loop). Never throws for a failed compaction. */
   afterStep(options?: { signal?: AbortSignal }): Promise<AfterStepResult>;
+  /**
+   * Run just before a request is sent, once its `request/header` is recorded (its model, tools
+   * and `maxTokens`): the first request after a reopen, after a new user message, after tool
+   * results, after an overflow recovery. The pressure check of `afterStep` (prune, compact),
+   * then the request is measured against the window: it resolves when the prompt plus the
+   * header's output cap fit, and rejects with a `BudgetError` `request-over-window` (nothing
+   * sent) when they still do not. A request the engine cannot route (no header, or a model with
+   * no known window and `requireCapacity: false`) is not judged.
+   */
+  beforeRequest(options?: { signal?: AbortSignal }): Promise<AfterStepResult>;
   /** Call with a request's error: `retry` means the surface now fits better and the request should be rebuilt and sent again. */
   onRequestError(error: unknown, options?: { signal?: AbortSignal }): Promise<RequestErrorAction>;
   /** Manual `/compact`: only between turns. Resolves null when there is nothing to compact; throws CompactionError. */
@@ -267,6 +277,29 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       }
       if (result.kind === 'error') return { ...idle, status: 'failed', error: new CompactionError(result.error) };
       return { ...idle, status: result.kind === 'busy' ? 'busy' : result.kind === 'auto-off' ? 'auto-off' : 'paused' };
+    },
+    async beforeRequest(given = {}) {
+      const result = await engine.afterStep(given ?? {});
+      let budget: ReturnType<typeof routeBudget>;
+      try {
+        budget = routeBudget(deps);
+      } catch (err) {
+        if (err instanceof BudgetError || (err instanceof XcompactError && err.code === 'unrouted')) return result;
+        throw err;
+      }
+      const total = deps.meter.measure().totalTokens;
+      if (total > budget.messageBudget) {
+        const header = session.latestHeader!.data;
+        const why = result.error ? ` (the compaction failed: ${result.error.message})` : result.status === 'stuck' ? ' (nothing left to compact)' : '';
+        throw new BudgetError(
+          'request-over-window',
+          header.provider,
+          header.model,
+          `${header.provider}/${header.model}: the request measures ${total} tokens, and with its output cap ${budget.outputReservation} it does not fit the window ${budget.window} ` +
+            `(at most ${budget.messageBudget} for the prompt)${why}; nothing was sent. Lower max_tokens, or shorten the newest messages`,
+        );
+      }
+      return result;
     },
     async onRequestError(error, given = {}) {
       // `null` options are no options, as `undefined` is.

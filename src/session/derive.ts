@@ -58,6 +58,35 @@ function toolContent(blocks: readonly ContentBlock[]): string {
   return out;
 }
 
+/**
+ * A tool call whose `arguments` are not a JSON object's text: a reply cut inside the call (the
+ * output cap or the context ran out mid-arguments, `finish_reason` `length`; llama.cpp then
+ * returns `"{"`), or a model that wrote garbage. The log keeps it as it came (the fact, and
+ * what a caller replaying its own messages passes back); it is never sent as it is, because a
+ * strict server refuses every later request whose history holds it (llama.cpp: 500 "Failed to
+ * parse tool call arguments as JSON", summaries included).
+ */
+export function isCutToolCall(args: string): boolean {
+  try {
+    const value: unknown = JSON.parse(args);
+    return typeof value !== 'object' || value === null || Array.isArray(value);
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * What a cut call's arguments are sent as: an empty object, so the history is valid for any
+ * server. Its result (recorded by the agent: typically the error its own parse of the arguments
+ * raised) stays paired with it, so the model sees its call failed and can make it again.
+ */
+export const CUT_CALL_ARGUMENTS = '{}';
+
+/** A tool call's arguments as sent: the recorded text, or {@link CUT_CALL_ARGUMENTS} for a cut call. */
+export function sendableArguments(args: string): string {
+  return isCutToolCall(args) ? CUT_CALL_ARGUMENTS : args;
+}
+
 export function toChatMessage(event: SurfaceEvent): ChatMessage {
   switch (event.type) {
     case 'system/message':
@@ -68,7 +97,7 @@ export function toChatMessage(event: SurfaceEvent): ChatMessage {
       const toolCalls: ChatCompletionMessageToolCall[] = [];
       for (const b of event.data.content) {
         if (b.type === 'tool-call') {
-          toolCalls.push({ id: b.id, type: 'function', function: { name: b.name, arguments: b.arguments } });
+          toolCalls.push({ id: b.id, type: 'function', function: { name: b.name, arguments: sendableArguments(b.arguments) } });
         }
       }
       const text = textOf(event.data.content);

@@ -1,6 +1,6 @@
 export * from './events';
 export * from './errors';
-export { toChatMessage, type ChatMessage } from './derive';
+export { toChatMessage, isCutToolCall, sendableArguments, CUT_CALL_ARGUMENTS, type ChatMessage } from './derive';
 export type { SurfaceView, SurfaceChange } from './surface';
 export { argumentPruneProblem, withPrunedArguments } from './argument-prune';
 export { Session, type SessionOptions, type SessionListener, type LockState, type RecoveryReport } from './session';

@@ -275,10 +275,12 @@ export const OTHER_ERROR_BODIES = {
     },
   },
   /**
-   * llama.cpp's 500 when a reply cut by max_tokens ends inside a tool call: the server parses the
-   * partial arguments and fails (seen with llama-server --jinja; issue 34).
+   * llama.cpp's 500 for a request whose history holds a tool call with arguments that are not
+   * JSON (an earlier reply cut inside the call, answered 200 with `arguments: "{"`): the chat
+   * template parses them and fails, on every request that carries the call (llama-server
+   * --jinja; issue 41: not the answer to the cut reply itself, as issue 34 had it).
    */
-  llamaToolCallTruncated: {
+  llamaBrokenToolHistory: {
     status: 500,
     body: {
       error: {

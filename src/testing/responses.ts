@@ -82,8 +82,10 @@ function cutToBytes(text: string, bytes: number): string {
 /**
  * The reply as a server with `contextWindow` generates it: generation stops at the first of
  * the request's output cap or the window (prompt + generated), like llama-server, with finish
- * reason `length` and usage counting exactly the tokens it was allowed. Tool calls are never
- * half-sent: a stopped reply carries text only.
+ * reason `length` and usage counting exactly the tokens it was allowed. A reply stopped inside
+ * its tool calls comes back as llama-server sends it (200, finish reason `length`): the text,
+ * and the call it was writing with its arguments cut (`"{"` at least: invalid JSON); the calls
+ * after it are not sent. Stopped in its text, it carries the text only.
  */
 function applyLimits(scenario: ReplyScenario, body: ChatRequestBody, window: number): ReplyScenario {
   const prompt = scenario.usage?.prompt_tokens ?? estimatePromptTokens(body);
@@ -94,9 +96,37 @@ function applyLimits(scenario: ReplyScenario, body: ChatRequestBody, window: num
   const content = cutToBytes(scenario.content ?? '', 4 * limit - Buffer.byteLength(reasoning ?? '', 'utf8'));
   const stopped: ReplyScenario = { ...scenario, content, finishReason: 'length', usage: { ...scenario.usage, prompt_tokens: prompt, completion_tokens: limit } };
   delete stopped.toolCalls;
+  const left = 4 * limit - Buffer.byteLength(reasoning ?? '', 'utf8') - Buffer.byteLength(content, 'utf8');
+  const first = scenario.toolCalls?.[0];
+  if (first && content === (scenario.content ?? '') && left > 0) {
+    // Cut inside the first call: its name written, its arguments not finished.
+    const room = Math.max(1, Math.min(left - Buffer.byteLength(first.name, 'utf8'), Buffer.byteLength(first.arguments, 'utf8') - 1));
+    stopped.toolCalls = [{ ...first, arguments: cutToBytes(first.arguments, room) || '{' }];
+  }
   if (reasoning === undefined) delete stopped.reasoning;
   else stopped.reasoning = reasoning;
   return stopped;
+}
+
+/**
+ * llama-server (with `--jinja`) renders every tool call of the history through its chat
+ * template, which parses the call's arguments: one that is not JSON (a reply cut inside a call,
+ * recorded as it came) fails every request that carries it, summaries included, with this 500.
+ */
+export function brokenToolCallIn(body: ChatRequestBody): string | undefined {
+  for (const m of body.messages ?? []) {
+    const calls = (m as { tool_calls?: Array<{ function?: { arguments?: unknown } }> }).tool_calls ?? [];
+    for (const c of calls) {
+      const args = c.function?.arguments;
+      if (typeof args !== 'string') continue;
+      try {
+        JSON.parse(args);
+      } catch (err) {
+        return String((err as Error).message);
+      }
+    }
+  }
+  return undefined;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -118,6 +148,12 @@ export async function respond(ctx: ResponseContext, scenario: Scenario, body: Ch
   const baseHeaders = { 'x-request-id': `req_local_${rec.index}` };
 
   if (ctx.contextWindow !== undefined && scenario.kind === 'reply') {
+    const broken = brokenToolCallIn(body);
+    if (broken !== undefined) {
+      await ctx.sleep(scenario.delayMs ?? 0);
+      if (!res.destroyed) sendJson(res, 500, { error: { code: 500, message: `Failed to parse tool call arguments as JSON: ${broken}`, type: 'server_error' } }, baseHeaders);
+      return;
+    }
     const prompt = scenario.usage?.prompt_tokens ?? estimatePromptTokens(body);
     if (prompt >= ctx.contextWindow) {
       await ctx.sleep(scenario.delayMs ?? 0);

@@ -169,7 +169,10 @@ export interface StartOpenAIServerOptions {
    * counting with `estimatePromptTokens`: a prompt that reaches the window gets
    * llama.cpp's 400 `exceed_context_size_error`; generation stops at the first of the
    * request's `max_tokens`/`max_completion_tokens` or the window (prompt + generated), with
-   * finish reason `length` and usage counting the tokens generated. Unset (the default): the
+   * finish reason `length` and usage counting the tokens generated; a reply stopped inside a
+   * tool call carries that call with its arguments cut (invalid JSON), and a request whose
+   * history holds such a call is answered 500 "Failed to parse tool call arguments as JSON", as
+   * llama-server `--jinja` answers it. Unset (the default): the
    * window and the output cap are ignored and every reply is sent whole.
    */
   contextWindow?: number;

@@ -12,7 +12,9 @@
  * Per model call (one AI SDK step):
  * 1. record what is new in the prompt (a user message opens a turn; tool results close the
  *    step that made the calls, after `engine.afterStep()`: pressure, pruning, compaction);
- * 2. open a step, record the request header, send the session's (compacted) surface;
+ * 2. open a step, record the request header, check the request (`engine.beforeRequest()`:
+ *    pressure, then the window — every request, the first after a reopen or a user message
+ *    too), send the session's (compacted) surface;
  * 3. on an error, ask `engine.onRequestError`; `retry` → rebuild the prompt and send again;
  * 4. record the reply (usage included); a reply without tool calls ends the turn.
  *
@@ -256,7 +258,22 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     ensureTurn();
     w.startStep();
     w.request({ provider, model: base.modelId, tools: (params.tools ?? []).map(toolDefinition), ...(params.maxOutputTokens ? { maxTokens: params.maxOutputTokens } : {}) });
+    await check(signal);
     return derive(spec);
+  };
+
+  /** Every request passes the pressure check just before it is sent; one that cannot fit is not sent (its step ends as `error`). */
+  const check = async (signal: AbortSignal | undefined): Promise<void> => {
+    try {
+      await engine.beforeRequest(signal ? { signal } : {});
+    } catch (err) {
+      try {
+        abandon();
+      } catch {
+        // The session refuses the step's end too (a failed store): the error below says why.
+      }
+      throw err;
+    }
   };
 
   /** The prompt from the surface. The step is open by now: a prompt that cannot be built (an image the model cannot fetch) ends it as `error`. */
@@ -327,6 +344,7 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
           abandon();
           throw err;
         }
+        await check(signal);
         prompt = derive(spec);
       }
     }

@@ -18,6 +18,7 @@ import type {
 } from '@ai-sdk/provider';
 import { XcompactError } from '../../errors';
 import type { ImageBlock, ProviderOptions, ReasoningBlock, SurfaceEvent, TextBlock, ToolCallBlock, Usage } from '../../session/events';
+import { sendableArguments } from '../../session/derive';
 
 export type AiSdkAdapterErrorCode =
   | 'unmappable-part' // a message part the session cannot represent (named in the message)
@@ -339,7 +340,7 @@ export function promptOf(events: Iterable<SurfaceEvent>, spec: SpecVersion = 'v3
         for (const b of e.data.content) {
           if (b.type === 'tool-call') {
             names.set(b.id, b.name);
-            content.push({ type: 'tool-call', toolCallId: b.id, toolName: b.name, input: parseArguments(b.arguments), ...optionsOf(b) });
+            content.push({ type: 'tool-call', toolCallId: b.id, toolName: b.name, input: parseArguments(sendableArguments(b.arguments)), ...optionsOf(b) });
           } else if (b.text !== '' || b.providerOptions) content.push({ type: b.type, text: b.text, ...optionsOf(b) });
         }
         prompt.push({ role: 'assistant', content });

@@ -9,9 +9,12 @@
  * 2. the new messages are recorded: a user message opens a turn; tool results close the step
  *    that made the calls, after `engine.afterStep()` (pressure, pruning, compaction) — the
  *    pressure check runs once the step's facts are in, before its `step/end`;
- * 3. a step opens with its request header and the session's (compacted) messages are sent;
- *    on an error the engine decides (`engine.onRequestError`): `retry` → the request is rebuilt
- *    from the shrunken surface and sent again; otherwise the provider's own error is thrown;
+ * 3. a step opens with its request header, the request passes the pressure check
+ *    (`engine.beforeRequest()`: every request, also the first after a reopen or a user message;
+ *    one that cannot fit the window is not sent, a `BudgetError` `request-over-window` is thrown)
+ *    and the session's (compacted) messages are sent; on an error the engine decides
+ *    (`engine.onRequestError`): `retry` → the request is rebuilt from the shrunken surface,
+ *    checked, and sent again; otherwise the provider's own error is thrown;
  * 4. the reply is recorded with its usage (a streamed one when its stream ends); a reply
  *    without tool calls runs the pressure check and ends the turn.
  *
@@ -192,6 +195,25 @@ export function withCompaction<C extends OpenAIClient>(client: C, options: WithC
       tools: (params.tools ?? []) as object[],
       ...(typeof maxTokens === 'number' ? { maxTokens } : {}),
     });
+    await check(signal);
+  };
+
+  /**
+   * Every request passes the pressure check just before it is sent (engine.beforeRequest): the
+   * first after a reopen or a new user message too, which no step's end checked. A request that
+   * cannot be brought under the window is not sent: its step ends as `error`, the typed error thrown.
+   */
+  const check = async (signal: AbortSignal | undefined): Promise<void> => {
+    try {
+      await engine.beforeRequest(signal ? { signal } : {});
+    } catch (err) {
+      try {
+        abandon();
+      } catch {
+        // The session refuses the step's end too (a failed store): the error below says why.
+      }
+      throw err;
+    }
   };
 
   /** No silent no-op: a model with no known window would never be compacted. */
@@ -223,7 +245,10 @@ export function withCompaction<C extends OpenAIClient>(client: C, options: WithC
           }
           throw recoveryFailed(err, failure);
         }
-        if (action.kind === 'retry') continue;
+        if (action.kind === 'retry') {
+          await check(signal);
+          continue;
+        }
         abandon();
         throw err;
       }

@@ -148,6 +148,13 @@ export function sessionMessages(session: Session): ChatCompletionMessageParam[] 
   const out: ChatCompletionMessageParam[] = [];
   const system = currentSystemPrompt(session);
   if (system !== undefined) out.push({ role: 'system', content: system });
-  for (const e of recordedMessages(session)) out.push(toChatMessage(e));
+  for (const e of recordedMessages(session)) out.push(asRecorded(e, toChatMessage(e)));
   return out;
+}
+
+/** A cut tool call is sent repaired (derive.ts), but handed back as recorded: what the caller passed, so it is matched again. */
+function asRecorded(e: SurfaceEvent, m: ChatCompletionMessageParam): ChatCompletionMessageParam {
+  if (m.role !== 'assistant' || !m.tool_calls || e.type !== 'assistant/message') return m;
+  const recorded = new Map(e.data.content.flatMap((b) => (b.type === 'tool-call' ? [[b.id, b.arguments] as const] : [])));
+  return { ...m, tool_calls: m.tool_calls.map((c) => (c.type === 'function' && recorded.has(c.id) ? { ...c, function: { ...c.function, arguments: recorded.get(c.id)! } } : c)) };
 }

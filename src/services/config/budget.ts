@@ -13,7 +13,15 @@ import type { CompactionConfig } from './policy';
 // Budget resolution (SPEC §3)
 // ---------------------------------------------------------------------------------------------
 
-export type BudgetErrorCode = 'no-context-capacity' | 'no-message-budget' | 'no-pressure-budget' | 'retain-not-below-threshold' | 'prepare-out-of-range' | 'user-words-not-below-threshold';
+export type BudgetErrorCode =
+  | 'no-context-capacity'
+  | 'no-message-budget'
+  | 'no-pressure-budget'
+  | 'retain-not-below-threshold'
+  | 'prepare-out-of-range'
+  | 'user-words-not-below-threshold'
+  /** engine.beforeRequest(): the request, compacted as far as it goes, still leaves no room for its output cap in the window. */
+  | 'request-over-window';
 
 /** A route's budget cannot be resolved; the message names the route, the figures and the fix. */
 export class BudgetError extends XcompactError {

@@ -11,11 +11,16 @@ import type { APIError } from 'openai';
 import { XcompactError } from '../../errors.js';
 
 /**
- * `truncated-reply`: the reply was cut by max_tokens inside a tool call and the server failed
- * on the partial arguments (llama.cpp's 500 "Failed to parse tool call arguments as JSON"): the
- * request itself fits; the agent can send it again with a larger max_tokens.
+ * `broken-history`: the request's history holds a tool call whose arguments are not JSON (an
+ * earlier reply cut inside the call by the output cap or the context, which llama.cpp answers
+ * 200 with `arguments: "{"`), and the server refuses to render it (llama.cpp's 500 "Failed to
+ * parse tool call arguments as JSON", on every later request until the history is repaired).
+ * Not the reply to this request, so neither a larger max_tokens nor a retry of the same
+ * messages helps: the history must be repaired. A request xcompact derives from the session
+ * never holds such a call (session/derive.ts sends a cut call's arguments as `{}`), so this
+ * comes from messages built elsewhere.
  */
-export type RequestErrorKind = 'context-overflow' | 'truncated-reply' | 'rate-limit' | 'server' | 'cancelled' | 'other';
+export type RequestErrorKind = 'context-overflow' | 'broken-history' | 'rate-limit' | 'server' | 'cancelled' | 'other';
 
 export interface RequestErrorClass {
   kind: RequestErrorKind;
@@ -112,8 +117,8 @@ const NON_OVERFLOW_PATTERNS: readonly RegExp[] = [
   /please (?:wait|try again in)/i,
 ];
 
-/** A server that failed on a tool call cut short by max_tokens (llama.cpp, with --jinja). */
-const TRUNCATED_REPLY_PATTERNS: readonly RegExp[] = [/failed to parse tool call arguments as json/i];
+/** A server that cannot render a tool call in the history whose arguments are not JSON (llama.cpp, with --jinja). */
+const BROKEN_HISTORY_PATTERNS: readonly RegExp[] = [/failed to parse tool call arguments as json/i];
 
 const RATE_LIMIT_CODES: ReadonlySet<string> = new Set(['rate_limit_exceeded', 'rate_limit_error', 'insufficient_quota', 'tokens', 'requests']);
 
@@ -131,7 +136,7 @@ const SERVER_CODES: ReadonlySet<string> = new Set(['server_error', 'internal_ser
  * - rate-limit: 429, `RateLimitError`, a rate-limit code, or quota wording (e.g. Groq's 413
  *   "Request too large … tokens per minute", which compaction is not the answer to).
  * - context-overflow: an overflow code, a catalog wording, or a bare 413.
- * - truncated-reply: a server that failed on a reply cut inside a tool call (see RequestErrorKind).
+ * - broken-history: a server that cannot render a cut tool call in the history (see RequestErrorKind).
  * - server: status ≥ 500 without overflow wording, or a server-error type mid-stream (no status).
  */
 export function classifyRequestError(err: unknown): RequestErrorClass {
@@ -161,7 +166,7 @@ export function classifyRequestError(err: unknown): RequestErrorClass {
   if (overflowCode !== undefined) return { kind: 'context-overflow', provider: `code:${overflowCode}`, ...base, ...numbersFrom(undefined, body) };
   if (status === 413) return { kind: 'context-overflow', provider: 'http-413', ...base };
 
-  if (TRUNCATED_REPLY_PATTERNS.some((p) => p.test(text))) return { kind: 'truncated-reply', ...base };
+  if (BROKEN_HISTORY_PATTERNS.some((p) => p.test(text))) return { kind: 'broken-history', ...base };
 
   const serverFault =
     (status !== undefined && status >= 500) ||

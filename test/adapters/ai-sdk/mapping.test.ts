@@ -217,19 +217,14 @@ describe('xcompact/ai-sdk: provider errors that are not an overflow', () => {
     expect(a.session.events().filter((e) => e.type === 'user/message')).toHaveLength(1);
   });
 
-  it('an overflow the engine cannot handle (it was stopped): recovery-failed, with the engine error as cause and the provider error kept', async () => {
+  it('a stopped engine cannot check a request: nothing is sent, engine-stopped, the step closed', async () => {
     const a = adapter();
     a.engine.stop();
-    server.enqueue({ kind: 'status', ...OVERFLOW_BODIES.openai });
+    const sent = server.requests.length;
     const err = await generateText({ model: a.model, messages: [{ role: 'user', content: 'hello' }], maxRetries: 0 }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(AiSdkAdapterError);
-    expect((err as AiSdkAdapterError).code).toBe('recovery-failed');
-    expect((err as Error).message).toMatch(/engine-stopped/);
-    expect(((err as Error).cause as XcompactError).code).toBe('engine-stopped');
-    const requestError = (err as AiSdkAdapterError).requestError;
-    expect(APICallError.isInstance(requestError)).toBe(true);
-    expect((requestError as APICallError).statusCode).toBe(400);
-    // The failed request's step is closed, as for any request that failed for good.
+    expect((err as XcompactError).code).toBe('engine-stopped');
+    expect(server.requests.length).toBe(sent);
+    // The unsent request's step is closed, as for any request that failed for good.
     expect(a.session.openStep).toBeNull();
     expect(a.session.events().filter((e) => e.type === 'step/end').map((e) => (e.data as { reason?: string }).reason)).toEqual(['error']);
   });

@@ -122,6 +122,23 @@ describe("tokenizer 'server' (issue 34, item 3)", () => {
     expect(Math.abs(engine.measure().estimatedTokens - serverCount(session))).toBeLessThanOrEqual(3);
   });
 
+  it('an answer later than the deadline is kept: the next step prices by it without asking again (issue 41)', async () => {
+    const tokenize: TokenizeOptions = { count: digitTokens };
+    const server = await serve(tokenize);
+    const session = Session.inMemory();
+    const { engine, client } = engineFor(session, server);
+    await turn(session, client, engine, digits(1));
+    tokenize.delayMs = 700; // past the 300 ms deadline, well within the late-answer limit
+    await turn(session, client, engine, digits(2));
+    expect(engine.measure().fallbackNodes).toBe(1); // the step did not wait for it
+    const asked = tokenizeRequests(server);
+    await new Promise((r) => setTimeout(r, 1200));
+    await engine.afterStep();
+    expect(engine.measure().fallbackNodes).toBe(0);
+    expect(tokenizeRequests(server)).toBe(asked);
+    expect(Math.abs(engine.measure().estimatedTokens - serverCount(session))).toBeLessThanOrEqual(3);
+  });
+
   it('a server that is gone: afterStep resolves, priced by the fallback', async () => {
     const server = await serve({ count: digitTokens });
     const session = Session.inMemory();

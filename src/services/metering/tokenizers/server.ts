@@ -8,7 +8,9 @@
  *
  * The meter prices synchronously, so counting is split in two: `prefetch` (async, one batch per
  * step, a few requests in parallel since both servers take one text per request, under one short
- * deadline) fills a bounded LRU cache keyed by a hash of the text; `count` (sync) answers from
+ * deadline: the step waits no longer, but a request still open then is left to answer, up to
+ * LATE_ANSWER_MS, and its count kept for the next step) fills a bounded LRU cache keyed by a hash
+ * of the text; `count` (sync) answers from
  * the cache and otherwise from the fallback tokenizer (the model's in-process one), counting
  * each such stand-in (`fallbacks`) so the meter knows which prices are provisional and reprices
  * them once the server's counts are in. A 404 (or 405/501) means the server has no /tokenize:
@@ -36,6 +38,12 @@ export const DEFAULT_PREFETCH_CONCURRENCY = 4;
 export const DEFAULT_PREFETCH_BATCH = 256;
 /** The most prefetches a server that keeps failing is skipped for between two tries (see the file comment). */
 export const MAX_COOLDOWN_PREFETCHES = 32;
+/**
+ * How long a request the deadline left unanswered may still answer (ms). The step does not wait
+ * for it, but its count is kept for the next step (a third of the answers came late under load,
+ * issue 41); past this it is given up.
+ */
+export const LATE_ANSWER_MS = 30_000;
 /** Counts kept (hash → count, about 100 bytes each). */
 export const DEFAULT_CACHE_ENTRIES = 50_000;
 
@@ -83,7 +91,6 @@ export class ServerTokenizer implements Tokenizer {
   /** HTTP requests sent so far. */
   requests = 0;
   private readonly cache = new Map<string, number>();
-  private readonly inFlight = new Map<string, Promise<void>>();
   private stand = 0;
   private known: ServerTokenizerState = 'unknown';
   private dialect: Dialect | undefined;
@@ -160,19 +167,30 @@ export class ServerTokenizer implements Tokenizer {
       skipped = true;
       return report(0);
     }
+    // The deadline ends the wait and the batch (no request starts after it); `flight` ends the
+    // requests themselves: the caller's abort, an unreachable server, or LATE_ANSWER_MS.
     const deadline = new AbortController();
+    const flight = new AbortController();
     const gone = () => {
       unreachable = true;
       deadline.abort(new Error('tokenize endpoint unreachable'));
+      flight.abort(new Error('tokenize endpoint unreachable'));
     };
     const timer = setTimeout(() => deadline.abort(new Error('tokenize deadline')), this.deadlineMs);
-    const stop = () => deadline.abort(signal?.reason);
+    const stop = () => {
+      deadline.abort(signal?.reason);
+      flight.abort(signal?.reason);
+    };
     signal?.addEventListener('abort', stop, { once: true });
     const queue = [...wanted];
+    /** This batch's requests: those still open at the deadline may answer late. */
+    const mine: Array<Promise<void>> = [];
     const worker = async (): Promise<void> => {
       for (let next = queue.shift(); next && !deadline.signal.aborted && this.known !== 'absent'; next = queue.shift()) {
         const [key, text] = next;
-        const pending = this.inFlight.get(key) ?? this.ask(key, text, deadline.signal, gone);
+        // Asked anew even when an earlier batch's request for it is still open (a server that hung then may answer now).
+        const pending = this.ask(key, text, flight.signal, gone);
+        mine.push(pending);
         await pending;
       }
     };
@@ -181,7 +199,9 @@ export class ServerTokenizer implements Tokenizer {
     const probe = async (): Promise<void> => {
       if (this.known === 'unknown' && this.dialect === undefined) {
         const first = queue.shift()!;
-        await (this.inFlight.get(first[0]) ?? this.ask(first[0], first[1], deadline.signal, gone));
+        const pending = this.ask(first[0], first[1], flight.signal, gone);
+        mine.push(pending);
+        await pending;
       }
       await Promise.all(Array.from({ length: Math.min(this.concurrency, queue.length) }, worker));
     };
@@ -191,8 +211,14 @@ export class ServerTokenizer implements Tokenizer {
       await Promise.race([workers, expired]);
     } finally {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', stop);
       deadline.abort();
+      // Requests still open answer into the cache for the next step, or are given up.
+      const giveUp = setTimeout(() => flight.abort(new Error('tokenize answer too late')), LATE_ANSWER_MS);
+      giveUp.unref?.();
+      void Promise.allSettled(mine).then(() => {
+        clearTimeout(giveUp);
+        signal?.removeEventListener('abort', stop);
+      });
     }
     let counted = 0;
     for (const key of wanted.keys()) if (this.cache.has(key)) counted++;
@@ -203,13 +229,13 @@ export class ServerTokenizer implements Tokenizer {
   }
 
   private ask(key: string, text: string, signal: AbortSignal, gone: () => void): Promise<void> {
-    const p = this.tokenize(text, signal, gone)
-      .then((n) => {
-        if (n !== undefined) this.remember(key, n);
-      })
-      .finally(() => this.inFlight.delete(key));
-    this.inFlight.set(key, p);
-    return p;
+    return this.tokenize(text, signal, gone).then((n) => {
+      if (n === undefined) return;
+      this.remember(key, n);
+      // A server that answers (if late) is not failing: no prefetch is skipped for it.
+      this.failures = 0;
+      this.cooldown = 0;
+    });
   }
 
   /** The server's count of `text`, or undefined (no answer, an error, or no /tokenize). */

@@ -106,6 +106,7 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
    */
   const deferred: Array<{ line: number; write: () => void }> = [];
   let movedAfterResults = 0;
+  let recordedSystem = false;
   const releaseDeferred = () => {
     queue.push(...deferred.splice(0));
   };
@@ -165,6 +166,13 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
       if (!p) throw new Error(`a ${type} record without its payload object; expected ${EXPECTED}.`);
       if (type === 'session_meta') {
         provider = str(p.model_provider) || provider;
+        // The instructions Codex sent as its system prompt (`base_instructions`, or an early rollout's `instructions`).
+        const instructions = str(obj(p.base_instructions)?.text) ?? str(p.base_instructions) ?? str(p.instructions);
+        if (options.systemPrompt === undefined && instructions && !recordedSystem) {
+          recordedSystem = true;
+          queue.push({ line, write: () => b.system(instructions) });
+          count(report.rendered, 'system prompt (recorded instructions)');
+        }
         count(report.notSent, 'session_meta');
       } else if (type === 'turn_context') {
         model = str(p.model) || model;

@@ -3,12 +3,25 @@
  * the terminal tables and JSON (eval.ts) and the HTML report (eval-report.ts).
  */
 import type { PRICES, WindowEval } from '../eval';
+import type { AsRecorded } from '../eval/recorded';
+
+/** What the replay sends beyond the transcript's messages. */
+export interface SentOverhead {
+  /** The transcript recorded its system prompt (it is replayed). */
+  recordedSystemPrompt: boolean;
+  /** Tokens of the stand-in for what the harness sent unrecorded (system prompt, tools), from its usage; 0 when none. */
+  standInTokens: number;
+}
 
 export interface EvaluatedTranscript {
   file: string;
   format: string;
   requests: number;
   windows: WindowEval[];
+  /** What the replay sent beyond the messages (a harness transcript). */
+  overhead?: SentOverhead;
+  /** Per window (same order), the harness's own run from its recorded usage alone. */
+  recorded?: AsRecorded[];
 }
 
 export type Prices = Readonly<typeof PRICES>;

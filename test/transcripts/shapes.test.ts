@@ -251,3 +251,19 @@ describe('file errors are typed for every importer', () => {
     expect(target.length).toBe(0);
   });
 });
+
+describe('the CLI on a live Claude Code file (a merged line, a torn last line)', () => {
+  it('inspect exits 0 and reports both lines in its torn-tail section', async () => {
+    const { xcompact } = await import('../helpers/cli');
+    const recs = compactedSession('missing');
+    const text = jsonl(recs).replace(`${JSON.stringify(recs[2])}\n`, JSON.stringify(recs[2])) + JSON.stringify(assistant('a9', 'a4', 'm9', [])).slice(0, 30);
+    const dir = mkdtempSync(join(tmpdir(), 'xcompact-live-'));
+    const file = join(dir, 'live.jsonl');
+    writeFileSync(file, text);
+    const r = await xcompact(['inspect', file]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/torn tail\n\s+1 torn last line skipped/);
+    expect(r.stdout).toMatch(/1 line holding two records or more/);
+    expect(r.stdout).toMatch(/1 Claude Code session compactions as checkpoints|1 Claude Code session compaction/);
+  });
+});

@@ -54,3 +54,23 @@ export function rowsOf(w: WindowEval): EvalRow[] {
     intentRecall: r.memory.intentRecall,
   }));
 }
+
+/**
+ * The answer to "which policy at this window": the cheapest of those that sent no request
+ * over the window and kept needed recall within 2 points of the best of them, in one line.
+ */
+export function verdictOf(w: WindowEval): { policy: string | undefined; line: string } {
+  const rows = rowsOf(w);
+  const valid = rows.filter((r) => r.overWindow === 0);
+  if (valid.length === 0) return { policy: undefined, line: 'verdict: no policy kept every request under the window (all are invalid here)' };
+  const best = Math.max(...valid.map((r) => r.neededRecall));
+  const close = valid.filter((r) => r.neededRecall >= best - 0.02);
+  const pick = close.reduce((a, r) => (r.cost < a.cost ? r : a));
+  const invalid = rows.length - valid.length;
+  return {
+    policy: pick.policy,
+    line:
+      `verdict: ${pick.policy} — the cheapest ($${pick.cost.toFixed(2)}) of the ${close.length} polic${close.length === 1 ? 'y' : 'ies'} under the window with needed recall within 2 points of the best (${(100 * best).toFixed(1)}%)` +
+      (invalid > 0 ? `; ${invalid} polic${invalid === 1 ? 'y' : 'ies'} sent requests over the window (invalid)` : ''),
+  };
+}

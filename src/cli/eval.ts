@@ -20,7 +20,7 @@ import { asRecorded, recordedOverhead } from '../eval/recorded';
 import { loadConfig } from './config-file';
 import { CliError } from './errors';
 import { renderEvalReport } from './eval-report';
-import { rowsOf, type EvaluatedTranscript, type Prices, type SentOverhead } from './eval-rows';
+import { rowsOf, verdictOf, type EvaluatedTranscript, type Prices, type SentOverhead } from './eval-rows';
 import { detectFormat, importHarnessTranscript, loadSessionReadOnly, readInput } from './load';
 import { createStyle, fmt, useColor } from './ui';
 
@@ -218,7 +218,7 @@ function summaryOf(t: EvaluatedTranscript) {
     format: t.format,
     requests: t.requests,
     ...(t.overhead ? { overhead: t.overhead } : {}),
-    windows: t.windows.map((w, i) => ({ window: w.window, ...(t.recorded?.[i] ? { asRecorded: t.recorded[i] } : {}), rows: rowsOf(w) })),
+    windows: t.windows.map((w, i) => ({ window: w.window, ...(t.recorded?.[i] ? { asRecorded: t.recorded[i] } : {}), rows: rowsOf(w), verdict: verdictOf(w).policy ?? null })),
   };
 }
 
@@ -263,6 +263,7 @@ export function renderEvalTables(results: readonly EvaluatedTranscript[], style 
           ...(note ? [`  ${style.dim(note)}`] : []),
           `  ${style.dim(line(head))}`,
           ...rows.map((r) => `  ${line(r)}`),
+          `  ${verdictOf(w).line}`,
         ].join('\n'),
       );
     });

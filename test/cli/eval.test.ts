@@ -115,7 +115,8 @@ describe('xcompact eval on the real transcripts', { timeout: 400_000 }, () => {
       Array.from(document.querySelectorAll('svg.chart')).map((svg) => {
         const box = svg.getBoundingClientRect();
         const marks = Array.from(svg.querySelectorAll('circle, polyline')).map((m) => (m as SVGGraphicsElement).getBBox());
-        return { id: svg.id, width: box.width, height: box.height, marks: marks.length, drawnMarks: marks.filter((b) => b.width > 0 || b.height > 0).length };
+        const valid = svg.closest('section')!.querySelectorAll('tbody tr:not(.invalid)').length;
+        return { id: svg.id, width: box.width, height: box.height, marks: marks.length, drawnMarks: marks.filter((b) => b.width > 0 || b.height > 0).length, valid };
       }),
     );
     await page.close();
@@ -125,15 +126,19 @@ describe('xcompact eval on the real transcripts', { timeout: 400_000 }, () => {
     for (const c of drawn) {
       expect(c.width, c.id).toBeGreaterThan(100);
       expect(c.height, c.id).toBeGreaterThan(100);
-      expect(c.marks, c.id).toBe(5); // one point, or one line, per policy
-      expect(c.drawnMarks, c.id).toBe(5);
+      // One line per policy; one point per valid policy (none sent a request over the window).
+      const expected = c.id.startsWith('cost-recall-') ? c.valid : 5;
+      expect(c.marks, c.id).toBe(expected);
+      expect(c.drawnMarks, c.id).toBe(expected);
     }
+    expect(drawn.some((c) => c.id.startsWith('cost-recall-') && c.valid > 0)).toBe(true);
     expect(await countRows(html)).toBe(4 * 5);
+    expect(html.match(/<p class="verdict">verdict: /g)).toHaveLength(4);
   });
 });
 
 async function countRows(html: string): Promise<number> {
-  return (html.match(/<tr><th scope="row">/g) ?? []).length;
+  return (html.match(/<tr( class="invalid")?><th scope="row">/g) ?? []).length;
 }
 
 describe('other harnesses in inspect and compact; foreign files refused', { timeout: 120_000 }, () => {

@@ -6,7 +6,7 @@
  */
 import { basename } from 'node:path';
 import type { WindowEval } from '../eval';
-import { rowsOf, type EvaluatedTranscript, type Prices } from './eval-rows';
+import { rowsOf, verdictOf, type EvaluatedTranscript, type Prices } from './eval-rows';
 import { redactSecrets } from '../services/redaction';
 
 const COLORS = ['#d6336c', '#1c7ed6', '#2f9e44', '#f08c00', '#7048e8', '#0b7285', '#868e96'];
@@ -29,11 +29,11 @@ function table(w: WindowEval): string {
   const rows = rowsOf(w)
     .map(
       (r) =>
-        `<tr><th scope="row">${esc(r.policy)}</th><td>$${r.cost.toFixed(2)}</td><td>${int(r.cacheMissTokens)}</td><td>${r.compactions}</td><td>${r.prunes}</td>` +
+        `<tr${r.overWindow > 0 ? ' class="invalid"' : ''}><th scope="row">${esc(r.policy)}${r.overWindow > 0 ? ' <small>(invalid: over the window)</small>' : ''}</th><td>$${r.cost.toFixed(2)}</td><td>${int(r.cacheMissTokens)}</td><td>${r.compactions}</td><td>${r.prunes}</td>` +
         `<td>${r.peakShare.toFixed(2)}</td><td>${r.overWindow}</td><td>${pct(r.neededRecall)}</td><td>${pct(r.recallAfterCompaction)}</td><td>${pct(r.intentRecall)}</td></tr>`,
     )
     .join('\n');
-  return `<table><thead><tr>${head.map((h) => `<th scope="col">${h}</th>`).join('')}</tr></thead><tbody>\n${rows}\n</tbody></table>`;
+  return `<table><thead><tr>${head.map((h) => `<th scope="col">${h}</th>`).join('')}</tr></thead><tbody>\n${rows}\n</tbody></table>\n<p class="verdict">${esc(verdictOf(w).line)}</p>`;
 }
 
 const W = 560;
@@ -69,13 +69,18 @@ function legend(names: readonly string[]): string {
 
 /** Cost (x) against needed recall (y): one point per policy; up and to the left is better. */
 function costRecallChart(w: WindowEval, id: string): string {
-  const rows = rowsOf(w);
+  // Policies that sent requests over the window are invalid: left out of the frontier.
+  const all = rowsOf(w);
+  const rows = all.filter((r) => r.overWindow === 0);
+  if (rows.length === 0) {
+    return `<svg id="${id}" class="chart cost-recall" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="no valid policy"><text x="${W / 2}" y="${H / 2}" text-anchor="middle" class="label">every policy sent requests over the window: none is plotted</text></svg>`;
+  }
   const xMax = niceMax(Math.max(...rows.map((r) => r.cost)) * 1.1);
   const at = rows.map((r) => ({ x: M.left + (plotW * r.cost) / xMax, y: M.top + plotH * (1 - r.neededRecall) }));
   const points = rows
     .map((r, i) => {
       const { x, y } = at[i]!;
-      return `<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="6" fill="${COLORS[i % COLORS.length]}" data-policy="${esc(r.policy)}"><title>${esc(r.policy)}: $${r.cost.toFixed(2)}, needed recall ${pct(r.neededRecall)}</title></circle>`;
+      return `<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="6" fill="${COLORS[all.indexOf(r) % COLORS.length]}" data-policy="${esc(r.policy)}"><title>${esc(r.policy)}: $${r.cost.toFixed(2)}, needed recall ${pct(r.neededRecall)}</title></circle>`;
     })
     .join('');
   // Policies at the same point share one label.
@@ -87,16 +92,26 @@ function costRecallChart(w: WindowEval, id: string): string {
     label.names.push(r.policy);
     labels.set(key, label);
   });
-  // Right of the point, or left of it in the right half, so the label stays inside the chart.
+  // Right of the point, or left of it in the right half, so the label stays inside the chart;
+  // a label that would overprint one already placed (same side, rows overlapping) moves down a line.
+  const placed: Array<{ left: boolean; x0: number; x1: number; y: number }> = [];
   const text = [...labels.values()]
+    .sort((a, b) => a.y - b.y || a.x - b.x)
     .map((l) => {
       const left = l.x > M.left + plotW / 2;
-      return `<text x="${(l.x + (left ? -9 : 9)).toFixed(1)}" y="${(l.y + 4).toFixed(1)}" text-anchor="${left ? 'end' : 'start'}" class="point">${esc(l.names.join(', '))}</text>`;
+      const label = l.names.join(', ');
+      const width = label.length * 6.2;
+      const x0 = left ? l.x - 9 - width : l.x + 9;
+      const x1 = x0 + width;
+      let y = l.y + 4;
+      while (placed.some((p) => Math.abs(p.y - y) < 13 && p.x0 < x1 && x0 < p.x1)) y += 13;
+      placed.push({ left, x0, x1, y });
+      return `<text x="${(l.x + (left ? -9 : 9)).toFixed(1)}" y="${y.toFixed(1)}" text-anchor="${left ? 'end' : 'start'}" class="point">${esc(label)}</text>`;
     })
     .join('');
   return (
     `<svg id="${id}" class="chart cost-recall" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="cost against needed recall, one point per policy">` +
-    `${axes(xMax, 1, 'cost (US dollars)', 'needed recall', (v) => `$${v.toFixed(v < 1 ? 2 : 1)}`, (v) => `${Math.round(v * 100)}%`)}${points}${text}</svg>`
+    `${axes(xMax, 1, 'cost (US dollars)', 'needed recall', (v) => `$${v.toFixed(2)}`, (v) => `${Math.round(v * 100)}%`)}${points}${text}</svg>`
   );
 }
 
@@ -115,7 +130,7 @@ function requestSizeChart(w: WindowEval, id: string): string {
   const windowLine = `<line x1="${M.left}" x2="${M.left + plotW}" y1="${yOf(w.window).toFixed(1)}" y2="${yOf(w.window).toFixed(1)}" class="window"/><text x="${M.left + plotW - 4}" y="${(yOf(w.window) - 5).toFixed(1)}" text-anchor="end" class="label">window</text>`;
   return (
     `<svg id="${id}" class="chart request-size" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="request tokens per step, one line per policy">` +
-    `${axes(steps - 1, yMax, 'agent request (step)', 'request tokens', (v) => int(v), (v) => (v >= 1000 ? `${Math.round(v / 1000)}k` : int(v)))}${windowLine}${lines}</svg>`
+    `${axes(steps - 1, yMax, 'agent request (step)', 'request tokens', (v) => int(v), (v) => int(v))}${windowLine}${lines}</svg>`
   );
 }
 
@@ -143,7 +158,7 @@ h1{font-size:20px}h2{font-size:16px;margin-top:32px}h2 small{font-weight:normal;
 table{border-collapse:collapse;margin:8px 0}th,td{padding:3px 10px;border-bottom:1px solid #dee2e6;text-align:right}
 th[scope=row],thead th:first-child{text-align:left}thead th{font-weight:600;border-bottom:2px solid #adb5bd}
 .charts{display:flex;flex-wrap:wrap;gap:16px}figure{margin:0}figcaption{color:#555;font-size:12px}
-svg text{font-size:11px;fill:#495057}svg .label{font-size:12px;fill:#212529}svg .point{font-size:11px}
+tr.invalid{color:#868e96}p.verdict{font-weight:600}svg text{font-size:11px;fill:#495057}svg .label{font-size:12px;fill:#212529}svg .point{font-size:11px}
 .grid{stroke:#e9ecef}.axis{stroke:#868e96}.window{stroke:#c92a2a;stroke-dasharray:4 3}
 .legend span{margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
 </style></head><body>

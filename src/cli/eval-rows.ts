@@ -3,12 +3,25 @@
  * the terminal tables and JSON (eval.ts) and the HTML report (eval-report.ts).
  */
 import type { PRICES, WindowEval } from '../eval';
+import type { AsRecorded } from '../eval/recorded';
+
+/** What the replay sends beyond the transcript's messages. */
+export interface SentOverhead {
+  /** The transcript recorded its system prompt (it is replayed). */
+  recordedSystemPrompt: boolean;
+  /** Tokens of the stand-in for what the harness sent unrecorded (system prompt, tools), from its usage; 0 when none. */
+  standInTokens: number;
+}
 
 export interface EvaluatedTranscript {
   file: string;
   format: string;
   requests: number;
   windows: WindowEval[];
+  /** What the replay sent beyond the messages (a harness transcript). */
+  overhead?: SentOverhead;
+  /** Per window (same order), the harness's own run from its recorded usage alone. */
+  recorded?: AsRecorded[];
 }
 
 export type Prices = Readonly<typeof PRICES>;
@@ -40,4 +53,24 @@ export function rowsOf(w: WindowEval): EvalRow[] {
     recallAfterCompaction: r.memory.recallAfterCompaction,
     intentRecall: r.memory.intentRecall,
   }));
+}
+
+/**
+ * The answer to "which policy at this window": the cheapest of those that sent no request
+ * over the window and kept needed recall within 2 points of the best of them, in one line.
+ */
+export function verdictOf(w: WindowEval): { policy: string | undefined; line: string } {
+  const rows = rowsOf(w);
+  const valid = rows.filter((r) => r.overWindow === 0);
+  if (valid.length === 0) return { policy: undefined, line: 'verdict: no policy kept every request under the window (all are invalid here)' };
+  const best = Math.max(...valid.map((r) => r.neededRecall));
+  const close = valid.filter((r) => r.neededRecall >= best - 0.02);
+  const pick = close.reduce((a, r) => (r.cost < a.cost ? r : a));
+  const invalid = rows.length - valid.length;
+  return {
+    policy: pick.policy,
+    line:
+      `verdict: ${pick.policy} — the cheapest ($${pick.cost.toFixed(2)}) of the ${close.length} polic${close.length === 1 ? 'y' : 'ies'} under the window with needed recall within 2 points of the best (${(100 * best).toFixed(1)}%)` +
+      (invalid > 0 ? `; ${invalid} polic${invalid === 1 ? 'y' : 'ies'} sent requests over the window (invalid)` : ''),
+  };
 }

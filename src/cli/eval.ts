@@ -13,12 +13,15 @@ import OpenAI from 'openai';
 import { DEFAULT_WINDOWS, PRICES, evaluateWindow, type WindowEval } from '../eval';
 import { withoutCompactions } from '../eval/lived';
 import { OpenAISummarizer, type Summarizer } from '../services/summarizing';
-import type { Session } from '../session/session';
+import { Session } from '../session/session';
+import type { SessionEvent } from '../session/events';
+import { Pricer } from '../eval/pricing';
+import { asRecorded, recordedOverhead } from '../eval/recorded';
 import { loadConfig } from './config-file';
 import { CliError } from './errors';
 import { renderEvalReport } from './eval-report';
-import { rowsOf, type EvaluatedTranscript, type Prices } from './eval-rows';
-import { detectFormat, loadSessionReadOnly, readInput } from './load';
+import { rowsOf, verdictOf, type EvaluatedTranscript, type Prices, type SentOverhead } from './eval-rows';
+import { detectFormat, importHarnessTranscript, loadSessionReadOnly, readInput } from './load';
 import { createStyle, fmt, useColor } from './ui';
 
 export { rowsOf, type EvalRow, type EvaluatedTranscript, type Prices } from './eval-rows';
@@ -78,13 +81,43 @@ export function parsePrices(text: string | undefined): Prices {
   return out as Prices;
 }
 
-/** Loads one transcript for the replay: imported in memory, the harness's compactions taken out. */
-async function loadTranscript(file: string): Promise<{ session: Session; format: string }> {
+/**
+ * Loads one transcript for the replay: imported in memory, the harness's compactions taken
+ * out. What the harness sent beyond the messages is replayed too: the system prompt it
+ * recorded (Codex's instructions) and, for what it did not record (Claude Code's system prompt
+ * and tool definitions), a stand-in system prompt of the size its recorded usage implies (the
+ * first request's input tokens minus what the messages count): every policy pays it alike.
+ */
+async function loadTranscript(file: string): Promise<{ session: Session; recorded: Session; format: string; overhead: SentOverhead }> {
   const bytes = await readInput(file);
   const format = detectFormat(file, bytes);
   if (format === 'messages') throw new CliError(`${file} is a .json file of chat messages: eval replays transcripts (JSONL: xcompact, pi, Claude Code or Codex).`, 2);
-  const { session } = await loadSessionReadOnly(file, bytes, format);
-  return { session: withoutCompactions(session), format };
+  const loaded = await loadSessionReadOnly(file, bytes, format);
+  const recorded = loaded.session;
+  const first = recorded.surface.length > 0 ? recorded.event(recorded.surface.seqAt(0)) : undefined;
+  const recordedSystem = first?.type === 'system/message' ? (first as SessionEvent<'system/message'>).data.text : undefined;
+  const pricer = new Pricer('o200k_base');
+  const tokens = format === 'xcompact' ? 0 : recordedOverhead(recorded, pricer);
+  const overhead: SentOverhead = { recordedSystemPrompt: recordedSystem !== undefined, standInTokens: tokens };
+  if (tokens === 0 || format === 'xcompact') return { session: withoutCompactions(recorded), recorded, format, overhead };
+  const standIn = standInPrompt(tokens, pricer);
+  const session = Session.inMemory(recorded.id);
+  importHarnessTranscript(file, bytes, format, session, { systemPrompt: recordedSystem === undefined ? standIn : `${recordedSystem}\n\n${standIn}` });
+  return { session: withoutCompactions(session), recorded, format, overhead };
+}
+
+/** A system prompt of about `tokens` tokens that says what it stands for. */
+export function standInPrompt(tokens: number, pricer: Pricer): string {
+  const head = `[The system prompt and tool definitions the harness sent are not in the transcript; its recorded usage implies about ${tokens} tokens of them, stood in for here.]`;
+  const have = pricer.count(head);
+  if (have >= tokens) return head;
+  const unit = ' stand-in';
+  const per = Math.max(1, pricer.count(unit.repeat(100)) / 100);
+  let filler = unit.repeat(Math.floor((tokens - have) / per));
+  // One correction: the count of the whole is what the replay prices.
+  const over = pricer.count(head + filler) - tokens;
+  if (over > 0) filler = filler.slice(0, Math.max(0, filler.length - Math.ceil(over / per) * unit.length));
+  return head + filler;
 }
 
 /** A one-line progress bar on a TTY; nothing elsewhere (a pipe, a CI log). */
@@ -158,7 +191,14 @@ export async function runEval(
           }),
         );
       }
-      results.push({ file: l.file, format: l.format, requests: requestsOf(l.session), windows: evals });
+      results.push({
+        file: l.file,
+        format: l.format,
+        requests: requestsOf(l.session),
+        windows: evals,
+        overhead: l.overhead,
+        ...(l.format === 'xcompact' ? {} : { recorded: windows.map((w) => asRecorded(l.recorded, w, prices)) }),
+      });
     }
   } finally {
     bar.done();
@@ -173,7 +213,21 @@ export async function runEval(
 }
 
 function summaryOf(t: EvaluatedTranscript) {
-  return { file: t.file, format: t.format, requests: t.requests, windows: t.windows.map((w) => ({ window: w.window, rows: rowsOf(w) })) };
+  return {
+    file: t.file,
+    format: t.format,
+    requests: t.requests,
+    ...(t.overhead ? { overhead: t.overhead } : {}),
+    windows: t.windows.map((w, i) => ({ window: w.window, ...(t.recorded?.[i] ? { asRecorded: t.recorded[i] } : {}), rows: rowsOf(w), verdict: verdictOf(w).policy ?? null })),
+  };
+}
+
+/** The line that says what the replay sends beyond the messages. */
+export function overheadLine(t: EvaluatedTranscript): string | undefined {
+  const o = t.overhead;
+  if (!o) return undefined;
+  const parts = [o.recordedSystemPrompt ? 'the recorded system prompt' : undefined, o.standInTokens > 0 ? `a stand-in of ${fmt(o.standInTokens)} tokens for what the recorded usage shows was sent unrecorded (system prompt, tools)` : undefined].filter(Boolean);
+  return parts.length === 0 ? 'replayed: the messages only (no usage recorded to size a system prompt or tools by)' : `replayed with ${parts.join(' and ')}`;
 }
 
 const percent = (x: number | undefined) => (x === undefined ? '–' : `${(100 * x).toFixed(1)}%`);
@@ -182,7 +236,11 @@ export function renderEvalTables(results: readonly EvaluatedTranscript[], style 
   const head = ['policy', 'cost', 'cache-miss tok', 'compactions', 'prunes', 'peak÷win', '>win', 'needed recall', 'after compaction', 'intent recall'];
   const blocks: string[] = [];
   for (const t of results) {
-    for (const w of t.windows) {
+    t.windows.forEach((w, wi) => {
+      const rec = t.recorded?.[wi];
+      const recordedRow = rec && rec.requestsWithUsage > 0
+        ? ['as recorded', `$${rec.cost.toFixed(2)}`, '–', String(rec.compactions), '–', (rec.peak / w.window).toFixed(2), String(rec.overWindow), '–', '–', '–']
+        : undefined;
       const rows = rowsOf(w).map((r) => [
         r.policy,
         `$${r.cost.toFixed(2)}`,
@@ -195,16 +253,20 @@ export function renderEvalTables(results: readonly EvaluatedTranscript[], style 
         percent(r.recallAfterCompaction),
         percent(r.intentRecall),
       ]);
+      if (recordedRow) rows.unshift(recordedRow);
       const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
       const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+      const note = overheadLine(t);
       blocks.push(
         [
           style.bold(`${basename(t.file)} (${t.format}, ${fmt(t.requests)} requests) — window ${fmt(w.window)} tokens`),
+          ...(note ? [`  ${style.dim(note)}`] : []),
           `  ${style.dim(line(head))}`,
           ...rows.map((r) => `  ${line(r)}`),
+          `  ${verdictOf(w).line}`,
         ].join('\n'),
       );
-    }
+    });
   }
   return blocks.join('\n\n');
 }

@@ -384,11 +384,22 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
   );
 
   section('torn tail');
-  lines.push(
-    r.tornTail
-      ? `  line ${r.tornTail.line}: ${r.tornTail.bytes} bytes without a final newline (a crash mid-write) were dropped here; the file was not changed. Opening it for writing keeps them aside in <file>.torn-<time>.`
-      : '  none: every line is complete',
-  );
+  const imp = r.imported;
+  if (imp) {
+    // A transcript of another harness: what the shared record walker met (transcripts/records.ts).
+    lines.push(
+      imp.tornLines > 0
+        ? `  ${imp.tornLines} torn last line skipped (a session still being written, or a crash mid-record); the file was not changed`
+        : '  none: every line is complete',
+    );
+    if (imp.mergedLines > 0) lines.push(`  ${imp.mergedLines} line${imp.mergedLines === 1 ? '' : 's'} holding two records or more (…}{…), split into their records`);
+    for (const w of imp.warnings) lines.push(`  warning: ${w}`);
+  } else
+    lines.push(
+      r.tornTail
+        ? `  line ${r.tornTail.line}: ${r.tornTail.bytes} bytes without a final newline (a crash mid-write) were dropped here; the file was not changed. Opening it for writing keeps them aside in <file>.torn-<time>.`
+        : '  none: every line is complete',
+    );
   return lines.join('\n');
 }
 

@@ -12,6 +12,7 @@ import { detectTranscriptFormat, FORMAT_LABELS, type TranscriptFormat } from '..
 import type { PiImportReport } from '../transcripts/pi';
 import { importPiTranscript } from '../transcripts/pi';
 import { importTranscript } from '../transcripts/import';
+import type { TranscriptImportOptions } from '../transcripts/claude-code';
 import { Session } from '../session/session';
 import { StoreError } from '../session/errors';
 import { checkSessionId, type LogWriter, type SessionStore, type StoredLog } from '../session/store';
@@ -103,14 +104,20 @@ export interface LoadedSession {
 }
 
 /** Imports a harness's transcript into `session` (empty); a failure is a CliError naming the file. */
-export function importHarnessTranscript(file: string, bytes: Buffer, format: HarnessFormat, session: Session): { imported: TranscriptImportReport; pi?: PiImportReport } {
+export function importHarnessTranscript(
+  file: string,
+  bytes: Buffer,
+  format: HarnessFormat,
+  session: Session,
+  options: TranscriptImportOptions = {},
+): { imported: TranscriptImportReport; pi?: PiImportReport } {
   try {
     if (format === 'pi') {
-      const pi = importPiTranscript(session, bytes.toString('utf8'));
+      const pi = importPiTranscript(session, bytes.toString('utf8'), options);
       const { format: _variant, ...counts } = pi;
       return { pi, imported: { harness: 'pi', ...counts, summariesUnavailable: 0 } };
     }
-    return { imported: importTranscript(session, bytes.toString('utf8'), format) };
+    return { imported: importTranscript(session, bytes.toString('utf8'), format, options) };
   } catch (err) {
     throw new CliError(`${file}: ${err instanceof Error ? err.message.replace(/\.$/, '') : String(err)}; the transcript could not be imported (the file was not changed).`, 1, { cause: err });
   }

@@ -25,9 +25,9 @@ export interface EvalOptions {
   config?: CompactionEngineOptions['config'];
   /** The peers to compare with (default: pi, Codex, opencode, Claude Code and naive, simulated). */
   peers?: readonly PeerPolicy[];
-  /** Output tokens the agent reserves per request (default 4,096). */
+  /** Output tokens the agent reserves per request (default 4,096, or a quarter of a smaller window's). */
   maxOutputTokens?: number;
-  /** Summary cap, the same for every policy (default 4,096). */
+  /** Summary cap, the same for every policy (default 4,096, or a quarter of a smaller window's). */
   summaryCap?: number;
   /** xcompact's summarizer (default: the model-free extractive one every peer uses too). */
   summarizer?: Summarizer;
@@ -156,7 +156,9 @@ export function unpaired(messages: readonly ChatMessage[]): number {
 /** One session at one window: xcompact, then every peer. */
 export async function evaluateWindow(source: Session, window: number, options: EvalOptions = {}): Promise<WindowEval> {
   const pricer = new Pricer('o200k_base');
-  const sim: SimOptions = { window, maxOutputTokens: options.maxOutputTokens ?? 4_096, summaryCap: options.summaryCap ?? 4_096, ...(options.prices ? { prices: options.prices } : {}) };
+  // A small window (4k) cannot reserve 4,096 output tokens: the defaults shrink to a quarter of it.
+  const cap = Math.min(4_096, Math.floor(window / 4));
+  const sim: SimOptions = { window, maxOutputTokens: options.maxOutputTokens ?? cap, summaryCap: options.summaryCap ?? cap, ...(options.prices ? { prices: options.prices } : {}) };
   const requests = transcriptOfRequests(source);
   const tick = (policy: string, rec: Recorder) => options.onRequest?.({ window, policy, request: rec.records.length, requests });
   const events = source.events();

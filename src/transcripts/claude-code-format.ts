@@ -23,6 +23,12 @@ export interface ClaudeBranch {
   brokenAt: number | undefined;
   /** Records repeating the uuid of an earlier one (left out: the first stands). */
   repeated: number;
+  /** The file's order disagrees with the tree's (a record before its parent): the records are in the tree's order. */
+  outOfOrder: boolean;
+  /** Compaction boundaries whose logical parent is not in the file, continued from the record before them. */
+  continuedBoundaries: number;
+  /** Records whose parent is not in the file, continued from the record written just before them. */
+  bridgedGaps: number;
 }
 
 const CONVERSATION = new Set(['user', 'assistant', 'system']);
@@ -53,6 +59,8 @@ export function claudeActiveBranch(lines: JsonLine[]): ClaudeBranch {
   // Every record with a uuid is a node of the tree (newer Claude Code versions link progress
   // and attachment records into it too); only conversation records are imported.
   const byUuid = new Map<string, JsonLine>();
+  const index = new Map<JsonLine, number>();
+  lines.forEach((l, i) => index.set(l, i));
   let repeated = 0;
   for (const l of lines) {
     const id = l.record.uuid;
@@ -66,23 +74,56 @@ export function claudeActiveBranch(lines: JsonLine[]): ClaudeBranch {
   }
   const conversation = lines.filter((l) => isClaudeConversationRecord(l.record) && byUuid.get(l.record.uuid as string) === l);
   const main = conversation.filter((l) => l.record.isSidechain !== true);
-  const leaf = [...main].reverse().find((l) => l.record.type === 'user' || l.record.type === 'assistant');
+  const parentOf = new Map<JsonLine, string>();
+  const hasChildren = new Set<string>();
+  for (const l of byUuid.values()) {
+    const parent = str(l.record.parentUuid);
+    if (parent !== undefined) {
+      parentOf.set(l, parent);
+      hasChildren.add(parent);
+    }
+  }
+  // The leaf: the newest conversation record by the tree's own clock (timestamps), else the file's order.
+  const leaf = main.filter((l) => l.record.type === 'user' || l.record.type === 'assistant').reduce<JsonLine | undefined>((a, l) => (a === undefined || later(l, a, index) ? l : a), undefined);
   const onPath = new Set<string>();
+  const path: JsonLine[] = [];
   let brokenAt: number | undefined;
+  let continued = 0;
+  let bridged = 0;
   let current = leaf;
   while (current) {
     const id = current.record.uuid as string;
     if (onPath.has(id)) throw new TranscriptImportError('claude-code', `record ${JSON.stringify(id)} is its own ancestor (a parentUuid cycle); expected a tree.`, { line: current.line });
     onPath.add(id);
-    const parent = str(current.record.parentUuid) ?? (current.record.subtype === 'compact_boundary' ? str(current.record.logicalParentUuid) : undefined);
-    if (parent === undefined) break;
-    const next = byUuid.get(parent);
+    path.push(current);
+    let parent = str(current.record.parentUuid);
+    let next = parent === undefined ? undefined : byUuid.get(parent);
+    if (parent === undefined && current.record.subtype === 'compact_boundary') {
+      // A boundary starts a new chain; the history it compacted is its logical parent, or,
+      // when that record is not in the file (Claude Code does not always write it), the tip
+      // of the tree just before the boundary: the record the conversation had reached.
+      parent = str(current.record.logicalParentUuid);
+      next = parent === undefined ? undefined : byUuid.get(parent);
+      if (next === undefined || onPath.has(parent!)) {
+        next = tipBefore(current, byUuid, hasChildren, onPath, index);
+        if (next) continued++;
+        else if (parent === undefined) break;
+      }
+    }
+    if (parent === undefined && next === undefined) break;
+    if (!next) {
+      // A parent Claude Code never wrote (a tool result saved late, a record the saving tool
+      // dropped): the branch goes on from the tip just before it, when the file has one.
+      next = tipBefore(current, byUuid, hasChildren, onPath, index);
+      if (next) bridged++;
+    }
     if (!next) {
       brokenAt = current.line;
       break;
     }
     current = next;
   }
+  path.reverse();
   // Siblings Claude sent with the branch: the other blocks of a response on it, then results to its calls.
   const responseIds = new Set<string>();
   for (const id of onPath) {
@@ -111,9 +152,73 @@ export function claudeActiveBranch(lines: JsonLine[]): ClaudeBranch {
       for (const c of ids) answered.add(c);
     }
   }
-  const records = conversation.filter((l) => included.has(l.record.uuid as string));
+  // The file's order is kept when it agrees with the tree (each record of the branch after the
+  // one before it); otherwise the records are put in the tree's order: each off-path sibling
+  // right after the record of the branch it hangs from.
+  const outOfOrder = path.some((l, i) => i > 0 && index.get(l)! < index.get(path[i - 1]!)!);
+  let records = conversation.filter((l) => included.has(l.record.uuid as string));
+  if (outOfOrder) {
+    const pathIndex = new Map(path.map((l, i) => [l.record.uuid as string, i]));
+    const anchor = (l: JsonLine): number => {
+      let cur: JsonLine | undefined = l;
+      for (let hops = 0; cur && hops < lines.length; hops++) {
+        const k = pathIndex.get(cur.record.uuid as string);
+        if (k !== undefined) return k;
+        const p = parentOf.get(cur);
+        cur = p === undefined ? undefined : byUuid.get(p);
+      }
+      return path.length;
+    };
+    const key = new Map(records.map((l) => [l, anchor(l)] as const));
+    records = [...records].sort((a, b) => {
+      const d = key.get(a)! - key.get(b)!;
+      if (d !== 0) return d;
+      const onA = pathIndex.has(a.record.uuid as string);
+      const onB = pathIndex.has(b.record.uuid as string);
+      if (onA !== onB) return onA ? -1 : 1;
+      return later(a, b, index) ? 1 : later(b, a, index) ? -1 : 0;
+    });
+  }
   const sidechain = conversation.length - main.length;
-  return { records, offBranch: main.length - records.filter((l) => l.record.isSidechain !== true).length, sidechain, brokenAt, repeated };
+  return {
+    records,
+    offBranch: main.length - records.filter((l) => l.record.isSidechain !== true).length,
+    sidechain,
+    brokenAt,
+    repeated,
+    outOfOrder,
+    continuedBoundaries: continued,
+    bridgedGaps: bridged,
+  };
+}
+
+function timeOf(l: JsonLine): number | undefined {
+  const t = typeof l.record.timestamp === 'string' ? Date.parse(l.record.timestamp) : NaN;
+  return Number.isFinite(t) ? t : undefined;
+}
+
+/** Whether `a` was written after `b`: by their timestamps when both have one, else by the file's order. */
+function later(a: JsonLine, b: JsonLine, index: Map<JsonLine, number>): boolean {
+  const ta = timeOf(a);
+  const tb = timeOf(b);
+  if (ta !== undefined && tb !== undefined && ta !== tb) return ta > tb;
+  return index.get(a)! > index.get(b)!;
+}
+
+/**
+ * The tip the conversation had reached when `boundary` was written: the newest main-chain
+ * record before it that nothing hangs from (else the newest before it), not on the walked path.
+ */
+function tipBefore(boundary: JsonLine, byUuid: Map<string, JsonLine>, hasChildren: Set<string>, onPath: Set<string>, index: Map<JsonLine, number>): JsonLine | undefined {
+  let tip: JsonLine | undefined;
+  let any: JsonLine | undefined;
+  for (const l of byUuid.values()) {
+    const id = l.record.uuid as string;
+    if (l === boundary || onPath.has(id) || l.record.isSidechain === true || !later(boundary, l, index)) continue;
+    if (any === undefined || later(l, any, index)) any = l;
+    if (!hasChildren.has(id) && (tip === undefined || later(l, tip, index))) tip = l;
+  }
+  return tip ?? any;
 }
 
 /** Claude Code's record types that are bookkeeping, never sent to the model. */

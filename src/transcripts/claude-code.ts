@@ -14,7 +14,6 @@
  * records and blocks in `ignored`. Bad input is a TranscriptImportError naming the line and
  * nothing is written.
  */
-import { readFile } from 'node:fs/promises';
 import type { ImageBlock, TextBlock, Usage } from '../session/events';
 import { CLAUDE_UNSENT_TYPES, claudeActiveBranch, isClaudeConversationRecord } from './claude-code-format';
 import {
@@ -26,7 +25,8 @@ import {
   emptyReport,
   num,
   obj,
-  parseJsonLines,
+  readRecords,
+  readTranscriptText,
   requireEmpty,
   requireMessages,
   str,
@@ -49,8 +49,9 @@ const UNAVAILABLE = '[Claude Code compacted the conversation here, but its summa
 /** Imports Claude Code JSONL text into an empty session, all or nothing. */
 export function importClaudeCodeTranscript(target: Session, jsonl: string, options: TranscriptImportOptions = {}): TranscriptImportReport {
   requireEmpty('claude-code', target);
-  const lines = parseJsonLines('claude-code', jsonl, EXPECTED);
-  const report = emptyReport('claude-code', lines.length);
+  const walk = readRecords('claude-code', jsonl, EXPECTED);
+  const lines = walk.records;
+  const report = emptyReport('claude-code', walk);
   const builder = new TranscriptBuilder(report, options.tools);
   if (options.systemPrompt !== undefined) builder.system(options.systemPrompt);
   const branch = claudeActiveBranch(lines);
@@ -58,6 +59,13 @@ export function importClaudeCodeTranscript(target: Session, jsonl: string, optio
   if (branch.sidechain > 0) count(report.notSent, 'subagent (sidechain) records', branch.sidechain);
   if (branch.repeated > 0) count(report.notSent, 'records repeating an earlier uuid', branch.repeated);
   if (branch.brokenAt !== undefined) count(report.notSent, `history before line ${branch.brokenAt} (its parent is not in the file)`);
+  if (branch.outOfOrder) report.warnings.push("the file's records are not in the order of their uuid tree (a record comes before its parent); they were imported in the tree's order");
+  if (branch.bridgedGaps > 0) {
+    report.warnings.push(`${branch.bridgedGaps} record${branch.bridgedGaps === 1 ? ' names a parent' : 's name parents'} not in the file; the branch went on from the record written just before each`);
+  }
+  if (branch.continuedBoundaries > 0) {
+    report.warnings.push(`${branch.continuedBoundaries} compaction boundar${branch.continuedBoundaries === 1 ? 'y names a logical parent' : 'ies name logical parents'} not in the file; the history before each was taken from the record written just before it`);
+  }
   for (const l of lines) {
     if (isClaudeConversationRecord(l.record)) continue;
     // Claude Code's own bookkeeping, or a record type this importer does not know.
@@ -71,7 +79,7 @@ export function importClaudeCodeTranscript(target: Session, jsonl: string, optio
 }
 
 export async function importClaudeCodeFile(session: Session, path: string, options: TranscriptImportOptions = {}): Promise<TranscriptImportReport> {
-  const text = await readFile(path, 'utf8');
+  const text = await readTranscriptText('claude-code', path);
   try {
     return importClaudeCodeTranscript(session, text, options);
   } catch (err) {
@@ -97,6 +105,9 @@ interface Response {
 }
 
 class ClaudeMapper {
+  /** For each record read, the session's next seq before anything of it was written (where a kept range starts). */
+  private readonly marks = new Map<string, number>();
+
   constructor(
     private readonly b: TranscriptBuilder,
     private readonly report: TranscriptImportReport,
@@ -122,6 +133,9 @@ class ClaudeMapper {
     const held: JsonLine[] = [];
     for (let i = 0; i < records.length; i++) {
       const { line, record: r } = records[i]!;
+      const mark = () => {
+        if (typeof r.uuid === 'string') this.marks.set(r.uuid, this.b.session.length);
+      };
       try {
         if (r.type === 'assistant') {
           const m = obj(r.message) ?? {};
@@ -134,6 +148,7 @@ class ClaudeMapper {
             flush();
             this.replay(held);
           }
+          mark();
           pending ??= { id, line, text: [], reasoning: [], calls: [], usage: undefined, model: str(m.model) || 'unknown', finishReason: undefined };
           this.addPart(pending, m);
           continue;
@@ -144,6 +159,7 @@ class ClaudeMapper {
         }
         flush();
         this.replay(held);
+        mark();
         if (r.type === 'user') this.user(r);
         else this.system(r, records, i);
       } catch (err) {
@@ -236,7 +252,10 @@ class ClaudeMapper {
     }
     const content = summary ? this.blocks(obj(summary.message)?.content) : [{ type: 'text' as const, text: UNAVAILABLE }];
     if (!summary) this.report.summariesUnavailable++;
-    this.b.compaction(content, summary ? contentText(obj(summary.message)?.content) : UNAVAILABLE, num(meta.preTokens));
+    // A partial compaction (Claude Code's preserved segment): the records from its head on stay as they were.
+    const head = str(obj(meta.preservedSegment)?.headUuid);
+    const keepFrom = head === undefined ? undefined : (this.marks.get(head) ?? Number.MAX_SAFE_INTEGER);
+    this.b.compaction(content, summary ? contentText(obj(summary.message)?.content) : UNAVAILABLE, num(meta.preTokens), keepFrom);
   }
 
   /** Claude's content (a string or blocks) as ours; what cannot be carried over is counted. */

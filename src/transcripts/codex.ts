@@ -18,7 +18,6 @@
  * `notSent`. Unknown records in `ignored`. Bad input is a TranscriptImportError naming the
  * line; nothing is written.
  */
-import { readFile } from 'node:fs/promises';
 import type { ImageBlock, TextBlock, Usage } from '../session/events';
 import type { TranscriptImportOptions } from './claude-code';
 import {
@@ -29,7 +28,8 @@ import {
   emptyReport,
   num,
   obj,
-  parseJsonLines,
+  readRecords,
+  readTranscriptText,
   requireEmpty,
   requireMessages,
   str,
@@ -82,8 +82,9 @@ interface Response {
 
 export function importCodexTranscript(target: Session, jsonl: string, options: TranscriptImportOptions = {}): TranscriptImportReport {
   requireEmpty('codex', target);
-  const lines = parseJsonLines('codex', jsonl, EXPECTED);
-  const report = emptyReport('codex', lines.length);
+  const walk = readRecords('codex', jsonl, EXPECTED);
+  const lines = walk.records;
+  const report = emptyReport('codex', walk);
   const b = new TranscriptBuilder(report, options.tools);
   if (options.systemPrompt !== undefined) b.system(options.systemPrompt);
   let provider = 'openai';
@@ -97,8 +98,29 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
   /** What to write, in order; written once the whole file is read (usage may come after its response's results). */
   const queue: Array<{ line: number; write: () => void }> = [];
   let line = 0;
+  /** Calls of written responses whose output has not come yet. */
+  const awaiting = new Set<string>();
+  /**
+   * Developer and system messages Codex wrote between a call and its output (an approval
+   * flow): written after the outputs they came between, so the calls keep their real results.
+   */
+  const deferred: Array<{ line: number; write: () => void }> = [];
+  let movedAfterResults = 0;
+  let recordedSystem = false;
+  const releaseDeferred = () => {
+    queue.push(...deferred.splice(0));
+  };
+  // Some rollouts (Codex Desktop) record the user's prompts only as `event_msg` user_message
+  // events, not as response items: those are then the prompts the model was sent.
+  const promptsFromEvents = !lines.some((l) => {
+    const { type, payload } = codexRecord(l.record);
+    const p = obj(payload);
+    return type === 'response_item' && p?.type === 'message' && p.role === 'user';
+  });
   const open = (): Response => {
     if (!response) {
+      releaseDeferred();
+      awaiting.clear();
       response = { line, text: [], reasoning: [], calls: [], usage: pendingUsage, model };
       pendingUsage = undefined;
       awaitingUsage = undefined;
@@ -111,6 +133,7 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
       const r = response;
       response = undefined;
       awaitingUsage = r.usage ? undefined : r;
+      for (const c of r.calls) awaiting.add(c.id);
       queue.push({
         line: r.line,
         write: () =>
@@ -143,11 +166,27 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
       if (!p) throw new Error(`a ${type} record without its payload object; expected ${EXPECTED}.`);
       if (type === 'session_meta') {
         provider = str(p.model_provider) || provider;
+        // The instructions Codex sent as its system prompt (`base_instructions`, or an early rollout's `instructions`).
+        const instructions = str(obj(p.base_instructions)?.text) ?? str(p.base_instructions) ?? str(p.instructions);
+        if (options.systemPrompt === undefined && instructions && !recordedSystem) {
+          recordedSystem = true;
+          queue.push({ line, write: () => b.system(instructions) });
+          count(report.rendered, 'system prompt (recorded instructions)');
+        }
         count(report.notSent, 'session_meta');
       } else if (type === 'turn_context') {
         model = str(p.model) || model;
         count(report.notSent, 'turn_context');
       } else if (type === 'event_msg') {
+        if (promptsFromEvents && p.type === 'user_message' && typeof p.message === 'string') {
+          flush();
+          releaseDeferred();
+          awaiting.clear();
+          const text = p.message;
+          const images = arr(p.images).filter((u): u is string => typeof u === 'string' && u !== '');
+          queue.push({ line, write: () => b.user([{ type: 'text', text }, ...images.map((url) => ({ type: 'image' as const, url }))]) });
+          continue;
+        }
         if (p.type !== 'token_count') {
           count(report.notSent, `event_msg:${String(p.type)}`);
           continue;
@@ -183,6 +222,10 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
     }
   }
   flush();
+  releaseDeferred();
+  if (movedAfterResults > 0) {
+    report.warnings.push(`${movedAfterResults} developer/system message${movedAfterResults === 1 ? '' : 's'} written between a call and its output (an approval flow) imported after the outputs, so each call keeps its real result`);
+  }
   for (const q of queue) {
     try {
       q.write();
@@ -207,7 +250,15 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
       if (role !== 'user' && role !== 'developer' && role !== 'system') throw new Error(`a message of role ${JSON.stringify(p.role)}; expected user, developer or assistant.`);
       flush();
       const blocks = userBlocks(p.content, report);
-      queue.push({ line, write: () => b.user(blocks, role === 'user' ? undefined : `${role} message`) });
+      const write = { line, write: () => b.user(blocks, role === 'user' ? undefined : `${role} message`) };
+      if (role !== 'user' && awaiting.size > 0) {
+        deferred.push(write);
+        movedAfterResults++;
+        return;
+      }
+      releaseDeferred();
+      awaiting.clear();
+      queue.push(write);
       return;
     }
     if (t === 'reasoning') {
@@ -230,6 +281,8 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
       flush();
       const { content, isError } = outputOf(p.output, report);
       queue.push({ line, write: () => b.result(id, content, isError ? { isError } : {}) });
+      awaiting.delete(id);
+      if (awaiting.size === 0) releaseDeferred();
       return;
     }
     if (t === 'ghost_snapshot') count(report.notSent, 'ghost_snapshot');
@@ -238,7 +291,7 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
 }
 
 export async function importCodexFile(session: Session, path: string, options: TranscriptImportOptions = {}): Promise<TranscriptImportReport> {
-  const text = await readFile(path, 'utf8');
+  const text = await readTranscriptText('codex', path);
   try {
     return importCodexTranscript(session, text, options);
   } catch (err) {

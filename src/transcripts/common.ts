@@ -5,11 +5,13 @@
  * harness's own compactions as committed checkpoints) into a scratch session, copied into the
  * caller's session only once the whole file imported (all or nothing).
  */
+import { readFile } from 'node:fs/promises';
 import { XcompactError } from '../errors';
 import { COMPACTION_CHECKPOINT_SOURCE, type AppendInput, type ImageBlock, type TextBlock, type Usage } from '../session/events';
 import { answerPendingCalls } from '../session/recover';
 import { Session } from '../session/session';
 import { SessionWriter } from '../session/writer';
+import { walkRecords, type RecordWalk } from './records';
 
 export type TranscriptHarness = 'pi' | 'claude-code' | 'codex';
 
@@ -22,46 +24,55 @@ export class TranscriptImportError extends XcompactError {
   readonly line: number | undefined;
   /** The file, when the import was given one. */
   readonly file: string | undefined;
-  constructor(harness: TranscriptHarness | 'unknown', message: string, options: { line?: number; file?: string; cause?: unknown } = {}) {
+  /** Set when the file itself could not be read (missing, a directory, no permission, …). */
+  readonly fileError: TranscriptFileError | undefined;
+  constructor(harness: TranscriptHarness | 'unknown', message: string, options: { line?: number; file?: string; cause?: unknown; fileError?: TranscriptFileError } = {}) {
     const where = [options.file, options.line === undefined ? undefined : `line ${options.line}`].filter(Boolean).join(' ');
     super('import', `${HARNESS_LABEL[harness]}${where ? ` ${where}` : ''}: ${message}`, options.cause === undefined ? undefined : { cause: options.cause });
     this.harness = harness;
     this.line = options.line;
     this.file = options.file;
+    this.fileError = options.fileError;
   }
 
   /** The same error, naming the file it came from. */
   inFile(file: string): TranscriptImportError {
     const bare = this.message.slice(this.message.indexOf(': ') + 2);
-    return new TranscriptImportError(this.harness, bare, { file, ...(this.line === undefined ? {} : { line: this.line }), cause: this });
+    return new TranscriptImportError(this.harness, bare, { file, ...(this.line === undefined ? {} : { line: this.line }), ...(this.fileError ? { fileError: this.fileError } : {}), cause: this });
   }
 }
 
-export interface JsonLine {
-  /** 1-based line number in the file. */
-  line: number;
-  record: Record<string, unknown>;
+/** Why a transcript file could not be read. */
+export type TranscriptFileError = 'not-found' | 'is-a-directory' | 'permission-denied' | 'unreadable';
+
+/** A transcript file's text; a file that cannot be read is a TranscriptImportError naming it and why (never a bare Node error). */
+export async function readTranscriptText(harness: TranscriptHarness | 'unknown', path: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const [fileError, why]: [TranscriptFileError, string] =
+      code === 'ENOENT' || code === 'ENOTDIR'
+        ? ['not-found', 'no such file']
+        : code === 'EISDIR'
+          ? ['is-a-directory', 'it is a directory, not a transcript file']
+          : code === 'EACCES' || code === 'EPERM'
+            ? ['permission-denied', 'permission denied']
+            : ['unreadable', (err as Error).message];
+    throw new TranscriptImportError(harness, `cannot read the file: ${why}. Pass the path of a transcript .jsonl file.`, { file: path, fileError, cause: err });
+  }
 }
 
-/** Every non-empty line as a JSON object; anything else is an error naming the line. */
-export function parseJsonLines(harness: TranscriptHarness, text: string, expected: string): JsonLine[] {
-  const out: JsonLine[] = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i]!.trim();
-    if (raw === '') continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(raw);
-    } catch (err) {
-      throw new TranscriptImportError(harness, `not valid JSON (${(err as Error).message}); expected one JSON object per line, ${expected}.`, { line: i + 1 });
-    }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      throw new TranscriptImportError(harness, `not a JSON object; expected ${expected}.`, { line: i + 1 });
-    }
-    out.push({ line: i + 1, record: value as Record<string, unknown> });
-  }
-  return out;
+export type { JsonLine } from './records';
+
+/**
+ * The file's records by the shared walker (records.ts): merged lines split, a torn last line
+ * skipped; a line that is neither is an error naming it.
+ */
+export function readRecords(harness: TranscriptHarness, text: string, expected: string): RecordWalk {
+  const walk = walkRecords(text);
+  if (walk.bad) throw new TranscriptImportError(harness, `${walk.bad.reason}; expected one JSON object per line, ${expected}.`, { line: walk.bad.line });
+  return walk;
 }
 
 /** What an import did, by the same counts for every harness. */
@@ -69,6 +80,12 @@ export interface TranscriptImportReport {
   harness: TranscriptHarness;
   /** Non-empty lines of the file. */
   lines: number;
+  /** Lines holding two records or more (`…}{…`), split into their records. */
+  mergedLines: number;
+  /** A torn last line (a harness still writing, or a crash mid-record), skipped: 0 or 1. */
+  tornLines: number;
+  /** What the import noticed and worked around, one sentence each (records out of order, …). */
+  warnings: string[];
   turns: number;
   userMessages: number;
   assistantMessages: number;
@@ -78,6 +95,8 @@ export interface TranscriptImportReport {
   synthesizedResults: number;
   /** The harness's own compactions on the imported branch, imported as checkpoints. */
   compactions: number;
+  /** Of those, compactions that kept a recent range of the history as it was (Claude Code's preserved segment). */
+  partialCompactions: number;
   /** Of those, compactions whose summary text is not in the file (encrypted, or not recorded). */
   summariesUnavailable: number;
   /** Messages imported as the text the harness renders for them, by kind. */
@@ -88,10 +107,13 @@ export interface TranscriptImportReport {
   ignored: Record<string, number>;
 }
 
-export function emptyReport(harness: TranscriptHarness, lines: number): TranscriptImportReport {
+export function emptyReport(harness: TranscriptHarness, walk: Pick<RecordWalk, 'lines' | 'mergedLines' | 'torn'>): TranscriptImportReport {
   return {
     harness,
-    lines,
+    lines: walk.lines,
+    mergedLines: walk.mergedLines,
+    tornLines: walk.torn ? 1 : 0,
+    warnings: walk.torn ? [`line ${walk.torn.line} is torn (${walk.torn.chars} characters without the end of their record: a session still being written); it was skipped`] : [],
     turns: 0,
     userMessages: 0,
     assistantMessages: 0,
@@ -99,6 +121,7 @@ export function emptyReport(harness: TranscriptHarness, lines: number): Transcri
     toolResults: 0,
     synthesizedResults: 0,
     compactions: 0,
+    partialCompactions: 0,
     summariesUnavailable: 0,
     rendered: {},
     notSent: {},
@@ -194,19 +217,30 @@ export class TranscriptBuilder {
   /**
    * The harness's own compaction: everything on the surface so far (after a system prompt)
    * becomes one checkpoint holding `content`, the text the harness sent in its place, committed
-   * as the engine commits one. Nothing before it: the content is an ordinary user message.
+   * as the engine commits one; with `keepFromSeq`, only what was written before that seq (the
+   * nodes from it on are kept, after the checkpoint). Nothing before it: the content is an
+   * ordinary user message.
    */
-  compaction(content: Array<TextBlock | ImageBlock>, summary: string, shadowedTokens: number): void {
+  compaction(content: Array<TextBlock | ImageBlock>, summary: string, shadowedTokens: number, keepFromSeq?: number): void {
     this.closeStep();
     const s = this.session.surface;
     const head = s.length > 0 && this.session.event(s.seqAt(0)).type === 'system/message' ? 1 : 0;
-    if (s.length <= head) {
+    let cut = s.length;
+    if (keepFromSeq !== undefined) {
+      // A partial compaction: what was written from `keepFromSeq` on stays, after the checkpoint.
+      for (let p = head; p < s.length; p++) if (s.seqAt(p) >= keepFromSeq) cut = Math.min(cut, p);
+      if (cut === s.length || !s.balancedAt(cut)) {
+        count(this.report.rendered, cut === s.length ? 'partial compaction whose kept range is not in the file (imported as a full one)' : 'partial compaction keeping from inside a tool-call batch (imported as a full one)');
+        cut = s.length;
+      } else this.report.partialCompactions++;
+    }
+    if (cut <= head) {
       count(this.report.rendered, 'compaction summary with nothing before it');
       if (this.session.openTurn === null) this.openTurn();
       this.w.user(nonEmpty(content));
       return;
     }
-    const shadowed = s.slice(head, s.length);
+    const shadowed = s.slice(head, cut);
     const turn = this.session.openTurn;
     const start = this.session.append({ type: 'compaction/start', data: { turn, trigger: turn === null ? 'manual' : 'pressure' } });
     const sum = this.session.append({

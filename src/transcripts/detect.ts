@@ -6,6 +6,7 @@
  * naming the formats tried, never read as an empty conversation.
  */
 import { EVENT_TYPES } from '../session/events';
+import { walkRecords } from './records';
 
 export type TranscriptFormat = 'xcompact' | 'pi' | 'claude-code' | 'codex';
 
@@ -79,25 +80,10 @@ export interface Detection {
  * FORMAT_LABELS order (they cannot happen for real files: the formats share no record shape).
  */
 export function detectTranscriptFormat(text: string): Detection {
-  const records: Record<string, unknown>[] = [];
-  let badLine: Detection['badLine'];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i]!.trim();
-    if (raw === '') continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(raw);
-    } catch (err) {
-      badLine ??= { line: i + 1, reason: `not valid JSON (${(err as Error).message})` };
-      continue;
-    }
-    if (!isObj(value)) {
-      badLine ??= { line: i + 1, reason: 'not a JSON object' };
-      continue;
-    }
-    records.push(value);
-  }
+  // The importers' own walker: merged lines split, a torn last line skipped.
+  const walk = walkRecords(text);
+  const records = walk.records.map((r) => r.record);
+  const badLine = walk.bad;
   let best: { format: TranscriptFormat; own: number } | undefined;
   for (const format of Object.keys(RECOGNISERS) as TranscriptFormat[]) {
     const recognise = RECOGNISERS[format];

@@ -2,9 +2,8 @@
  * One entry point for every harness's transcript: import a pi, Claude Code or Codex file into
  * a Session by the format's own importer, with one report shape for all three.
  */
-import { readFile } from 'node:fs/promises';
 import { importClaudeCodeTranscript, type TranscriptImportOptions } from './claude-code';
-import { TranscriptImportError, type TranscriptHarness, type TranscriptImportReport } from './common';
+import { TranscriptImportError, readTranscriptText, type TranscriptHarness, type TranscriptImportReport } from './common';
 import { importCodexTranscript } from './codex';
 import { detectTranscriptFormat, FORMAT_LABELS } from './detect';
 import { importPiTranscript, PiImportError } from './pi';
@@ -29,7 +28,7 @@ export function importTranscript(target: Session, text: string, harness: Transcr
  * none of them, or an xcompact session log (open those with `Session.open`), is refused.
  */
 export async function importTranscriptFile(target: Session, path: string, options: TranscriptImportOptions = {}): Promise<TranscriptImportReport> {
-  const text = await readFile(path, 'utf8');
+  const text = await readTranscriptText('unknown', path);
   const { format } = detectTranscriptFormat(text);
   if (format === undefined || format === 'xcompact') {
     const tried = (['pi', 'claude-code', 'codex'] as const).map((f) => FORMAT_LABELS[f]).join('; ');

@@ -11,6 +11,7 @@
  * compaction names `firstKeptEntryId`.
  */
 import { XcompactError } from '../errors';
+import { walkRecords, type RecordWalk } from './records';
 
 export class PiImportError extends XcompactError {
   /** 1-based line of the pi file the error is about, when there is one. */
@@ -48,23 +49,19 @@ export interface PiPath {
   firstKept: Map<number, number>;
 }
 
-/** Parses every non-empty line; a line that is not a JSON object is an error naming it. */
-export function parsePiLines(jsonl: string): PiLine[] {
-  const out: PiLine[] = [];
-  const lines = jsonl.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const text = lines[i]!.trim();
-    if (text === '') continue;
-    let entry: unknown;
-    try {
-      entry = JSON.parse(text);
-    } catch (err) {
-      throw new PiImportError(`not valid JSON: ${(err as Error).message}`, i + 1);
-    }
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new PiImportError('not a JSON object (a pi entry is {"type": …}).', i + 1);
-    out.push({ line: i + 1, entry: entry as PiEntry });
+/**
+ * Every record of the file by the shared walker (records.ts): a line holding two entries run
+ * together is split, a torn last line skipped (both counted in `walk`); any other line that is
+ * not a JSON object is an error naming it.
+ */
+export function parsePiLines(jsonl: string): PiLine[] & { walk: RecordWalk } {
+  const walk = walkRecords(jsonl);
+  if (walk.bad) {
+    const reason = walk.bad.reason === 'not a JSON object' ? 'not a JSON object (a pi entry is {"type": …}).' : walk.bad.reason.replace(/^not valid JSON \((.*)\)$/, 'not valid JSON: $1');
+    throw new PiImportError(reason, walk.bad.line);
   }
-  return out;
+  const out = walk.records.map((r) => ({ line: r.line, entry: r.record as PiEntry }));
+  return Object.assign(out, { walk });
 }
 
 /** The active branch, by pi's own rules. Dangling references are errors naming their line. */

@@ -132,7 +132,10 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
   const { format, path, offBranch, firstKept } = activePath(lines);
   const report: PiImportReport = {
     format,
-    lines: lines.length,
+    lines: lines.walk.lines,
+    mergedLines: lines.walk.mergedLines,
+    tornLines: lines.walk.torn ? 1 : 0,
+    warnings: lines.walk.torn ? [`line ${lines.walk.torn.line} is torn (${lines.walk.torn.chars} characters without the end of their record: a session still being written); it was skipped`] : [],
     turns: 0,
     userMessages: 0,
     assistantMessages: 0,
@@ -140,6 +143,7 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
     toolResults: 0,
     synthesizedResults: 0,
     compactions: 0,
+    partialCompactions: 0,
     rendered: {},
     notSent: {},
     ignored: {},
@@ -330,6 +334,7 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
     });
     session.append({ type: 'compaction/end', data: { turn } });
     report.compactions++;
+    if (cut < s.length) report.partialCompactions++;
   }
 }
 

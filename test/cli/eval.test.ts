@@ -89,8 +89,16 @@ describe('xcompact eval on the real transcripts', { timeout: 400_000 }, () => {
     for (const policy of ['xcompact', 'pi (sim)', 'Codex (sim)', 'opencode (sim)', 'naive (sim)']) {
       expect(run.stdout.split('\n').filter((l) => l.trimStart().startsWith(policy))).toHaveLength(4);
     }
-    // xcompact never sends a request over the window.
-    for (const l of run.stdout.split('\n').filter((l) => l.trimStart().startsWith('xcompact '))) {
+    // Each block says what the replay sent beyond the messages, and puts the harness's own run first.
+    const blocks = run.stdout.split('\n\n');
+    for (const b of blocks) {
+      expect(b).toMatch(/replayed with (the recorded system prompt|a stand-in of [\d,]+ tokens)/);
+      expect(b).toMatch(/\n\s+as recorded\s+\$\d+\.\d\d\s+–\s+\d+\s+–\s+\d+\.\d\d\s+\d+/);
+    }
+    // xcompact never sends a request over a window its fixed overhead fits in (131k here; Claude
+    // Code's ~42k of system prompt and tools do not fit in 32k, for any policy, as for the harness).
+    for (const b of blocks.filter((b) => b.includes('window 131,072 tokens'))) {
+      const l = b.split('\n').find((l) => l.trimStart().startsWith('xcompact '))!;
       expect(l).toMatch(/^\s*xcompact\s+\$\d+\.\d\d\s+[\d,]+\s+\d+\s+\d+\s+0\.\d\d\s+0\s+\d+\.\d%\s+(\d+\.\d%|–)\s+\d+\.\d%$/);
     }
   });
@@ -107,7 +115,8 @@ describe('xcompact eval on the real transcripts', { timeout: 400_000 }, () => {
       Array.from(document.querySelectorAll('svg.chart')).map((svg) => {
         const box = svg.getBoundingClientRect();
         const marks = Array.from(svg.querySelectorAll('circle, polyline')).map((m) => (m as SVGGraphicsElement).getBBox());
-        return { id: svg.id, width: box.width, height: box.height, marks: marks.length, drawnMarks: marks.filter((b) => b.width > 0 || b.height > 0).length };
+        const valid = svg.closest('section')!.querySelectorAll('tbody tr:not(.invalid)').length;
+        return { id: svg.id, width: box.width, height: box.height, marks: marks.length, drawnMarks: marks.filter((b) => b.width > 0 || b.height > 0).length, valid };
       }),
     );
     await page.close();
@@ -117,15 +126,19 @@ describe('xcompact eval on the real transcripts', { timeout: 400_000 }, () => {
     for (const c of drawn) {
       expect(c.width, c.id).toBeGreaterThan(100);
       expect(c.height, c.id).toBeGreaterThan(100);
-      expect(c.marks, c.id).toBe(1 + PEERS.length); // one point, or one line, per policy
-      expect(c.drawnMarks, c.id).toBe(1 + PEERS.length);
+      // One line per policy; one point per valid policy (none sent a request over the window).
+      const expected = c.id.startsWith('cost-recall-') ? c.valid : 1 + PEERS.length;
+      expect(c.marks, c.id).toBe(expected);
+      expect(c.drawnMarks, c.id).toBe(expected);
     }
+    expect(drawn.some((c) => c.id.startsWith('cost-recall-') && c.valid > 0)).toBe(true);
     expect(await countRows(html)).toBe(4 * (1 + PEERS.length));
+    expect(html.match(/<p class="verdict">verdict: /g)).toHaveLength(4);
   });
 });
 
 async function countRows(html: string): Promise<number> {
-  return (html.match(/<tr><th scope="row">/g) ?? []).length;
+  return (html.match(/<tr( class="invalid")?><th scope="row">/g) ?? []).length;
 }
 
 describe('other harnesses in inspect and compact; foreign files refused', { timeout: 120_000 }, () => {

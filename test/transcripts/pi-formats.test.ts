@@ -65,6 +65,10 @@ describe('pi linear format (firstKeptEntryIndex)', () => {
   it('reports what was imported, what pi never sent and what is unknown', () => {
     expect(report).toEqual({
       format: 'linear',
+      mergedLines: 0,
+      tornLines: 0,
+      warnings: [],
+      partialCompactions: 0,
       lines: 19,
       turns: 3,
       userMessages: 3,

@@ -116,10 +116,14 @@ describe(suiteName, () => {
 });
 
 describe('pi import errors', () => {
-  it('a line that is not JSON names its line', () => {
+  it('a line that is not JSON names its line (a torn last line is skipped instead)', () => {
+    const prompt = JSON.stringify({ type: 'message', message: { role: 'user', content: 'hi' } });
     const s = Session.inMemory();
-    expect(() => importPiTranscript(s, '{"type":"session"}\nnot json\n')).toThrow(PiImportError);
-    expect(() => importPiTranscript(Session.inMemory(), '{"type":"session"}\nnot json\n')).toThrow(/line 2/);
+    expect(() => importPiTranscript(s, `{"type":"session"}\nnot json\n${prompt}\n`)).toThrow(PiImportError);
+    expect(() => importPiTranscript(Session.inMemory(), `{"type":"session"}\nnot json\n${prompt}\n`)).toThrow(/line 2/);
+    const torn = importPiTranscript(Session.inMemory(), `{"type":"session"}\n${prompt}\n${prompt.slice(0, 20)}`);
+    expect(torn.tornLines).toBe(1);
+    expect(torn.userMessages).toBe(1);
   });
 
   it('a result for a call that was never made names its line and the rule', () => {
@@ -155,6 +159,10 @@ describe('pi import errors', () => {
     );
     expect(r).toEqual({
       format: 'linear',
+      mergedLines: 0,
+      tornLines: 0,
+      warnings: [],
+      partialCompactions: 0,
       lines: 7,
       turns: 2,
       userMessages: 2,

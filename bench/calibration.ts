@@ -1,5 +1,5 @@
 /**
- * Measuring for a provider whose tokenizer we do not have (SPEC §12), on the real transcript
+ * Measuring for a provider whose tokenizer we do not have (docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have), on the real transcript
  * (test/fixtures/pi-large-session.jsonl: Claude, with the provider's recorded usage).
  *
  *   npx tsx bench/calibration.ts

@@ -1,5 +1,5 @@
 /**
- * Scale benchmark (issue 18): the costs that grow with a long session, each as a ratio measured
+ * Scale benchmark (docs/measured.md): the costs that grow with a long session, each as a ratio measured
  * in one run against a baseline of the same run.
  *
  *   npx tsx bench/scale.ts
@@ -7,7 +7,7 @@
  *   npx tsx bench/scale.ts --part=1   (or --part=2: one part alone)
  *
  * 1. `engine.afterStep()` per step at 1k, 10k and 50k surface nodes, with the defaults and with
- *    `economics: false`, `engine.measure()` beside it (goals, issue 30: 10k and 50k ≤ 1.5× the
+ *    `economics: false`, `engine.measure()` beside it (goals: 10k and 50k ≤ 1.5× the
  *    1k figure; ≤ 3× measure()).
  * 2. `Session.open` of a JSONL log of 80k events + the first `afterStep()` ÷ `JSON.parse` of
  *    the log's lines, with the meter's snapshot a clean close leaves (goal ≤ 2.5×) and without
@@ -189,7 +189,7 @@ async function stepAt(corpus: Corpus, nodes: number): Promise<StepFigures> {
 }
 
 /**
- * Part 1 (issue 30): the per-step cost of `afterStep()` at 1k, 10k and 50k surface nodes, with
+ * Part 1 (docs/measured.md): the per-step cost of `afterStep()` at 1k, 10k and 50k surface nodes, with
  * the defaults (the cost model on) and with `economics: false`, `measure()` beside it. Goals:
  * flat in session length (10k and 50k ≤ 1.5× the 1k figure) and ≤ 3× `measure()`.
  */
@@ -244,7 +244,7 @@ async function timedReopen(store: JsonlStore, id: string) {
  */
 const REOPEN_CONFIG = { economics: false };
 
-/** The log size of the reopen (issue 30 measured 80k events). */
+/** The log size of the reopen (80k events, as measured on a long real session). */
 const REOPEN_EVENTS = 80_000;
 
 /**

@@ -1,5 +1,5 @@
 /**
- * `xcompact compact <file>`: one manual compaction (the `/compact` of SPEC §9) of a stored
+ * `xcompact compact <file>`: one manual compaction (the `/compact` of docs/spec.md#9-manual-compaction-compact) of a stored
  * session or of an OpenAI chat-messages file, written to a new file. The input's bytes are
  * never changed unless --in-place, and then only appended to (the log is append-only).
  */

@@ -81,7 +81,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
   const window = options.window;
   const maxOutputTokens = Math.min(1024, Math.floor(window / 8));
   const models = { [`${PROVIDER}/${MODEL}`]: { contextWindow: window, maxOutputTokens } };
-  // The defaults' background mode (SPEC §13): summaries are prepared while the agent works on.
+  // The defaults' background mode (docs/spec.md#13-background-compaction): summaries are prepared while the agent works on.
   const config = { thresholdRatio: 0.8, retainRatio: 0.16, headroomTokens: Math.floor(window / 8), maxTokens: maxOutputTokens };
 
   // ---- the task: a long first turn, a manual /compact, a short second turn (one turn when very short)

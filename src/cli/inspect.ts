@@ -71,7 +71,7 @@ export interface InspectReport {
     totalTokens: number;
     estimatedTokens: number;
     anchored: boolean;
-    /** Provider tokens per priced token for this route (SPEC §12), and the samples it rests on. */
+    /** Provider tokens per priced token for this route (docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have), and the samples it rests on. */
     calibration: { ratio: number; samples: number };
     /** The provider's figure was far below our calibrated estimate: the estimate is used. */
     suspectUsage: boolean;

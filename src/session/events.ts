@@ -109,7 +109,7 @@ export const EventDataSchemas = {
     .object({
       turn: turnNumber.nullable(),
       trigger: z.enum(['pressure', 'overflow', 'manual']),
-      /** Prepared in the background (SPEC §13): the bracket may stay open across step and turn boundaries. */
+      /** Prepared in the background (docs/spec.md#13-background-compaction): the bracket may stay open across step and turn boundaries. */
       background: z.literal(true).optional(),
     })
     .strict(),

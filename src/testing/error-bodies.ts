@@ -276,7 +276,7 @@ export const OTHER_ERROR_BODIES = {
   },
   /**
    * llama.cpp's 500 when a reply cut by max_tokens ends inside a tool call: the server parses the
-   * partial arguments and fails (seen with llama-server --jinja; issue 34).
+   * partial arguments and fails (seen with llama-server --jinja; docs/local-models.md#replies-cut-inside-a-tool-call).
    */
   llamaToolCallTruncated: {
     status: 500,

@@ -1,5 +1,5 @@
 /**
- * Issue 34 item 5, the CLI's small ones: a failed `xcompact compact` leaves no file behind (not
+ * The CLI's small ones (docs/cli.md): a failed `xcompact compact` leaves no file behind (not
  * even the meter's `<output>.prices` sidecar), and `compact` accepts `--no-color` as `inspect` does.
  */
 import { spawn } from 'node:child_process';
@@ -45,7 +45,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('xcompact compact, small ones (issue 34, item 5)', () => {
+describe('xcompact compact, small ones (docs/cli.md)', () => {
   it('a failed compact leaves no output and no .prices sidecar', async () => {
     const at = join(dir, 'failed');
     const input = await writeSession(at, 'work');

@@ -303,7 +303,7 @@ describe('xcompact compact --in-place', { timeout: SPAWN_TIMEOUT }, () => {
     const after = readFileSync(file);
     expect(after.length).toBeGreaterThan(before.length);
     expect(after.subarray(0, before.length).equals(before)).toBe(true);
-    // No lock left behind, no other file but the meter's snapshot a clean close saves (issue 18).
+    // No lock left behind, no other file but the meter's snapshot a clean close saves (docs/sessions-and-stores.md#reopening-a-long-session).
     expect(readdirSync(at).sort()).toEqual(['live.jsonl', 'live.jsonl.prices']);
   });
 

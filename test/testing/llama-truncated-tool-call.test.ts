@@ -1,5 +1,5 @@
 /**
- * Issue 34 item 5: llama.cpp answers 500 "Failed to parse tool call arguments as JSON" when
+ * docs/local-models.md#replies-cut-inside-a-tool-call: llama.cpp answers 500 "Failed to parse tool call arguments as JSON" when
  * max_tokens cuts a reply inside a tool call. It is classified as a truncated reply (not a
  * server fault, not an overflow: nothing is compacted), and examples/agent-loop.ts resends the
  * request with a larger budget instead of dying.

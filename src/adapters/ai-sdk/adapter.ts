@@ -4,7 +4,7 @@
  *
  * Why a model wrapper and not `prepareStep`: `prepareStep` can replace the next step's
  * messages but never sees the step's own request fail, so it cannot recover a context
- * overflow (SPEC §6) inside the loop. At the model boundary one object sees everything: the
+ * overflow (docs/spec.md#6-overflow-recovery) inside the loop. At the model boundary one object sees everything: the
  * whole prompt of each step (system prompt, the app's messages, the tool results the SDK
  * just produced), the reply with its usage, and the provider's error. So the app changes one
  * option — `model: compaction.model` — and every loop that takes a model works.

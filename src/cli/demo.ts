@@ -224,6 +224,8 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
       ),
     );
 
+    say(style.dim(`each step: the context after it, in tokens, against the threshold where compaction starts (the bar fills at the threshold), then the tools it called`));
+
     w.system(SYSTEM_PROMPT);
     const request = () => w.request({ provider: PROVIDER, model: MODEL, systemPrompt: SYSTEM_PROMPT, tools: DEMO_TOOLS, maxTokens: maxOutputTokens });
 
@@ -278,7 +280,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
         const m = engine.measure();
         const threshold = m.threshold ?? 0;
         say(
-          ` step ${String(report.steps).padStart(3)} ${bar(style, m.totalTokens, threshold)} ${fmt(m.totalTokens).padStart(7)} / ${fmt(threshold)}  ` +
+          ` step ${String(report.steps).padStart(3)} ${bar(style, m.totalTokens, threshold)} ${fmt(m.totalTokens).padStart(7)} tokens (threshold ${fmt(threshold)})  ` +
             style.dim(truncate(calls.length > 0 ? described.join(', ') : `answer: ${message.content ?? ''}`, 70)),
         );
         const before = performance.now();

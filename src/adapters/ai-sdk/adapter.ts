@@ -40,7 +40,7 @@ import { SessionWriter } from '../../session/writer';
 import type { Summarizer } from '../../services/summarizing';
 import { boundSummarizer } from '../../services/summarizing';
 import { withCheckpointLedger } from '../../services/summarizing';
-import { missingCapacity, type ModelInfo } from '../../services/config';
+import { missingCapacity, modelInfoFor, type ModelInfo } from '../../services/config';
 import { normaliseRequestError, recoveryFailed } from './errors';
 import {
   AiSdkAdapterError,
@@ -250,7 +250,14 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     await closeStep(signal);
     ensureTurn();
     w.startStep();
-    w.request({ provider, model: base.modelId, tools: (params.tools ?? []).map(toolDefinition), ...(params.maxOutputTokens ? { maxTokens: params.maxOutputTokens } : {}) });
+    const contextWindow = modelInfoFor(engine.config, provider, base.modelId)?.contextWindow;
+    w.request({
+      provider,
+      model: base.modelId,
+      tools: (params.tools ?? []).map(toolDefinition),
+      ...(params.maxOutputTokens ? { maxTokens: params.maxOutputTokens } : {}),
+      ...(contextWindow !== undefined ? { contextWindow } : {}),
+    });
     return derive(spec);
   };
 

@@ -95,7 +95,7 @@ function growthError(source: Session): Map<string, number> {
       clean = true;
       anchorRoute = route;
       ratios.set(m.calibration.route, m.calibration.ratio);
-    } else if (e.type === 'assistant/message') countNode(added, e as SurfaceEvent);
+    } else if (e.type === 'assistant/message') countNode(added, e);
   }
 
   // Held out: the calibration fitted on the first half's steps only, frozen, predicting the second half.

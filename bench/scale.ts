@@ -125,8 +125,6 @@ export class Workload {
   }
 }
 
-const us = (ms: number) => `${(ms * 1000).toFixed(1)} µs`;
-
 /** The sizes part 1 times a step at, and how many steps per size (after a tenth more to warm up). */
 export const STEP_SIZES = [1_000, 10_000, 50_000] as const;
 const STEP_REPS = 80;
@@ -165,7 +163,7 @@ async function stepAt(corpus: Corpus, nodes: number): Promise<StepFigures> {
   const measures = { defaults: [] as number[], economicsOff: [] as number[] };
   const warm = Math.ceil(STEP_REPS / 10);
   for (let i = 0; i < STEP_REPS + warm; i++) {
-    const order = i % 2 === 0 ? names : ([...names].reverse() as typeof names[number][]);
+    const order = i % 2 === 0 ? names : ([...names].reverse());
     work.step();
     for (const n of order) {
       const t = performance.now();

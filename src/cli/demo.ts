@@ -142,7 +142,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
     if (options.store) {
       const pg = await openDemoPostgresSession(options.store);
       session = pg.session;
-      closeSession = pg.close;
+      closeSession = () => pg.close();
       report.sessionFile = pg.label;
     } else {
       session = await Session.open(new JsonlStore(outDir, { sync: false }), 'demo');

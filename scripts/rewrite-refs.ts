@@ -86,7 +86,10 @@ export const REWORDINGS: Array<[from: string, to: string]> = [
   ['(issue 30 measured 80k events)', '(80k events, as measured on a long real session)'],
   ['(issue 29, "done when")', '(docs/reliability.md#the-storable-value-rule)'],
   ['(issue 3, "Measured, not assumed", items 3 and 4)', '(docs/measured.md)'],
-  ["used by issue 34's tests and bench:", 'used by the one-slot tests and bench (docs/local-models.md#one-server-slot-background-summaries-while-the-tools-run):'],
+  [
+    "used by issue 34's tests and bench:",
+    'used by the one-slot tests and bench (docs/local-models.md#one-server-slot-background-summaries-while-the-tools-run):',
+  ],
   ["Issue 34 item 5, the CLI's small ones:", "The CLI's small ones (docs/cli.md):"],
   ['The memory measures of issue 25 (src/eval/memory.ts)', 'The memory measures (docs/memory.md, src/eval/memory.ts)'],
   ['(issue 29 items 1, 2 and 5)', '(docs/reliability.md#the-storable-value-rule)'],
@@ -132,7 +135,8 @@ export function textRanges(file: string, text: string): Array<[number, number, '
   const visit = (node: ts.Node) => {
     comments(node.getFullStart());
     comments(node.getEnd());
-    if (strings && (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node) || ts.isTemplateLiteralToken(node))) out.push([node.getStart(sf), node.getEnd(), 'string']);
+    if (strings && (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node) || ts.isTemplateLiteralToken(node)))
+      out.push([node.getStart(sf), node.getEnd(), 'string']);
     for (const child of node.getChildren(sf)) visit(child);
   };
   visit(sf);
@@ -160,7 +164,11 @@ function readAnchors(page: string): Set<string> | undefined {
     if (/^\s*(```|~~~)/.test(line)) fence = !fence;
     const m = fence ? null : /^#{1,6}\s+(.*)$/.exec(line);
     if (!m) continue;
-    const base = m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
+    const base = m[1]!
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
+      .replace(/ /g, '-');
     const n = counts.get(base) ?? 0;
     counts.set(base, n + 1);
     out.add(n === 0 ? base : `${base}-${n}`);
@@ -173,7 +181,11 @@ export function specPointer(section: number): string | undefined {
   const text = readFileSync(join(root, 'docs', 'spec.md'), 'utf8');
   const m = new RegExp(`^## ${section}\\. (.*)$`, 'm').exec(text);
   if (!m) return undefined;
-  const slug = `${section}. ${m[1]}`.trim().toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
+  const slug = `${section}. ${m[1]}`
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
+    .replace(/ /g, '-');
   return `docs/spec.md#${slug}`;
 }
 
@@ -209,7 +221,13 @@ export function rewriteFile(file: string, text: string): { text: string; refs: R
     });
     piece = piece.replace(ISSUE, (whole, n: string, item: string | undefined, _i2, _i3, _s, offset: number) => {
       const to = issuePage(file, Number(n), item === undefined ? undefined : Number(item));
-      refs.push({ file, line: lineAt(start + offset), text: whole, kind: 'issue', ...(to ? { to } : { problem: `issue ${n}: no page in ISSUE_PAGES (scripts/rewrite-refs.ts)` }) });
+      refs.push({
+        file,
+        line: lineAt(start + offset),
+        text: whole,
+        kind: 'issue',
+        ...(to ? { to } : { problem: `issue ${n}: no page in ISSUE_PAGES (scripts/rewrite-refs.ts)` }),
+      });
       return to ?? whole;
     });
     out += piece;

@@ -30,11 +30,21 @@ describe('xcompact inspect, papercuts', { timeout: 60_000 }, () => {
       session,
       models: { 'my-local-model': { contextWindow: 6_000, maxOutputTokens: 500 } },
     });
-    await ai.chat.completions.create({ model: 'my-local-model', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hello' }] });
+    await ai.chat.completions.create({
+      model: 'my-local-model',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'hello' },
+      ],
+    });
     await ai.compaction.close();
 
     const file = join(dir, 'dropin.jsonl');
-    const header = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; data: Record<string, unknown> }).find((e) => e.type === 'request/header');
+    const header = readFileSync(file, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; data: Record<string, unknown> })
+      .find((e) => e.type === 'request/header');
     expect(header?.data.contextWindow).toBe(6_000);
     const r = await xcompact(['inspect', file]);
     expect(r.code, r.stderr).toBe(0);
@@ -57,7 +67,10 @@ describe('xcompact inspect, papercuts', { timeout: 60_000 }, () => {
     w.assistant({ text: 'one' });
     // What a close() during a background summary leaves, then a summary that failed.
     session.append({ type: 'compaction/start', data: { turn: 0, trigger: 'pressure', background: true } });
-    session.append({ type: 'compaction/end', data: { turn: 0, error: { code: 'cancelled', message: 'the background compaction was cancelled: the engine was closed' } } });
+    session.append({
+      type: 'compaction/end',
+      data: { turn: 0, error: { code: 'cancelled', message: 'the background compaction was cancelled: the engine was closed' } },
+    });
     session.append({ type: 'compaction/start', data: { turn: 0, trigger: 'pressure' } });
     session.append({ type: 'compaction/end', data: { turn: 0, error: { code: 'summary', message: 'the summarizer answered with an empty text' } } });
     w.endTurn();

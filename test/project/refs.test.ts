@@ -36,9 +36,11 @@ describe('references in the sources', () => {
     const test = "// SPEC §13 and issue 26\nit('stalls (issue 29 item 3)', () => {});\nconst s = 'issue 26';\n";
     const once = rewriteFile('test/x.test.ts', test);
     expect(once.refs.map((r) => r.to)).toEqual([specPointer(13), 'docs/recall.md', 'docs/reliability.md#summary-timeouts', 'docs/recall.md']);
-    expect(once.text).toBe(`// ${specPointer(13)} and docs/recall.md\nit('stalls (docs/reliability.md#summary-timeouts)', () => {});\nconst s = 'docs/recall.md';\n`);
+    expect(once.text).toBe(
+      `// ${specPointer(13)} and docs/recall.md\nit('stalls (docs/reliability.md#summary-timeouts)', () => {});\nconst s = 'docs/recall.md';\n`,
+    );
     expect(rewriteFile('test/x.test.ts', once.text)).toEqual({ text: once.text, refs: [] });
-    const src = "/** issue 26 */\nexport const template = `see issue #212`;\n";
+    const src = '/** issue 26 */\nexport const template = `see issue #212`;\n';
     expect(rewriteFile('src/x.ts', src).text).toBe('/** docs/recall.md */\nexport const template = `see issue #212`;\n');
     expect(rewriteFile('src/x.ts', '// issue 999\n').refs[0]!.problem).toMatch(/no page/);
     expect(brokenPointers('src/x.ts', '// docs/spec.md#99-nope and docs/nope.md\n').map((r) => r.problem)).toEqual([

@@ -1,5 +1,5 @@
 /**
- * Background compaction (SPEC §13): how long the agent is blocked in `afterStep()`, foreground
+ * Background compaction (docs/spec.md#13-background-compaction): how long the agent is blocked in `afterStep()`, foreground
  * against background mode, in one run over the same scripted session (same seed).
  *
  *   npx tsx bench/background.ts          (STEP_MS=150 for agent steps faster than the summary)

@@ -1,5 +1,5 @@
 /**
- * Measuring for a provider whose tokenizer we do not have (SPEC §12), on the real transcript
+ * Measuring for a provider whose tokenizer we do not have (docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have), on the real transcript
  * (test/fixtures/pi-large-session.jsonl: Claude, with the provider's recorded usage).
  *
  *   npx tsx bench/calibration.ts
@@ -95,7 +95,7 @@ function growthError(source: Session): Map<string, number> {
       clean = true;
       anchorRoute = route;
       ratios.set(m.calibration.route, m.calibration.ratio);
-    } else if (e.type === 'assistant/message') countNode(added, e as SurfaceEvent);
+    } else if (e.type === 'assistant/message') countNode(added, e);
   }
 
   // Held out: the calibration fitted on the first half's steps only, frozen, predicting the second half.

@@ -63,7 +63,7 @@ async function replay(source: Session, name: string, reference: boolean): Promis
     ...(reference
       ? {
           // The reference: always merge from the head (no stacking), and any span is worth a try.
-          services: (d) => ({
+          services: (_d) => ({
             selectRange: (input) => {
               const m = engine.measure();
               const retain = input.purpose === 'pressure' ? Math.floor((WINDOW - 4096) * 0.16) : 0;

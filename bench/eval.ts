@@ -1,5 +1,5 @@
 /**
- * Speed of `xcompact eval` (issue 28): the real pi transcript (1,019 lines, 914 messages, 453
+ * Speed of `xcompact eval` (docs/transcripts-and-eval.md#measured): the real pi transcript (1,019 lines, 914 messages, 453
  * requests: about a 1,000-message session) and the real Claude Code session, each replayed at
  * two windows through xcompact and the five simulated peers, as the command runs it. Reports
  * wall time and the process's CPU time in this one run, and their ratio to the target (one

@@ -1,5 +1,5 @@
 /**
- * Token meter benchmark (issue 3, "Measured, not assumed", items 3 and 4).
+ * Token meter benchmark (docs/measured.md).
  *
  *   npx tsx bench/meter.ts
  *

@@ -1,5 +1,5 @@
 /**
- * One server slot (issue 34): a local server that works on one request at a time (llama.cpp
+ * One server slot (docs/local-models.md#one-server-slot-background-summaries-while-the-tools-run): a local server that works on one request at a time (llama.cpp
  * `-np 1`). The agent's blocked time (its requests, queueing included, plus afterStep), foreground
  * against background, and the prompt the slot re-evaluates for the agent beyond what each request
  * added (a summary in the slot evicts the agent's cached prompt), in one run over the same script.

@@ -1,6 +1,6 @@
 /**
  * Part 2 of bench/recall.ts: on the shared pi transcript replayed through the engine at a 32k
- * window (extractive summaries, recall on), the needed facts of issue 25 (src/eval/memory.ts:
+ * window (extractive summaries, recall on), the needed facts (docs/memory.md, src/eval/memory.ts:
  * file paths, error lines of tool results, string arguments of tool calls; needed at request t
  * when they occur in a message before t and again in an assistant message at or after t) that
  * are not in the request, and how many of those one recall call with the fact as its query

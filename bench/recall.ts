@@ -1,5 +1,5 @@
 /**
- * Recall (issue 26): what one recall call costs on a long session, what the index holds, and
+ * Recall (docs/recall.md): what one recall call costs on a long session, what the index holds, and
  * whether one call brings back what the agent needed.
  *
  *   npx tsx bench/recall.ts
@@ -12,7 +12,7 @@
  *    Also the index's build (the fold on a reopened session) and its heap, per character of
  *    the shadowed text it indexes.
  * 2. On the shared pi transcript replayed at a 32k window (extractive summaries, recall on): at
- *    each request, the needed facts (issue 25: file paths, error lines of tool results, string
+ *    each request, the needed facts (docs/memory.md: file paths, error lines of tool results, string
  *    arguments of tool calls, needed at t if they occur before t and again in an assistant
  *    message at or after t) that are not in the request, and the share of those one recall
  *    call with the fact as its query returns (goal 100%).

@@ -1,5 +1,5 @@
 /**
- * Scale benchmark (issue 18): the costs that grow with a long session, each as a ratio measured
+ * Scale benchmark (docs/measured.md): the costs that grow with a long session, each as a ratio measured
  * in one run against a baseline of the same run.
  *
  *   npx tsx bench/scale.ts
@@ -7,7 +7,7 @@
  *   npx tsx bench/scale.ts --part=1   (or --part=2: one part alone)
  *
  * 1. `engine.afterStep()` per step at 1k, 10k and 50k surface nodes, with the defaults and with
- *    `economics: false`, `engine.measure()` beside it (goals, issue 30: 10k and 50k ≤ 1.5× the
+ *    `economics: false`, `engine.measure()` beside it (goals: 10k and 50k ≤ 1.5× the
  *    1k figure; ≤ 3× measure()).
  * 2. `Session.open` of a JSONL log of 80k events + the first `afterStep()` ÷ `JSON.parse` of
  *    the log's lines, with the meter's snapshot a clean close leaves (goal ≤ 2.5×) and without
@@ -125,8 +125,6 @@ export class Workload {
   }
 }
 
-const us = (ms: number) => `${(ms * 1000).toFixed(1)} µs`;
-
 /** The sizes part 1 times a step at, and how many steps per size (after a tenth more to warm up). */
 export const STEP_SIZES = [1_000, 10_000, 50_000] as const;
 const STEP_REPS = 80;
@@ -165,7 +163,7 @@ async function stepAt(corpus: Corpus, nodes: number): Promise<StepFigures> {
   const measures = { defaults: [] as number[], economicsOff: [] as number[] };
   const warm = Math.ceil(STEP_REPS / 10);
   for (let i = 0; i < STEP_REPS + warm; i++) {
-    const order = i % 2 === 0 ? names : ([...names].reverse() as typeof names[number][]);
+    const order = i % 2 === 0 ? names : ([...names].reverse());
     work.step();
     for (const n of order) {
       const t = performance.now();
@@ -189,7 +187,7 @@ async function stepAt(corpus: Corpus, nodes: number): Promise<StepFigures> {
 }
 
 /**
- * Part 1 (issue 30): the per-step cost of `afterStep()` at 1k, 10k and 50k surface nodes, with
+ * Part 1 (docs/measured.md): the per-step cost of `afterStep()` at 1k, 10k and 50k surface nodes, with
  * the defaults (the cost model on) and with `economics: false`, `measure()` beside it. Goals:
  * flat in session length (10k and 50k ≤ 1.5× the 1k figure) and ≤ 3× `measure()`.
  */
@@ -244,7 +242,7 @@ async function timedReopen(store: JsonlStore, id: string) {
  */
 const REOPEN_CONFIG = { economics: false };
 
-/** The log size of the reopen (issue 30 measured 80k events). */
+/** The log size of the reopen (80k events, as measured on a long real session). */
 const REOPEN_EVENTS = 80_000;
 
 /**

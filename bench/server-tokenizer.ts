@@ -1,5 +1,5 @@
 /**
- * The `server` tokenizer (issue 34 item 3): how far the meter's estimate is from the model
+ * The `server` tokenizer (docs/local-models.md#the-server-tokenizer-the-model-servers-own-counts): how far the meter's estimate is from the model
  * server's own count on digit-heavy text, with the server's counts against o200k_base, and what
  * the prefetch costs a step once its counts are cached, as a ratio to the step's measure().
  *

@@ -156,7 +156,6 @@ class NaiveLog {
 
 const now = () => performance.now();
 const us = (ms: number) => ms * 1000;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const fmt = (x: number, digits = 2) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(digits));
 const ratio = (naive: number, ours: number) => `${fmt(naive / ours, 1)}×`;
 
@@ -203,7 +202,7 @@ function measureNaiveAppend(size: number): { us: number; sample: number } {
   const gen = workload();
   const naive = new NaiveLog();
   // grow without validation (not what is measured), then time validated appends at this size
-  for (const i of take(gen, size - sample)) naive.log.push({ seq: naive.log.length, time: '', ...i } as SessionEvent);
+  for (const i of take(gen, size - sample)) naive.log.push({ seq: naive.log.length, time: '', ...i });
   const tail = take(gen, sample);
   const t0 = now();
   for (const i of tail) naive.append(i);
@@ -257,7 +256,7 @@ async function measureJsonl(size: number, naive: boolean): Promise<{ eventsPerS:
     }
     // naive: validate each append by a full fold, write each batch with appendFile + fdatasync
     const log = new NaiveLog();
-    for (const i of head) log.log.push({ seq: log.log.length, time: new Date().toISOString(), ...i } as SessionEvent);
+    for (const i of head) log.log.push({ seq: log.log.length, time: new Date().toISOString(), ...i });
     await appendFile(file, log.log.map((e) => `${JSON.stringify(e)}\n`).join(''));
     const before = await sizeOf(file);
     let batch: string[] = [];
@@ -306,9 +305,9 @@ async function measureSize(size: number): Promise<SizeResult> {
 
   const ngen = workload();
   const naive = new NaiveLog();
-  for (const i of take(ngen, size)) naive.log.push({ seq: naive.log.length, time: '', ...i } as SessionEvent);
+  for (const i of take(ngen, size)) naive.log.push({ seq: naive.log.length, time: '', ...i });
   const nReps = Math.max(3, Math.min(200, Math.ceil(5e5 / size)));
-  const naiveDeriveUs = afterSurfaceAppends((i) => naive.log.push({ seq: naive.log.length, time: '', ...i } as SessionEvent), ngen, nReps, () => naive.deriveMessages());
+  const naiveDeriveUs = afterSurfaceAppends((i) => naive.log.push({ seq: naive.log.length, time: '', ...i }), ngen, nReps, () => naive.deriveMessages());
   const nseqs = naiveProject(naive.log).surface;
   t0 = now();
   for (let q = 0; q < nReps; q++) if (naive.balancedAfter(nseqs[Math.floor(rnd() * nseqs.length)]!)) sink++;

@@ -223,8 +223,8 @@ export async function runTool(sandbox: string, name: string, argumentsJson: stri
     return { text: `The arguments are not valid JSON: ${argumentsJson.slice(0, 200)}`, isError: true };
   }
   try {
-    if (name === 'read_file') return await readSandboxFile(sandbox, String(args.path ?? ''));
-    if (name === 'run_command') return await runSandboxCommand(sandbox, String(args.command ?? ''));
+    if (name === 'read_file') return await readSandboxFile(sandbox, typeof args.path === 'string' ? args.path : '');
+    if (name === 'run_command') return await runSandboxCommand(sandbox, typeof args.command === 'string' ? args.command : '');
     return { text: `Unknown tool "${name}".`, isError: true };
   } catch (err) {
     return { text: err instanceof Error ? err.message : String(err), isError: true };
@@ -262,7 +262,7 @@ async function runSandboxCommand(sandbox: string, command: string): Promise<Tool
     execFile(bin, argv, { cwd: sandbox, timeout: 10_000, maxBuffer: 4 * MAX_OUTPUT, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' } }, (err, stdout, stderr) => {
       let text = `${stdout}${stderr ? `\n${stderr}` : ''}`;
       if (text.length > MAX_OUTPUT) text = `${text.slice(0, MAX_OUTPUT)}\n[output cut at ${MAX_OUTPUT} characters]`;
-      const code = err && typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code as number) : err ? -1 : 0;
+      const code = err && typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : err ? -1 : 0;
       // grep exits 1 for "no match": an answer, not a failure.
       const failed = code !== 0 && !(bin === 'grep' && code === 1);
       done({ text: failed ? `${text}\n(exit code ${code}${err && code === -1 ? `: ${err.message}` : ''})`.trim() : text || '(no output)', isError: failed });

@@ -223,7 +223,7 @@ export async function runXStateAgent(options: XStateAgentOptions): Promise<XStat
   if (options.session.openStep) writer.endStep('error');
   writer.endTurn(run.error !== undefined ? 'error' : run.answer === undefined ? 'aborted' : 'completed');
   await options.session.flush();
-  if (run.error !== undefined) throw run.error;
+  if (run.error !== undefined) throw run.error instanceof Error ? run.error : new Error('the agent failed', { cause: run.error });
   return run;
 }
 

@@ -26,7 +26,7 @@ export { BUILTIN_MODELS, resolveModel, resolvePrices, modelKey } from './service
 export { NEUTRAL_PRICES, compactionEconomics, pruneEconomics, type CompactionEstimate, type PruneEstimate } from './services/economics';
 export { TOKENIZER_NAMES } from './services/metering';
 
-// Building an argument-prune replace (SPEC §15) for a custom pruner.
+// Building an argument-prune replace (docs/spec.md#15-pruning-what-the-agent-wrote) for a custom pruner.
 export { argumentPruneProblem, withPrunedArguments } from './session/index';
 
 // Single services.

@@ -77,7 +77,7 @@ export { BoundedSummarizer, boundSummarizer, type BoundingOptions } from './serv
 export type { CountTokens } from './services/summarizing';
 export { buildInstruction, type InstructionOptions } from './services/summarizing';
 
-// Nothing is lost (issue 26): the recall tool for the host's tool list and dispatcher (config `recall: true`).
+// Nothing is lost (docs/recall.md): the recall tool for the host's tool list and dispatcher (config `recall: true`).
 export { recallTool, RecallError, type RecallTool, type RecallToolDefinition, type RecallToolOptions, type RecallAnswer, type RecallErrorCode } from './services/recall';
 
 // Recording a compaction for the offline viewer (visualizer/index.html).

@@ -195,7 +195,7 @@ export function createTraceRecorder(session?: Session, options: TraceRecorderOpt
         const tr: TraceTransition = {
           source: t.source.id,
           target: (t.target ?? []).map((n) => n.id),
-          event: t.eventType,
+          event: t.eventType as string,
         };
         const g = describeGuard(t.guard);
         if (g !== undefined) tr.guard = g;

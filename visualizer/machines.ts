@@ -40,7 +40,7 @@ export function stateNodes(machine: AnyStateMachine): StateNodeInfo[] {
     out.push({ id: node.id, path: node.path.join('.') });
     for (const child of Object.values(node.states)) walk(child as typeof node);
   };
-  walk(machine.root as unknown as { id: string; path: string[]; states: Record<string, unknown> });
+  walk(machine.root);
   return out;
 }
 

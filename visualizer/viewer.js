@@ -53,9 +53,12 @@
       chart.pathToId = new Map(chart.states.map((s) => [s.path, s.id]));
       chartById.set(chart.id, chart);
     }
-    // Lay out with every section shown (a hidden one has no size), then show the first.
+    // Lay out with every section shown (a hidden one has no size), then show the first. Until then
+    // the drawings are invisible (their boxes kept): a chart drawn before the last one is laid out
+    // would show at a fit its box no longer has once the other sections are hidden.
     for (const chart of charts) {
       const diagram = chart.section.querySelector('.diagram');
+      diagram.style.visibility = 'hidden';
       const box = { width: diagram.clientWidth - 16, height: diagram.clientHeight - 16 };
       const result = await window.XcompactLayout.layout(chart, box);
       const drawn = window.XcompactLayout.draw(chart, result);
@@ -65,7 +68,9 @@
     }
     $('status').remove();
     const wanted = location.hash.slice(1);
+    for (const chart of charts) chart.refit = true;
     selectChart(charts.some((c) => c.name === wanted) ? wanted : charts[0].name);
+    for (const chart of charts) chart.section.querySelector('.diagram').style.visibility = '';
     document.body.dataset.ready = 'true';
   }
 
@@ -335,6 +340,8 @@
   function buildTimeline() {
     const ol = $('timeline');
     ol.textContent = '';
+    // Room for the widest step number ("231."), which a fixed indent would clip.
+    ol.style.paddingLeft = `calc(${String(trace.steps.length).length + 1}ch + 14px)`;
     trace.steps.forEach((s, i) => {
       const li = document.createElement('li');
       li.dataset.index = String(i);

@@ -1,5 +1,5 @@
 /**
- * Where the facts the agent needs again live (issue 25's needed recall, src/eval/memory.ts):
+ * Where the facts the agent needs again live (needed recall, docs/memory.md, src/eval/memory.ts):
  * for every (request, needed fact) pair of the original transcript, which kinds of earlier
  * message carry the fact — the user's words, the assistant's text, the action arguments of its
  * tool calls (command, path, pattern), its other arguments (a file written, an edit), tool

@@ -1,7 +1,7 @@
 /**
  * The cost × memory frontier of xcompact's own settings, against the simulated peers: each
  * config variant replays every transcript at every window (the same replay as run.ts), and the
- * row goal of issue 25 is judged for each, with the bill split into cache reads, cache writes,
+ * row goal (docs/measured.md#economics-and-memory-xcompact-against-simulated-peer-policies) is judged for each, with the bill split into cache reads, cache writes,
  * summary input and summary output, and the mean request. It answers "is there a setting that
  * meets the goal?" with measurements instead of guesses.
  *

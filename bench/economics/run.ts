@@ -220,7 +220,7 @@ export async function run(argv: readonly string[] = []): Promise<void> {
 }
 
 export const MEMORY_NOTE =
-  'memory (src/eval/memory.ts, issue 25): needed recall = at each request, of the facts (file paths, error lines of tool results, string arguments of tool calls) that occur before it AND again in an ' +
+  'memory (src/eval/memory.ts, docs/measured.md#economics-and-memory-xcompact-against-simulated-peer-policies): needed recall = at each request, of the facts (file paths, error lines of tool results, string arguments of tool calls) that occur before it AND again in an ' +
   'assistant message at or after it in the original transcript, the share present verbatim in what the policy sends (its summaries included); mean over requests with a needed fact. ' +
   'After compaction = the same at the first request after each compaction (count in brackets). Intent = of every earlier user message, its first 160 characters (or first line ≥ 20 characters), present verbatim; mean over (request, message) pairs.';
 

@@ -1,5 +1,5 @@
 /**
- * `xcompact compact <file>`: one manual compaction (the `/compact` of SPEC §9) of a stored
+ * `xcompact compact <file>`: one manual compaction (the `/compact` of docs/spec.md#9-manual-compaction-compact) of a stored
  * session or of an OpenAI chat-messages file, written to a new file. The input's bytes are
  * never changed unless --in-place, and then only appended to (the log is append-only).
  */
@@ -256,7 +256,7 @@ async function compactInput(
     try {
       if (writer) {
         session = writer.session;
-        closeSession = writer.close;
+        closeSession = () => writer.close();
       } else {
         session = await Session.open(new JsonlStore(dirname(output)), sessionId!);
       }
@@ -333,11 +333,11 @@ async function removeOutput(output: string): Promise<void> {
 }
 
 async function readPostgres(ref: PostgresRef): Promise<Buffer> {
-  const { session, close } = await openPostgresSession(ref, true);
+  const opened = await openPostgresSession(ref, true);
   try {
-    return postgresAsJsonl(ref, session);
+    return postgresAsJsonl(ref, opened.session);
   } finally {
-    await close();
+    await opened.close();
   }
 }
 

@@ -81,7 +81,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
   const window = options.window;
   const maxOutputTokens = Math.min(1024, Math.floor(window / 8));
   const models = { [`${PROVIDER}/${MODEL}`]: { contextWindow: window, maxOutputTokens } };
-  // The defaults' background mode (SPEC §13): summaries are prepared while the agent works on.
+  // The defaults' background mode (docs/spec.md#13-background-compaction): summaries are prepared while the agent works on.
   const config = { thresholdRatio: 0.8, retainRatio: 0.16, headroomTokens: Math.floor(window / 8), maxTokens: maxOutputTokens };
 
   // ---- the task: a long first turn, a manual /compact, a short second turn (one turn when very short)
@@ -142,7 +142,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
     if (options.store) {
       const pg = await openDemoPostgresSession(options.store);
       session = pg.session;
-      closeSession = pg.close;
+      closeSession = () => pg.close();
       report.sessionFile = pg.label;
     } else {
       session = await Session.open(new JsonlStore(outDir, { sync: false }), 'demo');
@@ -224,6 +224,8 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
       ),
     );
 
+    say(style.dim(`each step: the context after it, in tokens, against the threshold where compaction starts (the bar fills at the threshold), then the tools it called`));
+
     w.system(SYSTEM_PROMPT);
     const request = () => w.request({ provider: PROVIDER, model: MODEL, systemPrompt: SYSTEM_PROMPT, tools: DEMO_TOOLS, maxTokens: maxOutputTokens });
 
@@ -278,7 +280,7 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
         const m = engine.measure();
         const threshold = m.threshold ?? 0;
         say(
-          ` step ${String(report.steps).padStart(3)} ${bar(style, m.totalTokens, threshold)} ${fmt(m.totalTokens).padStart(7)} / ${fmt(threshold)}  ` +
+          ` step ${String(report.steps).padStart(3)} ${bar(style, m.totalTokens, threshold)} ${fmt(m.totalTokens).padStart(7)} tokens (threshold ${fmt(threshold)})  ` +
             style.dim(truncate(calls.length > 0 ? described.join(', ') : `answer: ${message.content ?? ''}`, 70)),
         );
         const before = performance.now();

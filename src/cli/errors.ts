@@ -2,6 +2,7 @@
  * How the CLI reports a failure: one line on stderr saying what went wrong, why, and what
  * to do; the stack (and the cause chain) only with --verbose.
  */
+import { inspect } from 'node:util';
 import { XcompactError } from '../errors';
 
 /** A failure the CLI explains itself. `exitCode` 2 = the command line was wrong. */
@@ -44,7 +45,7 @@ export function reportError(err: unknown, verbose: boolean, write: (s: string) =
     let e: unknown = err;
     let depth = 0;
     while (e !== undefined && depth < 5) {
-      write(`${depth === 0 ? '' : 'caused by: '}${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+      write(`${depth === 0 ? '' : 'caused by: '}${e instanceof Error ? (e.stack ?? e.message) : inspect(e)}\n`);
       e = e instanceof Error ? e.cause : undefined;
       depth++;
     }

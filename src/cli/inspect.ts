@@ -71,7 +71,7 @@ export interface InspectReport {
     totalTokens: number;
     estimatedTokens: number;
     anchored: boolean;
-    /** Provider tokens per priced token for this route (SPEC §12), and the samples it rests on. */
+    /** Provider tokens per priced token for this route (docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have), and the samples it rests on. */
     calibration: { ratio: number; samples: number };
     /** The provider's figure was far below our calibrated estimate: the estimate is used. */
     suspectUsage: boolean;
@@ -83,6 +83,8 @@ export interface InspectReport {
   };
   checkpoints: CheckpointInfo[];
   failedCompactions: Array<{ endSeq: number; code: string; message: string }>;
+  /** Compactions given up on purpose (`cancelled`: a `close()` or a caller's abort), not failures. */
+  cancelledCompactions: Array<{ endSeq: number; message: string }>;
   prunes: { count: number; tokensBefore: number; tokensAfter: number; charsBefore: number; charsAfter: number };
   lock: { held: boolean; startSeq?: number; trigger?: string; turn?: number | null; orphan?: boolean; staleOrphans: number[] };
   tokensByRole: Record<'system' | 'user' | 'checkpoint' | 'assistant' | 'tool' | 'tools and template', number>;
@@ -153,12 +155,13 @@ function buildReport(file: string, format: TranscriptFormat, session: Session, c
     else {
       const effective = engine.config;
       const info = modelInfoFor(effective, route.provider, route.model);
-      window = info?.contextWindow;
+      const sameRoute = header && header.data.provider === route.provider && header.data.model === route.model;
+      // A window the writer knew (its `models` entry) is in the request header.
+      window = info?.contextWindow ?? (sameRoute ? header.data.contextWindow : undefined);
       if (window === undefined) {
         note = `window unknown: ${route.provider}/${route.model} is not a built-in model; pass --context-window <tokens> (or --config with models["${route.provider}/${route.model}"])`;
       } else {
         try {
-          const sameRoute = header && header.data.provider === route.provider && header.data.model === route.model;
           const b = resolveBudget({
             config: effective,
             provider: route.provider,
@@ -182,6 +185,7 @@ function buildReport(file: string, format: TranscriptFormat, session: Session, c
     // Checkpoints: each compaction/summary, with the bracket it belongs to.
     const checkpoints: CheckpointInfo[] = [];
     const failedCompactions: InspectReport['failedCompactions'] = [];
+    const cancelledCompactions: InspectReport['cancelledCompactions'] = [];
     let openStart: SessionEvent<'compaction/start'> | undefined;
     const prunes = { count: 0, tokensBefore: 0, tokensAfter: 0, charsBefore: 0, charsAfter: 0 };
     for (let i = 0; i < log.length; i++) {
@@ -189,7 +193,8 @@ function buildReport(file: string, format: TranscriptFormat, session: Session, c
       if (e.type === 'compaction/start') openStart = e;
       else if (e.type === 'session/end-seed') openStart = undefined;
       else if (e.type === 'compaction/end') {
-        if (e.data.error) failedCompactions.push({ endSeq: e.seq, code: e.data.error.code, message: e.data.error.message });
+        if (e.data.error?.code === 'cancelled') cancelledCompactions.push({ endSeq: e.seq, message: e.data.error.message });
+        else if (e.data.error) failedCompactions.push({ endSeq: e.seq, code: e.data.error.code, message: e.data.error.message });
         openStart = undefined;
       } else if (e.type === 'compaction/summary') {
         const next = log[i + 1];
@@ -259,6 +264,7 @@ function buildReport(file: string, format: TranscriptFormat, session: Session, c
       },
       checkpoints,
       failedCompactions,
+      cancelledCompactions,
       prunes,
       lock: lock.held
         ? { held: true, startSeq: lock.startSeq, trigger: lock.trigger, turn: lock.turn, orphan: lock.orphan, staleOrphans: [...lock.staleOrphans] }
@@ -343,7 +349,7 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
   if (p.note) rows.push(['note', style.yellow(p.note)]);
   lines.push(table(rows));
 
-  section(`checkpoints: ${r.checkpoints.filter((c) => c.onSurface).length} on the surface, ${r.checkpoints.length} written${r.failedCompactions.length ? `, ${r.failedCompactions.length} failed` : ''}`);
+  section(`checkpoints: ${r.checkpoints.filter((c) => c.onSurface).length} on the surface, ${r.checkpoints.length} written${r.failedCompactions.length ? `, ${r.failedCompactions.length} failed` : ''}${r.cancelledCompactions.length ? `, ${r.cancelledCompactions.length} cancelled` : ''}`);
   if (r.checkpoints.length === 0) lines.push('  (none)');
   for (const c of r.checkpoints) {
     lines.push(
@@ -353,6 +359,7 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
     );
   }
   for (const f of r.failedCompactions) lines.push(`  ${style.red('failed')} at seq ${f.endSeq}: ${f.code}: ${f.message}`);
+  for (const c of r.cancelledCompactions) lines.push(`  ${style.dim('cancelled')} at seq ${c.endSeq}: ${c.message}`);
 
   section('prunes');
   lines.push(

@@ -101,9 +101,9 @@ export function buildProgram(io: CliIO = processIO()): Command {
     .command('inspect')
     .description(
       'Show what a stored session holds: events, surface, pressure against the model window, checkpoints, prunes, orphan locks, ' +
-        'tokens by role and a torn-tail report. Accepts an xcompact session JSONL or a pi transcript. Never modifies the file.',
+        'tokens by role and a torn-tail report. Accepts an xcompact session JSONL or a pi, Claude Code or Codex transcript. Never modifies the file.',
     )
-    .argument('<session.jsonl>', 'an xcompact session file, a pi coding-agent transcript, or a PostgreSQL session: postgres://user:password@host:5432/database#session-id (or the id with --store)')
+    .argument('<session.jsonl>', 'an xcompact session file, a pi, Claude Code or Codex transcript (JSONL), or a PostgreSQL session: postgres://user:password@host:5432/database#session-id (or the id with --store)')
     .addOption(storeOption('read the session'))
     .option('--model <provider/model>', 'measure against this model (default: the last request header)')
     .option('--context-window <tokens>', "the model's window, when it is not a built-in model", wholeNumber('--context-window', 1))

@@ -6,13 +6,13 @@
 
 export interface Style {
   enabled: boolean;
-  bold(s: string): string;
-  dim(s: string): string;
-  red(s: string): string;
-  green(s: string): string;
-  yellow(s: string): string;
-  cyan(s: string): string;
-  magenta(s: string): string;
+  bold: (s: string) => string;
+  dim: (s: string) => string;
+  red: (s: string) => string;
+  green: (s: string) => string;
+  yellow: (s: string) => string;
+  cyan: (s: string) => string;
+  magenta: (s: string) => string;
 }
 
 export interface Output {

@@ -117,7 +117,7 @@ export function createEngineServices(deps: ServiceDeps, summarizer: Summarizer):
     closeWithError: (input) => brackets.closeWithError(input),
     classify: ({ error }) => {
       const c = classifyRequestError(error);
-      // The provider counted the refused request: anchor and calibrate on it at once (issue 34).
+      // The provider counted the refused request: anchor and calibrate on it at once (docs/local-models.md#counts-the-tokenizer-is-not-ours).
       overflowSeen = undefined;
       const before = c.kind === 'context-overflow' && c.promptTokens !== undefined ? deps.meter.measure() : undefined;
       // A count far from anything our estimate allows describes another request (a gateway's

@@ -169,7 +169,7 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     actors: { checkAdmission: act((i: { purpose: 'manual' }) => services.checkAdmission(i)), selectRange, transaction },
     actions: closeAbandoned,
   });
-  // Background compaction (SPEC §13), if any route has it: each job passes the gate first.
+  // Background compaction (docs/spec.md#13-background-compaction), if any route has it: each job passes the gate first.
   const background = config.background || config.modelPolicies.some((p) => p.background);
   const gated = gateMachine.provide({ actors: { measure, pressure, overflow, manual } });
   const gateFor = <K extends GateInput['kind']>(kind: K) =>

@@ -40,7 +40,7 @@ export interface CompactionEngineOptions extends CompactionMachineOptions {
 }
 
 /**
- * `preparing`: a background summary is being prepared and the agent goes on (SPEC §13);
+ * `preparing`: a background summary is being prepared and the agent goes on (docs/spec.md#13-background-compaction);
  * `committed`: a background summary was committed since the previous step, or by this call
  * (a summary held until the threshold: the call waited for its commit, not for a model);
  * `waited`: this call waited for a background summary (the threshold came first).

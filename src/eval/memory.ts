@@ -1,5 +1,5 @@
 /**
- * The three memory measures of a compaction policy (issue 25), as pure functions of the
+ * The three memory measures of a compaction policy (docs/memory.md), as pure functions of the
  * original, uncompacted transcript and of the messages the policy sent at each request:
  *
  * - needed recall: facts are file paths (tokens with a `/` and a file extension, or an

@@ -17,7 +17,7 @@ import type { RunCounts, SimOptions } from './simulate';
 export interface XcompactRun {
   ledger: Ledger;
   compactions: number;
-  /** Of those, committed from a summary prepared in the background (SPEC §13). */
+  /** Of those, committed from a summary prepared in the background (docs/spec.md#13-background-compaction). */
   backgroundCompactions: number;
   /** The engine's `background` setting in this run (the default unless the caller set it). */
   background: boolean;

@@ -1,5 +1,5 @@
 /**
- * Background compaction (SPEC §13): a summary prepared while the agent works on. One actor
+ * Background compaction (docs/spec.md#13-background-compaction): a summary prepared while the agent works on. One actor
  * lives as long as the engine (spawned by it, system id `xcompact.background`); the gate chart
  * of each job consults it (see gate.ts).
  *

@@ -42,7 +42,7 @@ import type { ChartNotification, ErrorInfo } from './types';
 /** `auto`, `maxAttempts`, `maxOverflowRetries`: the policy used where no route policy is looked up. */
 export type { RoutePolicy };
 export interface EngineInput extends RoutePolicy {
-  /** Background compaction (SPEC §13) on for some route: the engine keeps a background chart. */
+  /** Background compaction (docs/spec.md#13-background-compaction) on for some route: the engine keeps a background chart. */
   background?: boolean;
   pruneEnabled: boolean;
   failureLimit: number;
@@ -130,7 +130,7 @@ export interface EngineContext extends EngineInput {
   /** The breaker region is open (mirrored for the jobs' input: they run model-free then). */
   breakerOpen: boolean;
   warnedModels: string[];
-  /** The background chart (SPEC §13), when `background` is on: the quick check reads whether it is idle. */
+  /** The background chart (docs/spec.md#13-background-compaction), when `background` is on: the quick check reads whether it is idle. */
   backgroundRef: AnyActorRef | undefined;
 }
 
@@ -284,7 +284,7 @@ export const compactionMachine = setup({
     })),
     'announce breaker closed by success': publish(() => ({ type: 'breaker.closed', why: 'success' })),
     'announce breaker closed by cool-down': publish(() => ({ type: 'breaker.closed', why: 'cooldown' })),
-    // Lives as long as the engine: its summary outlasts the step that started it (SPEC §13).
+    // Lives as long as the engine: its summary outlasts the step that started it (docs/spec.md#13-background-compaction).
     'spawn background chart': assign({
       backgroundRef: ({ context, spawn }) => (context.background ? spawn('background', { id: 'background', systemId: BACKGROUND_SYSTEM_ID }) : undefined),
     }),

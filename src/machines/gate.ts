@@ -1,5 +1,5 @@
 /**
- * The gate in front of a job when background compaction is on (SPEC §13): it consults the
+ * The gate in front of a job when background compaction is on (docs/spec.md#13-background-compaction): it consults the
  * background chart (background.ts) before the job runs.
  *
  *   start ─ pressure ▶ measuring ─ a reading ▶ consulting
@@ -12,7 +12,7 @@
  *   running ▶ the job's own chart (pressure, overflow or manual) ▶ done
  *
  * Overflow recovery and manual compaction always wait for a running background summary
- * (SPEC §13: then §6 and §9 apply). A cancel while waiting cancels the background summary;
+ * (docs/spec.md#13-background-compaction: then §6 and §9 apply). A cancel while waiting cancels the background summary;
  * the job then runs with its signal aborted, so it ends `cancelled` as it would have alone.
  */
 import { assign, sendTo, setup, type AnyActorRef } from 'xstate';

@@ -128,7 +128,7 @@ export function toErrorInfo(error: unknown, fallback: CompactionErrorCode): Erro
  * sends it on to a host machine that invoked it.
  */
 export type ChartNotification =
-  /** `background: true`: prepared while the agent works on (SPEC §13). */
+  /** `background: true`: prepared while the agent works on (docs/spec.md#13-background-compaction). */
   | {
       type: 'compaction.started';
       trigger: Trigger;

@@ -1,6 +1,6 @@
 /**
  * The rules a prepared summary must pass before it is committed, shared by the two charts that
- * commit one: the transaction chart (foreground) and the background chart (SPEC §13). One
+ * commit one: the transaction chart (foreground) and the background chart (docs/spec.md#13-background-compaction). One
  * definition, so a background commit can never be held to a weaker rule than a foreground one.
  */
 import type { EventObject } from 'xstate';

@@ -1,5 +1,5 @@
 /**
- * The one replace that may carry tool calls (SPEC §15): an `assistant/message` whose oversized
+ * The one replace that may carry tool calls (docs/spec.md#15-pruning-what-the-agent-wrote): an `assistant/message` whose oversized
  * tool-call arguments were shortened, positionally replacing exactly that message.
  *
  * Like the tool-result prune (which shadows exactly one tool/result and changes only its

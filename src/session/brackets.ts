@@ -8,7 +8,7 @@
  *
  * A bracket also pins the turn structure: it ends in the turn it started in (between turns
  * when `turn` is null), so a turn cannot end, nor a new one start, while it is open. That rule
- * is the one place (`pinsTurn`) a bracket marked background (SPEC §13) is let through.
+ * is the one place (`pinsTurn`) a bracket marked background (docs/spec.md#13-background-compaction) is let through.
  *
  * Every check here is O(1), or O(the checkpoint's provenance) for a checkpoint replace.
  */
@@ -61,7 +61,7 @@ export class Brackets {
 
   /**
    * The open bracket that keeps the turn structure as it is, if any. A background bracket
-   * (SPEC §13) does not: its summary is prepared while the agent works on, across step and turn
+   * (docs/spec.md#13-background-compaction) does not: its summary is prepared while the agent works on, across step and turn
    * boundaries. It still names the turn it started in, and its compaction/end names the same.
    */
   private pinsTurn(): SessionEvent<'compaction/start'> | undefined {

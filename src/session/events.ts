@@ -101,6 +101,8 @@ export const EventDataSchemas = {
       model: z.string().min(1),
       tools: z.array(z.record(z.string(), z.unknown())),
       maxTokens: z.number().int().positive().optional(),
+      /** The model's window as the writer knew it (a `models` entry): what `inspect` measures against later. */
+      contextWindow: z.number().int().positive().optional(),
     })
     .strict(),
   /** Ends a lifecycle: a `compaction/start` left open before it is stale, not a live lock. */
@@ -109,7 +111,7 @@ export const EventDataSchemas = {
     .object({
       turn: turnNumber.nullable(),
       trigger: z.enum(['pressure', 'overflow', 'manual']),
-      /** Prepared in the background (SPEC §13): the bracket may stay open across step and turn boundaries. */
+      /** Prepared in the background (docs/spec.md#13-background-compaction): the bracket may stay open across step and turn boundaries. */
       background: z.literal(true).optional(),
     })
     .strict(),

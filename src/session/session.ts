@@ -16,7 +16,7 @@ import { Brackets, type LockState } from './brackets';
 import { Structure } from './structure';
 import { recoverSession, type RecoveryReport } from './recover';
 import { Surface, type SurfaceChange, type SurfacePlan, type SurfaceView } from './surface';
-import { checkInput, parseEvent, parseStoredLine, type ParsedEvent } from './validate';
+import { checkInput, parseEvent, parseStoredLine, type EventOrigin, type ParsedEvent } from './validate';
 import type { LoadReport, LogWriter, SessionStore, StoredSnapshot } from './store';
 
 import { Observers, type SessionListener } from './observers';
@@ -320,11 +320,11 @@ export class Session {
 
   private replay(value: unknown, checked: boolean): void {
     const e = parseStoredLine(value, this.log.length);
-    this.commit(e.seq, e.time, this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs, true, checked));
+    this.commit(e.seq, e.time, this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs, { stored: true, checked }));
   }
 
-  private plan(seq: number, type: EventType, rawData: unknown, rawSurfaceOp: unknown, rawSourceEventSeqs: unknown, stored = false, checked = false): Planned {
-    const parsed = parseEvent(seq, type, rawData, rawSurfaceOp, rawSourceEventSeqs, stored, checked);
+  private plan(seq: number, type: EventType, rawData: unknown, rawSurfaceOp: unknown, rawSourceEventSeqs: unknown, origin: EventOrigin = {}): Planned {
+    const parsed = parseEvent(seq, type, rawData, rawSurfaceOp, rawSourceEventSeqs, origin);
     const { data, surfaceOp, sourceEventSeqs } = parsed;
     if (surfaceOp !== undefined) {
       const ev = { type, data } as { type: SurfaceEvent['type']; data: SurfaceEvent['data'] };

@@ -287,7 +287,7 @@ export class Surface implements SurfaceView {
 
   /**
    * A `compaction/prune` names what it rewrites: a current tool/result of the call (its
-   * content), or a current assistant/message that made the call (its arguments, SPEC §15).
+   * content), or a current assistant/message that made the call (its arguments, docs/spec.md#15-pruning-what-the-agent-wrote).
    */
   checkPruneTarget(targetSeq: number, callId: string): void {
     const target = this.pos.has(targetSeq) ? this.eventAt(targetSeq) : undefined;

@@ -98,6 +98,14 @@ export function parseStoredLine(value: unknown, position: number): StoredEnvelop
   return e;
 }
 
+/** Where an event being checked comes from (see {@link parseEvent}). */
+export interface EventOrigin {
+  /** Read back from a store, its envelope already checked by parseStoredLine. */
+  stored?: boolean;
+  /** The store vouches for the line's bytes (only with `stored`): the data schema is skipped. */
+  checked?: boolean;
+}
+
 /**
  * Checks an event's own shape as it would take log position `seq`. `stored`: a line read back
  * from a store, whose envelope (surfaceOp, sourceEventSeqs) parseStoredLine already checked and
@@ -112,8 +120,7 @@ export function parseEvent(
   rawData: unknown,
   rawSurfaceOp: unknown,
   rawSourceEventSeqs: unknown,
-  stored = false,
-  checked = false,
+  { stored = false, checked = false }: EventOrigin = {},
 ): ParsedEvent {
   // Own keys only: a type like "toString" must be a rule error, not a TypeError.
   const schema = Object.hasOwn(EventDataSchemas, type) ? EventDataSchemas[type] : undefined;

@@ -55,6 +55,8 @@ export interface RequestEnvelope {
   tools?: ReadonlyArray<object>;
   /** The request's output cap (`max_tokens`), part of the budget's output reservation. */
   maxTokens?: number;
+  /** The model's window, when the writer knows it: kept in the header so a reader of the log knows it too. */
+  contextWindow?: number;
 }
 
 export interface AssistantReply {
@@ -156,6 +158,7 @@ export class SessionWriter {
       tools: (envelope.tools ?? []) as Record<string, unknown>[],
     };
     if (envelope.maxTokens !== undefined) data.maxTokens = envelope.maxTokens;
+    if (envelope.contextWindow !== undefined) data.contextWindow = envelope.contextWindow;
     return this.session.append({ type: 'request/header', data });
   }
 

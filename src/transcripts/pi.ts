@@ -1,6 +1,6 @@
 /**
  * Imports a transcript recorded by the pi coding agent (github.com/badlogic/pi-mono) into a
- * Session, so that the imported surface is what pi really sent (SPEC §11):
+ * Session, so that the imported surface is what pi really sent (docs/spec.md#11-real-transcripts-in-faithfully):
  * - the active branch only (tree format: the path from the last entry to the root);
  * - each user prompt opens a turn, each assistant message is a step with its request header,
  *   tool results follow their calls;

@@ -1,20 +1,18 @@
 /**
- * Issue 34 item 5, the CLI's small ones: a failed `xcompact compact` leaves no file behind (not
+ * The CLI's small ones (docs/cli.md): a failed `xcompact compact` leaves no file behind (not
  * even the meter's `<output>.prices` sidecar), and `compact` accepts `--no-color` as `inspect` does.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCompact } from '../../src/cli/compact';
 import { Session } from '../../src/session/session';
 import { JsonlStore } from '../../src/session/stores/jsonl';
 import { SessionWriter } from '../../src/session/writer';
 import { startOpenAIServer, type LocalOpenAIServer } from '../../src/testing/openai-server';
+import { spawnXcompact } from '../helpers/cli';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 let server: LocalOpenAIServer;
 let dir: string;
 
@@ -45,7 +43,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('xcompact compact, small ones (issue 34, item 5)', () => {
+describe('xcompact compact, small ones (docs/cli.md)', () => {
   it('a failed compact leaves no output and no .prices sidecar', async () => {
     const at = join(dir, 'failed');
     const input = await writeSession(at, 'work');
@@ -60,19 +58,7 @@ describe('xcompact compact, small ones (issue 34, item 5)', () => {
   it('compact accepts --no-color', async () => {
     const at = join(dir, 'color');
     const input = await writeSession(at, 'plain');
-    const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((done, fail) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), 'compact', input, '--summarizer', 'extractive', '--no-color'], {
-        cwd: ROOT,
-        env: { ...process.env, NO_COLOR: '1' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.on('error', fail);
-      child.on('close', (code) => done({ code, stdout, stderr }));
-    });
+    const r = await spawnXcompact(['compact', input, '--summarizer', 'extractive', '--no-color']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('compacted');
   }, 60_000);

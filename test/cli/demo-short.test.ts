@@ -75,3 +75,15 @@ describe('demo with few steps', { timeout: 60_000 }, () => {
     expect(reportError(err, false, () => undefined)).toBe(1);
   });
 });
+
+describe('demo output', { timeout: 60_000 }, () => {
+  it('labels the per-step figures: the context in tokens and the threshold, with a legend', async () => {
+    const out = sink();
+    await runDemo({ steps: 3, window: 16384, out: tempDir(), seed: 0, quiet: false, color: false }, out);
+    const text = out.text();
+    expect(text).toMatch(/each step: the context after it, in tokens, against the threshold/);
+    const steps = text.split('\n').filter((l) => /^ step +\d+ /.test(l));
+    expect(steps).toHaveLength(3);
+    for (const line of steps) expect(line).toMatch(/ [\d,]+ tokens \(threshold [\d,]+\) /);
+  });
+});

@@ -5,11 +5,10 @@
  * other commands run through the CLI's entry in this process (test/helpers/cli.ts): the same
  * code, exit code and streams, without compiling the CLI again for each (seconds a run).
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePrices, parseWindows } from '../../src/cli/eval';
@@ -17,27 +16,12 @@ import { PEERS, PRICES } from '../../src/eval';
 import { Session } from '../../src/session/session';
 import { JsonlStore } from '../../src/session/stores/jsonl';
 import { launchChromium } from '../helpers/chromium';
-import { xcompact } from '../helpers/cli';
+import { spawnXcompact, xcompact } from '../helpers/cli';
 import { openAIMessageProblems } from '../helpers/openai-validator';
 import { CLAUDE_REAL, CODEX_REAL, fixture } from '../helpers/transcripts';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const CLI = join(ROOT, 'src', 'cli', 'main.ts');
 const dir = mkdtempSync(join(tmpdir(), 'xcompact-eval-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/** The command as a separate process (what a user's shell runs). */
-function spawned(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', fail);
-    child.on('close', (code) => done({ code, stdout, stderr }));
-  });
-}
 
 function expectOneLineError(r: { code: number | null; stdout: string; stderr: string }, pattern: RegExp): void {
   expect(r.code).not.toBe(0);
@@ -71,7 +55,7 @@ describe('xcompact eval on the real transcripts', { timeout: 400_000 }, () => {
   let browser: Browser | undefined;
 
   beforeAll(async () => {
-    [run, { browser }] = await Promise.all([spawned(['eval', CLAUDE_REAL, CODEX_REAL, '--report', report]), launchChromium()]);
+    [run, { browser }] = await Promise.all([spawnXcompact(['eval', CLAUDE_REAL, CODEX_REAL, '--report', report]), launchChromium()]);
   }, 400_000);
   afterAll(async () => {
     await browser?.close();

@@ -1,5 +1,5 @@
 /**
- * Issue 13: `xcompact inspect` did not finish in 120 s on a session with a 1 MB unbroken run,
+ * docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have: `xcompact inspect` did not finish in 120 s on a session with a 1 MB unbroken run,
  * nor `compact` on one with a 50 MB tool result (and the killed compact left its lock file);
  * after `compact` on an imported pi session the pressure read "→ 0 tokens (−100%)". Run
  * in-process on real files. (Times are not asserted: finishing at all is the point, within

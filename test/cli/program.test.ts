@@ -5,7 +5,6 @@
  * src/cli/main.ts, the entry tsup builds into dist/cli/main.js) for what only a process shows:
  * its exit status and what reaches its stdout and stderr.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,7 +14,7 @@ import { isSummaryRequest } from '../../src/cli/demo/scripted-coder';
 import { Session } from '../../src/session/session';
 import { JsonlStore, parseLogBytes } from '../../src/session/stores/jsonl';
 import { startOpenAIServer, type ChatRequestBody } from '../../src/testing/openai-server';
-import { ROOT, spawnXcompact, xcompact, type Ran } from '../helpers/cli';
+import { ROOT, spawnTsx, spawnXcompact, xcompact, type Ran } from '../helpers/cli';
 import { openAIMessageProblems } from '../helpers/openai-validator';
 import { findPiData } from '../helpers/pi-data';
 
@@ -25,20 +24,7 @@ const SPAWN_TIMEOUT = 60_000;
 
 /** examples/agent-loop.ts run from the command line, as its header shows, with `stdin` typed at its prompt. */
 function agentLoopExample(env: Record<string, string | undefined>, stdin: string): Promise<Ran> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', EXAMPLE], {
-      cwd: ROOT,
-      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: undefined, OPENAI_API_KEY: 'test', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', fail);
-    child.on('close', (code) => done({ code, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
+  return spawnTsx(EXAMPLE, [], { env: { OPENAI_API_KEY: 'test', ...env }, stdin });
 }
 
 /** A user-facing failure: non-zero exit, exactly one line on stderr, no stack trace. */
@@ -303,7 +289,7 @@ describe('xcompact compact --in-place', { timeout: SPAWN_TIMEOUT }, () => {
     const after = readFileSync(file);
     expect(after.length).toBeGreaterThan(before.length);
     expect(after.subarray(0, before.length).equals(before)).toBe(true);
-    // No lock left behind, no other file but the meter's snapshot a clean close saves (issue 18).
+    // No lock left behind, no other file but the meter's snapshot a clean close saves (docs/sessions-and-stores.md#reopening-a-long-session).
     expect(readdirSync(at).sort()).toEqual(['live.jsonl', 'live.jsonl.prices']);
   });
 

@@ -193,7 +193,7 @@ describe(`${pkg.name} installed from its packed tarball`, { timeout: 300_000 }, 
   });
 
   it('runs a short `xcompact demo --quiet` and its session inspects', async () => {
-    // 5 steps, as issue 20 asks: too short for the scripted overflow (the table says so), long
+    // 5 steps: too short for the scripted overflow (the table says so), long
     // enough for the manual /compact between its two turns.
     const r = await run('npx', ['--no-install', 'xcompact', 'demo', '--quiet', '--steps', '5', '--out', 'demo-out'], project, 120_000);
     expect(r.code, r.stderr).toBe(0);

@@ -120,7 +120,7 @@ describe('the example agent loop against the local server', () => {
     expect(start).toBeDefined();
     const summary = log.find((e): e is SessionEvent<'compaction/summary'> => e.type === 'compaction/summary' && e.seq > start!.seq)!;
     const summaryRequests = server.requests.slice(rejected!.index + 1, retried!.index).filter((r) => isSummaryRequest(r.json as ChatRequestBody));
-    // One for the recovery, after any background summary it waited for (SPEC §13: overflow while one runs waits for it).
+    // One for the recovery, after any background summary it waited for (docs/spec.md#13-background-compaction: overflow while one runs waits for it).
     const background = log.filter((e) => e.type === 'compaction/start' && e.data.background === true && e.seq < start!.seq).length;
     expect(summaryRequests.length).toBeGreaterThanOrEqual(1);
     expect(summaryRequests.length).toBeLessThanOrEqual(1 + background);

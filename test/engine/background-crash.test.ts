@@ -1,5 +1,5 @@
 /**
- * A crash in every state of the background chart (SPEC §13): the engine actor is stopped where
+ * A crash in every state of the background chart (docs/spec.md#13-background-compaction): the engine actor is stopped where
  * it is (as a dying process leaves it), the JSONL file is reopened, `recover()` clears the
  * orphan background bracket, and a new engine over the reopened session compacts again.
  * Each state is reached by holding the service call it waits on (a promise that never settles).

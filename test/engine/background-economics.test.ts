@@ -1,5 +1,5 @@
 /**
- * Background compaction and the cost model together, both on as by default (SPEC §13, config
+ * Background compaction and the cost model together, both on as by default (docs/spec.md#13-background-compaction, config
  * `economics`): when compacting below the threshold pays, the summary is prepared in the
  * background (not compacted inside afterStep), announced with the cost model's numbers, and
  * committed without the agent waiting; the window and the span rules still hold.

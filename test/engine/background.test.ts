@@ -1,5 +1,5 @@
 /**
- * Background compaction (SPEC §13) on the real engine: the summary is prepared from the prepare
+ * Background compaction (docs/spec.md#13-background-compaction) on the real engine: the summary is prepared from the prepare
  * point while the agent works on, held once ready until a job must wait (the threshold, an
  * overflow, /compact; or committed at once with backgroundCommit 'ready'), and waited for only
  * when the threshold comes first. Summaries are held by the test (deferredSummarizer) so every
@@ -38,7 +38,7 @@ const pressure = (h: Harness) => {
   return { total: m.totalTokens, threshold: m.threshold! };
 };
 
-describe('background compaction (SPEC §13)', () => {
+describe('background compaction (docs/spec.md#13-background-compaction)', () => {
   it('prepares from the prepare point, keeps the agent going, holds the ready summary until the threshold, then commits without waiting for a model', async () => {
     const sum = deferredSummarizer();
     const h = harness({ summarizer: sum, config: BG });
@@ -303,7 +303,7 @@ describe('background compaction (SPEC §13)', () => {
     expect(record === null || record.trigger === 'manual').toBe(true);
     expect(h.session.lock.held).toBe(false);
 
-    // Overflow while a background summary runs: wait, then SPEC §6.
+    // Overflow while a background summary runs: wait, then docs/spec.md#6-overflow-recovery.
     openTurn(h, 'Go on.');
     let i = 100;
     let r = await h.step(i++);

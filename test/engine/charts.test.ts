@@ -1,5 +1,5 @@
 /**
- * The charts as SPEC §4, §5, §6 and §9 describe them, observed from outside: the session
+ * The charts as docs/spec.md#4-pressure-compaction, §5, §6 and §9 describe them, observed from outside: the session
  * log (which events, in which order), the derived messages and the facade's results.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -44,7 +44,7 @@ afterEach(() => {
 
 const BRACKET = ['compaction/start', 'compaction/summary', 'user/message', 'compaction/end'];
 
-describe('pressure compaction (SPEC §4)', () => {
+describe('pressure compaction (docs/spec.md#4-pressure-compaction)', () => {
   it('does nothing before any request is routed, and nothing below the threshold', async () => {
     const s = recordingSummarizer();
     const h = harness({ summarizer: s });
@@ -221,7 +221,7 @@ describe('pressure compaction (SPEC §4)', () => {
   });
 });
 
-describe('cancellation and late summaries (SPEC §5 Better)', () => {
+describe('cancellation and late summaries (docs/spec.md#5-the-transaction Better)', () => {
   it('cancel while summarizing: the signal aborts, the bracket closes as cancelled, a late summary is never committed', async () => {
     const s = deferredSummarizer();
     const h = harness({ summarizer: s });
@@ -254,7 +254,7 @@ describe('cancellation and late summaries (SPEC §5 Better)', () => {
   });
 });
 
-describe('manual compaction (SPEC §9)', () => {
+describe('manual compaction (docs/spec.md#9-manual-compaction-compact)', () => {
   it('is busy while a turn is open, and writes nothing', async () => {
     const h = harness({ summarizer: recordingSummarizer() });
     openTurn(h);
@@ -310,7 +310,7 @@ describe('manual compaction (SPEC §9)', () => {
   });
 });
 
-describe('overflow recovery (SPEC §6)', () => {
+describe('overflow recovery (docs/spec.md#6-overflow-recovery)', () => {
   const overflowError = Object.assign(new Error("This model's maximum context length is 6000 tokens. However, your messages resulted in 7000 tokens."), {
     status: 400,
     code: 'context_length_exceeded',

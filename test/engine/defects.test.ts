@@ -1,5 +1,5 @@
 /**
- * Smaller engine defects of issue 12 §5, each through the public engine on the local server:
+ * Smaller engine defects, each through the public engine on the local server:
  * a lock taken just before `compaction/start` is `busy` (and not a breaker failure), a
  * caller's abort reason survives into the error and the log, `onRequestError` tells a failed
  * summary from a stuck conversation (each notified), and `measure()` is plain data.
@@ -29,7 +29,7 @@ afterEach(cleanupWorlds);
 
 const SERVER_500 = { kind: 'status' as const, status: 500, body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } } };
 
-describe('engine defects (issue 12 §5)', () => {
+describe('engine defects', () => {
   it('a lock taken between validation and compaction/start is busy, and the breaker does not count it', async () => {
     const w = await openWorld(srv, { pruner: false, config: { circuitBreaker: { failureLimit: 1, cooldownMs: 1000 } } });
     w.ctl.setAuto();

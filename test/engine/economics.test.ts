@@ -82,7 +82,7 @@ describe('the cost model in the engine', () => {
   });
 
   it('relief is never declined: a prune that alone brings the request under the threshold ends relieved-by-pruning, no model call', async () => {
-    // Issue 25's reproduction: a 4,000-token window, two closed turns, then a step whose tool
+    // The reproduction (docs/cost-model.md): a 4,000-token window, two closed turns, then a step whose tool
     // result is 14,000 characters; every result prunable; the heuristic tokenizer.
     const summarizer = recordingSummarizer();
     const h = harness({

@@ -1,5 +1,5 @@
 /**
- * One measurement per below-threshold decision (issue 25): with background compaction on (the
+ * One measurement per below-threshold decision (docs/background.md): with background compaction on (the
  * default), the gate's reading is the one the pressure chart decides on — `afterStep()` under
  * the threshold asks the measure service once, not once for the gate and again for the chart.
  */

@@ -1,5 +1,5 @@
 /**
- * Per-model policies take effect for their route (issue 12 §4): every field a `modelPolicies`
+ * Per-model policies take effect for their route (docs/configuration.md): every field a `modelPolicies`
  * entry may set — auto, compactionRetries, maxOverflowRetries and the budget fields — is
  * applied to the routed model, not the top level, through the public engine on the local
  * server (`test/small`: a 6000-token window).

@@ -164,7 +164,7 @@ async function checkInvariants(run: Run, label: string): Promise<void> {
   const reported = s.events().some((e) => e.type === 'assistant/message' && (e.data.usage?.promptTokens ?? 0) > 0);
   const m = w.engine.measure();
   expect(m.anchor !== undefined, `${label}: anchored to provider usage`).toBe(reported);
-  // SPEC §11/§12: an anchored figure far below our calibrated estimate (a replace removed more
+  // docs/spec.md#11-real-transcripts-in-faithfully/§12: an anchored figure far below our calibrated estimate (a replace removed more
   // than the provider counted) is suspect, and the larger figure wins; a non-empty surface never measures 0.
   if (m.anchor && !m.suspectUsage) expect(m.totalTokens).toBe(m.anchor.providerTokens + m.anchor.growthTokens);
   if (m.suspectUsage) expect(m.totalTokens).toBe(m.calibratedTokens);

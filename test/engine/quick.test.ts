@@ -1,5 +1,5 @@
 /**
- * The root chart's quick check (issue 18): a step below the threshold is answered on the
+ * The root chart's quick check (docs/measured.md): a step below the threshold is answered on the
  * engine chart's `step.completed` without starting the pressure chart, with the same answer
  * the pressure chart gives; everything else still runs it. With background compaction (the
  * default) the limit is the prepare point, and only while no background summary is in flight

@@ -1,5 +1,5 @@
 /**
- * Reopening skips the shape checks of the lines the store vouches for (issue 30): the prefix a
+ * Reopening skips the shape checks of the lines the store vouches for (docs/sessions-and-stores.md#reopening-a-long-session): the prefix a
  * JSONL sidecar covers, byte for byte, when it says those lines were checked by this version's
  * log rules before they were stored. What is skipped must change nothing: the reopened log is
  * the one a full check gives. Lines checked under other rules (an older sidecar, or a rules

@@ -1,5 +1,5 @@
 /**
- * A retained tail that leaves a small span above it (SPEC §10: "small spans always fail the
+ * A retained tail that leaves a small span above it (docs/spec.md#10-where-the-usual-way-falls-short-and-what-xcompact-does-instead: "small spans always fail the
  * shrink check"): the checkpoint carries the user's words and a summary of up to the cap, so a
  * span not much larger than that cannot shrink. Selection predicts it and widens the span toward
  * the tail (a shorter retained tail) instead of calling the summarizer only to fail the check,

@@ -1,5 +1,5 @@
 /**
- * The memory measures of issue 25 (src/eval/memory.ts) on a hand-built transcript whose recall
+ * The memory measures (docs/memory.md, src/eval/memory.ts) on a hand-built transcript whose recall
  * is known: a policy that keeps everything scores 100% on all three; one that drops the user's
  * first message loses exactly that message's share.
  */

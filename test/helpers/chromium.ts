@@ -128,7 +128,7 @@ export async function unpackNpmChromium(root: string): Promise<string> {
   };
   // `inflate` is exported by the package's lambdafs module, not by its entry point.
   const { inflate } = (await import(pathToFileURL(join(buildDir, '..', 'esm', 'lambdafs.js')).href)) as {
-    inflate(file: string): Promise<string>;
+    inflate: (file: string) => Promise<string>;
   };
 
   removeAbandonedStaging(root);

@@ -48,17 +48,26 @@ export async function xcompact(args: string[], env: Env = {}): Promise<Ran> {
 }
 
 export function spawnXcompact(args: string[], env: Env = {}): Promise<Ran> {
+  return spawnTsx(CLI, args, { env });
+}
+
+/**
+ * A TypeScript entry point (the CLI, an example) run as its own process through tsx, from the
+ * repository root, with the tests' environment plus `env` and, when given, `stdin` typed into it.
+ */
+export function spawnTsx(script: string, args: string[] = [], options: { env?: Env; stdin?: string } = {}): Promise<Ran> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
       cwd: ROOT,
-      env: testEnv(env),
-      stdio: ['ignore', 'pipe', 'pipe'],
+      env: testEnv(options.env ?? {}),
+      stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', fail);
     child.on('close', (code) => done({ code, stdout, stderr }));
+    if (options.stdin !== undefined) child.stdin!.end(options.stdin);
   });
 }

@@ -10,7 +10,7 @@
  * `compaction/start`, or inside the bracket.
  * The parent tells it to compact a given session now (`compact`), and to stop.
  */
-import { PostgresStore, Session, StoreError, type SessionEvent } from '../../src/session/index.js';
+import { PostgresStore, Session, StoreError } from '../../src/session/index.js';
 
 const url = process.env.PG_URL!;
 const schema = process.env.PG_SCHEMA!;
@@ -56,7 +56,7 @@ async function turn(s: Session, sid: string): Promise<void> {
 }
 
 async function compact(s: Session, sid: string): Promise<void> {
-  const surface = s.surface.slice(0) as number[];
+  const surface = s.surface.slice(0);
   if (surface.length < 4) return;
   const shadowed = surface.slice(0, surface.length - 2);
   const startSeq = s.length;
@@ -115,7 +115,7 @@ async function visit(sid: string, force: boolean): Promise<boolean> {
     }
   } catch (err) {
     if (!(err instanceof StoreError && err.code === 'store-conflict')) throw err;
-    send({ k: 'lost', s: sid, phase, last: (s.events().at(-1) as SessionEvent | undefined)?.type ?? null });
+    send({ k: 'lost', s: sid, phase, last: (s.events().at(-1))?.type ?? null });
   } finally {
     await s.close().catch(() => undefined);
   }

@@ -1,5 +1,5 @@
 /**
- * SPEC §13 for a background path, step by step: the answer each step or await gets from the
+ * docs/spec.md#13-background-compaction for a background path, step by step: the answer each step or await gets from the
  * background chart, and how each run ends. The background suite (suite-background-engine.ts)
  * checks the real engine against it: what afterStep answered, what was announced, what the
  * breaker counted, what the log holds.
@@ -19,7 +19,7 @@ export interface Run {
   cause?: string;
 }
 
-/** The error a run ends with, by the outcome that decided it (SPEC §5's codes, as in the foreground). */
+/** The error a run ends with, by the outcome that decided it (docs/spec.md#5-the-transaction's codes, as in the foreground). */
 const DECISIVE: Record<string, { code: string; cause?: string }> = {
   'selectRange:throws': { code: 'internal', cause: 'no-context-capacity' },
   'validateSpan:span-invalid': { code: 'changed', cause: 'span-invalid' },
@@ -39,7 +39,7 @@ const DECISIVE: Record<string, { code: string; cause?: string }> = {
 const stateOf = (value: unknown): string => (typeof value === 'string' ? value : Object.keys(value as object)[0]!);
 
 /**
- * SPEC §13, step by step: the reply each step or await gets, and how each run ends. A cancel is
+ * docs/spec.md#13-background-compaction, step by step: the reply each step or await gets, and how each run ends. A cancel is
  * honoured at once while the summary is prepared or checked, at the next decision while the
  * span is selected, validated or its bracket opened, and is too late from the commit on.
  */

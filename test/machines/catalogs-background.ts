@@ -1,5 +1,5 @@
 /**
- * Outcome catalogs of the background compaction charts (SPEC §13): the background chart and
+ * Outcome catalogs of the background compaction charts (docs/spec.md#13-background-compaction): the background chart and
  * the gate in front of each job. Same shape as catalogs.ts; their paths run in
  * suite-background-engine.ts and suite-gate-engine.ts, on the real engine.
  */

@@ -1,5 +1,5 @@
 /**
- * Every transition of the gate chart (SPEC §13), by paths generated from the chart, run on the
+ * Every transition of the gate chart (docs/spec.md#13-background-compaction), by paths generated from the chart, run on the
  * real engine in background mode (see suite-gate-engine.ts).
  */
 import { describeGeneratedPaths, useServer } from './describe';

@@ -30,13 +30,13 @@ export interface RequiredTransition {
   why: string;
 }
 
-const S5 = 'SPEC §5 transaction';
-const S4 = 'SPEC §4 pressure';
-const S6 = 'SPEC §6 overflow recovery';
-const S9 = 'SPEC §9 manual compaction';
-const CANCEL = 'DESIGN: cancellation from every waiting state; SPEC §5: a summary finished after cancel is never committed';
-const BREAKER = 'SPEC §10/§14: circuit breaker for repeated failures';
-const S13 = 'SPEC §13 background compaction';
+const S5 = 'docs/spec.md#5-the-transaction transaction';
+const S4 = 'docs/spec.md#4-pressure-compaction pressure';
+const S6 = 'docs/spec.md#6-overflow-recovery overflow recovery';
+const S9 = 'docs/spec.md#9-manual-compaction-compact manual compaction';
+const CANCEL = 'DESIGN: cancellation from every waiting state; docs/spec.md#5-the-transaction: a summary finished after cancel is never committed';
+const BREAKER = 'docs/spec.md#10-where-the-usual-way-falls-short-and-what-xcompact-does-instead/§14: circuit breaker for repeated failures';
+const S13 = 'docs/spec.md#13-background-compaction background compaction';
 
 /** The decisions SPEC.md names, per chart. */
 export const SPEC_DECISIONS: Record<string, RequiredTransition[]> = {
@@ -51,7 +51,7 @@ export const SPEC_DECISIONS: Record<string, RequiredTransition[]> = {
     { source: 'revalidating', event: 'cancel', target: 'closing', why: CANCEL },
     { source: 'revalidating', event: 'done(revalidate)', guard: 'surface changed', target: 'closing', why: `${S5}: stability check` },
     { source: 'revalidating', event: 'done(revalidate)', guard: 'checkpoint does not shrink the span', target: 'closing', why: `${S5}: shrink check` },
-    { source: 'revalidating', event: 'done(revalidate)', guard: 'too little progress', target: 'closing', why: 'SPEC §10: skip a pass that frees too little (minProgressRatio)' },
+    { source: 'revalidating', event: 'done(revalidate)', guard: 'too little progress', target: 'closing', why: 'docs/spec.md#10-where-the-usual-way-falls-short-and-what-xcompact-does-instead: skip a pass that frees too little (minProgressRatio)' },
     { source: 'revalidating', event: 'done(revalidate)', target: 'committing', why: S5 },
     { source: 'committing', event: 'done(commit)', target: 'flushing', why: `${S5}/§9: flush the store before resolving` },
     { source: 'flushing', event: 'done(flush)', target: 'committed', why: S5 },
@@ -108,13 +108,13 @@ export const SPEC_DECISIONS: Record<string, RequiredTransition[]> = {
     { source: 'summarizing', event: 'cancel', target: 'cancelled', why: `${S13}: cancellation behaves as in the foreground path` },
     { source: 'ready', event: 'done(revalidate)', guard: 'span changed', target: 'closing', why: `${S13}: stability for a background commit` },
     { source: 'ready', event: 'done(revalidate)', guard: 'checkpoint does not shrink the span', target: 'closing', why: `${S5}: shrink check` },
-    { source: 'ready', event: 'done(revalidate)', guard: 'too little progress', target: 'closing', why: 'SPEC §10: skip a pass that frees too little (minProgressRatio)' },
+    { source: 'ready', event: 'done(revalidate)', guard: 'too little progress', target: 'closing', why: 'docs/spec.md#10-where-the-usual-way-falls-short-and-what-xcompact-does-instead: skip a pass that frees too little (minProgressRatio)' },
     { source: 'ready', event: 'done(revalidate)', guard: 'the commit is due', target: 'committing', why: `${S13}: committed at once when a job waits, the cost model started the run, or backgroundCommit is 'ready'` },
-    { source: 'ready', event: 'done(revalidate)', target: 'held', why: 'issue 25: held below the threshold: nothing is shadowed before the threshold says so' },
-    { source: 'held', event: 'always', guard: 'a job is waiting', target: 'ready', why: 'issue 25: a job that must wait commits the held summary, checked again first' },
+    { source: 'ready', event: 'done(revalidate)', target: 'held', why: 'docs/spec.md#13-background-compaction: held below the threshold: nothing is shadowed before the threshold says so' },
+    { source: 'held', event: 'always', guard: 'a job is waiting', target: 'ready', why: 'docs/spec.md#13-background-compaction: a job that must wait commits the held summary, checked again first' },
     { source: 'flushing', event: 'done(flush)', target: 'idle', why: `${S13}/§9: flush the store before the run ends` },
-    { source: 'opening', event: 'done(openBracket)', guard: 'the server has one slot', target: 'awaitingSlot', why: 'issue 34: one server slot: not while the agent waits for its reply' },
-    { source: 'awaitingSlot', event: 'agent.working', target: 'summarizing', why: "issue 34: one server slot: the summary runs while the agent's tools run" },
+    { source: 'opening', event: 'done(openBracket)', guard: 'the server has one slot', target: 'awaitingSlot', why: 'docs/local-models.md#one-server-slot-background-summaries-while-the-tools-run: one server slot: not while the agent waits for its reply' },
+    { source: 'awaitingSlot', event: 'agent.working', target: 'summarizing', why: "docs/local-models.md#one-server-slot-background-summaries-while-the-tools-run: one server slot: the summary runs while the agent's tools run" },
   ],
   gate: [
     { source: 'start', event: 'always', guard: 'the job is cancelled', target: 'running', why: `${S13}: cancellation behaves as in the foreground path (nothing prepared for a caller that gave up)` },

@@ -1,5 +1,5 @@
 /**
- * Background chart paths (SPEC §13) on the real engine, background mode on: every step of the
+ * Background chart paths (docs/spec.md#13-background-compaction) on the real engine, background mode on: every step of the
  * path is the engine's own, the world arranged so it happens.
  *
  *   step:prepare-point       tool steps until pressure is at the prepare point (under the
@@ -21,7 +21,7 @@
  *
  * A job released by a run's end (or answered `proceed`) runs for real to its end before the
  * path goes on. The checks: the real chart took the path; what afterStep answered, what the
- * engine announced, what the breaker counted and what the log holds, as SPEC §13 says.
+ * engine announced, what the breaker counted and what the log holds, as docs/spec.md#13-background-compaction says.
  */
 import { expect } from 'vitest';
 import type { AfterStepResult } from '../../src/engine/facade';
@@ -310,7 +310,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
   if (process.env.DEBUG_BG) console.log(w.recorded.slice(w.mark).map((r) => `${r.machine}/${r.actor}: ${r.transitions.map((t) => t.name).join(' | ')}`).join('\n'));
   expectPathTaken(w, path, byKey);
 
-  // What each caller was answered (SPEC §13).
+  // What each caller was answered (docs/spec.md#13-background-compaction).
   const waitedRuns = want.runs.filter((r) => r.waiters > 0);
   const heldCommitsOnly = waitedRuns.length > 0 && waitedRuns.every((r) => r.held && r.status === 'committed');
   for (const f of facades) {

@@ -125,7 +125,7 @@ function expectJobAnswer(job: Job, answer: Answer): void {
 }
 
 export async function runEnginePath(srv: Server, path: GeneratedPath, byKey: Map<string, TransitionInfo>): Promise<void> {
-  // The routed model's own policy (per-model fields, SPEC §14) differs from the global one: the
+  // The routed model's own policy (per-model fields, docs/spec.md#14-many-workers-one-session-the-postgresql-store) differs from the global one: the
   // engine must look it up for every job (auto off, and the overflow retries it grants).
   const policy = { provider: 'test', model: 'small', maxOverflowRetries: 1, ...(path.input === 'auto off' ? { auto: false } : {}) };
   const w = await openWorld(srv, {

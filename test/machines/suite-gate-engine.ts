@@ -1,5 +1,5 @@
 /**
- * Gate paths (SPEC §13) on the real engine, background mode on: the job is the engine's own
+ * Gate paths (docs/spec.md#13-background-compaction) on the real engine, background mode on: the job is the engine's own
  * (afterStep for pressure, onRequestError with the provider's real overflow error, compactNow
  * between turns) and the background chart answering the gate is the real one.
  *
@@ -206,7 +206,7 @@ export async function runGateEnginePath(srv: Server, path: GeneratedPath, byKey:
 
   expectPathTaken(w, path, byKey);
 
-  // What the caller was answered (SPEC §13).
+  // What the caller was answered (docs/spec.md#13-background-compaction).
   const cancelled = o.includes('cancel') || input.job.aborted;
   const waited = o.includes('background:waiting');
   if (kind === 'pressure') {
@@ -227,7 +227,7 @@ export async function runGateEnginePath(srv: Server, path: GeneratedPath, byKey:
   } else if (cancelled) expect((result as { code?: string }).code).toBe('cancelled');
   else expect((result as CompactionRecord | null)?.checkpointSeq).toBeGreaterThan(0);
 
-  // What the job reports of the background (SPEC §13): waited, preparing, and the runs that
+  // What the job reports of the background (docs/spec.md#13-background-compaction): waited, preparing, and the runs that
   // ended since the last answer — the first run for a job that did not wait, the awaited one else.
   const answers = w.settled.slice(settledBefore) as Array<{ result: { output?: { background?: { waited: boolean; preparing: boolean; outcomes: Array<{ status: string; waited: boolean }> } } } }>;
   expect(answers).toHaveLength(1);

@@ -14,7 +14,7 @@ const src = join(root, 'src') + '/';
 const ENTRIES = { main: join(root, 'src/index.ts'), advanced: join(root, 'src/advanced.ts'), testing: join(root, 'src/testing/index.ts') };
 
 function load() {
-  const config = ts.readConfigFile(join(root, 'tsconfig.json'), ts.sys.readFile);
+  const config = ts.readConfigFile(join(root, 'tsconfig.json'), (p) => ts.sys.readFile(p));
   const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, root);
   const program = ts.createProgram(Object.values(ENTRIES), options);
   const checker = program.getTypeChecker();

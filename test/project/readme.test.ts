@@ -68,3 +68,28 @@ describe('README and the config reference', () => {
     expect(readme).toContain('npm ci && npm test');
   });
 });
+
+describe('README, as a new user reads it', () => {
+  it('the drop-in snippet defines the tools and the dispatcher it uses (no name left for the reader to guess)', async () => {
+    const { codeBlocks } = await import('../helpers/markdown');
+    const snippet = codeBlocks(readme).find((b) => b.lang === 'ts' && b.code.includes('withCompaction'));
+    expect(snippet).toBeDefined();
+    expect(snippet!.code).toMatch(/^const tools: ChatCompletionTool\[\] = \[/m);
+    expect(snippet!.code).toMatch(/^async function runTool\(call: ChatCompletionMessageToolCall\): Promise<string> \{/m);
+  });
+
+  it("explains each EBADENGINE warning npm ci prints on Node 20: every locked package that needs a newer Node is named", () => {
+    const lock = JSON.parse(readFileSync(new URL('../../package-lock.json', import.meta.url), 'utf8')) as {
+      packages: Record<string, { engines?: { node?: string }; dev?: boolean }>;
+    };
+    // Node 20 is excluded by a lower bound of 21 or more ('>=22', '>=22.12.0', '^22 || >=24').
+    const newer = Object.entries(lock.packages).filter(([p, v]) => p !== '' && /^\s*(>=\s*|\^)2[1-9]/.test(v.engines?.node ?? ''));
+    expect(newer.length).toBeGreaterThan(0);
+    expect(readme).toContain(`prints ${newer.length} \`EBADENGINE`);
+    for (const [path, v] of newer) {
+      expect(v.dev, `${path} is a development dependency`).toBe(true);
+      const name = path.replace(/^.*node_modules\//, '').replace(/^@ai-sdk\//, '');
+      expect(readme, `README names ${path}`).toContain(name);
+    }
+  });
+});

@@ -1,5 +1,5 @@
 /**
- * Fuzzing `append` with arbitrary JSON-ish values (issue 29, "done when"): BigInt, cycles,
+ * Fuzzing `append` with arbitrary JSON-ish values (docs/reliability.md#the-storable-value-rule): BigInt, cycles,
  * NaN, ±Infinity, -0, Dates, functions, symbols, toJSON objects, class instances, holes, lone
  * surrogates, U+0000, huge strings and deep nesting, in providerOptions, in text and in keys.
  * On both durable stores, every call either commits an event that reopens equal to the one

@@ -1,5 +1,5 @@
 /**
- * The compaction bracket rules (issue 12 item 3): what may happen between `compaction/start`
+ * The compaction bracket rules (docs/spec.md#5-the-transaction): what may happen between `compaction/start`
  * and `compaction/end`. Each forbidden sequence is refused live on a MemoryStore and a
  * JsonlStore session with nothing observable changed (the stored bytes included), and refused
  * on reopen when another writer put it in the file, with the file left as it was.
@@ -153,7 +153,7 @@ describe.each(BACKENDS)('compaction bracket rules on a %s store', (backend) => {
     s.append(user('a checkpoint-like note', 'compaction-checkpoint'));
   });
 
-  it('a background bracket stays open across step and turn boundaries; every other rule holds (SPEC §13)', async () => {
+  it('a background bracket stays open across step and turn boundaries; every other rule holds (docs/spec.md#13-background-compaction)', async () => {
     const bg: AppendInput<'compaction/start'> = { type: 'compaction/start', data: { turn: 0, trigger: 'pressure', background: true } };
     const st = s.append(bg);
     // The agent works on: a step, the turn's end, a new turn, all while the summary is prepared.

@@ -1,5 +1,5 @@
 /**
- * The log rules of SPEC §1 and src/session/session.ts: every rule with a passing and a
+ * The log rules of docs/spec.md#1-the-log-and-the-surface and src/session/session.ts: every rule with a passing and a
  * rejected case, on a MemoryStore and on a JsonlStore session. A rejected append must leave
  * everything observable unchanged, the stored bytes included (see expectRejected).
  */

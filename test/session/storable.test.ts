@@ -1,5 +1,5 @@
 /**
- * The storable-value rule (issue 29 items 1, 2 and 5): an append whose event JSON cannot hold
+ * The storable-value rule (docs/reliability.md#the-storable-value-rule): an append whose event JSON cannot hold
  * exactly — BigInt, cycles, NaN, ±Infinity, -0, Date and other toJSON objects, functions,
  * symbols, class instances, holes, lone surrogates, U+0000 — is a typed SessionRuleError
  * (`not-storable`) thrown before anything is committed: the log in memory and on disk is

@@ -270,7 +270,7 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
     });
   });
 
-  describe('assistant argument prune (SPEC §15)', () => {
+  describe('assistant argument prune (docs/spec.md#15-pruning-what-the-agent-wrote)', () => {
     const big = 'x'.repeat(400);
     const write = (id: string, content: string) => ({ type: 'tool-call' as const, id, name: 'write', arguments: JSON.stringify({ path: 'a.ts', content, opts: { mode: 420, lines: [content, 'tail'] } }) });
     const usage = { promptTokens: 100, completionTokens: 40 };

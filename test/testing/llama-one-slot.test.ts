@@ -1,5 +1,5 @@
 /**
- * Issue 34 item 4 with the local server as `llama-server -np 1` (one request at a time): with the
+ * docs/local-models.md#one-server-slot-background-summaries-while-the-tools-run with the local server as `llama-server -np 1` (one request at a time): with the
  * model's `concurrency: 1`, a background summary runs while the agent executes its tools, never
  * while the agent's own request is open, so the agent's requests never queue behind a summary.
  * Without the setting (for contrast, same world) they do.
@@ -60,7 +60,7 @@ async function session(concurrency: number | undefined) {
   return { queued, committed, agent: agent.length };
 }
 
-describe('one server slot (issue 34, item 4)', () => {
+describe('one server slot (docs/local-models.md#one-server-slot-background-summaries-while-the-tools-run)', () => {
   it('with concurrency 1, background summaries run during the tools: the agent never queues behind one', async () => {
     const one = await session(1);
     expect(one.committed).toBeGreaterThan(0);

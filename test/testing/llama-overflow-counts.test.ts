@@ -1,5 +1,5 @@
 /**
- * Issue 34 item 3, reproduced with the local server as llama.cpp (-c 8192) with a tokenizer that
+ * docs/local-models.md#the-server-tokenizer-the-model-servers-own-counts, reproduced with the local server as llama.cpp (-c 8192) with a tokenizer that
  * splits digits (Qwen's): o200k prices a digit-heavy message at a third of what the server counts.
  * The overflow error's own count (n_prompt_tokens) anchors the meter and calibrates at once, so
  * recovery sees that the newest message alone cannot fit and declines at once (`stuck`) instead
@@ -23,7 +23,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-describe('overflow counts for a local model (issue 34, item 3)', () => {
+describe('overflow counts for a local model (docs/local-models.md#the-server-tokenizer-the-model-servers-own-counts)', () => {
   it("a newest message that alone overflows is declined at once, on the error's own count", async () => {
     const session = Session.inMemory();
     const w = new SessionWriter(session);

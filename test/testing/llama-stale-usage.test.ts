@@ -1,5 +1,5 @@
 /**
- * Issue 34 item 1, reproduced with the local server: a background summary commits while the
+ * docs/local-models.md#counts-the-tokenizer-is-not-ours, reproduced with the local server: a background summary commits while the
  * agent's own request is in flight. That request's usage counts the longer, pre-commit
  * conversation (its request/header came before the commit), so it must not anchor the
  * compacted surface: the meter's figure before each request stays close to what the provider
@@ -33,7 +33,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-describe('usage of a request answered after a background commit (issue 34, item 1)', () => {
+describe('usage of a request answered after a background commit (docs/local-models.md#counts-the-tokenizer-is-not-ours)', () => {
   it('never anchors the compacted surface to the pre-commit prompt', async () => {
     const session = Session.inMemory();
     const w = new SessionWriter(session);

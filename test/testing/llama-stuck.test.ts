@@ -1,5 +1,5 @@
 /**
- * Issue 34 item 2, reproduced with the local server (llama.cpp's 8,192 window): one large
+ * docs/spec.md#4-pressure-compaction, reproduced with the local server (llama.cpp's 8,192 window): one large
  * parallel batch straddling the retained tail's cut must not block compaction. The cut moves
  * toward the tail (a smaller retained tail) when moving it toward the head leaves nothing to
  * condense; `stuck` is only for one unit alone over the budget, and `afterStep` says
@@ -27,7 +27,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-describe('a parallel batch straddling the cut (issue 34, item 2)', () => {
+describe('a parallel batch straddling the cut (docs/spec.md#4-pressure-compaction)', () => {
   for (const background of [true, false]) {
     it(`compacts instead of reporting stuck (background ${background})`, async () => {
       const session = Session.inMemory();

@@ -1,4 +1,4 @@
-/** The local server's llama.cpp modes used by issue 34's tests and bench: one slot, its prompt cache, /tokenize. */
+/** The local server's llama.cpp modes used by the one-slot tests and bench (docs/local-models.md#one-server-slot-background-summaries-while-the-tools-run): one slot, its prompt cache, /tokenize. */
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { startOpenAIServer } from '../../src/testing/openai-server';

@@ -1,5 +1,5 @@
 /**
- * pi's own compactions, its user-text message kinds and its tree format (SPEC §11), on small
+ * pi's own compactions, its user-text message kinds and its tree format (docs/spec.md#11-real-transcripts-in-faithfully), on small
  * fixtures built for this (test/fixtures/pi-linear-compaction.jsonl, pi-tree-compaction.jsonl).
  * The expected requests are written out here from pi's rules (session-manager.ts
  * buildSessionContext, messages.ts convertToLlm), not derived from the importer.

@@ -53,7 +53,7 @@ async function openViewer(query = ''): Promise<Opened> {
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
   await page.goto(VIEWER + query);
-  await page.waitForFunction(() => document.body.dataset.ready !== undefined, null, { timeout: 60_000 });
+  await page.waitForFunction(() => document.body.dataset.ready !== undefined, null, { timeout: 120_000 });
   const ready = await page.evaluate(() => document.body.dataset.ready);
   if (ready !== 'true') throw new Error(`the viewer failed: ${await page.textContent('#status')}`);
   return { page, requests, errors };
@@ -358,4 +358,69 @@ describe('visualizer/index.html in Chromium', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 90_000);
+});
+
+describe('visualizer/index.html in Chromium: what a newcomer saw go wrong', () => {
+  it('draws no chart before every chart is laid out, and shows the first one fitted to its box', async () => {
+    const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+    try {
+      // Every drawing put into the page before it is ready: would it show there while the others are laid out?
+      await page.addInitScript(() => {
+        const seen: boolean[] = [];
+        (window as unknown as { drawnWhileLoading: boolean[] }).drawnWhileLoading = seen;
+        const append = Element.prototype.appendChild;
+        Element.prototype.appendChild = function <T extends Node>(this: Element, child: T): T {
+          if (child instanceof SVGSVGElement && document.body.dataset.ready === undefined) seen.push(getComputedStyle(this).visibility !== 'hidden');
+          return append.call(this, child) as T;
+        };
+      });
+      await page.goto(VIEWER);
+      await page.waitForFunction(() => document.body.dataset.ready !== undefined, null, { timeout: 120_000 });
+      expect(await page.evaluate(() => document.body.dataset.ready)).toBe('true');
+      const drawn = await page.evaluate(() => (window as unknown as { drawnWhileLoading: boolean[] }).drawnWhileLoading);
+      expect(drawn.length, 'every chart is drawn while the page loads').toBe(charts.length);
+      expect(drawn.filter(Boolean), 'a chart shown before the others were laid out').toEqual([]);
+      const first = charts[0]!.name;
+      const fitted = await page.evaluate((name) => {
+        const view = (window as unknown as { xcompactViewer: { view(n: string): { get(): unknown; fit(): void } } }).xcompactViewer.view(name);
+        const shown = JSON.stringify(view.get());
+        view.fit();
+        return { shown, fit: JSON.stringify(view.get()), visible: getComputedStyle(document.querySelector(`section[data-chart="${name}"] .diagram`)!).visibility };
+      }, first);
+      expect(fitted.shown).toBe(fitted.fit);
+      expect(fitted.visible).toBe('visible');
+    } finally {
+      await page.close();
+    }
+  }, 240_000);
+
+  it('the timeline shows step numbers of three digits and more whole ("231.", not "31.")', async () => {
+    const { page } = await sharedViewer();
+    const room = await page.evaluate(() => {
+      const w = window as unknown as { XCOMPACT_TRACE: { steps: unknown[] }; xcompactViewer: { loadTrace(d: unknown, origin: string): void } };
+      const base = w.XCOMPACT_TRACE;
+      const steps: unknown[] = [];
+      while (steps.length < 1200) steps.push(...base.steps);
+      w.xcompactViewer.loadTrace({ ...base, steps }, 'a long trace');
+      const ol = document.getElementById('timeline')!;
+      const widest = `${ol.children.length}.`;
+      const probe = document.createElement('span');
+      probe.textContent = widest;
+      probe.style.font = getComputedStyle(ol.children[ol.children.length - 1]!).font;
+      probe.style.position = 'absolute';
+      document.body.appendChild(probe);
+      const width = probe.getBoundingClientRect().width;
+      probe.remove();
+      return { items: ol.children.length, widest, width, padding: parseFloat(getComputedStyle(ol).paddingLeft) };
+    });
+    expect(room.items).toBeGreaterThanOrEqual(1200);
+    expect(room.widest.length).toBe(5);
+    // The marker sits in the list's left padding, right-aligned with a small gap before the text.
+    expect(room.padding, `${room.widest} is ${room.width.toFixed(1)} px wide`).toBeGreaterThanOrEqual(room.width + 4);
+    // Put the sample back for the tests that share this page.
+    await page.evaluate(() => {
+      const w = window as unknown as { XCOMPACT_TRACE: unknown; xcompactViewer: { loadTrace(d: unknown, origin: string): void } };
+      w.xcompactViewer.loadTrace(w.XCOMPACT_TRACE, 'out/sample-trace.js');
+    });
+  }, 240_000);
 });

@@ -4,7 +4,7 @@
  *
  * Why a model wrapper and not `prepareStep`: `prepareStep` can replace the next step's
  * messages but never sees the step's own request fail, so it cannot recover a context
- * overflow (SPEC §6) inside the loop. At the model boundary one object sees everything: the
+ * overflow (docs/spec.md#6-overflow-recovery) inside the loop. At the model boundary one object sees everything: the
  * whole prompt of each step (system prompt, the app's messages, the tool results the SDK
  * just produced), the reply with its usage, and the provider's error. So the app changes one
  * option — `model: compaction.model` — and every loop that takes a model works.
@@ -42,7 +42,7 @@ import { SessionWriter } from '../../session/writer';
 import type { Summarizer } from '../../services/summarizing';
 import { boundSummarizer } from '../../services/summarizing';
 import { withCheckpointLedger } from '../../services/summarizing';
-import { missingCapacity, type ModelInfo } from '../../services/config';
+import { missingCapacity, modelInfoFor, type ModelInfo } from '../../services/config';
 import { normaliseRequestError, recoveryFailed } from './errors';
 import {
   AiSdkAdapterError,
@@ -257,7 +257,14 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     await closeStep(signal);
     ensureTurn();
     w.startStep();
-    w.request({ provider, model: base.modelId, tools: (params.tools ?? []).map(toolDefinition), ...(params.maxOutputTokens ? { maxTokens: params.maxOutputTokens } : {}) });
+    const contextWindow = modelInfoFor(engine.config, provider, base.modelId)?.contextWindow;
+    w.request({
+      provider,
+      model: base.modelId,
+      tools: (params.tools ?? []).map(toolDefinition),
+      ...(params.maxOutputTokens ? { maxTokens: params.maxOutputTokens } : {}),
+      ...(contextWindow !== undefined ? { contextWindow } : {}),
+    });
     await check(signal);
     return derive(spec);
   };

@@ -24,7 +24,7 @@ import type { ChatCompletion, ChatCompletionChunk, ChatCompletionCreateParams, C
 import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../../engine/facade';
 import type { Session } from '../../session/session';
 import { SessionWriter } from '../../session/writer';
-import { missingCapacity, modelKey, type ModelInfo } from '../../services/config';
+import { missingCapacity, modelInfoFor, modelKey, type ModelInfo } from '../../services/config';
 import { withErrorBodyRecovery, type OpenAIClient } from '../../services/overflow';
 import { DropInError, recoveryFailed } from './errors';
 import { recordedMessages } from '../../session/recorded';
@@ -189,11 +189,13 @@ export function withCompaction<C extends OpenAIClient>(client: C, options: WithC
     ensureTurn();
     w.startStep();
     const maxTokens = params.max_completion_tokens ?? params.max_tokens;
+    const contextWindow = modelInfoFor(engine.config, provider, params.model)?.contextWindow;
     w.request({
       provider,
       model: params.model,
       tools: (params.tools ?? []) as object[],
       ...(typeof maxTokens === 'number' ? { maxTokens } : {}),
+      ...(contextWindow !== undefined ? { contextWindow } : {}),
     });
     await check(signal);
   };

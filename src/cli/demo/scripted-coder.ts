@@ -116,7 +116,8 @@ export function createScriptedCoder(options: ScriptedCoderOptions): ScriptedCode
 
   const summaryReply = async (req: ParsedChatRequest): Promise<Scenario> => {
     const messages = (req.body.messages ?? []) as unknown as ChatMessage[];
-    const instruction = String(messages[messages.length - 1]!.content);
+    const last = messages[messages.length - 1]!.content;
+    const instruction = typeof last === 'string' ? last : JSON.stringify(last);
     let from = messages[0]?.role === 'system' ? 1 : 0;
     // Earlier checkpoints replayed only to keep the prefix cached are background, not input.
     const kept = /The first (\d+) messages after the system prompt are earlier checkpoints/.exec(instruction)?.[1];

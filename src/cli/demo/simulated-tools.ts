@@ -61,7 +61,7 @@ export class SimulatedWorkspace {
     } catch {
       return { text: `error: the arguments are not valid JSON: ${argumentsJson.slice(0, 200)}`, isError: true };
     }
-    const str = (k: string) => (typeof args[k] === 'string' ? (args[k] as string) : '');
+    const str = (k: string) => (typeof args[k] === 'string' ? (args[k]) : '');
     switch (name) {
       case 'read_file': {
         const text = this.files.get(normalise(str('path')));

@@ -1,5 +1,5 @@
 /**
- * Budget resolution for a routed model (SPEC §3): window, reservation, headroom, threshold,
+ * Budget resolution for a routed model (docs/spec.md#3-configuration): window, reservation, headroom, threshold,
  * retained tail and summary cap, or a BudgetError that names the route and the fix.
  */
 import { XcompactError } from '../../errors.js';
@@ -10,7 +10,7 @@ import { policyFor } from './policy.js';
 import type { CompactionConfig } from './policy';
 
 // ---------------------------------------------------------------------------------------------
-// Budget resolution (SPEC §3)
+// Budget resolution (docs/spec.md#3-configuration)
 // ---------------------------------------------------------------------------------------------
 
 export type BudgetErrorCode =
@@ -52,13 +52,13 @@ export interface ResolvedBudget {
   /** Recent tokens kept verbatim: retainTokens ?? floor(M × retainRatio); below threshold. */
   retain: number;
   /**
-   * Where a background summary starts (SPEC §13): floor(W × prepareRatio), default
+   * Where a background summary starts (docs/spec.md#13-background-compaction): floor(W × prepareRatio), default
    * threshold − floor((threshold − retain) / 4); retain < prepare ≤ threshold. Undefined when
    * background compaction is off for the route.
    */
   prepare: number | undefined;
   /**
-   * With background compaction: where a step waits for a summary still being written (SPEC §13),
+   * With background compaction: where a step waits for a summary still being written (docs/spec.md#13-background-compaction),
    * halfway from the threshold to the message budget: threshold + floor((M − threshold) / 2). Below
    * it the request still fits with the other half to spare for the count, so the agent goes on.
    * Undefined when background compaction is off for the route.

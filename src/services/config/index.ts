@@ -1,5 +1,5 @@
 /**
- * Configuration (SPEC §3 plus the engine's own fields): validation of a config object (every
+ * Configuration (docs/spec.md#3-configuration plus the engine's own fields): validation of a config object (every
  * problem listed at once) and the public face of the config modules: the schema and defaults
  * (config-schema.ts), cross-field rules (config-rules.ts), per-model policies (config-policy.ts),
  * budgets (config-budget.ts) and messages (config-messages.ts).

@@ -101,7 +101,7 @@ function retentionIssues(fields: CrossFields, policy: PolicyInput | undefined, a
 }
 
 /**
- * SPEC §13: retain < prepare ≤ threshold. Checked here on the ratios (prepareRatio against
+ * docs/spec.md#13-background-compaction: retain < prepare ≤ threshold. Checked here on the ratios (prepareRatio against
  * thresholdRatio and a retainRatio); the resolved figures are checked again per route at budget
  * time, where a retainTokens or the headroom can move them.
  */

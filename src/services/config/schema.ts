@@ -87,7 +87,7 @@ const POLICY_FIELDS = {
   compactionRetries: nonNegativeInt().optional(),
   maxOverflowRetries: nonNegativeInt().optional(),
   auto: z.boolean().optional(),
-  /** SPEC §13: prepare the summary in the background from the prepare point. */
+  /** docs/spec.md#13-background-compaction: prepare the summary in the background from the prepare point. */
   background: z.boolean().optional(),
   /** The prepare point as a share of the window (default: a quarter of the way from the threshold back to the retained tail). */
   prepareRatio: ratio().optional(),
@@ -101,7 +101,7 @@ const POLICY_FIELDS = {
    */
   backgroundCommit: z.enum(['threshold', 'ready']).optional(),
   /**
-   * Issue 26: checkpoints and pruned-result markers name the handle the recall tool brings the
+   * docs/recall.md: checkpoints and pruned-result markers name the handle the recall tool brings the
    * originals back by (the host registers the tool: recallTool(session), or the AI SDK
    * adapter's `tools`). Off: frames and markers are byte-identical to those without recall.
    */
@@ -167,7 +167,7 @@ export const FIELDS = {
   compactionRetries: nonNegativeInt().default(1),
   maxOverflowRetries: nonNegativeInt().default(1),
   auto: z.boolean().default(true),
-  // On by default (issue 16): the agent does not wait for a summary below the threshold; see SPEC §13.
+  // On by default (docs/background.md): the agent does not wait for a summary below the threshold; see docs/spec.md#13-background-compaction.
   background: z.boolean().default(true),
   // No default here: unset means 'threshold', or 'ready' on a route whose server has one slot (measure.ts).
   backgroundCommit: z.enum(['threshold', 'ready']).optional(),
@@ -232,11 +232,11 @@ export interface ModelPolicy {
   maxOverflowRetries: number;
   auto: boolean;
   background: boolean;
-  /** Undefined: the default prepare point (SPEC §13). */
+  /** Undefined: the default prepare point (docs/spec.md#13-background-compaction). */
   prepareRatio: number | undefined;
   /** When a background summary is committed: at the threshold (held until then), or once ready; undefined: by the route's concurrency. */
   backgroundCommit: 'threshold' | 'ready' | undefined;
-  /** Checkpoints and markers name their recall handles (issue 26). */
+  /** Checkpoints and markers name their recall handles (docs/recall.md). */
   recall: boolean;
   summaryIdleTimeoutMs: number;
   summaryTimeoutMs: number;

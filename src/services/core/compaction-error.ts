@@ -1,8 +1,8 @@
-/** The error a failed compaction is reported with (SPEC §9's stable codes). */
+/** The error a failed compaction is reported with (docs/spec.md#9-manual-compaction-compact's stable codes). */
 import { XcompactError } from '../../errors';
 import type { CompactionErrorCode, ErrorInfo } from './contracts';
 
-/** A failed compaction, with the stable code of SPEC §9. */
+/** A failed compaction, with the stable code of docs/spec.md#9-manual-compaction-compact. */
 export class CompactionError extends XcompactError {
   declare readonly code: CompactionErrorCode;
   /** The underlying service error's code, e.g. 'summary-truncated'. */

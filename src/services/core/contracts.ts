@@ -5,10 +5,10 @@
  */
 
 export type Trigger = 'pressure' | 'overflow' | 'manual';
-/** `background`: a summary prepared while the agent works on (SPEC §13); its span must stay as selected. */
+/** `background`: a summary prepared while the agent works on (docs/spec.md#13-background-compaction); its span must stay as selected. */
 export type Mode = 'automatic' | 'manual' | 'background';
 
-/** Stable codes of a failed compaction (SPEC §9 plus the automatic path's own). */
+/** Stable codes of a failed compaction (docs/spec.md#9-manual-compaction-compact plus the automatic path's own). */
 export type CompactionErrorCode =
   | 'busy' // a turn is open, or another compaction holds the lock
   | 'cancelled' // the caller's signal aborted it

@@ -1,5 +1,5 @@
 /**
- * The routed model's figures: its budget (SPEC §3), the policy the charts apply to it, and the
+ * The routed model's figures: its budget (docs/spec.md#3-configuration), the policy the charts apply to it, and the
  * model a summary is written by. The route is the latest `request/header`.
  */
 import { XcompactError } from '../../errors';
@@ -8,7 +8,7 @@ import { modelInfoFor, policyFor, resolveBudget, type ResolvedBudget } from '../
 import type { ServiceDeps } from './deps';
 // The chart declares what it reads of a policy (one declaration); routePolicy fills it in.
 
-/** What the charts take from the routed model's policy (per-model fields of SPEC §3). */
+/** What the charts take from the routed model's policy (per-model fields of docs/spec.md#3-configuration). */
 export interface RoutePolicy {
   auto: boolean;
   /** 1 + compactionRetries. */
@@ -41,7 +41,7 @@ export function routePolicy({ session, config }: Pick<ServiceDeps, 'session' | '
 }
 
 /**
- * Recall is on for the route (issue 26): checkpoints and pruned-result markers name their recall
+ * Recall is on for the route (docs/recall.md): checkpoints and pruned-result markers name their recall
  * handles. The top level before any request.
  */
 export function recallOn({ session, config }: Pick<ServiceDeps, 'session' | 'config'>): boolean {

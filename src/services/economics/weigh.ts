@@ -96,7 +96,7 @@ export function weighPressure(
   // A weighing is a function of the log (its length: nothing is ever rewritten), the meter's
   // fold of it and the reading: asked again with nothing appended (a step that found nothing
   // to do, an agent calling afterStep twice), the answer is the same, and recomputing it walked
-  // the retained tail and tokenized a checkpoint frame (issue 18: afterStep ≤ 3× measure()).
+  // the retained tail and tokenized a checkpoint frame (docs/measured.md: afterStep ≤ 3× measure()).
   const last = state.last;
   if (last && last.length === deps.session.length && sameReading(last.at, at)) return last.out;
   const out = weigh(deps, at, pace, state);

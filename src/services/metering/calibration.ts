@@ -1,5 +1,5 @@
 /**
- * Online calibration (SPEC §12): what the provider counts for what we price, per route
+ * Online calibration (docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have): what the provider counts for what we price, per route
  * (provider/model). Between two provider reports the surface grows by nodes we price with our
  * tokenizer; for a provider with another tokenizer (Claude, Gemini, Qwen …) that growth is off.
  *

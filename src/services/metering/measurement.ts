@@ -1,7 +1,7 @@
 /**
  * What a measurement says, and how a provider's report is judged before it anchors one.
  *
- * Which request a report describes (issue 34). A report answers the request of the latest
+ * Which request a report describes (docs/local-models.md#counts-the-tokenizer-is-not-ours). A report answers the request of the latest
  * request/header: the agent built that request from the surface as it was then. A background
  * summary may commit while the request is open, so by the time the reply is recorded the
  * surface is shorter than what the provider counted; anchoring the new surface to the old
@@ -14,7 +14,7 @@
  * is carried across the replaces as an anchor is, by what the provider counted for what left.
  * Over-high figures are as suspect as under-low ones: this is what keeps them out.
  *
- * Suspect usage (SPEC §12). A figure is suspect when it is below our own calibrated estimate
+ * Suspect usage (docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have). A figure is suspect when it is below our own calibrated estimate
  * of the same request by more than SUSPECT_TOLERANCE (half): proxies under-report (a prompt of
  * 6 tokens for a request we price at 117), and a figure carried across a replace that removed
  * more than the provider ever counted (usage recorded before another agent's compaction) no
@@ -40,7 +40,7 @@ export interface NodePrices {
   /** Price of a current surface node by seq. */
   priceOf(seq: number): number;
   /**
-   * Provider tokens per priced token for the current route (SPEC §12): whole-surface budgets
+   * Provider tokens per priced token for the current route (docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have): whole-surface budgets
    * (the retained tail) multiply prices by it. Absent = 1.
    */
   readonly providerRatio?: number;

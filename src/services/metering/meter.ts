@@ -205,7 +205,7 @@ export class TokenMeter implements NodePrices {
       this.toolsJson = json;
     }
     if (changed || retokenized) {
-      // The tool list is priced as one block (SPEC §2 heuristic: ceil(JSON(tools)/4) + 4).
+      // The tool list is priced as one block (docs/spec.md#2-token-measurement heuristic: ceil(JSON(tools)/4) + 4).
       const t = this.tokenizer;
       this.toolsTokens = json === '' ? 0 : this.provisional.countTools(t, json) + (t.overhead.perBlock ?? 0);
     }

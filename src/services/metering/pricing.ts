@@ -70,7 +70,7 @@ export function textsOfMessage(message: ChatMessage): string[] {
 
 /**
  * Content blocks priced with `perBlock` (the reference heuristic only). The system prompt has
- * no block charge: SPEC §2 prices it `ceil(len/4) + 4`, the +4 being its message framing.
+ * no block charge: docs/spec.md#2-token-measurement prices it `ceil(len/4) + 4`, the +4 being its message framing.
  */
 function blockCount(event: Pick<SurfaceEvent, 'type' | 'data'>): number {
   if (event.type === 'system/message') return 0;

@@ -1,5 +1,5 @@
 /**
- * What the provider counted for each surface node, as exactly as its reports allow (SPEC §11:
+ * What the provider counted for each surface node, as exactly as its reports allow (docs/spec.md#11-real-transcripts-in-faithfully:
  * after a replace the anchor is carried only by an exact delta).
  *
  * A report's prompt counts the envelope and every node on the surface. Between two reports

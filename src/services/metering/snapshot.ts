@@ -1,9 +1,9 @@
 /**
- * The token meter's fold, saved with the log so a reopen does not tokenize it again (issue 18).
+ * The token meter's fold, saved with the log so a reopen does not tokenize it again (docs/sessions-and-stores.md#reopening-a-long-session).
  *
  * Why a snapshot and not lazy pricing: the figure is not only "the last report + what was
  * appended since". Every report is checked against our calibrated estimate of the whole request
- * (SPEC §12: suspect usage) and feeds the calibration fold and the provider ledger, and a
+ * (docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have: suspect usage) and feeds the calibration fold and the provider ledger, and a
  * measurement checks the anchored figure against the whole-surface estimate again; so every
  * node's price is needed as of every report, and replaying the fold needs all of them. Prices
  * are a pure function of (tokenizer, content), and the rest of the fold is a pure function of

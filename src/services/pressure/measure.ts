@@ -18,7 +18,7 @@ export interface PressureReading {
   threshold: number;
   retainTokens: number;
   contextWindow: number;
-  /** Where a background summary starts (SPEC §13); absent when background compaction is off for the route. */
+  /** Where a background summary starts (docs/spec.md#13-background-compaction); absent when background compaction is off for the route. */
   prepareAt?: number;
   /**
    * With background compaction: where a step waits for a summary still being written, halfway
@@ -85,7 +85,7 @@ export function measurePressure(deps: Pick<ServiceDeps, 'session' | 'meter' | 'c
   return { kind: 'reading', reading };
 }
 
-/** `waitAt`: with background compaction, where a step waits for a summary still being written (SPEC §13). */
+/** `waitAt`: with background compaction, where a step waits for a summary still being written (docs/spec.md#13-background-compaction). */
 export type EngineMeasurement = Measurement & { threshold: number | undefined; contextWindow: number | undefined; waitAt?: number };
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Pruning what the agent wrote (SPEC §15): an older assistant message whose tool-call
+ * Pruning what the agent wrote (docs/spec.md#15-pruning-what-the-agent-wrote): an older assistant message whose tool-call
  * arguments hold oversized strings (a `write` of a whole file, a big `edit`) is replaced by
  * the same message with each such string cut like a tool result (head, one marker, tail).
  * The arguments stay valid JSON with the same keys, numbers and array lengths; call ids,

@@ -1,9 +1,9 @@
 /**
- * Model-free pruning of oversized tool results (SPEC §7): keep the head and the tail of an
+ * Model-free pruning of oversized tool results (docs/spec.md#7-pruning-tool-results): keep the head and the tail of an
  * oversized text, replace the middle with one marker line, and record each rewrite as a
  * `compaction/prune` event followed by a content-only `tool/result` replacement. Oversized
  * tool-call arguments of older assistant messages are cut the same way, in the same pass and
- * under the same protections (SPEC §15, pruner-arguments.ts).
+ * under the same protections (docs/spec.md#15-pruning-what-the-agent-wrote, pruner-arguments.ts).
  *
  * A service, not a policy: `planPrune` only reads and says what a pass would do (and why it
  * would do nothing); `applyPrune` writes a plan. When to prune is the charts' decision.
@@ -47,7 +47,7 @@
  *   writes nothing and says `below-min-reclaim`.
  *
  * - **Budgets in the provider's tokens.** protectRecentTokens and minReclaimTokens are shares
- *   of the window, which the provider counts (SPEC §12), so they are compared with our prices
+ *   of the window, which the provider counts (docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have), so they are compared with our prices
  *   × the calibrated `providerRatio`, as range selection does with the retained tail. The
  *   figures a plan and the log report (tokensBefore/After, tokensFreed) stay our prices, the
  *   unit every node price and `shadowedTokens` is logged in.

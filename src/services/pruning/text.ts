@@ -1,5 +1,5 @@
 /**
- * The text operation of the pruner (SPEC §7): keep the head and the tail of a text, one marker
+ * The text operation of the pruner (docs/spec.md#7-pruning-tool-results): keep the head and the tail of a text, one marker
  * line for the middle, cut on code-point boundaries. Shared by tool-result and tool-call
  * argument pruning.
  */

@@ -64,7 +64,7 @@ export type PruneKeepReason = 'protected-recent' | 'never-prune' | 'no-gain';
 export interface PrunePlan {
   /** What applyPrune will rewrite, in surface order (oldest first). Empty when skipped. */
   readonly targets: readonly PruneTarget[];
-  /** Assistant messages whose oversized tool-call arguments applyPrune will cut (SPEC §15). Empty when skipped. */
+  /** Assistant messages whose oversized tool-call arguments applyPrune will cut (docs/spec.md#15-pruning-what-the-agent-wrote). Empty when skipped. */
   readonly argumentTargets: readonly ArgumentPruneTarget[];
   /** Tokens the pass frees (0 when skipped). */
   readonly tokensFreed: number;

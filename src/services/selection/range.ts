@@ -61,7 +61,7 @@ export interface SelectOptions {
  * The checkpoint a span becomes carries the user's words of the span (its own messages and the
  * ones the checkpoints inside it carry) up to `userWords`, and a summary of the rest up to `cap`,
  * in a frame of `frameTokens`. A span whose checkpoint may cost that much could free less than
- * `minProgressRatio` of it and fail the shrink check after the summarizer's call (SPEC §10: "small
+ * `minProgressRatio` of it and fail the shrink check after the summarizer's call (docs/spec.md#10-where-the-usual-way-falls-short-and-what-xcompact-does-instead: "small
  * spans always fail the shrink check"): typically a head merge of earlier checkpoints with little
  * new beside them, under a retained tail close to the threshold. Budgets in provider tokens.
  */
@@ -80,7 +80,7 @@ export function headPosition(session: Session): number {
 /**
  * Position of the cut that retains at least `retainTokens` and the newest unit, balanced.
  * Budgets are in the provider's tokens ("retain 16% of the window"), so node prices are
- * multiplied by the meter's calibration (SPEC §12).
+ * multiplied by the meter's calibration (docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have).
  */
 export function retainedCut(session: Session, prices: NodePrices, retainTokens: number, head: number): number {
   const s = session.surface;

@@ -22,7 +22,7 @@ export interface OverflowCount {
  * `overflow`: what the error that started this recovery said. Recovery keeps only the newest
  * unit (with the system prompt and tools); when that alone is at the error's window in the
  * provider's tokens, no compaction can make the request fit: nothing is selected, so recovery
- * declines at once instead of summarizing and retrying a hopeless request (issue 34). Everything
+ * declines at once instead of summarizing and retrying a hopeless request (docs/spec.md#4-pressure-compaction). Everything
  * up to the last report was counted by the provider, so what our figure missed lies in what was
  * appended since: the newest unit is priced at that growth's own ratio (count over our price).
  */

@@ -13,7 +13,7 @@ export const SUMMARY_OPEN = '<compacted-summary>';
 export const SUMMARY_CLOSE = '</compacted-summary>';
 
 /**
- * The checkpoint's text. With a recall handle (recall on, issue 26) a last line after the
+ * The checkpoint's text. With a recall handle (recall on, docs/recall.md) a last line after the
  * summary names it and the tool; without one the frame is exactly what it always was, so a
  * session without recall sends the bytes it sent before (prompt-cache prefixes hold).
  */

@@ -1,5 +1,5 @@
 /**
- * The model-free summarizer: fills the checkpoint's eight sections (SPEC §8) straight from
+ * The model-free summarizer: fills the checkpoint's eight sections (docs/spec.md#8-the-summarizer) straight from
  * the span's events — user requests verbatim, files and commands seen, errors, the latest
  * assistant text — with no network and no randomness (the same span always gives the same
  * bytes). It lets every test and the main job run without an API key, and is a real fallback

@@ -1,7 +1,7 @@
 /**
  * The compaction instruction: the one user message appended after the replayed conversation
  * that asks the model for the checkpoint. The base text is the reference system's, verbatim
- * (SPEC §8); xcompact adds two optional paragraphs after it, so the base (and everything the
+ * (docs/spec.md#8-the-summarizer); xcompact adds two optional paragraphs after it, so the base (and everything the
  * provider caches before it) stays the same whatever the options.
  */
 

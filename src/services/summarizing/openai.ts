@@ -1,6 +1,6 @@
 /**
  * The model summarizer: asks an OpenAI-compatible chat-completions endpoint (through the
- * `openai` SDK) to condense a span into the checkpoint sections of SPEC §8.
+ * `openai` SDK) to condense a span into the checkpoint sections of docs/spec.md#8-the-summarizer.
  *
  * The request replays the conversation's own prefix — system prompt, tools, kept checkpoints,
  * then the span's messages, byte for byte as the conversation sent them — and appends one

@@ -34,7 +34,7 @@ function onlyMessage(input: unknown): string {
   return issues[0]!.message;
 }
 
-describe('defaults (SPEC §3)', () => {
+describe('defaults (docs/spec.md#3-configuration)', () => {
   // headroomTokens and maxTokens stay unset: both resolve per model (defaultHeadroom(W)).
   const expected: CompactionConfig = {
     thresholdRatio: 0.8,
@@ -356,7 +356,7 @@ describe('error reports', () => {
   });
 });
 
-describe('resolveBudget (SPEC §3)', () => {
+describe('resolveBudget (docs/spec.md#3-configuration)', () => {
   const config = parseConfig({});
   const budget = (overrides: Partial<BudgetArgs>) => resolveBudget({ config, provider: 'p', model: 'm', contextWindow: 1_000_000, ...overrides });
   const budgetError = (overrides: Partial<BudgetArgs>): BudgetError => {
@@ -527,7 +527,7 @@ describe('model registry', () => {
   });
 });
 
-describe('background compaction fields (SPEC §13)', () => {
+describe('background compaction fields (docs/spec.md#13-background-compaction)', () => {
   const budgetOf = (config: unknown) => resolveBudget({ config: parseConfig(config), provider: 'p', model: 'm', contextWindow: 1_000_000 });
 
   it('puts the default prepare point a quarter of the way from the threshold back to the retained tail', () => {

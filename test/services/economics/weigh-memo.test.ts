@@ -1,6 +1,6 @@
 /**
  * A weighing asked again with nothing appended is the same answer, without walking the tail or
- * tokenizing again (issue 18: a step that finds nothing to do stays cheap); anything appended
+ * tokenizing again (docs/measured.md: a step that finds nothing to do stays cheap); anything appended
  * weighs afresh.
  */
 import { describe, expect, it } from 'vitest';

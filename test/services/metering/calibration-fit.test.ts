@@ -1,7 +1,7 @@
 /**
  * The calibration fit runs at every clean report (a reopened log of 15k steps refits 15k
  * times), so it is written for speed: flat arrays, zero features skipped. These check that it
- * is still exactly the plain formulation (SPEC §12: a fold of the log gives the same figures,
+ * is still exactly the plain formulation (docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have: a fold of the log gives the same figures,
  * bit for bit, however it is computed).
  */
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Online calibration and the suspect-usage rule (SPEC §12, issue 12 item 5). The "provider"
+ * Online calibration and the suspect-usage rule (docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have, docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have). The "provider"
  * here counts with another real tokenizer (the reference heuristic over the same messages),
  * the way Claude or Qwen count differently from our o200k prices.
  */

@@ -1,5 +1,5 @@
 /**
- * Which surface a provider report counts (issue 34 item 1; src/services/metering/measurement.ts):
+ * Which surface a provider report counts (docs/local-models.md#counts-the-tokenizer-is-not-ours; src/services/metering/measurement.ts):
  * a report answers the request of its request/header. A background commit recorded while that
  * request was open does not make the report describe the compacted surface; an overflow
  * recovery that re-sent the request under the same header does.

@@ -1,5 +1,5 @@
 /**
- * The meter's snapshot beside a JSONL log (issue 18): a reopen restores the fold instead of
+ * The meter's snapshot beside a JSONL log (docs/sessions-and-stores.md#reopening-a-long-session): a reopen restores the fold instead of
  * tokenizing every node, and gives exactly the figures a fold from the first event gives. A
  * snapshot that is missing, damaged, cut short, stale, for another tokenizer, or for a log that
  * was rewritten since is ignored: the figures are those without one.

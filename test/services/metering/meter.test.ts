@@ -1,6 +1,6 @@
 /**
  * TokenMeter (src/services/metering/meter.ts): node prices, exactness against gpt-tokenizer's chat
- * encoder, the SPEC §2 heuristic figures, incremental folding, replaces, the provider-usage
+ * encoder, the docs/spec.md#2-token-measurement heuristic figures, incremental folding, replaces, the provider-usage
  * anchor and tokenizer switches. Every expected figure is computed here independently of the
  * meter (from the derived messages, the tokenizer and the stated overhead).
  */
@@ -190,8 +190,8 @@ describe('node prices', () => {
     );
   });
 
-  it('heuristic mode reproduces SPEC §2 reference figures', () => {
-    // SPEC §2: text block ceil(len/4)+4; tool call ceil(name/4)+ceil(args/4)+4; tool result
+  it('heuristic mode reproduces docs/spec.md#2-token-measurement reference figures', () => {
+    // docs/spec.md#2-token-measurement: text block ceil(len/4)+4; tool call ceil(name/4)+ceil(args/4)+4; tool result
     // content+4; message content+4; system ceil(len/4)+4; tools ceil(JSON(tools)/4)+4.
     // A tool result is its own node (an OpenAI `tool` message), so its `+4` is its framing and
     // its content is its blocks: one text block = ceil(len/4)+4.

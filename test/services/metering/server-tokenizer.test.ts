@@ -1,5 +1,5 @@
 /**
- * Issue 34 item 3: the opt-in `server` tokenizer. The local server plays llama.cpp with a
+ * docs/local-models.md#the-server-tokenizer-the-model-servers-own-counts: the opt-in `server` tokenizer. The local server plays llama.cpp with a
  * vocabulary of its own (one token per digit, as Qwen's tokenizer spends: about three times
  * o200k_base on numbers), serves /tokenize with it and counts chat prompts with it, so a test
  * can tell the server's counts from the o200k estimate. Everything goes through the public
@@ -59,7 +59,7 @@ const turn = (session: Session, client: OpenAI, engine: CompactionEngine, text: 
 const serverCount = (session: Session) => chatPromptTokens({ messages: [...session.deriveMessages()] as ChatRequestBody['messages'], tools: [] }, digitTokens);
 const tokenizeRequests = (server: LocalOpenAIServer) => server.requests.filter((r) => r.path === '/tokenize').length;
 
-describe("tokenizer 'server' (issue 34, item 3)", () => {
+describe("tokenizer 'server' (docs/local-models.md#the-server-tokenizer-the-model-servers-own-counts)", () => {
   it("prices digit-heavy text by the server's counts, where o200k is far low", async () => {
     const server = await serve({ count: digitTokens, usage: true });
     const session = Session.inMemory();

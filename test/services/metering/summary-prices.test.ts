@@ -1,5 +1,5 @@
 /**
- * A summary reuses the meter's prices (issue 18): the bounding step prices the span several
+ * A summary reuses the meter's prices (docs/cost-model.md): the bounding step prices the span several
  * times, but no text of a node is tokenized again with the tokenizer that priced it. Counted on
  * the real tokenizer instance, through the engine, the OpenAI summarizer over real HTTP.
  */

@@ -167,7 +167,7 @@ describe('approximate tokenizers', () => {
     expect(heuristic.count('😀')).toBe(1); // two UTF-16 units
   });
 
-  it('heuristic overhead reproduces the reference message price (SPEC §2)', () => {
+  it('heuristic overhead reproduces the reference message price (docs/spec.md#2-token-measurement)', () => {
     const heuristic = getTokenizer('heuristic');
     const text = 'hello world!'; // 12 chars → ceil(12/4) = 3
     // user message with one text block: (3 + 4 per block) + 4 per message

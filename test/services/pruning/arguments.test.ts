@@ -1,5 +1,5 @@
 /**
- * SPEC §15: oversized tool-call arguments of older assistant messages are pruned like tool
+ * docs/spec.md#15-pruning-what-the-agent-wrote: oversized tool-call arguments of older assistant messages are pruned like tool
  * results (head and tail around one marker), valid JSON with the same keys, the same call id
  * and name, logged with the original's price, under the same protections.
  */

@@ -394,7 +394,7 @@ describe('planPrune / applyPrune', () => {
     });
   });
 
-  describe("budgets in the provider's tokens (prices × providerRatio, SPEC §12)", () => {
+  describe("budgets in the provider's tokens (prices × providerRatio, docs/spec.md#12-measuring-for-a-provider-whose-tokenizer-we-do-not-have)", () => {
     // Surface tail as above: … R1 (46) · A2 (10) · R2 (46); each pruned result frees 20.
     function setup() {
       const session = Session.inMemory();

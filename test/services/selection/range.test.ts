@@ -119,7 +119,7 @@ describe('selectRange', () => {
     selectRange(session, pricesOf(session), { retainTokens: 50 });
     expect(JSON.stringify(session.events())).toBe(before);
   });
-  it('a parallel batch straddling the cut: the cut moves toward the tail when moving it toward the head leaves nothing worth condensing (issue 34)', () => {
+  it('a parallel batch straddling the cut: the cut moves toward the tail when moving it toward the head leaves nothing worth condensing (docs/spec.md#4-pressure-compaction)', () => {
     // u5, then one batch of 3 calls (results 100 each), then small steps; retain 250 ends inside the batch.
     const { session } = build(['u5', 'a5:3', 't100', 't100', 't100', 'a5:1', 't50', 'a5:1', 't50', 'u40']);
     // Toward the head the cut reaches position 2 (before the batch): a span of u5 only, under minSpanTokens.

@@ -254,7 +254,7 @@ describe('OpenAISummarizer: the request', () => {
     expect(instruction.endsWith('while keeping every section:\nthe escape handling in parse()')).toBe(true);
   });
 
-  it('sends a separately configured summarization model and reports the route\'s model, not the name the server answered with (llama.cpp answers with its weights\' path; issue 34)', async () => {
+  it('sends a separately configured summarization model and reports the route\'s model, not the name the server answered with (llama.cpp answers with its weights\' path; docs/local-models.md#counts-the-tokenizer-is-not-ours)', async () => {
     const { messages, events } = conversation();
     server.enqueue({ kind: 'reply', content: SUMMARY, model: '/models/cheap-summarizer-q4.gguf' });
     const result = await new OpenAISummarizer({ ledger: false, client }).summarize(

@@ -1,5 +1,5 @@
 /**
- * Provider faults that stall a summary (issue 29 item 3), against the local server over real
+ * Provider faults that stall a summary (docs/reliability.md#summary-timeouts), against the local server over real
  * HTTP: no byte at all, the headers and then nothing, a few deltas and then nothing, and a
  * stream that keeps dripping past the summary's deadline. Each ends with `summary-timeout`
  * within the configured limit, on both summarizers, and through the engine: the bracket is

@@ -1,5 +1,5 @@
 /**
- * JsonlStore at the edges of the file system (issue 29 item 6), on real file systems: a tmpfs
+ * JsonlStore at the edges of the file system (docs/reliability.md#the-stores-at-their-edges), on real file systems: a tmpfs
  * that fills up or is remounted read-only (mounted by the test; those tests need root and are
  * skipped without it), invalid UTF-8 in a stored line, and the directory entry of a new log.
  */

@@ -1,5 +1,5 @@
 /**
- * Many worker processes on shared sessions in one real PostgreSQL (SPEC §14): 8 workers
+ * Many worker processes on shared sessions in one real PostgreSQL (docs/spec.md#14-many-workers-one-session-the-postgresql-store): 8 workers
  * (test/helpers/pg-worker.ts) on 20 sessions with random SIGKILLs and respawns, some stopped
  * (SIGSTOP) past their lease while compacting, as a long GC pause would. Afterwards, from the database:
  * - every acknowledged event is stored exactly once, where it was acknowledged; no duplicate

@@ -1,5 +1,5 @@
 /**
- * PostgresStore against a server that misbehaves (issue 29 item 5): a server that stops
+ * PostgresStore against a server that misbehaves (docs/reliability.md#the-stores-at-their-edges): a server that stops
  * answering (frozen: a TCP proxy that stops forwarding) or a lock that is never released
  * cannot make `flush()` wait without limit (the store's statement timeout), and a server that
  * is shutting down or starting up (SQLSTATE 57P01 / 57P03) is the retryable

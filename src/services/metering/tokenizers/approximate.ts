@@ -1,7 +1,7 @@
 import { HEURISTIC_OVERHEAD, UTF8_BYTES_OVERHEAD } from './overhead.js';
 import type { Tokenizer } from './types.js';
 
-/** The reference heuristic (SPEC §2): `ceil(length / 4)` in UTF-16 code units. */
+/** The reference heuristic (docs/spec.md#2-token-measurement): `ceil(length / 4)` in UTF-16 code units. */
 export function createHeuristicTokenizer(): Tokenizer {
   return Object.freeze({
     name: 'heuristic',

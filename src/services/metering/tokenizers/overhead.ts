@@ -51,7 +51,7 @@ export const DEEPSEEK_V3_CHAT_OVERHEAD: ChatOverhead = Object.freeze({
 });
 
 /**
- * The reference heuristic (SPEC §2): +4 per message and per content block, tool call
+ * The reference heuristic (docs/spec.md#2-token-measurement): +4 per message and per content block, tool call
  * `ceil(name/4) + ceil(args/4) + 4`, no per-request cost.
  */
 export const HEURISTIC_OVERHEAD: ChatOverhead = Object.freeze({

@@ -1,5 +1,5 @@
 /**
- * The `server` tokenizer: the model's own counts, from the server that runs it (issue 34).
+ * The `server` tokenizer: the model's own counts, from the server that runs it (docs/local-models.md#the-server-tokenizer-the-model-servers-own-counts).
  *
  * llama.cpp serves `POST /tokenize {"content", "add_special": false}` → `{"tokens": [...]}` at the
  * server root, vLLM `POST /tokenize {"model", "prompt", "add_special_tokens": false}` →

@@ -31,7 +31,7 @@ export interface ChatOverhead {
   perRole?: Partial<Record<ChatRole, number>>;
   /**
    * Per content block (text, reasoning, other; not tool calls). Only the reference heuristic
-   * charges this (SPEC §2: "+4" per block); real templates concatenate blocks for free.
+   * charges this (docs/spec.md#2-token-measurement: "+4" per block); real templates concatenate blocks for free.
    */
   perBlock?: number;
 }

@@ -1,5 +1,5 @@
 /**
- * At the physical limit (issue 45): each goal as a ratio against a baseline of the same run,
+ * At the physical limit (docs/measured.md): each goal as a ratio against a baseline of the same run,
  * met or not.
  *
  *   npx tsx bench/limits.ts            (everything: builds dist/ first)

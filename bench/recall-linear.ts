@@ -1,5 +1,5 @@
 /**
- * Recall regular expressions in linear time (issue 44 item 1): one call's wall time, and
+ * Recall regular expressions in linear time (docs/recall.md): one call's wall time, and
  * whether the 60 ms budget cut it, at 50k events (the synthetic coding session of
  * bench/recall.ts) and on a session whose one shadowed text is 1 MB, for ordinary patterns
  * and for the hostile ones that froze the backtracking engine.

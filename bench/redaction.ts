@@ -1,5 +1,5 @@
 /**
- * Secret redaction on the shared transcripts (issue 44 item 3): every string value of every
+ * Secret redaction on the shared transcripts (docs/reliability.md): every string value of every
  * line of /work/shared/data/*.jsonl and its corpus/ through redactSecrets(), counted as kept
  * (unchanged) or redacted, and each redaction checked for what must never be redacted: a hash
  * (≥ 32 hex digits), a UUID, a path. Those are the false positives; the other redactions are

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const SECTIONS = [
-  { file: 'limits.ts', title: "At the physical limit (issue 45): npm run build, import('xcompact') vs import('openai'), the first withCompaction() call on 5,000 messages, Session.open of a 38 MB log and of the shared transcripts imported vs JSON.parse" },
+  { file: 'limits.ts', title: "At the physical limit (docs/measured.md): npm run build, import('xcompact') vs import('openai'), the first withCompaction() call on 5,000 messages, Session.open of a 38 MB log and of the shared transcripts imported vs JSON.parse" },
   { file: 'tokenizers.ts', title: 'Tokenizers: throughput and estimate error' },
   { file: 'meter.ts', title: 'Token meter: per-step cost and accuracy against provider usage' },
   { file: 'session.ts', title: 'Session model: appends, derivation, balance, JSONL' },

@@ -1,5 +1,5 @@
 /**
- * Real transcripts in, whole (issue 40): for every file of the shared data (/work/shared/data
+ * Real transcripts in, whole (docs/transcripts-and-eval.md): for every file of the shared data (/work/shared/data
  * and its corpus/, or $XCOMPACT_SHARED_DATA), what the import made of it (events, the harness's
  * compactions found in the file against the checkpoints imported, merged and torn lines) and
  * the replay's fidelity: for every recorded usage, the request on the imported surface just

@@ -278,7 +278,7 @@ export const OTHER_ERROR_BODIES = {
    * llama.cpp's 500 for a request whose history holds a tool call with arguments that are not
    * JSON (an earlier reply cut inside the call, answered 200 with `arguments: "{"`): the chat
    * template parses them and fails, on every request that carries the call (llama-server
-   * --jinja; issue 41: not the answer to the cut reply itself, as issue 34 had it).
+   * --jinja; docs/local-models.md#replies-cut-inside-a-tool-call: not the answer to the cut reply itself, as docs/local-models.md#replies-cut-inside-a-tool-call had it).
    */
   llamaBrokenToolHistory: {
     status: 500,

@@ -27,7 +27,7 @@ import type { EngineNotification } from '../../src/engine/facade';
 
 // Background compaction off: these are the foreground charts' rules (compaction inside
 // afterStep at the threshold); test/background*.test.ts has the background chart's. The
-// model-free fallback off too: a failed summary fails its compaction here, as SPEC §4–§10 say;
+// model-free fallback off too: a failed summary fails its compaction here, as docs/spec.md#4-pressure-compaction–§10 say;
 // test/engine/fallback.test.ts has the truncation that stands in for it by default.
 const harness = (options: Parameters<typeof engineHarness>[0], session?: Parameters<typeof engineHarness>[1]) =>
   engineHarness({ ...options, config: { truncationFallback: false, ...(options.config ?? SMALL_CONFIG), background: false } }, session);

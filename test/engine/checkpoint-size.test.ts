@@ -1,5 +1,5 @@
 /**
- * Checkpoints sized to the window (issue 41): in a 4k window a compaction at the threshold must
+ * Checkpoints sized to the window (docs/reliability.md): in a 4k window a compaction at the threshold must
  * free at least half of the threshold, whatever the user wrote. Worst case on purpose: long user
  * messages (their words are what a checkpoint keeps first), and a summarizer that writes all of
  * its cap (the ledger appended as the OpenAI summarizer does).
@@ -36,7 +36,7 @@ const instruction = (t: number) =>
   `add tests for the edge cases we discussed (empty input, unterminated strings, nested comments, unicode identifiers), ` +
   `and do not touch the generated files under src/gen. `.repeat(3);
 
-describe('checkpoints sized to the window (issue 41)', () => {
+describe('checkpoints sized to the window (docs/reliability.md)', () => {
   it('in a 4k window every compaction frees at least half of the threshold, long user messages and a full summary cap included', async () => {
     const session = Session.inMemory();
     const writer = new SessionWriter(session);

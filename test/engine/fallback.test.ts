@@ -1,5 +1,5 @@
 /**
- * The model-free last resort (issue 41): a summarizer that always fails never lets a request
+ * The model-free last resort (docs/reliability.md): a summarizer that always fails never lets a request
  * go over the window. The drop-in over the project's server (the real openai SDK over HTTP),
  * the server behaving like `llama-server -c 6000` (a prompt that reaches the window is refused
  * 400), and every summary answered 500. Counted on the server's side: each conversation
@@ -45,7 +45,7 @@ afterAll(async () => {
   await server.close();
 });
 
-describe('a summarizer that always fails (issue 41)', () => {
+describe('a summarizer that always fails (docs/reliability.md)', () => {
   it(`a ${STEPS}-step loop in a ${WINDOW}-token window: no request over the window, every relief a truncation checkpoint in the log, recall brings the turns back`, async () => {
     const session = Session.inMemory();
     const client = new OpenAI({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0 });

@@ -86,9 +86,9 @@ export const SPEC_DECISIONS: Record<string, RequiredTransition[]> = {
     { source: 'selecting', event: 'cancel', target: 'cancelled', why: CANCEL },
   ],
   engine: [
-    { source: 'work.admitting', event: 'always', guard: 'automatic compaction is off', target: 'work.idle', why: 'SPEC §14: per-model policy auto off' },
+    { source: 'work.admitting', event: 'always', guard: 'automatic compaction is off', target: 'work.idle', why: 'docs/spec.md#14-many-workers-one-session-the-postgresql-store: per-model policy auto off' },
     { source: 'work.admitting', event: 'always', guard: 'breaker is open & the fallback is off', target: 'work.idle', why: `${BREAKER} (truncationFallback: false)` },
-    // Issue 41: with the breaker open the job still runs, model-free (a prune, then a truncation checkpoint).
+    // docs/reliability.md: with the breaker open the job still runs, model-free (a prune, then a truncation checkpoint).
     { source: 'work.admitting', event: 'always', target: 'work.pressure', why: 'DESIGN: the model-free fallback when summaries cannot help' },
     { source: 'work.pressure', event: 'done(job)', guard: 'automatic compaction failed', target: 'work.idle', why: BREAKER },
     { source: 'breaker.closed', event: 'breaker.failure', guard: 'this failure reaches the limit', target: 'breaker.open', why: BREAKER },

@@ -1,5 +1,5 @@
 /**
- * The real-server suite's parts (issue 41 item 6): a real `llama-server` (the one built in
+ * The real-server suite's parts (docs/testing.md): a real `llama-server` (the one built in
  * ../shared/tools/llama, with its tiny model) started by the test on a free port, and a logging
  * proxy in front of it that records every exchange from the server's side: the body sent, the
  * status, the server's own `usage.prompt_tokens` (or the counts of its 400), and the headers the

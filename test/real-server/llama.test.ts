@@ -1,5 +1,5 @@
 /**
- * Issue 41 item 6: xcompact against a real llama.cpp server (`-c 4096 -np 1 --jinja`, the tiny
+ * docs/testing.md: xcompact against a real llama.cpp server (`-c 4096 -np 1 --jinja`, the tiny
  * model of ../shared/tools/llama), every request counted from the server's side by a logging
  * proxy: the drop-in loop (`tokenizer: 'server'`), the AI SDK loop (o200k), and the drop-in
  * loop in a child process killed with SIGKILL and resumed from its JSONL session. Each asserts
@@ -47,7 +47,7 @@ function judge(label: string, from: number): Figures {
   return f;
 }
 
-describe.skipIf(!available)('against a real llama-server -c 4096 -np 1 --jinja (issue 41)', () => {
+describe.skipIf(!available)('against a real llama-server -c 4096 -np 1 --jinja (docs/testing.md)', () => {
   beforeAll(async () => {
     llama = await startLlama(CTX);
     proxy = await startProxy(llama.url);

@@ -1,5 +1,5 @@
 /**
- * Issue 41 item 3 (issue 34 item 5 had it wrong): llama-server answers a reply the context cuts
+ * docs/local-models.md#replies-cut-inside-a-tool-call (docs/local-models.md#replies-cut-inside-a-tool-call had it wrong): llama-server answers a reply the context cuts
  * inside a tool call 200, finish reason `length`, with the call's arguments cut (`"{"`); the 500
  * "Failed to parse tool call arguments as JSON" is its answer to every LATER request whose
  * history holds that call. So the 500 is a broken history (not a truncated reply to retry with

@@ -73,7 +73,7 @@ export interface ResolvedBudget {
    * `<user-messages>`): userWordsTokens ?? min(20,000, floor((threshold − retain) / 3) − maxTokens),
    * at least 0. By default a checkpoint (summary cap and user's words) takes at most a third of
    * what lies between the retained tail and the threshold, so a compaction at the threshold frees
-   * at least about half of it in any window (issue 41: in a 4k window the user's words verbatim
+   * at least about half of it in any window (docs/reliability.md: in a 4k window the user's words verbatim
    * took a third of it). 0: the user's messages share the cap.
    */
   userWords: number;

@@ -179,7 +179,7 @@ export const FIELDS = {
   modelPolicies: z.array(ModelPolicySchema).default([]),
   circuitBreaker: CircuitBreakerSchema.prefault({}), // prefault: parse {} so inner defaults apply
   /**
-   * Issue 41: when the summarizer cannot help (the breaker is open, a summary failed or came back
+   * docs/reliability.md: when the summarizer cannot help (the breaker is open, a summary failed or came back
    * over its cap), relieve with a truncation checkpoint (the ledger alone, no model) so no request
    * goes over the window. false: the compaction fails, and the breaker pauses pressure compaction.
    */

@@ -1,5 +1,5 @@
 /**
- * Secret redaction (issue 44 item 3): where text leaves the log — a checkpoint (and the ledger
+ * Secret redaction (docs/reliability.md): where text leaves the log — a checkpoint (and the ledger
  * inside it), a summary request, a recall answer, the eval report, `inspect --recall` — the
  * common shapes of credentials are replaced by `[REDACTED:<kind>]`. The log itself is never
  * changed (nothing is deleted: the originals stay where the session stored them); what a

@@ -79,7 +79,7 @@ describe('xcompact/ai-sdk: the default summarizer is bounded by the window', () 
     await second.close();
 
     const committed = seen.filter((e): e is Extract<EngineNotification, { type: 'compaction.committed' }> => e.type === 'compaction.committed');
-    // The first request on the small model is checked before it is sent (issue 41): compacted first, never refused.
+    // The first request on the small model is checked before it is sent (docs/drop-in.md): compacted first, never refused.
     expect(committed.map((e) => e.trigger)).toEqual(['pressure']);
     expect(committed[0]!.spanTokens).toBeGreaterThan(SMALL_WINDOW);
     // The server refuses a prompt of `estimatePromptTokens` ≥ the window (llama.cpp's rule).

@@ -1,5 +1,5 @@
 /**
- * Issue 41 item 1: every request the drop-in sends passes the pressure check first — the first
+ * docs/drop-in.md: every request the drop-in sends passes the pressure check first — the first
  * after a reopen (no step of the new process had ended), and a new user message's — and a
  * request that cannot fit the window is not sent: a typed error, its step closed.
  */
@@ -23,7 +23,7 @@ afterAll(() => server.close());
 const note = (i: number) => `Note ${i}: ` + `the build log says step ${i} passed after a retry of the flaky network test. `.repeat(12);
 const client = () => new OpenAI({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0 });
 
-describe('the drop-in checks every request before it is sent (issue 41)', () => {
+describe('the drop-in checks every request before it is sent (docs/drop-in.md)', () => {
   it('the first request after a reopen, already above the threshold, is compacted before it leaves', async () => {
     const session = Session.inMemory();
     const roomy = withCompaction(client(), { session, models: { 'local-model': { contextWindow: 32_000 } } });

@@ -561,7 +561,7 @@ describe('background compaction fields (docs/spec.md#13-background-compaction)',
 describe("the user's words' own budget in a checkpoint (userWordsTokens)", () => {
   const budgetOf = (config: unknown, contextWindow = 131_072) => resolveBudget({ config: parseConfig(config), provider: 'p', model: 'm', contextWindow, modelMaxOutputTokens: 4_096 });
 
-  it('defaults to a third of what lies between the retained tail and the threshold, less the summary cap, at most 20,000 (issue 41)', () => {
+  it('defaults to a third of what lies between the retained tail and the threshold, less the summary cap, at most 20,000 (docs/reliability.md)', () => {
     const small = budgetOf({}, 32_768);
     expect(small.userWords).toBe(Math.floor((small.threshold - small.retain) / 3) - small.maxTokens);
     expect(small.userWords).toBeGreaterThan(2_000);

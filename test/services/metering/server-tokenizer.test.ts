@@ -122,7 +122,7 @@ describe("tokenizer 'server' (docs/local-models.md#the-server-tokenizer-the-mode
     expect(Math.abs(engine.measure().estimatedTokens - serverCount(session))).toBeLessThanOrEqual(3);
   });
 
-  it('an answer later than the deadline is kept: the next step prices by it without asking again (issue 41)', async () => {
+  it('an answer later than the deadline is kept: the next step prices by it without asking again (docs/local-models.md)', async () => {
     const tokenize: TokenizeOptions = { count: digitTokens };
     const server = await serve(tokenize);
     const session = Session.inMemory();

@@ -1,5 +1,5 @@
 /**
- * ai-tokenizer behind the tokenizer interface (issue 45): o200k_base and cl100k_base count with
+ * ai-tokenizer behind the tokenizer interface (docs/measured.md): o200k_base and cl100k_base count with
  * ai-tokenizer when it is installed and with gpt-tokenizer otherwise, so the two must give the
  * same count for every text. Checked on the transcripts in test/fixtures (every string of every
  * record, and every whole line), the project's own code and docs, digit-heavy text, CJK text and

@@ -1,5 +1,5 @@
 /**
- * Recall patterns run in linear time whatever the model writes (issue 44 item 1): the patterns
+ * Recall patterns run in linear time whatever the model writes (docs/recall.md): the patterns
  * that froze a backtracking engine on one shadowed 20,000-character run of `a`, and 1,000
  * generated ones, answer within the per-call budget; the budget holds inside one long text;
  * the engine finds what JavaScript's finds; what it cannot run in linear time is refused.

@@ -1,5 +1,5 @@
 /**
- * Secrets do not outlive a compaction (issue 44 item 3): the commands of the issue — a curl
+ * Secrets do not outlive a compaction (docs/reliability.md): the commands of the issue — a curl
  * with a bearer key, `export OPENAI_API_KEY=…`, `PGPASSWORD=…` — after a compaction are not in
  * the checkpoint, the summary request or a recall answer; the log keeps them (nothing is
  * deleted) and the compaction/summary counts what was redacted. Hashes, UUIDs and paths pass.

@@ -55,7 +55,7 @@ async function chat(turns: number, userWordsTokens?: number) {
 
 describe("the user's words in checkpoints (userWordsTokens)", () => {
   it('a chat of 60 turns compacted again and again keeps every user message verbatim within its budget, and stays under the threshold', async () => {
-    // 2,150 tokens: what an 8k window gave them by default before checkpoints were sized to the window (issue 41).
+    // 2,150 tokens: what an 8k window gave them by default before checkpoints were sized to the window (docs/reliability.md).
     const r = await chat(60, 2_150);
     expect(r.compactions).toBeGreaterThanOrEqual(3);
     expect(r.kept).toBe(r.asked);

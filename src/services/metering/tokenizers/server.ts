@@ -41,7 +41,7 @@ export const MAX_COOLDOWN_PREFETCHES = 32;
 /**
  * How long a request the deadline left unanswered may still answer (ms). The step does not wait
  * for it, but its count is kept for the next step (a third of the answers came late under load,
- * issue 41); past this it is given up.
+ * docs/local-models.md); past this it is given up.
  */
 export const LATE_ANSWER_MS = 30_000;
 /** Counts kept (hash → count, about 100 bytes each). */

@@ -1,6 +1,13 @@
 import { defineConfig } from 'tsup';
 
-const library = { index: 'src/index.ts', advanced: 'src/advanced.ts', testing: 'src/testing/index.ts', 'ai-sdk': 'src/adapters/ai-sdk/index.ts', otel: 'src/adapters/otel.ts', eval: 'src/eval/index.ts' };
+const library = {
+  index: 'src/index.ts',
+  advanced: 'src/advanced.ts',
+  testing: 'src/testing/index.ts',
+  'ai-sdk': 'src/adapters/ai-sdk/index.ts',
+  otel: 'src/adapters/otel.ts',
+  eval: 'src/eval/index.ts',
+};
 
 /**
  * The declarations, built once for every entry point and both formats (issue 45). `npm run
@@ -10,7 +17,9 @@ const library = { index: 'src/index.ts', advanced: 'src/advanced.ts', testing: '
  * .d.cts. tsup's own `dts` option type-checked the sources again in every config, once per
  * entry program: 4.7 min of CPU and ~4 GB per process for the same declarations.
  */
-const declarations = Object.fromEntries(Object.keys(library).map((name) => [name, `.build/dts/${library[name as keyof typeof library].replace(/^src\//, '').replace(/\.ts$/, '.d.ts')}`]));
+const declarations = Object.fromEntries(
+  Object.keys(library).map((name) => [name, `.build/dts/${library[name as keyof typeof library].replace(/^src\//, '').replace(/\.ts$/, '.d.ts')}`]),
+);
 
 // No source maps in the package (they were 4.3 MB of a 1.7 MB tarball).
 export default defineConfig([

@@ -14,11 +14,11 @@
 import OpenAI from 'openai';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { createCompactionEngine, type AfterStepResult, type EngineNotification } from '../src/engine/facade.js';
+import { createCompactionEngine, type AfterStepResult, type EngineNotification } from '../src/engine/facade';
 import { OpenAISummarizer } from '../src/services/summarizing';
-import { Session } from '../src/session/session.js';
-import { SessionWriter } from '../src/session/writer.js';
-import { startOpenAIServer } from '../src/testing/openai-server.js';
+import { Session } from '../src/session/session';
+import { SessionWriter } from '../src/session/writer';
+import { startOpenAIServer } from '../src/testing/openai-server';
 
 const WINDOW = 32_768;
 const STEPS = 60;
@@ -67,7 +67,8 @@ async function runMode(background: boolean, agentURL: string, summaryURL: string
   const notes: EngineNotification[] = [];
   engine.on((n) => notes.push(n));
   const random = rng(SEED);
-  const lines = (n: number, i: number) => Array.from({ length: n }, (_, k) => `src/module${i}/file${k}.ts: export function f${k}() { return ${k}; }`).join('\n');
+  const lines = (n: number, i: number) =>
+    Array.from({ length: n }, (_, k) => `src/module${i}/file${k}.ts: export function f${k}() { return ${k}; }`).join('\n');
 
   let blockedMs = 0;
   let peak = 0;
@@ -89,7 +90,10 @@ async function runMode(background: boolean, agentURL: string, summaryURL: string
     peak = Math.max(peak, size);
     if (size > WINDOW) overWindow++;
     await agent.chat.completions.create({ model: 'agent', messages: [{ role: 'user', content: `step ${i}` }] });
-    writer.assistant({ text: `Looking at module ${i}.`, toolCalls: [{ id: `c${i}`, name: 'bash', arguments: JSON.stringify({ command: `ls src/module${i}` }) }] });
+    writer.assistant({
+      text: `Looking at module ${i}.`,
+      toolCalls: [{ id: `c${i}`, name: 'bash', arguments: JSON.stringify({ command: `ls src/module${i}` }) }],
+    });
     writer.toolResult(`c${i}`, lines(25 + Math.floor(random() * 45), i), { toolName: 'bash' });
     const t0 = performance.now();
     const r: AfterStepResult = await engine.afterStep();
@@ -126,7 +130,9 @@ export async function run(): Promise<void> {
     const fg = await runMode(false, agentServer.baseURL, summaryServer.baseURL);
     const bg = await runMode(true, agentServer.baseURL, summaryServer.baseURL);
     const pad = (s: string | number, n: number) => String(s).padEnd(n);
-    console.log(`${pad('mode', 12)}${pad('blocked in afterStep', 22)}${pad('wall', 10)}${pad('compactions', 13)}${pad('without wait', 14)}${pad('waits', 7)}${pad('peak request', 14)}over window`);
+    console.log(
+      `${pad('mode', 12)}${pad('blocked in afterStep', 22)}${pad('wall', 10)}${pad('compactions', 13)}${pad('without wait', 14)}${pad('waits', 7)}${pad('peak request', 14)}over window`,
+    );
     for (const r of [fg, bg]) {
       console.log(
         `${pad(r.mode, 12)}${pad(`${(r.blockedMs / 1000).toFixed(2)} s`, 22)}${pad(`${(r.wallMs / 1000).toFixed(1)} s`, 10)}${pad(r.compactions, 13)}${pad(

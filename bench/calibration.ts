@@ -25,16 +25,16 @@
  */
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { createCompactionEngine } from '../src/engine/facade.js';
+import { createCompactionEngine } from '../src/engine/facade';
 import { CalibrationState, countNode, emptyCounts, type NodeCounts } from '../src/services/metering';
 import { TokenMeter } from '../src/services/metering';
 import { ExtractiveSummarizer } from '../src/services/summarizing';
 import { getTokenizer, splitOverlongRuns } from '../src/services/metering';
 import { createGptTokenizer } from '../src/services/metering';
-import { Session, type AppendInput, type SessionEvent, type SurfaceEvent } from '../src/session/index.js';
-import { importPiFile } from '../src/transcripts/index.js';
-import { findPiData } from '../test/helpers/pi-data.js';
-import { randomText as randomTextFrom } from '../test/helpers/random-text.js';
+import { Session, type AppendInput, type SessionEvent, type SurfaceEvent } from '../src/session/index';
+import { importPiFile } from '../src/transcripts/index';
+import { findPiData } from '../test/helpers/pi-data';
+import { randomText as randomTextFrom } from '../test/helpers/random-text';
 
 export async function run(): Promise<void> {
   if (process.env.BENCH_CALIBRATION_SECTION === 'pricing') return pricingPathological();
@@ -105,20 +105,35 @@ function growthError(source: Session): Map<string, number> {
   const secondHalf = steps.slice(half).map((s) => ({ ...s, frozen: s.sample ? frozen.predict(s.route, s.sample.priced, s.sample.added) : s.calibrated }));
 
   type Of = 'calibrated' | 'raw' | 'frozen';
-  const rows = (list: Array<Step & { frozen?: number }>, of: Of) => list.filter((s) => s.actual > 0).map((s) => ({ actual: s.actual, err: Math.abs((s[of] ?? s.calibrated) - s.actual) }));
+  const rows = (list: Array<Step & { frozen?: number }>, of: Of) =>
+    list.filter((s) => s.actual > 0).map((s) => ({ actual: s.actual, err: Math.abs((s[of] ?? s.calibrated) - s.actual) }));
   const line = (name: string, list: Array<Step & { frozen?: number }>, of: Of) => {
     const r = rows(list, of);
     const rel = (min: number, max = Infinity) => r.filter((x) => x.actual >= min && x.actual < max).map((x) => x.err / x.actual);
     const weighted = r.reduce((n, x) => n + x.err, 0) / r.reduce((n, x) => n + x.actual, 0);
     const cells = [pct(quantile(rel(0), 0.5)), pct(quantile(rel(0), 0.9)), pct(weighted)];
     for (const [lo, hi] of SIZES) cells.push(`${pct(quantile(rel(lo, hi), 0.5))} ${pct(quantile(rel(lo, hi), 0.9))}`);
-    console.log(`${name.padEnd(34)} ${cells[0]!.padStart(7)} ${cells[1]!.padStart(7)} ${cells[2]!.padStart(9)} ${cells.slice(3).map((c) => c.padStart(13)).join(' ')}`);
+    console.log(
+      `${name.padEnd(34)} ${cells[0]!.padStart(7)} ${cells[1]!.padStart(7)} ${cells[2]!.padStart(9)} ${cells
+        .slice(3)
+        .map((c) => c.padStart(13))
+        .join(' ')}`,
+    );
   };
-  const SIZES: Array<[number, number]> = [[0, 20], [20, 50], [50, 200], [200, Infinity]];
+  const SIZES: Array<[number, number]> = [
+    [0, 20],
+    [20, 50],
+    [50, 200],
+    [200, Infinity],
+  ];
   const count = (lo: number, hi: number) => steps.filter((s) => s.actual >= lo && s.actual < hi).length;
-  console.log(`growth since the last provider report, predicted before each reply, against the provider's next prompt (${steps.filter((s) => s.actual > 0).length} steps)`);
+  console.log(
+    `growth since the last provider report, predicted before each reply, against the provider's next prompt (${steps.filter((s) => s.actual > 0).length} steps)`,
+  );
   console.log(`|err| ÷ provider growth: median, p90, token-weighted (Σ|err| ÷ Σgrowth), then median p90 by provider growth`);
-  console.log(`${'meter'.padEnd(34)} ${'median'.padStart(7)} ${'p90'.padStart(7)} ${'weighted'.padStart(9)} ${SIZES.map(([lo, hi]) => `${hi === Infinity ? `≥${lo}` : `${lo}–${hi}`} (${count(lo, hi)})`.padStart(13)).join(' ')}`);
+  console.log(
+    `${'meter'.padEnd(34)} ${'median'.padStart(7)} ${'p90'.padStart(7)} ${'weighted'.padStart(9)} ${SIZES.map(([lo, hi]) => `${hi === Infinity ? `≥${lo}` : `${lo}–${hi}`} (${count(lo, hi)})`.padStart(13)).join(' ')}`,
+  );
   line('calibrated (online), all steps', steps, 'calibrated');
   line('uncalibrated (o200k), all steps', steps, 'raw');
   console.log(`held out: fitted on the first ${half} steps, frozen, measured on the last ${steps.length - half}`);
@@ -127,8 +142,12 @@ function growthError(source: Session): Map<string, number> {
   line('uncalibrated (o200k)', secondHalf, 'raw');
   console.log('goal: median ≤ 5%, p90 ≤ 15%. The online figure predicts each step from earlier steps only (it is held out by construction).');
   const c = meter.measure().calibration;
-  const perNode = Object.entries(c.perNode).map(([k, v]) => `${k} ${v >= 0 ? '+' : ''}${v.toFixed(1)}`).join(', ');
-  console.log(`calibration at the end, ${c.route}: ×${c.ratio.toFixed(3)} per o200k token, per node ${perNode} (fitted to ${c.samples} steps); replies flagged suspect: ${suspect}`);
+  const perNode = Object.entries(c.perNode)
+    .map(([k, v]) => `${k} ${v >= 0 ? '+' : ''}${v.toFixed(1)}`)
+    .join(', ');
+  console.log(
+    `calibration at the end, ${c.route}: ×${c.ratio.toFixed(3)} per o200k token, per node ${perNode} (fitted to ${c.samples} steps); replies flagged suspect: ${suspect}`,
+  );
   return ratios;
 }
 
@@ -189,8 +208,12 @@ async function replay(source: Session, window: number, ratios: Map<string, numbe
 }
 
 async function replays(source: Session, ratios: Map<string, number>): Promise<void> {
-  console.log('the transcript replayed through the engine (extractive summarizer); request sizes in provider tokens = o200k price × the route\'s ratio from section 1');
-  console.log(`${'window'.padStart(7)} ${'engine sees'.padEnd(22)} ${'requests'.padStart(8)} ${'peak/window'.padStart(11)} ${'>window'.padStart(7)} ${'compactions'.padStart(11)} ${'prunes'.padStart(7)} ${'of them args'.padStart(12)} ${'stuck'.padStart(5)} ${'time'.padStart(7)}`);
+  console.log(
+    "the transcript replayed through the engine (extractive summarizer); request sizes in provider tokens = o200k price × the route's ratio from section 1",
+  );
+  console.log(
+    `${'window'.padStart(7)} ${'engine sees'.padEnd(22)} ${'requests'.padStart(8)} ${'peak/window'.padStart(11)} ${'>window'.padStart(7)} ${'compactions'.padStart(11)} ${'prunes'.padStart(7)} ${'of them args'.padStart(12)} ${'stuck'.padStart(5)} ${'time'.padStart(7)}`,
+  );
   for (const window of [16_384, 32_768, 131_072]) {
     for (const reportUsage of [true, false]) {
       const r = await replay(source, window, ratios, reportUsage);
@@ -215,16 +238,30 @@ function pricingPathological(): void {
     ['one character', (n) => 'a'.repeat(n), 50_000],
     ['random lowercase', (n, seed) => randomText(n, 'abcdefghijklmnopqrstuvwxyz', seed), 50_000],
     ['base64', (n, seed) => randomText(n, base64, seed), 100_000],
-    ['base64, 76 columns', (n, seed) => randomText(n, base64, seed).match(/.{1,76}/g)!.join('\n').slice(0, n), 100_000],
+    [
+      'base64, 76 columns',
+      (n, seed) =>
+        randomText(n, base64, seed)
+          .match(/.{1,76}/g)!
+          .join('\n')
+          .slice(0, n),
+      100_000,
+    ],
     ['hex', (n, seed) => randomText(n, '0123456789abcdef', seed), 100_000],
     ['CJK', (n, seed) => randomText(n, '中文字符测试汉语模型上下文', seed), 20_000],
-    ['minified JSON', (n) => JSON.stringify(Array.from({ length: Math.ceil(n / 40) }, (_, i) => ({ id: i, p: `src/f${i}.ts`, ok: i % 2 === 0 }))).slice(0, n), 100_000],
+    [
+      'minified JSON',
+      (n) => JSON.stringify(Array.from({ length: Math.ceil(n / 40) }, (_, i) => ({ id: i, p: `src/f${i}.ts`, ok: i % 2 === 0 }))).slice(0, n),
+      100_000,
+    ],
   ];
   const MB = 1 << 20;
   const splitPrice = (text: string) => splitOverlongRuns(text).reduce((n, part) => n + exact.count(part), 0);
   console.log('pricing unbroken text with o200k_base: split + sampled pricing at 1 MB against the split alone (every segment counted),');
   console.log(`and against exact BPE at fewer characters (exact is quadratic on one run: minutes at 1 MB; sampling starts at 64k)`);
-  console.log(`${'text'.padEnd(20)} ${'1 MB: ours'.padStart(11)} ${'split alone'.padStart(11)} ${'speed-up'.padStart(9)} ${'error'.padStart(8)} ${'exact at'.padStart(9)} ${'ours'.padStart(7)} ${'exact'.padStart(9)} ${'error'.padStart(8)}`);
+  console.log(
+    `${'text'.padEnd(20)} ${'1 MB: ours'.padStart(11)} ${'split alone'.padStart(11)} ${'speed-up'.padStart(9)} ${'error'.padStart(8)} ${'exact at'.padStart(9)} ${'ours'.padStart(7)} ${'exact'.padStart(9)} ${'error'.padStart(8)}`,
+  );
   for (const [name, make, exactChars] of patterns) {
     // A fresh text per run: the tokenizer caches pieces it has seen, which would flatter a rerun.
     // The machine is shared: the fastest of three runs is the cost, the rest is other load.

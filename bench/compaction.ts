@@ -20,13 +20,13 @@
  */
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { createCompactionEngine } from '../src/engine/facade.js';
+import { createCompactionEngine } from '../src/engine/facade';
 import { ExtractiveSummarizer } from '../src/services/summarizing';
 import { selectRange } from '../src/services/selection';
-import { Session } from '../src/session/index.js';
-import { importPiFile } from '../src/transcripts/index.js';
-import { findPiData } from '../test/helpers/pi-data.js';
-import { replayThroughEngine } from '../src/eval/replay.js';
+import { Session } from '../src/session/index';
+import { importPiFile } from '../src/transcripts/index';
+import { findPiData } from '../test/helpers/pi-data';
+import { replayThroughEngine } from '../src/eval/replay';
 
 const WINDOW = 32_768;
 

@@ -9,12 +9,12 @@
  *   npx tsx bench/eval.ts
  */
 import { pathToFileURL } from 'node:url';
-import { evaluateWindow } from '../src/eval/index.js';
-import { withoutCompactions } from '../src/eval/lived.js';
-import { importTranscriptFile } from '../src/transcripts/import.js';
-import { Session } from '../src/session/session.js';
-import { findPiData } from '../test/helpers/pi-data.js';
-import { CLAUDE_REAL } from '../test/helpers/transcripts.js';
+import { evaluateWindow } from '../src/eval/index';
+import { withoutCompactions } from '../src/eval/lived';
+import { importTranscriptFile } from '../src/transcripts/import';
+import { Session } from '../src/session/session';
+import { findPiData } from '../test/helpers/pi-data';
+import { CLAUDE_REAL } from '../test/helpers/transcripts';
 
 const TARGET_SECONDS = 60;
 const WINDOWS = [32_768, 131_072];

@@ -31,9 +31,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createCompactionEngine } from '../src/engine/facade.js';
-import { JsonlStore, Session, SessionWriter } from '../src/session/index.js';
-import { importTranscriptFile } from '../src/transcripts/index.js';
+import { createCompactionEngine } from '../src/engine/facade';
+import { JsonlStore, Session, SessionWriter } from '../src/session/index';
+import { importTranscriptFile } from '../src/transcripts/index';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SHARED = '/work/shared/data';
@@ -73,7 +73,9 @@ export function build(print: Print): void {
   }
   const cpu = user + sys;
   const gb = (kb * 1024) / 1e9;
-  print(`1. npm run build (tsc declarations once + tsup, /usr/bin/time): CPU ${cpu.toFixed(1)} s (goal ≤ 90 s) ${verdict(cpu <= 90)}; peak RSS ${gb.toFixed(2)} GB (goal ≤ 1.5 GB) ${verdict(gb <= 1.5)}`);
+  print(
+    `1. npm run build (tsc declarations once + tsup, /usr/bin/time): CPU ${cpu.toFixed(1)} s (goal ≤ 90 s) ${verdict(cpu <= 90)}; peak RSS ${gb.toFixed(2)} GB (goal ≤ 1.5 GB) ${verdict(gb <= 1.5)}`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -119,7 +121,9 @@ export function importTime(print: Print): void {
     theirs.push(b);
     ratios.push(a / b);
   }
-  print(`2. import('xcompact') through dist/ ${median(ours).toFixed(0)} ms CPU, import('openai') ${median(theirs).toFixed(0)} ms (medians; fresh node each, alternated, ${REPEATS} each)`);
+  print(
+    `2. import('xcompact') through dist/ ${median(ours).toFixed(0)} ms CPU, import('openai') ${median(theirs).toFixed(0)} ms (medians; fresh node each, alternated, ${REPEATS} each)`,
+  );
   print(`   ${ratioLine("import('xcompact') ÷ import('openai')", ratios, 1.5).line}`);
 }
 
@@ -235,7 +239,9 @@ async function writeReadLog(store: JsonlStore, id: string, lines: string[], step
   const session = await Session.open(store, id);
   const engine = createCompactionEngine({ session, models: MODELS, config: CONFIG });
   const w = new SessionWriter(session);
-  const tools = [{ type: 'function', function: { name: 'read', description: 'Read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } }];
+  const tools = [
+    { type: 'function', function: { name: 'read', description: 'Read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
+  ];
   const header = { provider: 'bench', model: 'huge', systemPrompt: 'You are a coding agent. Work in small verified steps.', tools, maxTokens: 8_000 };
   w.startTurn();
   w.request(header);
@@ -249,7 +255,10 @@ async function writeReadLog(store: JsonlStore, id: string, lines: string[], step
     const callId = `call_${i}`;
     // A steady provider figure that grows about as our prices do (never suspect).
     prompt += Math.round(snippet.length / 3.4) + 40;
-    w.assistant({ toolCalls: [{ id: callId, name: 'read', arguments: JSON.stringify({ path: `src/file-${i % 300}.ts`, offset: at, limit: 12 }) }], usage: { promptTokens: prompt, completionTokens: 30 } });
+    w.assistant({
+      toolCalls: [{ id: callId, name: 'read', arguments: JSON.stringify({ path: `src/file-${i % 300}.ts`, offset: at, limit: 12 }) }],
+      usage: { promptTokens: prompt, completionTokens: 30 },
+    });
     w.toolResult(callId, snippet, { toolName: 'read' });
     w.endStep();
     if (i % 1_000 === 999) {
@@ -319,10 +328,16 @@ export async function open(print: Print): Promise<void> {
     const store = new JsonlStore(dir, { sync: false });
     await writeReadLog(store, 'read-steps', codeLines());
     const events = readFileSync(join(dir, 'read-steps.jsonl'), 'utf8').split('\n').length - 1;
-    print(`4. open, CPU time ÷ read + JSON.parse of the file's lines (${REPEATS} alternated repeats): the 16,000-step read log has ${events.toLocaleString('en-US')} events`);
+    print(
+      `4. open, CPU time ÷ read + JSON.parse of the file's lines (${REPEATS} alternated repeats): the 16,000-step read log has ${events.toLocaleString('en-US')} events`,
+    );
     await openCase(print, '16,000 read steps', store, 'read-steps', true);
     await openCase(print, '16,000 read steps', store, 'read-steps', false);
-    const shared = existsSync(SHARED) ? readdirSync(SHARED).filter((f) => f.endsWith('.jsonl')).sort() : [];
+    const shared = existsSync(SHARED)
+      ? readdirSync(SHARED)
+          .filter((f) => f.endsWith('.jsonl'))
+          .sort()
+      : [];
     if (shared.length === 0) print(`   (no shared transcripts at ${SHARED}: imported logs skipped)`);
     for (const name of shared) {
       const id = `imported-${name.replace(/\.jsonl$/, '').replace(/[^A-Za-z0-9._-]/g, '-')}`;

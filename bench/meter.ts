@@ -24,8 +24,8 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { TokenMeter } from '../src/services/metering';
 import { getTokenizer, messageOverhead, type Tokenizer, type TokenizerName } from '../src/services/metering';
-import { Session, type AppendInput, type ChatMessage, type SurfaceEvent } from '../src/session/index.js';
-import { importPiFile } from '../src/transcripts/index.js';
+import { Session, type AppendInput, type ChatMessage, type SurfaceEvent } from '../src/session/index';
+import { importPiFile } from '../src/transcripts/index';
 
 const DEFAULT_SESSION = fileURLToPath(new URL('../test/fixtures/pi-large-session.jsonl', import.meta.url));
 const SIZES = [1_000, 10_000, 100_000] as const;
@@ -102,10 +102,19 @@ function* nodes(samples: Samples): Generator<AppendInput> {
     const call = samples.call[i % samples.call.length]!;
     yield {
       type: 'assistant/message',
-      data: { content: [{ type: 'text', text: 'Let me look.' }, { type: 'tool-call', id: `call_${i}`, name: call.name, arguments: call.arguments }] },
+      data: {
+        content: [
+          { type: 'text', text: 'Let me look.' },
+          { type: 'tool-call', id: `call_${i}`, name: call.name, arguments: call.arguments },
+        ],
+      },
       surfaceOp: 'append',
     };
-    yield { type: 'tool/result', data: { callId: `call_${i}`, toolName: call.name, content: [{ type: 'text', text: samples.result[i % samples.result.length]! }] }, surfaceOp: 'append' };
+    yield {
+      type: 'tool/result',
+      data: { callId: `call_${i}`, toolName: call.name, content: [{ type: 'text', text: samples.result[i % samples.result.length]! }] },
+      surfaceOp: 'append',
+    };
   }
 }
 
@@ -184,7 +193,9 @@ function perStepCost(name: TokenizerName, samples: Samples, print: (line: string
   print(`per-step measurement cost after one append (tokenizer ${name}; ours = incremental TokenMeter.measure(); baseline = re-price every surface node)`);
   // Warm the JIT and the tokenizer on a throwaway session.
   measureSize(2_000, tokenizer, samples);
-  print(`${'nodes'.padStart(7)} ${'ours µs/step'.padStart(13)} ${'baseline µs/step'.padStart(17)} ${'ratio'.padStart(10)}  ${'first full measure'.padStart(18)}  totals agree`);
+  print(
+    `${'nodes'.padStart(7)} ${'ours µs/step'.padStart(13)} ${'baseline µs/step'.padStart(17)} ${'ratio'.padStart(10)}  ${'first full measure'.padStart(18)}  totals agree`,
+  );
   for (const size of SIZES) {
     const r = measureSize(size, tokenizer, samples);
     const ratio = r.baselineUs / r.oursUs;
@@ -268,7 +279,9 @@ function replayPi(source: Session, print: (line: string) => void): void {
       errors[name]!.push((ourGrowth - providerGrowth) / providerGrowth);
     }
   }
-  print(`step-to-step growth, request(i) − request(i−1), over ${points.length - 1 - skipped} steps (${skipped} skipped: provider growth ≤ 0, the recorded prompt shrank or stayed equal)`);
+  print(
+    `step-to-step growth, request(i) − request(i−1), over ${points.length - 1 - skipped} steps (${skipped} skipped: provider growth ≤ 0, the recorded prompt shrank or stayed equal)`,
+  );
   const first = points[0]!;
   print(
     `${'mode'.padEnd(11)} ${'median |err|'.padStart(12)} ${'p90 |err|'.padStart(10)} ${'median err'.padStart(11)} ${'Σ growth err'.padStart(13)} ${'offset: median'.padStart(15)} ${'first request'.padStart(14)} ${'anchored |err| median'.padStart(22)} ${'p90'.padStart(7)}`,
@@ -293,7 +306,7 @@ function replayPi(source: Session, print: (line: string) => void): void {
   }
   print('err = (our growth − provider growth) / provider growth per step; negative = under-counts. Σ growth err: over the whole session.');
   print('offset = provider − ours, in tokens: at the first request it is the envelope pi sent but did not record (system prompt +');
-  print("tool definitions); its median also carries the tokenizer gap, which grows with the conversation.");
+  print('tool definitions); its median also carries the tokenizer gap, which grows with the conversation.');
   print("anchored: the meter's pressure figure (previous reply's prompt + completion + priced growth since) against the provider's");
   print('next prompt, relative to that prompt: the figure compaction decisions use.');
 }

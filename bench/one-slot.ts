@@ -17,10 +17,10 @@
 import OpenAI from 'openai';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { createCompactionEngine, type EngineNotification } from '../src/engine/facade.js';
-import { Session } from '../src/session/session.js';
-import { SessionWriter } from '../src/session/writer.js';
-import { estimatePromptTokens, startOpenAIServer, type ChatRequestBody } from '../src/testing/openai-server.js';
+import { createCompactionEngine, type EngineNotification } from '../src/engine/facade';
+import { Session } from '../src/session/session';
+import { SessionWriter } from '../src/session/writer';
+import { estimatePromptTokens, startOpenAIServer, type ChatRequestBody } from '../src/testing/openai-server';
 
 const WINDOW = 16_384;
 const STEPS = 36;
@@ -136,7 +136,9 @@ export async function run(): Promise<void> {
   console.log(
     `one-slot server: ${STEPS} agent steps (generation ${STEP_MS} ms, tools ${TOOL_MS} ms), summaries ${SUMMARY_MS} ms, prompt evaluation ${EVAL_MS_PER_TOKEN} ms/token, window ${WINDOW}`,
   );
-  console.log(`${pad('mode', 13)}${pad('agent blocked', 15)}${pad('queued', 10)}${pad('afterStep', 11)}${pad('re-evaluated beyond growth', 28)}${pad('evaluated', 11)}compactions`);
+  console.log(
+    `${pad('mode', 13)}${pad('agent blocked', 15)}${pad('queued', 10)}${pad('afterStep', 11)}${pad('re-evaluated beyond growth', 28)}${pad('evaluated', 11)}compactions`,
+  );
   for (const r of results) {
     console.log(
       `${pad(r.name, 13)}${pad(`${(r.blockedMs / 1000).toFixed(2)} s`, 15)}${pad(`${(r.queuedMs / 1000).toFixed(2)} s`, 10)}${pad(`${(r.afterStepMs / 1000).toFixed(2)} s`, 11)}${pad(r.extraEvaluated, 28)}${pad(r.evaluated, 11)}${r.compactions}`,
@@ -144,9 +146,15 @@ export async function run(): Promise<void> {
   }
   const [fg, bg, one] = results as [ModeResult, ModeResult, ModeResult];
   const ratio = (a: number, b: number) => (a / Math.max(b, 0.001)).toFixed(2);
-  console.log(`agent blocked, foreground ÷ background: ${ratio(fg.blockedMs, bg.blockedMs)}×; foreground ÷ background on 1 slot: ${ratio(fg.blockedMs, one.blockedMs)}×`);
-  console.log(`queued behind a summary, background ÷ background on 1 slot: ${ratio(bg.queuedMs, one.queuedMs)}× (${(bg.queuedMs / 1000).toFixed(2)} s vs ${(one.queuedMs / 1000).toFixed(2)} s)`);
-  console.log(`prompt re-evaluated beyond growth (cache evicted by summaries, checkpoints): foreground ${fg.extraEvaluated}, background ${bg.extraEvaluated}, on 1 slot ${one.extraEvaluated} tokens`);
+  console.log(
+    `agent blocked, foreground ÷ background: ${ratio(fg.blockedMs, bg.blockedMs)}×; foreground ÷ background on 1 slot: ${ratio(fg.blockedMs, one.blockedMs)}×`,
+  );
+  console.log(
+    `queued behind a summary, background ÷ background on 1 slot: ${ratio(bg.queuedMs, one.queuedMs)}× (${(bg.queuedMs / 1000).toFixed(2)} s vs ${(one.queuedMs / 1000).toFixed(2)} s)`,
+  );
+  console.log(
+    `prompt re-evaluated beyond growth (cache evicted by summaries, checkpoints): foreground ${fg.extraEvaluated}, background ${bg.extraEvaluated}, on 1 slot ${one.extraEvaluated} tokens`,
+  );
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await run();

@@ -12,12 +12,12 @@
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { claudeCode, codex, claudeCodeThreshold } from '../src/eval/peers.js';
-import { Pricer } from '../src/eval/pricing.js';
-import { simulate } from '../src/eval/simulate.js';
-import { withoutCompactions } from '../src/eval/lived.js';
-import { importTranscriptFile } from '../src/transcripts/index.js';
-import { Session } from '../src/session/session.js';
+import { claudeCode, codex, claudeCodeThreshold } from '../src/eval/peers';
+import { Pricer } from '../src/eval/pricing';
+import { simulate } from '../src/eval/simulate';
+import { withoutCompactions } from '../src/eval/lived';
+import { importTranscriptFile } from '../src/transcripts/index';
+import { Session } from '../src/session/session';
 
 /** ../shared/data beside the repository (XCOMPACT_SHARED_DATA names another place). */
 const DATA = process.env.XCOMPACT_SHARED_DATA ?? new URL('../../shared/data/', import.meta.url).pathname;
@@ -88,7 +88,7 @@ function files(): string[] {
 
 export async function run(): Promise<void> {
   const pricer = new Pricer();
-  console.log('peer fidelity: each real compaction beside the simulated harness\'s (level = request tokens when it compacted; goal |sim − real| ≤ 5% of real)');
+  console.log("peer fidelity: each real compaction beside the simulated harness's (level = request tokens when it compacted; goal |sim − real| ≤ 5% of real)");
   let judged = 0;
   let met = 0;
   for (const path of files()) {
@@ -111,9 +111,14 @@ export async function run(): Promise<void> {
     const window = isCodex ? (codexCompactions(recs).window ?? 272_000) : 200_000;
     const reserve = isCodex ? 0 : claudeReserve(real[0]!.version);
     const maxOutputTokens = isCodex ? 0 : 64_000;
-    const policy = isCodex ? codex : { ...claudeCode, async beforeRequest(s: Parameters<typeof claudeCode.beforeRequest>[0]) {
-      if (s.tokens() >= claudeCodeThreshold(s.window, maxOutputTokens, reserve)) await claudeCode.onOverflow!(s);
-    } };
+    const policy = isCodex
+      ? codex
+      : {
+          ...claudeCode,
+          async beforeRequest(s: Parameters<typeof claudeCode.beforeRequest>[0]) {
+            if (s.tokens() >= claudeCodeThreshold(s.window, maxOutputTokens, reserve)) await claudeCode.onOverflow!(s);
+          },
+        };
     const { state } = await simulate(lived.events(), policy, pricer, { window, maxOutputTokens, summaryCap: 20_000 });
     const rows = real.map((r, i) => {
       const sim = state.compactedAt[i];
@@ -122,7 +127,9 @@ export async function run(): Promise<void> {
       if (off !== undefined && off <= GOAL) met++;
       return `#${i + 1} real ${r.tokens.toLocaleString('en-US')}${r.version ? ` (v${r.version})` : ''} · sim ${sim === undefined ? 'none' : sim.toLocaleString('en-US')} · off ${off === undefined ? '—' : `${(off * 100).toFixed(1)}%`} ${off !== undefined && off <= GOAL ? '✓' : '✗'}`;
     });
-    console.log(`  ${name} (${isCodex ? 'Codex' : 'Claude Code'}, window ${window.toLocaleString('en-US')}, sim compactions ${state.compactions}): ${rows.join('; ')}`);
+    console.log(
+      `  ${name} (${isCodex ? 'Codex' : 'Claude Code'}, window ${window.toLocaleString('en-US')}, sim compactions ${state.compactions}): ${rows.join('; ')}`,
+    );
   }
   console.log(`peer fidelity: ${met} of ${judged} real compactions matched within ${GOAL * 100}%`);
 }

@@ -7,11 +7,11 @@
  *   npx tsx bench/recall-linear.ts
  */
 import { performance } from 'node:perf_hooks';
-import { recallTool } from '../src/services/recall/index.js';
-import { Session } from '../src/session/session.js';
-import { SessionWriter } from '../src/session/writer.js';
-import { COMPACTION_CHECKPOINT_SOURCE } from '../src/session/events.js';
-import { buildForProfile } from './recall.js';
+import { recallTool } from '../src/services/recall/index';
+import { Session } from '../src/session/session';
+import { SessionWriter } from '../src/session/writer';
+import { COMPACTION_CHECKPOINT_SOURCE } from '../src/session/events';
+import { buildForProfile } from './recall';
 
 const ORDINARY = ['Error: \\w+ failed', 'E\\d{3,}', 'zebra-quokka', 'src/\\w+/\\w+-\\d+\\.ts'];
 const HOSTILE = ['(a|aa)+X', '.*.*.*.*.*.*X', '(\\w|a)*X', '(a+)+', '(a*)*$X', '(.*a){12}X'];
@@ -32,10 +32,16 @@ function oneBigText(text: string): Session {
   w.endTurn();
   const start = session.append({ type: 'compaction/start', data: { turn: null, trigger: 'manual' } });
   const shadowed = session.surface.slice(1);
-  const summary = session.append({ type: 'compaction/summary', data: { summary: 'A log was shown.', range: { start: shadowed[0]!, end: shadowed.at(-1)! }, shadowedSeqs: shadowed, shadowedTokens: 250_000 } });
+  const summary = session.append({
+    type: 'compaction/summary',
+    data: { summary: 'A log was shown.', range: { start: shadowed[0]!, end: shadowed.at(-1)! }, shadowedSeqs: shadowed, shadowedTokens: 250_000 },
+  });
   session.append({
     type: 'user/message',
-    data: { content: [{ type: 'text', text: `<compacted-summary>\nA log was shown (seq ${result.seq}).\n</compacted-summary>` }], source: COMPACTION_CHECKPOINT_SOURCE },
+    data: {
+      content: [{ type: 'text', text: `<compacted-summary>\nA log was shown (seq ${result.seq}).\n</compacted-summary>` }],
+      source: COMPACTION_CHECKPOINT_SOURCE,
+    },
     surfaceOp: { op: 'replace', start: shadowed[0]!, end: shadowed.at(-1)! },
     sourceEventSeqs: [start.seq, summary.seq, ...shadowed],
   });

@@ -6,16 +6,16 @@
  * are not in the request, and how many of those one recall call with the fact as its query
  * returns (the answer's text holds the fact verbatim). Goal: all of them.
  */
-import { createCompactionEngine } from '../src/engine/facade.js';
-import { FactIndex } from '../src/eval/fact-index.js';
-import { factsOf, messageText, transcriptOf } from '../src/eval/memory.js';
-import { replayThroughEngine } from '../src/eval/replay.js';
-import { RecallIndex, recallTool } from '../src/services/recall/index.js';
-import { ExtractiveSummarizer } from '../src/services/summarizing/index.js';
-import type { ChatMessage } from '../src/session/derive.js';
-import { Session } from '../src/session/index.js';
-import { importPiFile } from '../src/transcripts/index.js';
-import { findPiData } from '../test/helpers/pi-data.js';
+import { createCompactionEngine } from '../src/engine/facade';
+import { FactIndex } from '../src/eval/fact-index';
+import { factsOf, messageText, transcriptOf } from '../src/eval/memory';
+import { replayThroughEngine } from '../src/eval/replay';
+import { RecallIndex, recallTool } from '../src/services/recall/index';
+import { ExtractiveSummarizer } from '../src/services/summarizing/index';
+import type { ChatMessage } from '../src/session/derive';
+import { Session } from '../src/session/index';
+import { importPiFile } from '../src/transcripts/index';
+import { findPiData } from '../test/helpers/pi-data';
 
 interface Needed {
   fact: string;
@@ -54,8 +54,14 @@ export async function runPiRecall(window = 32_768): Promise<void> {
 
   const session = Session.inMemory('pi-recall');
   const models: Record<string, { contextWindow: number; maxOutputTokens: number }> = {};
-  for (const e of source.events()) if (e.type === 'request/header') models[`${e.data.provider}/${e.data.model}`] = { contextWindow: window, maxOutputTokens: 4096 };
-  const engine = createCompactionEngine({ session, models, summarizer: new ExtractiveSummarizer(), config: { headroomTokens: 2048, maxTokens: 2048, recall: true } });
+  for (const e of source.events())
+    if (e.type === 'request/header') models[`${e.data.provider}/${e.data.model}`] = { contextWindow: window, maxOutputTokens: 4096 };
+  const engine = createCompactionEngine({
+    session,
+    models,
+    summarizer: new ExtractiveSummarizer(),
+    config: { headroomTokens: 2048, maxTokens: 2048, recall: true },
+  });
   let compactions = 0;
   let prunes = 0;
   engine.on((e) => {
@@ -110,8 +116,12 @@ export async function runPiRecall(window = 32_768): Promise<void> {
   });
   engine.stop();
   const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-  console.log(`pi transcript replayed at a ${window}-token window with recall on: ${t} requests, ${compactions} compactions, ${prunes} pruned results, ${RecallIndexSize(session)} messages off the surface at the end`);
-  console.log(`requests with needed facts: ${requests}; needed (fact, request) pairs: ${neededSum}; not in the request: ${offContext} (${pct(offContext / Math.max(1, neededSum))})`);
+  console.log(
+    `pi transcript replayed at a ${window}-token window with recall on: ${t} requests, ${compactions} compactions, ${prunes} pruned results, ${RecallIndexSize(session)} messages off the surface at the end`,
+  );
+  console.log(
+    `requests with needed facts: ${requests}; needed (fact, request) pairs: ${neededSum}; not in the request: ${offContext} (${pct(offContext / Math.max(1, neededSum))})`,
+  );
   console.log(
     `returned by one recall call with the fact as its query: ${returned} of ${offContext} = ${pct(returned / Math.max(1, offContext))} (goal 100%); mean per request: ${pct(shareRequests === 0 ? 1 : shareSum / shareRequests)}; ${calls} calls, ${(callMs / Math.max(1, calls)).toFixed(3)} ms each on average`,
   );

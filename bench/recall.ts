@@ -21,11 +21,11 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { RecallIndex, recallTool } from '../src/services/recall/index.js';
-import { COMPACTION_CHECKPOINT_SOURCE, isSurfaceType } from '../src/session/events.js';
-import { Session } from '../src/session/session.js';
-import { SessionWriter } from '../src/session/writer.js';
-import { runPiRecall } from './recall-pi.js';
+import { RecallIndex, recallTool } from '../src/services/recall/index';
+import { COMPACTION_CHECKPOINT_SOURCE, isSurfaceType } from '../src/session/events';
+import { Session } from '../src/session/session';
+import { SessionWriter } from '../src/session/writer';
+import { runPiRecall } from './recall-pi';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;
@@ -33,7 +33,8 @@ const gc = vm.runInNewContext('gc') as () => void;
 // ---------------------------------------------------------------------------------------------
 // A synthetic session
 
-const WORDS = 'handler request worker config retry timeout buffer stream parser token window budget summary checkpoint module export import client server'.split(' ');
+const WORDS =
+  'handler request worker config retry timeout buffer stream parser token window budget summary checkpoint module export import client server'.split(' ');
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;
@@ -77,7 +78,12 @@ function build(events: number): Built {
       const id = `c${call++}`;
       const file = `src/${word()}/${word()}-${call}.ts`;
       const big = call % 10 === 0;
-      w.assistant({ text: `Reading ${file}.`, toolCalls: [{ id, name: call % 3 === 0 ? 'bash' : 'read', arguments: JSON.stringify(call % 3 === 0 ? { command: `npm test -- ${file}` } : { path: file }) }] });
+      w.assistant({
+        text: `Reading ${file}.`,
+        toolCalls: [
+          { id, name: call % 3 === 0 ? 'bash' : 'read', arguments: JSON.stringify(call % 3 === 0 ? { command: `npm test -- ${file}` } : { path: file }) },
+        ],
+      });
       const lines: string[] = [];
       for (let i = 0; i < (big ? 400 : 12); i++) lines.push(`${file}:${i} ${word()} ${word()} ${word()} = ${Math.floor(r() * 1e6)};`);
       if (call % 7 === 0) lines.push(`Error: ${word()} failed at ${file}:${call} (code E${call})`);
@@ -107,8 +113,16 @@ function prune(session: Session): void {
     if (e.type !== 'tool/result' || e.data.content[0]?.type !== 'text' || e.data.content[0].text.length < 8000) continue;
     const text = e.data.content[0].text;
     const cut = `${text.slice(0, 2000)}\n[… ${text.length - 3000} characters pruned by xcompact; recall handle pr-${seq} brings back the full text …]\n${text.slice(-1000)}`;
-    const p = session.append({ type: 'compaction/prune', data: { targetSeq: seq, callId: e.data.callId, tokensBefore: 2000, tokensAfter: 750, charsBefore: text.length, charsAfter: cut.length } });
-    session.append({ type: 'tool/result', data: { ...e.data, content: [{ type: 'text', text: cut }] }, surfaceOp: { op: 'replace', start: seq, end: seq }, sourceEventSeqs: [seq, p.seq] });
+    const p = session.append({
+      type: 'compaction/prune',
+      data: { targetSeq: seq, callId: e.data.callId, tokensBefore: 2000, tokensAfter: 750, charsBefore: text.length, charsAfter: cut.length },
+    });
+    session.append({
+      type: 'tool/result',
+      data: { ...e.data, content: [{ type: 'text', text: cut }] },
+      surfaceOp: { op: 'replace', start: seq, end: seq },
+      sourceEventSeqs: [seq, p.seq],
+    });
   }
 }
 
@@ -119,11 +133,19 @@ function checkpoint(session: Session, named: (handle: string) => void): void {
   const start = session.append({ type: 'compaction/start', data: { turn: null, trigger: 'manual' } });
   const summary = session.append({
     type: 'compaction/summary',
-    data: { summary: 'Earlier turns: files read, tests run.', range: { start: shadowed[0]!, end: shadowed.at(-1)! }, shadowedSeqs: shadowed, shadowedTokens: 1000 },
+    data: {
+      summary: 'Earlier turns: files read, tests run.',
+      range: { start: shadowed[0]!, end: shadowed.at(-1)! },
+      shadowedSeqs: shadowed,
+      shadowedTokens: 1000,
+    },
   });
   session.append({
     type: 'user/message',
-    data: { content: [{ type: 'text', text: `<compacted-summary>\nEarlier turns.\n</compacted-summary>\n\nrecall {"handle":"cp-${start.seq}"}` }], source: COMPACTION_CHECKPOINT_SOURCE },
+    data: {
+      content: [{ type: 'text', text: `<compacted-summary>\nEarlier turns.\n</compacted-summary>\n\nrecall {"handle":"cp-${start.seq}"}` }],
+      source: COMPACTION_CHECKPOINT_SOURCE,
+    },
     surfaceOp: { op: 'replace', start: shadowed[0]!, end: shadowed.at(-1)! },
     sourceEventSeqs: [start.seq, summary.seq, ...shadowed],
   });
@@ -173,7 +195,9 @@ function cpuMs(f: () => unknown): number {
 export function runLatency(sizes: readonly number[] = [1_000, 10_000, 100_000]): void {
   // Warm the JIT on a small index first, so the 1k row measures the index, not the compiler.
   RecallIndex.of(build(2_000).session);
-  console.log('events   entries  shadowed MB  build ms  build ÷ pass  index heap MB  bytes/char │ rare ms  path ms  common ms  handle ms  regex ms │ scan ms  scan ÷ rare');
+  console.log(
+    'events   entries  shadowed MB  build ms  build ÷ pass  index heap MB  bytes/char │ rare ms  path ms  common ms  handle ms  regex ms │ scan ms  scan ÷ rare',
+  );
   for (const n of sizes) {
     const built = build(n);
     const { session, rare, path, handle } = built;
@@ -211,7 +235,7 @@ export function runLatency(sizes: readonly number[] = [1_000, 10_000, 100_000]):
   }
   console.log(
     '(median of 25 calls for rare/path, 9 for the rest; "common" matches nearly every entry: its answer is bounded by the 2,000-token budget and its check by 4M characters; ' +
-      'regex scans newest first under a 60 ms budget; build is the fold over the whole log on first use, as after a reopen (CPU ms; pass: one toLowerCase over the same texts); heap after a forced GC, the texts themselves are the log\'s)',
+      "regex scans newest first under a 60 ms budget; build is the fold over the whole log on first use, as after a reopen (CPU ms; pass: one toLowerCase over the same texts); heap after a forced GC, the texts themselves are the log's)",
   );
 }
 
@@ -223,4 +247,3 @@ export async function run(): Promise<void> {
 if (!process.env.RECALL_BENCH_IMPORT && process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   await run();
 }
-

@@ -9,7 +9,7 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { redactSecrets } from '../src/services/redaction/index.js';
+import { redactSecrets } from '../src/services/redaction/index';
 
 const root = process.argv[2] ?? '/work/shared/data';
 

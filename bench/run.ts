@@ -6,7 +6,11 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const SECTIONS = [
-  { file: 'limits.ts', title: "At the physical limit (docs/measured.md): npm run build, import('xcompact') vs import('openai'), the first withCompaction() call on 5,000 messages, Session.open of a 38 MB log and of the shared transcripts imported vs JSON.parse" },
+  {
+    file: 'limits.ts',
+    title:
+      "At the physical limit (docs/measured.md): npm run build, import('xcompact') vs import('openai'), the first withCompaction() call on 5,000 messages, Session.open of a 38 MB log and of the shared transcripts imported vs JSON.parse",
+  },
   { file: 'tokenizers.ts', title: 'Tokenizers: throughput and estimate error' },
   { file: 'meter.ts', title: 'Token meter: per-step cost and accuracy against provider usage' },
   { file: 'session.ts', title: 'Session model: appends, derivation, balance, JSONL' },
@@ -14,7 +18,10 @@ const SECTIONS = [
   { file: 'compaction.ts', title: 'Compaction economics on the real transcript: ours vs the reference policy' },
   { file: 'calibration.ts', title: 'Providers we have no tokenizer for: calibrated growth, windows in provider tokens, pathological text' },
   { file: 'background.ts', title: 'Background compaction: time the agent is blocked in afterStep, foreground vs background (2 s summarizer)' },
-  { file: 'server-tokenizer.ts', title: "Tokenizer 'server' (llama.cpp/vLLM /tokenize): estimate error against the server's count vs o200k, warm prefetch cost per step vs measure()" },
+  {
+    file: 'server-tokenizer.ts',
+    title: "Tokenizer 'server' (llama.cpp/vLLM /tokenize): estimate error against the server's count vs o200k, warm prefetch cost per step vs measure()",
+  },
   { file: 'one-slot.ts', title: 'One server slot (llama.cpp -np 1): agent blocked time and prompt re-evaluation, foreground vs background vs concurrency 1' },
   { file: 'scale.ts', title: 'Scale: afterStep per step at 1k, 10k, 50k nodes, reopen of 80k events, no re-tokenizing, O(appended) deriveMessages' },
   { file: 'eval.ts', title: 'xcompact eval: a 1,000-message transcript at two windows × five policies (target: under a minute on 2 cores)' },

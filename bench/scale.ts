@@ -24,9 +24,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createCompactionEngine } from '../src/engine/facade.js';
-import { JsonlStore, Session, SessionWriter } from '../src/session/index.js';
-import { importPiFile } from '../src/transcripts/index.js';
+import { createCompactionEngine } from '../src/engine/facade';
+import { JsonlStore, Session, SessionWriter } from '../src/session/index';
+import { importPiFile } from '../src/transcripts/index';
 import { parseConfig, tokenizerNameFor } from '../src/services/config';
 import type { ServiceDeps } from '../src/services/core';
 import { TokenMeter } from '../src/services/metering';
@@ -34,7 +34,7 @@ import { selectSpan } from '../src/services/selection';
 import { buildSummaryRequest } from '../src/services/transaction';
 import { BoundedSummarizer } from '../src/services/summarizing';
 import { getTokenizer, priceNode } from '../src/services/metering';
-import { isSurfaceType, type SurfaceEvent } from '../src/session/events.js';
+import { isSurfaceType, type SurfaceEvent } from '../src/session/events';
 
 const FIXTURE = fileURLToPath(new URL('../test/fixtures/pi-large-session.jsonl', import.meta.url));
 const MODELS = { 'bench/huge': { contextWindow: 50_000_000, maxOutputTokens: 8_000 } };
@@ -114,7 +114,11 @@ export class Workload {
     const result = this.pick(this.corpus.results);
     // A rough, steady figure: the provider's count grows about as our prices do.
     this.promptTokens += Math.round((text.length + result.length + c.arguments.length) / 3.6) + 20;
-    w.assistant({ text, toolCalls: [{ id, name: c.name, arguments: vary(c.arguments, this.n) }], usage: { promptTokens: this.promptTokens, completionTokens: 50 } });
+    w.assistant({
+      text,
+      toolCalls: [{ id, name: c.name, arguments: vary(c.arguments, this.n) }],
+      usage: { promptTokens: this.promptTokens, completionTokens: 50 },
+    });
     w.toolResult(id, result, { toolName: c.name });
     w.endStep();
     if (++this.steps % 8 === 0) w.endTurn();
@@ -154,7 +158,10 @@ async function stepAt(corpus: Corpus, nodes: number): Promise<StepFigures> {
   const session = Session.inMemory(`bench-step-${nodes}`);
   const work = new Workload(session, corpus);
   work.fill(nodes);
-  const engines = { defaults: createCompactionEngine({ session, models: STEP_MODELS }), economicsOff: createCompactionEngine({ session, models: STEP_MODELS, config: { economics: false } }) };
+  const engines = {
+    defaults: createCompactionEngine({ session, models: STEP_MODELS }),
+    economicsOff: createCompactionEngine({ session, models: STEP_MODELS, config: { economics: false } }),
+  };
   const names = ['defaults', 'economicsOff'] as const;
   // Not timed: the first call prices the whole log once.
   for (const n of names) await engines[n].afterStep();
@@ -163,7 +170,7 @@ async function stepAt(corpus: Corpus, nodes: number): Promise<StepFigures> {
   const measures = { defaults: [] as number[], economicsOff: [] as number[] };
   const warm = Math.ceil(STEP_REPS / 10);
   for (let i = 0; i < STEP_REPS + warm; i++) {
-    const order = i % 2 === 0 ? names : ([...names].reverse());
+    const order = i % 2 === 0 ? names : [...names].reverse();
     work.step();
     for (const n of order) {
       const t = performance.now();
@@ -202,7 +209,9 @@ export async function perStep(corpus: Corpus, print: (l: string) => void): Promi
     const size = `${f.nodes[0].toLocaleString('en-US')}→${f.nodes[1].toLocaleString('en-US')}`.padEnd(16);
     const r1 = f.afterStep.defaults / f.measure.defaults;
     const r2 = f.afterStep.economicsOff / f.measure.economicsOff;
-    print(`   ${size}  ${µs(f.afterStep.defaults)}          ${µs(f.afterStep.economicsOff)}    ${µs(f.measure.defaults)}   ${r1.toFixed(2).padStart(8)}×           ${r2.toFixed(2).padStart(6)}×`);
+    print(
+      `   ${size}  ${µs(f.afterStep.defaults)}          ${µs(f.afterStep.economicsOff)}    ${µs(f.measure.defaults)}   ${r1.toFixed(2).padStart(8)}×           ${r2.toFixed(2).padStart(6)}×`,
+    );
   }
   const base = figures[0]!;
   for (const key of ['defaults', 'economicsOff'] as const) {
@@ -286,11 +295,19 @@ async function reopen(corpus: Corpus, events: number, print: (l: string) => void
     const same = reopens.every((r) => r.figures === cold.figures);
     const samePrices = reopens.every((r) => r.nodePrices === cold.nodePrices);
     const pricing = await pricingAlone(store, 'big');
-    print(`2. reopen of ${parsed.toLocaleString('en-US')} events (${(bytes.length / 1e6).toFixed(1)} MB, ${snap.nodes.toLocaleString('en-US')} surface nodes), then the first afterStep (${snap.status}); best of 3, alternated`);
-    print(`   JSON.parse of the lines ${parseMs.toFixed(0)} ms; Session.open ${snap.openMs.toFixed(0)} ms (${(snap.openMs / parseMs).toFixed(2)}×); first afterStep ${snap.stepMs.toFixed(0)} ms (the meter's fold restored from <log>.prices)`);
+    print(
+      `2. reopen of ${parsed.toLocaleString('en-US')} events (${(bytes.length / 1e6).toFixed(1)} MB, ${snap.nodes.toLocaleString('en-US')} surface nodes), then the first afterStep (${snap.status}); best of 3, alternated`,
+    );
+    print(
+      `   JSON.parse of the lines ${parseMs.toFixed(0)} ms; Session.open ${snap.openMs.toFixed(0)} ms (${(snap.openMs / parseMs).toFixed(2)}×); first afterStep ${snap.stepMs.toFixed(0)} ms (the meter's fold restored from <log>.prices)`,
+    );
     print(`   with the snapshot: ratio (open + first afterStep) ÷ JSON.parse = ${ratio.toFixed(2)}× (goal ≤ 2.5×) ${ratio <= 2.5 ? 'met' : 'NOT met'}`);
-    print(`   without the snapshot (a writer with no engine, or one that crashed, leaves none): open ${cold.openMs.toFixed(0)} ms + first afterStep ${cold.stepMs.toFixed(0)} ms = ${coldRatio.toFixed(2)}× (goal ≤ 4×) ${coldRatio <= 4 ? 'met' : 'NOT met'}`);
-    print(`   figures identical to a full fold (measure() with the snapshot vs without, its pressure reading and calibration included): ${same ? 'yes' : 'NO'}; every node's price: ${samePrices ? 'yes' : 'NO'}`);
+    print(
+      `   without the snapshot (a writer with no engine, or one that crashed, leaves none): open ${cold.openMs.toFixed(0)} ms + first afterStep ${cold.stepMs.toFixed(0)} ms = ${coldRatio.toFixed(2)}× (goal ≤ 4×) ${coldRatio <= 4 ? 'met' : 'NOT met'}`,
+    );
+    print(
+      `   figures identical to a full fold (measure() with the snapshot vs without, its pressure reading and calibration included): ${same ? 'yes' : 'NO'}; every node's price: ${samePrices ? 'yes' : 'NO'}`,
+    );
     print(
       `   of the fold without it, pricing every node alone (the tokenizer over ${(pricing.chars / 1e6).toFixed(1)} MB of node data, ${pricing.nodes.toLocaleString('en-US')} nodes) takes ${pricing.ms.toFixed(0)} ms = ${(pricing.ms / parseMs).toFixed(2)}× JSON.parse`,
     );
@@ -372,8 +389,12 @@ export async function summaryPricing(corpus: Corpus, print: (l: string) => void)
   const ours = Math.min(ours1.ms, ours2.ms);
   let spanTokens = 0;
   for (let p = range.startPos; p <= range.endPos; p++) spanTokens += meter.priceAt(p);
-  print(`3. bounding a summary of ${range.endPos - range.startPos + 1} nodes (${spanTokens.toLocaleString('en-US')} tokens) for a 32k window (${ours1.out.bounding?.mode}, ${ours1.out.bounding?.chunks} chunk(s))`);
-  print(`   with the meter's prices ${ours.toFixed(0)} ms, re-tokenizing the span ${base.toFixed(0)} ms: ratio ours ÷ before = ${(ours / base).toFixed(3)}× (each span text tokenized 0 times more: test/services/metering/summary-prices.test.ts counts it)`);
+  print(
+    `3. bounding a summary of ${range.endPos - range.startPos + 1} nodes (${spanTokens.toLocaleString('en-US')} tokens) for a 32k window (${ours1.out.bounding?.mode}, ${ours1.out.bounding?.chunks} chunk(s))`,
+  );
+  print(
+    `   with the meter's prices ${ours.toFixed(0)} ms, re-tokenizing the span ${base.toFixed(0)} ms: ratio ours ÷ before = ${(ours / base).toFixed(3)}× (each span text tokenized 0 times more: test/services/metering/summary-prices.test.ts counts it)`,
+  );
 }
 
 /** Part 4: deriveMessages() right after one append, at 1k and 100k surface nodes. */
@@ -406,14 +427,18 @@ export function deriveAfterAppend(corpus: Corpus, print: (l: string) => void): v
   const small = perCall(1_000);
   const large = perCall(100_000);
   const ratio = large.us / small.us;
-  print(`4. deriveMessages() after one append (median): ${small.us.toFixed(2)} µs at ${small.nodes.toLocaleString('en-US')} nodes, ${large.us.toFixed(2)} µs at ${large.nodes.toLocaleString('en-US')} (a whole copy + freeze: ${large.copyUs.toFixed(0)} µs)`);
+  print(
+    `4. deriveMessages() after one append (median): ${small.us.toFixed(2)} µs at ${small.nodes.toLocaleString('en-US')} nodes, ${large.us.toFixed(2)} µs at ${large.nodes.toLocaleString('en-US')} (a whole copy + freeze: ${large.copyUs.toFixed(0)} µs)`,
+  );
   print(`   ratio 100k ÷ 1k = ${ratio.toFixed(2)}× (target ≈ 1×: O(appended)) ${ratio <= 2 ? 'met' : 'NOT met'}`);
 }
 
 export async function run(options: { print?: (line: string) => void } = {}): Promise<void> {
   const print = options.print ?? ((l: string) => console.log(l));
   const corpus = await loadCorpus();
-  print(`corpus: ${corpus.user.length} user texts, ${corpus.assistant.length} assistant texts, ${corpus.calls.length} tool calls, ${corpus.results.length} tool results from the real transcript`);
+  print(
+    `corpus: ${corpus.user.length} user texts, ${corpus.assistant.length} assistant texts, ${corpus.calls.length} tool calls, ${corpus.results.length} tool results from the real transcript`,
+  );
   await perStep(corpus, print);
   await reopen(corpus, REOPEN_EVENTS, print);
   await summaryPricing(corpus, print);

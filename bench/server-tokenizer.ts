@@ -18,12 +18,12 @@
  */
 import OpenAI from 'openai';
 import { pathToFileURL } from 'node:url';
-import { createCompactionEngine } from '../src/engine/facade.js';
-import { CountPrefetch, getTokenizer, ProvisionalPrices, ServerTokenizer, TokenMeter } from '../src/services/metering/index.js';
-import { Session } from '../src/session/session.js';
-import { SessionWriter } from '../src/session/writer.js';
-import { chatPromptTokens, digitTokens, startOpenAIServer, type ChatRequestBody } from '../src/testing/openai-server.js';
-import { sdkTurn } from '../test/helpers/sdk-turn.js';
+import { createCompactionEngine } from '../src/engine/facade';
+import { CountPrefetch, getTokenizer, ProvisionalPrices, ServerTokenizer, TokenMeter } from '../src/services/metering/index';
+import { Session } from '../src/session/session';
+import { SessionWriter } from '../src/session/writer';
+import { chatPromptTokens, digitTokens, startOpenAIServer, type ChatRequestBody } from '../src/testing/openai-server';
+import { sdkTurn } from '../test/helpers/sdk-turn';
 
 const MODEL = 'qwen-local';
 const SYSTEM = 'You are a data agent. Keep answers short.';
@@ -46,7 +46,10 @@ const cpu = (): number => {
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function accuracy(print: (line: string) => void): Promise<void> {
-  const server = await startOpenAIServer({ tokenize: { count: digitTokens, usage: true }, scenarios: () => ({ kind: 'reply', content: 'Checked; the totals match.' }) });
+  const server = await startOpenAIServer({
+    tokenize: { count: digitTokens, usage: true },
+    scenarios: () => ({ kind: 'reply', content: 'Checked; the totals match.' }),
+  });
   try {
     const session = Session.inMemory();
     const client = new OpenAI({ baseURL: server.baseURL, apiKey: 'bench', maxRetries: 0 });
@@ -57,10 +60,16 @@ async function accuracy(print: (line: string) => void): Promise<void> {
     for (let t = 0; t < TURNS; t++) await sdkTurn({ session, client, engine: served, provider: 'local', model: MODEL, system: SYSTEM }, message(t));
     const real = chatPromptTokens({ messages: [...session.deriveMessages()] as ChatRequestBody['messages'], tools: [] }, digitTokens);
     const row = (name: string, estimate: number, note: string) =>
-      print(`  ${name.padEnd(22)} ${String(estimate).padStart(8)} ${String(real).padStart(8)} ${`${(((estimate - real) / real) * 100).toFixed(1)}%`.padStart(8)}   ${note}`);
+      print(
+        `  ${name.padEnd(22)} ${String(estimate).padStart(8)} ${String(real).padStart(8)} ${`${(((estimate - real) / real) * 100).toFixed(1)}%`.padStart(8)}   ${note}`,
+      );
     print(`  ${'estimate by'.padEnd(22)} ${'ours'.padStart(8)} ${'server'.padStart(8)} ${'error'.padStart(8)}`);
     const m = served.measure();
-    row("tokenizer 'server'", m.estimatedTokens, `${m.fallbackNodes} of ${session.surface.length} nodes priced by the fallback; ${server.requests.filter((r) => r.path === '/tokenize').length} tokenize requests for ${TURNS} turns`);
+    row(
+      "tokenizer 'server'",
+      m.estimatedTokens,
+      `${m.fallbackNodes} of ${session.surface.length} nodes priced by the fallback; ${server.requests.filter((r) => r.path === '/tokenize').length} tokenize requests for ${TURNS} turns`,
+    );
     row('o200k_base', o200k.measure().estimatedTokens, `the same surface (${session.surface.length} nodes, ${TURNS} turns of prose and figures)`);
     served.stop();
     o200k.stop();
@@ -105,7 +114,9 @@ async function overhead(print: (line: string) => void): Promise<void> {
     const p = median(prefetchUs);
     const m = median(measureUs);
     print(`  warm prefetch per step: median ${p} µs CPU; the step's measure(): median ${m} µs; ratio ${(p / Math.max(1, m)).toFixed(2)}`);
-    print(`  (${WARM_STEPS} steps of 2 messages, ~${Math.round(pool[0]!.length / 100) / 10}k characters each; tokenize requests during them: ${tokenizer.requests - requestsBefore}; fallback counts: ${tokenizer.fallbacks()})`);
+    print(
+      `  (${WARM_STEPS} steps of 2 messages, ~${Math.round(pool[0]!.length / 100) / 10}k characters each; tokenize requests during them: ${tokenizer.requests - requestsBefore}; fallback counts: ${tokenizer.fallbacks()})`,
+    );
     // The synchronous count of a cached text against o200k's BPE count of it.
     const text = pool[0]!;
     const reps = 2_000;
@@ -122,7 +133,7 @@ async function overhead(print: (line: string) => void): Promise<void> {
 }
 
 export async function run(print: (line: string) => void = console.log): Promise<void> {
-  print('Estimate of the whole request against the server\'s own count (digit-heavy text):');
+  print("Estimate of the whole request against the server's own count (digit-heavy text):");
   await accuracy(print);
   print('\nPrefetch overhead with a warm cache:');
   await overhead(print);

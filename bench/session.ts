@@ -18,8 +18,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { toChatMessage, type ChatMessage } from '../src/session/derive.js';
-import { JsonlStore, Session, type AppendInput, type SessionEvent, type SurfaceEvent } from '../src/session/index.js';
+import { toChatMessage, type ChatMessage } from '../src/session/derive';
+import { JsonlStore, Session, type AppendInput, type SessionEvent, type SurfaceEvent } from '../src/session/index';
 
 const SIZES = [1_000, 10_000, 100_000] as const;
 const APPEND_WINDOW = 1_000;
@@ -212,7 +212,7 @@ function measureNaiveAppend(size: number): { us: number; sample: number } {
 /** Appends from the continuing workload until `count` surface appends were made; times `query` after each. */
 function afterSurfaceAppends(append: (i: AppendInput) => void, gen: Generator<AppendInput>, count: number, query: () => void): number {
   let total = 0;
-  for (let done = 0; done < count; ) {
+  for (let done = 0; done < count;) {
     const input = gen.next().value as AppendInput;
     append(input);
     if (input.surfaceOp === undefined) continue;
@@ -289,7 +289,12 @@ async function measureSize(size: number): Promise<SizeResult> {
   const gen = workload();
   const s = buildSession(take(gen, size));
   s.deriveMessages();
-  const deriveUs = afterSurfaceAppends((i) => s.append(i), gen, 200, () => s.deriveMessages());
+  const deriveUs = afterSurfaceAppends(
+    (i) => s.append(i),
+    gen,
+    200,
+    () => s.deriveMessages(),
+  );
 
   const rnd = mulberry32(7);
   const seqs = s.surface.slice(0);
@@ -307,7 +312,12 @@ async function measureSize(size: number): Promise<SizeResult> {
   const naive = new NaiveLog();
   for (const i of take(ngen, size)) naive.log.push({ seq: naive.log.length, time: '', ...i });
   const nReps = Math.max(3, Math.min(200, Math.ceil(5e5 / size)));
-  const naiveDeriveUs = afterSurfaceAppends((i) => naive.log.push({ seq: naive.log.length, time: '', ...i }), ngen, nReps, () => naive.deriveMessages());
+  const naiveDeriveUs = afterSurfaceAppends(
+    (i) => naive.log.push({ seq: naive.log.length, time: '', ...i }),
+    ngen,
+    nReps,
+    () => naive.deriveMessages(),
+  );
   const nseqs = naiveProject(naive.log).surface;
   t0 = now();
   for (let q = 0; q < nReps; q++) if (naive.balancedAfter(nseqs[Math.floor(rnd() * nseqs.length)]!)) sink++;
@@ -337,8 +347,12 @@ function report(r: SizeResult): void {
   console.log(
     `append            ours ${fmt(r.appendUs)} µs   naive ${fmt(r.naiveAppendUs)} µs (last ${r.naiveAppendSample})   naive/ours ${ratio(r.naiveAppendUs, r.appendUs)}`,
   );
-  console.log(`deriveMessages()  ours ${fmt(r.deriveUs)} µs   naive ${fmt(r.naiveDeriveUs)} µs   naive/ours ${ratio(r.naiveDeriveUs, r.deriveUs)}   (after one surface append)`);
-  console.log(`balancedAfter()   ours ${fmt(r.balanceUs, 3)} µs   naive ${fmt(r.naiveBalanceUs)} µs   naive/ours ${ratio(r.naiveBalanceUs, r.balanceUs)}   (balancedCuts() list: ${fmt(r.balancedCutsUs)} µs)`);
+  console.log(
+    `deriveMessages()  ours ${fmt(r.deriveUs)} µs   naive ${fmt(r.naiveDeriveUs)} µs   naive/ours ${ratio(r.naiveDeriveUs, r.deriveUs)}   (after one surface append)`,
+  );
+  console.log(
+    `balancedAfter()   ours ${fmt(r.balanceUs, 3)} µs   naive ${fmt(r.naiveBalanceUs)} µs   naive/ours ${ratio(r.naiveBalanceUs, r.balanceUs)}   (balancedCuts() list: ${fmt(r.balancedCutsUs)} µs)`,
+  );
   console.log(
     `JSONL append+flush ours ${fmt(r.jsonl.eventsPerS, 0)} ev/s ${fmt(r.jsonl.mbPerS)} MB/s   naive ${fmt(r.naiveJsonl.eventsPerS, 0)} ev/s ${fmt(r.naiveJsonl.mbPerS)} MB/s (last ${r.naiveJsonl.sample})   ours/naive ${ratio(r.jsonl.eventsPerS, r.naiveJsonl.eventsPerS)}   (flush + fdatasync every ${FLUSH_EVERY})`,
   );
@@ -351,7 +365,12 @@ export async function run(): Promise<void> {
   measureAppend(20_000, 1);
   const warmGen = workload(2);
   const warm = buildSession(take(warmGen, 5_000));
-  afterSurfaceAppends((i) => warm.append(i), warmGen, 500, () => warm.deriveMessages());
+  afterSurfaceAppends(
+    (i) => warm.append(i),
+    warmGen,
+    500,
+    () => warm.deriveMessages(),
+  );
   const results: SizeResult[] = [];
   for (const size of SIZES) {
     const r = await measureSize(size);

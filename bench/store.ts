@@ -17,8 +17,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { JsonlStore, PostgresStore, Session, type AppendInput, type SessionStore } from '../src/session/index.js';
-import { startPgServerProcess } from '../test/helpers/pg-server.js';
+import { JsonlStore, PostgresStore, Session, type AppendInput, type SessionStore } from '../src/session/index';
+import { startPgServerProcess } from '../test/helpers/pg-server';
 
 const LOREM = 'The quick brown fox jumps over the lazy dog; const x = await read("src/index.ts"); ';
 const text = (n: number) => LOREM.repeat(Math.ceil(n / LOREM.length)).slice(0, n);

@@ -42,7 +42,10 @@ export async function run(options: TokenizerBenchOptions = {}): Promise<void> {
   const tokenizers = loadTokenizers(print);
   const results = new Map<LocalTokenizerName, Record<Kind, Measurement>>();
   for (const tokenizer of tokenizers) {
-    results.set(tokenizer.name as LocalTokenizerName, Object.fromEntries(KINDS.map((kind) => [kind, measure(tokenizer, samples[kind])])) as Record<Kind, Measurement>);
+    results.set(
+      tokenizer.name as LocalTokenizerName,
+      Object.fromEntries(KINDS.map((kind) => [kind, measure(tokenizer, samples[kind])])) as Record<Kind, Measurement>,
+    );
   }
   printTable(samples, results, print);
 }
@@ -178,7 +181,13 @@ function measure(tokenizer: Tokenizer, nodes: string[]): Measurement {
 // Report
 // ---------------------------------------------------------------------------------------------
 
-const SHORT: Record<LocalTokenizerName, string> = { o200k_base: 'o200k', cl100k_base: 'cl100k', 'deepseek-v3': 'deepseek', heuristic: 'chars/4', 'utf8-bytes': 'bytes/4' };
+const SHORT: Record<LocalTokenizerName, string> = {
+  o200k_base: 'o200k',
+  cl100k_base: 'cl100k',
+  'deepseek-v3': 'deepseek',
+  heuristic: 'chars/4',
+  'utf8-bytes': 'bytes/4',
+};
 
 function printTable(samples: Samples, results: Map<LocalTokenizerName, Record<Kind, Measurement>>, print: (line: string) => void): void {
   const names = [...results.keys()];

@@ -12,11 +12,11 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Pricer } from '../src/eval/pricing.js';
-import { fidelitySummary, recordedOverhead, requestFidelity } from '../src/eval/recorded.js';
-import { isCheckpoint } from '../src/session/events.js';
-import { Session } from '../src/session/session.js';
-import { importTranscriptFile } from '../src/transcripts/import.js';
+import { Pricer } from '../src/eval/pricing';
+import { fidelitySummary, recordedOverhead, requestFidelity } from '../src/eval/recorded';
+import { isCheckpoint } from '../src/session/events';
+import { Session } from '../src/session/session';
+import { importTranscriptFile } from '../src/transcripts/import';
 
 const ROOT = process.env.XCOMPACT_SHARED_DATA ?? '/work/shared/data';
 
@@ -25,17 +25,26 @@ const pct = (x: number | undefined) => (x === undefined ? '–' : `${(100 * x).t
 export async function run(): Promise<void> {
   const files = [ROOT, join(ROOT, 'corpus/claude-code'), join(ROOT, 'corpus/codex')]
     .filter((d) => existsSync(d))
-    .flatMap((d) => readdirSync(d).filter((f) => f.endsWith('.jsonl')).map((f) => join(d, f)));
+    .flatMap((d) =>
+      readdirSync(d)
+        .filter((f) => f.endsWith('.jsonl'))
+        .map((f) => join(d, f)),
+    );
   if (files.length === 0) {
     console.log(`no shared transcripts at ${ROOT}: nothing to measure`);
     return;
   }
   const pricer = new Pricer('o200k_base');
-  console.log('| file | harness | events | compactions in file / checkpoints | merged / torn lines | overhead | requests measured | median error | max error | before the first compaction: requests, median, max |');
+  console.log(
+    '| file | harness | events | compactions in file / checkpoints | merged / torn lines | overhead | requests measured | median error | max error | before the first compaction: requests, median, max |',
+  );
   console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const file of files) {
     const text = readFileSync(file, 'utf8');
-    const inFile = (text.match(/"subtype":"compact_boundary"/g) ?? []).length + (text.match(/"type":"compacted"/g) ?? []).length + (text.match(/^\{"type":"compaction"/gm) ?? []).length;
+    const inFile =
+      (text.match(/"subtype":"compact_boundary"/g) ?? []).length +
+      (text.match(/"type":"compacted"/g) ?? []).length +
+      (text.match(/^\{"type":"compaction"/gm) ?? []).length;
     const s = Session.inMemory('fidelity');
     const report = await importTranscriptFile(s, file);
     const overhead = recordedOverhead(s, pricer);

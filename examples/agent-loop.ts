@@ -138,10 +138,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRun> {
       options.onRequest?.({ turn, step, attempt, tokens: m.totalTokens, threshold: m.threshold, contextWindow: m.contextWindow });
       run.requests++;
       try {
-        return await client.chat.completions.create(
-          { model, messages: [...session.deriveMessages()], tools, max_tokens: budget },
-          signal ? { signal } : {},
-        );
+        return await client.chat.completions.create({ model, messages: [...session.deriveMessages()], tools, max_tokens: budget }, signal ? { signal } : {});
       } catch (err) {
         const action = await engine.onRequestError(err, signal ? { signal } : {});
         if (action.kind !== 'retry') throw err;
@@ -177,7 +174,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRun> {
           const calls = (choice.message.tool_calls ?? []).filter((c) => c.type === 'function');
           for (const call of calls) {
             const result =
-              recall && call.function.name === recall.definition.function.name ? recall.run(call.function.arguments) : await runTool(sandbox, call.function.name, call.function.arguments);
+              recall && call.function.name === recall.definition.function.name
+                ? recall.run(call.function.arguments)
+                : await runTool(sandbox, call.function.name, call.function.arguments);
             w.toolResult(call.id, result.text, { toolName: call.function.name, ...(result.isError ? { isError: true } : {}) });
           }
           await engine.afterStep(signal ? { signal } : {});
@@ -256,17 +255,23 @@ async function runSandboxCommand(sandbox: string, command: string): Promise<Tool
   for (const a of argv) {
     if (/[|;&<>`$*?]/.test(a) && bin !== 'grep') return { text: `"${a}": shell syntax and globs are not supported.`, isError: true };
     if (bin === 'find' && FIND_FORBIDDEN.has(a)) return { text: `find ${a} is not allowed.`, isError: true };
-    if (!a.startsWith('-') && (isAbsolute(a) || a.split(/[\\/]/).includes('..'))) return { text: `"${a}" points outside the project directory.`, isError: true };
+    if (!a.startsWith('-') && (isAbsolute(a) || a.split(/[\\/]/).includes('..')))
+      return { text: `"${a}" points outside the project directory.`, isError: true };
   }
   return new Promise((done) => {
-    execFile(bin, argv, { cwd: sandbox, timeout: 10_000, maxBuffer: 4 * MAX_OUTPUT, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' } }, (err, stdout, stderr) => {
-      let text = `${stdout}${stderr ? `\n${stderr}` : ''}`;
-      if (text.length > MAX_OUTPUT) text = `${text.slice(0, MAX_OUTPUT)}\n[output cut at ${MAX_OUTPUT} characters]`;
-      const code = err && typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : err ? -1 : 0;
-      // grep exits 1 for "no match": an answer, not a failure.
-      const failed = code !== 0 && !(bin === 'grep' && code === 1);
-      done({ text: failed ? `${text}\n(exit code ${code}${err && code === -1 ? `: ${err.message}` : ''})`.trim() : text || '(no output)', isError: failed });
-    });
+    execFile(
+      bin,
+      argv,
+      { cwd: sandbox, timeout: 10_000, maxBuffer: 4 * MAX_OUTPUT, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' } },
+      (err, stdout, stderr) => {
+        let text = `${stdout}${stderr ? `\n${stderr}` : ''}`;
+        if (text.length > MAX_OUTPUT) text = `${text.slice(0, MAX_OUTPUT)}\n[output cut at ${MAX_OUTPUT} characters]`;
+        const code = err && typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : err ? -1 : 0;
+        // grep exits 1 for "no match": an answer, not a failure.
+        const failed = code !== 0 && !(bin === 'grep' && code === 1);
+        done({ text: failed ? `${text}\n(exit code ${code}${err && code === -1 ? `: ${err.message}` : ''})`.trim() : text || '(no output)', isError: failed });
+      },
+    );
   });
 }
 

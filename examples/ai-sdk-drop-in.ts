@@ -24,10 +24,19 @@ const tools = {
 
 async function main(): Promise<void> {
   const local = process.env.OPENAI_BASE_URL ? undefined : await startLocalModel();
-  const provider = createOpenAICompatible({ name: 'local', baseURL: process.env.OPENAI_BASE_URL || local!.baseURL, apiKey: process.env.OPENAI_API_KEY ?? 'not-needed', includeUsage: true });
+  const provider = createOpenAICompatible({
+    name: 'local',
+    baseURL: process.env.OPENAI_BASE_URL || local!.baseURL,
+    apiKey: process.env.OPENAI_API_KEY ?? 'not-needed',
+    includeUsage: true,
+  });
   const window = process.env.CONTEXT_WINDOW ? Number(process.env.CONTEXT_WINDOW) : local ? 6_000 : undefined;
   const store = process.env.SESSION_DIR ?? '.xcompact-sessions';
-  const compaction = createAiSdkCompaction({ model: provider.chatModel(process.env.MODEL ?? 'local-model'), session: await Session.open(new JsonlStore(store), process.env.SESSION ?? 'ai-sdk-drop-in'), ...(window ? { contextWindow: window, maxOutputTokens: 512 } : {}) }); // ◀
+  const compaction = createAiSdkCompaction({
+    model: provider.chatModel(process.env.MODEL ?? 'local-model'),
+    session: await Session.open(new JsonlStore(store), process.env.SESSION ?? 'ai-sdk-drop-in'),
+    ...(window ? { contextWindow: window, maxOutputTokens: 512 } : {}),
+  }); // ◀
 
   const prompt = process.argv[2] ?? 'Look up every topic, then tell me where the answer is.';
   const result = await generateText({

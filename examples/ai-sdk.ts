@@ -55,7 +55,12 @@ const SYSTEM = 'You are a careful code reader. Use list_files and read_file to l
 export async function runExample(options: ExampleOptions): Promise<ExampleRun> {
   const log = options.log ?? (() => undefined);
   const sandbox = await realpath(options.sandbox);
-  const provider = createOpenAICompatible({ name: options.provider ?? 'local', baseURL: options.baseURL, apiKey: options.apiKey ?? 'not-needed', includeUsage: true });
+  const provider = createOpenAICompatible({
+    name: options.provider ?? 'local',
+    baseURL: options.baseURL,
+    apiKey: options.apiKey ?? 'not-needed',
+    includeUsage: true,
+  });
 
   // The one change to an AI SDK app: the model it passes is the compaction's.
   const compaction = createAiSdkCompaction({
@@ -112,7 +117,9 @@ export async function runExample(options: ExampleOptions): Promise<ExampleRun> {
         onStepFinish: (step) => {
           run.steps++;
           const m = compaction.engine.measure();
-          log(`step ${run.steps}: ${step.toolCalls.map((c) => c.toolName).join(', ') || 'answer'} — context ${m.totalTokens} / ${m.contextWindow ?? '?'} tokens`);
+          log(
+            `step ${run.steps}: ${step.toolCalls.map((c) => c.toolName).join(', ') || 'answer'} — context ${m.totalTokens} / ${m.contextWindow ?? '?'} tokens`,
+          );
         },
       });
       history.push(...result.response.messages);
@@ -155,7 +162,8 @@ export async function generateSandbox(dir: string, count: number): Promise<strin
   for (let i = 0; i < count; i++) {
     const name = `service-${String(i).padStart(2, '0')}.ts`;
     const lines = [`// service ${i}: retry policy and request handling`];
-    for (let j = 0; j < 70; j++) lines.push(`export const limit${j} = { service: ${i}, attempt: ${j}, delayMs: ${(i * 31 + j * 17) % 997}, jitter: ${(j * 13) % 7} };`);
+    for (let j = 0; j < 70; j++)
+      lines.push(`export const limit${j} = { service: ${i}, attempt: ${j}, delayMs: ${(i * 31 + j * 17) % 997}, jitter: ${(j * 13) % 7} };`);
     await writeFile(join(dir, name), lines.join('\n') + '\n');
     names.push(name);
   }

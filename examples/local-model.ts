@@ -31,7 +31,10 @@ export async function startLocalModel(options: { steps?: number; overflowAt?: nu
   const handler = ({ body }: { body: ChatRequestBody }): Scenario => {
     if (isSummaryRequest(body)) {
       stats.summaries++;
-      return { kind: 'reply', content: `## Primary Request and Intent\n- look up ${steps} topics, then answer\n\n## Current Work\n- ${looked} topics looked up` };
+      return {
+        kind: 'reply',
+        content: `## Primary Request and Intent\n- look up ${steps} topics, then answer\n\n## Current Work\n- ${looked} topics looked up`,
+      };
     }
     stats.requests++;
     if (stats.requests === overflowAt && stats.overflows === 0) {

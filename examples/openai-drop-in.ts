@@ -20,7 +20,11 @@ import { startLocalModel } from './local-model';
 const TOOLS: ChatCompletionTool[] = [
   {
     type: 'function',
-    function: { name: 'lookup', description: 'Look a topic up.', parameters: { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] } },
+    function: {
+      name: 'lookup',
+      description: 'Look a topic up.',
+      parameters: { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] },
+    },
   },
 ];
 

@@ -62,7 +62,11 @@ export interface XStateAgentRun {
 const TOOLS: ChatCompletionTool[] = [
   {
     type: 'function',
-    function: { name: 'read_notes', description: 'Read the notes of one topic', parameters: { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] } },
+    function: {
+      name: 'read_notes',
+      description: 'Read the notes of one topic',
+      parameters: { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] },
+    },
   },
 ];
 
@@ -116,7 +120,12 @@ export function createAgentMachine(options: XStateAgentOptions) {
         );
         const choice = completion.choices[0];
         if (!choice) throw new Error('the endpoint returned no choices');
-        writer.assistantFromCompletion(choice.message, { usage: completion.usage ?? null, provider, model: completion.model, finishReason: choice.finish_reason });
+        writer.assistantFromCompletion(choice.message, {
+          usage: completion.usage ?? null,
+          provider,
+          model: completion.model,
+          finishReason: choice.finish_reason,
+        });
         const calls = (choice.message.tool_calls ?? []).filter((c) => c.type === 'function');
         for (const call of calls) writer.toolResult(call.id, await runTool(call.function.name, call.function.arguments), { toolName: call.function.name });
         return { answer: calls.length === 0 ? (choice.message.content ?? '') : undefined };
@@ -156,11 +165,21 @@ export function createAgentMachine(options: XStateAgentOptions) {
       }),
       'count the retry': assign(({ context }) => ({ run: { ...context.run, overflowRetries: context.run.overflowRetries + 1 }, waitingFor: undefined })),
       'shut compaction down': sendTo('compaction', { type: 'shutdown' as const }),
-      'cancel what compaction is doing': sendTo('compaction', ({ context }) => ({ type: 'cancel' as const, id: context.waitingFor ?? '', reason: 'the agent was aborted' })),
+      'cancel what compaction is doing': sendTo('compaction', ({ context }) => ({
+        type: 'cancel' as const,
+        id: context.waitingFor ?? '',
+        reason: 'the agent was aborted',
+      })),
     },
   }).createMachine({
     id: 'agent',
-    context: { run: { steps: 0, compactions: [], overflowRetries: 0, answer: undefined }, nextId: 1, waitingFor: undefined, lastError: undefined, finished: false },
+    context: {
+      run: { steps: 0, compactions: [], overflowRetries: 0, answer: undefined },
+      nextId: 1,
+      waitingFor: undefined,
+      lastError: undefined,
+      finished: false,
+    },
     // The compaction machine lives as long as the agent; its notifications arrive as events.
     invoke: [
       // Its config is baked in. After `shutdown` it closes what it left open (a background summary's
@@ -204,7 +223,9 @@ export function createAgentMachine(options: XStateAgentOptions) {
         always: [{ guard: 'work is finished', target: 'finished' }, { target: 'calling' }],
       },
       finished: { entry: 'shut compaction down' },
-      failed: { entry: [assign(({ context }) => ({ run: { ...context.run, error: context.lastError ?? new Error('the request failed') } })), 'shut compaction down'] },
+      failed: {
+        entry: [assign(({ context }) => ({ run: { ...context.run, error: context.lastError ?? new Error('the request failed') } })), 'shut compaction down'],
+      },
       stopped: { type: 'final' },
     },
     output: ({ context }) => context.run,

@@ -76,7 +76,8 @@ for (const node of [...edges.keys()].sort()) visit(node, []);
 
 if (process.argv.includes('--graph')) {
   console.log('flowchart TD');
-  for (const [a, targets] of [...edges].sort()) for (const b of [...targets].sort()) console.log(`  ${a.replace(/[/-]/g, '_')}["${a}"] --> ${b.replace(/[/-]/g, '_')}["${b}"]`);
+  for (const [a, targets] of [...edges].sort())
+    for (const b of [...targets].sort()) console.log(`  ${a.replace(/[/-]/g, '_')}["${a}"] --> ${b.replace(/[/-]/g, '_')}["${b}"]`);
 }
 if (warnings.length > 0) console.warn(warnings.map((w) => `warning: ${w}`).join('\n'));
 if (problems.length > 0) {
@@ -84,4 +85,6 @@ if (problems.length > 0) {
   console.error(`${problems.length} architecture problem(s)`);
   process.exit(1);
 }
-console.log(`architecture: ${edges.size} folders, imports one way, every cross-capability import through a face, ${warnings.length} file(s) over ${MAX_LINES} lines`);
+console.log(
+  `architecture: ${edges.size} folders, imports one way, every cross-capability import through a face, ${warnings.length} file(s) over ${MAX_LINES} lines`,
+);

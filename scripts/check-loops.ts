@@ -23,7 +23,10 @@ async function runPart(part: number, parts: number): Promise<ScoreRow[]> {
   const result = await scoreLoops(
     { reference: pick(REFERENCE_LOOPS), broken: Object.fromEntries(Object.entries(pick(BROKEN_LOOPS)).map(([k, v]) => [k, v.loop])) },
     loopScenarios(),
-    { brokenTimeoutMs: BROKEN_TIMEOUT_MS, onRow: (row) => console.error(`${row.loop}: caught by ${row.caught.length} of ${row.scenarios} (${(row.ms / 1000).toFixed(1)} s)`) },
+    {
+      brokenTimeoutMs: BROKEN_TIMEOUT_MS,
+      onRow: (row) => console.error(`${row.loop}: caught by ${row.caught.length} of ${row.scenarios} (${(row.ms / 1000).toFixed(1)} s)`),
+    },
   );
   return result.rows;
 }

@@ -15,6 +15,8 @@ import ts from 'typescript';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const FOLDERS = ['src', 'test', 'bench', 'scripts', 'visualizer', 'examples'];
+/** Config files vite loads with Node's own resolver (no bundler): their relative imports keep `.js`. */
+const LOADER_CONFIG = /^(vitest|vite|tsup)\.config\.m?ts$/;
 
 function files(): string[] {
   const out: string[] = [];
@@ -23,11 +25,11 @@ function files(): string[] {
       if (e.name === 'node_modules' || e.name === 'out' || e.name.startsWith('.')) continue;
       const p = join(dir, e.name);
       if (e.isDirectory()) walk(p);
-      else if (/\.(m?ts|tsx)$/.test(e.name) && !e.name.endsWith('.d.ts')) out.push(p);
+      else if (/\.(m?ts|tsx)$/.test(e.name) && !e.name.endsWith('.d.ts') && !LOADER_CONFIG.test(e.name)) out.push(p);
     }
   };
   for (const f of FOLDERS) if (existsSync(join(root, f))) walk(join(root, f));
-  for (const e of readdirSync(root)) if (/\.(m?ts)$/.test(e)) out.push(join(root, e));
+  for (const e of readdirSync(root)) if (/\.(m?ts)$/.test(e) && !LOADER_CONFIG.test(e)) out.push(join(root, e));
   return out.sort();
 }
 

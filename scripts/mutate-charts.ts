@@ -68,8 +68,7 @@ function worker(chart: string, from: number, run: ChartRun, attempt: number): Pr
         else if (e.type === 'start') {
           current = e.index;
           run.ids.set(e.index, e.id);
-        }
-        else if (e.type === 'result') {
+        } else if (e.type === 'result') {
           run.results.set(e.index, { id: e.id, status: e.status, ...(e.why ? { why: e.why } : {}) });
           current = undefined;
           process.stderr.write(`${chart} ${e.index + 1}/${run.total} ${e.id}: ${e.status}\n`);

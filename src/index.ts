@@ -17,7 +17,17 @@ export {
   type EngineNotification,
   type EngineServices,
 } from './engine/facade';
-export type { CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, PressureReading, PressureEconomics, Trigger, OpenedBracket } from './machines/types';
+export type {
+  CompactionErrorCode,
+  ErrorInfo,
+  SelectInput,
+  PruneInput,
+  PruneSummary,
+  PressureReading,
+  PressureEconomics,
+  Trigger,
+  OpenedBracket,
+} from './machines/types';
 export type { EngineMeasurement } from './services/pressure';
 // The drop-in: your own openai loop and messages, with `withCompaction(new OpenAI(), { session })`.
 export {
@@ -38,8 +48,72 @@ export type { DeclineReason, OverflowOutput } from './machines/overflow';
 export type { ManualOutput } from './machines/manual';
 
 // The durable session model.
-export { Session, SessionWriter, MemoryStore, JsonlStore, PostgresStore, StoreError, SessionRuleError, isCheckpoint, type SessionOptions, type SessionListener, type LockState, type RecoveryReport, type SessionStore, type StoredLog, type LogWriter, type LoadReport, type StoredSnapshot, type JsonlStoreOptions, type PostgresStoreOptions, type PgPool, type RequestEnvelope, type AssistantReply, type CompletionMessage, type CompletionToolCall, type CompletionUsage, type UserContent, type SurfaceView, type SurfaceChange, type ChatMessage, type StoreErrorCode, type TextBlock, type ReasoningBlock, type ToolCallBlock, type ImageBlock, type ContentBlock, type Usage, type EventType, type EventData, type SurfaceType, type SurfaceOp, type ReplaceOp, type SessionEvent, type AppendInput, type SurfaceEvent } from './session/index';
-export { importPiFile, importPiTranscript, PiImportError, importClaudeCodeFile, importClaudeCodeTranscript, importCodexFile, importCodexTranscript, importTranscript, importTranscriptFile, detectTranscriptFormat, TranscriptImportError, type PiImportReport, type PiImportOptions, type TranscriptImportOptions, type TranscriptImportReport, type TranscriptHarness, type TranscriptFormat, type Detection } from './transcripts/index';
+export {
+  Session,
+  SessionWriter,
+  MemoryStore,
+  JsonlStore,
+  PostgresStore,
+  StoreError,
+  SessionRuleError,
+  isCheckpoint,
+  type SessionOptions,
+  type SessionListener,
+  type LockState,
+  type RecoveryReport,
+  type SessionStore,
+  type StoredLog,
+  type LogWriter,
+  type LoadReport,
+  type StoredSnapshot,
+  type JsonlStoreOptions,
+  type PostgresStoreOptions,
+  type PgPool,
+  type RequestEnvelope,
+  type AssistantReply,
+  type CompletionMessage,
+  type CompletionToolCall,
+  type CompletionUsage,
+  type UserContent,
+  type SurfaceView,
+  type SurfaceChange,
+  type ChatMessage,
+  type StoreErrorCode,
+  type TextBlock,
+  type ReasoningBlock,
+  type ToolCallBlock,
+  type ImageBlock,
+  type ContentBlock,
+  type Usage,
+  type EventType,
+  type EventData,
+  type SurfaceType,
+  type SurfaceOp,
+  type ReplaceOp,
+  type SessionEvent,
+  type AppendInput,
+  type SurfaceEvent,
+} from './session/index';
+export {
+  importPiFile,
+  importPiTranscript,
+  PiImportError,
+  importClaudeCodeFile,
+  importClaudeCodeTranscript,
+  importCodexFile,
+  importCodexTranscript,
+  importTranscript,
+  importTranscriptFile,
+  detectTranscriptFormat,
+  TranscriptImportError,
+  type PiImportReport,
+  type PiImportOptions,
+  type TranscriptImportOptions,
+  type TranscriptImportReport,
+  type TranscriptHarness,
+  type TranscriptFormat,
+  type Detection,
+} from './transcripts/index';
 
 // Configuration: validate early; the engine validates again at creation.
 export {
@@ -78,7 +152,15 @@ export type { CountTokens } from './services/summarizing';
 export { buildInstruction, type InstructionOptions } from './services/summarizing';
 
 // Nothing is lost (docs/recall.md): the recall tool for the host's tool list and dispatcher (config `recall: true`).
-export { recallTool, RecallError, type RecallTool, type RecallToolDefinition, type RecallToolOptions, type RecallAnswer, type RecallErrorCode } from './services/recall';
+export {
+  recallTool,
+  RecallError,
+  type RecallTool,
+  type RecallToolDefinition,
+  type RecallToolOptions,
+  type RecallAnswer,
+  type RecallErrorCode,
+} from './services/recall';
 
 // Recording a compaction for the offline viewer (visualizer/index.html).
 export {

@@ -121,7 +121,10 @@ export function toViewerGraph(machine: AnyStateMachine): ViewerGraph {
       notes.push(`invoke ${srcName(inv.src)}`);
       count(actors, srcName(inv.src));
     }
-    for (const [kind, list] of [['entry', node.entry], ['exit', node.exit]] as const) {
+    for (const [kind, list] of [
+      ['entry', node.entry],
+      ['exit', node.exit],
+    ] as const) {
       const names = (list ?? []).map(actionName);
       if (names.length === 0) continue;
       notes.push(`${kind} / ${names.join(', ')}`);
@@ -163,7 +166,6 @@ export function toViewerGraph(machine: AnyStateMachine): ViewerGraph {
   };
   walk(machine.root as unknown as Node);
 
-  const entries = (m: Map<string, number>): LegendEntry[] =>
-    [...m].map(([name, uses]) => ({ name, uses })).sort((a, b) => a.name.localeCompare(b.name));
+  const entries = (m: Map<string, number>): LegendEntry[] => [...m].map(([name, uses]) => ({ name, uses })).sort((a, b) => a.name.localeCompare(b.name));
   return { states, transitions, legend: { guards: entries(guards), actions: entries(actions), actors: entries(actors) } };
 }

@@ -233,9 +233,17 @@
     const svg = el('svg', { class: 'xc-chart', 'font-family': FONT_FAMILY, 'font-size': FONT });
     const camera = el('g', { class: 'xc-camera' }, svg);
     const defs = el('defs', {}, svg);
-    const marker = el('marker', { id: `arrow-${chart.name}`, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, orient: 'auto-start-reverse' }, defs);
+    const marker = el(
+      'marker',
+      { id: `arrow-${chart.name}`, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, orient: 'auto-start-reverse' },
+      defs,
+    );
     el('path', { d: 'M0,0 L10,5 L0,10 z', class: 'xc-arrowhead' }, marker);
-    const taken = el('marker', { id: `arrow-taken-${chart.name}`, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, orient: 'auto-start-reverse' }, defs);
+    const taken = el(
+      'marker',
+      { id: `arrow-taken-${chart.name}`, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, orient: 'auto-start-reverse' },
+      defs,
+    );
     el('path', { d: 'M0,0 L10,5 L0,10 z', class: 'xc-arrowhead-taken' }, taken);
 
     const byId = new Map(chart.graph.states.map((s) => [s.id, s]));
@@ -282,7 +290,11 @@
       const g = el('g', { class: 'xc-edge' }, edgesLayer);
       for (const section of e.sections || []) {
         const pts = [section.startPoint, ...(section.bendPoints || []), section.endPoint];
-        const path = el('path', { d: pts.map((p, k) => `${k ? 'L' : 'M'}${p.x},${p.y}`).join(' '), class: 'xc-path', 'marker-end': `url(#arrow-${chart.name})` }, g);
+        const path = el(
+          'path',
+          { d: pts.map((p, k) => `${k ? 'L' : 'M'}${p.x},${p.y}`).join(' '), class: 'xc-path', 'marker-end': `url(#arrow-${chart.name})` },
+          g,
+        );
         path.dataset.edge = e.id;
         if (info.members) path.dataset.t = info.members.join(' ');
         if (info.members) for (const i of info.members) addLine(i, path);

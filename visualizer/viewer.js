@@ -134,11 +134,15 @@
     };
     svg.setAttribute('width', '100%');
     svg.setAttribute('height', '100%');
-    diagram.addEventListener('wheel', (e) => {
-      e.preventDefault();
-      const r = diagram.getBoundingClientRect();
-      zoom(e.deltaY < 0 ? 1.15 : 1 / 1.15, e.clientX - r.left, e.clientY - r.top);
-    }, { passive: false });
+    diagram.addEventListener(
+      'wheel',
+      (e) => {
+        e.preventDefault();
+        const r = diagram.getBoundingClientRect();
+        zoom(e.deltaY < 0 ? 1.15 : 1 / 1.15, e.clientX - r.left, e.clientY - r.top);
+      },
+      { passive: false },
+    );
     let drag = null;
     diagram.addEventListener('pointerdown', (e) => {
       drag = { x: e.clientX, y: e.clientY };
@@ -217,7 +221,9 @@
 
   function describeValue(value) {
     if (typeof value === 'string') return value;
-    return Object.entries(value).map(([k, v]) => `${k}: ${describeValue(v)}`).join(', ');
+    return Object.entries(value)
+      .map(([k, v]) => `${k}: ${describeValue(v)}`)
+      .join(', ');
   }
 
   // ---------------------------------------------------------------------------
@@ -480,7 +486,11 @@
     goto,
     startFollow,
     stopFollow,
-    activeStates: (name, value) => activeStates(charts.find((c) => c.name === name), value),
+    activeStates: (name, value) =>
+      activeStates(
+        charts.find((c) => c.name === name),
+        value,
+      ),
     view: (name) => charts.find((c) => c.name === name).view,
   };
 

@@ -11,12 +11,12 @@
  */
 import { basename } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { factsOf, transcriptOf, type Transcript } from '../../src/eval/index.js';
-import { FactIndex } from '../../src/eval/fact-index.js';
-import type { ChatMessage } from '../../src/session/index.js';
-import { importAny, sharedTranscriptPaths } from './run.js';
+import { factsOf, transcriptOf, type Transcript } from '../../src/eval/index';
+import { FactIndex } from '../../src/eval/fact-index';
+import type { ChatMessage } from '../../src/session/index';
+import { importAny, sharedTranscriptPaths } from './run';
 // The argument keys naming what the agent did (command, path, pattern): argument pruning never cuts them.
-import { ACTION_KEY } from '../../src/services/pruning/index.js';
+import { ACTION_KEY } from '../../src/services/pruning/index';
 
 type Carrier = 'user' | 'assistant text' | 'action argument' | 'other argument' | 'tool output';
 
@@ -112,7 +112,9 @@ async function main(argv: readonly string[]): Promise<void> {
     const c = factCarriers(transcriptOf((await importAny(f)).events()));
     console.log(
       `${basename(f)}: ${c.pairs} (request, needed fact) pairs; carried before the request by ` +
-        Object.entries(c.carriedBy).map(([k, v]) => `${k} ${pct(v)}`).join(', ') +
+        Object.entries(c.carriedBy)
+          .map(([k, v]) => `${k} ${pct(v)}`)
+          .join(', ') +
         `; only by tool output ${pct(c.onlyOutput)}, only by tool output or non-action arguments ${pct(c.onlyOutputOrOtherArgs)}; ` +
         `latest carrier ${c.distance.join(' / ')} messages back (median / p75 / p90)`,
     );

@@ -15,10 +15,10 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { evaluateWindow, stitched, DEFAULT_WINDOWS, PEERS, type PolicyRun } from '../../src/eval/index.js';
-import type { CompactionEngineOptions } from '../../src/index.js';
-import { maskingPolicy } from './masking.js';
-import { importAny, judgeRow, sharedTranscriptPaths } from './run.js';
+import { evaluateWindow, stitched, DEFAULT_WINDOWS, PEERS, type PolicyRun } from '../../src/eval/index';
+import type { CompactionEngineOptions } from '../../src/index';
+import { maskingPolicy } from './masking';
+import { importAny, judgeRow, sharedTranscriptPaths } from './run';
 
 type Config = NonNullable<CompactionEngineOptions['config']>;
 
@@ -55,8 +55,16 @@ export async function frontier(argv: readonly string[]): Promise<void> {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--masking') masking = true;
-    else if (a === '--windows') windows = (argv[++i] ?? '').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
-    else if (a === '--copies') copies = (argv[++i] ?? '').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
+    else if (a === '--windows')
+      windows = (argv[++i] ?? '')
+        .split(',')
+        .map(Number)
+        .filter((n) => Number.isInteger(n) && n > 0);
+    else if (a === '--copies')
+      copies = (argv[++i] ?? '')
+        .split(',')
+        .map(Number)
+        .filter((n) => Number.isInteger(n) && n > 0);
     else if (a.endsWith('.json') && !a.endsWith('.jsonl')) variants = JSON.parse(readFileSync(a, 'utf8')) as Record<string, Config>;
     else files.push(a);
   }
@@ -78,7 +86,9 @@ export async function frontier(argv: readonly string[]): Promise<void> {
         const cheapest = Math.min(...peers.map((p) => p.ledger.cost));
         console.log(`\n${name}, window ${w}: goal cost ≤ ${money(0.9 * cheapest)} (0.9 × cheapest peer)`);
         for (const p of peers) console.log(line(`  ${p.policy}`, p, cheapest));
-        if (masking) for (const p of (await evaluateWindow(session, w, { peers: [maskingPolicy()] })).runs.slice(1)) console.log(line(`  ${p.policy}`, p, cheapest, '(simulated, for comparison)'));
+        if (masking)
+          for (const p of (await evaluateWindow(session, w, { peers: [maskingPolicy()] })).runs.slice(1))
+            console.log(line(`  ${p.policy}`, p, cheapest, '(simulated, for comparison)'));
         for (const [label, config] of Object.entries(variants)) {
           const ours = (await evaluateWindow(session, w, { peers: [], config })).runs[0]!;
           const goal = judgeRow([ours, ...peers]);

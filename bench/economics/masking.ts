@@ -8,9 +8,9 @@
  * messages kept verbatim beside the checkpoint (as Codex keeps them). After JetBrains, "The
  * Complexity Trap" (arXiv 2508.21433). Used by frontier.ts `--masking`; not a policy xcompact ships.
  */
-import { errorLinesIn, type Entry, type PeerPolicy, type SimState } from '../../src/eval/index.js';
+import { errorLinesIn, type Entry, type PeerPolicy, type SimState } from '../../src/eval/index';
 // The argument keys naming what the agent did (command, path, pattern): argument pruning never cuts them.
-import { ACTION_KEY } from '../../src/services/pruning/index.js';
+import { ACTION_KEY } from '../../src/services/pruning/index';
 
 export interface MaskingSettings {
   verbatimTokens: number;
@@ -24,8 +24,14 @@ export interface MaskingSettings {
   argumentChars: number;
 }
 
-export const MASKING_DEFAULTS: MaskingSettings = { verbatimTokens: 8_000, batchTokens: 4_000, threshold: 0.8, keepTokens: 12_000, minTokens: 60, argumentChars: 200 };
-
+export const MASKING_DEFAULTS: MaskingSettings = {
+  verbatimTokens: 8_000,
+  batchTokens: 4_000,
+  threshold: 0.8,
+  keepTokens: 12_000,
+  minTokens: 60,
+  argumentChars: 200,
+};
 
 function textOf(e: Entry): string {
   const c = e.msg.content;

@@ -15,12 +15,23 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { evaluateWindow, partOf, stitched, withoutCompactions, PEERS, PRICE_TABLE, CACHE_MODEL, DEFAULT_WINDOWS, type PolicyRun, type WindowEval } from '../../src/eval/index.js';
-import * as sessionModule from '../../src/transcripts/index.js';
-import { Session } from '../../src/session/index.js';
-import { findPiData } from '../../test/helpers/pi-data.js';
-import { costRecallChart } from './chart.js';
-import { run as peerFidelity } from '../peer-fidelity.js';
+import {
+  evaluateWindow,
+  partOf,
+  stitched,
+  withoutCompactions,
+  PEERS,
+  PRICE_TABLE,
+  CACHE_MODEL,
+  DEFAULT_WINDOWS,
+  type PolicyRun,
+  type WindowEval,
+} from '../../src/eval/index';
+import * as sessionModule from '../../src/transcripts/index';
+import { Session } from '../../src/session/index';
+import { findPiData } from '../../test/helpers/pi-data';
+import { costRecallChart } from './chart';
+import { run as peerFidelity } from '../peer-fidelity';
 
 const OUT = fileURLToPath(new URL('../out/', import.meta.url));
 
@@ -160,17 +171,23 @@ export async function run(argv: readonly string[] = []): Promise<void> {
   let part: [number, number] | undefined;
   let copies = [1, 3, 5];
   for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--windows') windows = (argv[++i] ?? '').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
+    if (argv[i] === '--windows')
+      windows = (argv[++i] ?? '')
+        .split(',')
+        .map(Number)
+        .filter((n) => Number.isInteger(n) && n > 0);
     else if (argv[i] === '--part') {
       const m = /^(\d+)\/(\d+)$/.exec(argv[++i] ?? '');
       if (!m || Number(m[1]) < 1 || Number(m[1]) > Number(m[2])) throw new Error(`--part wants i/n with 1 ≤ i ≤ n, got ${argv[i] ?? '(nothing)'}`);
       part = [Number(m[1]), Number(m[2])];
     } else if (argv[i] === '--copies') {
       copies = (argv[++i] ?? '').split(',').map(Number);
-      if (copies.length === 0 || copies.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--copies wants whole numbers ≥ 1, got ${argv[i] ?? '(nothing)'}`);
+      if (copies.length === 0 || copies.some((n) => !Number.isInteger(n) || n < 1))
+        throw new Error(`--copies wants whole numbers ≥ 1, got ${argv[i] ?? '(nothing)'}`);
     } else files.push(argv[i]!);
   }
-  const bases = files.length === 0 ? await defaultTranscripts() : await Promise.all(files.map(async (f) => ({ name: basename(f), session: await importAny(f) })));
+  const bases =
+    files.length === 0 ? await defaultTranscripts() : await Promise.all(files.map(async (f) => ({ name: basename(f), session: await importAny(f) })));
   const transcripts: Array<{ name: string; session: Session }> = [];
   for (const b of bases) {
     const piece = part === undefined ? b.session : partOf(b.session, part[0], part[1]);
@@ -181,7 +198,9 @@ export async function run(argv: readonly string[] = []): Promise<void> {
   console.log('same for every policy: extractive summarizer, summary cap 4096 tokens, agent output reservation 4096, o200k_base pricing of every message');
   console.log(PRICE_TABLE);
   console.log(CACHE_MODEL);
-  console.log('xcompact = the real engine (createCompactionEngine, default policy; headroom scaled to the summary cap). The others are SIMULATIONS from public facts:');
+  console.log(
+    'xcompact = the real engine (createCompactionEngine, default policy; headroom scaled to the summary cap). The others are SIMULATIONS from public facts:',
+  );
   for (const p of PEERS) console.log(`  - ${p.description}`);
   console.log(MEMORY_NOTE);
   const summary: string[] = [];
@@ -197,7 +216,10 @@ export async function run(argv: readonly string[] = []): Promise<void> {
       const g = judgeRow(r.runs);
       const x = r.runs[0]!;
       // The pairs: xcompact alone with background summaries off, and with the cost model off.
-      for (const [label, config] of [['background: false', { background: false }], ['economics: false', { economics: false }]] as const) {
+      for (const [label, config] of [
+        ['background: false', { background: false }],
+        ['economics: false', { economics: false }],
+      ] as const) {
         const y = (await evaluateWindow(t.session, w, { peers: [], config })).runs[0]!;
         const line = `${label}: ${money(y.ledger.cost)} · ${y.compactions} compactions · needed ${pct(y.memory.neededRecall)} · after ${pct(y.memory.recallAfterCompaction)} · intent ${pct(y.memory.intentRecall)} — default ÷ this = ${(x.ledger.cost / y.ledger.cost).toFixed(3)} (default ${x.compactions} compactions)`;
         console.log(`  pair ${line}`);

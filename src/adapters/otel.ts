@@ -151,7 +151,8 @@ export function instrument(engine: CompactionEngine, options: InstrumentOptions 
 
   // The calls a loop waits on, timed; an overflow recovery becomes a span over its whole call.
   const originals = { afterStep: engine.afterStep, onRequestError: engine.onRequestError, compactNow: engine.compactNow };
-  const timed = <A extends unknown[], R>(call: Waited, fn: (...args: A) => Promise<R>) =>
+  const timed =
+    <A extends unknown[], R>(call: Waited, fn: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
       const t0 = now();
       try {
@@ -184,7 +185,11 @@ export function instrument(engine: CompactionEngine, options: InstrumentOptions 
         ...(action.kind === 'fail' ? { [ATTR.reason]: action.reason } : {}),
       }),
     });
-    span.setStatus(action.kind === 'retry' ? { code: SpanStatusCode.OK } : { code: SpanStatusCode.ERROR, message: `not recovered: ${action.kind === 'fail' ? action.reason : ''}` });
+    span.setStatus(
+      action.kind === 'retry'
+        ? { code: SpanStatusCode.OK }
+        : { code: SpanStatusCode.ERROR, message: `not recovered: ${action.kind === 'fail' ? action.reason : ''}` },
+    );
     span.end();
     recoveries.add(1, with_({ [ATTR.action]: action.kind }));
     return action;

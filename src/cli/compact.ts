@@ -93,7 +93,10 @@ async function compactInput(
   if (options.inPlace && options.output) throw new CliError('--in-place and --output exclude each other: pick one.', 2);
   if (options.inPlace && format !== 'xcompact') {
     // --in-place only ever appends to an xcompact log: anything else would be replaced, not appended to.
-    const what = format !== 'messages' ? `a ${HARNESS_NAMES[format]} (the result is an xcompact session)` : 'a chat-messages JSON file (its messages would be overwritten)';
+    const what =
+      format !== 'messages'
+        ? `a ${HARNESS_NAMES[format]} (the result is an xcompact session)`
+        : 'a chat-messages JSON file (its messages would be overwritten)';
     const ext = format === 'messages' ? 'json' : 'jsonl';
     throw new CliError(
       `${file} is ${what}: --in-place only appends to an xcompact session log (JSONL); drop --in-place to write <name>.compacted.${ext} (or pass --output).`,
@@ -108,7 +111,8 @@ async function compactInput(
     ? input
     : resolve(options.output ?? join(pg ? process.cwd() : dirname(input), `${stem}.compacted.${format === 'messages' ? 'json' : 'jsonl'}`));
   if (!options.inPlace) {
-    if (output === input) throw new CliError(`--output ${options.output} is the input file: pass --in-place to compact the input itself, or choose another --output.`, 2);
+    if (output === input)
+      throw new CliError(`--output ${options.output} is the input file: pass --in-place to compact the input itself, or choose another --output.`, 2);
     if (existsSync(output) && !options.force) throw new CliError(`${output} already exists: pass --force to overwrite it, or choose another --output.`, 2);
     if (format !== 'messages' && !output.endsWith('.jsonl')) throw new CliError(`--output ${output} must end in .jsonl: the result is a session log.`, 2);
   } else if (!pg) {
@@ -351,7 +355,10 @@ function sessionIdFor(output: string): string {
   try {
     checkSessionId(id);
   } catch {
-    throw new CliError(`the session file name "${basename(output)}" is not usable: name it with letters, digits, '.', '_' or '-' and end it in .jsonl (e.g. --output my-session.compacted.jsonl).`, 2);
+    throw new CliError(
+      `the session file name "${basename(output)}" is not usable: name it with letters, digits, '.', '_' or '-' and end it in .jsonl (e.g. --output my-session.compacted.jsonl).`,
+      2,
+    );
   }
   return id;
 }
@@ -362,15 +369,25 @@ function explainCompactionError(err: unknown, summarizerError: unknown, baseURL:
   const cause = summarizerError instanceof SummarizerError ? summarizerError.cause : undefined;
   if (cause instanceof APIConnectionError) {
     const code = errnoIn(cause);
-    if (code === 'ECONNREFUSED') return new CliError(`cannot reach ${baseURL}: connection refused — is the server running? Check --base-url.`, 1, { cause: err });
-    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new CliError(`cannot reach ${baseURL}: the host name does not resolve; check --base-url.`, 1, { cause: err });
+    if (code === 'ECONNREFUSED')
+      return new CliError(`cannot reach ${baseURL}: connection refused — is the server running? Check --base-url.`, 1, { cause: err });
+    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+      return new CliError(`cannot reach ${baseURL}: the host name does not resolve; check --base-url.`, 1, { cause: err });
     return new CliError(`cannot reach ${baseURL}: ${deepestMessage(cause)}${code ? ` (${code})` : ''}; check --base-url and your network.`, 1, { cause: err });
   }
   if (cause instanceof AuthenticationError || cause instanceof PermissionDeniedError) {
-    return new CliError(`${baseURL} rejected the API key from $${apiKeyEnv} (${cause.status}): check the key, or name the right variable with --api-key-env.`, 1, { cause: err });
+    return new CliError(
+      `${baseURL} rejected the API key from $${apiKeyEnv} (${cause.status}): check the key, or name the right variable with --api-key-env.`,
+      1,
+      { cause: err },
+    );
   }
   if (cause instanceof NotFoundError) {
-    return new CliError(`${baseURL} answered 404 for model "${model.slice(model.indexOf('/') + 1)}": pass --model provider/model with a model this endpoint serves (and check --base-url ends in /v1).`, 1, { cause: err });
+    return new CliError(
+      `${baseURL} answered 404 for model "${model.slice(model.indexOf('/') + 1)}": pass --model provider/model with a model this endpoint serves (and check --base-url ends in /v1).`,
+      1,
+      { cause: err },
+    );
   }
   return new CliError(`compaction failed (${err.code}${err.causeCode ? `/${err.causeCode}` : ''}): ${err.message}`, 1, { cause: err });
 }

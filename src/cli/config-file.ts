@@ -25,7 +25,9 @@ export function loadConfig(explicit: string | undefined, nextTo: string): Loaded
   try {
     text = readFileSync(candidate, 'utf8');
   } catch (err) {
-    throw new CliError(`cannot read the configuration ${candidate}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}; check the --config path.`);
+    throw new CliError(
+      `cannot read the configuration ${candidate}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}; check the --config path.`,
+    );
   }
   let input: unknown;
   try {

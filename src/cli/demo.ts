@@ -89,7 +89,11 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
   const turns = schedule.turns;
   const files = generateProject(options.seed);
   const plan = planTask({ files, turns, seed: options.seed, toolset: 'demo' });
-  const inputs = [TASK_PROMPTS[0]!, ...(schedule.compactBetweenTurns ? ['/compact the retry logic and the test failures'] : []), ...(turns.length > 1 ? [TASK_PROMPTS[1]!] : [])];
+  const inputs = [
+    TASK_PROMPTS[0]!,
+    ...(schedule.compactBetweenTurns ? ['/compact the retry logic and the test failures'] : []),
+    ...(turns.length > 1 ? [TASK_PROMPTS[1]!] : []),
+  ];
   const workspace = new SimulatedWorkspace(files);
   const paced = !options.quiet;
   const coder = createScriptedCoder({
@@ -161,7 +165,9 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
             let resolve = () => undefined as void;
             const settled = new Promise<void>((r) => (resolve = r));
             inFlight = { settled, resolve };
-            say(`   ${style.magenta('…')} preparing a summary in the background ${style.dim(`(${e.nodes} nodes, ${fmt(e.spanTokens)} tokens); the agent goes on`)}`);
+            say(
+              `   ${style.magenta('…')} preparing a summary in the background ${style.dim(`(${e.nodes} nodes, ${fmt(e.spanTokens)} tokens); the agent goes on`)}`,
+            );
             return;
           }
           spinner.start(`writing summary ${style.dim(`(${e.trigger}: ${e.nodes} nodes, ${fmt(e.spanTokens)} tokens)`)}`);
@@ -201,7 +207,9 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
           report.prunes.results += e.count;
           report.prunes.tokensFreed += e.tokensFreed;
           report.tokensSaved += e.tokensFreed;
-          say(`   ${style.cyan('✂')} pruned ${e.count} oversized tool result${e.count === 1 ? '' : 's'} ${style.dim(`(${e.trigger})`)} · −${fmt(e.tokensFreed)} tokens, no model call`);
+          say(
+            `   ${style.cyan('✂')} pruned ${e.count} oversized tool result${e.count === 1 ? '' : 's'} ${style.dim(`(${e.trigger})`)} · −${fmt(e.tokensFreed)} tokens, no model call`,
+          );
           return;
         case 'prune.failed':
           say(`   ${style.yellow('!')} pruning failed ${style.dim(`(${e.trigger})`)}: ${e.error.message}; compacting without it`);
@@ -224,7 +232,11 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
       ),
     );
 
-    say(style.dim(`each step: the context after it, in tokens, against the threshold where compaction starts (the bar fills at the threshold), then the tools it called`));
+    say(
+      style.dim(
+        `each step: the context after it, in tokens, against the threshold where compaction starts (the bar fills at the threshold), then the tools it called`,
+      ),
+    );
 
     w.system(SYSTEM_PROMPT);
     const request = () => w.request({ provider: PROVIDER, model: MODEL, systemPrompt: SYSTEM_PROMPT, tools: DEMO_TOOLS, maxTokens: maxOutputTokens });
@@ -261,15 +273,24 @@ export async function runDemo(options: DemoOptions, out: Output = process.stdout
           },
           rejected: (err) => {
             const message = err instanceof Error ? err.message : String(err);
-            say(`   ${style.red('✖')} step ${report.steps}: request rejected ${style.dim('(scripted: the server refuses this one on purpose)')}: ${truncate(message, 110)}`);
+            say(
+              `   ${style.red('✖')} step ${report.steps}: request rejected ${style.dim('(scripted: the server refuses this one on purpose)')}: ${truncate(message, 110)}`,
+            );
           },
           retrying: () => {
             report.overflowRecoveries++;
-            say(`   ${style.green('↻')} overflow recovery done: retrying step ${report.steps} with the compacted history (${session!.deriveMessages().length} messages)`);
+            say(
+              `   ${style.green('↻')} overflow recovery done: retrying step ${report.steps} with the compacted history (${session!.deriveMessages().length} messages)`,
+            );
           },
         });
         const message = completion.choices[0]!.message;
-        w.assistantFromCompletion(message, { usage: completion.usage ?? null, provider: PROVIDER, model: completion.model, finishReason: completion.choices[0]!.finish_reason });
+        w.assistantFromCompletion(message, {
+          usage: completion.usage ?? null,
+          provider: PROVIDER,
+          model: completion.model,
+          finishReason: completion.choices[0]!.finish_reason,
+        });
         const calls = (message.tool_calls ?? []).filter((c) => c.type === 'function');
         const described: string[] = [];
         for (const call of calls) {
@@ -371,7 +392,8 @@ function fullHistoryTokens(session: Session): number {
     const m = toChatMessage(e as SurfaceEvent);
     let n = 4;
     if (typeof m.content === 'string') n += t.count(m.content);
-    if (m.role === 'assistant' && m.tool_calls) for (const c of m.tool_calls) if (c.type === 'function') n += t.count(c.function.name) + t.count(c.function.arguments);
+    if (m.role === 'assistant' && m.tool_calls)
+      for (const c of m.tool_calls) if (c.type === 'function') n += t.count(c.function.name) + t.count(c.function.arguments);
     total += n;
   }
   return total;

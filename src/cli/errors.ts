@@ -24,7 +24,14 @@ export function errorLine(err: unknown): string {
   const sys = err as NodeJS.ErrnoException;
   if (typeof sys?.code === 'string' && typeof sys.syscall === 'string') {
     // A file-system refusal (EACCES, ENOSPC, EROFS, …): the user's environment, not a bug.
-    const what = { EACCES: 'permission denied', EPERM: 'not permitted', ENOSPC: 'no space left on the device', EROFS: 'read-only file system', ENOENT: 'no such file or directory' }[sys.code] ?? sys.code;
+    const what =
+      {
+        EACCES: 'permission denied',
+        EPERM: 'not permitted',
+        ENOSPC: 'no space left on the device',
+        EROFS: 'read-only file system',
+        ENOENT: 'no such file or directory',
+      }[sys.code] ?? sys.code;
     return `cannot ${sys.syscall} ${sys.path ?? ''}: ${what}; check the path and its permissions, or choose another location.`.replace(/ :/, ':');
   }
   const message = err instanceof Error ? err.message : String(err);

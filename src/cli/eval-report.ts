@@ -25,7 +25,18 @@ function niceMax(x: number): number {
 }
 
 function table(w: WindowEval): string {
-  const head = ['policy', 'cost', 'cache-miss tokens', 'compactions', 'prunes', 'peak ÷ window', 'requests over the window', 'needed recall', 'recall after compaction', 'intent recall'];
+  const head = [
+    'policy',
+    'cost',
+    'cache-miss tokens',
+    'compactions',
+    'prunes',
+    'peak ÷ window',
+    'requests over the window',
+    'needed recall',
+    'recall after compaction',
+    'intent recall',
+  ];
   const rows = rowsOf(w)
     .map(
       (r) =>
@@ -111,7 +122,14 @@ function costRecallChart(w: WindowEval, id: string): string {
     .join('');
   return (
     `<svg id="${id}" class="chart cost-recall" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="cost against needed recall, one point per policy">` +
-    `${axes(xMax, 1, 'cost (US dollars)', 'needed recall', (v) => `$${v.toFixed(2)}`, (v) => `${Math.round(v * 100)}%`)}${points}${text}</svg>`
+    `${axes(
+      xMax,
+      1,
+      'cost (US dollars)',
+      'needed recall',
+      (v) => `$${v.toFixed(2)}`,
+      (v) => `${Math.round(v * 100)}%`,
+    )}${points}${text}</svg>`
   );
 }
 
@@ -130,7 +148,14 @@ function requestSizeChart(w: WindowEval, id: string): string {
   const windowLine = `<line x1="${M.left}" x2="${M.left + plotW}" y1="${yOf(w.window).toFixed(1)}" y2="${yOf(w.window).toFixed(1)}" class="window"/><text x="${M.left + plotW - 4}" y="${(yOf(w.window) - 5).toFixed(1)}" text-anchor="end" class="label">window</text>`;
   return (
     `<svg id="${id}" class="chart request-size" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="request tokens per step, one line per policy">` +
-    `${axes(steps - 1, yMax, 'agent request (step)', 'request tokens', (v) => int(v), (v) => int(v))}${windowLine}${lines}</svg>`
+    `${axes(
+      steps - 1,
+      yMax,
+      'agent request (step)',
+      'request tokens',
+      (v) => int(v),
+      (v) => int(v),
+    )}${windowLine}${lines}</svg>`
   );
 }
 

@@ -46,7 +46,8 @@ export function parseWindows(text: string | undefined): number[] {
   const out = text.split(',').map((part) => {
     const m = /^\s*(\d+(?:\.\d+)?)\s*([km]?)\s*$/i.exec(part);
     const n = m ? Math.round(Number(m[1]) * (m[2]!.toLowerCase() === 'k' ? 1024 : m[2]!.toLowerCase() === 'm' ? 1024 * 1024 : 1)) : NaN;
-    if (!Number.isSafeInteger(n) || n < 1024) throw new CliError(`--window "${part.trim()}" is not a window: write token counts like 32k,128k or 32768 (at least 1k).`, 2);
+    if (!Number.isSafeInteger(n) || n < 1024)
+      throw new CliError(`--window "${part.trim()}" is not a window: write token counts like 32k,128k or 32768 (at least 1k).`, 2);
     return n;
   });
   return [...new Set(out)];
@@ -62,7 +63,10 @@ export function parsePrices(text: string | undefined): Prices {
   if (text === undefined) return PRICES;
   const parts = text.split(',').map((p) => p.trim());
   const bad = (why: string) =>
-    new CliError(`--prices "${text}": ${why}; write four dollar amounts per million tokens (input,cacheRead,cacheWrite,output) like 3,0.3,3.75,15, or named ones like input=1.25,output=10.`, 2);
+    new CliError(
+      `--prices "${text}": ${why}; write four dollar amounts per million tokens (input,cacheRead,cacheWrite,output) like 3,0.3,3.75,15, or named ones like input=1.25,output=10.`,
+      2,
+    );
   const value = (v: string) => {
     const n = Number(v);
     if (v === '' || !Number.isFinite(n) || n < 0) throw bad(`"${v}" is not a price`);
@@ -91,11 +95,12 @@ export function parsePrices(text: string | undefined): Prices {
 async function loadTranscript(file: string): Promise<{ session: Session; recorded: Session; format: string; overhead: SentOverhead }> {
   const bytes = await readInput(file);
   const format = detectFormat(file, bytes);
-  if (format === 'messages') throw new CliError(`${file} is a .json file of chat messages: eval replays transcripts (JSONL: xcompact, pi, Claude Code or Codex).`, 2);
+  if (format === 'messages')
+    throw new CliError(`${file} is a .json file of chat messages: eval replays transcripts (JSONL: xcompact, pi, Claude Code or Codex).`, 2);
   const loaded = await loadSessionReadOnly(file, bytes, format);
   const recorded = loaded.session;
   const first = recorded.surface.length > 0 ? recorded.event(recorded.surface.seqAt(0)) : undefined;
-  const recordedSystem = first?.type === 'system/message' ? (first as SessionEvent<'system/message'>).data.text : undefined;
+  const recordedSystem = first?.type === 'system/message' ? (first).data.text : undefined;
   const pricer = new Pricer('o200k_base');
   const tokens = format === 'xcompact' ? 0 : recordedOverhead(recorded, pricer);
   const overhead: SentOverhead = { recordedSystemPrompt: recordedSystem !== undefined, standInTokens: tokens };
@@ -156,7 +161,11 @@ function summarizerFor(options: EvalCliOptions): Summarizer | undefined {
   const envName = options.apiKeyEnv ?? 'OPENAI_API_KEY';
   const apiKey = (options.env ?? process.env)[envName];
   const local = ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(url.hostname);
-  if (!apiKey && !local) throw new CliError(`no API key: the environment variable ${envName} is not set; export it, name another with --api-key-env, or leave --summarizer at extractive (no network).`, 2);
+  if (!apiKey && !local)
+    throw new CliError(
+      `no API key: the environment variable ${envName} is not set; export it, name another with --api-key-env, or leave --summarizer at extractive (no network).`,
+      2,
+    );
   return new OpenAISummarizer({ client: new OpenAI({ baseURL, apiKey: apiKey || 'not-needed', maxRetries: 1, timeout: 120_000 }) });
 }
 
@@ -218,7 +227,12 @@ function summaryOf(t: EvaluatedTranscript) {
     format: t.format,
     requests: t.requests,
     ...(t.overhead ? { overhead: t.overhead } : {}),
-    windows: t.windows.map((w, i) => ({ window: w.window, ...(t.recorded?.[i] ? { asRecorded: t.recorded[i] } : {}), rows: rowsOf(w), verdict: verdictOf(w).policy ?? null })),
+    windows: t.windows.map((w, i) => ({
+      window: w.window,
+      ...(t.recorded?.[i] ? { asRecorded: t.recorded[i] } : {}),
+      rows: rowsOf(w),
+      verdict: verdictOf(w).policy ?? null,
+    })),
   };
 }
 
@@ -226,7 +240,12 @@ function summaryOf(t: EvaluatedTranscript) {
 export function overheadLine(t: EvaluatedTranscript): string | undefined {
   const o = t.overhead;
   if (!o) return undefined;
-  const parts = [o.recordedSystemPrompt ? 'the recorded system prompt' : undefined, o.standInTokens > 0 ? `a stand-in of ${fmt(o.standInTokens)} tokens for what the recorded usage shows was sent unrecorded (system prompt, tools)` : undefined].filter(Boolean);
+  const parts = [
+    o.recordedSystemPrompt ? 'the recorded system prompt' : undefined,
+    o.standInTokens > 0
+      ? `a stand-in of ${fmt(o.standInTokens)} tokens for what the recorded usage shows was sent unrecorded (system prompt, tools)`
+      : undefined,
+  ].filter(Boolean);
   return parts.length === 0 ? 'replayed: the messages only (no usage recorded to size a system prompt or tools by)' : `replayed with ${parts.join(' and ')}`;
 }
 
@@ -238,9 +257,21 @@ export function renderEvalTables(results: readonly EvaluatedTranscript[], style 
   for (const t of results) {
     t.windows.forEach((w, wi) => {
       const rec = t.recorded?.[wi];
-      const recordedRow = rec && rec.requestsWithUsage > 0
-        ? ['as recorded', `$${rec.cost.toFixed(2)}`, '–', String(rec.compactions), '–', (rec.peak / w.window).toFixed(2), String(rec.overWindow), '–', '–', '–']
-        : undefined;
+      const recordedRow =
+        rec && rec.requestsWithUsage > 0
+          ? [
+              'as recorded',
+              `$${rec.cost.toFixed(2)}`,
+              '–',
+              String(rec.compactions),
+              '–',
+              (rec.peak / w.window).toFixed(2),
+              String(rec.overWindow),
+              '–',
+              '–',
+              '–',
+            ]
+          : undefined;
       const rows = rowsOf(w).map((r) => [
         r.policy,
         `$${r.cost.toFixed(2)}`,

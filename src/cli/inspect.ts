@@ -98,7 +98,9 @@ export async function runInspect(file: string, options: InspectOptions, out: Nod
     const { session, close } = await openPostgresSession(pg, true);
     try {
       const report = buildReport(pg.label, 'xcompact', session, loadConfig(options.config, join(process.cwd(), pg.id)), options);
-      out.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderInspect(report, createStyle(useColor(options.color !== false, out, options.env)))}\n`);
+      out.write(
+        options.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderInspect(report, createStyle(useColor(options.color !== false, out, options.env)))}\n`,
+      );
       return report;
     } finally {
       await close();
@@ -107,7 +109,10 @@ export async function runInspect(file: string, options: InspectOptions, out: Nod
   const bytes = await readInput(file);
   const format = detectFormat(file, bytes);
   if (format === 'messages') {
-    throw new CliError(`${file} is a .json file: inspect reads session JSONL files (xcompact, pi, Claude Code or Codex); use \`xcompact compact\` for a chat-messages JSON file.`, 2);
+    throw new CliError(
+      `${file} is a .json file: inspect reads session JSONL files (xcompact, pi, Claude Code or Codex); use \`xcompact compact\` for a chat-messages JSON file.`,
+      2,
+    );
   }
   const { session, pi, imported } = await loadSessionReadOnly(file, bytes, format);
   const config = loadConfig(options.config, file);
@@ -124,7 +129,9 @@ export async function runInspect(file: string, options: InspectOptions, out: Nod
       ignored: pi.ignored,
     };
   }
-  out.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderInspect(report, createStyle(useColor(options.color !== false, out, options.env)))}\n`);
+  out.write(
+    options.json ? `${JSON.stringify(report, null, 2)}\n` : `${renderInspect(report, createStyle(useColor(options.color !== false, out, options.env)))}\n`,
+  );
   return report;
 }
 
@@ -344,12 +351,17 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
   if (p.window !== undefined) rows.push(['window', `${fmt(p.window)} tokens (${pct(p.totalTokens, p.window)} used)`]);
   if (p.threshold !== undefined) {
     const over = p.totalTokens >= p.threshold;
-    rows.push(['threshold', `${fmt(p.threshold)} (${pct(p.totalTokens, p.threshold)} of it${over ? `: ${style.red('at or above — the next afterStep compacts')}` : ''}); retained tail ${fmt(p.retain ?? 0)}`]);
+    rows.push([
+      'threshold',
+      `${fmt(p.threshold)} (${pct(p.totalTokens, p.threshold)} of it${over ? `: ${style.red('at or above — the next afterStep compacts')}` : ''}); retained tail ${fmt(p.retain ?? 0)}`,
+    ]);
   }
   if (p.note) rows.push(['note', style.yellow(p.note)]);
   lines.push(table(rows));
 
-  section(`checkpoints: ${r.checkpoints.filter((c) => c.onSurface).length} on the surface, ${r.checkpoints.length} written${r.failedCompactions.length ? `, ${r.failedCompactions.length} failed` : ''}${r.cancelledCompactions.length ? `, ${r.cancelledCompactions.length} cancelled` : ''}`);
+  section(
+    `checkpoints: ${r.checkpoints.filter((c) => c.onSurface).length} on the surface, ${r.checkpoints.length} written${r.failedCompactions.length ? `, ${r.failedCompactions.length} failed` : ''}${r.cancelledCompactions.length ? `, ${r.cancelledCompactions.length} cancelled` : ''}`,
+  );
   if (r.checkpoints.length === 0) lines.push('  (none)');
   for (const c of r.checkpoints) {
     lines.push(
@@ -384,11 +396,7 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
 
   section('tokens by role (current surface)');
   const total = Object.values(r.tokensByRole).reduce((a, b) => a + b, 0);
-  lines.push(
-    table(
-      Object.entries(r.tokensByRole).map(([k, v]) => [k, `${fmt(v).padStart(8)}  ${pct(v, total).padStart(4)}`] as [string, string]),
-    ),
-  );
+  lines.push(table(Object.entries(r.tokensByRole).map(([k, v]) => [k, `${fmt(v).padStart(8)}  ${pct(v, total).padStart(4)}`] as [string, string])));
 
   section('torn tail');
   const imp = r.imported;
@@ -399,7 +407,8 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
         ? `  ${imp.tornLines} torn last line skipped (a session still being written, or a crash mid-record); the file was not changed`
         : '  none: every line is complete',
     );
-    if (imp.mergedLines > 0) lines.push(`  ${imp.mergedLines} line${imp.mergedLines === 1 ? '' : 's'} holding two records or more (…}{…), split into their records`);
+    if (imp.mergedLines > 0)
+      lines.push(`  ${imp.mergedLines} line${imp.mergedLines === 1 ? '' : 's'} holding two records or more (…}{…), split into their records`);
     for (const w of imp.warnings) lines.push(`  warning: ${w}`);
   } else
     lines.push(

@@ -58,7 +58,9 @@ export function detectFormat(file: string, bytes: Buffer): FileFormat {
     throw new CliError(`${file}:${found.badLine.line}: ${found.badLine.reason}; expected one JSON record per line. The file was not changed.`);
   }
   const tried = Object.values(FORMAT_LABELS).join('; ');
-  throw new CliError(`${file}: not a transcript xcompact reads; tried ${tried}, and none describes its ${found.lines} records. Pass one of those, or a .json file of chat messages.`);
+  throw new CliError(
+    `${file}: not a transcript xcompact reads; tried ${tried}, and none describes its ${found.lines} records. Pass one of those, or a .json file of chat messages.`,
+  );
 }
 
 /**
@@ -119,7 +121,11 @@ export function importHarnessTranscript(
     }
     return { imported: importTranscript(session, bytes.toString('utf8'), format, options) };
   } catch (err) {
-    throw new CliError(`${file}: ${err instanceof Error ? err.message.replace(/\.$/, '') : String(err)}; the transcript could not be imported (the file was not changed).`, 1, { cause: err });
+    throw new CliError(
+      `${file}: ${err instanceof Error ? err.message.replace(/\.$/, '') : String(err)}; the transcript could not be imported (the file was not changed).`,
+      1,
+      { cause: err },
+    );
   }
 }
 
@@ -240,16 +246,28 @@ export async function openPostgresSession(ref: PostgresRef, readOnly: boolean): 
 
 /** A session's events as the JSONL a JsonlStore would hold: a PostgreSQL session copied to a file. */
 export function sessionAsJsonl(session: Session): Buffer {
-  return Buffer.from(session.events().map((e) => `${JSON.stringify(e)}\n`).join(''), 'utf8');
+  return Buffer.from(
+    session
+      .events()
+      .map((e) => `${JSON.stringify(e)}\n`)
+      .join(''),
+    'utf8',
+  );
 }
 
 /** The demo's session in PostgreSQL: a new one each run unless named, and never one that already has events. */
-export async function openDemoPostgresSession(store: { url: string; session?: string | undefined }): Promise<{ session: Session; label: string; close(): Promise<void> }> {
+export async function openDemoPostgresSession(store: {
+  url: string;
+  session?: string | undefined;
+}): Promise<{ session: Session; label: string; close(): Promise<void> }> {
   const ref = postgresRef(store.session ?? `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`, store.url)!;
   const opened = await openPostgresSession(ref, false);
   if (opened.session.length > 0) {
     await opened.close();
-    throw new CliError(`${ref.label} already holds ${opened.session.length} events: the demo starts a fresh session; pick another --session (or leave it out).`, 2);
+    throw new CliError(
+      `${ref.label} already holds ${opened.session.length} events: the demo starts a fresh session; pick another --session (or leave it out).`,
+      2,
+    );
   }
   return { session: opened.session, label: ref.label, close: opened.close };
 }

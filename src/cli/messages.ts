@@ -62,7 +62,9 @@ export function importChatMessages(session: Session, file: string, input: Messag
   const closeStep = (where: string) => {
     const pending = session.surface.pendingCalls();
     if (pending.length > 0) {
-      throw new CliError(`${where}: comes before the tool results of ${pending.map((c) => `"${c}"`).join(', ')}; every tool call needs its tool message right after the assistant message.`);
+      throw new CliError(
+        `${where}: comes before the tool results of ${pending.map((c) => `"${c}"`).join(', ')}; every tool call needs its tool message right after the assistant message.`,
+      );
     }
     if (session.openStep) w.endStep();
   };
@@ -117,7 +119,9 @@ export function importChatMessages(session: Session, file: string, input: Messag
   });
   const pending = session.surface.pendingCalls();
   if (pending.length > 0) {
-    throw new CliError(`${file}: the conversation ends with tool calls that have no tool message (${pending.map((c) => `"${c}"`).join(', ')}); add their results or drop the calls.`);
+    throw new CliError(
+      `${file}: the conversation ends with tool calls that have no tool message (${pending.map((c) => `"${c}"`).join(', ')}); add their results or drop the calls.`,
+    );
   }
   if (session.openStep) w.endStep();
   if (session.openTurn !== null) w.endTurn();

@@ -85,16 +85,19 @@ export function buildProgram(io: CliIO = processIO()): Command {
     .option('--no-color', 'plain output without ANSI colours')
     .addOption(verboseOption())
     .action(async (opts: { steps: number; window: number; out: string; seed: number; quiet?: boolean; color: boolean; store?: string; session?: string }) => {
-      await runDemo({
-        steps: opts.steps,
-        window: opts.window,
-        out: opts.out,
-        seed: opts.seed,
-        quiet: opts.quiet === true,
-        color: opts.color,
-        env,
-        ...(opts.store ? { store: { url: opts.store, session: opts.session } } : {}),
-      }, stdout);
+      await runDemo(
+        {
+          steps: opts.steps,
+          window: opts.window,
+          out: opts.out,
+          seed: opts.seed,
+          quiet: opts.quiet === true,
+          color: opts.color,
+          env,
+          ...(opts.store ? { store: { url: opts.store, session: opts.session } } : {}),
+        },
+        stdout,
+      );
     });
 
   program
@@ -103,23 +106,43 @@ export function buildProgram(io: CliIO = processIO()): Command {
       'Show what a stored session holds: events, surface, pressure against the model window, checkpoints, prunes, orphan locks, ' +
         'tokens by role and a torn-tail report. Accepts an xcompact session JSONL or a pi, Claude Code or Codex transcript. Never modifies the file.',
     )
-    .argument('<session.jsonl>', 'an xcompact session file, a pi, Claude Code or Codex transcript (JSONL), or a PostgreSQL session: postgres://user:password@host:5432/database#session-id (or the id with --store)')
+    .argument(
+      '<session.jsonl>',
+      'an xcompact session file, a pi, Claude Code or Codex transcript (JSONL), or a PostgreSQL session: postgres://user:password@host:5432/database#session-id (or the id with --store)',
+    )
     .addOption(storeOption('read the session'))
     .option('--model <provider/model>', 'measure against this model (default: the last request header)')
     .option('--context-window <tokens>', "the model's window, when it is not a built-in model", wholeNumber('--context-window', 1))
     .option('--config <file>', 'xcompact configuration JSON (default: xcompact.config.json next to the session, if any)')
     .option('--json', 'print the report as JSON')
     .option('--no-color', 'plain output without ANSI colours')
-    .option('--recall <query>', 'instead of the report, search what checkpoints and prunes took off the surface, as the recall tool does: text, /regex/, or a handle (cp-N, pr-N)')
+    .option(
+      '--recall <query>',
+      'instead of the report, search what checkpoints and prunes took off the surface, as the recall tool does: text, /regex/, or a handle (cp-N, pr-N)',
+    )
     .option('--recall-tokens <tokens>', 'answer budget of --recall in tokens (default 2000, at most 8000)', wholeNumber('--recall-tokens', 1))
     .addOption(verboseOption())
-    .action(async (file: string, opts: { model?: string; contextWindow?: number; config?: string; json?: boolean; color: boolean; store?: string; recall?: string; recallTokens?: number }) => {
-      if (opts.recall !== undefined) {
-        await runInspectRecall(file, { ...opts, recall: opts.recall }, stdout);
-        return;
-      }
-      await runInspect(file, { ...opts, env }, stdout);
-    });
+    .action(
+      async (
+        file: string,
+        opts: {
+          model?: string;
+          contextWindow?: number;
+          config?: string;
+          json?: boolean;
+          color: boolean;
+          store?: string;
+          recall?: string;
+          recallTokens?: number;
+        },
+      ) => {
+        if (opts.recall !== undefined) {
+          await runInspectRecall(file, { ...opts, recall: opts.recall }, stdout);
+          return;
+        }
+        await runInspect(file, { ...opts, env }, stdout);
+      },
+    );
 
   program
     .command('compact')
@@ -127,11 +150,14 @@ export function buildProgram(io: CliIO = processIO()): Command {
       'Compact a stored session (xcompact JSONL or pi transcript) or an OpenAI chat-messages JSON file into one summary checkpoint ' +
         'plus the newest messages, with a real endpoint or the model-free extractive summarizer. Writes a new file; the input is never changed unless --in-place.',
     )
-    .argument('<file>', 'session .jsonl, .json holding an array of chat messages or { messages, tools, model }, or a PostgreSQL session: postgres://user:password@host:5432/database#session-id (or the id with --store)')
+    .argument(
+      '<file>',
+      'session .jsonl, .json holding an array of chat messages or { messages, tools, model }, or a PostgreSQL session: postgres://user:password@host:5432/database#session-id (or the id with --store)',
+    )
     .addOption(storeOption('the session is'))
     .addOption(new Option('--summarizer <kind>', 'who writes the summary').choices(['openai', 'extractive']).default('openai'))
     .option('--base-url <url>', 'OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else https://api.openai.com/v1)')
-    .option('--model <provider/model>', 'summarization model, e.g. deepseek/deepseek-chat (default: the conversation\'s model)')
+    .option('--model <provider/model>', "summarization model, e.g. deepseek/deepseek-chat (default: the conversation's model)")
     .option('--api-key-env <name>', 'environment variable holding the API key', 'OPENAI_API_KEY')
     .option('--context-window <tokens>', "the summarization model's window, when it is not a built-in model", wholeNumber('--context-window', 1))
     .option('--max-tokens <tokens>', 'summary output cap (max_tokens)', wholeNumber('--max-tokens', 1), 4096)

@@ -122,7 +122,11 @@ export function createEngineServices(deps: ServiceDeps, summarizer: Summarizer):
       const before = c.kind === 'context-overflow' && c.promptTokens !== undefined ? deps.meter.measure() : undefined;
       // A count far from anything our estimate allows describes another request (a gateway's
       // canned error, a misrouted model): it neither anchors nor decides.
-      if (before && c.promptTokens! <= before.calibratedTokens * PLAUSIBLE_COUNT_FACTOR && c.promptTokens! * PLAUSIBLE_COUNT_FACTOR >= before.calibratedTokens) {
+      if (
+        before &&
+        c.promptTokens! <= before.calibratedTokens * PLAUSIBLE_COUNT_FACTOR &&
+        c.promptTokens! * PLAUSIBLE_COUNT_FACTOR >= before.calibratedTokens
+      ) {
         deps.meter.observePromptCount(c.promptTokens!);
         if (c.limitTokens !== undefined) overflowSeen = { limitTokens: c.limitTokens, promptTokens: c.promptTokens!, before };
       } else if (c.kind === 'context-overflow' && c.promptTokens === undefined && c.limitTokens !== undefined) {

@@ -85,7 +85,7 @@ function mergeModels(fromConfig: unknown, fromOptions: Record<string, Partial<Mo
   const merged: Record<string, unknown> = { ...((fromConfig as Record<string, unknown> | undefined) ?? {}) };
   for (const [key, entry] of Object.entries(fromOptions)) {
     const base = merged[key];
-    merged[key] = base && typeof base === 'object' ? { ...(base as object), ...entry } : entry;
+    merged[key] = base && typeof base === 'object' ? { ...(base), ...entry } : entry;
   }
   return merged;
 }
@@ -95,7 +95,10 @@ const STOPPED: ErrorInfo = { code: 'cancelled', message: 'the compaction engine 
 
 export function buildCompactionMachine(options: CompactionMachineOptions): BuiltCompactionMachine {
   if (typeof options !== 'object' || options === null || typeof (options.session as { append?: unknown } | null | undefined)?.append !== 'function') {
-    throw new XcompactError('config', 'createCompactionEngine / createCompactionMachine need options with a `session` (a Session from Session.open or Session.inMemory).');
+    throw new XcompactError(
+      'config',
+      'createCompactionEngine / createCompactionMachine need options with a `session` (a Session from Session.open or Session.inMemory).',
+    );
   }
   const { session } = options;
   const rawConfig = (options.config ?? {}) as Record<string, unknown>;
@@ -123,8 +126,7 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
       // Never a step's failure: what was not counted is priced by the fallback, as when the server is down.
     }
   };
-  const summarizer: Summarizer =
-    options.summarizer ?? (options.client ? new OpenAISummarizer({ client: options.client }) : new ExtractiveSummarizer());
+  const summarizer: Summarizer = options.summarizer ?? (options.client ? new OpenAISummarizer({ client: options.client }) : new ExtractiveSummarizer());
   const built = createEngineServices(deps, summarizer);
   const defaults = built.services;
   const services: EngineServices = { ...defaults, ...(options.services?.(defaults) ?? {}) };
@@ -174,7 +176,10 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
   const gated = gateMachine.provide({ actors: { measure, pressure, overflow, manual } });
   const gateFor = <K extends GateInput['kind']>(kind: K) =>
     createMachine(
-      { ...gated.config, context: ({ input }: { input: Extract<GateInput, { kind: K }>['job'] }) => gateContext({ kind, job: input } as GateInput) } as typeof gated.config,
+      {
+        ...gated.config,
+        context: ({ input }: { input: Extract<GateInput, { kind: K }>['job'] }) => gateContext({ kind, job: input } as GateInput),
+      } as typeof gated.config,
       gated.implementations as never,
     ) as unknown as typeof gateMachine;
   const backgroundChart = backgroundMachine.provide({

@@ -177,7 +177,8 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
   // One server slot (machines/background.ts): a reply recorded, or a turn ended, means the agent
   // no longer waits for the model, so a background summary waiting for the slot may start.
   const unsubscribeSlot = options.session.subscribe((e) => {
-    if ((e.type === 'assistant/message' && e.surfaceOp === 'append') || e.type === 'turn/end') actor.system.get(BACKGROUND_SYSTEM_ID)?.send({ type: 'agent.working' });
+    if ((e.type === 'assistant/message' && e.surfaceOp === 'append') || e.type === 'turn/end')
+      actor.system.get(BACKGROUND_SYSTEM_ID)?.send({ type: 'agent.working' });
   });
   actor.subscribe({
     complete: () => {
@@ -223,7 +224,7 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
     out.transactions.flatMap((t) => (t.status === 'committed' ? [compactionRecord(t.trigger, t.commit, t.summary)] : []));
   const idle = { before: undefined, after: undefined, pruned: undefined, compactions: [], error: undefined, waitedMs: 0, backgroundFailures: [] };
   const statusOf = (out: PressureOutput, report: BackgroundReport | undefined): AfterStepStatus => {
-    if (!report) return out.status as AfterStepStatus;
+    if (!report) return out.status;
     // Waiting for a held summary's commit (three appends) is not waiting for a model: `committed`.
     const waitedOn = report.outcomes.filter((o) => o.waited);
     const waitedForSummary = report.waited && !(waitedOn.length > 0 && waitedOn.every((o) => o.held && o.status === 'committed'));
@@ -315,7 +316,10 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
           return undefined; // an error that cannot be read: the overflow chart's classify reports it
         }
       })();
-      const result = await request((id) => ({ type: 'request.failed', id, error, turn: session.openTurn, aborted, lastAssistantSeq, ...(overflow === undefined ? {} : { overflow }) }), opts.signal);
+      const result = await request(
+        (id) => ({ type: 'request.failed', id, error, turn: session.openTurn, aborted, lastAssistantSeq, ...(overflow === undefined ? {} : { overflow }) }),
+        opts.signal,
+      );
       if (result.kind === 'error') return { kind: 'fail', error, reason: 'internal', classification: undefined };
       if (result.kind !== 'overflow') return { kind: 'fail', error, reason: 'busy', classification: undefined };
       const out = result.output;

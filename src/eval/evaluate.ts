@@ -158,7 +158,12 @@ export async function evaluateWindow(source: Session, window: number, options: E
   const pricer = new Pricer('o200k_base');
   // A small window (4k) cannot reserve 4,096 output tokens: the defaults shrink to a quarter of it.
   const cap = Math.min(4_096, Math.floor(window / 4));
-  const sim: SimOptions = { window, maxOutputTokens: options.maxOutputTokens ?? cap, summaryCap: options.summaryCap ?? cap, ...(options.prices ? { prices: options.prices } : {}) };
+  const sim: SimOptions = {
+    window,
+    maxOutputTokens: options.maxOutputTokens ?? cap,
+    summaryCap: options.summaryCap ?? cap,
+    ...(options.prices ? { prices: options.prices } : {}),
+  };
   const requests = transcriptOfRequests(source);
   const tick = (policy: string, rec: Recorder) => options.onRequest?.({ window, policy, request: rec.records.length, requests });
   const events = source.events();

@@ -38,7 +38,7 @@ export class FactIndex {
         while (f !== 0 && !this.next[f]!.has(c)) f = this.fail[f]!;
         const target = this.next[f]!.get(c);
         this.fail[child] = target !== undefined && target !== child ? target : 0;
-        const inherited = this.out[this.fail[child]!]!;
+        const inherited = this.out[this.fail[child]]!;
         if (inherited.length > 0) this.out[child] = [...this.out[child]!, ...inherited];
         queue.push(child);
       }

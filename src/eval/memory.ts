@@ -101,7 +101,10 @@ export function pathsIn(text: string): string[] {
 
 /** The error lines of a tool result: lines shaped like an error report; for a failed result, also its first line. */
 export function errorLinesIn(text: string, failed: boolean): string[] {
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l.length >= 8 && l.length <= MAX_FACT_CHARS);
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.length >= 8 && l.length <= MAX_FACT_CHARS);
   const out = lines.filter((l) => ERROR_LINE.test(l) && !CODE_LINE.test(l));
   if (failed && lines[0] !== undefined && !out.includes(lines[0])) out.unshift(lines[0]);
   return out;
@@ -151,7 +154,10 @@ export function intentKey(text: string): string | undefined {
   const t = text.trim();
   if (t === '') return undefined;
   if (t.length <= 160) return t;
-  const line = t.split('\n').map((l) => l.trim()).find((l) => l.length >= 20);
+  const line = t
+    .split('\n')
+    .map((l) => l.trim())
+    .find((l) => l.length >= 20);
   return (line ?? t).slice(0, 160).trim();
 }
 

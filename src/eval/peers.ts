@@ -56,7 +56,10 @@ function capOutput(text: string, maxBytes: number, maxLines: number, note: (omit
   let tail = lines.slice(Math.max(half, lines.length - half)).join('\n');
   const budget = Math.floor(maxBytes / 2);
   if (Buffer.byteLength(head) > budget) head = Buffer.from(head).subarray(0, budget).toString('utf8');
-  if (Buffer.byteLength(tail) > budget) tail = Buffer.from(tail).subarray(Buffer.byteLength(tail) - budget).toString('utf8');
+  if (Buffer.byteLength(tail) > budget)
+    tail = Buffer.from(tail)
+      .subarray(Buffer.byteLength(tail) - budget)
+      .toString('utf8');
   const kept = head.split('\n').length + tail.split('\n').length;
   return `${head}\n${note(Math.max(0, lines.length - kept), lines.length)}\n${tail}`;
 }
@@ -223,7 +226,6 @@ function opencodePrune(s: SimState): void {
   s.prunes += victims.length;
 }
 
-
 // ---------------------------------------------------------------------------------------
 
 export const naive: PeerPolicy = {
@@ -235,7 +237,11 @@ export const naive: PeerPolicy = {
     let cut = s.entries.length;
     while (cut > s.head() && !(s.entries[cut - 1]!.event.type === 'user/message' && !s.entries[cut - 1]!.summary)) cut--;
     cut--; // the last turn starts at its user message
-    const request = (span: Entry[]): SummaryRequestShape => ({ tools: s.tools, messages: [...s.messages(s.entries.slice(0, s.head())), ...s.messages(span), s.instruction()], cacheable: true });
+    const request = (span: Entry[]): SummaryRequestShape => ({
+      tools: s.tools,
+      messages: [...s.messages(s.entries.slice(0, s.head())), ...s.messages(span), s.instruction()],
+      cacheable: true,
+    });
     await compactHead(s, cut, request);
     // The last turn alone is over the window: summarize it too, all but its newest step.
     if (s.tokens() >= s.window) await compactHead(s, s.cutKeeping(0), request);
@@ -252,7 +258,8 @@ export function claudeCodeThreshold(window: number, maxOutputTokens: number, res
 /** The newest distinct file-reading tool results, ≤ 5 files of ≤ 5,000 tokens, ≤ 50,000 in all. */
 function recentlyRead(s: SimState, span: readonly Entry[]): Entry[] {
   const calls = new Map<string, string>();
-  for (const e of span) for (const c of e.msg.role === 'assistant' ? (e.msg.tool_calls ?? []) : []) if (c.type === 'function') calls.set(c.id, c.function.arguments);
+  for (const e of span)
+    for (const c of e.msg.role === 'assistant' ? (e.msg.tool_calls ?? []) : []) if (c.type === 'function') calls.set(c.id, c.function.arguments);
   const out: Entry[] = [];
   const seen = new Set<string>();
   let total = 0;
@@ -266,7 +273,17 @@ function recentlyRead(s: SimState, span: readonly Entry[]): Entry[] {
     seen.add(path);
     total += e.tokens;
     const text = typeof e.msg.content === 'string' ? e.msg.content : '';
-    out.unshift(s.entry({ seq: -1, type: 'user/message', time: '', data: { content: [{ type: 'text', text: `Called the Read tool with the following input: {"file_path":"${path}"}\n${text}` }] } } as unknown as Entry['event'], { summary: true }));
+    out.unshift(
+      s.entry(
+        {
+          seq: -1,
+          type: 'user/message',
+          time: '',
+          data: { content: [{ type: 'text', text: `Called the Read tool with the following input: {"file_path":"${path}"}\n${text}` }] },
+        } as unknown as Entry['event'],
+        { summary: true },
+      ),
+    );
   }
   return out;
 }
@@ -288,7 +305,10 @@ export const claudeCode: PeerPolicy = {
   // Its compact prompt asks for all user messages, the files and code sections, errors and fixes, pending tasks.
   summaryLedger: 'full',
   description: `Claude Code: tool output ≤ ${CLAUDE_OUTPUT_CHARS} characters; auto-compact before a request at window − min(max output, ${CLAUDE_OUTPUT_RESERVE}) − ${CLAUDE_BUFFER} tokens; the whole conversation summarized (all user messages, files, errors, pending tasks), then up to ${CLAUDE_RESTORE_FILES} recently read files (≤ ${CLAUDE_RESTORE_FILE_TOKENS} tokens each) re-attached; summary request = the conversation + the compact prompt (cache shared); overflow → compact and retry`,
-  toolOutput: (text) => (text.length > CLAUDE_OUTPUT_CHARS ? `${text.slice(0, CLAUDE_OUTPUT_CHARS)}\n\n... [${text.split('\n').length - text.slice(0, CLAUDE_OUTPUT_CHARS).split('\n').length} lines truncated] ...` : text),
+  toolOutput: (text) =>
+    text.length > CLAUDE_OUTPUT_CHARS
+      ? `${text.slice(0, CLAUDE_OUTPUT_CHARS)}\n\n... [${text.split('\n').length - text.slice(0, CLAUDE_OUTPUT_CHARS).split('\n').length} lines truncated] ...`
+      : text,
   async beforeRequest(s) {
     if (s.tokens() >= claudeCodeThreshold(s.window, s.options.maxOutputTokens)) await claudeCodeCompact(s);
   },

@@ -16,7 +16,12 @@ import { parseLedger } from '../services/summarizing';
  * write, cache hit, output), https://platform.claude.com/docs/en/about-claude/pricing, checked
  * 2026-11-30. The transcript's own recorded costs (claude-sonnet-4-5) bill at the same rates.
  */
-export const PRICES: Readonly<{ input: number; cacheRead: number; cacheWrite: number; output: number }> = { input: 3, cacheRead: 0.3, cacheWrite: 3.75, output: 15 };
+export const PRICES: Readonly<{ input: number; cacheRead: number; cacheWrite: number; output: number }> = {
+  input: 3,
+  cacheRead: 0.3,
+  cacheWrite: 3.75,
+  output: 15,
+};
 
 export const PRICE_TABLE =
   `prices per 1M tokens (Claude Sonnet 4.x list prices): input $${PRICES.input.toFixed(2)}, cache read $${PRICES.cacheRead.toFixed(2)}, ` +

@@ -23,12 +23,7 @@ export interface ReplayHooks {
   beforeReply?: (event: SessionEvent<'assistant/message'>) => void;
 }
 
-export async function replayThroughEngine(
-  source: Session,
-  target: Session,
-  engine: CompactionEngine,
-  hooks: ReplayHooks = {},
-): Promise<AfterStepResult[]> {
+export async function replayThroughEngine(source: Session, target: Session, engine: CompactionEngine, hooks: ReplayHooks = {}): Promise<AfterStepResult[]> {
   const results: AfterStepResult[] = [];
   for (const e of source.events()) {
     if (e.type === 'step/end') {
@@ -59,7 +54,7 @@ function backgroundLanded(engine: CompactionEngine): Promise<void> {
   const ref = (engine.actor.getSnapshot().context as { backgroundRef?: AnyActorRef }).backgroundRef;
   const busy = () => {
     const v = ref?.getSnapshot().value as unknown;
-    return UNDER_WAY.has(typeof v === 'string' ? v : Object.keys((v ?? {}) as object)[0] ?? '');
+    return UNDER_WAY.has(typeof v === 'string' ? v : (Object.keys((v ?? {}))[0] ?? ''));
   };
   if (!ref || !busy()) return Promise.resolve();
   return new Promise((resolve) => {

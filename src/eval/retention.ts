@@ -49,7 +49,7 @@ export function historyFacts(events: Iterable<SessionEvent>): HistoryFacts {
     if (e.type === 'assistant/message') {
       // The reply's tool calls are history for the requests after this one.
       requests++;
-      for (const b of (e as SessionEvent<'assistant/message'>).data.content) {
+      for (const b of (e).data.content) {
         if (b.type !== 'tool-call') continue;
         let args: unknown;
         try {
@@ -67,9 +67,12 @@ export function historyFacts(events: Iterable<SessionEvent>): HistoryFacts {
         }
       }
     } else if (e.type === 'tool/result') {
-      const d = (e as SessionEvent<'tool/result'>).data;
+      const d = (e).data;
       if (d.isError !== true && !commandCalls.has(d.callId)) continue;
-      const lines = d.content.flatMap((c) => (c.type === 'text' ? c.text.split('\n') : [])).map((l) => l.trim()).filter((l) => l !== '');
+      const lines = d.content
+        .flatMap((c) => (c.type === 'text' ? c.text.split('\n') : []))
+        .map((l) => l.trim())
+        .filter((l) => l !== '');
       // A failed result: its first line that names an error, else its first line. A command that
       // succeeded reports an error only in a line shaped like one (`error TS…`, `npm error`, `FAIL`):
       // a README it printed mentions errors without reporting any.
@@ -211,4 +214,3 @@ export class RetentionTracker {
     return found;
   }
 }
-

@@ -167,7 +167,7 @@ export async function simulate(
   let lastRequest: ChatMessage[] = [];
   for (const e of events) {
     if (e.type === 'request/header') {
-      const tools = (e as SessionEvent<'request/header'>).data.tools;
+      const tools = (e).data.tools;
       s.tools = tools.length === 0 ? '' : JSON.stringify(tools);
     } else if (e.type === 'turn/start') {
       firstOfTurn = true;
@@ -182,7 +182,8 @@ export async function simulate(
       lastRequest = [...request.messages];
       onRequest?.(lastRequest, { compactions: s.compactions, prunes: s.prunes, ledger: s.ledger });
     }
-    if (isSurfaceType(e.type) && e.surfaceOp === 'append') s.entries.push(s.entry(policy.toolOutput ? withToolOutput(e as SurfaceEvent, policy.toolOutput) : (e as SurfaceEvent)));
+    if (isSurfaceType(e.type) && e.surfaceOp === 'append')
+      s.entries.push(s.entry(policy.toolOutput ? withToolOutput(e as SurfaceEvent, policy.toolOutput) : (e as SurfaceEvent)));
   }
   return { state: s, lastRequest };
 }

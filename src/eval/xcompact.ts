@@ -64,7 +64,12 @@ export async function replayXcompact(
   // The bench's price table is the model's: the engine's cost model decides on the prices it is billed at.
   const models: Record<string, { contextWindow: number; maxOutputTokens: number; prices: typeof PRICES }> = {};
   for (const e of source.events()) {
-    if (e.type === 'request/header') models[`${e.data.provider}/${e.data.model}`] = { contextWindow: options.window, maxOutputTokens: options.maxOutputTokens, prices: options.prices ?? PRICES };
+    if (e.type === 'request/header')
+      models[`${e.data.provider}/${e.data.model}`] = {
+        contextWindow: options.window,
+        maxOutputTokens: options.maxOutputTokens,
+        prices: options.prices ?? PRICES,
+      };
   }
   const engine = createCompactionEngine({
     session,
@@ -89,7 +94,7 @@ export async function replayXcompact(
       for (let i = session.length - 1; i >= 0; i--) {
         const e = session.event(i);
         if (e.type === 'request/header') {
-          const t = (e as SessionEvent<'request/header'>).data.tools;
+          const t = (e).data.tools;
           tools = t.length === 0 ? '' : JSON.stringify(t);
           break;
         }

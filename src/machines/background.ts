@@ -149,7 +149,6 @@ export const cancelledError = (reason: string | undefined): ErrorInfo => ({
 
 export const BACKGROUND_SYSTEM_ID = 'xcompact.background';
 
-
 export const backgroundMachine = setup({
   types: {
     context: {} as BackgroundContext,
@@ -275,7 +274,8 @@ export const backgroundMachine = setup({
         enqueue.sendTo(context.starter, { type: 'background.proceed', outcomes: unreported } satisfies BackgroundReply);
         enqueue.assign({ ...IDLE, unreported: [] });
       } else if (context.waiters.length > 0) {
-        for (const [i, w] of context.waiters.entries()) enqueue.sendTo(w, { type: 'background.settled', outcomes: i === 0 ? unreported : [] } satisfies BackgroundReply);
+        for (const [i, w] of context.waiters.entries())
+          enqueue.sendTo(w, { type: 'background.settled', outcomes: i === 0 ? unreported : [] } satisfies BackgroundReply);
         enqueue.assign({ ...IDLE, unreported: [] });
       } else {
         enqueue.assign({ ...IDLE, unreported });
@@ -324,7 +324,13 @@ export const backgroundMachine = setup({
           { guard: 'nothing to compact', target: 'idle', actions: { type: 'end', params: { as: 'nothing' } } },
           { target: 'validating', actions: 'remember range' },
         ],
-        onError: { target: 'idle', actions: [{ type: 'fail', params: { fallback: 'internal' } }, { type: 'end', params: { as: 'failed' } }] },
+        onError: {
+          target: 'idle',
+          actions: [
+            { type: 'fail', params: { fallback: 'internal' } },
+            { type: 'end', params: { as: 'failed' } },
+          ],
+        },
       },
     },
     validating: {
@@ -335,11 +341,20 @@ export const backgroundMachine = setup({
           {
             guard: 'lock is held',
             target: 'idle',
-            actions: [{ type: 'fail with', params: { error: { code: 'busy', message: 'another compaction holds the lock' } } }, { type: 'end', params: { as: 'failed' } }],
+            actions: [
+              { type: 'fail with', params: { error: { code: 'busy', message: 'another compaction holds the lock' } } },
+              { type: 'end', params: { as: 'failed' } },
+            ],
           },
           { target: 'opening', actions: 'remember snapshot' },
         ],
-        onError: { target: 'idle', actions: [{ type: 'fail', params: { fallback: 'changed' } }, { type: 'end', params: { as: 'failed' } }] },
+        onError: {
+          target: 'idle',
+          actions: [
+            { type: 'fail', params: { fallback: 'changed' } },
+            { type: 'end', params: { as: 'failed' } },
+          ],
+        },
       },
     },
     opening: {
@@ -347,10 +362,20 @@ export const backgroundMachine = setup({
         src: 'openBracket',
         input: ({ context }) => ({ trigger: 'pressure' as const, turn: context.turn, range: context.range!, background: true }),
         onDone: [
-          { guard: 'the server has one slot', target: 'awaitingSlot', actions: ['remember start', { type: 'notify', params: { what: 'started' } }, 'answer starter'] },
+          {
+            guard: 'the server has one slot',
+            target: 'awaitingSlot',
+            actions: ['remember start', { type: 'notify', params: { what: 'started' } }, 'answer starter'],
+          },
           { target: 'summarizing', actions: ['remember start', { type: 'notify', params: { what: 'started' } }, 'answer starter'] },
         ],
-        onError: { target: 'idle', actions: [{ type: 'fail', params: { fallback: 'commit' } }, { type: 'end', params: { as: 'failed' } }] },
+        onError: {
+          target: 'idle',
+          actions: [
+            { type: 'fail', params: { fallback: 'commit' } },
+            { type: 'end', params: { as: 'failed' } },
+          ],
+        },
       },
     },
     // The agent waits for its reply: a summary now would queue it behind the summary on the
@@ -382,7 +407,14 @@ export const backgroundMachine = setup({
         src: 'revalidate',
         input: ({ context }) => ({ range: context.range!, mode: 'background' as const, snapshot: context.snapshot!, summary: context.summary! }),
         onDone: [
-          { guard: 'span changed', target: 'closing', actions: { type: 'fail with', params: { error: { code: 'changed', message: 'the span changed while its summary was prepared; nothing was committed' } } } },
+          {
+            guard: 'span changed',
+            target: 'closing',
+            actions: {
+              type: 'fail with',
+              params: { error: { code: 'changed', message: 'the span changed while its summary was prepared; nothing was committed' } },
+            },
+          },
           { guard: 'checkpoint does not shrink the span', target: 'closing', actions: 'fail no shrink' },
           { guard: 'too little progress', target: 'closing', actions: 'fail no progress' },
           { guard: 'the commit is due', target: 'committing' },
@@ -411,7 +443,13 @@ export const backgroundMachine = setup({
       // Three appends with no await between them: a cancel is too late here.
       invoke: {
         src: 'commit',
-        input: ({ context }) => ({ range: context.range!, startSeq: context.opened!.startSeq, summary: context.summary!, turn: context.turn, opened: context.opened! }),
+        input: ({ context }) => ({
+          range: context.range!,
+          startSeq: context.opened!.startSeq,
+          summary: context.summary!,
+          turn: context.turn,
+          opened: context.opened!,
+        }),
         onDone: { target: 'flushing', actions: 'remember commit' },
         onError: { target: 'closing', actions: { type: 'fail', params: { fallback: 'commit' } } },
       },
@@ -420,10 +458,20 @@ export const backgroundMachine = setup({
       invoke: {
         src: 'flush',
         input: { trigger: 'pressure' as const },
-        onDone: { target: 'idle', actions: [{ type: 'notify', params: { what: 'committed' } }, { type: 'end', params: { as: 'committed' } }] },
+        onDone: {
+          target: 'idle',
+          actions: [
+            { type: 'notify', params: { what: 'committed' } },
+            { type: 'end', params: { as: 'committed' } },
+          ],
+        },
         onError: {
           target: 'idle',
-          actions: [{ type: 'fail', params: { fallback: 'persistence' } }, { type: 'notify', params: { what: 'failed' } }, { type: 'end', params: { as: 'failed' } }],
+          actions: [
+            { type: 'fail', params: { fallback: 'persistence' } },
+            { type: 'notify', params: { what: 'failed' } },
+            { type: 'end', params: { as: 'failed' } },
+          ],
         },
       },
     },
@@ -432,16 +480,40 @@ export const backgroundMachine = setup({
         src: 'closeWithError',
         input: ({ context }) => ({ startSeq: context.opened!.startSeq, turn: context.turn, error: context.error! }),
         // Even a failed close ends here: the orphan compaction/start then keeps reporting busy.
-        onDone: { target: 'idle', actions: [{ type: 'notify', params: { what: 'failed' } }, { type: 'end', params: { as: 'failed' } }] },
-        onError: { target: 'idle', actions: [{ type: 'notify', params: { what: 'failed' } }, { type: 'end', params: { as: 'failed' } }] },
+        onDone: {
+          target: 'idle',
+          actions: [
+            { type: 'notify', params: { what: 'failed' } },
+            { type: 'end', params: { as: 'failed' } },
+          ],
+        },
+        onError: {
+          target: 'idle',
+          actions: [
+            { type: 'notify', params: { what: 'failed' } },
+            { type: 'end', params: { as: 'failed' } },
+          ],
+        },
       },
     },
     cancelled: {
       invoke: {
         src: 'closeWithError',
         input: ({ context }) => ({ startSeq: context.opened!.startSeq, turn: context.turn, error: context.error! }),
-        onDone: { target: 'idle', actions: [{ type: 'notify', params: { what: 'failed' } }, { type: 'end', params: { as: 'cancelled' } }] },
-        onError: { target: 'idle', actions: [{ type: 'notify', params: { what: 'failed' } }, { type: 'end', params: { as: 'cancelled' } }] },
+        onDone: {
+          target: 'idle',
+          actions: [
+            { type: 'notify', params: { what: 'failed' } },
+            { type: 'end', params: { as: 'cancelled' } },
+          ],
+        },
+        onError: {
+          target: 'idle',
+          actions: [
+            { type: 'notify', params: { what: 'failed' } },
+            { type: 'end', params: { as: 'cancelled' } },
+          ],
+        },
       },
     },
   },

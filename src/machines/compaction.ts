@@ -157,11 +157,13 @@ function automaticSuccess(out: PressureOutput | OverflowOutput): boolean {
 
 /** Emits an event and sends it to the parent actor (a host machine), if there is one. */
 function publish(make: (args: { context: EngineContext; event: EngineEvent }) => CompactionEmitted) {
-  return enqueueActions<EngineContext, EngineEvent, undefined, EngineEvent, never, never, never, never, CompactionEmitted>(({ context, event, enqueue, self }) => {
-    const e = make({ context, event });
-    enqueue.emit(e);
-    if (self._parent) enqueue.sendParent(e as EventObject);
-  });
+  return enqueueActions<EngineContext, EngineEvent, undefined, EngineEvent, never, never, never, never, CompactionEmitted>(
+    ({ context, event, enqueue, self }) => {
+      const e = make({ context, event });
+      enqueue.emit(e);
+      if (self._parent) enqueue.sendParent(e);
+    },
+  );
 }
 
 const settle = (id: string, result: SettledResult): CompactionEmitted => ({ type: 'request.settled', id, result });
@@ -244,7 +246,9 @@ export const compactionMachine = setup({
       retryAnchorSeq: ({ context }) => (context.pending?.type === 'request.failed' ? context.pending.lastAssistantSeq : context.retryAnchorSeq),
     }),
     'settle job': publish(({ context, event }) => settle(context.current!.id, { kind: context.current!.kind, output: outputOf(event) } as SettledResult)),
-    'settle job with chart error': publish(({ context, event }) => settle(context.current!.id, { kind: 'error', error: toErrorInfo(errorOf(event), 'internal') })),
+    'settle job with chart error': publish(({ context, event }) =>
+      settle(context.current!.id, { kind: 'error', error: toErrorInfo(errorOf(event), 'internal') }),
+    ),
     'finish job': assign({
       current: undefined,
       pending: undefined,
@@ -259,7 +263,9 @@ export const compactionMachine = setup({
     'answer auto off': publish(({ context }) => settle(context.pending!.id, { kind: 'auto-off' })),
     'answer paused': publish(({ context }) => settle(context.pending!.id, { kind: 'paused', consecutiveFailures: context.consecutiveFailures })),
     // The default: the input's policy. The engine provides a look-up of the routed model's.
-    'look up route policy': assign({ policy: ({ context }) => ({ auto: context.auto, maxAttempts: context.maxAttempts, maxOverflowRetries: context.maxOverflowRetries }) }),
+    'look up route policy': assign({
+      policy: ({ context }) => ({ auto: context.auto, maxAttempts: context.maxAttempts, maxOverflowRetries: context.maxOverflowRetries }),
+    }),
     'announce notification': publish(({ event }) => (event as NotifyEvent).notification),
     'close abandoned bracket': () => {
       // Provided by the engine: the transaction of a job stopped mid-way cannot close its own bracket.
@@ -311,7 +317,12 @@ export const compactionMachine = setup({
             // actor, no abort signal), so a step costs little more than the measurement.
             'step.completed': [
               {
-                guard: and([not('signal already aborted'), not(and(['breaker is open', 'the fallback is off'])), 'background is idle', 'pressure is below the threshold']),
+                guard: and([
+                  not('signal already aborted'),
+                  not(and(['breaker is open', 'the fallback is off'])),
+                  'background is idle',
+                  'pressure is below the threshold',
+                ]),
                 actions: 'answer below the threshold',
               },
               { target: 'admitting', actions: ['start job', 'look up route policy'] },

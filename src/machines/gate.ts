@@ -22,10 +22,7 @@ import { overflowMachine, type OverflowInput, type OverflowOutput } from './over
 import { pressureMachine, restingOutput, type PressureInput, type PressureOutput } from './pressure';
 import { notProvided, outputOf, type PressureReading, type ReadingResult } from './types';
 
-export type GateInput =
-  | { kind: 'pressure'; job: PressureInput }
-  | { kind: 'overflow'; job: OverflowInput }
-  | { kind: 'manual'; job: ManualInput };
+export type GateInput = { kind: 'pressure'; job: PressureInput } | { kind: 'overflow'; job: OverflowInput } | { kind: 'manual'; job: ManualInput };
 
 /** What the host learns about the background summary from this job. */
 export interface BackgroundReport {
@@ -38,9 +35,7 @@ export interface BackgroundReport {
 }
 
 export type GateOutput =
-  | (PressureOutput & { background: BackgroundReport })
-  | (OverflowOutput & { background: BackgroundReport })
-  | (ManualOutput & { background: BackgroundReport });
+  (PressureOutput & { background: BackgroundReport }) | (OverflowOutput & { background: BackgroundReport }) | (ManualOutput & { background: BackgroundReport });
 
 export interface GateContext {
   input: GateInput;
@@ -111,9 +106,15 @@ export const gateMachine = setup({
     'take outcomes': assign({ outcomes: ({ context, event }) => [...context.outcomes, ...(event as { outcomes: BackgroundOutcome[] }).outcomes] }),
     'note preparing': assign({ preparing: true }),
     'note wait': assign({ waited: true }),
-    'cancel background': sendTo(background, ({ event }): BackgroundEvent => ({ type: 'cancel', ...(event.type === 'cancel' && event.reason !== undefined ? { reason: event.reason } : {}) })),
+    'cancel background': sendTo(background, ({ event }): BackgroundEvent => ({
+      type: 'cancel',
+      ...(event.type === 'cancel' && event.reason !== undefined ? { reason: event.reason } : {}),
+    })),
     'remember cancel': assign({ cancelled: true }),
-    'forward cancel': sendTo('job', ({ event }) => ({ type: 'cancel' as const, ...(event.type === 'cancel' && event.reason !== undefined ? { reason: event.reason } : {}) })),
+    'forward cancel': sendTo('job', ({ event }) => ({
+      type: 'cancel' as const,
+      ...(event.type === 'cancel' && event.reason !== undefined ? { reason: event.reason } : {}),
+    })),
     'remember output': assign({ output: ({ event }) => outputOf<PressureOutput | OverflowOutput | ManualOutput>(event) }),
   },
 }).createMachine({
@@ -175,7 +176,10 @@ export const gateMachine = setup({
         id: 'job',
         src: 'overflow',
         // A background commit while this waited shrank the request the provider refused.
-        input: ({ context }) => ({ ...jobInput<OverflowInput>(context), ...(context.outcomes.some((o) => o.status === 'committed') ? { relievedBefore: true } : {}) }),
+        input: ({ context }) => ({
+          ...jobInput<OverflowInput>(context),
+          ...(context.outcomes.some((o) => o.status === 'committed') ? { relievedBefore: true } : {}),
+        }),
         onDone: { target: 'done', actions: 'remember output' },
       },
       on: { cancel: { actions: 'forward cancel' } },
@@ -189,7 +193,7 @@ export const gateMachine = setup({
   },
   output: ({ context }): GateOutput => {
     const report: BackgroundReport = { waited: context.waited, preparing: context.preparing, outcomes: context.outcomes };
-    if (context.output) return { ...context.output, background: report } as GateOutput;
+    if (context.output) return { ...context.output, background: report };
     // Went on without running the job: a summary is being prepared below the threshold.
     return { ...restingOutput('preparing', context.reading), background: report };
   },

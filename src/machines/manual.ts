@@ -67,7 +67,10 @@ export const manualMachine = setup({
       }),
     }),
     'fail busy with lock': assign({
-      error: (): ErrorInfo => ({ code: 'busy', message: 'another compaction holds the lock (an unmatched compaction/start); if its process is gone, call session.recover()' }),
+      error: (): ErrorInfo => ({
+        code: 'busy',
+        message: 'another compaction holds the lock (an unmatched compaction/start); if its process is gone, call session.recover()',
+      }),
     }),
     'remember range': assign({ range: ({ event }) => outputOf<RangeSelection>(event) }),
     'remember transaction': assign({ transaction: ({ event }) => outputOf<TransactionOutput>(event) }),

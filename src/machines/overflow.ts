@@ -66,16 +66,7 @@ export interface OverflowInput {
  * summary was unusable), `stuck` (nothing could be compacted: the newest unit alone is too big),
  * `busy` (another writer took the lock), `no-progress` (anything else that left the surface as it was).
  */
-export type DeclineReason =
-  | 'not-overflow'
-  | 'disabled'
-  | 'retries-exhausted'
-  | 'busy'
-  | 'no-progress'
-  | 'summary-failed'
-  | 'stuck'
-  | 'cancelled'
-  | 'internal';
+export type DeclineReason = 'not-overflow' | 'disabled' | 'retries-exhausted' | 'busy' | 'no-progress' | 'summary-failed' | 'stuck' | 'cancelled' | 'internal';
 
 /**
  * `transaction`: the last one (a truncation's, when one stood in); `summaryFailure`: the
@@ -145,7 +136,11 @@ function reasonAfterRecovery(context: OverflowContext): DeclineReason {
 
 const announceStuck = announceAction<OverflowContext, OverflowEvent>(({ context }) =>
   context.reason === 'stuck'
-    ? { type: 'compaction.skipped', trigger: 'overflow', reason: 'the request overflows, but nothing can be compacted (the newest unit alone exceeds the window)' }
+    ? {
+        type: 'compaction.skipped',
+        trigger: 'overflow',
+        reason: 'the request overflows, but nothing can be compacted (the newest unit alone exceeds the window)',
+      }
     : undefined,
 );
 
@@ -168,14 +163,16 @@ export const overflowMachine = setup({
     'not a context overflow': ({ event }) => outputOf<RequestErrorClass>(event).kind !== 'context-overflow',
     'recovery is disabled': ({ context }) => !context.auto || context.maxRetries === 0,
     'retries are used up': ({ context }) => context.retriesUsed >= context.maxRetries,
-    'cancelled': ({ context }) => context.cancelled,
+    cancelled: ({ context }) => context.cancelled,
     'lock is held': ({ event }) => outputOf<LockProbe>(event).held,
     'pruning is disabled': ({ context }) => !context.pruneEnabled,
     'nothing to compact': ({ event }) => outputOf<RangeSelection | null>(event) === null,
     'summaries are unavailable': ({ context }) => context.modelFree,
-    'the summarizer could not help': ({ context, event }) => context.fallback && !context.cancelled && truncationAfter(outputOf<TransactionOutput>(event)) !== undefined,
+    'the summarizer could not help': ({ context, event }) =>
+      context.fallback && !context.cancelled && truncationAfter(outputOf<TransactionOutput>(event)) !== undefined,
     'generation advanced': ({ context, event }) =>
-      !context.cancelled && (context.relievedBefore || (context.generationBefore !== undefined && outputOf<LockProbe>(event).generation > context.generationBefore)),
+      !context.cancelled &&
+      (context.relievedBefore || (context.generationBefore !== undefined && outputOf<LockProbe>(event).generation > context.generationBefore)),
   },
   actions: {
     'remember classification': assign({ classification: ({ event }) => outputOf<RequestErrorClass>(event) }),
@@ -232,9 +229,17 @@ export const overflowMachine = setup({
         src: 'classify',
         input: ({ context }) => ({ error: context.error }),
         onDone: [
-          { guard: 'not a context overflow', target: 'declined', actions: ['remember classification', { type: 'decline', params: { reason: 'not-overflow' } }] },
+          {
+            guard: 'not a context overflow',
+            target: 'declined',
+            actions: ['remember classification', { type: 'decline', params: { reason: 'not-overflow' } }],
+          },
           { guard: 'recovery is disabled', target: 'declined', actions: ['remember classification', { type: 'decline', params: { reason: 'disabled' } }] },
-          { guard: 'retries are used up', target: 'declined', actions: ['remember classification', { type: 'decline', params: { reason: 'retries-exhausted' } }] },
+          {
+            guard: 'retries are used up',
+            target: 'declined',
+            actions: ['remember classification', { type: 'decline', params: { reason: 'retries-exhausted' } }],
+          },
           { guard: 'cancelled', target: 'declined', actions: ['remember classification', { type: 'decline', params: { reason: 'cancelled' } }] },
           { target: 'probingLock', actions: 'remember classification' },
         ],
@@ -299,7 +304,13 @@ export const overflowMachine = setup({
       invoke: {
         id: 'transaction',
         src: 'transaction',
-        input: ({ context }) => ({ trigger: 'overflow' as const, mode: 'automatic' as const, range: context.range!, turn: context.turn, truncation: context.truncation! }),
+        input: ({ context }) => ({
+          trigger: 'overflow' as const,
+          mode: 'automatic' as const,
+          range: context.range!,
+          turn: context.turn,
+          truncation: context.truncation!,
+        }),
         onDone: { target: 'deciding', actions: 'remember transaction' },
         onError: { target: 'deciding', actions: 'close abandoned bracket' },
       },
@@ -309,7 +320,10 @@ export const overflowMachine = setup({
       invoke: {
         src: 'probeLock',
         input: { purpose: 'decide' },
-        onDone: [{ guard: 'generation advanced', target: 'retry' }, { target: 'declined', actions: ['decline after recovery', 'announce stuck'] }],
+        onDone: [
+          { guard: 'generation advanced', target: 'retry' },
+          { target: 'declined', actions: ['decline after recovery', 'announce stuck'] },
+        ],
         onError: { target: 'declined', actions: { type: 'decline', params: { reason: 'internal' } } },
       },
     },

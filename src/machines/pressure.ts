@@ -119,7 +119,18 @@ export interface PressureOutput {
  * background summary is being prepared): the reading, unchanged, and nothing else.
  */
 export function restingOutput(status: 'below' | 'preparing', reading: PressureReading | undefined): PressureOutput {
-  return { status, before: reading, after: reading, skipped: undefined, prune: undefined, transactions: [], error: undefined, silentOverflowSeq: undefined, economics: undefined, modelFree: false };
+  return {
+    status,
+    before: reading,
+    after: reading,
+    skipped: undefined,
+    prune: undefined,
+    transactions: [],
+    error: undefined,
+    silentOverflowSeq: undefined,
+    economics: undefined,
+    modelFree: false,
+  };
 }
 
 export interface PressureContext extends Omit<PressureInput, 'modelFree'> {
@@ -218,7 +229,9 @@ export const pressureMachine = setup({
     // A compaction started early (below the threshold) gives up instead: it was an optimisation.
     'the summarizer could not help': ({ context, event }) =>
       context.fallback !== false &&
-      !context.cancelRequested && context.economics?.decision !== 'compact-early' && truncationAfter(outputOf<TransactionOutput>(event)) !== undefined,
+      !context.cancelRequested &&
+      context.economics?.decision !== 'compact-early' &&
+      truncationAfter(outputOf<TransactionOutput>(event)) !== undefined,
     'a truncation stood in': ({ context }) => context.transactions.some(truncated),
   },
   actions: {
@@ -312,7 +325,11 @@ export const pressureMachine = setup({
             target: 'pruning',
             actions: ['remember first reading', 'remember silent overflow', 'announce silent overflow'],
           },
-          { guard: 'the provider truncated the prompt silently', target: 'selecting', actions: ['remember first reading', 'remember silent overflow', 'announce silent overflow'] },
+          {
+            guard: 'the provider truncated the prompt silently',
+            target: 'selecting',
+            actions: ['remember first reading', 'remember silent overflow', 'announce silent overflow'],
+          },
           {
             guard: and(['below threshold', 'compacting now pays', not('summaries are unavailable')]),
             target: 'selecting',
@@ -420,7 +437,13 @@ export const pressureMachine = setup({
       invoke: {
         id: 'transaction',
         src: 'transaction',
-        input: ({ context }) => ({ trigger: 'pressure' as const, mode: 'automatic' as const, range: context.range!, turn: context.turn, truncation: context.truncation! }),
+        input: ({ context }) => ({
+          trigger: 'pressure' as const,
+          mode: 'automatic' as const,
+          range: context.range!,
+          turn: context.turn,
+          truncation: context.truncation!,
+        }),
         onDone: [
           { guard: 'transaction was cancelled', target: 'cancelled', actions: ['remember transaction', 'fail from transaction'] },
           { guard: and(['cancel was requested', 'transaction committed']), target: 'cancelled', actions: 'remember transaction' },

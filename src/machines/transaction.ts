@@ -135,7 +135,10 @@ export const transactionMachine = setup({
     'fail cancelled': assign({
       error: ({ context, event }) => {
         const reason = event.type === 'cancel' && event.reason !== undefined ? event.reason : context.cancelReason;
-        return { code: 'cancelled', message: reason === undefined ? 'the compaction was cancelled' : `the compaction was cancelled: ${reason}` } satisfies ErrorInfo;
+        return {
+          code: 'cancelled',
+          message: reason === undefined ? 'the compaction was cancelled' : `the compaction was cancelled: ${reason}`,
+        } satisfies ErrorInfo;
       },
     }),
     'fail from span check': assign({ error: ({ event }) => toErrorInfo(errorOf(event), 'changed') }),

@@ -7,13 +7,23 @@ import { XcompactError } from '../errors';
 import type { RangeSelection } from '../services/selection';
 
 export type {
-  Trigger, Mode, CompactionErrorCode, ErrorInfo, SelectInput, PruneInput, PruneSummary, SpanCheck, SummaryOutcome, Verdict, OpenedBracket, CommitRecord, TruncationReason,
+  Trigger,
+  Mode,
+  CompactionErrorCode,
+  ErrorInfo,
+  SelectInput,
+  PruneInput,
+  PruneSummary,
+  SpanCheck,
+  SummaryOutcome,
+  Verdict,
+  OpenedBracket,
+  CommitRecord,
+  TruncationReason,
 } from '../services/core';
 export type { PressureReading, ReadingResult } from '../services/pressure';
 export type { PressureEconomics, EconomicDecision } from '../services/economics';
-import type {
-  Trigger, Mode, CompactionErrorCode, ErrorInfo, SummaryOutcome, CommitRecord, TruncationReason,
-} from '../services/core';
+import type { Trigger, Mode, CompactionErrorCode, ErrorInfo, SummaryOutcome, CommitRecord, TruncationReason } from '../services/core';
 import type { PressureReading } from '../services/pressure';
 import type { EconomicDecision } from '../services/economics';
 
@@ -189,7 +199,7 @@ export function announceAction<TContext extends MachineContext, TEvent extends E
 ) {
   return enqueueActions<TContext, TEvent, undefined, TEvent, never, never, never, never, ChartNotification>(({ context, event, enqueue, self }) => {
     const n = make({ context, event });
-    if (n) tell(enqueue as never, self, n);
+    if (n) tell(enqueue, self, n);
   });
 }
 

@@ -70,7 +70,9 @@ function jsonShapeProblem(before: string, after: string): string | undefined {
       if (bText === '[') return `${pathOf(stack)} was an array`;
       if (bText === ',' || bText === '}' || bText === ']') {
         const top = stack[stack.length - 1];
-        return top !== undefined && 'index' in top ? `${pathOf(stack.slice(0, -1))} must keep its number of items` : `${pathOf(stack.slice(0, -1))} must keep its keys`;
+        return top !== undefined && 'index' in top
+          ? `${pathOf(stack.slice(0, -1))} must keep its number of items`
+          : `${pathOf(stack.slice(0, -1))} must keep its keys`;
       }
       return `${pathOf(stack)} changed from ${bText} (only string values may be shortened)`;
     }

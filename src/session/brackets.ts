@@ -87,7 +87,10 @@ export class Brackets {
           throw new SessionRuleError('compaction-locked', `compaction/start: compaction ${this.start.seq} is still open (no compaction/end yet).`);
         }
         if (d.turn !== openTurn) {
-          throw new SessionRuleError('compaction-turn', `compaction/start names turn ${d.turn ?? 'null'} but the open turn is ${openTurn ?? 'none (use null)'}.`);
+          throw new SessionRuleError(
+            'compaction-turn',
+            `compaction/start names turn ${d.turn ?? 'null'} but the open turn is ${openTurn ?? 'none (use null)'}.`,
+          );
         }
         return;
       }
@@ -114,7 +117,10 @@ export class Brackets {
         const open = this.requireOpen(type);
         const d = data as EventData<'compaction/end'>;
         if (d.turn !== open.data.turn) {
-          throw new SessionRuleError('compaction-turn', `compaction/end names turn ${d.turn ?? 'null'} but its compaction/start (${open.seq}) names ${open.data.turn ?? 'null'}.`);
+          throw new SessionRuleError(
+            'compaction-turn',
+            `compaction/end names turn ${d.turn ?? 'null'} but its compaction/start (${open.seq}) names ${open.data.turn ?? 'null'}.`,
+          );
         }
         if (d.error === undefined && this.summarySeq === undefined) {
           throw new SessionRuleError(
@@ -152,10 +158,7 @@ export class Brackets {
       );
     }
     if (!sources.includes(open.seq)) {
-      throw new SessionRuleError(
-        'checkpoint-bracket',
-        `a compaction checkpoint must name its compaction/start (${open.seq}) in sourceEventSeqs.`,
-      );
+      throw new SessionRuleError('checkpoint-bracket', `a compaction checkpoint must name its compaction/start (${open.seq}) in sourceEventSeqs.`);
     }
   }
 

@@ -2,11 +2,7 @@
  * Surface events → OpenAI chat-completions message params, one node at a time.
  * The projection is pure and deterministic, so each node's message is cached once.
  */
-import type {
-  ChatCompletionContentPart,
-  ChatCompletionMessageParam,
-  ChatCompletionMessageToolCall,
-} from 'openai/resources/chat/completions';
+import type { ChatCompletionContentPart, ChatCompletionMessageParam, ChatCompletionMessageToolCall } from 'openai/resources/chat/completions';
 import type { ContentBlock, SurfaceEvent } from './events';
 
 export type ChatMessage = ChatCompletionMessageParam;

@@ -35,9 +35,7 @@ export type ProviderOptions = z.infer<typeof ProviderOptionsSchema>;
 export type ContentBlock = TextBlock | ReasoningBlock | ToolCallBlock | ImageBlock;
 
 const UserContentSchema = z.array(z.discriminatedUnion('type', [TextBlockSchema, ImageBlockSchema])).min(1);
-const AssistantContentSchema = z.array(
-  z.discriminatedUnion('type', [TextBlockSchema, ReasoningBlockSchema, ToolCallBlockSchema]),
-);
+const AssistantContentSchema = z.array(z.discriminatedUnion('type', [TextBlockSchema, ReasoningBlockSchema, ToolCallBlockSchema]));
 const ToolResultContentSchema = z.array(z.discriminatedUnion('type', [TextBlockSchema, ImageBlockSchema]));
 
 const seq = z.number().int().min(0);
@@ -126,7 +124,10 @@ export const EventDataSchemas = {
       model: z.string().min(1).optional(),
       usage: UsageSchema.optional(),
       /** A truncation checkpoint (the model-free last resort): no model wrote it, and why none did. */
-      truncation: z.object({ reason: z.enum(['breaker-open', 'summary-failed', 'summary-over-cap']) }).strict().optional(),
+      truncation: z
+        .object({ reason: z.enum(['breaker-open', 'summary-failed', 'summary-over-cap']) })
+        .strict()
+        .optional(),
       /** Secrets redacted from the summary (and its checkpoint) before they were written: the originals stay in the log. */
       redacted: z.number().int().positive().optional(),
     })
@@ -154,10 +155,7 @@ export function isSurfaceType(type: string): type is SurfaceType {
   return (SURFACE_TYPES as readonly string[]).includes(type);
 }
 
-export const SurfaceOpSchema = z.union([
-  z.literal('append'),
-  z.object({ op: z.literal('replace'), start: seq, end: seq }).strict(),
-]);
+export const SurfaceOpSchema = z.union([z.literal('append'), z.object({ op: z.literal('replace'), start: seq, end: seq }).strict()]);
 export type SurfaceOp = z.infer<typeof SurfaceOpSchema>;
 export type ReplaceOp = Extract<SurfaceOp, { op: 'replace' }>;
 

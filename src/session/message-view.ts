@@ -57,5 +57,5 @@ export function readOnlyPrefix<T>(backing: T[], length: number): readonly T[] {
     setPrototypeOf: refuse,
     preventExtensions: refuse,
   };
-  return new Proxy(backing, handler) as readonly T[];
+  return new Proxy(backing, handler);
 }

@@ -9,7 +9,7 @@ import type { Session } from './session';
 /** The recorded user, assistant and tool-result messages, in order (no system prompt). */
 export function recordedMessages(session: Session): SurfaceEvent[] {
   const out: SurfaceEvent[] = [];
-  for (const e of session.events() as readonly SessionEvent[]) {
+  for (const e of session.events()) {
     if (e.surfaceOp !== 'append') continue;
     if (e.type === 'user/message' ? isCheckpoint(e) : e.type !== 'assistant/message' && e.type !== 'tool/result') continue;
     out.push(e as SurfaceEvent);

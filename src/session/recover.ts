@@ -23,8 +23,7 @@ export interface RecoveryReport {
   clearedLock: number | undefined;
 }
 
-const INTERRUPTED_RESULT =
-  'Tool call interrupted: the process stopped before this result was recorded. The call may or may not have run.';
+const INTERRUPTED_RESULT = 'Tool call interrupted: the process stopped before this result was recorded. The call may or may not have run.';
 
 /**
  * Answers every call still waiting for its result with an error result saying `why`: a request

@@ -328,8 +328,7 @@ export class Session {
     const { data, surfaceOp, sourceEventSeqs } = parsed;
     if (surfaceOp !== undefined) {
       const ev = { type, data } as { type: SurfaceEvent['type']; data: SurfaceEvent['data'] };
-      const surfacePlan =
-        surfaceOp === 'append' ? this.surfaceState.planAppend(ev) : this.surfaceState.planReplace(surfaceOp, ev, sourceEventSeqs);
+      const surfacePlan = surfaceOp === 'append' ? this.surfaceState.planAppend(ev) : this.surfaceState.planReplace(surfaceOp, ev, sourceEventSeqs);
       this.brackets.checkSurface(type, data, surfaceOp, sourceEventSeqs);
       // parseEvent's result is this call's own object: completed in place, not copied (a reopen plans every event).
       return Object.assign(parsed, { surfacePlan });

@@ -37,9 +37,11 @@ export class Structure {
       }
       case 'step/start': {
         const d = data as EventData<'step/start'>;
-        if (this.openTurn !== d.turn) throw new SessionRuleError('step-outside-turn', `step/start ${d.turn}.${d.step}: the open turn is ${this.openTurn ?? 'none'}.`);
+        if (this.openTurn !== d.turn)
+          throw new SessionRuleError('step-outside-turn', `step/start ${d.turn}.${d.step}: the open turn is ${this.openTurn ?? 'none'}.`);
         if (this.openStep) throw new SessionRuleError('step-already-open', `step/start ${d.turn}.${d.step}: step ${this.openStep.step} is still open.`);
-        if (d.step <= this.lastStep) throw new SessionRuleError('step-number', `step/start ${d.turn}.${d.step}: step numbers must increase within a turn (last was ${this.lastStep}).`);
+        if (d.step <= this.lastStep)
+          throw new SessionRuleError('step-number', `step/start ${d.turn}.${d.step}: step numbers must increase within a turn (last was ${this.lastStep}).`);
         return;
       }
       case 'step/end': {

@@ -38,8 +38,7 @@ function frozenMessage(event: SessionEvent): ChatMessage {
 }
 
 export type SurfaceChange =
-  | { kind: 'append'; position: number; seq: number }
-  | { kind: 'replace'; position: number; seq: number; shadowed: readonly number[]; generation: number };
+  { kind: 'append'; position: number; seq: number } | { kind: 'replace'; position: number; seq: number; shadowed: readonly number[]; generation: number };
 
 /** Read-only view handed to callers; the session owns the mutable instance. */
 export interface SurfaceView {
@@ -193,11 +192,7 @@ export class Surface implements SurfaceView {
     return { kind: 'append' };
   }
 
-  planReplace(
-    op: ReplaceOp,
-    event: { type: SurfaceEvent['type']; data: SurfaceEvent['data'] },
-    sourceEventSeqs: readonly number[] | undefined,
-  ): SurfacePlan {
+  planReplace(op: ReplaceOp, event: { type: SurfaceEvent['type']; data: SurfaceEvent['data'] }, sourceEventSeqs: readonly number[] | undefined): SurfacePlan {
     const startPos = this.pos.get(op.start);
     const endPos = this.pos.get(op.end);
     if (startPos === undefined || endPos === undefined) {
@@ -334,8 +329,7 @@ export class Surface implements SurfaceView {
     if (plan.contentOnly && event.type === 'assistant/message') {
       // An argument prune keeps its calls: a call still waiting for its result now belongs to the new node.
       for (const call of toolCallsOf(event)) if (this.pending.has(call.id)) this.pending.set(call.id, event.seq);
-    }
-    else for (let p = startPos; p < this.nodes.length; p++) this.pos.set(this.nodes[p]!, p);
+    } else for (let p = startPos; p < this.nodes.length; p++) this.pos.set(this.nodes[p]!, p);
     if (!plan.contentOnly) {
       // The span was balanced on both sides and the new node has no calls: its interior cuts vanish.
       this.cuts.splice(startPos + 1, count, true);

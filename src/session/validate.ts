@@ -6,15 +6,7 @@
 import { z } from 'zod';
 import { SessionRuleError } from './errors';
 import { storable } from './storable';
-import {
-  EVENT_TYPES,
-  EventDataSchemas,
-  StoredEventSchema,
-  SurfaceOpSchema,
-  isSurfaceType,
-  type EventType,
-  type SurfaceOp,
-} from './events';
+import { EVENT_TYPES, EventDataSchemas, StoredEventSchema, SurfaceOpSchema, isSurfaceType, type EventType, type SurfaceOp } from './events';
 
 /**
  * The version of the log rules an event is checked by (the data schemas and envelope rules
@@ -54,7 +46,10 @@ function normaliseTools(data: { tools: Record<string, unknown>[] }): void {
 /** What `append` and `check` are given must at least be an object naming a type. */
 export function checkInput(input: unknown): void {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new SessionRuleError('invalid-input', `an append takes an object {type, data, surfaceOp?, sourceEventSeqs?}; got ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}.`);
+    throw new SessionRuleError(
+      'invalid-input',
+      `an append takes an object {type, data, surfaceOp?, sourceEventSeqs?}; got ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}.`,
+    );
   }
   const type = (input as { type?: unknown }).type;
   if (typeof type !== 'string') {
@@ -140,7 +135,10 @@ export function parseEvent(
   else if (rawSurfaceOp !== undefined) {
     const op = SurfaceOpSchema.safeParse(rawSurfaceOp);
     if (!op.success) {
-      throw new SessionRuleError('surface-op-shape', `surfaceOp must be 'append' or {op: 'replace', start, end} with seqs ≥ 0 and no other keys; got ${JSON.stringify(rawSurfaceOp)}.`);
+      throw new SessionRuleError(
+        'surface-op-shape',
+        `surfaceOp must be 'append' or {op: 'replace', start, end} with seqs ≥ 0 and no other keys; got ${JSON.stringify(rawSurfaceOp)}.`,
+      );
     }
     surfaceOp = storable(op.data, 'surfaceOp');
   }
@@ -148,7 +146,8 @@ export function parseEvent(
   if (stored) sourceEventSeqs = rawSourceEventSeqs as readonly number[] | undefined;
   else if (rawSourceEventSeqs !== undefined) {
     const seqs = SourceSeqsSchema.safeParse(rawSourceEventSeqs);
-    if (!seqs.success) throw new SessionRuleError('source-seqs', `sourceEventSeqs must be an array of seqs (integers ≥ 0); got ${JSON.stringify(rawSourceEventSeqs)}.`);
+    if (!seqs.success)
+      throw new SessionRuleError('source-seqs', `sourceEventSeqs must be an array of seqs (integers ≥ 0); got ${JSON.stringify(rawSourceEventSeqs)}.`);
     sourceEventSeqs = storable(seqs.data, 'sourceEventSeqs');
   }
   checkProvenance(seq, type, surfaceOp, sourceEventSeqs);

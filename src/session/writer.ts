@@ -5,15 +5,7 @@
  * few), so the rules of the log apply unchanged.
  */
 import { SessionRuleError } from './errors';
-import type {
-  ContentBlock,
-  EventData,
-  ImageBlock,
-  SessionEvent,
-  TextBlock,
-  ToolCallBlock,
-  Usage,
-} from './events';
+import type { ContentBlock, EventData, ImageBlock, SessionEvent, TextBlock, ToolCallBlock, Usage } from './events';
 import type { Session } from './session';
 
 export type UserContent = string | Array<TextBlock | ImageBlock>;
@@ -191,7 +183,10 @@ export class SessionWriter {
     const toolCalls: ToolCallBlock[] = [];
     for (const c of calls as CompletionToolCall[]) {
       if (typeof c !== 'object' || c === null) {
-        throw new SessionRuleError('invalid-input', `assistantFromCompletion: each tool call must be an object {id, type, function}; got ${c === null ? 'null' : typeof c}.`);
+        throw new SessionRuleError(
+          'invalid-input',
+          `assistantFromCompletion: each tool call must be an object {id, type, function}; got ${c === null ? 'null' : typeof c}.`,
+        );
       }
       if (c.type !== 'function' || c.function === undefined) {
         // Dropping it would leave the agent answering a call the log never saw.
@@ -209,11 +204,7 @@ export class SessionWriter {
     return this.assistant(reply);
   }
 
-  toolResult(
-    callId: string,
-    content: UserContent,
-    options: { isError?: boolean; toolName?: string } = {},
-  ): SessionEvent<'tool/result'> {
+  toolResult(callId: string, content: UserContent, options: { isError?: boolean; toolName?: string } = {}): SessionEvent<'tool/result'> {
     const data: EventData<'tool/result'> = { callId, content: toBlocks(content) };
     if (options.toolName) data.toolName = options.toolName;
     if (options.isError) data.isError = true;

@@ -266,8 +266,7 @@ export const OTHER_ERROR_BODIES = {
     status: 400,
     body: {
       error: {
-        message:
-          "Invalid 'messages[1].tool_calls': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+        message: "Invalid 'messages[1].tool_calls': empty array. Expected an array with minimum length 1, but got an empty array instead.",
         type: 'invalid_request_error',
         param: 'messages[1].tool_calls',
         code: 'empty_array',
@@ -285,7 +284,8 @@ export const OTHER_ERROR_BODIES = {
     body: {
       error: {
         code: 500,
-        message: 'Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error at line 1, column 27: syntax error while parsing object - unexpected end of input; expected \'}\'',
+        message:
+          "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error at line 1, column 27: syntax error while parsing object - unexpected end of input; expected '}'",
         type: 'server_error',
       },
     },

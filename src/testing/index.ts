@@ -11,7 +11,7 @@ export {
   bytesPerFour,
   digitTokens,
   chatPromptTokens,
-} from './openai-server.js';
+} from './openai-server';
 export type {
   LocalOpenAIServer,
   StartOpenAIServerOptions,
@@ -29,7 +29,7 @@ export type {
   ProviderName,
   ProviderErrorBody,
   TokenizeOptions,
-} from './openai-server.js';
+} from './openai-server';
 
 // Model-based tests of a user's own agent loop: scenarios generated from the loop model, a checker of the invariants.
 export {
@@ -45,7 +45,7 @@ export {
   OVERFLOW_PROVIDERS,
   scoreLoops,
   formatScore,
-} from './loop-check/index.js';
+} from './loop-check/index';
 export type {
   LoopScenario,
   LoopScenarioOptions,
@@ -66,5 +66,5 @@ export type {
   LoopScore,
   ScoreRow,
   ScoreLoopsOptions,
-} from './loop-check/index.js';
-export { openAIMessageProblems } from './request-problems.js';
+} from './loop-check/index';
+export { openAIMessageProblems } from './request-problems';

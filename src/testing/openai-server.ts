@@ -19,9 +19,9 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { echoReply, respond, sendJson, type ResponseContext } from './responses.js';
-import { bytesPerFour, chatPromptTokens, serveTokenize, type TokenizeOptions } from './tokenize.js';
-import type { ChatRequestBody, LocalOpenAIServer, ParsedChatRequest, RecordedRequest, Scenario, ScenarioHandler, StartOpenAIServerOptions } from './scenarios.js';
+import { echoReply, respond, sendJson, type ResponseContext } from './responses';
+import { bytesPerFour, chatPromptTokens, serveTokenize, type TokenizeOptions } from './tokenize';
+import type { ChatRequestBody, LocalOpenAIServer, ParsedChatRequest, RecordedRequest, Scenario, ScenarioHandler, StartOpenAIServerOptions } from './scenarios';
 
 export type {
   ChatRequestBody,
@@ -37,10 +37,10 @@ export type {
   StatusScenario,
   StreamErrorScenario,
   UsageOverride,
-} from './scenarios.js';
-export { OVERFLOW_BODIES, OTHER_ERROR_BODIES, type ProviderErrorBody, type ProviderName } from './error-bodies.js';
-export { estimateCompletionTokens, estimatePromptTokens } from './responses.js';
-export { bytesPerFour, chatPromptTokens, digitTokens, type TokenizeOptions } from './tokenize.js';
+} from './scenarios';
+export { OVERFLOW_BODIES, OTHER_ERROR_BODIES, type ProviderErrorBody, type ProviderName } from './error-bodies';
+export { estimateCompletionTokens, estimatePromptTokens } from './responses';
+export { bytesPerFour, chatPromptTokens, digitTokens, type TokenizeOptions } from './tokenize';
 
 const CHAT_PATH = '/v1/chat/completions';
 
@@ -162,7 +162,12 @@ export async function startOpenAIServer(opts: StartOpenAIServerOptions = {}): Pr
     if (tokenize && rec.method === 'POST' && rec.path === '/tokenize') return serveTokenize(tokenize, rec, res, sleep);
     if (rec.method !== 'POST' || rec.path !== CHAT_PATH) {
       sendJson(res, 404, {
-        error: { message: `Unknown route ${rec.method} ${rec.path}; this server speaks POST ${CHAT_PATH}.`, type: 'invalid_request_error', param: null, code: 'unknown_url' },
+        error: {
+          message: `Unknown route ${rec.method} ${rec.path}; this server speaks POST ${CHAT_PATH}.`,
+          type: 'invalid_request_error',
+          param: null,
+          code: 'unknown_url',
+        },
       });
       return;
     }
@@ -235,7 +240,6 @@ export async function startOpenAIServer(opts: StartOpenAIServerOptions = {}): Pr
     },
   };
 }
-
 
 /** The prompt as the slots compare it: what `estimatePromptTokens` counts. */
 function promptText(body: ChatRequestBody): string {

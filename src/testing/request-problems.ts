@@ -22,9 +22,7 @@ export function openAIMessageProblems(messages: readonly unknown[]): string[] {
 
   const closeRun = (i: number, role: string) => {
     if (open.size > 0) {
-      problems.push(
-        `message ${i} (${role}) comes before the tool results of ${[...open].map((c) => `"${c}"`).join(', ')} called at message ${openSince}`,
-      );
+      problems.push(`message ${i} (${role}) comes before the tool results of ${[...open].map((c) => `"${c}"`).join(', ')} called at message ${openSince}`);
     }
     open = new Set();
     callsOfLastAssistant = new Set();

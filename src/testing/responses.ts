@@ -4,7 +4,7 @@
  * the server was started with a context window.
  */
 import type { ServerResponse } from 'node:http';
-import type { ChatRequestBody, RecordedRequest, ReplyScenario, Scenario, ScriptedToolCall } from './scenarios.js';
+import type { ChatRequestBody, RecordedRequest, ReplyScenario, Scenario, ScriptedToolCall } from './scenarios';
 
 /** What `respond` needs from the server that calls it. */
 export interface ResponseContext {
@@ -30,10 +30,7 @@ export function estimatePromptTokens(body: ChatRequestBody): number {
 
 /** The completion_tokens a `reply` reports when not overridden: UTF-8 bytes of the generated text / 4, rounded up. */
 export function estimateCompletionTokens(scenario: Pick<ReplyScenario, 'content' | 'reasoning' | 'toolCalls'>): number {
-  const text =
-    (scenario.content ?? '') +
-    (scenario.reasoning ?? '') +
-    (scenario.toolCalls ?? []).map((c) => c.name + c.arguments).join('');
+  const text = (scenario.content ?? '') + (scenario.reasoning ?? '') + (scenario.toolCalls ?? []).map((c) => c.name + c.arguments).join('');
   return Math.ceil(Buffer.byteLength(text, 'utf8') / 4);
 }
 
@@ -94,7 +91,12 @@ function applyLimits(scenario: ReplyScenario, body: ChatRequestBody, window: num
   if (estimateCompletionTokens(scenario) <= limit) return scenario;
   const reasoning = scenario.reasoning === undefined ? undefined : cutToBytes(scenario.reasoning, 4 * limit);
   const content = cutToBytes(scenario.content ?? '', 4 * limit - Buffer.byteLength(reasoning ?? '', 'utf8'));
-  const stopped: ReplyScenario = { ...scenario, content, finishReason: 'length', usage: { ...scenario.usage, prompt_tokens: prompt, completion_tokens: limit } };
+  const stopped: ReplyScenario = {
+    ...scenario,
+    content,
+    finishReason: 'length',
+    usage: { ...scenario.usage, prompt_tokens: prompt, completion_tokens: limit },
+  };
   delete stopped.toolCalls;
   const left = 4 * limit - Buffer.byteLength(reasoning ?? '', 'utf8') - Buffer.byteLength(content, 'utf8');
   const first = scenario.toolCalls?.[0];
@@ -151,7 +153,8 @@ export async function respond(ctx: ResponseContext, scenario: Scenario, body: Ch
     const broken = brokenToolCallIn(body);
     if (broken !== undefined) {
       await ctx.sleep(scenario.delayMs ?? 0);
-      if (!res.destroyed) sendJson(res, 500, { error: { code: 500, message: `Failed to parse tool call arguments as JSON: ${broken}`, type: 'server_error' } }, baseHeaders);
+      if (!res.destroyed)
+        sendJson(res, 500, { error: { code: 500, message: `Failed to parse tool call arguments as JSON: ${broken}`, type: 'server_error' } }, baseHeaders);
       return;
     }
     const prompt = scenario.usage?.prompt_tokens ?? estimatePromptTokens(body);
@@ -191,7 +194,12 @@ export async function respond(ctx: ResponseContext, scenario: Scenario, body: Ch
       return;
     }
     case 'streamError': {
-      const error = { type: 'server_error', param: null, code: null, ...(scenario.error ?? { message: 'The server had an error while processing your request. Sorry about that!' }) };
+      const error = {
+        type: 'server_error',
+        param: null,
+        code: null,
+        ...(scenario.error ?? { message: 'The server had an error while processing your request. Sorry about that!' }),
+      };
       if (!stream) {
         sendJson(res, 500, { error }, baseHeaders);
         return;
@@ -235,7 +243,13 @@ export async function respond(ctx: ResponseContext, scenario: Scenario, body: Ch
         );
         return;
       }
-      await streamReply(ctx, res, scenario, { id, created, model, content, toolCalls, finishReason, usage, includeUsage: body.stream_options?.include_usage === true }, baseHeaders);
+      await streamReply(
+        ctx,
+        res,
+        scenario,
+        { id, created, model, content, toolCalls, finishReason, usage, includeUsage: body.stream_options?.include_usage === true },
+        baseHeaders,
+      );
       return;
     }
   }
@@ -281,7 +295,15 @@ async function streamReply(
   });
   events.push(chunk(r.id, r.created, r.model, {}, r.finishReason, extra));
   if (r.includeUsage) {
-    events.push({ id: r.id, object: 'chat.completion.chunk', created: r.created, model: r.model, system_fingerprint: 'fp_xcompact_local', choices: [], usage: r.usage });
+    events.push({
+      id: r.id,
+      object: 'chat.completion.chunk',
+      created: r.created,
+      model: r.model,
+      system_fingerprint: 'fp_xcompact_local',
+      choices: [],
+      usage: r.usage,
+    });
   }
 
   startSse(res, headers);

@@ -3,11 +3,10 @@
  * own, so a test can tell the server's counts from any in-process tokenizer's.
  */
 import type { ServerResponse } from 'node:http';
-import { sendJson } from './responses.js';
-import type { ChatRequestBody, RecordedRequest, TokenizeOptions } from './scenarios.js';
+import { sendJson } from './responses';
+import type { ChatRequestBody, RecordedRequest, TokenizeOptions } from './scenarios';
 
-export type { TokenizeOptions } from './scenarios.js';
-
+export type { TokenizeOptions } from './scenarios';
 
 /** One token per started 4 UTF-8 bytes. */
 export function bytesPerFour(text: string): number {
@@ -28,7 +27,8 @@ export function chatPromptTokens(body: ChatRequestBody, count: (text: string) =>
     n += 4;
     const content = m.content;
     if (typeof content === 'string') n += count(content);
-    else if (Array.isArray(content)) for (const part of content as Array<{ type?: string; text?: unknown }>) if (part.type === 'text' && typeof part.text === 'string') n += count(part.text);
+    else if (Array.isArray(content))
+      for (const part of content as Array<{ type?: string; text?: unknown }>) if (part.type === 'text' && typeof part.text === 'string') n += count(part.text);
     const calls = m.tool_calls as Array<{ function?: { name?: string; arguments?: string } }> | undefined;
     for (const c of calls ?? []) n += 3 + count(c.function?.name ?? '') + count(c.function?.arguments ?? '');
   }
@@ -43,7 +43,12 @@ export async function serveTokenize(o: TokenizeOptions, rec: RecordedRequest, re
   const dialect = o.dialect ?? 'any';
   const text = dialect === 'llama.cpp' ? b.content : dialect === 'vllm' ? b.prompt : (b.content ?? b.prompt);
   if (typeof text !== 'string') {
-    const wanted = dialect === 'llama.cpp' ? '{"content": string}' : dialect === 'vllm' ? '{"prompt": string}' : '{"content": string} (llama.cpp) or {"prompt": string} (vLLM)';
+    const wanted =
+      dialect === 'llama.cpp'
+        ? '{"content": string}'
+        : dialect === 'vllm'
+          ? '{"prompt": string}'
+          : '{"content": string} (llama.cpp) or {"prompt": string} (vLLM)';
     sendJson(res, 400, { error: { code: 400, message: `POST /tokenize needs ${wanted}`, type: 'invalid_request_error' } });
     return;
   }

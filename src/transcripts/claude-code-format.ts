@@ -84,7 +84,9 @@ export function claudeActiveBranch(lines: JsonLine[]): ClaudeBranch {
     }
   }
   // The leaf: the newest conversation record by the tree's own clock (timestamps), else the file's order.
-  const leaf = main.filter((l) => l.record.type === 'user' || l.record.type === 'assistant').reduce<JsonLine | undefined>((a, l) => (a === undefined || later(l, a, index) ? l : a), undefined);
+  const leaf = main
+    .filter((l) => l.record.type === 'user' || l.record.type === 'assistant')
+    .reduce<JsonLine | undefined>((a, l) => (a === undefined || later(l, a, index) ? l : a), undefined);
   const onPath = new Set<string>();
   const path: JsonLine[] = [];
   let brokenAt: number | undefined;
@@ -93,7 +95,10 @@ export function claudeActiveBranch(lines: JsonLine[]): ClaudeBranch {
   let current = leaf;
   while (current) {
     const id = current.record.uuid as string;
-    if (onPath.has(id)) throw new TranscriptImportError('claude-code', `record ${JSON.stringify(id)} is its own ancestor (a parentUuid cycle); expected a tree.`, { line: current.line });
+    if (onPath.has(id))
+      throw new TranscriptImportError('claude-code', `record ${JSON.stringify(id)} is its own ancestor (a parentUuid cycle); expected a tree.`, {
+        line: current.line,
+      });
     onPath.add(id);
     path.push(current);
     let parent = str(current.record.parentUuid);
@@ -209,7 +214,13 @@ function later(a: JsonLine, b: JsonLine, index: Map<JsonLine, number>): boolean 
  * The tip the conversation had reached when `boundary` was written: the newest main-chain
  * record before it that nothing hangs from (else the newest before it), not on the walked path.
  */
-function tipBefore(boundary: JsonLine, byUuid: Map<string, JsonLine>, hasChildren: Set<string>, onPath: Set<string>, index: Map<JsonLine, number>): JsonLine | undefined {
+function tipBefore(
+  boundary: JsonLine,
+  byUuid: Map<string, JsonLine>,
+  hasChildren: Set<string>,
+  onPath: Set<string>,
+  index: Map<JsonLine, number>,
+): JsonLine | undefined {
   let tip: JsonLine | undefined;
   let any: JsonLine | undefined;
   for (const l of byUuid.values()) {

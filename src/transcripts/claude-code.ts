@@ -59,12 +59,19 @@ export function importClaudeCodeTranscript(target: Session, jsonl: string, optio
   if (branch.sidechain > 0) count(report.notSent, 'subagent (sidechain) records', branch.sidechain);
   if (branch.repeated > 0) count(report.notSent, 'records repeating an earlier uuid', branch.repeated);
   if (branch.brokenAt !== undefined) count(report.notSent, `history before line ${branch.brokenAt} (its parent is not in the file)`);
-  if (branch.outOfOrder) report.warnings.push("the file's records are not in the order of their uuid tree (a record comes before its parent); they were imported in the tree's order");
+  if (branch.outOfOrder)
+    report.warnings.push(
+      "the file's records are not in the order of their uuid tree (a record comes before its parent); they were imported in the tree's order",
+    );
   if (branch.bridgedGaps > 0) {
-    report.warnings.push(`${branch.bridgedGaps} record${branch.bridgedGaps === 1 ? ' names a parent' : 's name parents'} not in the file; the branch went on from the record written just before each`);
+    report.warnings.push(
+      `${branch.bridgedGaps} record${branch.bridgedGaps === 1 ? ' names a parent' : 's name parents'} not in the file; the branch went on from the record written just before each`,
+    );
   }
   if (branch.continuedBoundaries > 0) {
-    report.warnings.push(`${branch.continuedBoundaries} compaction boundar${branch.continuedBoundaries === 1 ? 'y names a logical parent' : 'ies name logical parents'} not in the file; the history before each was taken from the record written just before it`);
+    report.warnings.push(
+      `${branch.continuedBoundaries} compaction boundar${branch.continuedBoundaries === 1 ? 'y names a logical parent' : 'ies name logical parents'} not in the file; the history before each was taken from the record written just before it`,
+    );
   }
   for (const l of lines) {
     if (isClaudeConversationRecord(l.record)) continue;
@@ -227,7 +234,8 @@ class ClaudeMapper {
         rest.push(block);
         continue;
       }
-      if (typeof block.tool_use_id !== 'string' || block.tool_use_id === '') throw new Error('a tool_result block without tool_use_id; expected {"type":"tool_result","tool_use_id":…,"content":…}.');
+      if (typeof block.tool_use_id !== 'string' || block.tool_use_id === '')
+        throw new Error('a tool_result block without tool_use_id; expected {"type":"tool_result","tool_use_id":…,"content":…}.');
       this.b.result(block.tool_use_id, this.blocks(block.content), block.is_error === true ? { isError: true } : {});
     }
     if (rest.length > 0) this.b.user(this.blocks(rest));
@@ -266,7 +274,8 @@ class ClaudeMapper {
       if (block.type === 'text') out.push({ type: 'text', text: String(block.text ?? '') });
       else if (block.type === 'image') {
         const source = obj(block.source) ?? {};
-        if (source.type === 'base64' && typeof source.data === 'string' && source.data) out.push({ type: 'image', url: dataUrl(source.media_type, source.data) });
+        if (source.type === 'base64' && typeof source.data === 'string' && source.data)
+          out.push({ type: 'image', url: dataUrl(source.media_type, source.data) });
         else if (source.type === 'url' && typeof source.url === 'string' && source.url) out.push({ type: 'image', url: source.url });
         else count(this.report.ignored, 'image block without data');
       } else count(this.report.ignored, `block:${String(block.type)}`);

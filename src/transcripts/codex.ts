@@ -224,7 +224,9 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
   flush();
   releaseDeferred();
   if (movedAfterResults > 0) {
-    report.warnings.push(`${movedAfterResults} developer/system message${movedAfterResults === 1 ? '' : 's'} written between a call and its output (an approval flow) imported after the outputs, so each call keeps its real result`);
+    report.warnings.push(
+      `${movedAfterResults} developer/system message${movedAfterResults === 1 ? '' : 's'} written between a call and its output (an approval flow) imported after the outputs, so each call keeps its real result`,
+    );
   }
   for (const q of queue) {
     try {
@@ -247,7 +249,8 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
         if (text) open().text.push(text);
         return;
       }
-      if (role !== 'user' && role !== 'developer' && role !== 'system') throw new Error(`a message of role ${JSON.stringify(p.role)}; expected user, developer or assistant.`);
+      if (role !== 'user' && role !== 'developer' && role !== 'system')
+        throw new Error(`a message of role ${JSON.stringify(p.role)}; expected user, developer or assistant.`);
       flush();
       const blocks = userBlocks(p.content, report);
       const write = { line, write: () => b.user(blocks, role === 'user' ? undefined : `${role} message`) };
@@ -271,7 +274,12 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
       const id = str(p.call_id) ?? str(p.id);
       const name = t === 'local_shell_call' ? 'local_shell' : str(p.name);
       if (!id || !name) throw new Error(`a ${t} without its call_id or name; expected {"type":"${t}","name":…,"call_id":…}.`);
-      const args = t === 'function_call' ? str(p.arguments) ?? JSON.stringify(p.arguments ?? {}) : t === 'custom_tool_call' ? String(p.input ?? '') : JSON.stringify(p.action ?? {});
+      const args =
+        t === 'function_call'
+          ? (str(p.arguments) ?? JSON.stringify(p.arguments ?? {}))
+          : t === 'custom_tool_call'
+            ? String(p.input ?? '')
+            : JSON.stringify(p.action ?? {});
       open().calls.push({ id, name, arguments: args });
       return;
     }

@@ -15,7 +15,12 @@ import { walkRecords, type RecordWalk } from './records';
 
 export type TranscriptHarness = 'pi' | 'claude-code' | 'codex';
 
-const HARNESS_LABEL: Record<TranscriptHarness | 'unknown', string> = { unknown: 'transcript', pi: 'pi transcript', 'claude-code': 'Claude Code session', codex: 'Codex rollout' };
+const HARNESS_LABEL: Record<TranscriptHarness | 'unknown', string> = {
+  unknown: 'transcript',
+  pi: 'pi transcript',
+  'claude-code': 'Claude Code session',
+  codex: 'Codex rollout',
+};
 
 /** A transcript that cannot be imported: names the harness, the line (1-based) and what was expected. */
 export class TranscriptImportError extends XcompactError {
@@ -26,7 +31,11 @@ export class TranscriptImportError extends XcompactError {
   readonly file: string | undefined;
   /** Set when the file itself could not be read (missing, a directory, no permission, …). */
   readonly fileError: TranscriptFileError | undefined;
-  constructor(harness: TranscriptHarness | 'unknown', message: string, options: { line?: number; file?: string; cause?: unknown; fileError?: TranscriptFileError } = {}) {
+  constructor(
+    harness: TranscriptHarness | 'unknown',
+    message: string,
+    options: { line?: number; file?: string; cause?: unknown; fileError?: TranscriptFileError } = {},
+  ) {
     const where = [options.file, options.line === undefined ? undefined : `line ${options.line}`].filter(Boolean).join(' ');
     super('import', `${HARNESS_LABEL[harness]}${where ? ` ${where}` : ''}: ${message}`, options.cause === undefined ? undefined : { cause: options.cause });
     this.harness = harness;
@@ -38,7 +47,12 @@ export class TranscriptImportError extends XcompactError {
   /** The same error, naming the file it came from. */
   inFile(file: string): TranscriptImportError {
     const bare = this.message.slice(this.message.indexOf(': ') + 2);
-    return new TranscriptImportError(this.harness, bare, { file, ...(this.line === undefined ? {} : { line: this.line }), ...(this.fileError ? { fileError: this.fileError } : {}), cause: this });
+    return new TranscriptImportError(this.harness, bare, {
+      file,
+      ...(this.line === undefined ? {} : { line: this.line }),
+      ...(this.fileError ? { fileError: this.fileError } : {}),
+      cause: this,
+    });
   }
 }
 
@@ -113,7 +127,9 @@ export function emptyReport(harness: TranscriptHarness, walk: Pick<RecordWalk, '
     lines: walk.lines,
     mergedLines: walk.mergedLines,
     tornLines: walk.torn ? 1 : 0,
-    warnings: walk.torn ? [`line ${walk.torn.line} is torn (${walk.torn.chars} characters without the end of their record: a session still being written); it was skipped`] : [],
+    warnings: walk.torn
+      ? [`line ${walk.torn.line} is torn (${walk.torn.chars} characters without the end of their record: a session still being written); it was skipped`]
+      : [],
     turns: 0,
     userMessages: 0,
     assistantMessages: 0,
@@ -230,7 +246,12 @@ export class TranscriptBuilder {
       // A partial compaction: what was written from `keepFromSeq` on stays, after the checkpoint.
       for (let p = head; p < s.length; p++) if (s.seqAt(p) >= keepFromSeq) cut = Math.min(cut, p);
       if (cut === s.length || !s.balancedAt(cut)) {
-        count(this.report.rendered, cut === s.length ? 'partial compaction whose kept range is not in the file (imported as a full one)' : 'partial compaction keeping from inside a tool-call batch (imported as a full one)');
+        count(
+          this.report.rendered,
+          cut === s.length
+            ? 'partial compaction whose kept range is not in the file (imported as a full one)'
+            : 'partial compaction keeping from inside a tool-call batch (imported as a full one)',
+        );
         cut = s.length;
       } else this.report.partialCompactions++;
     }

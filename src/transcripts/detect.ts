@@ -19,7 +19,18 @@ export const FORMAT_LABELS: Record<TranscriptFormat, string> = {
 
 const XCOMPACT_TYPES = new Set<string>(EVENT_TYPES);
 const PI_ROLES = new Set(['user', 'assistant', 'toolResult', 'bashExecution', 'custom', 'hookMessage', 'branchSummary', 'compactionSummary']);
-const PI_TYPES = new Set(['session', 'message', 'model_change', 'thinking_level_change', 'compaction', 'custom_message', 'branch_summary', 'custom', 'label', 'session_info']);
+const PI_TYPES = new Set([
+  'session',
+  'message',
+  'model_change',
+  'thinking_level_change',
+  'compaction',
+  'custom_message',
+  'branch_summary',
+  'custom',
+  'label',
+  'session_info',
+]);
 const CLAUDE_TYPES = new Set(['user', 'assistant', 'system', 'summary', 'file-history-snapshot', 'queue-operation', 'custom-title', 'tag', 'progress']);
 const CODEX_TYPES = new Set(['session_meta', 'turn_context', 'response_item', 'event_msg', 'compacted']);
 const LEGACY_CODEX_ITEMS = new Set(['reasoning', 'function_call', 'function_call_output', 'custom_tool_call', 'custom_tool_call_output', 'local_shell_call']);
@@ -57,7 +68,10 @@ const RECOGNISERS: Record<TranscriptFormat, (r: Record<string, unknown>) => { ow
     if (r.record_type === 'state') return { own: true, message: false };
     if (r.type === undefined && typeof r.id === 'string' && typeof r.timestamp === 'string') return { own: true, message: false };
     if (r.type === 'message') {
-      const parts = Array.isArray(r.content) && r.content.length > 0 && r.content.every((c) => isObj(c) && typeof c.type === 'string' && /^(input|output)_(text|image)$|^refusal$/.test(c.type));
+      const parts =
+        Array.isArray(r.content) &&
+        r.content.length > 0 &&
+        r.content.every((c) => isObj(c) && typeof c.type === 'string' && /^(input|output)_(text|image)$|^refusal$/.test(c.type));
       return { own: parts, message: parts };
     }
     const item = typeof r.type === 'string' && LEGACY_CODEX_ITEMS.has(r.type) && (typeof r.call_id === 'string' || r.type === 'reasoning');

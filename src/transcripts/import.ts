@@ -16,7 +16,11 @@ export function importTranscript(target: Session, text: string, harness: Transcr
   try {
     pi = importPiTranscript(target, text, options);
   } catch (err) {
-    if (err instanceof PiImportError) throw new TranscriptImportError('pi', err.message.replace(/^pi transcript line \d+: /, ''), { ...(err.line === undefined ? {} : { line: err.line }), cause: err });
+    if (err instanceof PiImportError)
+      throw new TranscriptImportError('pi', err.message.replace(/^pi transcript line \d+: /, ''), {
+        ...(err.line === undefined ? {} : { line: err.line }),
+        cause: err,
+      });
     throw err;
   }
   const { format: _variant, ...counts } = pi;
@@ -34,7 +38,9 @@ export async function importTranscriptFile(target: Session, path: string, option
     const tried = (['pi', 'claude-code', 'codex'] as const).map((f) => FORMAT_LABELS[f]).join('; ');
     throw new TranscriptImportError(
       'unknown',
-      format === 'xcompact' ? 'this is an xcompact session log, not a harness transcript: open it with Session.open(new JsonlStore(dir), id).' : `the file is none of the transcript formats tried: ${tried}.`,
+      format === 'xcompact'
+        ? 'this is an xcompact session log, not a harness transcript: open it with Session.open(new JsonlStore(dir), id).'
+        : `the file is none of the transcript formats tried: ${tried}.`,
       { file: path },
     );
   }

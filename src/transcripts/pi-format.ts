@@ -57,10 +57,13 @@ export interface PiPath {
 export function parsePiLines(jsonl: string): PiLine[] & { walk: RecordWalk } {
   const walk = walkRecords(jsonl);
   if (walk.bad) {
-    const reason = walk.bad.reason === 'not a JSON object' ? 'not a JSON object (a pi entry is {"type": …}).' : walk.bad.reason.replace(/^not valid JSON \((.*)\)$/, 'not valid JSON: $1');
+    const reason =
+      walk.bad.reason === 'not a JSON object'
+        ? 'not a JSON object (a pi entry is {"type": …}).'
+        : walk.bad.reason.replace(/^not valid JSON \((.*)\)$/, 'not valid JSON: $1');
     throw new PiImportError(reason, walk.bad.line);
   }
-  const out = walk.records.map((r) => ({ line: r.line, entry: r.record as PiEntry }));
+  const out = walk.records.map((r) => ({ line: r.line, entry: r.record }));
   return Object.assign(out, { walk });
 }
 
@@ -81,7 +84,10 @@ function linearPath(all: PiLine[], body: PiLine[]): PiPath {
     if (l.entry.type !== 'compaction') return;
     const index = l.entry.firstKeptEntryIndex;
     if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= all.length) {
-      throw new PiImportError(`compaction's firstKeptEntryIndex ${JSON.stringify(index)} points at no entry (the file has entries 0..${all.length - 1}).`, l.line);
+      throw new PiImportError(
+        `compaction's firstKeptEntryIndex ${JSON.stringify(index)} points at no entry (the file has entries 0..${all.length - 1}).`,
+        l.line,
+      );
     }
     const kept = pathIndexOfFileIndex.get(index);
     if (kept !== undefined && kept > i) throw new PiImportError(`compaction's firstKeptEntryIndex ${index} points after the compaction itself.`, l.line);
@@ -95,7 +101,8 @@ function treePath(body: PiLine[]): PiPath {
   const byId = new Map<string, PiLine>();
   for (const l of body) {
     const id = l.entry.id;
-    if (typeof id !== 'string' || id === '') throw new PiImportError(`entry of type ${JSON.stringify(l.entry.type)} has no id, in a file whose entries have id/parentId.`, l.line);
+    if (typeof id !== 'string' || id === '')
+      throw new PiImportError(`entry of type ${JSON.stringify(l.entry.type)} has no id, in a file whose entries have id/parentId.`, l.line);
     if (byId.has(id)) throw new PiImportError(`entry id ${JSON.stringify(id)} is used twice (first on line ${byId.get(id)!.line}).`, l.line);
     byId.set(id, l);
   }
@@ -110,7 +117,11 @@ function treePath(body: PiLine[]): PiPath {
     const parent = current.entry.parentId;
     if (parent === null || parent === undefined) break;
     const next = typeof parent === 'string' ? byId.get(parent) : undefined;
-    if (!next) throw new PiImportError(`entry ${JSON.stringify(id)} names parent ${JSON.stringify(parent)}, which is not in the file: the branch is broken.`, current.line);
+    if (!next)
+      throw new PiImportError(
+        `entry ${JSON.stringify(id)} names parent ${JSON.stringify(parent)}, which is not in the file: the branch is broken.`,
+        current.line,
+      );
     current = next;
   }
   path.reverse();

@@ -135,7 +135,11 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
     lines: lines.walk.lines,
     mergedLines: lines.walk.mergedLines,
     tornLines: lines.walk.torn ? 1 : 0,
-    warnings: lines.walk.torn ? [`line ${lines.walk.torn.line} is torn (${lines.walk.torn.chars} characters without the end of their record: a session still being written); it was skipped`] : [],
+    warnings: lines.walk.torn
+      ? [
+          `line ${lines.walk.torn.line} is torn (${lines.walk.torn.chars} characters without the end of their record: a session still being written); it was skipped`,
+        ]
+      : [],
     turns: 0,
     userMessages: 0,
     assistantMessages: 0,
@@ -196,7 +200,8 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
       case 'custom_message':
         return sendAsUser(blocks(entry.content), `custom_message:${String(entry.customType ?? 'unnamed')}`);
       case 'branch_summary':
-        if (typeof entry.summary === 'string' && entry.summary !== '') return sendAsUser([{ type: 'text', text: branchSummaryText(entry.summary) }], 'branch_summary');
+        if (typeof entry.summary === 'string' && entry.summary !== '')
+          return sendAsUser([{ type: 'text', text: branchSummaryText(entry.summary) }], 'branch_summary');
         count(report.notSent, 'branch_summary without a summary');
         return undefined;
       case 'compaction':
@@ -240,7 +245,7 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
           count(report.notSent, 'bashExecution excluded from context (!!)');
           return undefined;
         }
-        return sendAsUser([{ type: 'text', text: bashExecutionText(m as BashExecution) }], 'bashExecution');
+        return sendAsUser([{ type: 'text', text: bashExecutionText(m) }], 'bashExecution');
       case 'custom':
       case 'hookMessage': // the same message before pi's session version 3
         return sendAsUser(blocks(m.content), `custom:${String(m.customType ?? 'unnamed')}`);
@@ -267,7 +272,10 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
     const parts = (m.content ?? []) as PiBlock[];
     for (const b of parts) if (b.type !== 'text' && b.type !== 'thinking' && b.type !== 'toolCall') count(report.ignored, `assistant block:${String(b.type)}`);
     const textParts = parts.filter((b) => b.type === 'text').map((b) => b.text ?? '');
-    const reasoning = parts.filter((b) => b.type === 'thinking').map((b) => b.thinking ?? '').join('\n\n');
+    const reasoning = parts
+      .filter((b) => b.type === 'thinking')
+      .map((b) => b.thinking ?? '')
+      .join('\n\n');
     const calls = parts
       .filter((b) => b.type === 'toolCall')
       .map((b) => ({ id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.arguments ?? {}) }));

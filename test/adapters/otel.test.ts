@@ -24,15 +24,25 @@ function telemetry() {
     for (const rm of metricExporter.getMetrics()) for (const sm of rm.scopeMetrics) for (const m of sm.metrics) out.set(m.descriptor.name, m);
     return out;
   };
-  return { spans, tracer: tracerProvider.getTracer('test'), meter: meterProvider.getMeter('test'), metrics, shutdown: () => Promise.all([tracerProvider.shutdown(), meterProvider.shutdown()]) };
+  return {
+    spans,
+    tracer: tracerProvider.getTracer('test'),
+    meter: meterProvider.getMeter('test'),
+    metrics,
+    shutdown: () => Promise.all([tracerProvider.shutdown(), meterProvider.shutdown()]),
+  };
 }
 
 const sum = (m: MetricData | undefined, match: (attrs: Record<string, unknown>) => boolean = () => true): number =>
-  (m?.dataPoints ?? []).filter((p) => match(p.attributes)).reduce((s, p) => s + (typeof p.value === 'number' ? p.value : (p.value as { count: number }).count), 0);
+  (m?.dataPoints ?? [])
+    .filter((p) => match(p.attributes))
+    .reduce((s, p) => s + (typeof p.value === 'number' ? p.value : (p.value as { count: number }).count), 0);
 
 async function run(script: Script, compaction: ReturnType<typeof setup>['compaction'], tools: ReturnType<typeof setup>['tools']) {
   const messages: ModelMessage[] = [{ role: 'user', content: 'Read the service log, part by part.' }];
-  return generateText({ model: compaction.model, system: 'You are a log analyst.', messages, tools, stopWhen: stepCountIs(40), maxRetries: 0 }).catch((e: unknown) => e);
+  return generateText({ model: compaction.model, system: 'You are a log analyst.', messages, tools, stopWhen: stepCountIs(40), maxRetries: 0 }).catch(
+    (e: unknown) => e,
+  );
 }
 
 describe('xcompact/otel', () => {
@@ -46,7 +56,9 @@ describe('xcompact/otel', () => {
     const t = telemetry();
     cleanups.push(() => script.server.close(), t.shutdown);
     // Prune tool results over 2,000 characters, so pressure prunes before it compacts.
-    const { compaction, tools } = setup(script, { config: { headroomTokens: 2048, maxTokens: 1024, prune: { thresholdChars: 2000, headChars: 400, tailChars: 400 } } });
+    const { compaction, tools } = setup(script, {
+      config: { headroomTokens: 2048, maxTokens: 1024, prune: { thresholdChars: 2000, headChars: 400, tailChars: 400 } },
+    });
     const stop = instrument(compaction.engine, { tracer: t.tracer, meter: t.meter, attributes: { 'session.id': 'otel-1' } });
     const committed: Array<{ trigger: string; tokensBefore: number; tokensAfter: number }> = [];
     // Each prune's freed tokens (our tokenizer's) and the calibration ratio at that moment.
@@ -93,7 +105,12 @@ describe('xcompact/otel', () => {
 
     const [recovery] = named('xcompact.overflow_recovery');
     expect(recovery).toBeDefined();
-    expect(recovery!.attributes).toMatchObject({ 'xcompact.trigger': 'overflow', 'xcompact.action': 'retry', 'error.code': 'context-overflow', 'http.response.status_code': 400 });
+    expect(recovery!.attributes).toMatchObject({
+      'xcompact.trigger': 'overflow',
+      'xcompact.action': 'retry',
+      'error.code': 'context-overflow',
+      'http.response.status_code': 400,
+    });
     expect(Number(recovery!.attributes['xcompact.tokens.before'])).toBeGreaterThan(Number(recovery!.attributes['xcompact.tokens.after']));
 
     const m = await t.metrics();
@@ -133,7 +150,11 @@ describe('xcompact/otel', () => {
     const t = telemetry();
     const global = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(t.spans)] });
     trace.setGlobalTracerProvider(global);
-    cleanups.push(() => script.server.close(), t.shutdown, async () => trace.disable());
+    cleanups.push(
+      () => script.server.close(),
+      t.shutdown,
+      async () => trace.disable(),
+    );
     const { compaction, tools } = setup(script);
     let compactions = 0;
     compaction.engine.on((e) => {

@@ -50,7 +50,11 @@ describe('xcompact compact, small ones (docs/cli.md)', () => {
     const before = readdirSync(at).sort();
     const sink = { write: () => true } as unknown as NodeJS.WritableStream;
     await expect(
-      runCompact(input, { summarizer: 'openai', baseUrl: server.baseURL, model: 'local/m', apiKeyEnv: 'XCOMPACT_TEST_NO_KEY', contextWindow: 32768, maxTokens: 1 }, sink),
+      runCompact(
+        input,
+        { summarizer: 'openai', baseUrl: server.baseURL, model: 'local/m', apiKeyEnv: 'XCOMPACT_TEST_NO_KEY', contextWindow: 32768, maxTokens: 1 },
+        sink,
+      ),
     ).rejects.toThrow();
     expect(readdirSync(at).sort()).toEqual(before);
   });

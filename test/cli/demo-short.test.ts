@@ -69,7 +69,9 @@ describe('demo with few steps', { timeout: 60_000 }, () => {
     );
     expect(err).toBeInstanceOf(CliError);
     const line = errorLine(err);
-    expect(line).toMatch(/^step 3: the provider rejected the request as longer than the context window and it could not be recovered: condensing the history failed/);
+    expect(line).toMatch(
+      /^step 3: the provider rejected the request as longer than the context window and it could not be recovered: condensing the history failed/,
+    );
     expect(line).toMatch(/maximum context length is 16384 tokens/);
     expect(line).not.toMatch(/unexpected error/);
     expect(reportError(err, false, () => undefined)).toBe(1);

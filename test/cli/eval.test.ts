@@ -65,7 +65,10 @@ describe('xcompact eval on the real transcripts', { timeout: 400_000 }, () => {
     expect(run.code, run.stderr).toBe(0);
     // Not a TTY: no progress bar on stderr.
     expect(run.stderr).toBe('');
-    for (const [name, format] of [['real-session.jsonl', 'claude-code'], ['real-rollout.jsonl', 'codex']] as const) {
+    for (const [name, format] of [
+      ['real-session.jsonl', 'claude-code'],
+      ['real-rollout.jsonl', 'codex'],
+    ] as const) {
       expect(run.stdout).toMatch(new RegExp(`${name.replace('.', '\\.')} \\(${format}, \\d+ requests\\) — window 32,768 tokens`));
       expect(run.stdout).toMatch(new RegExp(`${name.replace('.', '\\.')} \\(${format}, \\d+ requests\\) — window 131,072 tokens`));
     }
@@ -100,7 +103,14 @@ describe('xcompact eval on the real transcripts', { timeout: 400_000 }, () => {
         const box = svg.getBoundingClientRect();
         const marks = Array.from(svg.querySelectorAll('circle, polyline')).map((m) => (m as SVGGraphicsElement).getBBox());
         const valid = svg.closest('section')!.querySelectorAll('tbody tr:not(.invalid)').length;
-        return { id: svg.id, width: box.width, height: box.height, marks: marks.length, drawnMarks: marks.filter((b) => b.width > 0 || b.height > 0).length, valid };
+        return {
+          id: svg.id,
+          width: box.width,
+          height: box.height,
+          marks: marks.length,
+          drawnMarks: marks.filter((b) => b.width > 0 || b.height > 0).length,
+          valid,
+        };
       }),
     );
     await page.close();
@@ -155,9 +165,16 @@ describe('other harnesses in inspect and compact; foreign files refused', { time
   it.concurrent('a foreign JSONL whose lines look like pi entries: one-line error naming the formats tried, exit non-zero, for every command', async () => {
     const foreign = fixture('foreign/chat-log.jsonl');
     const before = readFileSync(foreign);
-    for (const args of [['inspect', foreign], ['compact', foreign, '--summarizer', 'extractive'], ['eval', foreign]]) {
+    for (const args of [
+      ['inspect', foreign],
+      ['compact', foreign, '--summarizer', 'extractive'],
+      ['eval', foreign],
+    ]) {
       const r = await xcompact(args);
-      expectOneLineError(r, /chat-log\.jsonl: not a transcript xcompact reads; tried xcompact session .*pi transcript .*Claude Code session .*Codex rollout .*none describes its 3 records/);
+      expectOneLineError(
+        r,
+        /chat-log\.jsonl: not a transcript xcompact reads; tried xcompact session .*pi transcript .*Claude Code session .*Codex rollout .*none describes its 3 records/,
+      );
     }
     expect(readFileSync(foreign).equals(before)).toBe(true);
     expect(existsSync(join(dirname(foreign), 'chat-log.compacted.jsonl'))).toBe(false);

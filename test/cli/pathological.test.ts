@@ -9,9 +9,9 @@ import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCompact } from '../../src/cli/compact.js';
-import { runInspect } from '../../src/cli/inspect.js';
-import { removeTempDirs, tempDir } from '../helpers/session.js';
+import { runCompact } from '../../src/cli/compact';
+import { runInspect } from '../../src/cli/inspect';
+import { removeTempDirs, tempDir } from '../helpers/session';
 
 afterAll(removeTempDirs);
 
@@ -33,11 +33,32 @@ function piFile(dir: string, name: string, output: string, prompt: number): stri
   const lines = [
     JSON.stringify({ type: 'session', id: name, timestamp: '2026-01-01T00:00:00Z', cwd: '/w', provider: 'anthropic', modelId: 'claude-x' }),
     msg({ role: 'user', content: [{ type: 'text', text: 'show the file' }] }),
-    msg({ role: 'assistant', provider: 'anthropic', model: 'claude-x', content: [{ type: 'toolCall', id: 'c1', name: 'bash', arguments: { command: 'cat big' } }], usage: usage(100), stopReason: 'toolUse' }),
+    msg({
+      role: 'assistant',
+      provider: 'anthropic',
+      model: 'claude-x',
+      content: [{ type: 'toolCall', id: 'c1', name: 'bash', arguments: { command: 'cat big' } }],
+      usage: usage(100),
+      stopReason: 'toolUse',
+    }),
     msg({ role: 'toolResult', toolCallId: 'c1', toolName: 'bash', content: [{ type: 'text', text: output }], isError: false }),
-    msg({ role: 'assistant', provider: 'anthropic', model: 'claude-x', content: [{ type: 'text', text: 'It is long.' }], usage: usage(prompt), stopReason: 'stop' }),
+    msg({
+      role: 'assistant',
+      provider: 'anthropic',
+      model: 'claude-x',
+      content: [{ type: 'text', text: 'It is long.' }],
+      usage: usage(prompt),
+      stopReason: 'stop',
+    }),
     msg({ role: 'user', content: [{ type: 'text', text: 'thanks' }] }),
-    msg({ role: 'assistant', provider: 'anthropic', model: 'claude-x', content: [{ type: 'text', text: 'Welcome.' }], usage: usage(prompt + 20), stopReason: 'stop' }),
+    msg({
+      role: 'assistant',
+      provider: 'anthropic',
+      model: 'claude-x',
+      content: [{ type: 'text', text: 'Welcome.' }],
+      usage: usage(prompt + 20),
+      stopReason: 'stop',
+    }),
   ];
   const file = join(dir, `${name}.jsonl`);
   writeFileSync(file, `${lines.join('\n')}\n`);

@@ -8,14 +8,14 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { runCompact } from '../../src/cli/compact.js';
-import { runDemo } from '../../src/cli/demo.js';
-import { CliError } from '../../src/cli/errors.js';
-import { runInspect } from '../../src/cli/inspect.js';
-import { PostgresStore, Session, SessionWriter } from '../../src/session/index.js';
-import { xcompact } from '../helpers/cli.js';
-import { freshSchema, pgUrl } from '../helpers/pg.js';
-import { removeTempDirs, tempDir } from '../helpers/session.js';
+import { runCompact } from '../../src/cli/compact';
+import { runDemo } from '../../src/cli/demo';
+import { CliError } from '../../src/cli/errors';
+import { runInspect } from '../../src/cli/inspect';
+import { PostgresStore, Session, SessionWriter } from '../../src/session/index';
+import { xcompact } from '../helpers/cli';
+import { freshSchema, pgUrl } from '../helpers/pg';
+import { removeTempDirs, tempDir } from '../helpers/session';
 
 afterAll(removeTempDirs);
 afterEach(() => {
@@ -126,7 +126,9 @@ describe('CLI with a PostgreSQL session', () => {
       return open.call(this, sid);
     });
     const before = await count(id);
-    const err = await runCompact(id, { summarizer: 'extractive', apiKeyEnv: 'OPENAI_API_KEY', maxTokens: 1024, inPlace: true, store: pgUrl() }, sink()).catch((e: unknown) => e);
+    const err = await runCompact(id, { summarizer: 'extractive', apiKeyEnv: 'OPENAI_API_KEY', maxTokens: 1024, inPlace: true, store: pgUrl() }, sink()).catch(
+      (e: unknown) => e,
+    );
     vi.restoreAllMocks();
     expect(done).toBe(true);
     expect(err).toBeInstanceOf(CliError);
@@ -162,9 +164,11 @@ describe('CLI with a PostgreSQL session', () => {
     expect(down).toBeInstanceOf(CliError);
     expect((down as Error).message).toMatch(/cannot reach the PostgreSQL server/);
 
-    const empty = await runCompact(`${pgUrl()}#no-such-session-${id}`, { summarizer: 'extractive', apiKeyEnv: 'OPENAI_API_KEY', maxTokens: 1024, inPlace: true }, sink()).catch(
-      (e: unknown) => e,
-    );
+    const empty = await runCompact(
+      `${pgUrl()}#no-such-session-${id}`,
+      { summarizer: 'extractive', apiKeyEnv: 'OPENAI_API_KEY', maxTokens: 1024, inPlace: true },
+      sink(),
+    ).catch((e: unknown) => e);
     expect((empty as Error).message).toMatch(/is empty/);
     expect(await count(`no-such-session-${id}`)).toBe(0);
   });

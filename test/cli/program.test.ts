@@ -57,11 +57,22 @@ function writeMessagesFile(path: string): void {
     { role: 'user', content: 'Fix the failing build in src/app.ts' },
   ];
   for (let i = 0; i < 6; i++) {
-    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: `cat src/mod${i}.ts` }) } }] });
-    messages.push({ role: 'tool', tool_call_id: `c${i}`, content: Array.from({ length: 40 }, (_, j) => `export function f${i}_${j}(x: number): number { return x * ${j}; }`).join('\n') });
+    messages.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: `cat src/mod${i}.ts` }) } }],
+    });
+    messages.push({
+      role: 'tool',
+      tool_call_id: `c${i}`,
+      content: Array.from({ length: 40 }, (_, j) => `export function f${i}_${j}(x: number): number { return x * ${j}; }`).join('\n'),
+    });
   }
   messages.push({ role: 'assistant', content: 'src/app.ts fails on a type error at line 3.' }, { role: 'user', content: 'Go ahead and fix it.' });
-  writeFileSync(path, `${JSON.stringify({ model: 'openai/gpt-4o-mini', tools: [{ type: 'function', function: { name: 'bash', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }], messages }, null, 2)}\n`);
+  writeFileSync(
+    path,
+    `${JSON.stringify({ model: 'openai/gpt-4o-mini', tools: [{ type: 'function', function: { name: 'bash', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }], messages }, null, 2)}\n`,
+  );
 }
 
 let demo: Ran;
@@ -185,13 +196,13 @@ describe('xcompact inspect', { timeout: SPAWN_TIMEOUT }, () => {
   });
 
   it.concurrent('imports a pi transcript in memory and says the window is unknown', async () => {
-    const r = await xcompact(['inspect', piPath!]);
+    const r = await xcompact(['inspect', piPath]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('pi transcript, imported in memory');
     expect(r.stdout).toMatch(/88 turns, 453 steps/);
     expect(r.stdout).toMatch(/18 calls without a recorded result/);
     expect(r.stdout).toMatch(/window unknown: anthropic\/claude-sonnet-4-5 .* pass --context-window/);
-    const withWindow = await xcompact(['inspect', piPath!, '--context-window', '200000']);
+    const withWindow = await xcompact(['inspect', piPath, '--context-window', '200000']);
     expect(withWindow.stdout).toMatch(/window\s+200,000 tokens/);
     expect(withWindow.stdout).toMatch(/at or above/);
   });
@@ -206,7 +217,11 @@ describe('xcompact compact', { timeout: SPAWN_TIMEOUT }, () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/compacted 14 messages into 1 checkpoint/);
     expect(readFileSync(input).equals(before)).toBe(true);
-    const out = JSON.parse(readFileSync(join(dir, 'messages.compacted.json'), 'utf8')) as { model: string; tools: unknown[]; messages: Array<{ role: string; content: string }> };
+    const out = JSON.parse(readFileSync(join(dir, 'messages.compacted.json'), 'utf8')) as {
+      model: string;
+      tools: unknown[];
+      messages: Array<{ role: string; content: string }>;
+    };
     expect(out.model).toBe('openai/gpt-4o-mini');
     expect(out.tools).toHaveLength(1);
     expect(out.messages.map((m) => m.role)).toEqual(['system', 'user', 'user']);
@@ -241,7 +256,9 @@ describe('xcompact compact', { timeout: SPAWN_TIMEOUT }, () => {
   });
 
   it.concurrent('uses a real OpenAI-compatible endpoint through the SDK', async () => {
-    const server = await startOpenAIServer({ scenarios: () => ({ kind: 'reply', content: '## Primary Request and Intent\n- Fix the build in src/app.ts\n\n## Next Step\n- Fix line 3.' }) });
+    const server = await startOpenAIServer({
+      scenarios: () => ({ kind: 'reply', content: '## Primary Request and Intent\n- Fix the build in src/app.ts\n\n## Next Step\n- Fix line 3.' }),
+    });
     try {
       const input = join(dir, 'endpoint.json');
       writeMessagesFile(input);
@@ -300,7 +317,10 @@ describe('xcompact compact --in-place', { timeout: SPAWN_TIMEOUT }, () => {
     writeMessagesFile(input);
     const before = readFileSync(input);
     const r = await xcompact(['compact', input, '--in-place', '--summarizer', 'extractive']);
-    expectOneLineError(r, /chat\.json is a chat-messages JSON file \(its messages would be overwritten\): --in-place only appends to an xcompact session log \(JSONL\); drop --in-place/);
+    expectOneLineError(
+      r,
+      /chat\.json is a chat-messages JSON file \(its messages would be overwritten\): --in-place only appends to an xcompact session log \(JSONL\); drop --in-place/,
+    );
     expect(r.code).toBe(2);
     expect(r.stdout).not.toContain('appended in place');
     expect(readFileSync(input).equals(before)).toBe(true);
@@ -317,7 +337,12 @@ describe('xcompact compact --in-place', { timeout: SPAWN_TIMEOUT }, () => {
     expect(readFileSync(file).equals(before)).toBe(true);
 
     // A log with no request header yet names no model to summarize with.
-    const { file: early } = sessionCopy('inplace-recover', 'early.jsonl', (all) => all.slice(0, all.findIndex((l) => l.includes('"type":"request/header"'))));
+    const { file: early } = sessionCopy('inplace-recover', 'early.jsonl', (all) =>
+      all.slice(
+        0,
+        all.findIndex((l) => l.includes('"type":"request/header"')),
+      ),
+    );
     const earlyBefore = readFileSync(early);
     const noModel = await xcompact(['compact', early, '--in-place', '--recover', '--base-url', 'http://127.0.0.1:1/v1']);
     expectOneLineError(noModel, /early\.jsonl names no model.*pass --model provider\/model/);
@@ -335,19 +360,22 @@ describe('xcompact compact --in-place', { timeout: SPAWN_TIMEOUT }, () => {
     expect(appended).toContain('"type":"compaction/summary"');
   });
 
-  it.concurrent.each([['sess.log', 'sess.log.jsonl'], ['Up.JSONL', 'Up.jsonl']])(
-    'refuses %s, whose store file would be %s (another, empty session), and creates nothing next to it',
-    async (name, wrong) => {
-      const { dir: at, file } = sessionCopy(`inplace-name-${name}`, name);
-      const before = readFileSync(file);
-      const r = await xcompact(['compact', file, '--in-place', '--summarizer', 'extractive']);
-      expectOneLineError(r, new RegExp(`--in-place needs the session file named exactly <id>\\.jsonl.*"${name.replace('.', '\\.')}" is not: rename it .* or drop --in-place`));
-      expect(r.code).toBe(2);
-      expect(readFileSync(file).equals(before)).toBe(true);
-      expect(existsSync(join(at, wrong))).toBe(false);
-      expect(readdirSync(at)).toEqual([name]);
-    },
-  );
+  it.concurrent.each([
+    ['sess.log', 'sess.log.jsonl'],
+    ['Up.JSONL', 'Up.jsonl'],
+  ])('refuses %s, whose store file would be %s (another, empty session), and creates nothing next to it', async (name, wrong) => {
+    const { dir: at, file } = sessionCopy(`inplace-name-${name}`, name);
+    const before = readFileSync(file);
+    const r = await xcompact(['compact', file, '--in-place', '--summarizer', 'extractive']);
+    expectOneLineError(
+      r,
+      new RegExp(`--in-place needs the session file named exactly <id>\\.jsonl.*"${name.replace('.', '\\.')}" is not: rename it .* or drop --in-place`),
+    );
+    expect(r.code).toBe(2);
+    expect(readFileSync(file).equals(before)).toBe(true);
+    expect(existsSync(join(at, wrong))).toBe(false);
+    expect(readdirSync(at)).toEqual([name]);
+  });
 });
 
 describe('errors: one line on stderr, non-zero exit, a stack only with --verbose', { timeout: SPAWN_TIMEOUT }, () => {
@@ -386,7 +414,10 @@ describe('errors: one line on stderr, non-zero exit, a stack only with --verbose
       storeMessage = (err as Error).message;
     }
     expect(storeMessage).toMatch(/broken\.jsonl:6: not valid JSON/);
-    for (const args of [['inspect', file], ['compact', file, '--summarizer', 'extractive']]) {
+    for (const args of [
+      ['inspect', file],
+      ['compact', file, '--summarizer', 'extractive'],
+    ]) {
       const r = await xcompact(args);
       expectOneLineError(r, /broken\.jsonl:6: not valid JSON/);
       expect(r.stderr).toBe(`xcompact: ${storeMessage} Fix or remove that line.\n`);
@@ -430,7 +461,15 @@ describe('examples/agent-loop.ts from the command line', { timeout: SPAWN_TIMEOU
     mkdirSync(join(at, 'sandbox'), { recursive: true });
     try {
       const r = await agentLoopExample(
-        { OPENAI_BASE_URL: server.baseURL, MODEL: 'mystery-7b', PROVIDER: undefined, CONTEXT_WINDOW: undefined, SANDBOX: join(at, 'sandbox'), SESSION_DIR: join(at, 'sessions'), SESSION: 'example' },
+        {
+          OPENAI_BASE_URL: server.baseURL,
+          MODEL: 'mystery-7b',
+          PROVIDER: undefined,
+          CONTEXT_WINDOW: undefined,
+          SANDBOX: join(at, 'sandbox'),
+          SESSION_DIR: join(at, 'sessions'),
+          SESSION: 'example',
+        },
         'first request\nsecond request\nthird request\n/exit\n',
       );
       expect(r.code).not.toBe(0);

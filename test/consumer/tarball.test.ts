@@ -44,7 +44,7 @@ function run(cmd: string, args: string[], cwd: string, timeout = 240_000): Promi
   const opts: ExecFileOptions = { cwd, env: { ...env, NO_COLOR: '1' }, timeout, maxBuffer: 64 * 1024 * 1024 };
   return new Promise((done) => {
     execFile(cmd, args, opts, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code as number) : 1) : 0;
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
       done({ code, stdout: String(stdout), stderr: String(stderr) });
     });
   });
@@ -87,7 +87,9 @@ afterAll(() => {
 });
 
 /** Loads every entry both ways in a process of the consumer project; reports what loaded or which package was missing. */
-async function loadEntries(): Promise<Record<string, { esm: string[] | { missing?: string; error?: string }; cjs: string[] | { missing?: string; error?: string } }>> {
+async function loadEntries(): Promise<
+  Record<string, { esm: string[] | { missing?: string; error?: string }; cjs: string[] | { missing?: string; error?: string } }>
+> {
   const script = `
 const { createRequire } = require('node:module');
 const requireHere = createRequire(__filename);
@@ -281,7 +283,10 @@ catch (e) { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.
     // The example as a user copies it: imports from the package, compiled to .mjs and .cjs.
     const esbuild = (await import('esbuild')) as typeof import('esbuild');
     const fromPackage = (source: string) =>
-      source.replace(/from '\.\.\/src\/index'/g, "from 'xcompact'").replace(/from '\.\.\/src\/testing\/index'/g, "from 'xcompact/testing'").replace(/from '\.\/local-model'/g, "from './local-model.js'");
+      source
+        .replace(/from '\.\.\/src\/index'/g, "from 'xcompact'")
+        .replace(/from '\.\.\/src\/testing\/index'/g, "from 'xcompact/testing'")
+        .replace(/from '\.\/local-model'/g, "from './local-model.js'");
     for (const format of ['esm', 'cjs'] as const) {
       const ext = format === 'esm' ? 'mjs' : 'cjs';
       const dirOut = join(project, `drop-in-${format}`);
@@ -297,8 +302,11 @@ catch (e) { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.
     delete env['OPENAI_BASE_URL']; // the example's own local model
     const runExample = (format: 'esm' | 'cjs', args: string[] = []) =>
       new Promise<Ran>((done) => {
-        execFile(process.execPath, [`drop-in-${format}/openai-drop-in.${format === 'esm' ? 'mjs' : 'cjs'}`, ...args], { cwd: project, env, timeout: 120_000 }, (err, stdout, stderr) =>
-          done({ code: err ? 1 : 0, stdout: String(stdout), stderr: String(stderr) }),
+        execFile(
+          process.execPath,
+          [`drop-in-${format}/openai-drop-in.${format === 'esm' ? 'mjs' : 'cjs'}`, ...args],
+          { cwd: project, env, timeout: 120_000 },
+          (err, stdout, stderr) => done({ code: err ? 1 : 0, stdout: String(stdout), stderr: String(stderr) }),
         );
       });
     const esm = await runExample('esm');

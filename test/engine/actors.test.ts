@@ -152,7 +152,10 @@ describe('selectSpan, validateSpan, revalidateSpan', () => {
     // The surface grows: an automatic compaction's snapshot no longer holds, a manual one's span does.
     step();
     expect(revalidateSpan(deps, { range: budget, mode: 'automatic', snapshot: check.snapshot, summary: { text: 's', requests: 1 } }).stable).toBe(false);
-    expect(revalidateSpan(deps, { range: budget, mode: 'manual', snapshot: check.snapshot, summary: { text: 's', requests: 1 } })).toMatchObject({ stable: true, requiredTokens: 0 });
+    expect(revalidateSpan(deps, { range: budget, mode: 'manual', snapshot: check.snapshot, summary: { text: 's', requests: 1 } })).toMatchObject({
+      stable: true,
+      requiredTokens: 0,
+    });
   });
 
   it('a span that is no longer on the surface is span-invalid (chart code changed)', () => {
@@ -204,7 +207,12 @@ describe('BracketWriter', () => {
     clock.t = 1250;
     const before = session.length;
     const commit = brackets.commit({ range, startSeq: opened.startSeq, summary: { text: 'the summary', requests: 1 }, turn: session.openTurn, opened });
-    expect(session.events().slice(before).map((e) => e.type)).toEqual(['compaction/summary', 'user/message', 'compaction/end']);
+    expect(
+      session
+        .events()
+        .slice(before)
+        .map((e) => e.type),
+    ).toEqual(['compaction/summary', 'user/message', 'compaction/end']);
     expect(commit).toMatchObject({ startSeq: opened.startSeq, shadowedCount: range.shadowed.length, durationMs: 250, tokensBefore: opened.tokensBefore });
     expect(commit.tokensAfter).toBe(deps.meter.measure().totalTokens);
     expect(commit.tokensAfter).toBeLessThan(commit.tokensBefore);
@@ -236,7 +244,7 @@ describe('probes and the assembled services', () => {
     step();
     expect(probeLock(deps)).toEqual({ held: false, generation: session.surface.replaceGeneration });
     expect(checkAdmission(deps)).toEqual({ openTurn: session.openTurn, lockHeld: false });
-    const boom = new SummarizerError('summary-request' as never, 'scripted');
+    const boom = new SummarizerError('summary-request', 'scripted');
     const built = createEngineServices(deps, { name: 'boom', summarize: async () => Promise.reject(boom) });
     for (let i = 0; i < 3; i++) step();
     const range = built.services.selectRange({ purpose: 'manual', attempt: 1, retain: 'newest-unit', stackCheckpoints: false })!;

@@ -41,7 +41,7 @@ function outputOf(): { stream: PassThrough; text: () => string } {
   return { stream, text: () => text };
 }
 
-describe('promptedLines: the lines at the example loop\'s prompt', { timeout: 10_000 }, () => {
+describe("promptedLines: the lines at the example loop's prompt", { timeout: 10_000 }, () => {
   it('keeps lines that were piped and closed before the loop first asked', async () => {
     const input = new PassThrough();
     input.end('first request\nsecond request\n/compact the retry logic\nthird request\n/exit\nnever read\n');
@@ -126,7 +126,10 @@ describe('examples/agent-loop.ts with piped input', { timeout: 90_000 }, () => {
         Array.from({ length: 4 }, (_, i) => {
           const at = join(dir, `run-${i}`);
           mkdirSync(join(at, 'sandbox'), { recursive: true });
-          return pipeInto({ OPENAI_BASE_URL: server.baseURL, SANDBOX: join(at, 'sandbox'), SESSION_DIR: join(at, 'sessions'), SESSION: `piped-${i}` }, `hi ${i}\nagain ${i}\n/exit\n`);
+          return pipeInto(
+            { OPENAI_BASE_URL: server.baseURL, SANDBOX: join(at, 'sandbox'), SESSION_DIR: join(at, 'sessions'), SESSION: `piped-${i}` },
+            `hi ${i}\nagain ${i}\n/exit\n`,
+          );
         }),
       );
       runs.forEach((r, i) => {

@@ -58,7 +58,9 @@ describe('createCompactionMachine and session listeners', () => {
     const { session, live } = countedSession();
     conversation(session, 12);
     const before = live();
-    const actor = createActor(createCompactionMachine({ session, models: MODELS, config: { headroomTokens: 500, maxTokens: 400 } }), { input: undefined }).start();
+    const actor = createActor(createCompactionMachine({ session, models: MODELS, config: { headroomTokens: 500, maxTokens: 400 } }), {
+      input: undefined,
+    }).start();
     const settled = new Promise<unknown>((resolve) => actor.on('request.settled', resolve));
     actor.send({ type: 'compact.requested', id: 'c1', aborted: false, abortReason: undefined, focus: undefined });
     expect(await settled).toMatchObject({ id: 'c1', result: { kind: 'manual', output: { status: 'committed' } } });

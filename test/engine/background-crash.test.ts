@@ -6,10 +6,10 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { EngineServices } from '../../src/engine/facade';
-import { JsonlStore } from '../../src/session/index.js';
+import { JsonlStore } from '../../src/session/index';
 import { Session } from '../../src/session/session';
 import { deferredSummarizer, harness, openTurn, recordingSummarizer, type Harness } from '../helpers/engine';
-import { removeTempDirs, tempDir } from '../helpers/session.js';
+import { removeTempDirs, tempDir } from '../helpers/session';
 
 afterAll(removeTempDirs);
 
@@ -70,7 +70,7 @@ describe('a crash in every background state leaves an orphan that recover() clea
             const name = c.hold;
             const real = d[name] as (i: never) => unknown;
             // Held only in the background run (the foreground pressure path shares these services).
-            return { [name]: (i: never) => (armed ? never() : real(i)) } as Partial<EngineServices>;
+            return { [name]: (i: never) => (armed ? never() : real(i)) };
           },
         },
         session,

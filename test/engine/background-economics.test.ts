@@ -75,12 +75,26 @@ describe('background compaction with the cost model (both defaults on)', () => {
     expect(h.events.find((e): e is Started => e.type === 'compaction.started')!.economics?.decision).toBe('compact-early');
     const call = await sum.call(0);
     // Another writer replaces a tool result inside the span (the engine's own pruner never would).
-    const inSpan = h.session.surface.slice(0).map((seq) => h.session.event(seq)).find((e) => e.type === 'tool/result')!;
-    h.session.append({ ...(inSpan as never as object), type: 'tool/result', data: { ...(inSpan.data as object), content: [{ type: 'text', text: 'cut' }] }, surfaceOp: { op: 'replace', start: inSpan.seq, end: inSpan.seq }, sourceEventSeqs: [inSpan.seq] } as never);
+    const inSpan = h.session.surface
+      .slice(0)
+      .map((seq) => h.session.event(seq))
+      .find((e) => e.type === 'tool/result')!;
+    h.session.append({
+      ...(inSpan as never as object),
+      type: 'tool/result',
+      data: { ...(inSpan.data as object), content: [{ type: 'text', text: 'cut' }] },
+      surfaceOp: { op: 'replace', start: inSpan.seq, end: inSpan.seq },
+      sourceEventSeqs: [inSpan.seq],
+    } as never);
     call.resolve(SUMMARY);
     await until(() => h.events.some((e) => e.type === 'compaction.failed'));
     expect(h.session.events().some((e) => e.type === 'compaction/summary')).toBe(false);
-    expect(h.session.events().filter((e) => e.type === 'compaction/end').at(-1)!.data).toMatchObject({ error: { code: 'changed' } });
+    expect(
+      h.session
+        .events()
+        .filter((e) => e.type === 'compaction/end')
+        .at(-1)!.data,
+    ).toMatchObject({ error: { code: 'changed' } });
     expect(h.events.find((e) => e.type === 'compaction.failed')).toMatchObject({ background: true, error: { code: 'changed' } });
     expect(h.session.lock.held).toBe(false);
     h.engine.stop();

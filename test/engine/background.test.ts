@@ -105,11 +105,14 @@ describe('background compaction (docs/spec.md#13-background-compaction)', () => 
     expect(h.session.surface.pendingCalls()).toEqual([]);
   });
 
-  it('on a one-slot server (concurrency 1) an unset backgroundCommit commits once ready: the summary already evicted the agent\'s cached prompt', async () => {
+  it("on a one-slot server (concurrency 1) an unset backgroundCommit commits once ready: the summary already evicted the agent's cached prompt", async () => {
     /** One slot, the summary ready below the threshold (it waits for the agent's reply, which the next step records). */
     const readyOnOneSlot = async (backgroundCommit?: 'threshold') => {
       const sum = deferredSummarizer();
-      const h = harness({ summarizer: sum, config: { ...BG, ...(backgroundCommit ? { backgroundCommit } : {}), models: { 'test/small': { concurrency: 1 } } } });
+      const h = harness({
+        summarizer: sum,
+        config: { ...BG, ...(backgroundCommit ? { backgroundCommit } : {}), models: { 'test/small': { concurrency: 1 } } },
+      });
       openTurn(h);
       const i = await stepToPrepare(h);
       await h.step(i);
@@ -149,7 +152,12 @@ describe('background compaction (docs/spec.md#13-background-compaction)', () => 
     expect(h.events.filter((e) => e.type === 'compaction.committed')).toEqual([]);
     // An overflow still waits for (here: commits) the held summary, then recovers as usual.
     void sum.call(1).then((c) => c.resolve(SUMMARY)); // should recovery compact once more
-    const overflow = await h.engine.onRequestError(Object.assign(new Error("This model's maximum context length is 6000 tokens. However, your messages resulted in 7000 tokens."), { status: 400, code: 'context_length_exceeded' }));
+    const overflow = await h.engine.onRequestError(
+      Object.assign(new Error("This model's maximum context length is 6000 tokens. However, your messages resulted in 7000 tokens."), {
+        status: 400,
+        code: 'context_length_exceeded',
+      }),
+    );
     expect(h.events.find((e) => e.type === 'compaction.committed')).toMatchObject({ background: true });
     expect(overflow.kind).toBe('retry');
   });
@@ -268,12 +276,24 @@ describe('background compaction (docs/spec.md#13-background-compaction)', () => 
     const span = h.events.find((e) => e.type === 'compaction.started')!;
     expect(span.type).toBe('compaction.started');
     // Another writer replaces a tool result inside the span (the engine's own pruner never would).
-    const inSpan = h.session.surface.slice(0).map((seq) => h.session.event(seq)).find((e) => e.type === 'tool/result')!;
-    h.session.append({ ...(inSpan as never as object), type: 'tool/result', data: { ...(inSpan.data as object), content: [{ type: 'text', text: 'cut' }] }, surfaceOp: { op: 'replace', start: inSpan.seq, end: inSpan.seq }, sourceEventSeqs: [inSpan.seq] } as never);
+    const inSpan = h.session.surface
+      .slice(0)
+      .map((seq) => h.session.event(seq))
+      .find((e) => e.type === 'tool/result')!;
+    h.session.append({
+      ...(inSpan as never as object),
+      type: 'tool/result',
+      data: { ...(inSpan.data as object), content: [{ type: 'text', text: 'cut' }] },
+      surfaceOp: { op: 'replace', start: inSpan.seq, end: inSpan.seq },
+      sourceEventSeqs: [inSpan.seq],
+    } as never);
     call.resolve(SUMMARY);
     await settle();
     expect(h.session.events().some((e) => e.type === 'compaction/summary')).toBe(false);
-    const end = h.session.events().filter((e) => e.type === 'compaction/end').at(-1)!;
+    const end = h.session
+      .events()
+      .filter((e) => e.type === 'compaction/end')
+      .at(-1)!;
     expect(end.data).toMatchObject({ error: { code: 'changed' } });
     expect(h.events.find((e) => e.type === 'compaction.failed')).toMatchObject({ background: true });
   });
@@ -334,7 +354,10 @@ describe('background compaction (docs/spec.md#13-background-compaction)', () => 
     const r = await waiting.value;
     expect(call.signal.aborted).toBe(true);
     expect(r.status).toBe('cancelled');
-    const end = h.session.events().filter((e) => e.type === 'compaction/end').at(-1)!;
+    const end = h.session
+      .events()
+      .filter((e) => e.type === 'compaction/end')
+      .at(-1)!;
     expect(end.data).toMatchObject({ error: { code: 'cancelled' } });
     expect(h.session.lock.held).toBe(false);
   });

@@ -78,7 +78,12 @@ const NOTED: Case[] = [
   { host: 'overflow', state: 'pruning', before: ['classify', 'probeLock'], hold: 'prune' },
   { host: 'overflow', state: 'selecting', before: ['classify', 'probeLock', 'prune'], hold: 'selectRange' },
   { host: 'overflow', state: 'compacting › transaction validating', before: ['classify', 'probeLock', 'prune', 'selectRange'], hold: 'validateSpan' },
-  { host: 'overflow', state: 'compacting › transaction opening', before: ['classify', 'probeLock', 'prune', 'selectRange', 'validateSpan'], hold: 'openBracket' },
+  {
+    host: 'overflow',
+    state: 'compacting › transaction opening',
+    before: ['classify', 'probeLock', 'prune', 'selectRange', 'validateSpan'],
+    hold: 'openBracket',
+  },
   { host: 'manual', state: 'compacting › transaction validating', before: ['checkAdmission', 'selectRange'], hold: 'validateSpan' },
   { host: 'manual', state: 'compacting › transaction opening', before: ['checkAdmission', 'selectRange', 'validateSpan'], hold: 'openBracket' },
 ];
@@ -192,7 +197,12 @@ async function expectCancelledRun(c: Case, { w, answer, logAtAbort, requestsAtAb
 
   // A commit made before the abort stays, and is reported.
   const committedBefore = c.before.includes('commit');
-  expect(w.session.events().slice(w.logMark.length).some((e) => e.type === 'compaction/summary')).toBe(committedBefore);
+  expect(
+    w.session
+      .events()
+      .slice(w.logMark.length)
+      .some((e) => e.type === 'compaction/summary'),
+  ).toBe(committedBefore);
   if (c.host === 'pressure') expect((answer as AfterStepResult).compactions).toHaveLength(committedBefore ? 1 : 0);
 
   expectLogOnlyGrew(w);
@@ -217,7 +227,10 @@ describe('a cancel during a step that runs to completion is honoured by the next
       const services = w.ctl.calls.map((x) => x.service);
       const held = services.lastIndexOf(c.hold);
       const after = services.slice(held + 1);
-      const added = w.session.events().slice(logAtAbort).map((e) => e.type);
+      const added = w.session
+        .events()
+        .slice(logAtAbort)
+        .map((e) => e.type);
       if (c.hold === 'validateSpan') {
         // Rejected: nothing written, no bracket.
         expect(after.filter((s) => s !== 'probeLock')).toEqual([]);
@@ -262,7 +275,12 @@ describe('cancel where it is too late by design', () => {
     expect(answer.error).toBeUndefined();
     expect(answer.compactions).toHaveLength(1);
     expect(w.ctl.calls.map((x) => x.service).at(-1)).toBe('flush');
-    expect(w.session.events().slice(w.logMark.length).map((e) => e.type)).toEqual(['compaction/start', 'compaction/summary', 'user/message', 'compaction/end']);
+    expect(
+      w.session
+        .events()
+        .slice(w.logMark.length)
+        .map((e) => e.type),
+    ).toEqual(['compaction/start', 'compaction/summary', 'user/message', 'compaction/end']);
     expectLockReleased(w);
     const reopened = await expectReplays(w);
     expect(reopened.lock.held).toBe(false);
@@ -304,7 +322,12 @@ describe('a cancel that comes too late for the commit still stops what would fol
     expect(answer.compactions[0]!.tokensAfter).toBeLessThan(answer.compactions[0]!.tokensBefore);
     expect(w.ctl.calls.map((x) => x.service).slice(-2)).toEqual(['commit', 'flush']);
     expect(w.ctl.calls.filter((x) => x.service === 'selectRange')).toHaveLength(2); // the run before, and this one
-    expect(w.session.events().slice(w.logMark.length).map((e) => e.type)).toEqual(['compaction/start', 'compaction/summary', 'user/message', 'compaction/end']);
+    expect(
+      w.session
+        .events()
+        .slice(w.logMark.length)
+        .map((e) => e.type),
+    ).toEqual(['compaction/start', 'compaction/summary', 'user/message', 'compaction/end']);
     expectLockReleased(w);
     expectLogOnlyGrew(w);
     expectValidRequest(w);
@@ -348,8 +371,20 @@ describe('engine.stop(): a graceful stop closes what this engine opened', () => 
   const STOPS: Array<Case & { bracket: boolean }> = [
     { host: 'manual', state: 'selecting', before: ['checkAdmission'], hold: 'selectRange', bracket: false },
     { host: 'manual', state: 'compacting › transaction summarizing', before: ['checkAdmission', 'selectRange', ...TX], hold: 'summarize', bracket: true },
-    { host: 'manual', state: 'compacting › transaction revalidating', before: ['checkAdmission', 'selectRange', ...TX, 'summarize'], hold: 'revalidate', bracket: true },
-    { host: 'overflow', state: 'compacting › transaction summarizing', before: ['classify', 'probeLock', 'prune', 'selectRange', ...TX], hold: 'summarize', bracket: true },
+    {
+      host: 'manual',
+      state: 'compacting › transaction revalidating',
+      before: ['checkAdmission', 'selectRange', ...TX, 'summarize'],
+      hold: 'revalidate',
+      bracket: true,
+    },
+    {
+      host: 'overflow',
+      state: 'compacting › transaction summarizing',
+      before: ['classify', 'probeLock', 'prune', 'selectRange', ...TX],
+      hold: 'summarize',
+      bracket: true,
+    },
   ];
   for (const c of STOPS) {
     it(`${c.host}: stopped while ${c.state}`, async () => {
@@ -377,7 +412,7 @@ describe('engine.stop(): a graceful stop closes what this engine opened', () => 
       const added = w.session.events().slice(logAtStop);
       if (c.bracket) {
         expect(added.map((e) => e.type)).toEqual(['compaction/end']);
-        expect(added[0]!.type === 'compaction/end' && added[0]!.data.error?.code).toBe('cancelled');
+        expect(added[0]!.type === 'compaction/end' && added[0].data.error?.code).toBe('cancelled');
       } else {
         expect(added).toEqual([]);
       }

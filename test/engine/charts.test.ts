@@ -96,7 +96,11 @@ describe('pressure compaction (docs/spec.md#4-pressure-compaction)', () => {
     const s = recordingSummarizer();
     const h = harness({
       summarizer: s,
-      config: { headroomTokens: 500, maxTokens: 400, prune: { thresholdChars: 2000, headChars: 800, tailChars: 400, protectRecentTokens: 0, minReclaimTokens: 1 } },
+      config: {
+        headroomTokens: 500,
+        maxTokens: 400,
+        prune: { thresholdChars: 2000, headChars: 800, tailChars: 400, protectRecentTokens: 0, minReclaimTokens: 1 },
+      },
     });
     openTurn(h);
     await h.step(0, 'x'.repeat(1500));
@@ -135,7 +139,10 @@ describe('pressure compaction (docs/spec.md#4-pressure-compaction)', () => {
     expect(s.calls).toBe(3);
     // Attempt 2 replaced a span starting right after the system prompt (the head merge).
     const starts = events.filter((e) => e.type === 'compaction.started');
-    const lastCommit = h.session.events().filter((e) => e.type === 'compaction/summary').at(-1)!;
+    const lastCommit = h.session
+      .events()
+      .filter((e) => e.type === 'compaction/summary')
+      .at(-1)!;
     expect(starts).toHaveLength(3);
     expect(lastCommit.type === 'compaction/summary' && h.session.surface.positionOf(h.session.surface.seqAt(1))).toBe(1);
     expect(h.session.deriveMessages().filter((m) => m.role === 'user' && String(m.content).includes('<compacted-summary>'))).toHaveLength(1);
@@ -247,7 +254,10 @@ describe('cancellation and late summaries (docs/spec.md#5-the-transaction Better
     call.resolve({ text: 'late summary', requests: 1 });
     await new Promise((res) => setTimeout(res, 20));
     expect(JSON.stringify(h.session.events())).toBe(before);
-    const end = h.session.events().filter((e) => e.type === 'compaction/end').at(-1)!;
+    const end = h.session
+      .events()
+      .filter((e) => e.type === 'compaction/end')
+      .at(-1)!;
     expect(end.type === 'compaction/end' && end.data.error?.code).toBe('cancelled');
     expect(h.session.events().some((e) => e.type === 'compaction/summary')).toBe(false);
     expect(h.session.lock.held).toBe(false);
@@ -567,7 +577,10 @@ describe('review fixes', () => {
     const h = harness({
       summarizer: recordingSummarizer(),
       // The span turns invalid after revalidation (a host override): the commit must write nothing but the close.
-      services: (d) => ({ revalidate: (input) => ({ ...d.revalidate(input), stable: true }), commit: (input) => d.commit({ ...input, range: { ...input.range, end: input.range.start + 10_000 } }) }),
+      services: (d) => ({
+        revalidate: (input) => ({ ...d.revalidate(input), stable: true }),
+        commit: (input) => d.commit({ ...input, range: { ...input.range, end: input.range.start + 10_000 } }),
+      }),
     });
     openTurn(h);
     for (let i = 0; i < 4; i++) await h.step(i);
@@ -596,7 +609,11 @@ describe('review fixes', () => {
       w.startStep();
       w.request({ provider: 'test', model: 'small', tools: [], maxTokens: 500 });
       const estimate = h.engine.measure().estimatedTokens;
-      w.assistant({ text: `s${i}`, toolCalls: [{ id: `c${i}`, name: 'bash', arguments: '{}' }], usage: { promptTokens: Math.round(estimate * 1.3), completionTokens: 5 } });
+      w.assistant({
+        text: `s${i}`,
+        toolCalls: [{ id: `c${i}`, name: 'bash', arguments: '{}' }],
+        usage: { promptTokens: Math.round(estimate * 1.3), completionTokens: 5 },
+      });
       w.toolResult(`c${i}`, `file${i}.ts\n`.repeat(60));
       const r = await h.engine.afterStep();
       w.endStep();
@@ -624,7 +641,10 @@ describe('review fixes', () => {
   });
 
   it('a held lock (busy) is not a compaction failure: the breaker does not count it', async () => {
-    const h = harness({ summarizer: recordingSummarizer(), config: { headroomTokens: 500, maxTokens: 400, circuitBreaker: { failureLimit: 1, cooldownMs: 60_000 } } });
+    const h = harness({
+      summarizer: recordingSummarizer(),
+      config: { headroomTokens: 500, maxTokens: 400, circuitBreaker: { failureLimit: 1, cooldownMs: 60_000 } },
+    });
     openTurn(h);
     h.session.append({ type: 'compaction/start', data: { turn: 0, trigger: 'manual' } });
     const { result, index } = await stepUntilPressure(h);

@@ -56,7 +56,10 @@ describe('checkpoints sized to the window (docs/reliability.md)', () => {
       for (let i = 0; i < 4; i++) {
         writer.startStep();
         writer.request({ provider: 'test', model: 'w4k', systemPrompt: 'You are a coding agent.', tools: [], maxTokens: MAX_TOKENS });
-        writer.assistant({ text: `step ${t}.${i}`, toolCalls: [{ id: `c${t}_${i}`, name: 'read_file', arguments: JSON.stringify({ path: `src/parser/part${t}_${i}.ts` }) }] });
+        writer.assistant({
+          text: `step ${t}.${i}`,
+          toolCalls: [{ id: `c${t}_${i}`, name: 'read_file', arguments: JSON.stringify({ path: `src/parser/part${t}_${i}.ts` }) }],
+        });
         writer.toolResult(`c${t}_${i}`, `export const part = ${t * 10 + i};\n`.repeat(12), { toolName: 'read_file' });
         const r = await engine.afterStep();
         writer.endStep();
@@ -69,7 +72,9 @@ describe('checkpoints sized to the window (docs/reliability.md)', () => {
       }
       writer.endTurn();
     }
-    console.log(`[checkpoint-size] threshold ${threshold}; compactions ${freed.length}; freed per compaction ${freed.join(', ')}; checkpoint tokens ${sizes.join(', ')}`);
+    console.log(
+      `[checkpoint-size] threshold ${threshold}; compactions ${freed.length}; freed per compaction ${freed.join(', ')}; checkpoint tokens ${sizes.join(', ')}`,
+    );
     expect(freed.length).toBeGreaterThan(2);
     for (const f of freed) expect(f).toBeGreaterThanOrEqual(threshold / 2);
     engine.stop();

@@ -16,18 +16,7 @@ import { COMPACTION_CHECKPOINT_SOURCE } from '../../src/session/events';
 import { Session } from '../../src/session/session';
 import { transactionMachine } from '../../src/machines/transaction';
 import { openAIMessageProblems } from '../helpers/openai-validator';
-import {
-  attachEngine,
-  cleanupWorlds,
-  endTurn,
-  fillAbove,
-  openWorld,
-  startTurn,
-  startServer,
-  toolStep,
-  type Server,
-  type World,
-} from '../machines/runner';
+import { attachEngine, cleanupWorlds, endTurn, fillAbove, openWorld, startTurn, startServer, toolStep, type Server, type World } from '../machines/runner';
 import { settleTxStep, takeRange, TX_SUBSCRIPTS, type RunCtx, type TxStep } from '../machines/tx-outcomes';
 
 type Host = 'manual' | 'pressure';
@@ -37,7 +26,10 @@ const OK = TX_SUBSCRIPTS.committed!;
 const FAIL = TX_SUBSCRIPTS.failed!;
 
 /** How to reach each state: the steps settled before it, and the call held there. */
-const REACH: Record<string, { steps: TxStep[]; hold?: 'validateSpan' | 'openBracket' | 'summarize' | 'truncate' | 'revalidate' | 'commit' | 'flush' | 'closeWithError' }> = {
+const REACH: Record<
+  string,
+  { steps: TxStep[]; hold?: 'validateSpan' | 'openBracket' | 'summarize' | 'truncate' | 'revalidate' | 'commit' | 'flush' | 'closeWithError' }
+> = {
   validating: { steps: [], hold: 'validateSpan' },
   opening: { steps: OK.slice(0, 1), hold: 'openBracket' },
   summarizing: { steps: OK.slice(0, 2), hold: 'summarize' },
@@ -66,7 +58,8 @@ afterEach(cleanupWorlds);
 
 /** The transaction actor's state: live if it is running, else where its last transition went. */
 function transactionState(w: World): string | undefined {
-  const job = w.engine.actor.getSnapshot().children.job as { getSnapshot(): { children: Record<string, { getSnapshot(): { value: unknown } } | undefined> } } | undefined;
+  const job = w.engine.actor.getSnapshot().children.job as
+    { getSnapshot(): { children: Record<string, { getSnapshot(): { value: unknown } } | undefined> } } | undefined;
   const tx = job?.getSnapshot().children.transaction;
   if (tx) return String(tx.getSnapshot().value);
   const last = w.recorded.filter((r) => r.machine === 'transaction').at(-1);
@@ -86,7 +79,9 @@ async function crashIn(state: string, host: Host) {
   const before = { messages: JSON.stringify(w.session.deriveMessages()), length: w.session.length };
 
   const controller = new AbortController();
-  const running: Promise<unknown> = (host === 'manual' ? w.engine.compactNow({ signal: controller.signal }) : w.engine.afterStep({ signal: controller.signal })).then(
+  const running: Promise<unknown> = (
+    host === 'manual' ? w.engine.compactNow({ signal: controller.signal }) : w.engine.afterStep({ signal: controller.signal })
+  ).then(
     (v) => ({ settled: v }),
     (err: unknown) => ({ rejected: err }),
   );
@@ -128,14 +123,21 @@ async function crashIn(state: string, host: Host) {
   if (summaryRequest !== undefined) expect((await srv.server.waitForClose(summaryRequest)).aborted).toBe(true);
 
   const reopened = await Session.open(w.store, w.id);
-  const committed = reopened.events().slice(before.length).some((e) => e.type === 'user/message' && e.data.source === COMPACTION_CHECKPOINT_SOURCE);
+  const committed = reopened
+    .events()
+    .slice(before.length)
+    .some((e) => e.type === 'user/message' && e.data.source === COMPACTION_CHECKPOINT_SOURCE);
   return { w, reopened, before, live, committed };
 }
 
 for (const host of ['manual', 'pressure'] as const) {
   describe(`a crash in every transaction state (host: ${host} compaction)`, () => {
     it('covers every state of the transaction chart', () => {
-      expect(Object.keys(REACH).filter((s) => statesOf(host).includes(s)).sort()).toEqual([...statesOf(host)].sort());
+      expect(
+        Object.keys(REACH)
+          .filter((s) => statesOf(host).includes(s))
+          .sort(),
+      ).toEqual([...statesOf(host)].sort());
       expect(Object.keys(REACH).sort()).toEqual([...STATES].sort());
     });
 

@@ -27,7 +27,11 @@ beforeAll(async () => {
 afterAll(() => srv.close());
 afterEach(cleanupWorlds);
 
-const SERVER_500 = { kind: 'status' as const, status: 500, body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } } };
+const SERVER_500 = {
+  kind: 'status' as const,
+  status: 500,
+  body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } },
+};
 
 describe('engine defects', () => {
   it('a lock taken between validation and compaction/start is busy, and the breaker does not count it', async () => {
@@ -65,7 +69,10 @@ describe('engine defects', () => {
     expect(err).toBeInstanceOf(CompactionError);
     expect(err.code).toBe('cancelled');
     expect(err.message).toContain('user pressed Ctrl-C');
-    const end = w.session.events().filter((e) => e.type === 'compaction/end').at(-1)!;
+    const end = w.session
+      .events()
+      .filter((e) => e.type === 'compaction/end')
+      .at(-1)!;
     expect(end.type === 'compaction/end' && end.data.error?.message).toContain('user pressed Ctrl-C');
   });
 

@@ -137,7 +137,10 @@ describe('the cost model in the engine', () => {
   });
 
   it('with forgetting priced lower, prunes before the threshold when that pays, and says so in the pruned notification', async () => {
-    const h = harness({ summarizer: recordingSummarizer(), config: { ...FORGETFUL, prune: { thresholdChars: 2000, headChars: 800, tailChars: 400, protectRecentTokens: 0, minReclaimTokens: 1 } } });
+    const h = harness({
+      summarizer: recordingSummarizer(),
+      config: { ...FORGETFUL, prune: { thresholdChars: 2000, headChars: 800, tailChars: 400, protectRecentTokens: 0, minReclaimTokens: 1 } },
+    });
     openTurn(h);
     // A long session first (many requests to come), then an oversized result as the newest step:
     // little to rewrite after it, and the request stays under the threshold.
@@ -146,8 +149,8 @@ describe('the cost model in the engine', () => {
     const result = await h.step(100, 'y '.repeat(1100));
     const pruned = h.events.find((e): e is Pruned => e.type === 'pruned');
     expect(pruned?.economics).toMatchObject({ decision: 'prune-early', pays: true });
-    expect(result!.status).toBe('relieved-by-pruning');
-    expect(result!.before!.totalTokens).toBeLessThan(result!.before!.threshold);
+    expect(result.status).toBe('relieved-by-pruning');
+    expect(result.before!.totalTokens).toBeLessThan(result.before!.threshold);
     h.engine.stop();
   });
 });

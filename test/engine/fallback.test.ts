@@ -23,7 +23,11 @@ const isSummary = (body: ChatRequestBody | undefined): boolean => {
   const last = body?.messages?.at(-1);
   return last?.role === 'user' && typeof last.content === 'string' && last.content.startsWith('You are now acting as a compaction engine');
 };
-const SERVER_ERROR: Scenario = { kind: 'status', status: 500, body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } } };
+const SERVER_ERROR: Scenario = {
+  kind: 'status',
+  status: 500,
+  body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } },
+};
 
 /** A model that reads one file per step; every summary request is answered 500. */
 function handler(): (req: { body: ChatRequestBody }) => Scenario {
@@ -31,7 +35,11 @@ function handler(): (req: { body: ChatRequestBody }) => Scenario {
   return ({ body }) => {
     if (isSummary(body)) return SERVER_ERROR;
     n++;
-    return { kind: 'reply', content: `Reading the next file (${n}).`, toolCalls: [{ id: `call_${n}`, name: 'read_file', arguments: JSON.stringify({ path: `src/mod${n}.ts` }) }] };
+    return {
+      kind: 'reply',
+      content: `Reading the next file (${n}).`,
+      toolCalls: [{ id: `call_${n}`, name: 'read_file', arguments: JSON.stringify({ path: `src/mod${n}.ts` }) }],
+    };
   };
 }
 
@@ -101,7 +109,7 @@ describe('a summarizer that always fails (docs/reliability.md)', () => {
       expect(log[at - 1]!.type).toBe('compaction/start');
       expect(log[at + 1]).toMatchObject({ type: 'user/message', surfaceOp: { op: 'replace' } });
       expect(log[at + 2]!.type).toBe('compaction/end');
-      expect(log[at + 2]).not.toHaveProperty(["data", "error"]);
+      expect(log[at + 2]).not.toHaveProperty(['data', 'error']);
       // The checkpoint is the ledger alone: no model prose.
       const text = t.type === 'compaction/summary' ? t.data.summary : '';
       expect(text).toMatch(/^\[Truncated without a summary/);
@@ -114,7 +122,9 @@ describe('a summarizer that always fails (docs/reliability.md)', () => {
     expect(session.lock.held).toBe(false);
 
     // Recall brings a truncated span back by the handle its checkpoint names.
-    const checkpoint = session.deriveMessages().find((m) => m.role === 'user' && typeof m.content === 'string' && m.content.includes('[Truncated without a summary'));
+    const checkpoint = session
+      .deriveMessages()
+      .find((m) => m.role === 'user' && typeof m.content === 'string' && m.content.includes('[Truncated without a summary'));
     const handle = /\bcp-\d+\b/.exec(String(checkpoint?.content))?.[0];
     expect(handle && parseHandle(handle)).toBeTruthy();
     const recalled = recallTool(session).run({ handle });

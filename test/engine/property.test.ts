@@ -25,7 +25,11 @@ import { JsonlStore } from '../../src/session/stores/jsonl';
 import { openAIMessageProblems } from '../helpers/openai-validator';
 import { attachEngine, cleanupWorlds, openWorld, route, startServer, type Call, type Server, type World } from '../machines/runner';
 
-const SERVER_500 = { kind: 'status' as const, status: 500, body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } } };
+const SERVER_500 = {
+  kind: 'status' as const,
+  status: 500,
+  body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } },
+};
 
 type Interrupt = { kind: 'none' } | { kind: 'abort'; at: number } | { kind: 'crash'; at: number };
 type Op =
@@ -91,7 +95,8 @@ function writeStep(w: World, sizes: number[], providerPercent: number | null = n
   route(w);
   const ids = sizes.map((_, j) => `c${w.session.length}_${j}`);
   // The provider's count of the request it answered (its tokenizer counts more than ours).
-  const usage = providerPercent === null ? undefined : { promptTokens: Math.round((w.engine.measure().estimatedTokens * providerPercent) / 100), completionTokens: 20 };
+  const usage =
+    providerPercent === null ? undefined : { promptTokens: Math.round((w.engine.measure().estimatedTokens * providerPercent) / 100), completionTokens: 20 };
   w.writer.assistant({ text: 'working', toolCalls: ids.map((id) => ({ id, name: 'bash', arguments: JSON.stringify({ id }) })), ...(usage ? { usage } : {}) });
   // Parallel calls answer in any order; here the last call answers first.
   ids
@@ -153,7 +158,10 @@ async function checkInvariants(run: Run, label: string): Promise<void> {
   try {
     if (bytes.length > 0) copyFileSync(w.file, join(copyDir, `${w.id}.jsonl`));
     const replayed = await Session.open(new JsonlStore(copyDir, { sync: false }), w.id);
-    expect(replayed.events().map((e) => JSON.stringify(e)), `${label}: replay`).toEqual(s.events().map((e) => JSON.stringify(e)));
+    expect(
+      replayed.events().map((e) => JSON.stringify(e)),
+      `${label}: replay`,
+    ).toEqual(s.events().map((e) => JSON.stringify(e)));
     expect(JSON.stringify(replayed.deriveMessages())).toBe(JSON.stringify(s.deriveMessages()));
     await replayed.close();
   } finally {

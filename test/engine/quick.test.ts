@@ -62,7 +62,7 @@ describe('quick check of a step below the threshold', () => {
     const b = await stepUntilPressure(full);
     // Background compaction is on by default: the prepare point (below the threshold) starts a summary.
     expect(a.result.status).toBe('preparing');
-    expect(a.result.before!.totalTokens).toBeLessThan(a.result.before!.threshold!);
+    expect(a.result.before!.totalTokens).toBeLessThan(a.result.before!.threshold);
     expect(b.result.status).toBe('preparing');
     expect(a.index).toBe(b.index);
     expect(watched.children).toContain('job');

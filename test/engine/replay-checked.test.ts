@@ -8,10 +8,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JsonlStore, Session, StoreError } from '../../src/session/index.js';
-import { snapshotPath, writeSnapshot } from '../../src/session/stores/jsonl-snapshot.js';
-import { LOG_RULES_VERSION } from '../../src/session/validate.js';
-import { appendAll, assistant, header, removeTempDirs, result, stepEnd, stepStart, tempDir, turnEnd, turnStart, user } from '../helpers/session.js';
+import { JsonlStore, Session, StoreError } from '../../src/session/index';
+import { snapshotPath, writeSnapshot } from '../../src/session/stores/jsonl-snapshot';
+import { LOG_RULES_VERSION } from '../../src/session/validate';
+import { appendAll, assistant, header, removeTempDirs, result, stepEnd, stepStart, tempDir, turnEnd, turnStart, user } from '../helpers/session';
 
 afterAll(removeTempDirs);
 
@@ -19,14 +19,28 @@ afterAll(removeTempDirs);
 async function writtenSession(dir: string, id: string): Promise<string> {
   const s = await Session.open(new JsonlStore(dir, { sync: false }), id);
   s.claimSnapshot(() => 'derived state');
-  appendAll(s, [turnStart(0), header(), user('fix the build'), stepStart(0, 0), header(), assistant('reading', ['c1']), result('c1', 'file text'), stepEnd(0, 0), turnEnd(0)]);
+  appendAll(s, [
+    turnStart(0),
+    header(),
+    user('fix the build'),
+    stepStart(0, 0),
+    header(),
+    assistant('reading', ['c1']),
+    result('c1', 'file text'),
+    stepEnd(0, 0),
+    turnEnd(0),
+  ]);
   await s.close();
   return join(dir, `${id}.jsonl`);
 }
 
 async function reopened(dir: string, id: string) {
   const s = await Session.open(new JsonlStore(dir, { sync: false }), id);
-  const out = { events: JSON.parse(JSON.stringify(s.events())) as unknown, messages: JSON.parse(JSON.stringify(s.deriveMessages())) as unknown, snapshot: s.claimSnapshot(() => undefined)?.stored };
+  const out = {
+    events: JSON.parse(JSON.stringify(s.events())) as unknown,
+    messages: JSON.parse(JSON.stringify(s.deriveMessages())) as unknown,
+    snapshot: s.claimSnapshot(() => undefined)?.stored,
+  };
   await s.close();
   return out;
 }

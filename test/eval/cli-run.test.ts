@@ -25,7 +25,9 @@ function sink(isTTY = false): Writable & { text: string; isTTY?: boolean } {
 
 describe('xcompact eval, in-process', () => {
   it('--summarizer openai writes the summaries through a real endpoint (the openai SDK over HTTP)', async () => {
-    const server = await startOpenAIServer({ scenarios: () => ({ kind: 'reply', content: 'SUMMARY FROM THE SERVER: the agent rewired chatbot-ui from ollama to lmstudio.' }) });
+    const server = await startOpenAIServer({
+      scenarios: () => ({ kind: 'reply', content: 'SUMMARY FROM THE SERVER: the agent rewired chatbot-ui from ollama to lmstudio.' }),
+    });
     try {
       const out = sink();
       // The replay lets each background summary land before its next step (src/eval/replay.ts): over
@@ -51,7 +53,15 @@ describe('xcompact eval, in-process', () => {
       const [tuned] = await runEval([CODEX_REAL], { window: '32k', config }, sink(), sink());
       const runs = (r: typeof base) => r!.windows[0]!.runs;
       expect(runs(tuned)[0]!.compactions).toBeGreaterThan(runs(base)[0]!.compactions);
-      expect(runs(tuned).slice(1).map((r) => r.ledger.cost)).toEqual(runs(base).slice(1).map((r) => r.ledger.cost));
+      expect(
+        runs(tuned)
+          .slice(1)
+          .map((r) => r.ledger.cost),
+      ).toEqual(
+        runs(base)
+          .slice(1)
+          .map((r) => r.ledger.cost),
+      );
       writeFileSync(config, JSON.stringify({ thresholdRatio: 7 }));
       await expect(runEval([CODEX_REAL], { window: '32k', config }, sink(), sink())).rejects.toThrow(/thresholdRatio = 7 must be at most 1/);
     } finally {

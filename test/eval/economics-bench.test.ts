@@ -25,7 +25,11 @@ function syntheticSession(turns: number, filler = 600): Session {
     add('user/message', { content: [{ type: 'text', text: `Task ${t}: look at module ${t}.` }] }, true);
     add('step/start', { turn: t, step: 0 });
     add('request/header', { provider: 'p', model: 'm', tools: [] });
-    add('assistant/message', { content: [{ type: 'tool-call', id: `c${t}`, name: 'read', arguments: JSON.stringify({ path: `src/mod${t}/index.ts` }) }] }, true);
+    add(
+      'assistant/message',
+      { content: [{ type: 'tool-call', id: `c${t}`, name: 'read', arguments: JSON.stringify({ path: `src/mod${t}/index.ts` }) }] },
+      true,
+    );
     const failed = t % 3 === 0;
     const text = failed ? `Error: cannot parse module ${t} at line ${t + 1}` : `export const m${t} = ${t};\n${'// body\n'.repeat(filler / 3)}`;
     add('tool/result', { callId: `c${t}`, toolName: 'read', content: [{ type: 'text', text }], isError: failed }, true);
@@ -52,7 +56,15 @@ describe('the retention proxy', () => {
   });
 
   it('is lower for a request sequence that drops an item than for one that keeps it', () => {
-    const facts = { paths: new Set(['a/x.ts', 'b/y.ts']), errors: new Set(['Error: boom']), since: new Map([['a/x.ts', 0], ['b/y.ts', 1], ['Error: boom', 2]]) };
+    const facts = {
+      paths: new Set(['a/x.ts', 'b/y.ts']),
+      errors: new Set(['Error: boom']),
+      since: new Map([
+        ['a/x.ts', 0],
+        ['b/y.ts', 1],
+        ['Error: boom', 2],
+      ]),
+    };
     const history = [user('read a/x.ts'), user('read b/y.ts'), user('Error: boom')];
     const keeps = new RetentionTracker(facts);
     const forgets = new RetentionTracker(facts);
@@ -73,7 +85,14 @@ describe('the retention proxy', () => {
   });
 
   it('counts only items the history held before the request', () => {
-    const facts = { paths: new Set(['a/x.ts', 'later/z.ts']), errors: new Set<string>(), since: new Map([['a/x.ts', 0], ['later/z.ts', 5]]) };
+    const facts = {
+      paths: new Set(['a/x.ts', 'later/z.ts']),
+      errors: new Set<string>(),
+      since: new Map([
+        ['a/x.ts', 0],
+        ['later/z.ts', 5],
+      ]),
+    };
     const t = new RetentionTracker(facts);
     t.observe([user('a/x.ts')]);
     expect(t.figures()).toMatchObject({ mean: 1, min: 1, requests: 1, last: { paths: 1, all: 1 } });
@@ -82,7 +101,9 @@ describe('the retention proxy', () => {
   it('finds a path written JSON-escaped in tool-call arguments', () => {
     const path = 'C:\\src\\a.ts';
     const t = new RetentionTracker({ paths: new Set([path]), errors: new Set(), since: new Map([[path, 0]]) });
-    t.observe([{ role: 'assistant', content: null, tool_calls: [{ id: '1', type: 'function', function: { name: 'read', arguments: JSON.stringify({ path }) } }] }]);
+    t.observe([
+      { role: 'assistant', content: null, tool_calls: [{ id: '1', type: 'function', function: { name: 'read', arguments: JSON.stringify({ path }) } }] },
+    ]);
     expect(t.figures().last.paths).toBe(1);
   });
 
@@ -111,7 +132,9 @@ describe('the retention proxy', () => {
 
 describe("the simulated peers' summaries", () => {
   const request = (ledger: 'full' | 'files' | 'none') => {
-    const events = syntheticSession(4, 30).events().filter((e) => e.surfaceOp === 'append');
+    const events = syntheticSession(4, 30)
+      .events()
+      .filter((e) => e.surfaceOp === 'append');
     const pricer = new Pricer('o200k_base');
     return new ExtractiveSummarizer({ ledger }).summarize(
       {
@@ -157,6 +180,11 @@ describe('a part of a transcript', () => {
     const replies = (s: Session) => s.events().filter((e) => e.type === 'assistant/message').length;
     expect(replies(a)).toBe(10);
     expect(replies(b)).toBe(10);
-    expect(b.events().map((e) => e.type)).toEqual(whole.events().slice(a.length).map((e) => e.type));
+    expect(b.events().map((e) => e.type)).toEqual(
+      whole
+        .events()
+        .slice(a.length)
+        .map((e) => e.type),
+    );
   });
 });

@@ -20,7 +20,8 @@ const FIRST_USER = 'Fix the crash in src/app/main.ts';
  */
 function handBuilt(): Session {
   const s = Session.inMemory('memory');
-  const add = (type: AppendInput['type'], data: unknown, surface = false) => s.append({ type, data, ...(surface ? { surfaceOp: 'append' } : {}) } as AppendInput);
+  const add = (type: AppendInput['type'], data: unknown, surface = false) =>
+    s.append({ type, data, ...(surface ? { surfaceOp: 'append' } : {}) } as AppendInput);
   const call = (id: string, name: string, args: object) => ({ content: [{ type: 'tool-call', id, name, arguments: JSON.stringify(args) }] });
   const step = (turn: number, n: number, reply: unknown, result?: unknown) => {
     add('step/start', { turn, step: n });
@@ -42,7 +43,11 @@ function handBuilt(): Session {
   add('turn/end', { turn: 0 });
   add('turn/start', { turn: 1 });
   add('user/message', { content: [{ type: 'text', text: 'Good. Now write the fix.' }] }, true);
-  step(1, 0, call('c2', 'write', { path: 'config/settings.json', content: '{}' }), { callId: 'c2', toolName: 'write', content: [{ type: 'text', text: 'ok' }] });
+  step(1, 0, call('c2', 'write', { path: 'config/settings.json', content: '{}' }), {
+    callId: 'c2',
+    toolName: 'write',
+    content: [{ type: 'text', text: 'ok' }],
+  });
   step(1, 1, { content: [{ type: 'text', text: 'Fixed src/app/main.ts by writing config/settings.json.' }] });
   add('turn/end', { turn: 1 });
   return s;

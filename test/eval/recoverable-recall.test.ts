@@ -12,7 +12,8 @@ import { Session } from '../../src/session/session';
 /** Turn t lists folder lib/t (its files named only in the listing); turn t + 6 reads one of them. */
 function listingSession(turns: number): Session {
   const s = Session.inMemory('listing');
-  const add = (type: AppendInput['type'], data: unknown, surface = false) => s.append({ type, data, ...(surface ? { surfaceOp: 'append' } : {}) } as AppendInput);
+  const add = (type: AppendInput['type'], data: unknown, surface = false) =>
+    s.append({ type, data, ...(surface ? { surfaceOp: 'append' } : {}) } as AppendInput);
   const step = (t: number, n: number, call: { name: string; args: object } | undefined, output?: string) => {
     add('step/start', { turn: t, step: n });
     add('request/header', { provider: 'p', model: 'm', tools: [] });
@@ -25,7 +26,9 @@ function listingSession(turns: number): Session {
   for (let t = 0; t < turns; t++) {
     add('turn/start', { turn: t });
     add('user/message', { content: [{ type: 'text', text: `Task ${t}: go on with the port.` }] }, true);
-    const listing = [`lib/l${t}/alpha_${t}.rs`, `lib/l${t}/beta_${t}.rs`, ...Array.from({ length: 40 }, (_, i) => `  entry ${i} of folder ${t}: ok`)].join('\n');
+    const listing = [`lib/l${t}/alpha_${t}.rs`, `lib/l${t}/beta_${t}.rs`, ...Array.from({ length: 40 }, (_, i) => `  entry ${i} of folder ${t}: ok`)].join(
+      '\n',
+    );
     step(t, 0, { name: 'list', args: { dir: `lib/l${t}` } }, listing);
     if (t >= 6) step(t, 1, { name: 'read', args: { path: `lib/l${t - 6}/beta_${t - 6}.rs` } }, `fn beta_${t - 6}() {}`);
     step(t, 2, undefined);

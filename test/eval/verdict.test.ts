@@ -4,7 +4,16 @@ import { verdictOf } from '../../src/cli/eval-rows';
 import type { WindowEval } from '../../src/eval';
 
 const run = (policy: string, cost: number, recall: number, overWindow = 0) =>
-  ({ policy, window: 1000, records: [], compactions: 0, prunes: 0, unpairedRequests: 0, ledger: { cost, cacheMissTokens: 0, peak: 900, overWindow }, memory: { neededRecall: recall, recallAfterCompaction: undefined, intentRecall: 1 } }) as unknown as WindowEval['runs'][number];
+  ({
+    policy,
+    window: 1000,
+    records: [],
+    compactions: 0,
+    prunes: 0,
+    unpairedRequests: 0,
+    ledger: { cost, cacheMissTokens: 0, peak: 900, overWindow },
+    memory: { neededRecall: recall, recallAfterCompaction: undefined, intentRecall: 1 },
+  }) as unknown as WindowEval['runs'][number];
 
 describe('verdictOf', () => {
   it('picks the cheapest within 2 points of the best recall, and leaves over-window policies out', () => {

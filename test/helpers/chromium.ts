@@ -42,10 +42,7 @@ export class ChromiumNotFoundError extends Error {
   override readonly name = 'ChromiumNotFoundError';
 }
 
-export type ChromiumChoice =
-  | { source: 'XCOMPACT_CHROMIUM'; executablePath: string }
-  | { source: 'debian'; executablePath: string }
-  | { source: 'npm' };
+export type ChromiumChoice = { source: 'XCOMPACT_CHROMIUM'; executablePath: string } | { source: 'debian'; executablePath: string } | { source: 'npm' };
 
 /** The lookup order, on its own so that a test can check it without touching the machine. */
 export function chooseChromium(env: Readonly<Record<string, string | undefined>>, exists: (path: string) => boolean): ChromiumChoice {

@@ -4,7 +4,13 @@
  */
 import { Session } from '../../src/session/session';
 import { SessionWriter } from '../../src/session/writer';
-import { createCompactionEngine, type CompactionEngine, type AfterStepResult, type CompactionEngineOptions, type EngineNotification } from '../../src/engine/facade';
+import {
+  createCompactionEngine,
+  type CompactionEngine,
+  type AfterStepResult,
+  type CompactionEngineOptions,
+  type EngineNotification,
+} from '../../src/engine/facade';
 import type { Summarizer, SummaryRequest, SummaryResult } from '../../src/services/summarizing';
 import { SummarizerError } from '../../src/services/summarizing';
 import { frameCheckpoint } from '../../src/services/summarizing';
@@ -73,10 +79,7 @@ export interface Harness {
   types(from?: number): string[];
 }
 
-export function harness(
-  options: Partial<CompactionEngineOptions> & { summarizer: Summarizer },
-  session: Session = Session.inMemory(),
-): Harness {
+export function harness(options: Partial<CompactionEngineOptions> & { summarizer: Summarizer }, session: Session = Session.inMemory()): Harness {
   const writer = new SessionWriter(session);
   const engine = createCompactionEngine({
     session,
@@ -106,7 +109,10 @@ export function harness(
       return r;
     },
     types(from = 0) {
-      return session.events().slice(from).map((e) => e.type);
+      return session
+        .events()
+        .slice(from)
+        .map((e) => e.type);
     },
   };
 }

@@ -23,7 +23,10 @@ function resolveImport(from: string, spec: string): string | undefined {
 
 /** `importer → imported` for every pair of capabilities with at least one import (type imports included). */
 export function capabilityImports(servicesDir: string): { capabilities: string[]; edges: Set<string> } {
-  const capabilities = readdirSync(servicesDir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const capabilities = readdirSync(servicesDir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
   const capabilityOf = (file: string) => {
     const parts = relative(servicesDir, file).split(sep);
     return parts.length > 1 && !parts[0]!.startsWith('..') ? parts[0]! : undefined;

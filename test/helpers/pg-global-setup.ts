@@ -30,7 +30,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
     server ??= startPgServerProcess();
     server.then(
       (s) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ url: s.url })),
-      (err: unknown) => res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: err instanceof Error ? err.message : String(err) })),
+      (err: unknown) =>
+        res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: err instanceof Error ? err.message : String(err) })),
     );
   });
   // A server start can take longer than node's default request timeout on a loaded machine.
@@ -39,6 +40,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('pgBroker', `http://127.0.0.1:${(http.address() as AddressInfo).port}`);
   return async () => {
     await new Promise<void>((resolve) => http.close(() => resolve()));
-    if (server) await server.then((s) => s.stop(), () => undefined);
+    if (server)
+      await server.then(
+        (s) => s.stop(),
+        () => undefined,
+      );
   };
 }

@@ -93,7 +93,10 @@ export function serverTempDir(): string {
   const own = tmpdir();
   if (process.getuid?.() !== 0 || reachableByAll(own)) return own;
   const shared = ['/tmp', '/var/tmp', '/dev/shm'].find(reachableByAll);
-  if (!shared) throw new Error(`embedded PostgreSQL cannot run as root with TMPDIR=${own}: the postgres user cannot reach it, and no system temp folder is reachable either; set XCOMPACT_PG_URL to a server of your own.`);
+  if (!shared)
+    throw new Error(
+      `embedded PostgreSQL cannot run as root with TMPDIR=${own}: the postgres user cannot reach it, and no system temp folder is reachable either; set XCOMPACT_PG_URL to a server of your own.`,
+    );
   return shared;
 }
 

@@ -10,7 +10,7 @@
  * `compaction/start`, or inside the bracket.
  * The parent tells it to compact a given session now (`compact`), and to stop.
  */
-import { PostgresStore, Session, StoreError } from '../../src/session/index.js';
+import { PostgresStore, Session, StoreError } from '../../src/session/index';
 
 const url = process.env.PG_URL!;
 const schema = process.env.PG_SCHEMA!;
@@ -76,7 +76,10 @@ async function compact(s: Session, sid: string): Promise<void> {
   }
   const tag = `${wid}/${process.pid}/c${counter++}`;
   const range = { start: shadowed[0]!, end: shadowed[shadowed.length - 1]! };
-  const summary = s.append({ type: 'compaction/summary', data: { summary: `summary by ${tag}`, range, shadowedSeqs: shadowed, shadowedTokens: 10 * shadowed.length } });
+  const summary = s.append({
+    type: 'compaction/summary',
+    data: { summary: `summary by ${tag}`, range, shadowedSeqs: shadowed, shadowedTokens: 10 * shadowed.length },
+  });
   s.append({
     type: 'user/message',
     data: { content: text(`<compacted-summary>\nsummary by ${tag}\n</compacted-summary>`), source: 'compaction-checkpoint' },
@@ -115,7 +118,7 @@ async function visit(sid: string, force: boolean): Promise<boolean> {
     }
   } catch (err) {
     if (!(err instanceof StoreError && err.code === 'store-conflict')) throw err;
-    send({ k: 'lost', s: sid, phase, last: (s.events().at(-1))?.type ?? null });
+    send({ k: 'lost', s: sid, phase, last: s.events().at(-1)?.type ?? null });
   } finally {
     await s.close().catch(() => undefined);
   }

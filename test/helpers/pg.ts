@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { PostgresStore, type PostgresStoreOptions } from '../../src/session/index.js';
+import { PostgresStore, type PostgresStoreOptions } from '../../src/session/index';
 
 async function askBroker(): Promise<string> {
   const res = await fetch(`${inject('pgBroker')}/url`);

@@ -68,7 +68,15 @@ export async function compact(session: Session, config: Record<string, unknown> 
 
 /** Prunes every tool result over `thresholdChars` (no protected tail, no minimum). */
 export function pruneAll(session: Session, thresholdChars = 1_000, recall?: boolean): number[] {
-  const settings = { thresholdChars, headChars: 200, tailChars: 100, protectRecentTokens: 0, minReclaimTokens: 0, neverPrune: [], ...(recall ? { recall } : {}) };
+  const settings = {
+    thresholdChars,
+    headChars: 200,
+    tailChars: 100,
+    protectRecentTokens: 0,
+    minReclaimTokens: 0,
+    neverPrune: [],
+    ...(recall ? { recall } : {}),
+  };
   const price = (text: string) => Math.ceil(text.length / 4) + 4;
   const pricing = {
     priceOf: (seq: number) => price(JSON.stringify(session.event(seq).data)),

@@ -35,7 +35,12 @@ export function dropInLoop(broken: DropInBreakage = {}): UserLoop {
   return async (ctx: LoopContext): Promise<void> => {
     const session = await Session.open(ctx.store, ctx.sessionId);
     // provider: ctx.provider: the drop-in reads a 127.0.0.1 baseURL as `local`; the scenario's models are keyed under ctx.provider.
-    const client = withCompaction(new OpenAI({ baseURL: ctx.baseURL, apiKey: ctx.apiKey, maxRetries: 0 }), { session, provider: ctx.provider, models: ctx.models, config: ctx.config });
+    const client = withCompaction(new OpenAI({ baseURL: ctx.baseURL, apiKey: ctx.apiKey, maxRetries: 0 }), {
+      session,
+      provider: ctx.provider,
+      models: ctx.models,
+      config: ctx.config,
+    });
     const messages: ChatCompletionMessageParam[] = client.compaction.messages();
     if (messages.length === 0) messages.push({ role: 'system', content: SYSTEM });
     try {
@@ -43,7 +48,10 @@ export function dropInLoop(broken: DropInBreakage = {}): UserLoop {
         messages.push({ role: 'user', content: turn });
         for (let step = 0; step < 10; step++) {
           // ctx.tools is readonly: openai's `tools` wants a mutable array.
-          const reply = await client.chat.completions.create({ model: ctx.model, messages, tools: [...ctx.tools], max_tokens: ctx.maxOutputTokens }, { signal: ctx.signal });
+          const reply = await client.chat.completions.create(
+            { model: ctx.model, messages, tools: [...ctx.tools], max_tokens: ctx.maxOutputTokens },
+            { signal: ctx.signal },
+          );
           const message = reply.choices[0]!.message;
           messages.push(message);
           if (broken.assistantTwice) messages.push(message);
@@ -78,7 +86,11 @@ export function aiSdkLoop(): UserLoop {
     const tools: ToolSet = Object.fromEntries(
       ctx.tools.map((t) => [
         t.function.name,
-        tool({ description: t.function.description, inputSchema: jsonSchema(t.function.parameters as never), execute: async (args: unknown) => ctx.runTool(t.function.name, JSON.stringify(args)) }),
+        tool({
+          description: t.function.description,
+          inputSchema: jsonSchema(t.function.parameters as never),
+          execute: async (args: unknown) => ctx.runTool(t.function.name, JSON.stringify(args)),
+        }),
       ]),
     );
     try {
@@ -220,15 +232,31 @@ export const REFERENCE_LOOPS: Record<string, UserLoop> = {
  */
 export const BROKEN_LOOPS: Record<string, { loop: UserLoop; probe: string; names: Invariant }> = {
   'drops tool results (drop-in)': { loop: dropInLoop({ dropsToolResults: true }), probe: 'pressure below', names: 'expected-outcome' },
-  'ignores the compacted messages (own array)': { loop: controlLoop({ ownArray: true }), probe: 'pressure compacts → summary succeeds', names: 'sends-checkpoint' },
-  'resends its own history after a resume': { loop: controlLoop({ resendsHistoryAfterResume: true }), probe: 'process crashes (tool call recorded)', names: 'no-message-twice' },
+  'ignores the compacted messages (own array)': {
+    loop: controlLoop({ ownArray: true }),
+    probe: 'pressure compacts → summary succeeds',
+    names: 'sends-checkpoint',
+  },
+  'resends its own history after a resume': {
+    loop: controlLoop({ resendsHistoryAfterResume: true }),
+    probe: 'process crashes (tool call recorded)',
+    names: 'no-message-twice',
+  },
   'swallows errors': { loop: controlLoop({ swallowsErrors: true }), probe: 'openai overflow → engine gives-up', names: 'expected-outcome' },
   'never retries an overflow': { loop: controlLoop({ noRequestError: true }), probe: 'openai overflow → engine retries', names: 'expected-outcome' },
   'ignores the abort signal': { loop: controlLoop({ ignoresSignal: true }), probe: 'loop cancels', names: 'finishes' },
   'sends a tool call before its result is recorded': { loop: controlLoop({ sendsBeforeResult: true }), probe: 'pressure prunes', names: 'within-window' },
   'appends the assistant message twice (drop-in)': { loop: dropInLoop({ assistantTwice: true }), probe: 'model answers', names: 'no-message-twice' },
   'appends the assistant message twice (full control)': { loop: controlLoop({ assistantTwice: true }), probe: 'model answers', names: 'no-message-twice' },
-  'afterStep() after step/end': { loop: controlLoop({ afterStepAfterStepEnd: true }), probe: 'pressure compacts → summary succeeds', names: 'after-step-inside-step' },
-  'retry without the tool results': { loop: controlLoop({ retryWithoutToolResults: true }), probe: 'openai overflow → engine retries', names: 'tool-results-paired' },
+  'afterStep() after step/end': {
+    loop: controlLoop({ afterStepAfterStepEnd: true }),
+    probe: 'pressure compacts → summary succeeds',
+    names: 'after-step-inside-step',
+  },
+  'retry without the tool results': {
+    loop: controlLoop({ retryWithoutToolResults: true }),
+    probe: 'openai overflow → engine retries',
+    names: 'tool-results-paired',
+  },
   'no recover() on reopen': { loop: controlLoop({ noRecover: true }), probe: 'process crashes → process reopens', names: 'resumes-after-crash' },
 };

@@ -3,7 +3,7 @@
  * (O(n²) where that is the plainest way to say it) and sharing no code with the projection,
  * so a test can compare the incremental answer with the obvious one.
  */
-import type { SessionEvent } from '../../src/session/index.js';
+import type { SessionEvent } from '../../src/session/index';
 
 /** The surface seqs, folding every surface event's op over an array in log order. */
 export function referenceSurface(events: readonly SessionEvent[]): number[] {

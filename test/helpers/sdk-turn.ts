@@ -4,8 +4,8 @@
  * `afterStep()`. Shared by the server-tokenizer test and its bench (bench/server-tokenizer.ts).
  */
 import type OpenAI from 'openai';
-import type { Session } from '../../src/session/session.js';
-import { SessionWriter } from '../../src/session/writer.js';
+import type { Session } from '../../src/session/session';
+import { SessionWriter } from '../../src/session/writer';
 
 export interface SdkTurn {
   session: Session;

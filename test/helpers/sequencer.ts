@@ -4,7 +4,7 @@
  */
 import { relative, sep } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
-import { SLOW_FILES, slowFirst } from './suite-plan.js';
+import { SLOW_FILES, slowFirst } from './suite-plan';
 
 export class SuiteSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

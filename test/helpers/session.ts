@@ -18,7 +18,7 @@ import {
   type SessionEvent,
   type TextBlock,
   type Usage,
-} from '../../src/session/index.js';
+} from '../../src/session/index';
 
 // ---------------------------------------------------------------------------
 // Builders

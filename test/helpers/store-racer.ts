@@ -10,7 +10,7 @@
  *   close                     → `closed`
  */
 import { existsSync } from 'node:fs';
-import { JsonlStore, Session, StoreError } from '../../src/session/index.js';
+import { JsonlStore, Session, StoreError } from '../../src/session/index';
 
 type Command = { kind: 'arm'; dir: string; id: string; go: string; trial: number } | { kind: 'close' } | { kind: 'exit' };
 

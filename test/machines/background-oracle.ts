@@ -34,7 +34,7 @@ const DECISIVE: Record<string, { code: string; cause?: string }> = {
   'revalidate:throws': { code: 'changed', cause: 'internal' },
   'commit:refused': { code: 'commit', cause: 'session-rule' },
   'flush:store-fails': { code: 'persistence', cause: 'store-interleaved' },
-}
+};
 
 const stateOf = (value: unknown): string => (typeof value === 'string' ? value : Object.keys(value as object)[0]!);
 
@@ -50,7 +50,14 @@ export function expectedBackground(path: GeneratedPath): { replies: string[]; ru
   const end = (status: Run['status']) => {
     answer('background.proceed'); // a run that ended before its bracket opened: the step's job runs as usual
     const error = status === 'cancelled' ? { code: 'cancelled' } : status === 'failed' ? run!.error : undefined;
-    runs.push({ status, opened: run!.opened, busy: run!.busy, waiters: run!.waiters, held: run!.held, ...(error ? { code: error.code, ...(error.cause ? { cause: error.cause } : {}) } : {}) });
+    runs.push({
+      status,
+      opened: run!.opened,
+      busy: run!.busy,
+      waiters: run!.waiters,
+      held: run!.held,
+      ...(error ? { code: error.code, ...(error.cause ? { cause: error.cause } : {}) } : {}),
+    });
     run = undefined;
   };
   // The step that started the current run, answered once its bracket opened (or the run ended).

@@ -16,7 +16,18 @@ export const REPLY_TO = { id: 'gate' } as unknown as AnyActorRef;
 
 const RANGE: RangeSelection = { start: 2, end: 9, startPos: 2, endPos: 9, shadowed: [2, 3, 4, 5, 6, 7, 8, 9], tokens: 1000, contextPos: 1 };
 const error = (code: string, chartCode?: string) => Object.assign(new Error(`scripted ${code}`), { code, ...(chartCode ? { chartCode } : {}) });
-const COMMIT: CommitRecord = { startSeq: 20, summarySeq: 21, checkpointSeq: 22, endSeq: 23, shadowedCount: 8, spanTokens: 1000, checkpointTokens: 80, tokensBefore: 3600, tokensAfter: 2680, durationMs: 5 };
+const COMMIT: CommitRecord = {
+  startSeq: 20,
+  summarySeq: 21,
+  checkpointSeq: 22,
+  endSeq: 23,
+  shadowedCount: 8,
+  spanTokens: 1000,
+  checkpointTokens: 80,
+  tokensBefore: 3600,
+  tokensAfter: 2680,
+  durationMs: 5,
+};
 const SNAPSHOT: SpanCheck['snapshot'] = { generation: 0, surfaceLength: 12 };
 export const BG_READING = (totalTokens: number): PressureReading => ({
   provider: 'test',
@@ -38,7 +49,9 @@ function invokeOffers<Aux>(snapshot: AnyMachineSnapshot, table: Record<string, O
   for (const inv of activeInvokes(snapshot)) {
     for (const o of table[inv.src] ?? []) {
       const event =
-        'error' in o ? { type: `xstate.error.actor.${inv.id}`, error: o.error, actorId: inv.id } : { type: `xstate.done.actor.${inv.id}`, output: o.output, actorId: inv.id };
+        'error' in o
+          ? { type: `xstate.error.actor.${inv.id}`, error: o.error, actorId: inv.id }
+          : { type: `xstate.done.actor.${inv.id}`, output: o.output, actorId: inv.id };
       out.push({ outcome: `${inv.src}:${o.outcome}`, event });
     }
   }
@@ -91,7 +104,13 @@ const step = (total: number) => ({ type: 'step', reading: BG_READING(total), sil
 const oneSlotStep = () => ({ ...step(3500), reading: { ...BG_READING(3500), concurrency: 1 } });
 /** Below the prepare point, but the cost model says compacting now pays. */
 const PAYS = { pays: true, savings: 2, cost: 1, requestsToCome: 40, breakEvenTokens: 2500, reason: 'pays: scripted' };
-const paysStep = () => ({ ...step(3000), reading: { ...BG_READING(3000), economics: { prices: { input: 1, cacheRead: 0.1, cacheWrite: 1.25, output: 4 }, pace: { requests: 40, growthPerRequest: 75 }, compaction: PAYS } } });
+const paysStep = () => ({
+  ...step(3000),
+  reading: {
+    ...BG_READING(3000),
+    economics: { prices: { input: 1, cacheRead: 0.1, cacheWrite: 1.25, output: 4 }, pace: { requests: 40, growthPerRequest: 75 }, compaction: PAYS },
+  },
+});
 
 export const backgroundSpec: MachineSpec<undefined> = {
   name: 'background',
@@ -145,20 +164,44 @@ export const GATE_INPUTS: Array<{ label: string; input: GateInput }> = [
   { label: 'pressure', input: { kind: 'pressure', job: PRESSURE_JOB } },
   {
     label: 'overflow',
-    input: { kind: 'overflow', job: { error: new Error('context overflow'), retriesUsed: 0, maxRetries: 1, auto: true, pruneEnabled: true, aborted: false, turn: 0 } },
+    input: {
+      kind: 'overflow',
+      job: { error: new Error('context overflow'), retriesUsed: 0, maxRetries: 1, auto: true, pruneEnabled: true, aborted: false, turn: 0 },
+    },
   },
   { label: 'manual', input: { kind: 'manual', job: { aborted: false, abortReason: undefined, focus: undefined } } },
   // A request error that is no overflow (a 500): nothing to recover, so nothing to wait for.
   {
     label: 'request error',
-    input: { kind: 'overflow', job: { error: new Error('Internal server error'), retriesUsed: 0, maxRetries: 1, auto: true, pruneEnabled: true, aborted: false, turn: 0, notOverflow: true } },
+    input: {
+      kind: 'overflow',
+      job: {
+        error: new Error('Internal server error'),
+        retriesUsed: 0,
+        maxRetries: 1,
+        auto: true,
+        pruneEnabled: true,
+        aborted: false,
+        turn: 0,
+        notOverflow: true,
+      },
+    },
   },
   // The caller's signal was aborted before the call.
   { label: 'pressure aborted', input: { kind: 'pressure', job: { ...PRESSURE_JOB, aborted: true } } },
 ];
 
 const JOB_DONE: Record<string, unknown> = {
-  pressure: { status: 'below', before: undefined, after: undefined, skipped: undefined, prune: undefined, transactions: [], error: undefined, silentOverflowSeq: undefined },
+  pressure: {
+    status: 'below',
+    before: undefined,
+    after: undefined,
+    skipped: undefined,
+    prune: undefined,
+    transactions: [],
+    error: undefined,
+    silentOverflowSeq: undefined,
+  },
   overflow: { action: 'fail', reason: 'not-overflow', classification: { kind: 'other', message: 'x' }, prune: undefined, transaction: undefined },
   manual: { status: 'nothing' },
 };

@@ -25,7 +25,18 @@ import { generatePaths, type CatalogEvent, type Coverage, type MachineSpec } fro
 
 export const RANGE: RangeSelection = { start: 2, end: 9, startPos: 2, endPos: 9, shadowed: [2, 3, 4, 5, 6, 7, 8, 9], tokens: 1000, contextPos: 1 };
 const SNAPSHOT: SpanCheck['snapshot'] = { generation: 0, surfaceLength: 12 };
-const COMMIT: CommitRecord = { startSeq: 20, summarySeq: 21, checkpointSeq: 22, endSeq: 23, shadowedCount: 8, spanTokens: 1000, checkpointTokens: 80, tokensBefore: 5000, tokensAfter: 4080, durationMs: 5 };
+const COMMIT: CommitRecord = {
+  startSeq: 20,
+  summarySeq: 21,
+  checkpointSeq: 22,
+  endSeq: 23,
+  shadowedCount: 8,
+  spanTokens: 1000,
+  checkpointTokens: 80,
+  tokensBefore: 5000,
+  tokensAfter: 4080,
+  durationMs: 5,
+};
 const READING = (totalTokens: number): PressureReading => ({
   provider: 'test',
   model: 'small',
@@ -34,7 +45,14 @@ const READING = (totalTokens: number): PressureReading => ({
   retainTokens: 1000,
   contextWindow: 6000,
 });
-const VERDICT = (pays: boolean): EconomicVerdict => ({ pays, savings: pays ? 2 : 0, cost: 1, requestsToCome: 40, breakEvenTokens: 2500, reason: pays ? 'pays' : 'does not pay' });
+const VERDICT = (pays: boolean): EconomicVerdict => ({
+  pays,
+  savings: pays ? 2 : 0,
+  cost: 1,
+  requestsToCome: 40,
+  breakEvenTokens: 2500,
+  reason: pays ? 'pays' : 'does not pay',
+});
 const RELIEF = (choice: ReliefVerdict['choice']): ReliefVerdict => ({ ...VERDICT(true), choice });
 const ECONOMICS = (over: Partial<PressureEconomics>): PressureEconomics => ({
   prices: { input: 1, cacheRead: 0.1, cacheWrite: 1.25, output: 4 },
@@ -90,7 +108,9 @@ function invokeOffers<Aux>(snapshot: AnyMachineSnapshot, table: Record<string, O
     for (const o of table[inv.src] ?? []) {
       if (o.states && !o.states.includes(inv.state)) continue;
       const event =
-        'error' in o ? { type: `xstate.error.actor.${inv.id}`, error: o.error, actorId: inv.id } : { type: `xstate.done.actor.${inv.id}`, output: o.output, actorId: inv.id };
+        'error' in o
+          ? { type: `xstate.error.actor.${inv.id}`, error: o.error, actorId: inv.id }
+          : { type: `xstate.done.actor.${inv.id}`, output: o.output, actorId: inv.id };
       out.push({ outcome: `${inv.src}:${o.outcome}`, event });
     }
   }
@@ -201,10 +221,26 @@ export const PRESSURE_OFFERS: Record<string, Offer[]> = {
     { outcome: 'throws', error: error('internal') },
     // The cost model (economics on): below the threshold, compacting now pays, or pruning now pays;
     // above it, its choice of relief: a prune alone, or a summary alone (a prune would free nothing).
-    { outcome: 'below-pays', output: { kind: 'reading', reading: { ...READING(3000), economics: ECONOMICS({ compaction: VERDICT(true) }) } }, states: ['measuring'] },
-    { outcome: 'below-prune-pays', output: { kind: 'reading', reading: { ...READING(3000), economics: ECONOMICS({ prune: VERDICT(true) }) } }, states: ['measuring'] },
-    { outcome: 'above-nothing-to-prune', output: { kind: 'reading', reading: { ...READING(5000), economics: ECONOMICS({ relief: RELIEF('summarize') }) } }, states: ['measuring'] },
-    { outcome: 'above-prune-relieves', output: { kind: 'reading', reading: { ...READING(5000), economics: ECONOMICS({ relief: RELIEF('prune') }) } }, states: ['measuring'] },
+    {
+      outcome: 'below-pays',
+      output: { kind: 'reading', reading: { ...READING(3000), economics: ECONOMICS({ compaction: VERDICT(true) }) } },
+      states: ['measuring'],
+    },
+    {
+      outcome: 'below-prune-pays',
+      output: { kind: 'reading', reading: { ...READING(3000), economics: ECONOMICS({ prune: VERDICT(true) }) } },
+      states: ['measuring'],
+    },
+    {
+      outcome: 'above-nothing-to-prune',
+      output: { kind: 'reading', reading: { ...READING(5000), economics: ECONOMICS({ relief: RELIEF('summarize') }) } },
+      states: ['measuring'],
+    },
+    {
+      outcome: 'above-prune-relieves',
+      output: { kind: 'reading', reading: { ...READING(5000), economics: ECONOMICS({ relief: RELIEF('prune') }) } },
+      states: ['measuring'],
+    },
     {
       outcome: 'above-prune-then-summarize',
       output: { kind: 'reading', reading: { ...READING(5000), economics: ECONOMICS({ relief: RELIEF('prune-then-summarize') }) } },
@@ -246,7 +282,16 @@ export const PRESSURE_INPUTS: Array<{ label: string; input: PressureInput }> = [
  * The fallback's paths: over the threshold, one span, its summary failed (or, breaker open, none
  * asked for), then the truncation's own outcomes; the threshold's paths cover everything else.
  */
-const FALLBACK_PATH = ['measure:above', 'selectRange:range', 'transaction:failed', 'transaction:truncated', 'transaction:truncation-failed', 'transaction:chart-error', 'transaction:cancelled', 'measure:below'];
+const FALLBACK_PATH = [
+  'measure:above',
+  'selectRange:range',
+  'transaction:failed',
+  'transaction:truncated',
+  'transaction:truncation-failed',
+  'transaction:chart-error',
+  'transaction:cancelled',
+  'measure:below',
+];
 function fallbackOffers<Aux>(s: AnyMachineSnapshot, offers: Array<CatalogEvent<Aux>>): Array<CatalogEvent<Aux>> {
   const c = s.context as { fallback?: boolean; askedNoModel?: boolean; cancelRequested?: boolean };
   if (c.fallback === false) return offers.filter((o) => !o.outcome.startsWith('transaction:truncat'));
@@ -301,12 +346,22 @@ export const pressureSpec: MachineSpec<PressureAux> = {
   // A cancel remembered while compacting decides how the transaction's outcome is taken: part of the state.
   // The cost model's decision too: its paths stay apart from the threshold's (see economicOffers).
   project: (s, aux) =>
-    JSON.stringify([s.value, s.context.pruneEnabled, s.context.attempts, s.context.cancelRequested, s.context.economics?.decision, aux, s.context.fallback, s.context.askedNoModel]),
+    JSON.stringify([
+      s.value,
+      s.context.pruneEnabled,
+      s.context.attempts,
+      s.context.cancelRequested,
+      s.context.economics?.decision,
+      aux,
+      s.context.fallback,
+      s.context.askedNoModel,
+    ]),
   atRest: (s) => s.status === 'done',
   maxDepth: 12,
   // The cost model's choice of a prune then a summary is recorded only when the cost model chose it.
   witness: {
-    'pressure.measuring done(measure)#9': (_s, _aux, e) => (e as { output?: { reading?: { economics?: { relief?: unknown } } } }).output?.reading?.economics?.relief !== undefined,
+    'pressure.measuring done(measure)#9': (_s, _aux, e) =>
+      (e as { output?: { reading?: { economics?: { relief?: unknown } } } }).output?.reading?.economics?.relief !== undefined,
   },
 };
 
@@ -369,12 +424,25 @@ export const OVERFLOW_INPUTS: Array<{ label: string; input: OverflowInput }> = [
 ];
 
 /** The fallback's paths (see the pressure chart's): the threshold-free rest is the other inputs'. */
-const OVERFLOW_FALLBACK_PATH = ['classify:overflow', 'probeLock:free', 'selectRange:range', 'transaction:failed', 'transaction:truncated', 'transaction:chart-error', 'transaction:cancelled'];
+const OVERFLOW_FALLBACK_PATH = [
+  'classify:overflow',
+  'probeLock:free',
+  'selectRange:range',
+  'transaction:failed',
+  'transaction:truncated',
+  'transaction:chart-error',
+  'transaction:cancelled',
+];
 function overflowFallbackOffers<Aux>(s: AnyMachineSnapshot, offers: Array<CatalogEvent<Aux>>): Array<CatalogEvent<Aux>> {
   const c = s.context as { fallback: boolean; modelFree: boolean; cancelled: boolean };
   if (!c.fallback) return offers.filter((o) => !o.outcome.startsWith('transaction:truncat'));
   const allowed = c.modelFree ? ['classify:overflow', 'probeLock:free', 'selectRange:range', 'transaction:truncated'] : OVERFLOW_FALLBACK_PATH;
-  return offers.filter((o) => o.outcome.startsWith('probeLock:advanced') || o.outcome.startsWith('probeLock:unchanged') || (allowed.includes(o.outcome) && (o.outcome !== 'transaction:cancelled' || c.cancelled)));
+  return offers.filter(
+    (o) =>
+      o.outcome.startsWith('probeLock:advanced') ||
+      o.outcome.startsWith('probeLock:unchanged') ||
+      (allowed.includes(o.outcome) && (o.outcome !== 'transaction:cancelled' || c.cancelled)),
+  );
 }
 
 export const overflowSpec: MachineSpec<undefined> = {
@@ -499,18 +567,35 @@ export const JOB_OUTCOMES: Record<'pressure' | 'overflow' | 'manual', Array<[str
     ],
   ],
   overflow: [
-    ['retry', () => ({ action: 'retry', classification: { kind: 'context-overflow', provider: 'openai', message: 'x' }, prune: undefined, transaction: TX_COMMITTED }) satisfies OverflowOutput],
-    ['failed', () => overflowFail({ reason: 'summary-failed', classification: { kind: 'context-overflow', provider: 'openai', message: 'x' }, transaction: TX_FAILED })],
+    [
+      'retry',
+      () =>
+        ({
+          action: 'retry',
+          classification: { kind: 'context-overflow', provider: 'openai', message: 'x' },
+          prune: undefined,
+          transaction: TX_COMMITTED,
+        }) satisfies OverflowOutput,
+    ],
+    [
+      'failed',
+      () => overflowFail({ reason: 'summary-failed', classification: { kind: 'context-overflow', provider: 'openai', message: 'x' }, transaction: TX_FAILED }),
+    ],
     ['not-overflow', () => overflowFail({})],
   ],
   manual: [
-    ['committed', () => ({ status: 'committed', transaction: TX_COMMITTED as Extract<TransactionOutput, { status: 'committed' }> }) satisfies ManualOutput],
+    ['committed', () => ({ status: 'committed', transaction: TX_COMMITTED }) satisfies ManualOutput],
     ['failed', () => ({ status: 'failed', error: { code: 'summary', message: 'x' }, transaction: TX_FAILED }) satisfies ManualOutput],
   ],
 };
 
 const TX_TRUNCATED_OVERFLOW: TransactionOutput = { ...TX_TRUNCATED, trigger: 'overflow' };
-const RETRY: Extract<OverflowOutput, { action: 'retry' }> = { action: 'retry', classification: { kind: 'context-overflow', provider: 'openai', message: 'x' }, prune: undefined, transaction: TX_COMMITTED };
+const RETRY: Extract<OverflowOutput, { action: 'retry' }> = {
+  action: 'retry',
+  classification: { kind: 'context-overflow', provider: 'openai', message: 'x' },
+  prune: undefined,
+  transaction: TX_COMMITTED,
+};
 
 /**
  * With truncationFallback on (input 'fallback'): a failed summary followed by a truncation (the
@@ -520,7 +605,12 @@ const RETRY: Extract<OverflowOutput, { action: 'retry' }> = { action: 'retry', c
 export const FALLBACK_OUTCOMES: Record<'closed' | 'open', Record<'pressure' | 'overflow', Array<[string, () => unknown]>>> = {
   closed: {
     pressure: [['truncated', () => pressureOut({ status: 'truncated', transactions: [TX_FAILED, TX_TRUNCATED] })]],
-    overflow: [['retry-truncated', () => ({ ...RETRY, transaction: TX_TRUNCATED_OVERFLOW, summaryFailure: { ...TX_FAILED, trigger: 'overflow' } }) satisfies OverflowOutput]],
+    overflow: [
+      [
+        'retry-truncated',
+        () => ({ ...RETRY, transaction: TX_TRUNCATED_OVERFLOW, summaryFailure: { ...TX_FAILED, trigger: 'overflow' } }) satisfies OverflowOutput,
+      ],
+    ],
   },
   open: {
     pressure: [['truncated-model-free', () => pressureOut({ status: 'truncated', transactions: [TX_TRUNCATED], modelFree: true })]],
@@ -534,7 +624,15 @@ const CANCELLED_OUTPUT: Record<'pressure' | 'overflow' | 'manual', unknown> = {
   manual: { status: 'failed', error: { code: 'cancelled', message: 'the compaction was cancelled' }, transaction: undefined } satisfies ManualOutput,
 };
 
-export const ENGINE_INPUT: EngineInput = { auto: true, pruneEnabled: true, maxAttempts: 2, maxOverflowRetries: 1, failureLimit: 2, cooldownMs: 1000, truncationFallback: false };
+export const ENGINE_INPUT: EngineInput = {
+  auto: true,
+  pruneEnabled: true,
+  maxAttempts: 2,
+  maxOverflowRetries: 1,
+  failureLimit: 2,
+  cooldownMs: 1000,
+  truncationFallback: false,
+};
 
 export const engineSpec: MachineSpec<EngineAux> = {
   name: 'engine',
@@ -601,7 +699,8 @@ export const engineSpec: MachineSpec<EngineAux> = {
     for (const type of activeAfterEvents(s)) out.push({ outcome: 'cool-down elapses', event: { type } });
     // A running job's charts announce through the engine chart (the real ones do so whenever they
     // prune or compact: the runner produces nothing for this step).
-    if (current) out.push({ outcome: 'notify', event: { type: 'xcompact.notify', notification: { type: 'pruned', trigger: current.kind, count: 1, tokensFreed: 100 } } });
+    if (current)
+      out.push({ outcome: 'notify', event: { type: 'xcompact.notify', notification: { type: 'pruned', trigger: current.kind, count: 1, tokensFreed: 100 } } });
     out.push({ outcome: 'stop', event: { type: 'shutdown' } });
     return out;
   },
@@ -658,7 +757,7 @@ export const FORCED_OUTCOMES: Record<string, Record<string, string>> = {
   },
   pressure: {
     'measure:throws':
-      "the meter throws only on a bug: a tokenizer that cannot load fails when the engine is created (TokenMeter resolves it then), not at a measurement",
+      'the meter throws only on a bug: a tokenizer that cannot load fails when the engine is created (TokenMeter resolves it then), not at a measurement',
     'transaction:chart-error': 'a bug inside the transaction chart (its guard throws)',
   },
   overflow: {

@@ -8,7 +8,6 @@ import type { EngineServices } from '../../src/engine/facade';
 
 export type ServiceName = keyof EngineServices;
 
-
 export class Call {
   settled = false;
   output: unknown;
@@ -134,7 +133,8 @@ export class Controller {
       if (this.dead) throw new Error(`expected a call to ${service}, but the process crashed`);
       const at = this.pending.findIndex((c) => c.service === service);
       if (at >= 0) return this.pending.splice(at, 1)[0]!;
-      if (Date.now() >= deadline) throw new Error(`expected a call to ${service} within ${timeoutMs} ms; none came (calls so far: ${this.calls.map((c) => c.service).join(', ')})`);
+      if (Date.now() >= deadline)
+        throw new Error(`expected a call to ${service} within ${timeoutMs} ms; none came (calls so far: ${this.calls.map((c) => c.service).join(', ')})`);
       await new Promise<void>((r) => {
         const t = setTimeout(r, Math.max(1, deadline - Date.now()));
         this.waiters.push(() => (clearTimeout(t), r()));
@@ -152,8 +152,17 @@ export class Controller {
     while (this.pending.length === 0 || this.dead) {
       if (this.dead) throw new Error(`expected a call to ${service}, but the process crashed`);
       const wait = new Promise<'call'>((r) => this.waiters.push(() => r('call')));
-      const races: Array<Promise<'call' | 'settled' | 'timeout'>> = [wait, new Promise((r) => setTimeout(() => r('timeout'), Math.max(1, deadline - Date.now())))];
-      if (settledFirst) races.push(settledFirst.then(() => 'settled' as const, () => 'settled' as const));
+      const races: Array<Promise<'call' | 'settled' | 'timeout'>> = [
+        wait,
+        new Promise((r) => setTimeout(() => r('timeout'), Math.max(1, deadline - Date.now()))),
+      ];
+      if (settledFirst)
+        races.push(
+          settledFirst.then(
+            () => 'settled' as const,
+            () => 'settled' as const,
+          ),
+        );
       outcome = await Promise.race(races);
       if (outcome !== 'call' && this.pending.length === 0) {
         throw new Error(
@@ -170,7 +179,6 @@ export class Controller {
     return call;
   }
 }
-
 
 /** How long a script waits for the engine's next service call (the mutation run shortens it). */
 export const timing = { takeMs: 5000 };

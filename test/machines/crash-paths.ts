@@ -21,7 +21,8 @@ export function crashPathFor(c: Coverage, state: string): { path: GeneratedPath;
   for (const path of c.paths) {
     const values = [...path.steps.map((s) => s.from), path.finalValue];
     const at = values.findIndex((v) => valueHas(v, state));
-    if (at >= 0 && (!best || at < best.stepsBefore || (at === best.stepsBefore && path.steps.length < best.path.steps.length))) best = { path, stepsBefore: at };
+    if (at >= 0 && (!best || at < best.stepsBefore || (at === best.stepsBefore && path.steps.length < best.path.steps.length)))
+      best = { path, stepsBefore: at };
   }
   return best;
 }

@@ -30,7 +30,11 @@ describeGeneratedPaths('engine', server, runEnginePath);
  * opens one failure early.
  */
 describe('the breaker does not count a busy automatic compaction', () => {
-  const SERVER_500 = { kind: 'status' as const, status: 500, body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } } };
+  const SERVER_500 = {
+    kind: 'status' as const,
+    status: 500,
+    body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } },
+  };
   const breaker = (w: World) => {
     const s = w.engine.actor.getSnapshot();
     return { state: (s.value as { breaker: string }).breaker, failures: s.context.consecutiveFailures };
@@ -72,7 +76,10 @@ describe('the breaker does not count a busy automatic compaction', () => {
     expect(w.notes.filter((n) => n.type === 'breaker.opened')).toEqual([]);
 
     // 3. The other writer finishes; the next real failure is the second, and opens the breaker.
-    w.session.append({ type: 'compaction/end', data: { turn: lock.type === 'compaction/start' ? lock.data.turn : null, error: { code: 'cancelled', message: 'the other writer stopped' } } });
+    w.session.append({
+      type: 'compaction/end',
+      data: { turn: lock.type === 'compaction/start' ? lock.data.turn : null, error: { code: 'cancelled', message: 'the other writer stopped' } },
+    });
     server().queue.push(SERVER_500);
     const third = await w.engine.afterStep();
     expect(third.status).toBe('failed');
@@ -112,7 +119,10 @@ describe('the breaker does not count a busy automatic compaction', () => {
     expect(w.notes.filter((n) => n.type === 'breaker.opened')).toEqual([]);
 
     // The other writer finishes; a recovery whose summary fails is counted, and opens it.
-    w.session.append({ type: 'compaction/end', data: { turn: lock.type === 'compaction/start' ? lock.data.turn : null, error: { code: 'cancelled', message: 'the other writer stopped' } } });
+    w.session.append({
+      type: 'compaction/end',
+      data: { turn: lock.type === 'compaction/start' ? lock.data.turn : null, error: { code: 'cancelled', message: 'the other writer stopped' } },
+    });
     toolStep(w, { open: true });
     server().queue.push(SERVER_500);
     const failed = await w.engine.onRequestError(server().overflowError);

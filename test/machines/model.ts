@@ -69,13 +69,13 @@ export function guardName(guard: unknown): string | undefined {
     if (Array.isArray(g.guards)) return g.guards.map((x) => guardName(x)).join(' & ');
     return g.name || 'inline guard';
   }
-  if (typeof guard === 'object' && guard !== null && 'type' in guard) return String((guard as { type: unknown }).type);
+  if (typeof guard === 'object' && guard !== null && 'type' in guard) return String((guard).type);
   return 'guard';
 }
 
 function actionName(a: unknown): string {
   if (typeof a === 'string') return a;
-  if (typeof a === 'object' && a !== null && 'type' in a) return String((a as { type: unknown }).type);
+  if (typeof a === 'object' && a !== null && 'type' in a) return String((a).type);
   return 'inline action';
 }
 
@@ -143,7 +143,8 @@ export function statesOfConfig(config: StateConfig & { id?: string }): Array<{ n
   const machineId = config.id ?? '(machine)';
   const out: Array<{ name: string; invokes: string[]; final: boolean }> = [];
   const walk = (node: StateConfig, id: string) => {
-    if (id !== machineId) out.push({ name: local(machineId, id), invokes: list(node.invoke).map(srcName), final: (node as { type?: string }).type === 'final' });
+    if (id !== machineId)
+      out.push({ name: local(machineId, id), invokes: list(node.invoke).map(srcName), final: (node as { type?: string }).type === 'final' });
     for (const [key, child] of Object.entries(node.states ?? {})) walk(child, child.id ?? `${id}.${key}`);
   };
   walk(config, machineId);
@@ -190,7 +191,7 @@ function enabledAlways(machine: AnyStateMachine, s: AnyMachineSnapshot, next: An
     let pass: boolean;
     if (g === undefined) pass = true;
     else {
-      const name = typeof g === 'string' ? g : typeof g === 'object' && g !== null && 'type' in g ? String((g as { type: unknown }).type) : undefined;
+      const name = typeof g === 'string' ? g : typeof g === 'object' && g !== null && 'type' in g ? String((g).type) : undefined;
       const impl = name ? (machine.implementations.guards as Record<string, unknown>)[name] : undefined;
       // `stateIn(value)` is a built-in guard: it carries its value, checked with the public `matches`.
       const stateValue = typeof impl === 'function' ? (impl as { stateValue?: unknown }).stateValue : undefined;
@@ -198,7 +199,7 @@ function enabledAlways(machine: AnyStateMachine, s: AnyMachineSnapshot, next: An
         // Not evaluable through the public API (inline, and/or/not, a built-in): the candidate passed
         // if the microstep went where it leads.
         pass = def.target ? def.target.every((t) => valueIn(next.value, t.path)) : true;
-      } else if (stateValue !== undefined) pass = s.matches(stateValue as never);
+      } else if (stateValue !== undefined) pass = s.matches(stateValue);
       else pass = Boolean((impl as (a: unknown, p: unknown) => boolean)({ context: s.context, event }, (g as { params?: unknown }).params));
     }
     if (pass) {
@@ -253,7 +254,7 @@ export interface Stepped {
 export function initialStep(machine: AnyStateMachine, input: unknown): Stepped {
   const micro = getInitialMicrosteps(machine, input as never) as unknown as Microsteps;
   const snapshot = micro.at(-1)![0];
-  return { snapshot, fired: identify(machine, snapshot, { type: 'xstate.init', input } as AnyEventObject, micro, true) };
+  return { snapshot, fired: identify(machine, snapshot, { type: 'xstate.init', input }, micro, true) };
 }
 
 export function pureStep(machine: AnyStateMachine, snapshot: AnyMachineSnapshot, event: AnyEventObject): Stepped {
@@ -276,5 +277,11 @@ export function activeInvokes(snapshot: AnyMachineSnapshot): Array<{ id: string;
 
 /** `xstate.after.*` events of the active states. */
 export function activeAfterEvents(snapshot: AnyMachineSnapshot): string[] {
-  return [...new Set(getNextTransitions(snapshot).map((d) => d.eventType).filter((t) => t.startsWith('xstate.after.')))];
+  return [
+    ...new Set(
+      getNextTransitions(snapshot)
+        .map((d) => d.eventType)
+        .filter((t) => t.startsWith('xstate.after.')),
+    ),
+  ];
 }

@@ -94,7 +94,14 @@ it(`${CHART} chart mutants from ${FROM}`, { timeout: 60 * 60_000 }, async () => 
     } finally {
       undo();
     }
-    log({ type: 'result', index, id: mutant.id, status: failure === undefined ? 'survived' : 'killed', ...(failure ? { why: failure } : {}), ms: Date.now() - started });
+    log({
+      type: 'result',
+      index,
+      id: mutant.id,
+      status: failure === undefined ? 'survived' : 'killed',
+      ...(failure ? { why: failure } : {}),
+      ms: Date.now() - started,
+    });
   }
   log({ type: 'done' });
 });

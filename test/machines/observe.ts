@@ -10,7 +10,6 @@ import type { TransitionInfo } from './model';
 import type { GeneratedPath } from './paths';
 import type { World } from './runner';
 
-
 /** Marks where the run under test starts (transitions and log). */
 export function markRun(w: World): void {
   w.mark = w.recorded.length;

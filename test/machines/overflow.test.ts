@@ -50,7 +50,12 @@ describe('overflow recovery with pruning off', () => {
 
       const types = newEvents(w).map((e) => e.type);
       expect(types.filter((t) => t === 'compaction/prune').length > 0).toBe(c.prunes);
-      expect(types.filter((t) => t !== 'compaction/prune' && t !== 'tool/result')).toEqual(['compaction/start', 'compaction/summary', 'user/message', 'compaction/end']);
+      expect(types.filter((t) => t !== 'compaction/prune' && t !== 'tool/result')).toEqual([
+        'compaction/start',
+        'compaction/summary',
+        'user/message',
+        'compaction/end',
+      ]);
       expect(w.ctl.calls.some((x) => x.service === 'prune')).toBe(c.prunes);
       expect(w.notes.some((n) => n.type === 'pruned')).toBe(c.prunes);
       expect(summaryRequests(w)).toHaveLength(1);

@@ -110,14 +110,14 @@ function catalogLogic<Aux>(spec: MachineSpec<Aux>, input: unknown): ActorLogic<C
     config: spec.machine,
     getInitialSnapshot: () => {
       const { snapshot, fired } = initialStep(spec.machine, input);
-      return { status: 'active', output: undefined, error: undefined, m: snapshot, aux: spec.initialAux, fired } as CatSnap<Aux>;
+      return { status: 'active', output: undefined, error: undefined, m: snapshot, aux: spec.initialAux, fired };
     },
     transition: (s: CatSnap<Aux>, e: CatEvent<Aux>) => {
       const { snapshot, fired } = pureStep(spec.machine, s.m, e.event);
       return { ...s, m: snapshot, aux: e.aux ?? s.aux, fired };
     },
     getPersistedSnapshot: (s: CatSnap<Aux>) => s,
-  } as unknown as ActorLogic<CatSnap<Aux>, CatEvent<Aux>>;
+  };
 }
 
 function traversal<Aux>(spec: MachineSpec<Aux>) {
@@ -143,10 +143,23 @@ const INIT = { type: 'xstate.init' } as unknown as CatEvent<never>;
 /** A one-step path from `from` (a path's end, the same object) to the state after `event`. */
 function edgePath<Aux>(logic: ActorLogic<CatSnap<Aux>, CatEvent<Aux>>, from: CatSnap<Aux>, event: CatEvent<Aux>): StatePath<CatSnap<Aux>, CatEvent<Aux>> {
   const next = logic.transition(from, event, undefined as never);
-  return { state: next, steps: [{ state: from, event: INIT as CatEvent<Aux> }, { state: next, event }], weight: 1 };
+  return {
+    state: next,
+    steps: [
+      { state: from, event: INIT },
+      { state: next, event },
+    ],
+    weight: 1,
+  };
 }
 
-function toGenerated<Aux>(spec: MachineSpec<Aux>, logic: ActorLogic<CatSnap<Aux>, CatEvent<Aux>>, label: string, target: TransitionInfo, events: Array<CatEvent<Aux>>): GeneratedPath {
+function toGenerated<Aux>(
+  spec: MachineSpec<Aux>,
+  logic: ActorLogic<CatSnap<Aux>, CatEvent<Aux>>,
+  label: string,
+  target: TransitionInfo,
+  events: Array<CatEvent<Aux>>,
+): GeneratedPath {
   // Replay: the exact snapshots and fired sets of this sequence of events.
   let s = logic.getInitialSnapshot(undefined as never, undefined);
   const initFired = s.fired;
@@ -155,7 +168,7 @@ function toGenerated<Aux>(spec: MachineSpec<Aux>, logic: ActorLogic<CatSnap<Aux>
   for (const e of events) {
     const next = logic.transition(s, e, undefined as never);
     if (next.fired.length === 0) throw new Error(`${spec.name}: ${e.outcome} takes no transition in ${JSON.stringify(s.m.value)} on replay`);
-    for (const k of next.fired) if (!spec.witness?.[k] || spec.witness[k]!(s.m, s.aux, e.event)) witnessed.add(k);
+    for (const k of next.fired) if (!spec.witness?.[k] || spec.witness[k](s.m, s.aux, e.event)) witnessed.add(k);
     steps.push({ outcome: e.outcome, event: e.event, from: s.m.value, fired: next.fired });
     s = next;
   }
@@ -195,7 +208,8 @@ export function generatePaths<Aux>(spec: MachineSpec<Aux>): Coverage {
       { state: CatSnap<Aux>; transitions: Record<string, { event: CatEvent<Aux>; state: CatSnap<Aux> }> }
     >;
     const shortest = new Map<string, StatePath<CatSnap<Aux>, CatEvent<Aux>>>();
-    for (const p of getShortestPaths(logic, options as never) as Array<StatePath<CatSnap<Aux>, CatEvent<Aux>>>) shortest.set(options.serializeState(p.state), p);
+    for (const p of getShortestPaths(logic, options as never) as Array<StatePath<CatSnap<Aux>, CatEvent<Aux>>>)
+      shortest.set(options.serializeState(p.state), p);
     // The edge with the shortest prefix wins (across inputs; ties: the earlier input, BFS order).
     const offer = (k: string, edge: Edge) => {
       const depth = (shortest.get(edge.state)?.weight ?? Infinity) + (edge.event ? 1 : 0);
@@ -206,7 +220,7 @@ export function generatePaths<Aux>(spec: MachineSpec<Aux>): Coverage {
     for (const k of initial.fired) offer(k, { input: i, state: options.serializeState(initial), event: undefined, depth: 0 });
     for (const [state, { state: from, transitions }] of Object.entries(adjacency)) {
       for (const { event, state: next } of Object.values(transitions)) {
-        for (const k of next.fired) if (!spec.witness?.[k] || spec.witness[k]!(from.m, from.aux, event.event)) offer(k, { input: i, state, event, depth: 0 });
+        for (const k of next.fired) if (!spec.witness?.[k] || spec.witness[k](from.m, from.aux, event.event)) offer(k, { input: i, state, event, depth: 0 });
       }
     }
     return { logic, shortest };
@@ -229,10 +243,10 @@ export function generatePaths<Aux>(spec: MachineSpec<Aux>): Coverage {
       const endKey = `${edge.input} ${options.serializeState(end)}`;
       if (!toRest.has(endKey)) {
         const found = (
-          getShortestPaths(logic, { ...options, fromState: end, toState: (s: CatSnap<Aux>) => spec.atRest(s.m, s.aux) } as never) as Array<StatePath<CatSnap<Aux>, CatEvent<Aux>>>
-        ).filter((p) =>
-          spec.atRest(p.state.m, p.state.aux),
-        );
+          getShortestPaths(logic, { ...options, fromState: end, toState: (s: CatSnap<Aux>) => spec.atRest(s.m, s.aux) }) as Array<
+            StatePath<CatSnap<Aux>, CatEvent<Aux>>
+          >
+        ).filter((p) => spec.atRest(p.state.m, p.state.aux));
         found.sort((a, b) => a.weight - b.weight);
         toRest.set(endKey, found[0]);
       }
@@ -243,7 +257,13 @@ export function generatePaths<Aux>(spec: MachineSpec<Aux>): Coverage {
       path = joinPaths(path, tail);
     }
     if (path.steps.length - 1 > spec.maxDepth * 2) throw new Error(`${spec.name}: a path of ${path.steps.length - 1} steps for ${t.name}`);
-    const generated = toGenerated(spec, logic, spec.inputs[edge.input]!.label, t, path.steps.slice(1).map((s) => s.event));
+    const generated = toGenerated(
+      spec,
+      logic,
+      spec.inputs[edge.input]!.label,
+      t,
+      path.steps.slice(1).map((s) => s.event),
+    );
     for (const k of generated.fired) {
       if (!byKey.has(k)) throw new Error(`${spec.name}: fired ${k}, which is not a definition of the machine`);
     }

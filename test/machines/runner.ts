@@ -63,7 +63,6 @@ export const BASE_CONFIG: CompactionConfigInput = {
 };
 export const SUMMARY_TEXT = '## Goal\nFix the build.\n## Progress\nListed the files of every directory; nothing failed yet.';
 
-
 // ---------------------------------------------------------------------------
 // Runtime coverage (process-wide)
 
@@ -88,14 +87,16 @@ export function transitionsTaken(e: Extract<InspectionEvent, { type: '@xstate.sn
   const before = previous.get(id);
   const after = e.snapshot as AnyMachineSnapshot;
   previous.set(id, after);
-  const event = e.event as AnyEventObject;
+  const event = e.event;
   let keys: string[];
   if (before) keys = pureStep(logic, before, event).fired;
   else if (event.type === 'xstate.init') keys = initialStep(logic, (event as { input?: unknown }).input).fired;
   else return [];
   if (keys.length === 0) return [];
   const byKey = infoCache(logic);
-  return keys.map((k) => byKey.get(k) ?? { key: k, machine: logic.id, source: k, event: k, index: 0, guard: undefined, targets: [], actions: [], name: `${logic.id}: ${k}` });
+  return keys.map(
+    (k) => byKey.get(k) ?? { key: k, machine: logic.id, source: k, event: k, index: 0, guard: undefined, targets: [], actions: [], name: `${logic.id}: ${k}` },
+  );
 }
 
 const infos = new WeakMap<object, Map<string, TransitionInfo>>();
@@ -240,11 +241,7 @@ export async function openWorld(srv: Server, opts: WorldOptions = {}): Promise<W
 }
 
 /** An engine (with a fresh controller and recorder) over an already open session. */
-export function attachEngine(
-  srv: Server,
-  base: { dir: string; store: JsonlStore; id: string; session: Session },
-  opts: WorldOptions = {},
-): World {
+export function attachEngine(srv: Server, base: { dir: string; store: JsonlStore; id: string; session: Session }, opts: WorldOptions = {}): World {
   const ctl = new Controller();
   const clock = new SimulatedClock();
   const recorded: Recorded[] = [];
@@ -254,7 +251,12 @@ export function attachEngine(
   const inspect = (e: InspectionEvent) => {
     if (e.type !== '@xstate.snapshot') return;
     const plan = crashPlan;
-    if (plan && !plan.crashed && (e.actorRef as { logic?: { id?: string } }).logic?.id === plan.machine && valueHas((e.snapshot as AnyMachineSnapshot).value, plan.state)) {
+    if (
+      plan &&
+      !plan.crashed &&
+      (e.actorRef as { logic?: { id?: string } }).logic?.id === plan.machine &&
+      valueHas((e.snapshot as AnyMachineSnapshot).value, plan.state)
+    ) {
       plan.crashed = true;
       // Once the step that entered the state is done (an actor cannot be stopped from inside its
       // own step): the process dies, no cleanup code runs.
@@ -290,7 +292,7 @@ export function attachEngine(
     models: MODELS,
     config: { ...BASE_CONFIG, ...opts.config },
     inspect,
-    clock: clock as unknown as CompactionEngineOptions['clock'],
+    clock: clock,
     services: (d) => {
       defaults = d;
       return ctl.wrap(d);

@@ -72,7 +72,13 @@ async function reading(w: World): Promise<{ total: number; threshold: number; pr
   };
   if (r.kind !== 'reading') return { total: 0, threshold: Infinity, prepareAt: Infinity, waitAt: Infinity, pays: false };
   const x = r.reading!;
-  return { total: x.totalTokens, threshold: x.threshold, prepareAt: x.prepareAt ?? Infinity, waitAt: x.waitAt ?? x.threshold, pays: x.economics?.compaction?.pays === true };
+  return {
+    total: x.totalTokens,
+    threshold: x.threshold,
+    prepareAt: x.prepareAt ?? Infinity,
+    waitAt: x.waitAt ?? x.threshold,
+    pays: x.economics?.compaction?.pays === true,
+  };
 }
 
 const atStart = (outcome: string) => outcome === 'step:prepare-point' || outcome === 'step:compacting-pays' || outcome === 'step:prepare-point-one-slot';
@@ -163,8 +169,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
           route(w, 'tiny');
           const r = await reading(w);
           expect(r.total).toBeGreaterThanOrEqual(r.waitAt);
-        }
-        else if (step.outcome === 'step:above-threshold') {
+        } else if (step.outcome === 'step:above-threshold') {
           // Small steps until past the threshold, short of the wait point (the request still fits).
           for (let n = 0; n < 400; n++) {
             const r = await reading(w);
@@ -174,8 +179,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
           const r = await reading(w);
           expect(r.total, 'past the threshold').toBeGreaterThanOrEqual(r.threshold);
           expect(r.total, 'short of the wait point').toBeLessThan(r.waitAt);
-        }
-        else if (step.outcome === 'step:compacting-pays') {
+        } else if (step.outcome === 'step:compacting-pays') {
           // A long session of small steps under the prepare point, far enough above what an early
           // compaction leaves that the cost model says compacting now pays.
           for (let n = 0; n < 400; n++) {
@@ -186,8 +190,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
           const r = await reading(w);
           expect(r.pays, 'compacting now pays').toBe(true);
           expect(r.total, 'under the prepare point').toBeLessThan(r.prepareAt);
-        }
-        else {
+        } else {
           const atPrepare = step.outcome === 'step:prepare-point' || oneSlot;
           // A step that must wait: with a summary under way, at the wait point; else at the threshold.
           const running = from !== 'idle' && from !== 'held';
@@ -204,7 +207,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
           else expect(r.total).toBeGreaterThanOrEqual(limit(r));
         }
         const f = track('step', (signal) => w.engine.afterStep({ signal }));
-        f.starter = from === 'idle' && (atStart(step.outcome));
+        f.starter = from === 'idle' && atStart(step.outcome);
         // The gate measures for real; other calls in the queue are the background run's.
         await (await w.ctl.takeOf('measure')).runReal();
         // A starting step is answered when its run's bracket opens, or its run ends (below).
@@ -221,7 +224,9 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
         break;
       }
       case 'cancel': {
-        const job = waiting().filter((f) => !f.done).at(-1);
+        const job = waiting()
+          .filter((f) => !f.done)
+          .at(-1);
         if (!job) throw new Error('a cancel with no job waiting: the catalog offers it only then');
         if (from === 'summarizing') {
           // The summary request is in flight when the caller gives up: it is aborted over HTTP.
@@ -284,7 +289,7 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
         break;
       }
       default:
-        await settleTxStep(w, step as PathStep, path.steps[i + 1], ctx);
+        await settleTxStep(w, step, path.steps[i + 1], ctx);
     }
     // The bracket opened: the step that started the run is answered and goes on.
     if (step.outcome === 'openBracket:opened') {
@@ -294,7 +299,8 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
     // A run the path ends here: once the real one has ended, the jobs it released run to their end.
     const next = i + 1 < path.steps.length ? path.steps[i + 1]!.from : path.finalValue;
     if (next === 'idle' && from !== 'idle') {
-      const bgValue = () => (w.engine.actor.getSnapshot().children as Record<string, { getSnapshot(): { value: unknown } } | undefined>).background?.getSnapshot().value;
+      const bgValue = () =>
+        (w.engine.actor.getSnapshot().children as Record<string, { getSnapshot(): { value: unknown } } | undefined>).background?.getSnapshot().value;
       for (let t = 0; t < 400 && bgValue() !== 'idle'; t++) await new Promise((r) => setTimeout(r, 5));
       const released = waiting();
       for (const f of released) f.reply = 'released';
@@ -307,7 +313,13 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
   await within(Promise.all(facades.map((f) => f.promise)), 'every call of the path');
 
   // The real chart took the generated path.
-  if (process.env.DEBUG_BG) console.log(w.recorded.slice(w.mark).map((r) => `${r.machine}/${r.actor}: ${r.transitions.map((t) => t.name).join(' | ')}`).join('\n'));
+  if (process.env.DEBUG_BG)
+    console.log(
+      w.recorded
+        .slice(w.mark)
+        .map((r) => `${r.machine}/${r.actor}: ${r.transitions.map((t) => t.name).join(' | ')}`)
+        .join('\n'),
+    );
   expectPathTaken(w, path, byKey);
 
   // What each caller was answered (docs/spec.md#13-background-compaction).
@@ -332,17 +344,28 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
   // Every run that ended was handed over once, in order, with its error: to a later job's answer,
   // or still kept for the next one.
   type Outcome = { status: string; waited: boolean; held: boolean; error?: { code: string; cause?: string } };
-  const handed = w.settled.flatMap((e) => ((e as { result: { output?: { background?: { outcomes: Outcome[] } } } }).result.output?.background?.outcomes ?? []));
+  const handed = w.settled.flatMap((e) => (e as { result: { output?: { background?: { outcomes: Outcome[] } } } }).result.output?.background?.outcomes ?? []);
   const bgActor = (w.engine.actor.getSnapshot().children as Record<string, { getSnapshot(): { context: { unreported: Outcome[] } } }>).background!;
-  const runs = [...handed, ...bgActor.getSnapshot().context.unreported].map((x) => ({ status: x.status, waited: x.waited, held: x.held, code: x.error?.code, cause: x.error?.cause }));
-  expect(runs, 'the runs, as the host learns of them').toEqual(want.runs.map((r) => ({ status: r.status, waited: r.waiters > 0, held: r.held, code: r.code, cause: r.cause })));
+  const runs = [...handed, ...bgActor.getSnapshot().context.unreported].map((x) => ({
+    status: x.status,
+    waited: x.waited,
+    held: x.held,
+    code: x.error?.code,
+    cause: x.error?.cause,
+  }));
+  expect(runs, 'the runs, as the host learns of them').toEqual(
+    want.runs.map((r) => ({ status: r.status, waited: r.waiters > 0, held: r.held, code: r.code, cause: r.cause })),
+  );
 
   // Announced: every opened bracket's start, then its commit or failure, all marked background.
   const bgNotes = w.notes.filter((n) => (n as { background?: boolean }).background === true).map((n) => n.type);
-  expect(bgNotes).toEqual(want.runs.flatMap((r) => (r.opened ? ['compaction.started', r.status === 'committed' ? 'compaction.committed' : 'compaction.failed'] : [])));
+  expect(bgNotes).toEqual(
+    want.runs.flatMap((r) => (r.opened ? ['compaction.started', r.status === 'committed' ? 'compaction.committed' : 'compaction.failed'] : [])),
+  );
   // The breaker: a failed run counts unless busy; a commit resets (failure limit 3: never opens here).
   const failures = want.runs.reduce((n, r) => (r.status === 'committed' ? 0 : r.status === 'failed' && !r.busy ? n + 1 : n), 0);
-  if (!o.some((x) => x === 'await' || x === 'step:threshold' || x === 'step:above-threshold')) expect(w.engine.actor.getSnapshot().context.consecutiveFailures).toBe(failures);
+  if (!o.some((x) => x === 'await' || x === 'step:threshold' || x === 'step:above-threshold'))
+    expect(w.engine.actor.getSnapshot().context.consecutiveFailures).toBe(failures);
 
   // The log: background brackets marked as such, each in the turn its run started in; each run
   // that opened one closed it once. The announced start says when the cost model started it.
@@ -352,7 +375,9 @@ export async function runBackgroundEnginePath(srv: Server, path: GeneratedPath, 
   const opened = want.runs.map((r, i) => ({ ...started[i]!, opened: r.opened })).filter((r) => r.opened);
   expect(bgStarts.map((e) => (e.data as { turn: number | null }).turn)).toEqual(opened.map((r) => r.turn));
   const startNotes = w.notes.filter((n) => n.type === 'compaction.started' && (n as { background?: boolean }).background === true);
-  expect(startNotes.map((n) => (n as { economics?: { decision: string } }).economics?.decision)).toEqual(opened.map((r) => (r.early ? 'compact-early' : undefined)));
+  expect(startNotes.map((n) => (n as { economics?: { decision: string } }).economics?.decision)).toEqual(
+    opened.map((r) => (r.early ? 'compact-early' : undefined)),
+  );
   const storeBroke = o.includes('flush:store-fails') || o.includes('closeWithError:close-fails');
   expect(w.session.length).toBeGreaterThanOrEqual(startCount);
   expectValidRequest(w);

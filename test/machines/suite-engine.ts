@@ -51,7 +51,11 @@ interface Job {
 
 const FIRST_CALL: Record<Kind, 'measure' | 'classify' | 'checkAdmission'> = { pressure: 'measure', overflow: 'classify', manual: 'checkAdmission' };
 const FACADE_KIND: Record<string, Kind> = { afterStep: 'pressure', 'afterStep below': 'pressure', onRequestError: 'overflow', compactNow: 'manual' };
-const SERVER_500 = { kind: 'status' as const, status: 500, body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } } };
+const SERVER_500 = {
+  kind: 'status' as const,
+  status: 500,
+  body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } },
+};
 
 /** Prepares the world so the job about to start ends with `outcome`. */
 function prepare(w: World, srv: Server, kind: Kind, outcome: string, warned: { n: number }): unknown {

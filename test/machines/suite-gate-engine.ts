@@ -60,7 +60,8 @@ async function growTo(w: World, level: 'prepare' | 'threshold'): Promise<void> {
   throw new Error(`the session never reached the ${level}`);
 }
 
-const gateValue = (w: World) => (w.engine.actor.getSnapshot().children as Record<string, { getSnapshot(): { value: unknown } } | undefined>).job?.getSnapshot().value;
+const gateValue = (w: World) =>
+  (w.engine.actor.getSnapshot().children as Record<string, { getSnapshot(): { value: unknown } } | undefined>).job?.getSnapshot().value;
 /** The call a background state waits on. */
 const CALL_OF_STATE: Record<string, (typeof RUN_CALLS)[number] | 'closeWithError'> = {
   selecting: 'selectRange',
@@ -79,7 +80,8 @@ async function openRun(w: World): Promise<void> {
   for (const service of ['selectRange', 'validateSpan', 'openBracket'] as const) await (await w.ctl.takeOf(service)).runReal();
 }
 
-const bgValue = (w: World) => (w.engine.actor.getSnapshot().children as Record<string, { getSnapshot(): { value: unknown } } | undefined>).background?.getSnapshot().value;
+const bgValue = (w: World) =>
+  (w.engine.actor.getSnapshot().children as Record<string, { getSnapshot(): { value: unknown } } | undefined>).background?.getSnapshot().value;
 async function until(ok: () => boolean, what: string): Promise<void> {
   for (let t = 0; t < 500 && !ok(); t++) await new Promise((r) => setTimeout(r, 2));
   expect(ok(), what).toBe(true);
@@ -87,7 +89,7 @@ async function until(ok: () => boolean, what: string): Promise<void> {
 
 export async function runGateEnginePath(srv: Server, path: GeneratedPath, byKey: Map<string, TransitionInfo>): Promise<void> {
   const input = GATE_INPUTS.find((i) => i.label === path.input)!.input;
-  const kind = input.kind as Kind;
+  const kind = input.kind;
   // The overflow gate's input for an error that is no overflow: the engine classifies a 500 so.
   const requestError = input.kind === 'overflow' && input.job.notOverflow === true;
   const o = path.steps.map((s) => s.outcome);
@@ -229,7 +231,9 @@ export async function runGateEnginePath(srv: Server, path: GeneratedPath, byKey:
 
   // What the job reports of the background (docs/spec.md#13-background-compaction): waited, preparing, and the runs that
   // ended since the last answer — the first run for a job that did not wait, the awaited one else.
-  const answers = w.settled.slice(settledBefore) as Array<{ result: { output?: { background?: { waited: boolean; preparing: boolean; outcomes: Array<{ status: string; waited: boolean }> } } } }>;
+  const answers = w.settled.slice(settledBefore) as Array<{
+    result: { output?: { background?: { waited: boolean; preparing: boolean; outcomes: Array<{ status: string; waited: boolean }> } } };
+  }>;
   expect(answers).toHaveLength(1);
   const report = answers[0]!.result.output?.background;
   const cancelledFirst = input.job.aborted || path.steps.some((s) => s.outcome === 'cancel' && s.from === 'measuring');
@@ -242,7 +246,10 @@ export async function runGateEnginePath(srv: Server, path: GeneratedPath, byKey:
 
   // The background chart heard this job once (a step with its reading, or an await) unless there
   // was no reading to judge, and was cancelled only by a cancel while the job waited.
-  const bgTaken = w.recorded.slice(w.mark).filter((r) => r.machine === 'background').flatMap((r) => r.transitions);
+  const bgTaken = w.recorded
+    .slice(w.mark)
+    .filter((r) => r.machine === 'background')
+    .flatMap((r) => r.transitions);
   const consulted = bgTaken.filter((t) => t.event === 'step' || t.event === 'await').length;
   expect(consulted).toBe(consultedAtAll ? 1 : 0);
   expect(bgTaken.filter((t) => t.event === 'cancel').length).toBe(path.steps.filter((s) => s.outcome === 'cancel' && s.from === 'waiting').length);

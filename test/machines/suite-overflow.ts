@@ -232,7 +232,9 @@ export async function runOverflowPath(srv: Server, path: GeneratedPath, byKey: M
   const added = newEvents(w);
   const txs = o.filter((x) => x.startsWith('transaction:')).length;
   const committed = o.filter((x) => x === 'transaction:committed' || x === 'transaction:truncated').length;
-  expect(added.filter((e) => e.type === 'compaction/summary' && e.data.truncation !== undefined)).toHaveLength(o.filter((x) => x === 'transaction:truncated').length);
+  expect(added.filter((e) => e.type === 'compaction/summary' && e.data.truncation !== undefined)).toHaveLength(
+    o.filter((x) => x === 'transaction:truncated').length,
+  );
   const chartErrors = o.filter((x) => x === 'transaction:chart-error').length;
   expect(added.filter((e) => e.type === 'compaction/prune').length > 0).toBe(o.includes('prune:pruned'));
   expect(added.filter((e) => e.type === 'compaction/start')).toHaveLength(txs);

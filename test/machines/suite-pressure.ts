@@ -73,7 +73,11 @@ export function worldFor(path: GeneratedPath): Recipe {
   const pruneOff = path.input === 'prune off' ? ({ pruner: false } as const) : {};
   if (path.input === 'fallback') {
     // truncationFallback on: the server answers the summary 500, a truncation of the same span follows.
-    return { name: 'over the threshold, the fallback on', options: { pruner: false, config: { truncationFallback: true } }, build: async (w) => fillAbove(w, 100) };
+    return {
+      name: 'over the threshold, the fallback on',
+      options: { pruner: false, config: { truncationFallback: true } },
+      build: async (w) => fillAbove(w, 100),
+    };
   }
   if (path.input === 'breaker open') {
     // The breaker opened on one failed summary (failureLimit 1): the next relief asks no model.
@@ -82,7 +86,11 @@ export function worldFor(path: GeneratedPath): Recipe {
       options: { pruner: false, config: { truncationFallback: true, circuitBreaker: { failureLimit: 1, cooldownMs: 60_000 } } },
       build: async (w) => {
         fillAbove(w, 100);
-        w.srv.queue.push({ kind: 'status', status: 500, body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } } });
+        w.srv.queue.push({
+          kind: 'status',
+          status: 500,
+          body: { error: { message: 'The server had an error', type: 'server_error', param: null, code: null } },
+        });
         w.ctl.setAuto();
         expect((await w.engine.afterStep()).status).toBe('truncated');
         expect(w.notes.some((n) => n.type === 'breaker.opened')).toBe(true);
@@ -163,10 +171,14 @@ export function worldFor(path: GeneratedPath): Recipe {
     };
   }
   if (o[0] === 'measure:misconfigured') {
-    return { name: 'routed to an unknown model', options: pruneOff, build: async (w) => {
-      startTurn(w);
-      route(w, 'mystery');
-    } };
+    return {
+      name: 'routed to an unknown model',
+      options: pruneOff,
+      build: async (w) => {
+        startTurn(w);
+        route(w, 'mystery');
+      },
+    };
   }
   if (o[0] === 'measure:silent-overflow' && o.includes('selectRange:nothing')) {
     return {
@@ -214,7 +226,10 @@ export function worldFor(path: GeneratedPath): Recipe {
         startTurn(w);
         w.writer.startStep();
         route(w);
-        w.writer.assistant({ text: textOfTokens(pressureNow(w).threshold), toolCalls: [{ id: 'c1', name: 'bash', arguments: JSON.stringify({ command: 'ls' }) }] });
+        w.writer.assistant({
+          text: textOfTokens(pressureNow(w).threshold),
+          toolCalls: [{ id: 'c1', name: 'bash', arguments: JSON.stringify({ command: 'ls' }) }],
+        });
         w.writer.toolResult('c1', Array.from({ length: 2500 }, (_, i) => `line${i}`).join(' '), { toolName: 'bash' });
       },
     };
@@ -260,7 +275,11 @@ export function worldFor(path: GeneratedPath): Recipe {
   if (o.includes('prune:pruned')) {
     // Long tool results the prune pass cuts (it frees something: the catalog says `pruned`).
     const long = Array.from({ length: 400 }, (_, i) => `out${i}`).join(' ');
-    return { name: 'over the threshold with long tool results', options: { config: { prune: PRUNE_FAST } }, build: async (w) => fillAbove(w, 100, { result: long }) };
+    return {
+      name: 'over the threshold with long tool results',
+      options: { config: { prune: PRUNE_FAST } },
+      build: async (w) => fillAbove(w, 100, { result: long }),
+    };
   }
   return { name: 'over the threshold', options: pruneOff, build: async (w) => fillAbove(w, 100) };
 }
@@ -299,10 +318,11 @@ async function settlePressureStep(w: World, step: PathStep, next: PathStep | und
   if (service === 'measure') {
     const call = await w.ctl.take('measure', running);
     // FORCED: the meter throws only on a bug.
-    if (outcome === 'throws') return void call.reject(Object.assign(new Error('scripted meter failure'), { code: 'internal' })), false;
+    if (outcome === 'throws') return (void call.reject(Object.assign(new Error('scripted meter failure'), { code: 'internal' })), false);
     await call.runReal();
     const r = call.output as { kind: string; reading?: { totalTokens: number; threshold: number } };
-    const economics = (r.reading as { economics?: { compaction?: { pays: boolean }; prune?: { pays: boolean }; relief?: { choice: string } } } | undefined)?.economics;
+    const economics = (r.reading as { economics?: { compaction?: { pays: boolean }; prune?: { pays: boolean }; relief?: { choice: string } } } | undefined)
+      ?.economics;
     const relief = { 'above-prune-relieves': 'prune', 'above-nothing-to-prune': 'summarize', 'above-prune-then-summarize': 'prune-then-summarize' }[outcome!];
     if (outcome === 'below-pays') {
       expect(r.reading!.totalTokens).toBeLessThan(r.reading!.threshold);
@@ -332,8 +352,7 @@ async function settlePressureStep(w: World, step: PathStep, next: PathStep | und
       const call = await w.ctl.take('prune', running);
       await call.runReal();
       expect((call.output as { count: number }).count, 'the prune pass cut something').toBeGreaterThan(0);
-    }
-    else {
+    } else {
       const call = await takeRange(w, ctx);
       expect(call.output === null).toBe(outcome === 'nothing');
     }
@@ -419,12 +438,13 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
   // output, the silent overflow it was told of (so the next step does not report it again), and
   // the cost model's decision.
   const settled = w.settled.at(-1) as
-    | { result?: { output?: { transactions?: unknown[]; silentOverflowSeq?: number; economics?: { decision: string } } } }
-    | undefined;
+    { result?: { output?: { transactions?: unknown[]; silentOverflowSeq?: number; economics?: { decision: string } } } } | undefined;
   const out = settled?.result?.output;
   expect(out?.transactions ?? []).toHaveLength(o.filter((x) => x.startsWith('transaction:') && x !== 'transaction:chart-error').length);
   if (!o.includes('transaction:chart-error')) {
-    const silent = (w.ctl.calls.slice(callsBefore).find((c) => c.service === 'measure')?.output as { reading?: { silentOverflow?: { seq: number } } } | undefined)?.reading?.silentOverflow;
+    const silent = (
+      w.ctl.calls.slice(callsBefore).find((c) => c.service === 'measure')?.output as { reading?: { silentOverflow?: { seq: number } } } | undefined
+    )?.reading?.silentOverflow;
     expect(out?.silentOverflowSeq).toBe(o[0] === 'measure:silent-overflow' ? silent!.seq : undefined);
     const decision = {
       'measure:below-pays': 'compact-early',
@@ -454,7 +474,9 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
   const chartErrors = o.filter((x) => x === 'transaction:chart-error').length;
   expect(added.filter((e) => e.type === 'compaction/start')).toHaveLength(txs);
   // Every truncation checkpoint is marked so in its compaction/summary (the model-free last resort).
-  expect(added.filter((e) => e.type === 'compaction/summary' && e.data.truncation !== undefined)).toHaveLength(o.filter((x) => x === 'transaction:truncated').length);
+  expect(added.filter((e) => e.type === 'compaction/summary' && e.data.truncation !== undefined)).toHaveLength(
+    o.filter((x) => x === 'transaction:truncated').length,
+  );
   const ends = added.filter((e) => e.type === 'compaction/end');
   expect(ends).toHaveLength(txs);
   const endErrors = ends.map((e) => (e.type === 'compaction/end' ? e.data.error?.code : undefined)).filter((c) => c !== undefined);
@@ -473,7 +495,8 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
     expect(['flush', 'closeWithError']).toContain(services.at(-1));
     expect(services.filter((x) => x === 'selectRange')).toHaveLength(1);
   }
-  if (committed === 0 && !added.some((e) => e.type === 'compaction/prune') && !o.includes('transaction:truncation-failed')) expect(JSON.stringify(w.session.deriveMessages())).toBe(messagesBefore);
+  if (committed === 0 && !added.some((e) => e.type === 'compaction/prune') && !o.includes('transaction:truncation-failed'))
+    expect(JSON.stringify(w.session.deriveMessages())).toBe(messagesBefore);
 
   // The chart's policy, as the services received it (this run only): pruning protects recent
   // work; the first selection keeps the retained tail and small earlier checkpoints, a retry
@@ -487,7 +510,12 @@ export async function runPressurePath(srv: Server, path: GeneratedPath, byKey: M
     .filter((x) => x.service === 'selectRange')
     // An early compaction (the cost model's) keeps the floor tail.
     .forEach((c, i) =>
-      expect(c.input).toEqual({ purpose: 'pressure', attempt: i + 1, retain: i === 0 && o[0] === 'measure:below-pays' ? 'floor' : 'budget', stackCheckpoints: i === 0 }),
+      expect(c.input).toEqual({
+        purpose: 'pressure',
+        attempt: i + 1,
+        retain: i === 0 && o[0] === 'measure:below-pays' ? 'floor' : 'budget',
+        stackCheckpoints: i === 0,
+      }),
     );
   expectValidRequest(w);
 

@@ -143,7 +143,8 @@ export async function runTransactionPath(srv: Server, path: GeneratedPath, byKey
   expect(heard('compaction.committed')).toBe(final === 'committed' ? 1 : 0);
   expect(heard('compaction.failed')).toBe(final === 'failed' || final === 'persistenceFailed' ? 1 : 0);
   // The announced start is the bracket's own compaction/start.
-  for (const n of notes) if (n.type === 'compaction.started') expect(added.filter((e) => e.type === 'compaction/start').map((e) => e.seq)).toContain(n.startSeq);
+  for (const n of notes)
+    if (n.type === 'compaction.started') expect(added.filter((e) => e.type === 'compaction/start').map((e) => e.seq)).toContain(n.startSeq);
   const failedNote = notes.find((n) => n.type === 'compaction.failed');
   if (failedNote && failedNote.type === 'compaction.failed' && final === 'failed') expect(failedNote.error.code).toBe(DECISIVE[decisive!]!.code);
 
@@ -154,7 +155,8 @@ export async function runTransactionPath(srv: Server, path: GeneratedPath, byKey
   expectValidRequest(w);
 
   // What the server received: one summary request per summarize call, each ending with the instruction.
-  const summarizeSteps = outcomes.filter((o) => o.startsWith('summarize:')).length + (path.steps.some((s) => s.outcome === 'cancel' && s.from === 'summarizing') ? 1 : 0);
+  const summarizeSteps =
+    outcomes.filter((o) => o.startsWith('summarize:')).length + (path.steps.some((s) => s.outcome === 'cancel' && s.from === 'summarizing') ? 1 : 0);
   const requests = summaryRequests(w);
   expect(requests).toHaveLength(summarizeSteps);
   for (const r of requests) {

@@ -12,7 +12,6 @@ import type { World } from './runner';
 
 export const SYSTEM_PROMPT = 'You are a coding agent. Keep answers short.';
 
-
 export function route(w: World, model: string = 'small'): void {
   w.writer.request({ provider: 'test', model, systemPrompt: SYSTEM_PROMPT, tools: [], maxTokens: 500 });
 }
@@ -83,7 +82,12 @@ export function rewriteNode(w: World, seq: number): void {
   const e = w.session.event(seq);
   const op = { op: 'replace' as const, start: seq, end: seq };
   if (e.type === 'tool/result') {
-    w.session.append({ type: 'tool/result', data: { ...e.data, content: [{ type: 'text', text: 'rewritten while the compaction ran' }] }, surfaceOp: op, sourceEventSeqs: [seq] });
+    w.session.append({
+      type: 'tool/result',
+      data: { ...e.data, content: [{ type: 'text', text: 'rewritten while the compaction ran' }] },
+      surfaceOp: op,
+      sourceEventSeqs: [seq],
+    });
   } else if (e.type === 'user/message' || e.type === 'assistant/message') {
     w.session.append({ type: e.type, data: e.data, surfaceOp: op, sourceEventSeqs: [seq] } as never);
   } else {

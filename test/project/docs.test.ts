@@ -14,7 +14,12 @@ import { anchorsOf, codeBlocks, linksOf } from '../helpers/markdown';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const docsDir = join(root, 'docs');
-const pages = ['README.md', ...readdirSync(docsDir).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const pages = [
+  'README.md',
+  ...readdirSync(docsDir)
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 const read = (page: string) => readFileSync(join(root, page), 'utf8');
 
 /**
@@ -74,7 +79,12 @@ describe('docs/architecture.md', () => {
   it('its picture shows every import between capabilities, and only those (read from src/services/)', () => {
     const picture = codeBlocks(page).find((b) => b.lang === 'mermaid' && /flowchart/.test(b.code));
     expect(picture, 'a mermaid flowchart of the capabilities').toBeDefined();
-    const drawn = new Set(picture!.code.split('\n').map((l) => l.trim()).filter((l) => l.includes('-->')));
+    const drawn = new Set(
+      picture!.code
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l.includes('-->')),
+    );
     const missing = [...edges].filter((e) => !drawn.has(e)).sort();
     const extra = [...drawn].filter((e) => !edges.has(e)).sort();
     expect({ missing, extra }, 'redraw it from `npx tsx scripts/check-architecture.ts --graph`').toEqual({ missing: [], extra: [] });
@@ -157,7 +167,10 @@ describe('docs: code', () => {
       output = String((err as { stdout?: string }).stdout ?? err);
     }
     // Name the page and line of the block, not the temp file.
-    const located = output.replace(/(\S+?)_L(\d+)\.ts\((\d+),(\d+)\)/g, (_m, p: string, l: string, r: string) => `${p.replace(/_md$/, '.md').replace(/^docs_/, 'docs/')} (block at line ${l}, its line ${r})`);
+    const located = output.replace(
+      /(\S+?)_L(\d+)\.ts\((\d+),(\d+)\)/g,
+      (_m, p: string, l: string, r: string) => `${p.replace(/_md$/, '.md').replace(/^docs_/, 'docs/')} (block at line ${l}, its line ${r})`,
+    );
     expect(located).toBe('');
   }, 120_000);
 });

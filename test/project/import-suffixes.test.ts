@@ -33,7 +33,7 @@ describe('fix-import-suffixes', () => {
       "import OpenAI from 'openai';",
       "import { x } from '../visualizer/layout.js';",
       "import { y } from './no-such-file.js';",
-      "const s = \"from './errors.js'\";",
+      'const s = "from \'./errors.js\'";',
       '',
     ].join('\n');
     expect(fixText(file, text)).toEqual({ text, count: 0 });

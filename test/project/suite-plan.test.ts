@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ISOLATED_FILES, SLOW_FILES, slowFirst } from '../helpers/suite-plan.js';
+import { ISOLATED_FILES, SLOW_FILES, slowFirst } from '../helpers/suite-plan';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 

@@ -20,7 +20,9 @@ const root = resolve(here, '../..');
 
 /** Where the server and its model are: XCOMPACT_LLAMA_DIR, else ../shared/tools/llama beside the repo (or beside its worktree folder). */
 export function llamaDir(): string | undefined {
-  const candidates = [process.env.XCOMPACT_LLAMA_DIR, join(root, '../shared/tools/llama'), join(root, '../../shared/tools/llama')].filter((d): d is string => !!d);
+  const candidates = [process.env.XCOMPACT_LLAMA_DIR, join(root, '../shared/tools/llama'), join(root, '../../shared/tools/llama')].filter(
+    (d): d is string => !!d,
+  );
   return candidates.find((d) => existsSync(join(d, 'llama-server')) && existsSync(join(d, 'tiny.gguf')));
 }
 
@@ -70,9 +72,13 @@ export async function startLlama(ctx = 4096): Promise<Llama> {
   const dir = llamaDir();
   if (!dir) throw new Error(HOW_TO_GET_A_SERVER);
   const port = await freePort();
-  const child: ChildProcess = spawn(join(dir, 'llama-server'), ['-m', join(dir, 'tiny.gguf'), '--host', '127.0.0.1', '--port', String(port), '-c', String(ctx), '-np', '1', '--jinja', '-t', '2'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    join(dir, 'llama-server'),
+    ['-m', join(dir, 'tiny.gguf'), '--host', '127.0.0.1', '--port', String(port), '-c', String(ctx), '-np', '1', '--jinja', '-t', '2'],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   const url = `http://127.0.0.1:${port}`;
@@ -147,18 +153,21 @@ export async function startProxy(target: string): Promise<Proxy> {
       const raw = Buffer.concat(chunks);
       const headers = { ...req.headers, host: to.host };
       delete headers['content-length'];
-      const up = httpRequest({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...headers, 'content-length': String(raw.length) } }, (upRes) => {
-        const back: Buffer[] = [];
-        upRes.on('data', (c: Buffer) => back.push(c));
-        upRes.on('end', () => {
-          const payload = Buffer.concat(back);
-          const path = (req.url ?? '/').split('?')[0]!;
-          if (path.endsWith('/chat/completions')) exchanges.push(readExchange(exchanges.length, path, req.headers, raw, upRes.statusCode ?? 0, payload));
-          res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-          res.end(payload);
-        });
-        upRes.on('error', () => res.destroy());
-      });
+      const up = httpRequest(
+        { host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...headers, 'content-length': String(raw.length) } },
+        (upRes) => {
+          const back: Buffer[] = [];
+          upRes.on('data', (c: Buffer) => back.push(c));
+          upRes.on('end', () => {
+            const payload = Buffer.concat(back);
+            const path = (req.url ?? '/').split('?')[0]!;
+            if (path.endsWith('/chat/completions')) exchanges.push(readExchange(exchanges.length, path, req.headers, raw, upRes.statusCode ?? 0, payload));
+            res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+            res.end(payload);
+          });
+          upRes.on('error', () => res.destroy());
+        },
+      );
       up.on('error', (err) => {
         if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: `proxy: ${err.message}` } }));

@@ -64,7 +64,14 @@ describe.skipIf(!available)('against a real llama-server -c 4096 -np 1 --jinja (
 
   it('the drop-in loop, tokenizer server', async () => {
     const from = proxy.exchanges.length;
-    const run = await dropInLoop({ baseURL: `${proxy.url}/v1`, session: Session.inMemory(), requests: size(60), tokenizer: 'server', proc: 'drop-in', seed: 1 });
+    const run = await dropInLoop({
+      baseURL: `${proxy.url}/v1`,
+      session: Session.inMemory(),
+      requests: size(60),
+      tokenizer: 'server',
+      proc: 'drop-in',
+      seed: 1,
+    });
     report.dropIn = run;
     expect(run.errors).toEqual([]);
     expect(run.requests).toBe(size(60));
@@ -73,7 +80,15 @@ describe.skipIf(!available)('against a real llama-server -c 4096 -np 1 --jinja (
 
   it('the AI SDK loop, tokenizer o200k', async () => {
     const from = proxy.exchanges.length;
-    const run = await aiSdkLoop({ baseURL: `${proxy.url}/v1`, tokenizeUrl: `${proxy.url}/tokenize`, session: Session.inMemory(), requests: size(50), tokenizer: 'o200k_base', proc: 'ai-sdk', seed: 2 });
+    const run = await aiSdkLoop({
+      baseURL: `${proxy.url}/v1`,
+      tokenizeUrl: `${proxy.url}/tokenize`,
+      session: Session.inMemory(),
+      requests: size(50),
+      tokenizer: 'o200k_base',
+      proc: 'ai-sdk',
+      seed: 2,
+    });
     report.aiSdk = run;
     expect(run.errors).toEqual([]);
     expect(run.requests).toBeGreaterThanOrEqual(size(50));
@@ -91,16 +106,23 @@ describe.skipIf(!available)('against a real llama-server -c 4096 -np 1 --jinja (
       for (let k = 0; k <= kills; k++) {
         const last = k === kills;
         const child = spawn(process.execPath, ['--import', 'tsx', join(dirname(fileURLToPath(import.meta.url)), 'child.ts')], {
-          env: { ...process.env, XC_BASE_URL: `${proxy.url}/v1`, XC_DIR: dir, XC_REQUESTS: String(last ? perRun : perRun * 4), XC_PROC: `kill-${k}`, XC_TOKENIZER: 'server' },
+          env: {
+            ...process.env,
+            XC_BASE_URL: `${proxy.url}/v1`,
+            XC_DIR: dir,
+            XC_REQUESTS: String(last ? perRun : perRun * 4),
+            XC_PROC: `kill-${k}`,
+            XC_TOKENIZER: 'server',
+          },
           stdio: ['ignore', 'pipe', 'pipe'],
         });
         let replies = 0;
         let out = '';
         let err = '';
-        child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4000)));
+        child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4000)));
         const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
         await new Promise<void>((res) => {
-          child.stdout!.on('data', (d: Buffer) => {
+          child.stdout.on('data', (d: Buffer) => {
             out += d.toString();
             replies = (out.match(/^reply /gm) ?? []).length;
             // Killed after a few replies, at a moment that varies: mid-request, mid-summary, mid-write.
@@ -119,7 +141,10 @@ describe.skipIf(!available)('against a real llama-server -c 4096 -np 1 --jinja (
     }
     report.answeredAfterEachStart = answeredAfter;
     // The session answered in every process: the first, and each one started after a SIGKILL.
-    expect(answeredAfter.every((n) => n > 0), `replies per process: ${answeredAfter.join(', ')}`).toBe(true);
+    expect(
+      answeredAfter.every((n) => n > 0),
+      `replies per process: ${answeredAfter.join(', ')}`,
+    ).toBe(true);
     judge('sigkill-resume', from);
   }, 3_600_000);
 });

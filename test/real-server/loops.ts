@@ -26,7 +26,14 @@ export const CONFIG: CompactionConfigInput = { maxTokens: 128, userWordsTokens: 
 
 const SYSTEM = 'You are a coding agent. Read files with read_file and answer briefly.';
 const TOOLS: ChatCompletionTool[] = [
-  { type: 'function', function: { name: 'read_file', description: 'Read a file of the project', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } } },
+  {
+    type: 'function',
+    function: {
+      name: 'read_file',
+      description: 'Read a file of the project',
+      parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+    },
+  },
 ];
 
 export interface LoopRun {
@@ -50,7 +57,10 @@ function runTool(call: ChatCompletionMessageToolCall, vocab: readonly string[]):
   try {
     args = JSON.parse(call.function.arguments) as { path?: unknown };
   } catch {
-    return { text: `error: the arguments of ${call.function.name} are not JSON (${call.function.arguments.slice(0, 40)}): the reply was cut; call it again`, cut: true };
+    return {
+      text: `error: the arguments of ${call.function.name} are not JSON (${call.function.arguments.slice(0, 40)}): the reply was cut; call it again`,
+      cut: true,
+    };
   }
   return { text: fileFor(String(args.path ?? 'README.md'), vocab), cut: false };
 }
@@ -74,7 +84,13 @@ export async function dropInLoop(o: DropInLoopOptions): Promise<LoopRun> {
   const run: LoopRun = { requests: 0, answers: 0, compactions: 0, cutCalls: 0, errors: [] };
   let measure: (() => number) | undefined;
   const client = withCompaction(
-    new OpenAI({ baseURL: o.baseURL, apiKey: 'local', maxRetries: 0, timeout: 900_000, fetch: reportingFetch(() => ({ checks: counter.count(), estimate: measure?.() }), o.proc) }),
+    new OpenAI({
+      baseURL: o.baseURL,
+      apiKey: 'local',
+      maxRetries: 0,
+      timeout: 900_000,
+      fetch: reportingFetch(() => ({ checks: counter.count(), estimate: measure?.() }), o.proc),
+    }),
     {
       session: o.session,
       provider: 'local',
@@ -99,7 +115,10 @@ export async function dropInLoop(o: DropInLoopOptions): Promise<LoopRun> {
         // Killed between the reply and its results: run them now.
         for (const call of last.tool_calls) messages.push({ role: 'tool', tool_call_id: call.id, content: runTool(call, vocab).text });
       }
-      const reply = await client.chat.completions.create({ model: MODEL, messages, tools: TOOLS, max_tokens: AGENT_MAX_TOKENS }, { headers: { 'x-test-agent': '1' } });
+      const reply = await client.chat.completions.create(
+        { model: MODEL, messages, tools: TOOLS, max_tokens: AGENT_MAX_TOKENS },
+        { headers: { 'x-test-agent': '1' } },
+      );
       run.requests++;
       o.onReply?.(run.requests);
       const message = reply.choices[0]!.message;
@@ -147,7 +166,9 @@ export async function aiSdkLoop(o: AiSdkLoopOptions): Promise<LoopRun> {
     model: provider.chatModel(MODEL),
     session: o.session,
     provider: 'local',
-    models: { [`local/${MODEL}`]: { contextWindow: 4096, concurrency: 1, tokenizer: o.tokenizer, ...(o.tokenizer === 'server' ? { tokenizerUrl: o.tokenizeUrl } : {}) } },
+    models: {
+      [`local/${MODEL}`]: { contextWindow: 4096, concurrency: 1, tokenizer: o.tokenizer, ...(o.tokenizer === 'server' ? { tokenizerUrl: o.tokenizeUrl } : {}) },
+    },
     config: CONFIG,
     inspect: counter.inspect,
   });

@@ -11,11 +11,11 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { XcompactError } from '../../src/errors.js';
-import { JsonlStore, Session, type SessionStore } from '../../src/session/index.js';
-import type { AppendInput } from '../../src/session/events.js';
-import { closePgStores, pgStore, pgUrl } from '../helpers/pg.js';
-import { removeTempDirs, tempDir } from '../helpers/session.js';
+import { XcompactError } from '../../src/errors';
+import { JsonlStore, Session, type SessionStore } from '../../src/session/index';
+import type { AppendInput } from '../../src/session/events';
+import { closePgStores, pgStore, pgUrl } from '../helpers/pg';
+import { removeTempDirs, tempDir } from '../helpers/session';
 
 afterAll(async () => {
   removeTempDirs();
@@ -37,22 +37,24 @@ const leaf = fc.oneof(
   { weight: 6, arbitrary: fc.oneof(fc.boolean(), fc.constant(null), fc.integer(), fc.double(), text) },
   {
     weight: 3,
-    arbitrary: fc.constantFrom<() => unknown>(
-      () => 1n,
-      () => NaN,
-      () => Infinity,
-      () => -Infinity,
-      () => -0,
-      () => new Date(0),
-      () => () => 1,
-      () => Symbol('s'),
-      () => ({ toJSON: () => 1 }),
-      () => new Opaque(1),
-      () => new Map(),
-      () => undefined,
-      () => [1, , 2], // eslint-disable-line no-sparse-arrays
-      () => Object.create(null) as object,
-    ).map((make) => ({ make })),
+    arbitrary: fc
+      .constantFrom<() => unknown>(
+        () => 1n,
+        () => NaN,
+        () => Infinity,
+        () => -Infinity,
+        () => -0,
+        () => new Date(0),
+        () => () => 1,
+        () => Symbol('s'),
+        () => ({ toJSON: () => 1 }),
+        () => new Opaque(1),
+        () => new Map(),
+        () => undefined,
+        () => [1, , 2],  
+        () => Object.create(null) as object,
+      )
+      .map((make) => ({ make })),
   },
 );
 
@@ -76,7 +78,7 @@ interface Shape {
 }
 
 function materialise(v: unknown): unknown {
-  if (v !== null && typeof v === 'object' && 'make' in v && typeof (v as { make: unknown }).make === 'function' && Object.keys(v).length === 1) {
+  if (v !== null && typeof v === 'object' && 'make' in v && typeof (v).make === 'function' && Object.keys(v).length === 1) {
     return (v as { make: () => unknown }).make();
   }
   if (Array.isArray(v)) return v.map(materialise);

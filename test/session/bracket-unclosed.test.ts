@@ -108,7 +108,10 @@ describe('closing an abandoned compaction when the store fails', () => {
     await w.session.flush();
     expect(w.notes.filter((n) => n.type === 'compaction.unclosed')).toEqual([]);
     expect(w.session.lock.held).toBe(false);
-    const end = w.session.events().filter((e) => e.type === 'compaction/end').at(-1)!;
+    const end = w.session
+      .events()
+      .filter((e) => e.type === 'compaction/end')
+      .at(-1)!;
     expect(end.type === 'compaction/end' && end.data.error?.code).toBe('cancelled');
   });
 });

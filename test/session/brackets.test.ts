@@ -6,7 +6,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { JsonlStore, Session, StoreError, type AppendInput, type EventData } from '../../src/session/index.js';
+import { JsonlStore, Session, StoreError, type AppendInput, type EventData } from '../../src/session/index';
 import {
   BACKENDS,
   appendAll,
@@ -24,12 +24,15 @@ import {
   turnStart,
   user,
   type Harness,
-} from '../helpers/session.js';
+} from '../helpers/session';
 
 afterAll(removeTempDirs);
 
 const start = (turn: number | null): AppendInput<'compaction/start'> => ({ type: 'compaction/start', data: { turn, trigger: 'pressure' } });
-const summary = (shadowedSeqs: number[], range = { start: shadowedSeqs[0]!, end: shadowedSeqs[shadowedSeqs.length - 1]! }): AppendInput<'compaction/summary'> => ({
+const summary = (
+  shadowedSeqs: number[],
+  range = { start: shadowedSeqs[0]!, end: shadowedSeqs[shadowedSeqs.length - 1]! },
+): AppendInput<'compaction/summary'> => ({
   type: 'compaction/summary',
   data: { summary: 'S', range, shadowedSeqs, shadowedTokens: 10 * shadowedSeqs.length },
 });
@@ -185,7 +188,12 @@ describe.each(BACKENDS)('compaction bracket rules on a %s store', (backend) => {
     s = await h.reopen();
     const report = s.recover();
     expect(report).toMatchObject({ closedTurn: true, clearedLock: st.seq });
-    expect(s.events().slice(-2).map((e) => e.type)).toEqual(['session/end-seed', 'turn/end']);
+    expect(
+      s
+        .events()
+        .slice(-2)
+        .map((e) => e.type),
+    ).toEqual(['session/end-seed', 'turn/end']);
     s = await h.reopen();
     expect(s.needsRecovery).toBe(false);
   });

@@ -8,24 +8,11 @@
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JsonlStore, Session, SessionRuleError, toolCallsOf, withPrunedArguments, type AppendInput, type SessionEvent } from '../../src/session/index.js';
-import { toChatMessage } from '../../src/session/derive.js';
-import { openAIMessageProblems } from '../helpers/openai-validator.js';
-import { referenceCuts, referencePending, referenceSurface } from '../helpers/reference.js';
-import {
-  assistant,
-  checkpoint,
-  condense,
-  durableSnapshot,
-  header,
-  removeTempDirs,
-  replace,
-  result,
-  snapshot,
-  system,
-  tempDir,
-  user,
-} from '../helpers/session.js';
+import { JsonlStore, Session, SessionRuleError, toolCallsOf, withPrunedArguments, type AppendInput, type SessionEvent } from '../../src/session/index';
+import { toChatMessage } from '../../src/session/derive';
+import { openAIMessageProblems } from '../helpers/openai-validator';
+import { referenceCuts, referencePending, referenceSurface } from '../helpers/reference';
+import { assistant, checkpoint, condense, durableSnapshot, header, removeTempDirs, replace, result, snapshot, system, tempDir, user } from '../helpers/session';
 
 afterAll(removeTempDirs);
 
@@ -96,7 +83,14 @@ class Driver {
             data: { targetSeq: target.seq, callId: target.data.callId, tokensBefore: 10, tokensAfter: 2, charsBefore: 40, charsAfter: 8 },
           });
           const { callId, toolName, isError } = target.data;
-          s.append(replace(result(callId, `pruned ${this.nextText++}`, { ...(toolName ? { toolName } : {}), ...(isError ? { isError } : {}) }), target.seq, target.seq, [target.seq, s.length - 1]));
+          s.append(
+            replace(
+              result(callId, `pruned ${this.nextText++}`, { ...(toolName ? { toolName } : {}), ...(isError ? { isError } : {}) }),
+              target.seq,
+              target.seq,
+              [target.seq, s.length - 1],
+            ),
+          );
         },
       ]);
     }
@@ -123,7 +117,7 @@ class Driver {
         () => {
           const i = c.a % (cuts.length - 1);
           const j = i + 1 + (c.b % (cuts.length - 1 - i));
-          const span = s.surface.slice(cuts[i]!, cuts[j]!);
+          const span = s.surface.slice(cuts[i]!, cuts[j]);
           const startSeq = span[0]!;
           const endSeq = span[span.length - 1]!;
           if (c.calls % 2 === 0 && !s.lock.held) {
@@ -246,7 +240,9 @@ describe('random valid histories', () => {
               const target = s.event(results[t.x % results.length]!) as SessionEvent<'tool/result'>;
               const { toolName, isError } = target.data;
               const last = t.drop ? end : target.seq; // sometimes a wider span, which must be refused
-              return replace(result(target.data.callId, 'shorter', { ...(toolName ? { toolName } : {}), ...(isError ? { isError } : {}) }), target.seq, last, [...new Set([target.seq, last])]);
+              return replace(result(target.data.callId, 'shorter', { ...(toolName ? { toolName } : {}), ...(isError ? { isError } : {}) }), target.seq, last, [
+                ...new Set([target.seq, last]),
+              ]);
             })(),
             user: user('u'),
             'system-replace': replace(system('s2'), start, end, sources),

@@ -4,16 +4,8 @@
  * everything observable unchanged, the stored bytes included (see expectRejected).
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import {
-  Session,
-  SessionRuleError,
-  SessionWriter,
-  StoreError,
-  usageFromOpenAI,
-  type AppendInput,
-  type SessionEvent,
-} from '../../src/session/index.js';
-import { openAIMessageProblems } from '../helpers/openai-validator.js';
+import { Session, SessionRuleError, SessionWriter, StoreError, usageFromOpenAI, type AppendInput, type SessionEvent } from '../../src/session/index';
+import { openAIMessageProblems } from '../helpers/openai-validator';
 import {
   BACKENDS,
   appendAll,
@@ -35,7 +27,7 @@ import {
   turnStart,
   user,
   type Harness,
-} from '../helpers/session.js';
+} from '../helpers/session';
 
 afterAll(removeTempDirs);
 
@@ -386,7 +378,12 @@ describe('SessionWriter', () => {
     w.endTurn('completed');
     expect(w.startTurn()).toBe(1);
     expect(w.startStep()).toEqual({ turn: 1, step: 0 });
-    expect(s.events().filter((e) => e.type === 'step/end').map((e) => e.data)).toEqual([
+    expect(
+      s
+        .events()
+        .filter((e) => e.type === 'step/end')
+        .map((e) => e.data),
+    ).toEqual([
       { turn: 0, step: 0 },
       { turn: 0, step: 1, reason: 'aborted' },
     ]);

@@ -8,8 +8,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JsonlStore, MemoryStore, Session, SessionRuleError, SessionWriter, XcompactError, createCompactionEngine, importPiFile } from '../../src/index.js';
-import { expectRule, removeTempDirs, tempDir, user } from '../helpers/session.js';
+import { JsonlStore, MemoryStore, Session, SessionRuleError, SessionWriter, XcompactError, createCompactionEngine, importPiFile } from '../../src/index';
+import { expectRule, removeTempDirs, tempDir, user } from '../helpers/session';
 
 afterAll(removeTempDirs);
 
@@ -37,7 +37,7 @@ const NOT_STORABLE: Array<[string, () => unknown]> = [
   ['an object with toJSON', () => ({ toJSON: () => 'x' })],
   ['a class instance', () => new Point(1)],
   ['a Map', () => new Map([[1, 2]])],
-  ['an array with a hole', () => [1, , 3]], // eslint-disable-line no-sparse-arrays
+  ['an array with a hole', () => [1, , 3]],  
   ['undefined in an array', () => [1, undefined]],
   ['a lone high surrogate', () => 'a\ud800b'],
   ['a lone low surrogate', () => '\udc00'],

@@ -4,8 +4,8 @@
  * the schema's own error.
  */
 import { describe, expect, it } from 'vitest';
-import { StoredEventSchema } from '../../src/session/events.js';
-import { parseStoredLine } from '../../src/session/validate.js';
+import { StoredEventSchema } from '../../src/session/events';
+import { parseStoredLine } from '../../src/session/validate';
 
 const base = { seq: 3, type: 'user/message', time: '2026-01-01T00:00:00.000Z', data: { content: [{ type: 'text', text: 'hi' }] }, surfaceOp: 'append' };
 

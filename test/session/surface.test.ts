@@ -3,10 +3,10 @@
  * its provenance and balance rules, tool-pairing balance by call id, and deriveMessages().
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Session, argumentPruneProblem, withPrunedArguments, type AppendInput, type SessionEvent } from '../../src/session/index.js';
-import { toChatMessage } from '../../src/session/derive.js';
-import { openAIMessageProblems } from '../helpers/openai-validator.js';
-import { referenceCuts, referencePending, referenceSurface } from '../helpers/reference.js';
+import { Session, argumentPruneProblem, withPrunedArguments, type AppendInput, type SessionEvent } from '../../src/session/index';
+import { toChatMessage } from '../../src/session/derive';
+import { openAIMessageProblems } from '../helpers/openai-validator';
+import { referenceCuts, referencePending, referenceSurface } from '../helpers/reference';
 import {
   BACKENDS,
   appendAll,
@@ -27,7 +27,7 @@ import {
   user,
   userParts,
   type Harness,
-} from '../helpers/session.js';
+} from '../helpers/session';
 
 afterAll(removeTempDirs);
 
@@ -231,7 +231,13 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
 
   describe('tool/result replacement', () => {
     beforeEach(() => {
-      appendAll(s, [system('sys'), user('u'), assistant('', ['a', 'b']), result('a', 'A'.repeat(50), { toolName: 'read' }), result('b', 'B', { isError: true })]);
+      appendAll(s, [
+        system('sys'),
+        user('u'),
+        assistant('', ['a', 'b']),
+        result('a', 'A'.repeat(50), { toolName: 'read' }),
+        result('b', 'B', { isError: true }),
+      ]);
       // seqs: 3 = result a (toolName read), 4 = result b (isError)
     });
 
@@ -272,7 +278,12 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
 
   describe('assistant argument prune (docs/spec.md#15-pruning-what-the-agent-wrote)', () => {
     const big = 'x'.repeat(400);
-    const write = (id: string, content: string) => ({ type: 'tool-call' as const, id, name: 'write', arguments: JSON.stringify({ path: 'a.ts', content, opts: { mode: 420, lines: [content, 'tail'] } }) });
+    const write = (id: string, content: string) => ({
+      type: 'tool-call' as const,
+      id,
+      name: 'write',
+      arguments: JSON.stringify({ path: 'a.ts', content, opts: { mode: 420, lines: [content, 'tail'] } }),
+    });
     const usage = { promptTokens: 100, completionTokens: 40 };
     let call: SessionEvent<'assistant/message'>;
     beforeEach(() => {
@@ -299,7 +310,10 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
       appendAll(s, [result('w2'), result('w1'), assistant('done', [], { promptTokens: 300, completionTokens: 5 })]);
       const cuts = s.balancedCuts();
       const reply = s.latestReply?.seq;
-      const prune = s.append({ type: 'compaction/prune', data: { targetSeq: 2, callId: 'w1', tokensBefore: 250, tokensAfter: 40, charsBefore: 900, charsAfter: 80 } });
+      const prune = s.append({
+        type: 'compaction/prune',
+        data: { targetSeq: 2, callId: 'w1', tokensBefore: 250, tokensAfter: 40, charsBefore: 900, charsAfter: 80 },
+      });
       const r = s.append(withPrunedArguments(call, pruned(), prune.seq));
       expect(r.sourceEventSeqs).toEqual([2, prune.seq]);
       expect(s.surface.slice(0)).toEqual([0, 1, r.seq, 3, 4, 5]);
@@ -318,7 +332,9 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
       await expectRejected(h, assistant('', ['w1']), 'duplicate-tool-call-id');
       const before = { seqs: s.surface.slice(0), messages: s.deriveMessages(), cuts: s.balancedCuts(), reply: s.latestReply?.seq };
       const reopened = await h.reopen();
-      expect({ seqs: reopened.surface.slice(0), messages: reopened.deriveMessages(), cuts: reopened.balancedCuts(), reply: reopened.latestReply?.seq }).toEqual(before);
+      expect({ seqs: reopened.surface.slice(0), messages: reopened.deriveMessages(), cuts: reopened.balancedCuts(), reply: reopened.latestReply?.seq }).toEqual(
+        before,
+      );
     });
 
     it('works while its calls wait for results, which still pair with the pruned message', () => {
@@ -382,7 +398,11 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
     it('arguments that are not JSON may only stay byte-identical', async () => {
       s.append(result('w1'));
       s.append(result('w2'));
-      const raw = s.append({ type: 'assistant/message', data: { content: [{ type: 'tool-call', id: 'r', name: 'run', arguments: 'not json ' + big }] }, surfaceOp: 'append' });
+      const raw = s.append({
+        type: 'assistant/message',
+        data: { content: [{ type: 'tool-call', id: 'r', name: 'run', arguments: 'not json ' + big }] },
+        surfaceOp: 'append',
+      });
       s.append(result('r'));
       const e = await expectRejected(h, withPrunedArguments(raw, { r: 'not json' }), 'argument-prune-replacement');
       expect(e.message).toContain('not JSON');
@@ -432,7 +452,12 @@ describe.each(BACKENDS)('surface rules on a %s store', (backend) => {
       expect(problem('{"__proto__":{"x":"long"},"s":"long"}', '{"s":"l"}')).toContain('"__proto__"');
       expect(problem('{"a":"long"}', '{"\\u0061":"l"}')).toContain('had key "a"'); // same key decoded, not as written
       // Kept as written, with the strings shortened: a prune (whitespace between tokens aside).
-      expect(problem('{"id":9007199254740993,"price":1.50,"n":1e3,"__proto__":{"x":"long"}}', '{ "id": 9007199254740993, "price": 1.50, "n": 1e3, "__proto__": {"x": "l"} }')).toBeUndefined();
+      expect(
+        problem(
+          '{"id":9007199254740993,"price":1.50,"n":1e3,"__proto__":{"x":"long"}}',
+          '{ "id": 9007199254740993, "price": 1.50, "n": 1e3, "__proto__": {"x": "l"} }',
+        ),
+      ).toBeUndefined();
     });
   });
 });
@@ -522,7 +547,12 @@ describe('deriveMessages', () => {
       user('plain text'),
       {
         type: 'user/message',
-        data: { content: [{ type: 'text', text: 'line 1' }, { type: 'text', text: 'line 2' }] },
+        data: {
+          content: [
+            { type: 'text', text: 'line 1' },
+            { type: 'text', text: 'line 2' },
+          ],
+        },
         surfaceOp: 'append',
       },
       userParts([
@@ -544,7 +574,14 @@ describe('deriveMessages', () => {
       { type: 'tool/result', data: { callId: 'c2', toolName: 'ls', content: [{ type: 'text', text: 'a\nb' }] }, surfaceOp: 'append' },
       {
         type: 'tool/result',
-        data: { callId: 'c1', content: [{ type: 'text', text: 'x' }, { type: 'image', url: 'data:image/png;base64,BB' }], isError: true },
+        data: {
+          callId: 'c1',
+          content: [
+            { type: 'text', text: 'x' },
+            { type: 'image', url: 'data:image/png;base64,BB' },
+          ],
+          isError: true,
+        },
         surfaceOp: 'append',
       },
       {
@@ -559,7 +596,16 @@ describe('deriveMessages', () => {
       },
       result('c3', ''),
       { type: 'assistant/message', data: { content: [{ type: 'reasoning', text: 'only thinking' }] }, surfaceOp: 'append' },
-      { type: 'assistant/message', data: { content: [{ type: 'text', text: 'done' }, { type: 'text', text: 'really' }] }, surfaceOp: 'append' },
+      {
+        type: 'assistant/message',
+        data: {
+          content: [
+            { type: 'text', text: 'done' },
+            { type: 'text', text: 'really' },
+          ],
+        },
+        surfaceOp: 'append',
+      },
     ] as AppendInput[]);
     expect(s.deriveMessages()).toEqual([
       { role: 'system', content: 'You are terse.' },

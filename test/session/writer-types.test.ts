@@ -15,7 +15,7 @@ import {
   type CompletionMessage,
   type CompletionUsage,
   type RequestEnvelope,
-} from '../../src/session/index.js';
+} from '../../src/session/index';
 
 describe('writer types', () => {
   it('an openai ChatCompletionMessage, CompletionUsage and ChatCompletionTool[] are assignable', () => {

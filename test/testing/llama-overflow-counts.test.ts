@@ -19,7 +19,11 @@ function qwenCount(body: ChatRequestBody): number {
 let server: LocalOpenAIServer;
 beforeAll(async () => {
   server = await startOpenAIServer({ contextWindow: 8192 });
-  server.setHandler((req) => ({ kind: 'reply', content: req.body.stream ? 'A summary of the talk so far.' : 'Noted.', usage: { prompt_tokens: qwenCount(req.body) } }));
+  server.setHandler((req) => ({
+    kind: 'reply',
+    content: req.body.stream ? 'A summary of the talk so far.' : 'Noted.',
+    usage: { prompt_tokens: qwenCount(req.body) },
+  }));
 });
 afterAll(() => server.close());
 

@@ -62,7 +62,12 @@ describe('usage of a request answered after a background commit (docs/local-mode
         const completion = await client.chat.completions.create({ model, messages: [...session.deriveMessages()], max_tokens: 512 });
         const provider = completion.usage!.prompt_tokens;
         errors.push({ turn, measured, provider });
-        w.assistantFromCompletion(completion.choices[0]!.message, { usage: completion.usage ?? null, provider: 'local', model, finishReason: completion.choices[0]!.finish_reason });
+        w.assistantFromCompletion(completion.choices[0]!.message, {
+          usage: completion.usage ?? null,
+          provider: 'local',
+          model,
+          finishReason: completion.choices[0]!.finish_reason,
+        });
         await engine.afterStep();
         w.endStep();
         w.endTurn('completed');
@@ -75,7 +80,11 @@ describe('usage of a request answered after a background commit (docs/local-mode
     // Before each request, the meter is within 15% of what the provider counts for it (after
     // the first report: before it, our tokenizer's figure is not calibrated to this server).
     const worst = errors.slice(2).map((e) => ({ ...e, off: (e.measured - e.provider) / e.provider }));
-    if (process.env.DEBUG_STALE) console.log(worst.map((e) => `${e.turn}:${e.measured}/${e.provider}`).join(" "), compactions.map((c) => c.spanTokens));
+    if (process.env.DEBUG_STALE)
+      console.log(
+        worst.map((e) => `${e.turn}:${e.measured}/${e.provider}`).join(' '),
+        compactions.map((c) => c.spanTokens),
+      );
     const bad = worst.filter((e) => Math.abs(e.off) > 0.15);
     expect(bad).toEqual([]);
     // Once calibrated (a few clean steps), within 5% on every request, the ones after a commit included.

@@ -57,12 +57,16 @@ describe('a parallel batch straddling the cut (docs/spec.md#4-pressure-compactio
           server.setHandler((req) =>
             req.body.stream
               ? { kind: 'reply', content: 'The user asked to read nine modules; all were read.' }
-              : { kind: 'reply', toolCalls: Array.from({ length: calls }, (_, i) => ({ id: `c${step}_${i}`, name: 'read', arguments: JSON.stringify({ path: `m${i}.ts` }) })) },
+              : {
+                  kind: 'reply',
+                  toolCalls: Array.from({ length: calls }, (_, i) => ({ id: `c${step}_${i}`, name: 'read', arguments: JSON.stringify({ path: `m${i}.ts` }) })),
+                },
           );
           const completion = await client.chat.completions.create({ model, messages: [...session.deriveMessages()], max_tokens: 512 });
           const choice = completion.choices[0]!;
           w.assistantFromCompletion(choice.message, { usage: completion.usage ?? null, provider: 'local', model, finishReason: choice.finish_reason });
-          for (const c of choice.message.tool_calls ?? []) w.toolResult(c.id, step === 0 ? prose(410, c.id.length + step * 31 + Number(c.id.slice(-1))) : prose(60, step));
+          for (const c of choice.message.tool_calls ?? [])
+            w.toolResult(c.id, step === 0 ? prose(410, c.id.length + step * 31 + Number(c.id.slice(-1))) : prose(60, step));
           const before = started();
           const r = await engine.afterStep();
           statuses.push(r.status);

@@ -15,7 +15,9 @@ import { withCompaction } from '../../src/adapters/drop-in';
 import { OTHER_ERROR_BODIES, startOpenAIServer } from '../../src/testing/openai-server';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 
-const tools: ChatCompletionTool[] = [{ type: 'function', function: { name: 'read_file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } }];
+const tools: ChatCompletionTool[] = [
+  { type: 'function', function: { name: 'read_file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
+];
 
 describe("llama.cpp's 500 for a history that holds a cut tool call", () => {
   it('is classified as a broken history, not a truncated reply or a server fault', async () => {
@@ -30,7 +32,10 @@ describe("llama.cpp's 500 for a history that holds a cut tool call", () => {
   });
 
   it('the simulated llama server cuts a reply inside its tool call (200, length) and refuses a history that holds it (500)', async () => {
-    const server = await startOpenAIServer({ contextWindow: 4096, scenarios: [{ kind: 'reply', toolCalls: [{ id: 'c1', name: 'read_file', arguments: '{"path":"src/parser.ts"}' }] }] });
+    const server = await startOpenAIServer({
+      contextWindow: 4096,
+      scenarios: [{ kind: 'reply', toolCalls: [{ id: 'c1', name: 'read_file', arguments: '{"path":"src/parser.ts"}' }] }],
+    });
     try {
       const client = new OpenAI({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0 });
       const reply = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'read it' }], tools, max_tokens: 4 });
@@ -39,7 +44,11 @@ describe("llama.cpp's 500 for a history that holds a cut tool call", () => {
       const call = choice.message.tool_calls![0]!;
       expect(call.type === 'function' && isCutToolCall(call.function.arguments)).toBe(true);
       const err = await client.chat.completions
-        .create({ model: 'm', tools, messages: [{ role: 'user', content: 'read it' }, choice.message, { role: 'tool', tool_call_id: call.id, content: 'error: bad arguments' }] })
+        .create({
+          model: 'm',
+          tools,
+          messages: [{ role: 'user', content: 'read it' }, choice.message, { role: 'tool', tool_call_id: call.id, content: 'error: bad arguments' }],
+        })
         .catch((e: unknown) => e);
       expect(classifyRequestError(err)).toMatchObject({ kind: 'broken-history', status: 500 });
     } finally {
@@ -50,11 +59,17 @@ describe("llama.cpp's 500 for a history that holds a cut tool call", () => {
   it('the drop-in records the cut call as it came and never sends it: the next request is valid, the session goes on', async () => {
     const server = await startOpenAIServer({
       contextWindow: 4096,
-      scenarios: [{ kind: 'reply', toolCalls: [{ id: 'c1', name: 'read_file', arguments: '{"path":"src/parser.ts"}' }] }, { kind: 'reply', content: 'done' }],
+      scenarios: [
+        { kind: 'reply', toolCalls: [{ id: 'c1', name: 'read_file', arguments: '{"path":"src/parser.ts"}' }] },
+        { kind: 'reply', content: 'done' },
+      ],
     });
     try {
       const session = Session.inMemory();
-      const client = withCompaction(new OpenAI({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0 }), { session, models: { m: { contextWindow: 4096 } } });
+      const client = withCompaction(new OpenAI({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0 }), {
+        session,
+        models: { m: { contextWindow: 4096 } },
+      });
       const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: 'read it' }];
       const first = await client.chat.completions.create({ model: 'm', messages, tools, max_tokens: 4 });
       const message = first.choices[0]!.message;
@@ -68,11 +83,15 @@ describe("llama.cpp's 500 for a history that holds a cut tool call", () => {
       // The log keeps what the model sent; the wire got a valid call, paired with its error result.
       const recorded = [...session.surface.seqs()].map((q) => session.event(q)).find((e) => e.type === 'assistant/message');
       expect(recorded?.type === 'assistant/message' && recorded.data.content.find((b) => b.type === 'tool-call')).toMatchObject({ arguments: args });
-      const sent = (server.requests[1]!.json as { messages: Array<{ role: string; tool_calls?: Array<{ function: { arguments: string } }>; content?: string }> }).messages;
+      const sent = (
+        server.requests[1]!.json as { messages: Array<{ role: string; tool_calls?: Array<{ function: { arguments: string } }>; content?: string }> }
+      ).messages;
       expect(sent.find((m) => m.role === 'assistant')!.tool_calls![0]!.function.arguments).toBe('{}');
       expect(sent.find((m) => m.role === 'tool')!.content).toContain('not JSON');
       // Resumed, the caller's messages are the recorded ones: they continue the conversation.
-      expect(client.compaction.messages().find((m) => m.role === 'assistant' && 'tool_calls' in m && m.tool_calls)).toMatchObject({ tool_calls: [{ function: { arguments: args } }] });
+      expect(client.compaction.messages().find((m) => m.role === 'assistant' && 'tool_calls' in m && m.tool_calls)).toMatchObject({
+        tool_calls: [{ function: { arguments: args } }],
+      });
       await client.compaction.close();
     } finally {
       await server.close();

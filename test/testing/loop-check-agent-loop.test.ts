@@ -42,7 +42,8 @@ describe('examples/agent-loop.ts passes every generated scenario', () => {
     // What the scenarios exercised of the engine's charts, through this loop.
     const coverage = loopCoverage(reports);
     console.log(coverage.map((c) => `${c.chart} ${c.taken}/${c.total}`).join(', '));
-    for (const chart of ['engine', 'pressure', 'transaction', 'overflow', 'background']) expect(coverage.find((c) => c.chart === chart)!.taken).toBeGreaterThan(0);
+    for (const chart of ['engine', 'pressure', 'transaction', 'overflow', 'background'])
+      expect(coverage.find((c) => c.chart === chart)!.taken).toBeGreaterThan(0);
   });
   it.each(scenarios.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
     const report = await checkLoop(exampleLoop, scenario);

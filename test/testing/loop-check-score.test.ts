@@ -21,16 +21,12 @@ const probeOf = (fragment: string): LoopScenario => {
 describe('the checker catches every broken loop (mutation score)', () => {
   it('each broken loop is caught on its probe scenario, by the invariant that names its bug; the score is 100 %', { timeout: 120_000 }, async () => {
     const names: Record<string, string[]> = {};
-    const result = await scoreLoops(
-      { reference: {}, broken: Object.fromEntries(Object.entries(BROKEN_LOOPS).map(([name, b]) => [name, b.loop])) },
-      [],
-      {
-        // A loop ignoring its signal waits on a hung summary: it must be caught well before the default 20 s.
-        brokenTimeoutMs: 8_000,
-        scenariosFor: (name) => [probeOf(BROKEN_LOOPS[name]!.probe)],
-        onRow: (row) => (names[row.loop] = Object.keys(row.invariants)),
-      },
-    );
+    const result = await scoreLoops({ reference: {}, broken: Object.fromEntries(Object.entries(BROKEN_LOOPS).map(([name, b]) => [name, b.loop])) }, [], {
+      // A loop ignoring its signal waits on a hung summary: it must be caught well before the default 20 s.
+      brokenTimeoutMs: 8_000,
+      scenariosFor: (name) => [probeOf(BROKEN_LOOPS[name]!.probe)],
+      onRow: (row) => (names[row.loop] = Object.keys(row.invariants)),
+    });
     console.log(formatScore(result));
     for (const [name, b] of Object.entries(BROKEN_LOOPS)) expect(names[name], `${name} on "${b.probe}"`).toContain(b.names);
     expect(result.score).toBe(1);
@@ -39,7 +35,10 @@ describe('the checker catches every broken loop (mutation score)', () => {
 
   it('the score fails when a broken loop passes or a reference loop is caught', { timeout: 60_000 }, async () => {
     const scenario = probeOf('model answers');
-    const result = await scoreLoops({ reference: { 'answers twice': controlLoop({ assistantTwice: true }) }, broken: { 'a right loop, filed as broken': controlLoop() } }, [scenario]);
+    const result = await scoreLoops(
+      { reference: { 'answers twice': controlLoop({ assistantTwice: true }) }, broken: { 'a right loop, filed as broken': controlLoop() } },
+      [scenario],
+    );
     expect(result.falseAlarms).toBe(1);
     expect(result.score).toBe(0);
     expect(result.ok).toBe(false);
@@ -47,4 +46,3 @@ describe('the checker catches every broken loop (mutation score)', () => {
     expect(formatScore(result)).toMatch(/a right loop, filed as broken \| broken \| 0 \/ 1 ✗ missed/);
   });
 });
-

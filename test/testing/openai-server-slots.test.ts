@@ -11,7 +11,10 @@ describe('local server: llama.cpp slots and /tokenize', () => {
       const first = [{ role: 'user' as const, content: 'x'.repeat(400) }];
       await client.chat.completions.create({ model: 'm', messages: first });
       const grown = [...first, { role: 'assistant' as const, content: 'ok' }, { role: 'user' as const, content: 'more' }];
-      await Promise.all([client.chat.completions.create({ model: 'm', messages: grown }), client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'other' }] })]);
+      await Promise.all([
+        client.chat.completions.create({ model: 'm', messages: grown }),
+        client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'other' }] }),
+      ]);
       const [a, b, c] = server.requests;
       expect(a!.evaluatedTokens).toBeGreaterThan(100);
       expect(b!.evaluatedTokens).toBeLessThan(20); // the cached prefix is not evaluated again

@@ -8,7 +8,7 @@ import {
   startOpenAIServer,
   type ChatRequestBody,
   type LocalOpenAIServer,
-} from '../../src/testing/index.js';
+} from '../../src/testing/index';
 
 let server: LocalOpenAIServer;
 let client: OpenAI;
@@ -116,15 +116,12 @@ describe('local OpenAI server: replies', () => {
   });
 
   it('sends DeepSeek reasoning_content deltas before the content, and as a message field', async () => {
-    server.enqueue(
-      { kind: 'reply', reasoning: 'Let me think.', content: 'Answer.', chunks: 2 },
-      { kind: 'reply', reasoning: 'Thinking.', content: 'Done.' },
-    );
+    server.enqueue({ kind: 'reply', reasoning: 'Let me think.', content: 'Answer.', chunks: 2 }, { kind: 'reply', reasoning: 'Thinking.', content: 'Done.' });
     const r = await collect(await client.chat.completions.create({ model: 'deepseek-reasoner', messages, stream: true }));
     expect(r.reasoning).toBe('Let me think.');
     expect(r.content).toBe('Answer.');
     const firstContent = r.chunks.findIndex((c) => c.choices[0]?.delta.content);
-    const lastReasoning = r.chunks.findLastIndex((c) => (c.choices[0]?.delta as DeltaWithReasoning | undefined)?.reasoning_content);
+    const lastReasoning = r.chunks.findLastIndex((c) => (c.choices[0]?.delta)?.reasoning_content);
     expect(lastReasoning).toBeLessThan(firstContent);
 
     const plain = await client.chat.completions.create({ model: 'deepseek-reasoner', messages });
@@ -374,7 +371,13 @@ describe('local OpenAI server: llama.cpp limits (contextWindow)', () => {
 
   it('stops generation at the window (prompt + generated), finish length, usage counting what was generated', async () => {
     limited.enqueue({ kind: 'reply', content: long, toolCalls: [{ id: 'c', name: 'x', arguments: '{}' }] });
-    const stream = await limitedClient.chat.completions.create({ model: 'm', messages, max_tokens: 1000, stream: true, stream_options: { include_usage: true } });
+    const stream = await limitedClient.chat.completions.create({
+      model: 'm',
+      messages,
+      max_tokens: 1000,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const { chunks, content } = await collect(stream);
     const usage = chunks.at(-1)!.usage!;
     expect(usage).toMatchObject({ prompt_tokens: prompt, completion_tokens: 200 - prompt });

@@ -31,8 +31,12 @@ const texts = (e: SessionEvent) => JSON.stringify(e.data);
 describe('Claude Code import: the real session', () => {
   const file = records(CLAUDE_REAL);
   const main = file.filter((r) => r.isSidechain !== true);
-  const toolUses = main.filter((r) => r.type === 'assistant').flatMap((r) => (r.message.content as any[]).filter((b) => b.type === 'tool_use').map((b) => b.id as string));
-  const errors = main.filter((r) => r.type === 'user' && Array.isArray(r.message.content)).flatMap((r) => (r.message.content as any[]).filter((b) => b.type === 'tool_result' && b.is_error === true).map((b) => b.tool_use_id as string));
+  const toolUses = main
+    .filter((r) => r.type === 'assistant')
+    .flatMap((r) => (r.message.content as any[]).filter((b) => b.type === 'tool_use').map((b) => b.id as string));
+  const errors = main
+    .filter((r) => r.type === 'user' && Array.isArray(r.message.content))
+    .flatMap((r) => (r.message.content as any[]).filter((b) => b.type === 'tool_result' && b.is_error === true).map((b) => b.tool_use_id as string));
   const responses = new Set(main.filter((r) => r.type === 'assistant' && r.message.model !== '<synthetic>').map((r) => r.message.id as string));
   const boundaries = main.filter((r) => r.type === 'system' && r.subtype === 'compact_boundary');
   const summaries = main.filter((r) => r.isCompactSummary === true);
@@ -42,12 +46,27 @@ describe('Claude Code import: the real session', () => {
   it('imports every response once (split records joined by message.id) and every call with its result', () => {
     expect(responses.size).toBe(225);
     expect(toolUses).toHaveLength(206);
-    expect(report).toMatchObject({ harness: 'claude-code', lines: 893, assistantMessages: responses.size, toolCalls: 206, toolResults: 206, synthesizedResults: 0, compactions: 3 });
-    const calls = eventsOf(session, 'assistant/message').flatMap((e) => e.data.content.filter((b) => b.type === 'tool-call').map((b) => (b as { id: string }).id));
+    expect(report).toMatchObject({
+      harness: 'claude-code',
+      lines: 893,
+      assistantMessages: responses.size,
+      toolCalls: 206,
+      toolResults: 206,
+      synthesizedResults: 0,
+      compactions: 3,
+    });
+    const calls = eventsOf(session, 'assistant/message').flatMap((e) =>
+      e.data.content.filter((b) => b.type === 'tool-call').map((b) => (b as { id: string }).id),
+    );
     expect(calls).toEqual(toolUses);
     const results = eventsOf(session, 'tool/result');
     expect(results.map((r) => r.data.callId).sort()).toEqual([...toolUses].sort());
-    expect(results.filter((r) => r.data.isError).map((r) => r.data.callId).sort()).toEqual([...errors].sort());
+    expect(
+      results
+        .filter((r) => r.data.isError)
+        .map((r) => r.data.callId)
+        .sort(),
+    ).toEqual([...errors].sort());
     expect(errors.length).toBeGreaterThan(0);
     expect(eventsOf(session, 'assistant/message').some((e) => e.data.content.some((b) => b.type === 'reasoning'))).toBe(true);
     expect(session.needsRecovery).toBe(false);
@@ -72,7 +91,11 @@ describe('Claude Code import: the real session', () => {
     const first = main.find((r) => r.type === 'assistant')!;
     const u = first.message.usage;
     const reply = eventsOf(session, 'assistant/message')[0]!;
-    expect(reply.data.usage).toMatchObject({ promptTokens: u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens, cachedTokens: u.cache_read_input_tokens, cacheWriteTokens: u.cache_creation_input_tokens });
+    expect(reply.data.usage).toMatchObject({
+      promptTokens: u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens,
+      cachedTokens: u.cache_read_input_tokens,
+      cacheWriteTokens: u.cache_creation_input_tokens,
+    });
     const rows = usageTracking(session);
     expect(rows.length).toBe(225);
     const err = median(rows.map((r) => Math.abs(r.predicted - r.actual) / r.actual));

@@ -39,16 +39,28 @@ describe('Codex import: the real rollout', () => {
     })
     .map((r) => r.payload.call_id as string);
   // Distinct usage reports: Codex repeats each one with rate-limit updates.
-  const reports = [...new Set(file.filter((r) => r.type === 'event_msg' && r.payload.type === 'token_count' && r.payload.info).map((r) => JSON.stringify(r.payload.info.total_token_usage)))];
+  const reports = [
+    ...new Set(
+      file
+        .filter((r) => r.type === 'event_msg' && r.payload.type === 'token_count' && r.payload.info)
+        .map((r) => JSON.stringify(r.payload.info.total_token_usage)),
+    ),
+  ];
   const session = Session.inMemory('codex');
   const report = importCodexTranscript(session, readFileSync(CODEX_REAL, 'utf8'));
 
   it('imports every call with its output, errors marked by exit code, reasoning summaries kept', () => {
     expect(calls).toHaveLength(39);
     expect(report).toMatchObject({ harness: 'codex', lines: 279, toolCalls: 39, toolResults: 39, synthesizedResults: 0, compactions: 0, userMessages: 2 });
-    const imported = eventsOf(session, 'assistant/message').flatMap((e) => e.data.content.filter((b) => b.type === 'tool-call').map((b) => (b as { id: string }).id));
+    const imported = eventsOf(session, 'assistant/message').flatMap((e) =>
+      e.data.content.filter((b) => b.type === 'tool-call').map((b) => (b as { id: string }).id),
+    );
     expect(imported).toEqual(calls);
-    expect(eventsOf(session, 'tool/result').filter((r) => r.data.isError).map((r) => r.data.callId)).toEqual(failed);
+    expect(
+      eventsOf(session, 'tool/result')
+        .filter((r) => r.data.isError)
+        .map((r) => r.data.callId),
+    ).toEqual(failed);
     expect(failed).toHaveLength(3);
     expect(eventsOf(session, 'assistant/message').filter((e) => e.data.content.some((b) => b.type === 'reasoning')).length).toBeGreaterThan(30);
     expect(openAIMessageProblems(session.deriveMessages())).toEqual([]);
@@ -61,7 +73,11 @@ describe('Codex import: the real rollout', () => {
     expect(replies.every((r) => r.data.usage)).toBe(true);
     expect(reports).toHaveLength(replies.length);
     const firstInfo = file.find((r) => r.payload.type === 'token_count' && r.payload.info)!.payload.info.last_token_usage;
-    expect(replies[0]!.data.usage).toMatchObject({ promptTokens: firstInfo.input_tokens, cachedTokens: firstInfo.cached_input_tokens, completionTokens: firstInfo.output_tokens });
+    expect(replies[0]!.data.usage).toMatchObject({
+      promptTokens: firstInfo.input_tokens,
+      cachedTokens: firstInfo.cached_input_tokens,
+      completionTokens: firstInfo.output_tokens,
+    });
     expect(replies[0]!.data.model).toBe('gpt-5.1-codex');
     expect(replies[0]!.data.provider).toBe('openai');
     const rows = usageTracking(session);
@@ -75,7 +91,11 @@ describe('Codex import: edge cases', () => {
   it('custom tools: a custom_tool_call keeps its freeform input byte for byte, a local_shell_call its action', async () => {
     const { session, report } = await imported('custom-tools');
     const calls = eventsOf(session, 'assistant/message').flatMap((e) => e.data.content.filter((b) => b.type === 'tool-call'));
-    expect(calls[0]).toMatchObject({ id: 'call_patch', name: 'apply_patch', arguments: '*** Begin Patch\n*** Update File: a.txt\n@@\n-old\n+new\n*** End Patch\n' });
+    expect(calls[0]).toMatchObject({
+      id: 'call_patch',
+      name: 'apply_patch',
+      arguments: '*** Begin Patch\n*** Update File: a.txt\n@@\n-old\n+new\n*** End Patch\n',
+    });
     expect(calls[1]).toMatchObject({ id: 'call_sh', name: 'local_shell', arguments: JSON.stringify({ type: 'exec', command: ['cat', 'a.txt'] }) });
     expect(eventsOf(session, 'tool/result').map((r) => r.data.callId)).toEqual(['call_patch', 'call_sh']);
     // environment context and prompt: two user messages of one turn
@@ -101,7 +121,11 @@ describe('Codex import: edge cases', () => {
     const { session, report } = await imported('compaction-summary');
     expect(report).toMatchObject({ compactions: 1, summariesUnavailable: 0 });
     expect(eventsOf(session, 'compaction/summary')[0]!.data.summary).toBe('The user asked how the build works; it runs tsup then vitest.');
-    expect(session.deriveMessages().map((m) => m.content)).toEqual(['The user asked how the build works; it runs tsup then vitest.', 'And the lint?', 'eslint.']);
+    expect(session.deriveMessages().map((m) => m.content)).toEqual([
+      'The user asked how the build works; it runs tsup then vitest.',
+      'And the lint?',
+      'eslint.',
+    ]);
   });
 
   it('images and errors: an input_image is kept, a non-zero exit code marks the result as an error', async () => {

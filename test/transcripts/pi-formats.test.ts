@@ -6,11 +6,11 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JsonlStore, Session, type SessionEvent } from '../../src/session/index.js';
-import { PiImportError, importPiTranscript } from '../../src/transcripts/index.js';
-import { COMPACTION_CHECKPOINT_SOURCE } from '../../src/session/events.js';
-import { openAIMessageProblems } from '../helpers/openai-validator.js';
-import { removeTempDirs, tempDir } from '../helpers/session.js';
+import { JsonlStore, Session, type SessionEvent } from '../../src/session/index';
+import { PiImportError, importPiTranscript } from '../../src/transcripts/index';
+import { COMPACTION_CHECKPOINT_SOURCE } from '../../src/session/events';
+import { openAIMessageProblems } from '../helpers/openai-validator';
+import { removeTempDirs, tempDir } from '../helpers/session';
 
 afterAll(removeTempDirs);
 
@@ -19,13 +19,15 @@ const LINEAR = fixture('pi-linear-compaction.jsonl');
 const TREE = fixture('pi-tree-compaction.jsonl');
 const PNG_URL = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
-const piSummary = (summary: string) => `The conversation history before this point was compacted into the following summary:\n\n<summary>\n${summary}\n</summary>`;
+const piSummary = (summary: string) =>
+  `The conversation history before this point was compacted into the following summary:\n\n<summary>\n${summary}\n</summary>`;
 
 /** Role and text of each derived message: the request as pi sent it. */
 function sent(session: Session): Array<[string, string]> {
   return session.deriveMessages().map((m) => {
     const c = (m as { content?: unknown }).content;
-    const text = typeof c === 'string' ? c : Array.isArray(c) ? c.map((p: { type: string; text?: string }) => (p.type === 'text' ? p.text : `<${p.type}>`)).join('|') : '';
+    const text =
+      typeof c === 'string' ? c : Array.isArray(c) ? c.map((p: { type: string; text?: string }) => (p.type === 'text' ? p.text : `<${p.type}>`)).join('|') : '';
     const calls = m.role === 'assistant' && m.tool_calls ? m.tool_calls.map((t) => (t.type === 'function' ? `call ${t.function.name}` : '')).join(',') : '';
     return [m.role, calls ? `${text ?? ''}${calls}` : (text ?? '')];
   });
@@ -99,7 +101,15 @@ describe('pi linear format (firstKeptEntryIndex)', () => {
     expect(summary.data.shadowedTokens).toBe(2330);
     // The span: every surface node before the first kept entry (the user message of entry 9).
     const shadowedTexts = summary.data.shadowedSeqs.map((s) => session.event(s).type);
-    expect(shadowedTexts).toEqual(['user/message', 'assistant/message', 'tool/result', 'assistant/message', 'tool/result', 'assistant/message', 'user/message']);
+    expect(shadowedTexts).toEqual([
+      'user/message',
+      'assistant/message',
+      'tool/result',
+      'assistant/message',
+      'tool/result',
+      'assistant/message',
+      'user/message',
+    ]);
     expect(summary.data.range).toEqual({ start: summary.data.shadowedSeqs[0], end: summary.data.shadowedSeqs.at(-1) });
     expect(checkpoint.surfaceOp).toEqual({ op: 'replace', ...summary.data.range });
     expect(checkpoint.sourceEventSeqs).toEqual([start.seq, summary.seq, ...summary.data.shadowedSeqs]);
@@ -137,16 +147,27 @@ describe('pi tree format (id/parentId, the active branch)', () => {
       ['assistant', 'Fixed the unused variable.'],
     ]);
     // The abandoned branch (approach A) is not on the surface; its summary was, before the compaction.
-    const texts = session.events().filter((e) => e.type === 'user/message').map((e) => JSON.stringify(e.data));
+    const texts = session
+      .events()
+      .filter((e) => e.type === 'user/message')
+      .map((e) => JSON.stringify(e.data));
     expect(texts.some((t) => t.includes('webpack'))).toBe(true);
     expect(texts.some((t) => t.includes('Try approach A'))).toBe(false);
-    const branch = session.events().find((e) => e.type === 'user/message' && JSON.stringify(e.data).includes('branch that this conversation')) as SessionEvent<'user/message'>;
+    const branch = session
+      .events()
+      .find((e) => e.type === 'user/message' && JSON.stringify(e.data).includes('branch that this conversation')) as SessionEvent<'user/message'>;
     expect(branch.data.content).toEqual([
-      { type: 'text', text: 'The following is a summary of a branch that this conversation came back from:\n\n<summary>\nApproach A (webpack) was abandoned: it needed a config file.</summary>' },
+      {
+        type: 'text',
+        text: 'The following is a summary of a branch that this conversation came back from:\n\n<summary>\nApproach A (webpack) was abandoned: it needed a config file.</summary>',
+      },
     ]);
     // The tool result's image is kept as an image block in the log.
     const tool = session.events().find((e) => e.type === 'tool/result' && e.data.callId === 'toolu_12') as SessionEvent<'tool/result'>;
-    expect(tool.data.content).toEqual([{ type: 'text', text: 'dist/index.js  12.1kb' }, { type: 'image', url: PNG_URL }]);
+    expect(tool.data.content).toEqual([
+      { type: 'text', text: 'dist/index.js  12.1kb' },
+      { type: 'image', url: PNG_URL },
+    ]);
   });
 
   it('reports the other branch, the settings entries and the kinds sent as user text', () => {

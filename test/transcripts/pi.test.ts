@@ -5,12 +5,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JsonlStore, Session, type SessionEvent } from '../../src/session/index.js';
-import { PiImportError, importPiFile, importPiTranscript } from '../../src/transcripts/index.js';
-import { openAIMessageProblems } from '../helpers/openai-validator.js';
-import { findPiData } from '../helpers/pi-data.js';
-import { referenceCuts } from '../helpers/reference.js';
-import { durableSnapshot, removeTempDirs, tempDir } from '../helpers/session.js';
+import { JsonlStore, Session, type SessionEvent } from '../../src/session/index';
+import { PiImportError, importPiFile, importPiTranscript } from '../../src/transcripts/index';
+import { openAIMessageProblems } from '../helpers/openai-validator';
+import { findPiData } from '../helpers/pi-data';
+import { referenceCuts } from '../helpers/reference';
+import { durableSnapshot, removeTempDirs, tempDir } from '../helpers/session';
 
 afterAll(removeTempDirs);
 
@@ -32,7 +32,7 @@ function piFacts(path: string) {
 }
 
 describe(suiteName, () => {
-  const path = piPath!;
+  const path = piPath;
   const session = Session.inMemory('pi');
   let report: Awaited<ReturnType<typeof importPiFile>>;
   const facts = piPath ? piFacts(path) : undefined;
@@ -91,13 +91,20 @@ describe(suiteName, () => {
     const firstCall = (line.message.content as Array<{ type: string; id: string }>).find((b) => b.type === 'toolCall')!.id;
     const event = session
       .events()
-      .find((e): e is SessionEvent<'assistant/message'> => e.type === 'assistant/message' && e.data.content.some((b) => b.type === 'tool-call' && b.id === firstCall))!;
+      .find(
+        (e): e is SessionEvent<'assistant/message'> =>
+          e.type === 'assistant/message' && e.data.content.some((b) => b.type === 'tool-call' && b.id === firstCall),
+      )!;
     expect(event.data.usage).toEqual({ promptTokens: 7 + 1684 + 9518, completionTokens: 231, cachedTokens: 1684, cacheWriteTokens: 9518 });
     expect(event.data.provider).toBe(line.message.provider);
     expect(event.data.model).toBe(line.message.model);
     expect(event.data.finishReason).toBe('toolUse');
     // the header of the same step names the same model
-    const headerBefore = session.events().slice(0, event.seq).reverse().find((e) => e.type === 'request/header') as SessionEvent<'request/header'>;
+    const headerBefore = session
+      .events()
+      .slice(0, event.seq)
+      .reverse()
+      .find((e) => e.type === 'request/header') as SessionEvent<'request/header'>;
     expect(headerBefore.data).toMatchObject({ provider: line.message.provider, model: line.message.model });
   });
 
@@ -192,7 +199,11 @@ describe('pi import errors', () => {
       { role: 'assistant', content: 'ok' },
     ]);
     const a = s.events().find((e) => e.type === 'assistant/message') as SessionEvent<'assistant/message'>;
-    expect(a.data).toMatchObject({ provider: 'anthropic', model: 'claude', usage: { promptTokens: 1, completionTokens: 2, cachedTokens: 0, cacheWriteTokens: 0 } });
+    expect(a.data).toMatchObject({
+      provider: 'anthropic',
+      model: 'claude',
+      usage: { promptTokens: 1, completionTokens: 2, cachedTokens: 0, cacheWriteTokens: 0 },
+    });
   });
 });
 

@@ -22,32 +22,36 @@ const CASES = [
 ] as const;
 
 describe.each(CASES)('$name replayed through the engine', ({ path, load }) => {
-  it.each([32_768, 131_072])('keeps every request within a %i-token window, every call with its result', async (window) => {
-    const imported = Session.inMemory('imported');
-    await load(imported, path);
-    const source = withoutCompactions(imported);
-    expect(eventsOf(source, 'compaction/summary')).toHaveLength(0);
-    const models: Record<string, { contextWindow: number; maxOutputTokens: number }> = {};
-    for (const h of eventsOf(source, 'request/header')) models[`${h.data.provider}/${h.data.model}`] = { contextWindow: window, maxOutputTokens: 4096 };
-    const session = Session.inMemory('replay');
-    const engine = createCompactionEngine({ session, summarizer: new ExtractiveSummarizer(), models, config: { headroomTokens: 4096, maxTokens: 4096 } });
-    const notes: EngineNotification[] = [];
-    engine.on((n) => notes.push(n));
-    const requests: Array<{ seq: number; tokens: number; problems: string[] }> = [];
-    const results = await replayThroughEngine(source, session, engine, {
-      beforeReply: (e) => requests.push({ seq: e.seq, tokens: engine.measure().totalTokens, problems: openAIMessageProblems(session.deriveMessages()) }),
-    });
-    engine.stop();
-    const replies = eventsOf(source, 'assistant/message').length;
-    expect(requests).toHaveLength(replies);
-    const compactions = notes.filter((n) => n.type === 'compaction.committed').length;
-    const peak = Math.max(...requests.map((r) => r.tokens));
-    console.log(`${path.split('/').pop()} at ${window}: ${requests.length} requests, ${compactions} compactions, peak ${peak} of ${window}`);
-    for (const r of requests) {
-      expect(r.problems, `request for reply ${r.seq}`).toEqual([]);
-      expect(r.tokens, `request for reply ${r.seq}`).toBeLessThanOrEqual(window);
-    }
-    expect(results.filter((r) => r.status === 'failed' || r.status === 'stuck')).toEqual([]);
-    expect(openAIMessageProblems(session.deriveMessages())).toEqual([]);
-  }, 180_000);
+  it.each([32_768, 131_072])(
+    'keeps every request within a %i-token window, every call with its result',
+    async (window) => {
+      const imported = Session.inMemory('imported');
+      await load(imported, path);
+      const source = withoutCompactions(imported);
+      expect(eventsOf(source, 'compaction/summary')).toHaveLength(0);
+      const models: Record<string, { contextWindow: number; maxOutputTokens: number }> = {};
+      for (const h of eventsOf(source, 'request/header')) models[`${h.data.provider}/${h.data.model}`] = { contextWindow: window, maxOutputTokens: 4096 };
+      const session = Session.inMemory('replay');
+      const engine = createCompactionEngine({ session, summarizer: new ExtractiveSummarizer(), models, config: { headroomTokens: 4096, maxTokens: 4096 } });
+      const notes: EngineNotification[] = [];
+      engine.on((n) => notes.push(n));
+      const requests: Array<{ seq: number; tokens: number; problems: string[] }> = [];
+      const results = await replayThroughEngine(source, session, engine, {
+        beforeReply: (e) => requests.push({ seq: e.seq, tokens: engine.measure().totalTokens, problems: openAIMessageProblems(session.deriveMessages()) }),
+      });
+      engine.stop();
+      const replies = eventsOf(source, 'assistant/message').length;
+      expect(requests).toHaveLength(replies);
+      const compactions = notes.filter((n) => n.type === 'compaction.committed').length;
+      const peak = Math.max(...requests.map((r) => r.tokens));
+      console.log(`${path.split('/').pop()} at ${window}: ${requests.length} requests, ${compactions} compactions, peak ${peak} of ${window}`);
+      for (const r of requests) {
+        expect(r.problems, `request for reply ${r.seq}`).toEqual([]);
+        expect(r.tokens, `request for reply ${r.seq}`).toBeLessThanOrEqual(window);
+      }
+      expect(results.filter((r) => r.status === 'failed' || r.status === 'stuck')).toEqual([]);
+      expect(openAIMessageProblems(session.deriveMessages())).toEqual([]);
+    },
+    180_000,
+  );
 });

@@ -128,31 +128,37 @@ describe('Claude Code shapes', () => {
     expect(viaFile.tornLines).toBe(1);
   });
 
-  it.each(['present', 'missing'] as const)('a boundary whose logical parent is %s: one checkpoint over the history before it, holding the summary', (logical) => {
-    const s = Session.inMemory();
-    const report = importClaudeCodeTranscript(s, jsonl(compactedSession(logical)));
-    expect(report.compactions).toBe(1);
-    expect(report.turns).toBe(3);
-    expect(report.notSent['records on other branches']).toBeUndefined();
-    const cps = checkpoints(s);
-    expect(cps).toHaveLength(1);
-    expect(cps[0]!.data.content).toEqual([{ type: 'text', text: 'SUMMARY OF BEFORE' }]);
-    // The history before the boundary is in the log (shadowed), not dropped.
-    const all = JSON.stringify(s.events().map((e) => e.data));
-    for (const t of ['first prompt', 'output one', 'second prompt', 'done two']) expect(all).toContain(t);
-    const surface = surfaceTexts(s);
-    expect(surface[0]).toContain('SUMMARY OF BEFORE');
-    expect(surface.join(' ')).not.toContain('first prompt');
-    expect(surface.join(' ')).toContain('third prompt');
-    if (logical === 'missing') expect(report.warnings.join(' ')).toMatch(/logical parent/);
-  });
+  it.each(['present', 'missing'] as const)(
+    'a boundary whose logical parent is %s: one checkpoint over the history before it, holding the summary',
+    (logical) => {
+      const s = Session.inMemory();
+      const report = importClaudeCodeTranscript(s, jsonl(compactedSession(logical)));
+      expect(report.compactions).toBe(1);
+      expect(report.turns).toBe(3);
+      expect(report.notSent['records on other branches']).toBeUndefined();
+      const cps = checkpoints(s);
+      expect(cps).toHaveLength(1);
+      expect(cps[0]!.data.content).toEqual([{ type: 'text', text: 'SUMMARY OF BEFORE' }]);
+      // The history before the boundary is in the log (shadowed), not dropped.
+      const all = JSON.stringify(s.events().map((e) => e.data));
+      for (const t of ['first prompt', 'output one', 'second prompt', 'done two']) expect(all).toContain(t);
+      const surface = surfaceTexts(s);
+      expect(surface[0]).toContain('SUMMARY OF BEFORE');
+      expect(surface.join(' ')).not.toContain('first prompt');
+      expect(surface.join(' ')).toContain('third prompt');
+      if (logical === 'missing') expect(report.warnings.join(' ')).toMatch(/logical parent/);
+    },
+  );
 
   it('records out of the tree order import as the ordered file does, with a warning', () => {
     const recs = compactedSession('missing');
     const ordered = Session.inMemory();
     importClaudeCodeTranscript(ordered, jsonl(recs));
     // The lines shuffled (a deterministic permutation), the uuid tree and timestamps intact.
-    const shuffled = recs.map((r, i) => ({ r, k: (i * 7) % recs.length })).sort((x, y) => x.k - y.k).map((x) => x.r);
+    const shuffled = recs
+      .map((r, i) => ({ r, k: (i * 7) % recs.length }))
+      .sort((x, y) => x.k - y.k)
+      .map((x) => x.r);
     expect(shuffled).not.toEqual(recs);
     const s = Session.inMemory();
     const report = importClaudeCodeTranscript(s, jsonl(shuffled));

@@ -74,13 +74,13 @@ function sharedViewer(): Promise<Opened> {
 
 /** The state nodes a value makes active, according to XState itself. */
 function expectedActive(machine: AnyStateMachine, value: StateValue): string[] {
-  const snapshot = machine.resolveState({ value, context: {} as never });
+  const snapshot = machine.resolveState({ value, context: {} });
   return stateNodes(machine)
     .filter((n) => {
       if (n.path === '') return true;
       const keys = n.path.split('.');
       const partial = keys.slice(0, -1).reduceRight<StateValue>((inner, key) => ({ [key]: inner }), keys[keys.length - 1]!);
-      return snapshot.matches(partial as never);
+      return snapshot.matches(partial);
     })
     .map((n) => n.id)
     .sort();
@@ -129,7 +129,8 @@ function geometry(page: Page, name: string): Promise<Geometry> {
 }
 
 const overlap = (a: Rect, b: Rect, slack = 0.5) => a.left < b.right - slack && b.left < a.right - slack && a.top < b.bottom - slack && b.top < a.bottom - slack;
-const inside = (a: Rect, b: Rect, slack = 0.5) => a.left >= b.left - slack && a.right <= b.right + slack && a.top >= b.top - slack && a.bottom <= b.bottom + slack;
+const inside = (a: Rect, b: Rect, slack = 0.5) =>
+  a.left >= b.left - slack && a.right <= b.right + slack && a.top >= b.top - slack && a.bottom <= b.bottom + slack;
 
 /** What is wrong with a chart's drawing, in words (empty when it reads at a glance). */
 function problems(g: Geometry): string[] {
@@ -179,7 +180,10 @@ describe('visualizer/index.html in Chromium', () => {
       for (const action of graph.legend.actions) expect(legend, `${name}: legend names action ${action.name}`).toContain(action.name);
     }
 
-    expect(requests.filter((url) => !url.startsWith('file://')), 'requests other than file://').toEqual([]);
+    expect(
+      requests.filter((url) => !url.startsWith('file://')),
+      'requests other than file://',
+    ).toEqual([]);
     expect(requests.some((url) => url.endsWith('/vendor/elk.bundled.js'))).toBe(true);
     expect(errors).toEqual([]);
   }, 90_000);
@@ -214,7 +218,11 @@ describe('visualizer/index.html in Chromium', () => {
     await page.click('section[data-chart="engine"] [data-zoom="fit"]');
     expect(problems(await geometry(page, 'engine')).some((p) => p.includes('overlaps'))).toBe(true);
     // Put back as it was (the page is shared): the same checks find nothing again.
-    await page.$$eval('section[data-chart="engine"] text.xc-title', (els, ys) => els.forEach((e, i) => (ys[i] === null ? e.removeAttribute('y') : e.setAttribute('y', ys[i]!))), titles);
+    await page.$$eval(
+      'section[data-chart="engine"] text.xc-title',
+      (els, ys) => els.forEach((e, i) => (ys[i] === null ? e.removeAttribute('y') : e.setAttribute('y', ys[i]!))),
+      titles,
+    );
     await page.click('section[data-chart="engine"] [data-zoom="fit"]');
     expect(problems(await geometry(page, 'engine')), 'the drawing put back').toEqual([]);
   }, 60_000);
@@ -342,7 +350,9 @@ describe('visualizer/index.html in Chromium', () => {
       expect(await page.textContent('#step-counter')).toBe(`Step ${shown.length} / ${shown.length}`);
       const { name, machine } = chartOf(newest.machine);
       expect(await page.isVisible(`section[data-chart="${name}"]`)).toBe(true);
-      const highlighted = await page.$$eval(`section[data-chart="${name}"] .xc-active[data-state]`, (els) => els.map((e) => (e as HTMLElement).dataset.state!).sort());
+      const highlighted = await page.$$eval(`section[data-chart="${name}"] .xc-active[data-state]`, (els) =>
+        els.map((e) => (e as HTMLElement).dataset.state!).sort(),
+      );
       expect(highlighted, `after ${upTo} steps: the newest step's states`).toEqual(expectedActive(machine, newest.value));
     }
 
@@ -385,7 +395,11 @@ describe('visualizer/index.html in Chromium: what a newcomer saw go wrong', () =
         const view = (window as unknown as { xcompactViewer: { view(n: string): { get(): unknown; fit(): void } } }).xcompactViewer.view(name);
         const shown = JSON.stringify(view.get());
         view.fit();
-        return { shown, fit: JSON.stringify(view.get()), visible: getComputedStyle(document.querySelector(`section[data-chart="${name}"] .diagram`)!).visibility };
+        return {
+          shown,
+          fit: JSON.stringify(view.get()),
+          visible: getComputedStyle(document.querySelector(`section[data-chart="${name}"] .diagram`)!).visibility,
+        };
       }, first);
       expect(fitted.shown).toBe(fitted.fit);
       expect(fitted.visible).toBe('visible');

@@ -21,7 +21,10 @@ import {
 
 describe('chooseChromium: XCOMPACT_CHROMIUM, then Debian, then npm', () => {
   const mine = '/opt/my/chrome';
-  const onDisk = (...paths: string[]) => (p: string) => paths.includes(p);
+  const onDisk =
+    (...paths: string[]) =>
+    (p: string) =>
+      paths.includes(p);
 
   it('takes XCOMPACT_CHROMIUM first, even when Debian has one', () => {
     expect(chooseChromium({ XCOMPACT_CHROMIUM: mine }, onDisk(mine, DEBIAN_CHROMIUM))).toEqual({ source: 'XCOMPACT_CHROMIUM', executablePath: mine });

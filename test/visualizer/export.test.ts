@@ -31,7 +31,9 @@ describe('npm run visualize outputs', () => {
   it('visualizer/out/ matches the machines (fails when a committed file is stale)', async () => {
     const files = await generateAll();
     const onDisk = existsSync(outDir) ? readdirSync(outDir).filter((name) => !name.endsWith('.png')) : []; // screenshots: the browser test's
-    const stale = [...files].filter(([name, content]) => !existsSync(join(outDir, name)) || readFileSync(join(outDir, name), 'utf8') !== content).map(([name]) => name);
+    const stale = [...files]
+      .filter(([name, content]) => !existsSync(join(outDir, name)) || readFileSync(join(outDir, name), 'utf8') !== content)
+      .map(([name]) => name);
     const extra = onDisk.filter((name) => !files.has(name));
     const problems = [...stale.map((n) => `visualizer/out/${n} is stale or missing`), ...extra.map((n) => `visualizer/out/${n} is no longer generated`)];
     expect(problems, `The exported charts are out of date. Run \`npm run visualize\` and commit visualizer/out/.\n${problems.join('\n')}`).toEqual([]);
@@ -178,18 +180,16 @@ describe('trace recorder', () => {
 
     const firstTx = trace.actors.find((a) => a.machine === 'transaction')!;
     expect(trace.actors.find((a) => a.id === firstTx.parent)?.machine).toBe('pressure');
-    const txValues = stateSteps(trace, 'transaction').filter((s) => s.actor === firstTx.id).map((s) => s.value);
+    const txValues = stateSteps(trace, 'transaction')
+      .filter((s) => s.actor === firstTx.id)
+      .map((s) => s.value);
     expect(txValues).toEqual(['validating', 'opening', 'summarizing', 'revalidating', 'committing', 'flushing', 'committed']);
 
     // Where each append landed: after the step that entered the state whose invoked service wrote it.
     const sequence = trace.steps.map((s) => (s.kind === 'state' ? `${s.machine}:${JSON.stringify(s.value)}` : s.type));
     const at = (label: string) => sequence.indexOf(label);
     expect(at('compaction/start')).toBe(at('transaction:"opening"') + 1);
-    expect(sequence.slice(at('transaction:"committing"') + 1, at('transaction:"flushing"'))).toEqual([
-      'compaction/summary',
-      'user/message',
-      'compaction/end',
-    ]);
+    expect(sequence.slice(at('transaction:"committing"') + 1, at('transaction:"flushing"'))).toEqual(['compaction/summary', 'user/message', 'compaction/end']);
     const checkpoint = trace.steps.find((s): s is TraceSessionStep => s.kind === 'session' && s.type === 'user/message' && s.surfaceOp === 'replace');
     expect(checkpoint?.replaces).toHaveLength(2);
 
@@ -218,7 +218,12 @@ describe('trace recorder', () => {
       await recorder.save(join(dir, 't.json'));
       await recorder.save(join(dir, 'nested', 't.js'));
       const saved = JSON.parse(readFileSync(join(dir, 't.json'), 'utf8')) as Trace;
-      expect(saved).toEqual({ format: 'xcompact-trace', version: 1, actors: [], steps: [{ kind: 'session', t: expect.any(Number), seq: 0, type: 'turn/start' }] });
+      expect(saved).toEqual({
+        format: 'xcompact-trace',
+        version: 1,
+        actors: [],
+        steps: [{ kind: 'session', t: expect.any(Number), seq: 0, type: 'turn/start' }],
+      });
       const script = readFileSync(join(dir, 'nested', 't.js'), 'utf8');
       expect(script.startsWith('window.XCOMPACT_TRACE = ')).toBe(true);
       expect(JSON.parse(script.replace('window.XCOMPACT_TRACE = ', '').replace(/;\n$/, ''))).toEqual(saved);
@@ -252,7 +257,12 @@ describe('trace recorder', () => {
     expect(followed.steps.slice(0, trace.steps.length)).toEqual(trace.steps);
     expect(followed.steps.length).toBeGreaterThan(trace.steps.length);
     expect(followed.actors.slice(0, trace.actors.length)).toEqual(trace.actors);
-    expect(text.split('\n').filter(Boolean).every((line) => /^xcompactTrace\(\{.*\}\);$/.test(line))).toBe(true);
+    expect(
+      text
+        .split('\n')
+        .filter(Boolean)
+        .every((line) => /^xcompactTrace\(\{.*\}\);$/.test(line)),
+    ).toBe(true);
     rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -66,7 +66,10 @@ import { AiSdkSummarizer } from './summarizer';
 import { sessionModelMessages } from './resume';
 import type { ModelMessage } from 'ai';
 
-export interface AiSdkCompactionOptions<M extends AiSdkLanguageModel = LanguageModelV3> extends Omit<CompactionEngineOptions, 'session' | 'client' | 'summarizer' | 'models'> {
+export interface AiSdkCompactionOptions<M extends AiSdkLanguageModel = LanguageModelV3> extends Omit<
+  CompactionEngineOptions,
+  'session' | 'client' | 'summarizer' | 'models'
+> {
   /** The model the loop talks to (any AI SDK language model of spec v3 or v4: `ai` 6 or 7). */
   model: M;
   /** Where the conversation is recorded (`Session.inMemory()`, or a store's `Session.open`). */
@@ -131,7 +134,9 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     // Bounded by the summarizing model's window (this model's: the registry entry, or `contextWindow`):
     // a span larger than the window goes out in chunks that fit, never as one request that overflows.
     // The same checkpoint as the OpenAI summarizer's: the model's prose, the ledger derived from the span.
-    summarizer: options.summarizer ?? withCheckpointLedger(boundSummarizer(new AiSdkSummarizer({ model: base }), options.contextWindow !== undefined ? { window: options.contextWindow } : {})),
+    summarizer:
+      options.summarizer ??
+      withCheckpointLedger(boundSummarizer(new AiSdkSummarizer({ model: base }), options.contextWindow !== undefined ? { window: options.contextWindow } : {})),
   });
   // A process that died mid-step (a tool-call reply recorded, its results never) left calls
   // without results and its step and turn open: closed here, as the openai drop-in does (each
@@ -197,7 +202,13 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
         for (const r of m.results) {
           session.append({
             type: 'tool/result',
-            data: { callId: r.callId, toolName: r.toolName, content: r.content, ...(r.isError ? { isError: true } : {}), ...(r.providerOptions ? { providerOptions: r.providerOptions } : {}) },
+            data: {
+              callId: r.callId,
+              toolName: r.toolName,
+              content: r.content,
+              ...(r.isError ? { isError: true } : {}),
+              ...(r.providerOptions ? { providerOptions: r.providerOptions } : {}),
+            },
             surfaceOp: 'append',
           });
         }
@@ -245,9 +256,12 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     const mapped = mapAll(fresh);
     checkAnswered(session.surface.pendingCalls(), mapped);
     // No silent no-op: a model with no known window would never be compacted.
-    const missing = options.requireCapacity === false ? undefined : missingCapacity(provider, base.modelId, engine.config.models as Record<string, Partial<ModelInfo>>, 'createAiSdkCompaction (or contextWindow)');
+    const missing =
+      options.requireCapacity === false
+        ? undefined
+        : missingCapacity(provider, base.modelId, engine.config.models, 'createAiSdkCompaction (or contextWindow)');
     if (missing) throw missing;
-    if (echoed) consumed.push(fingerprint(candidate!));
+    if (echoed) consumed.push(fingerprint(candidate));
     echo = undefined;
     if (system.length > 0) w.system(system.join('\n\n'));
     for (const [k, m] of mapped.entries()) {
@@ -296,7 +310,11 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
   };
 
   /** Step 4. */
-  const finish = async (content: readonly LanguageModelV3Content[], meta: { usage?: LanguageModelV3Usage; finish?: LanguageModelV3FinishReason; modelId?: string }, signal: AbortSignal | undefined) => {
+  const finish = async (
+    content: readonly LanguageModelV3Content[],
+    meta: { usage?: LanguageModelV3Usage; finish?: LanguageModelV3FinishReason; modelId?: string },
+    signal: AbortSignal | undefined,
+  ) => {
     let facts: AssistantFacts;
     try {
       facts = replyFacts(content);
@@ -361,7 +379,11 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     specificationVersion: 'v3',
     wrapGenerate: async ({ params, model }) => {
       const result = await send(params, specOf(model), (p) => model.doGenerate(p));
-      await finish(result.content, { usage: result.usage, finish: result.finishReason, ...(result.response?.modelId ? { modelId: result.response.modelId } : {}) }, params.abortSignal);
+      await finish(
+        result.content,
+        { usage: result.usage, finish: result.finishReason, ...(result.response?.modelId ? { modelId: result.response.modelId } : {}) },
+        params.abortSignal,
+      );
       return result;
     },
     wrapStream: async ({ params, model }) => {

@@ -107,7 +107,11 @@ function imageOf(part: { mediaType: string; data: unknown }, where: string): Ima
   let data = part.data as string | Uint8Array | URL | WrappedFileData;
   if (isWrapped(data)) {
     if (data.type === 'reference' || data.type === 'text') {
-      throw unmappable(where, `an image given as ${data.type === 'reference' ? 'a provider file reference' : 'text'}`, 'only images with their bytes or a URL can be recorded');
+      throw unmappable(
+        where,
+        `an image given as ${data.type === 'reference' ? 'a provider file reference' : 'text'}`,
+        'only images with their bytes or a URL can be recorded',
+      );
     }
     data = data.type === 'url' ? data.url : data.data;
   }
@@ -173,7 +177,11 @@ export function assistantFacts(message: Extract<LanguageModelV3Message, { role: 
 }
 
 const providerExecuted = (where: string, tool: string): AiSdkAdapterError =>
-  unmappable(where, `the provider-executed tool "${tool}"`, 'its call and result live inside the provider; use function tools with an execute() the AI SDK runs');
+  unmappable(
+    where,
+    `the provider-executed tool "${tool}"`,
+    'its call and result live inside the provider; use function tools with an execute() the AI SDK runs',
+  );
 
 /** Tool-call input as the raw JSON the provider sends (a string input is already that text). */
 export function argumentsOf(input: unknown): string {
@@ -221,10 +229,12 @@ function resultContent(output: LanguageModelV3ToolResultOutput, tool: string): {
         if (item.type === 'text') content.push(text(item.text));
         else if (item.type === 'image-data') content.push({ type: 'image', url: `data:${item.mediaType};base64,${item.data}` });
         else if (item.type === 'image-url') content.push({ type: 'image', url: item.url });
-        else if (item.type === 'file-data' && item.mediaType.startsWith('image/')) content.push({ type: 'image', url: `data:${item.mediaType};base64,${item.data}` });
+        else if (item.type === 'file-data' && item.mediaType.startsWith('image/'))
+          content.push({ type: 'image', url: `data:${item.mediaType};base64,${item.data}` });
         else if (item.type === 'file-url' && /^image\//.test((item as { mediaType?: string }).mediaType ?? '')) content.push({ type: 'image', url: item.url });
         // v4 (ai 7): one `file` item, its data wrapped.
-        else if ((item as { type: string }).type === 'file' && isImage((item as { mediaType?: string }).mediaType ?? '')) content.push(imageOf(item as unknown as { mediaType: string; data: unknown }, `the result of tool "${tool}"`));
+        else if ((item as { type: string }).type === 'file' && isImage((item as { mediaType?: string }).mediaType ?? ''))
+          content.push(imageOf(item as unknown as { mediaType: string; data: unknown }, `the result of tool "${tool}"`));
         else throw unmappable(`the result of tool "${tool}"`, `a content item of type "${item.type}"`, 'only text and images can be recorded');
       }
       return { content, isError: false };
@@ -291,7 +301,11 @@ function absoluteUrl(url: string): URL {
   try {
     return new URL(url);
   } catch (err) {
-    throw new AiSdkAdapterError('unmappable-part', `xcompact/ai-sdk cannot send an image whose URL is neither a data URL nor an absolute URL: ${JSON.stringify(url.slice(0, 120))}`, { cause: err });
+    throw new AiSdkAdapterError(
+      'unmappable-part',
+      `xcompact/ai-sdk cannot send an image whose URL is neither a data URL nor an absolute URL: ${JSON.stringify(url.slice(0, 120))}`,
+      { cause: err },
+    );
   }
 }
 
@@ -332,7 +346,9 @@ export function promptOf(events: Iterable<SurfaceEvent>, spec: SpecVersion = 'v3
       case 'user/message':
         prompt.push({
           role: 'user',
-          content: e.data.content.map((b) => (b.type === 'text' ? { type: 'text' as const, text: b.text, ...optionsOf(b) } : { ...filePartOf(b, spec), ...optionsOf(b) })),
+          content: e.data.content.map((b) =>
+            b.type === 'text' ? { type: 'text' as const, text: b.text, ...optionsOf(b) } : { ...filePartOf(b, spec), ...optionsOf(b) },
+          ),
         });
         break;
       case 'assistant/message': {
@@ -364,7 +380,13 @@ export function promptOf(events: Iterable<SurfaceEvent>, spec: SpecVersion = 'v3
                         (filePartOf(b, spec) as unknown as { type: 'image-url'; url: string }),
                 ),
               };
-        const part = { type: 'tool-result' as const, toolCallId: e.data.callId, toolName: e.data.toolName ?? names.get(e.data.callId) ?? 'unknown', output, ...optionsOf(e.data) };
+        const part = {
+          type: 'tool-result' as const,
+          toolCallId: e.data.callId,
+          toolName: e.data.toolName ?? names.get(e.data.callId) ?? 'unknown',
+          output,
+          ...optionsOf(e.data),
+        };
         const last = prompt[prompt.length - 1];
         // Consecutive results share one tool message, as the AI SDK builds them.
         if (last?.role === 'tool') last.content.push(part);

@@ -11,7 +11,7 @@ import { jsonSchema, tool, type JSONSchema7 } from 'ai';
 import type { Session } from '../../session/session';
 import { RECALL_DESCRIPTION, RECALL_PARAMETERS, RecallIndex, runRecall, type RecallAnswer, type RecallToolOptions } from '../../services/recall/index';
 
-const parameters = jsonSchema<Record<string, unknown>>(RECALL_PARAMETERS as unknown as JSONSchema7, {
+const parameters = jsonSchema<Record<string, unknown>>(RECALL_PARAMETERS, {
   validate: (value) => ({ success: true, value: value as Record<string, unknown> }),
 });
 
@@ -22,6 +22,7 @@ export function recallTool(session: Session, options: RecallToolOptions = {}) {
     description: RECALL_DESCRIPTION,
     inputSchema: parameters,
     execute: async (input: Record<string, unknown>): Promise<RecallAnswer> => runRecall(session, input, options),
-    toModelOutput: ({ output }: { output: RecallAnswer }) => (output.isError ? { type: 'error-text' as const, value: output.text } : { type: 'text' as const, value: output.text }),
+    toModelOutput: ({ output }: { output: RecallAnswer }) =>
+      output.isError ? { type: 'error-text' as const, value: output.text } : { type: 'text' as const, value: output.text },
   });
 }

@@ -15,5 +15,5 @@ import { promptOf } from './convert';
 export function sessionModelMessages(session: Session): ModelMessage[] {
   // The provider prompt and the app's messages share these shapes (text, file, tool-call with a
   // parsed input, tool-result with a typed output): the prompt of the recorded messages is them.
-  return promptOf(recordedMessages(session), 'v3') as unknown as ModelMessage[];
+  return promptOf(recordedMessages(session), 'v3');
 }

@@ -34,9 +34,13 @@ export function replyRecorder(
       switch (part.type) {
         case 'text-start':
         case 'reasoning-start': {
-          const entry = { type: part.type === 'text-start' ? ('text' as const) : ('reasoning' as const), text: '', ...(part.providerMetadata ? { providerMetadata: part.providerMetadata } : {}) };
+          const entry = {
+            type: part.type === 'text-start' ? ('text' as const) : ('reasoning' as const),
+            text: '',
+            ...(part.providerMetadata ? { providerMetadata: part.providerMetadata } : {}),
+          };
           texts.set(part.id, entry);
-          content.push(entry as LanguageModelV3Content);
+          content.push(entry);
           break;
         }
         case 'text-delta':

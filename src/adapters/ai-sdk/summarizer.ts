@@ -84,7 +84,9 @@ export class AiSdkSummarizer implements Summarizer {
     if (idle.timedOut) throw idle.error(failure);
     if (signal.aborted) throw summaryCancelled(signal, failure);
     if (failure !== undefined) {
-      throw new SummarizerError('summary-request', `The summary request failed: ${failure instanceof Error ? failure.message : String(failure)}`, { cause: failure });
+      throw new SummarizerError('summary-request', `The summary request failed: ${failure instanceof Error ? failure.message : String(failure)}`, {
+        cause: failure,
+      });
     }
     const usage = totalUsage ? usageOf(totalUsage) : undefined;
     const checked = checkSummaryReply(request, {
@@ -101,7 +103,11 @@ export class AiSdkSummarizer implements Summarizer {
   }
 }
 
-function usageOf(u: { inputTokens: number | undefined; outputTokens: number | undefined; inputTokenDetails?: { cacheReadTokens?: number | undefined; cacheWriteTokens?: number | undefined } }): Usage | undefined {
+function usageOf(u: {
+  inputTokens: number | undefined;
+  outputTokens: number | undefined;
+  inputTokenDetails?: { cacheReadTokens?: number | undefined; cacheWriteTokens?: number | undefined };
+}): Usage | undefined {
   if (u.inputTokens === undefined) return undefined;
   const usage: Usage = { promptTokens: u.inputTokens, completionTokens: u.outputTokens ?? 0 };
   if (u.inputTokenDetails?.cacheReadTokens !== undefined) usage.cachedTokens = u.inputTokenDetails.cacheReadTokens;
@@ -117,7 +123,7 @@ function toolsOf(defs: ReadonlyArray<Record<string, unknown>>): ToolSet {
     if (def['type'] !== 'function' || !fn?.name) continue;
     set[fn.name] = tool({
       ...(fn.description ? { description: fn.description } : {}),
-      inputSchema: jsonSchema((fn.parameters ?? { type: 'object', properties: {} }) as Parameters<typeof jsonSchema>[0]),
+      inputSchema: jsonSchema((fn.parameters ?? { type: 'object', properties: {} })),
     });
   }
   return set;
@@ -152,7 +158,14 @@ export function modelMessagesOf(messages: readonly ChatMessage[], events: readon
         const parts = typeof m.content === 'string' ? undefined : (m.content as ChatCompletionContentPart[]);
         const images = parts?.some((p) => p.type === 'image_url') ?? false;
         const output = images
-          ? { type: 'content' as const, value: parts!.map((p) => (p.type === 'image_url' ? { type: 'image-url' as const, url: p.image_url.url } : { type: 'text' as const, text: p.type === 'text' ? p.text : '' })) }
+          ? {
+              type: 'content' as const,
+              value: parts!.map((p) =>
+                p.type === 'image_url'
+                  ? { type: 'image-url' as const, url: p.image_url.url }
+                  : { type: 'text' as const, text: p.type === 'text' ? p.text : '' },
+              ),
+            }
           : { type: isError ? ('error-text' as const) : ('text' as const), value: textOf(m.content) };
         return { role: 'tool', content: [{ type: 'tool-result', toolCallId: m.tool_call_id, toolName, output }] };
       }
@@ -160,7 +173,9 @@ export function modelMessagesOf(messages: readonly ChatMessage[], events: readon
         if (typeof m.content === 'string') return { role: 'user', content: m.content };
         return {
           role: 'user',
-          content: m.content.map((p) => (p.type === 'image_url' ? { type: 'image' as const, image: p.image_url.url } : { type: 'text' as const, text: p.type === 'text' ? p.text : '' })),
+          content: m.content.map((p) =>
+            p.type === 'image_url' ? { type: 'image' as const, image: p.image_url.url } : { type: 'text' as const, text: p.type === 'text' ? p.text : '' },
+          ),
         };
       }
       default:
@@ -177,4 +192,3 @@ function textOf(content: unknown): string {
     .map((p) => p.text ?? '')
     .join('\n\n');
 }
-

@@ -193,7 +193,7 @@ export function withCompaction<C extends OpenAIClient>(client: C, options: WithC
     w.request({
       provider,
       model: params.model,
-      tools: (params.tools ?? []) as object[],
+      tools: (params.tools ?? []),
       ...(typeof maxTokens === 'number' ? { maxTokens } : {}),
       ...(contextWindow !== undefined ? { contextWindow } : {}),
     });
@@ -220,7 +220,10 @@ export function withCompaction<C extends OpenAIClient>(client: C, options: WithC
 
   /** No silent no-op: a model with no known window would never be compacted. */
   const requireWindow = (model: string) => {
-    const missing = options.requireCapacity === false ? undefined : missingCapacity(provider, model, engine.config.models as Record<string, Partial<ModelInfo>>, 'withCompaction');
+    const missing =
+      options.requireCapacity === false
+        ? undefined
+        : missingCapacity(provider, model, engine.config.models, 'withCompaction');
     if (missing) throw missing;
   };
 
@@ -230,7 +233,8 @@ export function withCompaction<C extends OpenAIClient>(client: C, options: WithC
     await prepare(params, signal);
     const streaming = params.stream === true;
     const showUsage = streaming && params.stream_options?.include_usage === true;
-    const body: ChatCompletionCreateParams = streaming && !showUsage ? { ...params, stream_options: { ...params.stream_options, include_usage: true } } : params;
+    const body: ChatCompletionCreateParams =
+      streaming && !showUsage ? { ...params, stream_options: { ...params.stream_options, include_usage: true } } : params;
     for (;;) {
       let result: unknown;
       try {

@@ -55,7 +55,9 @@ function blocksOf(content: unknown, where: string): Array<TextBlock | ImageBlock
     if (p.type === 'text' && typeof p.text === 'string') return { type: 'text', text: p.text };
     if (p.type === 'image_url' && typeof p.image_url?.url === 'string') {
       const detail = p.image_url.detail;
-      return detail === 'low' || detail === 'high' || detail === 'auto' ? { type: 'image', url: p.image_url.url, detail } : { type: 'image', url: p.image_url.url };
+      return detail === 'low' || detail === 'high' || detail === 'auto'
+        ? { type: 'image', url: p.image_url.url, detail }
+        : { type: 'image', url: p.image_url.url };
     }
     throw unmappable(where, `a "${String(p.type)}" part`);
   });
@@ -81,7 +83,11 @@ export function mapMessage(m: ChatCompletionMessageParam, index: number): Mapped
       return { role: 'assistant', text: textOf(m.content, where), toolCalls };
     }
     case 'tool':
-      return { role: 'tool', callId: m.tool_call_id, content: typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : blocksOf(m.content, where) };
+      return {
+        role: 'tool',
+        callId: m.tool_call_id,
+        content: typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : blocksOf(m.content, where),
+      };
     case 'system':
     case 'developer':
       throw new DropInError(
@@ -117,7 +123,9 @@ function keyOf(m: MappedMessage): unknown[] {
 }
 
 export function fingerprint(m: MappedMessage): string {
-  return createHash('sha1').update(JSON.stringify(keyOf(m))).digest('base64');
+  return createHash('sha1')
+    .update(JSON.stringify(keyOf(m)))
+    .digest('base64');
 }
 
 /** A recorded message event as the caller would have passed it. */
@@ -126,12 +134,19 @@ function mappedOf(e: SurfaceEvent): MappedMessage {
     case 'user/message':
       return { role: 'user', content: e.data.content };
     case 'assistant/message': {
-      const text = e.data.content.filter((b): b is TextBlock => b.type === 'text').map((b) => b.text).join('\n\n');
+      const text = e.data.content
+        .filter((b): b is TextBlock => b.type === 'text')
+        .map((b) => b.text)
+        .join('\n\n');
       const toolCalls = e.data.content.flatMap((b) => (b.type === 'tool-call' ? [{ id: b.id, name: b.name, arguments: b.arguments }] : []));
       return { role: 'assistant', text, toolCalls };
     }
     case 'tool/result':
-      return { role: 'tool', callId: e.data.callId, content: e.data.content.filter((b): b is TextBlock | ImageBlock => b.type === 'text' || b.type === 'image') };
+      return {
+        role: 'tool',
+        callId: e.data.callId,
+        content: e.data.content.filter((b): b is TextBlock | ImageBlock => b.type === 'text' || b.type === 'image'),
+      };
     case 'system/message':
       throw new Error('unreachable: system messages are not conversation messages');
   }
@@ -156,5 +171,10 @@ export function sessionMessages(session: Session): ChatCompletionMessageParam[] 
 function asRecorded(e: SurfaceEvent, m: ChatCompletionMessageParam): ChatCompletionMessageParam {
   if (m.role !== 'assistant' || !m.tool_calls || e.type !== 'assistant/message') return m;
   const recorded = new Map(e.data.content.flatMap((b) => (b.type === 'tool-call' ? [[b.id, b.arguments] as const] : [])));
-  return { ...m, tool_calls: m.tool_calls.map((c) => (c.type === 'function' && recorded.has(c.id) ? { ...c, function: { ...c.function, arguments: recorded.get(c.id)! } } : c)) };
+  return {
+    ...m,
+    tool_calls: m.tool_calls.map((c) =>
+      c.type === 'function' && recorded.has(c.id) ? { ...c, function: { ...c.function, arguments: recorded.get(c.id)! } } : c,
+    ),
+  };
 }

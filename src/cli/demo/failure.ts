@@ -8,14 +8,14 @@ import { CliError } from '../errors';
 
 const WHY: Record<string, string> = {
   'not-overflow': 'it is not a context overflow, so compaction cannot help',
-  'disabled': 'overflow recovery is turned off',
+  disabled: 'overflow recovery is turned off',
   'retries-exhausted': 'the overflow retries for this step are used up',
-  'busy': 'another compaction holds the session',
+  busy: 'another compaction holds the session',
   'no-progress': 'recovery left the history as it was',
   'summary-failed': 'condensing the history failed',
-  'stuck': 'nothing can be compacted (the newest step alone is too big)',
-  'cancelled': 'the request was cancelled',
-  'internal': 'the engine failed internally',
+  stuck: 'nothing can be compacted (the newest step alone is too big)',
+  cancelled: 'the request was cancelled',
+  internal: 'the engine failed internally',
 };
 
 /** `action` is what engine.onRequestError answered (undefined: the demo's own retry cap was hit). */

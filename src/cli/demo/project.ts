@@ -12,10 +12,47 @@ import { createRandom, type Random } from './random';
 export type ProjectFiles = Map<string, string>;
 
 const NOUNS = [
-  'request', 'response', 'retry', 'backoff', 'token', 'session', 'cache', 'header', 'timeout', 'payload',
-  'client', 'queue', 'socket', 'stream', 'config', 'logger', 'metric', 'span', 'user', 'order', 'invoice', 'budget',
+  'request',
+  'response',
+  'retry',
+  'backoff',
+  'token',
+  'session',
+  'cache',
+  'header',
+  'timeout',
+  'payload',
+  'client',
+  'queue',
+  'socket',
+  'stream',
+  'config',
+  'logger',
+  'metric',
+  'span',
+  'user',
+  'order',
+  'invoice',
+  'budget',
 ];
-const VERBS = ['get', 'set', 'build', 'parse', 'send', 'handle', 'create', 'load', 'resolve', 'format', 'validate', 'merge', 'compute', 'flush', 'open', 'close'];
+const VERBS = [
+  'get',
+  'set',
+  'build',
+  'parse',
+  'send',
+  'handle',
+  'create',
+  'load',
+  'resolve',
+  'format',
+  'validate',
+  'merge',
+  'compute',
+  'flush',
+  'open',
+  'close',
+];
 const TYPES = ['RequestOptions', 'RetryPolicy', 'HttpResponse', 'CacheEntry', 'Logger', 'Clock', 'TransportError', 'UserRecord', 'OrderLine', 'Invoice'];
 
 const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
@@ -125,17 +162,33 @@ export function generateProject(seed = 1): ProjectFiles {
       2,
     )}\n`,
   );
-  files.set('tsconfig.json', `${JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', strict: true, outDir: 'dist' }, include: ['src'] }, null, 2)}\n`);
+  files.set(
+    'tsconfig.json',
+    `${JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', strict: true, outDir: 'dist' }, include: ['src'] }, null, 2)}\n`,
+  );
   files.set('README.md', prose(r, size(2600), 'fetchkit — a small HTTP client with retries'));
   files.set('CHANGELOG.md', prose(r, size(1600), 'Changelog'));
-  files.set('src/index.ts', "export * from './net/client.js';\nexport * from './net/retry.js';\nexport * from './net/errors.js';\nexport * from './cache/lru.js';\n");
-  const netImports = "import { TransportError } from './errors.js';\nimport type { RetryPolicy, RequestOptions, HttpResponse } from './types.js';\nimport { logger, clock } from '../util/log.js';\n";
+  files.set(
+    'src/index.ts',
+    "export * from './net/client.js';\nexport * from './net/retry.js';\nexport * from './net/errors.js';\nexport * from './cache/lru.js';\n",
+  );
+  const netImports =
+    "import { TransportError } from './errors.js';\nimport type { RetryPolicy, RequestOptions, HttpResponse } from './types.js';\nimport { logger, clock } from '../util/log.js';\n";
   files.set('src/net/client.ts', tsModule(r, size(7000), header(netImports)));
   files.set(
     'src/net/retry.ts',
     `${header(netImports)}\nexport const DEFAULT_POLICY: RetryPolicy = { maxAttempts: 4, baseDelayMs: 250, maxDelayMs: 8000 };\n\n/** The delay before the next attempt. Ignores Retry-After (see issue #212). */\nexport function nextDelay(policy: RetryPolicy, attempt: number, response?: HttpResponse): number {\n  const backoff = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);\n  return backoff + Math.floor(Math.random() * 100);\n}\n\n${tsModule(r, size(1800), '')}`,
   );
-  files.set('src/net/errors.ts', tsModule(r, size(1500), header("export class TransportError extends Error {\n  constructor(message: string, readonly details: { retryable: boolean; attempt?: number }) {\n    super(message);\n  }\n}\n")));
+  files.set(
+    'src/net/errors.ts',
+    tsModule(
+      r,
+      size(1500),
+      header(
+        'export class TransportError extends Error {\n  constructor(message: string, readonly details: { retryable: boolean; attempt?: number }) {\n    super(message);\n  }\n}\n',
+      ),
+    ),
+  );
   files.set('src/net/http.ts', tsModule(r, size(4500), header(netImports)));
   files.set('src/net/transport.ts', tsModule(r, size(11000), header(netImports)));
   files.set('src/net/types.ts', tsModule(r, size(1200), header('')));
@@ -149,7 +202,10 @@ export function generateProject(seed = 1): ProjectFiles {
   files.set('src/api/billing.ts', tsModule(r, size(4200), header("import { createClient } from '../net/client.js';\n")));
   files.set('src/generated/schema.ts', tsModule(r, size(18000), header('// Generated from openapi.yaml — do not edit.\n')));
   files.set('test/client.test.ts', tsModule(r, size(4000), header("import { describe, expect, it } from 'vitest';\n")));
-  files.set('test/retry.test.ts', tsModule(r, size(2500), header("import { describe, expect, it } from 'vitest';\nimport { nextDelay } from '../src/net/retry.js';\n")));
+  files.set(
+    'test/retry.test.ts',
+    tsModule(r, size(2500), header("import { describe, expect, it } from 'vitest';\nimport { nextDelay } from '../src/net/retry.js';\n")),
+  );
   files.set('test/cache.test.ts', tsModule(r, size(3000), header("import { describe, expect, it } from 'vitest';\n")));
   files.set('docs/ARCHITECTURE.md', prose(r, size(9500), 'Architecture'));
   files.set('logs/retry-failures.log', logFile(r, size(16000)));

@@ -13,7 +13,7 @@ export interface Random {
 }
 
 export function createRandom(seed: number): Random {
-  let a = (seed >>> 0) || 0x9e3779b9;
+  let a = seed >>> 0 || 0x9e3779b9;
   const next = (): number => {
     a = (a + 0x6d2b79f5) >>> 0;
     let t = a;

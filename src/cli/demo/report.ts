@@ -51,14 +51,20 @@ export function renderReport(r: DemoReport, style = createStyle(false)): string 
     ['peak request', `${fmt(r.peakTokens)} tokens of a ${fmt(r.window)} window (${pct(r.peakTokens, r.window)}; threshold ${fmt(r.threshold)})`],
     ['full history', `${fmt(r.fullHistoryTokens)} tokens (${(r.fullHistoryTokens / r.window).toFixed(1)}× the window) without compaction`],
     ['tokens saved', `${fmt(r.tokensSaved)} (sum of before − after over compactions and prunes)`],
-    ['summary requests', `${r.requests.summary}, ${fmt(r.summary.promptTokens)} prompt tokens, ${pct(r.summary.cachedTokens, r.summary.promptTokens)} served from the prompt cache`],
+    [
+      'summary requests',
+      `${r.requests.summary}, ${fmt(r.summary.promptTokens)} prompt tokens, ${pct(r.summary.cachedTokens, r.summary.promptTokens)} served from the prompt cache`,
+    ],
     ['overflow recovery', r.overflowSkipped ?? `${r.overflowRecoveries} rejected request recovered and retried`],
     [
       'agent waited',
       `${seconds(r.agentWaited.ms)} inside afterStep() in total (${r.agentWaited.background} summaries prepared in the background, ${r.agentWaited.waits} step${r.agentWaited.waits === 1 ? '' : 's'} waited for one)`,
     ],
     ['session', `${relativePath(r.sessionFile)} (${r.events} events) — try: ${selfCommand()} inspect ${relativePath(r.sessionFile)}`],
-    ['trace', `${relativePath(r.traceFile)} — load it in visualizer/index.html (or open index.html?trace=<path of trace.js>; during a run, index.html?follow=<path of trace.live.js> follows it live)`],
+    [
+      'trace',
+      `${relativePath(r.traceFile)} — load it in visualizer/index.html (or open index.html?trace=<path of trace.js>; during a run, index.html?follow=<path of trace.live.js> follows it live)`,
+    ],
     ['time', seconds(r.durationMs)],
   ];
   return `${style.bold('summary')}\n${table(rows)}`;

@@ -61,13 +61,11 @@ export class SimulatedWorkspace {
     } catch {
       return { text: `error: the arguments are not valid JSON: ${argumentsJson.slice(0, 200)}`, isError: true };
     }
-    const str = (k: string) => (typeof args[k] === 'string' ? (args[k]) : '');
+    const str = (k: string) => (typeof args[k] === 'string' ? args[k] : '');
     switch (name) {
       case 'read_file': {
         const text = this.files.get(normalise(str('path')));
-        return text === undefined
-          ? { text: `ENOENT: no such file or directory, open '${str('path')}'`, isError: true }
-          : { text, isError: false };
+        return text === undefined ? { text: `ENOENT: no such file or directory, open '${str('path')}'`, isError: true } : { text, isError: false };
       }
       case 'edit_file':
         return this.edit(normalise(str('path')), str('old_string'), str('new_string'));
@@ -99,7 +97,9 @@ export class SimulatedWorkspace {
         const entries = paths.filter((p) => dir === '' || p.startsWith(`${dir}/`));
         if (entries.length === 0) return { text: `ls: cannot access '${dir}': No such file or directory`, isError: true };
         return {
-          text: entries.map((p) => `-rw-r--r--  1 dev  staff  ${String(this.files.get(p)!.length).padStart(6)} Nov 20 09:14 ${p.slice(dir === '' ? 0 : dir.length + 1)}`).join('\n'),
+          text: entries
+            .map((p) => `-rw-r--r--  1 dev  staff  ${String(this.files.get(p)!.length).padStart(6)} Nov 20 09:14 ${p.slice(dir === '' ? 0 : dir.length + 1)}`)
+            .join('\n'),
           isError: false,
         };
       }
@@ -112,10 +112,12 @@ export class SimulatedWorkspace {
         return { text: text.split('\n').slice(0, n).join('\n'), isError: false };
       }
       case 'wc': {
-        const out = rest.filter((a) => !a.startsWith('-')).map((f) => {
-          const text = this.files.get(normalise(f));
-          return text === undefined ? `wc: ${f}: No such file or directory` : `${String(text.split('\n').length - 1).padStart(6)} ${f}`;
-        });
+        const out = rest
+          .filter((a) => !a.startsWith('-'))
+          .map((f) => {
+            const text = this.files.get(normalise(f));
+            return text === undefined ? `wc: ${f}: No such file or directory` : `${String(text.split('\n').length - 1).padStart(6)} ${f}`;
+          });
         return { text: out.join('\n'), isError: out.some((l) => l.startsWith('wc:')) };
       }
       case 'grep': {
@@ -126,9 +128,12 @@ export class SimulatedWorkspace {
         const hits: string[] = [];
         for (const p of paths) {
           if (!roots.some((d) => d === '' || p === d || p.startsWith(`${d}/`))) continue;
-          this.files.get(p)!.split('\n').forEach((line, i) => {
-            if (line.includes(pattern)) hits.push(`${p}:${i + 1}:${line}`);
-          });
+          this.files
+            .get(p)!
+            .split('\n')
+            .forEach((line, i) => {
+              if (line.includes(pattern)) hits.push(`${p}:${i + 1}:${line}`);
+            });
         }
         return { text: hits.join('\n'), isError: false };
       }
@@ -152,7 +157,11 @@ export class SimulatedWorkspace {
 
   private testRun(): ToolOutput {
     const names = (file: string, n: number) =>
-      Array.from({ length: n }, (_, i) => `${file.replace(/^test\/|\.test\.ts$/g, '')} > ${['sends', 'retries', 'caches', 'parses', 'rejects', 'merges', 'times out'][i % 7]} ${['a GET', 'a POST with a body', 'an empty response', 'a 304', 'a redirect', 'a stale entry', 'a large payload', 'a chunked stream'][(i * 3) % 8]} (#${i + 1})`);
+      Array.from(
+        { length: n },
+        (_, i) =>
+          `${file.replace(/^test\/|\.test\.ts$/g, '')} > ${['sends', 'retries', 'caches', 'parses', 'rejects', 'merges', 'times out'][i % 7]} ${['a GET', 'a POST with a body', 'an empty response', 'a 304', 'a redirect', 'a stale entry', 'a large payload', 'a chunked stream'][(i * 3) % 8]} (#${i + 1})`,
+      );
     const suites = [
       { file: 'test/client.test.ts', tests: names('test/client.test.ts', 64) },
       { file: 'test/cache.test.ts', tests: names('test/cache.test.ts', 36) },
@@ -162,7 +171,9 @@ export class SimulatedWorkspace {
     const failing = this.fixed() ? [] : ['honours Retry-After in seconds', 'honours Retry-After as an HTTP date', 'caps Retry-After at maxDelayMs'];
     for (const s of suites) {
       const failed = s.file === 'test/retry.test.ts' ? failing.length : 0;
-      lines.push(` ${failed ? '❯' : '✓'} ${s.file} (${s.tests.length + (s.file === 'test/retry.test.ts' ? 3 : 0)} tests${failed ? ` | ${failed} failed` : ''}) ${40 + s.tests.length * 3}ms`);
+      lines.push(
+        ` ${failed ? '❯' : '✓'} ${s.file} (${s.tests.length + (s.file === 'test/retry.test.ts' ? 3 : 0)} tests${failed ? ` | ${failed} failed` : ''}) ${40 + s.tests.length * 3}ms`,
+      );
       for (const t of s.tests) lines.push(`   ✓ ${t} ${1 + (t.length % 9)}ms`);
       if (s.file === 'test/retry.test.ts') {
         for (const f of ['honours Retry-After in seconds', 'honours Retry-After as an HTTP date', 'caps Retry-After at maxDelayMs']) {
@@ -211,9 +222,7 @@ export class SimulatedWorkspace {
   private typecheck(): ToolOutput {
     if (this.fixed()) {
       const uses = this.files.get(RETRY_FIX.path)!.includes('function parseRetryAfter');
-      return uses
-        ? { text: '', isError: false }
-        : { text: "src/net/retry.ts(10,22): error TS2304: Cannot find name 'parseRetryAfter'.", isError: true };
+      return uses ? { text: '', isError: false } : { text: "src/net/retry.ts(10,22): error TS2304: Cannot find name 'parseRetryAfter'.", isError: true };
     }
     return { text: "src/net/retry.ts(8,60): error TS6133: 'response' is declared but its value is never read.", isError: true };
   }
@@ -224,7 +233,11 @@ export class SimulatedWorkspace {
 
   private gitStatus(): string {
     const changed = this.changed();
-    return ['On branch fix/retry-after', changed.length ? 'Changes not staged for commit:' : 'nothing to commit, working tree clean', ...changed.map((p) => `\tmodified:   ${p}`)].join('\n');
+    return [
+      'On branch fix/retry-after',
+      changed.length ? 'Changes not staged for commit:' : 'nothing to commit, working tree clean',
+      ...changed.map((p) => `\tmodified:   ${p}`),
+    ].join('\n');
   }
 
   private gitDiff(): string {

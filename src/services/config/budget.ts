@@ -2,11 +2,11 @@
  * Budget resolution for a routed model (docs/spec.md#3-configuration): window, reservation, headroom, threshold,
  * retained tail and summary cap, or a BudgetError that names the route and the fix.
  */
-import { XcompactError } from '../../errors.js';
+import { XcompactError } from '../../errors';
 import { modelKey } from '../metering';
-import { resolveModel, type ModelInfo } from './models.js';
-import { DEFAULT_RETAIN_FLOOR_RATIO, DEFAULT_RETAIN_RATIO, DEFAULT_USER_WORDS_TOKENS, defaultHeadroom, type EffectivePolicy } from './schema.js';
-import { policyFor } from './policy.js';
+import { resolveModel, type ModelInfo } from './models';
+import { DEFAULT_RETAIN_FLOOR_RATIO, DEFAULT_RETAIN_RATIO, DEFAULT_USER_WORDS_TOKENS, defaultHeadroom, type EffectivePolicy } from './schema';
+import { policyFor } from './policy';
 import type { CompactionConfig } from './policy';
 
 // ---------------------------------------------------------------------------------------------
@@ -111,11 +111,15 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
     );
   }
   const W = window as number;
-  const outputSource = requestMaxTokens !== undefined ? "the request's max_tokens" : modelMaxOutputTokens !== undefined ? "the model's maxOutputTokens" : 'none';
+  const outputSource =
+    requestMaxTokens !== undefined ? "the request's max_tokens" : modelMaxOutputTokens !== undefined ? "the model's maxOutputTokens" : 'none';
   const O = requestMaxTokens ?? modelMaxOutputTokens ?? 0;
   const M = W - O;
   if (!(M > 0)) {
-    const fix = requestMaxTokens !== undefined ? `lower the request's max_tokens below ${W}` : `lower models[${JSON.stringify(route)}].maxOutputTokens below ${W}, or set max_tokens on the request`;
+    const fix =
+      requestMaxTokens !== undefined
+        ? `lower the request's max_tokens below ${W}`
+        : `lower models[${JSON.stringify(route)}].maxOutputTokens below ${W}, or set max_tokens on the request`;
     fail('no-message-budget', `no message budget: window ${W} − output reservation ${O} (${outputSource}) = ${M} tokens: ${fix}`);
   }
   const B = policy.headroomTokens ?? defaultHeadroom(W);
@@ -146,7 +150,8 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
     }
   }
   const maxTokens = policy.maxTokens ?? B;
-  const userWords = policy.userWordsTokens ?? Math.max(0, Math.min(DEFAULT_USER_WORDS_TOKENS, Math.floor((threshold - retain) / CHECKPOINT_SHARE_DIVISOR) - maxTokens));
+  const userWords =
+    policy.userWordsTokens ?? Math.max(0, Math.min(DEFAULT_USER_WORDS_TOKENS, Math.floor((threshold - retain) / CHECKPOINT_SHARE_DIVISOR) - maxTokens));
   if (policy.userWordsTokens !== undefined && userWords > 0 && !(retain + maxTokens + userWords < threshold)) {
     fail(
       'user-words-not-below-threshold',
@@ -182,13 +187,17 @@ function floorProduct(n: number, ratio: number): number {
   return Math.abs(product - nearest) <= 1e-9 * Math.max(1, Math.abs(product)) ? nearest : Math.floor(product);
 }
 
-
 /**
  * The refusal of a model whose window is unknown (it would never be compacted), raised before a
  * request is recorded or sent; undefined when the window is known. `where` names the option the
  * fix goes in (`withCompaction`, `createAiSdkCompaction`).
  */
-export function missingCapacity(provider: string, model: string, userModels: Record<string, Partial<ModelInfo>> | undefined, where: string): BudgetError | undefined {
+export function missingCapacity(
+  provider: string,
+  model: string,
+  userModels: Record<string, Partial<ModelInfo>> | undefined,
+  where: string,
+): BudgetError | undefined {
   const key = modelKey(provider, model);
   if (resolveModel(key, userModels)) return undefined;
   return new BudgetError(

@@ -5,11 +5,11 @@
  * budgets (config-budget.ts) and messages (config-messages.ts).
  */
 import { z } from 'zod';
-import { XcompactError } from '../../errors.js';
-import { FIELDS, ConfigFieldsSchema, ModelEntrySchema, ModelPolicySchema } from './schema.js';
-import { crossFieldIssues, type CrossFields } from './rules.js';
-import { resolveConfig } from './policy.js';
-import { describeIssue, isPlainObject, type ConfigIssue, type RawIssue } from './messages.js';
+import { XcompactError } from '../../errors';
+import { FIELDS, ConfigFieldsSchema, ModelEntrySchema, ModelPolicySchema } from './schema';
+import { crossFieldIssues, type CrossFields } from './rules';
+import { resolveConfig } from './policy';
+import { describeIssue, isPlainObject, type ConfigIssue, type RawIssue } from './messages';
 
 export {
   DEFAULT_THRESHOLD_RATIO,
@@ -22,10 +22,10 @@ export {
   type EffectivePolicy,
   type ModelPolicy,
   type ModelPolicyOverride,
-} from './schema.js';
-export { policyFor, modelInfoFor, tokenizerNameFor } from './policy.js';
-export { BudgetError, missingCapacity, resolveBudget, type BudgetArgs, type BudgetErrorCode, type ResolvedBudget } from './budget.js';
-export type { ConfigIssue } from './messages.js';
+} from './schema';
+export { policyFor, modelInfoFor, tokenizerNameFor } from './policy';
+export { BudgetError, missingCapacity, resolveBudget, type BudgetArgs, type BudgetErrorCode, type ResolvedBudget } from './budget';
+export type { ConfigIssue } from './messages';
 
 export const ConfigSchema = ConfigFieldsSchema.superRefine(
   (value, ctx) => {
@@ -37,8 +37,8 @@ export const ConfigSchema = ConfigFieldsSchema.superRefine(
 ).transform(resolveConfig);
 
 export type CompactionConfigInput = z.input<typeof ConfigSchema>;
-export type { CompactionConfig } from './policy.js';
-import type { CompactionConfig } from './policy.js';
+export type { CompactionConfig } from './policy';
+import type { CompactionConfig } from './policy';
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -73,10 +73,9 @@ export function parseConfig(input: unknown): CompactionConfig {
   throw new ConfigError(issues.map((issue) => describeIssue(issue, raw)));
 }
 
-
 /** One issue per unknown key, pointing at the key itself. */
 function splitUnknownKeys(issue: z.core.$ZodIssue): RawIssue[] {
-  if (issue.code !== 'unrecognized_keys') return [issue as RawIssue];
+  if (issue.code !== 'unrecognized_keys') return [issue];
   return issue.keys.map((key) => ({ code: 'unrecognized_key', path: [...issue.path, key], message: issue.message }));
 }
 
@@ -101,7 +100,7 @@ function salvageFields(raw: Record<string, unknown>): CrossFields {
       }),
     );
   }
-  return salvaged as CrossFields;
+  return salvaged;
 }
 
 export * from './models';

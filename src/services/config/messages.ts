@@ -12,7 +12,7 @@ import {
   ModelEntrySchema,
   ModelPolicySchema,
   PruneSchema,
-} from './schema.js';
+} from './schema';
 
 export interface ConfigIssue {
   /** e.g. `config.modelPolicies[0].thresholdRatio` */
@@ -66,7 +66,8 @@ const FIELD_HINTS: Record<string, string> = {
   minReclaimTokens: 'use a whole number of tokens ≥ 0 (default: max(512, 2% of the window))',
   neverPrune: 'use an array of tool names, e.g. ["read"]',
   tokenizer: `use one of ${CONFIG_TOKENIZER_NAMES.map((n) => JSON.stringify(n)).join(', ')} ("server": the model's own llama.cpp or vLLM server counts)`,
-  tokenizerUrl: 'use the http(s) URL of the model server\'s tokenize endpoint, e.g. "http://127.0.0.1:8080/tokenize" (default: the client\'s base URL without /v1, then /tokenize)',
+  tokenizerUrl:
+    'use the http(s) URL of the model server\'s tokenize endpoint, e.g. "http://127.0.0.1:8080/tokenize" (default: the client\'s base URL without /v1, then /tokenize)',
   models: 'use an object keyed "provider/model", e.g. { "openai/gpt-4o": { contextWindow: 128000 } }',
   contextWindow: 'use the context window as a whole number of tokens ≥ 1',
   maxOutputTokens: 'use a whole number of tokens ≥ 1',
@@ -91,7 +92,10 @@ export function describeIssue(issue: RawIssue, raw: unknown): ConfigIssue {
 
 function problemOf(issue: RawIssue): string {
   const field = fieldName(issue.path);
-  const hint = issue.path.length === 0 ? 'pass an object such as { thresholdRatio: 0.8 }, or nothing for the defaults' : (FIELD_HINTS[field] ?? 'see the configuration reference');
+  const hint =
+    issue.path.length === 0
+      ? 'pass an object such as { thresholdRatio: 0.8 }, or nothing for the defaults'
+      : (FIELD_HINTS[field] ?? 'see the configuration reference');
   switch (issue.code) {
     case 'custom':
       return issue.message;

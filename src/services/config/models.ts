@@ -15,7 +15,6 @@ export interface ModelPrices {
  */
 export const NEUTRAL_PRICES: Readonly<ModelPrices> = Object.freeze({ input: 1, cacheRead: 0.1, cacheWrite: 1.25, output: 4 });
 
-
 export interface ModelInfo {
   /** Total tokens the model accepts: prompt plus output (W). */
   contextWindow: number;
@@ -95,10 +94,34 @@ export const BUILTIN_MODELS: Readonly<Record<string, ModelInfo>> = freezeTable({
   'openai/gpt-4o-mini': { contextWindow: 128_000, maxOutputTokens: 16_384, tokenizer: 'o200k_base', prices: OPENAI_PRICES['gpt-4o-mini'] },
   'openai/gpt-4.1': { contextWindow: 1_047_576, maxOutputTokens: 32_768, tokenizer: 'o200k_base', prices: OPENAI_PRICES['gpt-4.1'] },
   'openai/gpt-4.1-mini': { contextWindow: 1_047_576, maxOutputTokens: 32_768, tokenizer: 'o200k_base', prices: OPENAI_PRICES['gpt-4.1-mini'] },
-  'openai/o3': { contextWindow: 200_000, maxOutputTokens: 100_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens', prices: OPENAI_PRICES['o3'] },
-  'openai/o4-mini': { contextWindow: 200_000, maxOutputTokens: 100_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens', prices: OPENAI_PRICES['o4-mini'] },
-  'openai/gpt-5': { contextWindow: 400_000, maxOutputTokens: 128_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens', prices: OPENAI_PRICES['gpt-5'] },
-  'openai/gpt-5-mini': { contextWindow: 400_000, maxOutputTokens: 128_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens', prices: OPENAI_PRICES['gpt-5-mini'] },
+  'openai/o3': {
+    contextWindow: 200_000,
+    maxOutputTokens: 100_000,
+    tokenizer: 'o200k_base',
+    outputCapField: 'max_completion_tokens',
+    prices: OPENAI_PRICES['o3'],
+  },
+  'openai/o4-mini': {
+    contextWindow: 200_000,
+    maxOutputTokens: 100_000,
+    tokenizer: 'o200k_base',
+    outputCapField: 'max_completion_tokens',
+    prices: OPENAI_PRICES['o4-mini'],
+  },
+  'openai/gpt-5': {
+    contextWindow: 400_000,
+    maxOutputTokens: 128_000,
+    tokenizer: 'o200k_base',
+    outputCapField: 'max_completion_tokens',
+    prices: OPENAI_PRICES['gpt-5'],
+  },
+  'openai/gpt-5-mini': {
+    contextWindow: 400_000,
+    maxOutputTokens: 128_000,
+    tokenizer: 'o200k_base',
+    outputCapField: 'max_completion_tokens',
+    prices: OPENAI_PRICES['gpt-5-mini'],
+  },
   'openai/gpt-4-turbo': { contextWindow: 128_000, maxOutputTokens: 4_096, tokenizer: 'cl100k_base' },
   'openai/gpt-3.5-turbo': { contextWindow: 16_385, maxOutputTokens: 4_096, tokenizer: 'cl100k_base' },
 });

@@ -2,9 +2,9 @@
  * Per-model policies: the top level merged with a route's modelPolicies entry, and the model
  * figures and tokenizer a route resolves to.
  */
-import { DEFAULT_TOKENIZER, modelKey, resolveModel, type ModelInfo } from './models.js';
+import { DEFAULT_TOKENIZER, modelKey, resolveModel, type ModelInfo } from './models';
 import type { TokenizerName } from '../metering';
-import { DEFAULT_RETAIN_RATIO, type EffectivePolicy, type Fields, type ModelPolicy, type ModelPolicyOverride, type PolicyInput } from './schema.js';
+import { DEFAULT_RETAIN_RATIO, type EffectivePolicy, type Fields, type ModelPolicy, type ModelPolicyOverride, type PolicyInput } from './schema';
 
 // ---------------------------------------------------------------------------------------------
 // Resolution (the transform): defaults that depend on other fields, merged policies.
@@ -14,7 +14,25 @@ import { DEFAULT_RETAIN_RATIO, type EffectivePolicy, type Fields, type ModelPoli
 export type CompactionConfig = ReturnType<typeof resolveConfig>;
 
 export function resolveConfig(fields: Fields) {
-  const { modelPolicies, thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, userWordsTokens, compactionRetries, maxOverflowRetries, auto, background, backgroundCommit, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, recall, ...rest } = fields;
+  const {
+    modelPolicies,
+    thresholdRatio,
+    headroomTokens,
+    retainRatio,
+    retainTokens,
+    maxTokens,
+    userWordsTokens,
+    compactionRetries,
+    maxOverflowRetries,
+    auto,
+    background,
+    backgroundCommit,
+    prepareRatio,
+    summaryIdleTimeoutMs,
+    summaryTimeoutMs,
+    recall,
+    ...rest
+  } = fields;
   const overrides: ModelPolicyOverride[] = modelPolicies.map((policy) => ({
     provider: policy.provider,
     model: policy.model,
@@ -89,7 +107,23 @@ export function mergedMaxTokens(fields: { maxTokens?: number | undefined }, poli
 export function policyFor(config: CompactionConfig, provider: string, model: string): EffectivePolicy {
   const override = config.modelPolicies.find((p) => p.provider === provider && p.model === model);
   if (override) return { ...override, overridden: true };
-  const { thresholdRatio, headroomTokens, retainRatio, retainTokens, maxTokens, userWordsTokens, compactionRetries, maxOverflowRetries, auto, background, backgroundCommit, prepareRatio, summaryIdleTimeoutMs, summaryTimeoutMs, recall } = config;
+  const {
+    thresholdRatio,
+    headroomTokens,
+    retainRatio,
+    retainTokens,
+    maxTokens,
+    userWordsTokens,
+    compactionRetries,
+    maxOverflowRetries,
+    auto,
+    background,
+    backgroundCommit,
+    prepareRatio,
+    summaryIdleTimeoutMs,
+    summaryTimeoutMs,
+    recall,
+  } = config;
   return {
     provider,
     model,
@@ -120,4 +154,3 @@ export function modelInfoFor(config: CompactionConfig, provider: string, model: 
 export function tokenizerNameFor(config: CompactionConfig, provider: string, model: string): TokenizerName {
   return config.tokenizer ?? modelInfoFor(config, provider, model)?.tokenizer ?? DEFAULT_TOKENIZER;
 }
-

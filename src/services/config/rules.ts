@@ -2,9 +2,9 @@
  * Cross-field rules of the configuration: what zod's per-field rules cannot say (a retained
  * tail below the threshold, a pruned result that fits, a policy's route, a model entry).
  */
-import { BUILTIN_MODELS, modelKey } from './models.js';
-import { DEFAULT_RETAIN_RATIO, DEFAULT_THRESHOLD_RATIO, PRUNE_MARKER_RESERVE, PRUNE_MARKER_RESERVE_WITH_RECALL, type Fields, type PolicyInput } from './schema.js';
-import { mergedMaxTokens, mergedRetention } from './policy.js';
+import { BUILTIN_MODELS, modelKey } from './models';
+import { DEFAULT_RETAIN_RATIO, DEFAULT_THRESHOLD_RATIO, PRUNE_MARKER_RESERVE, PRUNE_MARKER_RESERVE_WITH_RECALL, type Fields, type PolicyInput } from './schema';
+import { mergedMaxTokens, mergedRetention } from './policy';
 
 // ---------------------------------------------------------------------------------------------
 // Cross-field rules. Each works on whatever fields are present (valid), skipping rules whose
@@ -20,26 +20,24 @@ export interface CrossIssue {
 export type CrossFields = Omit<Partial<Fields>, 'modelPolicies'> & { modelPolicies?: readonly (PolicyInput | undefined)[] };
 
 export function crossFieldIssues(fields: CrossFields): CrossIssue[] {
-  return [
-    ...summarizationPairIssues(fields),
-    ...scopeIssues(fields, undefined, []),
-    ...policyIssues(fields),
-    ...pruneIssues(fields),
-    ...modelIssues(fields),
-  ];
+  return [...summarizationPairIssues(fields), ...scopeIssues(fields, undefined, []), ...policyIssues(fields), ...pruneIssues(fields), ...modelIssues(fields)];
 }
 
 function summarizationPairIssues(fields: CrossFields): CrossIssue[] {
   const { summarizationProvider: provider, summarizationModel: model } = fields;
   if (provider === undefined || model === undefined) return [];
   const issues: CrossIssue[] = [];
-  for (const [key, value] of [['summarizationProvider', provider], ['summarizationModel', model]] as const) {
+  for (const [key, value] of [
+    ['summarizationProvider', provider],
+    ['summarizationModel', model],
+  ] as const) {
     if (value !== '' && value.trim() === '') {
       issues.push({ path: [key], message: `must not be blank: give a name or leave both summarizationProvider and summarizationModel empty` });
     }
   }
   if ((provider === '') !== (model === '')) {
-    const [missing, given, givenValue] = provider === '' ? ['summarizationProvider', 'summarizationModel', model] : ['summarizationModel', 'summarizationProvider', provider];
+    const [missing, given, givenValue] =
+      provider === '' ? ['summarizationProvider', 'summarizationModel', model] : ['summarizationModel', 'summarizationProvider', provider];
     issues.push({ path: [missing], message: `must be set together with ${given} (${JSON.stringify(givenValue)}): set both or neither` });
   }
   return issues;
@@ -111,10 +109,20 @@ function prepareIssues(fields: CrossFields, policy: PolicyInput | undefined, at:
   const thresholdRatio = policy?.thresholdRatio ?? fields.thresholdRatio;
   const { retainRatio } = mergedRetention(fields, policy);
   if (thresholdRatio !== undefined && prepareRatio > thresholdRatio) {
-    return [{ path: [...at, 'prepareRatio'], message: `must not be above thresholdRatio (${thresholdRatio}): the summary is prepared before the threshold, not after` }];
+    return [
+      {
+        path: [...at, 'prepareRatio'],
+        message: `must not be above thresholdRatio (${thresholdRatio}): the summary is prepared before the threshold, not after`,
+      },
+    ];
   }
   if (retainRatio !== undefined && prepareRatio <= retainRatio) {
-    return [{ path: [...at, 'prepareRatio'], message: `must be above retainRatio (${retainRatio}): a prepare point inside the retained tail has nothing to summarize` }];
+    return [
+      {
+        path: [...at, 'prepareRatio'],
+        message: `must be above retainRatio (${retainRatio}): a prepare point inside the retained tail has nothing to summarize`,
+      },
+    ];
   }
   return [];
 }
@@ -177,12 +185,18 @@ function modelIssues(fields: CrossFields): CrossIssue[] {
     }
     // A tokenize endpoint is only asked by the server tokenizer: given with another, it would be silently unused.
     if (entry.tokenizerUrl !== undefined && (entry.tokenizer ?? fields.tokenizer) !== 'server') {
-      issues.push({ path: ['models', key, 'tokenizerUrl'], message: `is only used with tokenizer "server" (this model counts with ${JSON.stringify(entry.tokenizer ?? fields.tokenizer ?? 'o200k_base')}): set tokenizer: "server" or remove tokenizerUrl` });
+      issues.push({
+        path: ['models', key, 'tokenizerUrl'],
+        message: `is only used with tokenizer "server" (this model counts with ${JSON.stringify(entry.tokenizer ?? fields.tokenizer ?? 'o200k_base')}): set tokenizer: "server" or remove tokenizerUrl`,
+      });
     }
     const builtin = Object.hasOwn(BUILTIN_MODELS, key) ? BUILTIN_MODELS[key] : undefined;
     const contextWindow = entry.contextWindow ?? builtin?.contextWindow;
     if (contextWindow === undefined) {
-      issues.push({ path: ['models', key, 'contextWindow'], message: `is required for a model without a built-in entry: set contextWindow to the model's context window in tokens` });
+      issues.push({
+        path: ['models', key, 'contextWindow'],
+        message: `is required for a model without a built-in entry: set contextWindow to the model's context window in tokens`,
+      });
       continue;
     }
     const maxOutputTokens = entry.maxOutputTokens ?? builtin?.maxOutputTokens;
@@ -196,4 +210,3 @@ function modelIssues(fields: CrossFields): CrossIssue[] {
   }
   return issues;
 }
-

@@ -215,7 +215,6 @@ const FieldsSchema = ConfigFieldsSchema;
 export type Fields = z.output<typeof FieldsSchema>;
 export type PolicyInput = z.output<typeof ModelPolicySchema>;
 
-
 /** A model policy after merging with the top level: every field resolved. */
 export interface ModelPolicy {
   thresholdRatio: number;
@@ -251,4 +250,3 @@ export interface ModelPolicyOverride extends ModelPolicy {
 export interface EffectivePolicy extends ModelPolicyOverride {
   overridden: boolean;
 }
-

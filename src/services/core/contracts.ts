@@ -111,4 +111,3 @@ export interface CommitRecord {
   tokensAfter: number;
   durationMs: number;
 }
-

@@ -16,7 +16,6 @@ export interface RoutePolicy {
   maxOverflowRetries: number;
 }
 
-
 /** Throws `unrouted` before the first request, a BudgetError when the budget cannot be resolved. */
 export function routeBudget({ session, config }: Pick<ServiceDeps, 'session' | 'config'>): ResolvedBudget {
   const header = session.latestHeader;

@@ -48,7 +48,13 @@ export function createRouteTokenizers(o: RouteTokenizerOptions): RouteTokenizers
       let t = servers.get(id);
       if (!t) {
         const headers = o.apiKey && o.baseURL && sameOrigin(url, o.baseURL) ? { authorization: `Bearer ${o.apiKey}` } : undefined;
-        t = new ServerTokenizer({ url, model: model ?? '', fallback, ...(headers ? { headers } : {}), ...(o.deadlineMs !== undefined ? { deadlineMs: o.deadlineMs } : {}) });
+        t = new ServerTokenizer({
+          url,
+          model: model ?? '',
+          fallback,
+          ...(headers ? { headers } : {}),
+          ...(o.deadlineMs !== undefined ? { deadlineMs: o.deadlineMs } : {}),
+        });
         servers.set(id, t);
       }
       return t;
@@ -61,7 +67,10 @@ function checkEndpoints(o: RouteTokenizerOptions, endpointOf: (provider: string 
   const forced = o.tokenizerName(undefined, undefined) === SERVER_TOKENIZER;
   const anyUrl = Object.values(o.config.models).some((m) => m.tokenizerUrl !== undefined);
   if (forced && endpointOf(undefined, undefined) === undefined && !anyUrl) {
-    problems.push({ path: 'config.tokenizer', message: `config.tokenizer = "server" needs a tokenize endpoint: pass the client (its baseURL names the server) or give each model a tokenizerUrl` });
+    problems.push({
+      path: 'config.tokenizer',
+      message: `config.tokenizer = "server" needs a tokenize endpoint: pass the client (its baseURL names the server) or give each model a tokenizerUrl`,
+    });
   }
   for (const key of Object.keys(o.config.models)) {
     const slash = key.indexOf('/');
@@ -69,11 +78,17 @@ function checkEndpoints(o: RouteTokenizerOptions, endpointOf: (provider: string 
     const model = key.slice(slash + 1);
     if (o.tokenizerName(provider, model) !== SERVER_TOKENIZER || endpointOf(provider, model) !== undefined) continue;
     const path = `config.models[${JSON.stringify(key)}].tokenizer`;
-    problems.push({ path, message: `${path} = "server" has no tokenize endpoint: pass a client whose baseURL is the model's server (e.g. http://127.0.0.1:8080/v1), or set tokenizerUrl (e.g. "http://127.0.0.1:8080/tokenize")` });
+    problems.push({
+      path,
+      message: `${path} = "server" has no tokenize endpoint: pass a client whose baseURL is the model's server (e.g. http://127.0.0.1:8080/v1), or set tokenizerUrl (e.g. "http://127.0.0.1:8080/tokenize")`,
+    });
   }
   const d = o.deadlineMs;
   if (d !== undefined && !(typeof d === 'number' && Number.isFinite(d) && d > 0)) {
-    problems.push({ path: 'tokenizerDeadlineMs', message: `tokenizerDeadlineMs = ${String(d)} must be a number of milliseconds greater than 0: use e.g. 300 (the default)` });
+    problems.push({
+      path: 'tokenizerDeadlineMs',
+      message: `tokenizerDeadlineMs = ${String(d)} must be a number of milliseconds greater than 0: use e.g. 300 (the default)`,
+    });
   }
   if (problems.length > 0) throw new ConfigError(problems);
 }

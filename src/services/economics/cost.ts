@@ -135,8 +135,12 @@ export type ReliefChoice = 'prune' | 'prune-then-summarize' | 'summarize';
 export function reliefChoice(tokensNow: number, threshold: number, prune: EconomicVerdict | undefined): { choice: ReliefChoice; reason: string } {
   const freed = prune?.breakEvenTokens ?? 0;
   if (prune === undefined || freed <= 0) return { choice: 'summarize', reason: 'a prune would free nothing: summarize' };
-  if (tokensNow - freed < threshold) return { choice: 'prune', reason: `a prune alone relieves: ${tokensNow} − ${freed} < threshold ${threshold}, no model call` };
-  return { choice: 'prune-then-summarize', reason: `a prune is not enough (${tokensNow} − ${freed} ≥ threshold ${threshold}): prune, then summarize the pruned surface` };
+  if (tokensNow - freed < threshold)
+    return { choice: 'prune', reason: `a prune alone relieves: ${tokensNow} − ${freed} < threshold ${threshold}, no model call` };
+  return {
+    choice: 'prune-then-summarize',
+    reason: `a prune is not enough (${tokensNow} − ${freed} ≥ threshold ${threshold}): prune, then summarize the pruned surface`,
+  };
 }
 
 function fmt(x: number): string {

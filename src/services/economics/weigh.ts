@@ -31,7 +31,6 @@ export interface PressureEconomics {
   relief?: ReliefVerdict;
 }
 
-
 /** The pace of one meter's session, folded incrementally (each event once). */
 interface PaceState {
   folded: number;
@@ -153,7 +152,8 @@ function weigh(
       for (let p = 0; p < range.startPos; p++) keptPrefix += m.prices.priceAt(p);
       state.instructionTokens ??= meter.countText(COMPACTION_INSTRUCTION);
       const summaryTokens = state.summaries > 0 ? Math.ceil(state.summaryTokens / state.summaries) : Math.min(at.budget.maxTokens, Math.ceil(range.tokens / 2));
-      const checkpoint = meter.priceUserText(frameCheckpoint('', pricingHandle(recallOn(deps), deps.session.length))) + Math.min(summaryTokens, at.budget.maxTokens);
+      const checkpoint =
+        meter.priceUserText(frameCheckpoint('', pricingHandle(recallOn(deps), deps.session.length))) + Math.min(summaryTokens, at.budget.maxTokens);
       out.compaction = compactionEconomics(
         {
           tokensNow: at.totalTokens,

@@ -321,7 +321,6 @@ function gauss(a: Float64Array, b: Float64Array, n: number): number[] {
   return x;
 }
 
-
 /** The key of a route (provider/model): what calibration, prices and per-model policies are looked up by. */
 export function modelKey(provider: string, model: string): string {
   return `${provider}/${model}`;

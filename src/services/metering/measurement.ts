@@ -98,7 +98,11 @@ export interface RequestSurface {
  * Which surface a report's prompt counts: the current one, or the one at its request's header
  * (only when a replace came between; see the file comment). `calibrated` figures are ours × ratio.
  */
-export function reportedSurface(prompt: number, calibratedNow: number, atHeader: (RequestSurface & { calibrated: number }) | undefined): 'current' | 'at-header' {
+export function reportedSurface(
+  prompt: number,
+  calibratedNow: number,
+  atHeader: (RequestSurface & { calibrated: number }) | undefined,
+): 'current' | 'at-header' {
   if (!atHeader?.replaced || prompt <= 0) return 'current';
   const off = (estimate: number) => Math.abs(Math.log(prompt / Math.max(1, estimate)));
   return off(atHeader.calibrated) < off(calibratedNow) ? 'at-header' : 'current';

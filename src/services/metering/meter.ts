@@ -27,7 +27,16 @@ import { ProviderLedger } from './provider-ledger';
 import { priceNode, priceSurface } from './pricing';
 import { ProvisionalPrices } from './provisional';
 import { tokenizerId, type Tokenizer } from './tokenizer';
-import { isSuspect, measurementOf, nextContext, reportedSurface, type Measurement, type NodePrices, type TokenMeterOptions, type RequestSurface } from './measurement';
+import {
+  isSuspect,
+  measurementOf,
+  nextContext,
+  reportedSurface,
+  type Measurement,
+  type NodePrices,
+  type TokenMeterOptions,
+  type RequestSurface,
+} from './measurement';
 
 /** The anchor (the last clean provider report); its fields are documented where the snapshot saves it. */
 type Anchor = MeterAnchorState;
@@ -147,7 +156,18 @@ export class TokenMeter implements NodePrices {
   measure(): Measurement {
     this.fold();
     const { envelope, surfaceTotal, calibration, route, anchor, folded } = this;
-    return measurementOf({ envelope, surfaceTotal, calibration, route, anchor, folded, prices: this, tokenizer: this.tokenizer.name, suspect: this.suspectSeq !== undefined, fallbackNodes: this.provisional.size });
+    return measurementOf({
+      envelope,
+      surfaceTotal,
+      calibration,
+      route,
+      anchor,
+      folded,
+      prices: this,
+      tokenizer: this.tokenizer.name,
+      suspect: this.suspectSeq !== undefined,
+      fallbackNodes: this.provisional.size,
+    });
   }
 
   /**
@@ -281,7 +301,11 @@ export class TokenMeter implements NodePrices {
     const calibrated = Math.round((this.envelope + this.surfaceTotal) * ratio);
     const requested = this.requested;
     this.requested = undefined;
-    const counted = reportedSurface(u.promptTokens, calibrated, requested && { ...requested, calibrated: Math.round((this.envelope + requested.surfaceTotal) * ratio) });
+    const counted = reportedSurface(
+      u.promptTokens,
+      calibrated,
+      requested && { ...requested, calibrated: Math.round((this.envelope + requested.surfaceTotal) * ratio) },
+    );
     if (isSuspect(u.promptTokens, counted === 'current' ? calibrated : Math.round((this.envelope + requested!.surfaceTotal) * ratio))) {
       this.suspectSeq = seq;
       return;
@@ -290,12 +314,20 @@ export class TokenMeter implements NodePrices {
     // anchor; no calibration sample, nothing for the ledger.
     if (counted === 'at-header') {
       this.ledger.interrupt();
-      this.anchor = { seq, providerTokens: Math.round(nextContext(u) + requested!.providerDelta), surfaceAtAnchor: this.surfaceTotal, route: this.route, clean: false, added: emptyCounts() };
+      this.anchor = {
+        seq,
+        providerTokens: Math.round(nextContext(u) + requested!.providerDelta),
+        surfaceAtAnchor: this.surfaceTotal,
+        route: this.route,
+        clean: false,
+        added: emptyCounts(),
+      };
       this.suspectSeq = undefined;
       return;
     }
     const a = this.anchor;
-    if (a && a.clean && a.route === this.route) this.calibration.add(this.route, u.promptTokens - a.providerTokens, this.surfaceTotal - a.surfaceAtAnchor, a.added);
+    if (a && a.clean && a.route === this.route)
+      this.calibration.add(this.route, u.promptTokens - a.providerTokens, this.surfaceTotal - a.surfaceAtAnchor, a.added);
     this.ledger.report(this.route, u.promptTokens, this.envelope + this.surfaceTotal, (s) => this.prices.get(s));
     this.anchor = { seq, providerTokens: nextContext(u), surfaceAtAnchor: this.surfaceTotal, route: this.route, clean: true, added: emptyCounts() };
     this.suspectSeq = undefined;
@@ -391,7 +423,11 @@ export class TokenMeter implements NodePrices {
   refreshPrices(): number {
     this.fold();
     const t = this.tokenizer;
-    const r = this.provisional.refresh(t, this.session, this.prices, this.textCounts, { anchor: this.anchor, requested: this.requested, headerSeq: this.headerSeq ?? -1 });
+    const r = this.provisional.refresh(t, this.session, this.prices, this.textCounts, {
+      anchor: this.anchor,
+      requested: this.requested,
+      headerSeq: this.headerSeq ?? -1,
+    });
     this.surfaceTotal += r.delta;
     if (this.provisional.tools && this.toolsJson) this.toolsTokens = this.provisional.countTools(t, this.toolsJson) + (t.overhead.perBlock ?? 0);
     this.envelope = t.overhead.perRequest + this.toolsTokens;

@@ -54,7 +54,7 @@ export class CountPrefetch {
     for (let seq = end - 1; seq >= from; seq--) {
       const e = this.session.event(seq);
       if (e.type === 'request/header') {
-        const h = e as SessionEvent<'request/header'>;
+        const h = e;
         if (!tools && h.data.tools.length > 0) yield JSON.stringify(h.data.tools);
         tools = true;
       } else if (isSurfaceType(e.type) && surface.positionOf(seq) !== undefined) yield* textsOf(e as SurfaceEvent);

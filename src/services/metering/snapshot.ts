@@ -90,8 +90,13 @@ export function decodeMeterState(payload: string, events: number): MeterState | 
     return undefined;
   }
   if (s === null || typeof s !== 'object' || s.format !== 'xcompact-meter' || s.version !== METER_SNAPSHOT_VERSION) return undefined;
-  if (s.folded !== events || !isInt(s.folded) || typeof s.initial !== 'string' || typeof s.tokenizer !== 'string' || typeof s.overhead !== 'string') return undefined;
-  if (!Array.isArray(s.routes) || !s.routes.every((r) => Array.isArray(r) && typeof r[0] === 'string' && isInt(r[1]) && r[1] < events && typeof r[2] === 'string')) return undefined;
+  if (s.folded !== events || !isInt(s.folded) || typeof s.initial !== 'string' || typeof s.tokenizer !== 'string' || typeof s.overhead !== 'string')
+    return undefined;
+  if (
+    !Array.isArray(s.routes) ||
+    !s.routes.every((r) => Array.isArray(r) && typeof r[0] === 'string' && isInt(r[1]) && r[1] < events && typeof r[2] === 'string')
+  )
+    return undefined;
   if (s.headerSeq !== null && !(isInt(s.headerSeq) && s.headerSeq < events)) return undefined;
   const n = Array.isArray(s.seqs) ? s.seqs.length : -1;
   if (n < 0 || !Array.isArray(s.prices) || s.prices.length !== n || !Array.isArray(s.counts) || s.counts.length !== n) return undefined;
@@ -129,7 +134,7 @@ export function checkMeterState(s: MeterState, session: Session, tokenizerFor: (
   try {
     const headerAt = (seq: number): Header | undefined => {
       const e = session.event(seq);
-      return e.type === 'request/header' ? (e as Header) : undefined;
+      return e.type === 'request/header' ? (e) : undefined;
     };
     if (tokenizerId(tokenizerFor(undefined)) !== s.initial) return undefined;
     for (const [route, seq, name] of s.routes) {

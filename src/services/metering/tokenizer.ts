@@ -2,24 +2,19 @@
  * Tokenizer service: exact or estimated token counts per text, plus each tokenizer's chat
  * template overhead. Heavy tables load on the first request of a tokenizer, never at import.
  */
-import { createHeuristicTokenizer, createUtf8BytesTokenizer } from './tokenizers/approximate.js';
-import { createDeepseekV3Tokenizer } from './tokenizers/deepseek.js';
-import { TokenizerUnavailableError } from './tokenizers/errors.js';
-import { createGptTokenizer } from './tokenizers/gpt.js';
-import { withLinearPricing } from './tokenizers/split.js';
-import { CONFIG_TOKENIZER_NAMES, SERVER_TOKENIZER, TOKENIZER_NAMES, type LocalTokenizerName, type Tokenizer, type TokenizerName } from './tokenizers/types.js';
+import { createHeuristicTokenizer, createUtf8BytesTokenizer } from './tokenizers/approximate';
+import { createDeepseekV3Tokenizer } from './tokenizers/deepseek';
+import { TokenizerUnavailableError } from './tokenizers/errors';
+import { createGptTokenizer } from './tokenizers/gpt';
+import { withLinearPricing } from './tokenizers/split';
+import { CONFIG_TOKENIZER_NAMES, SERVER_TOKENIZER, TOKENIZER_NAMES, type LocalTokenizerName, type Tokenizer, type TokenizerName } from './tokenizers/types';
 
-export { CONFIG_TOKENIZER_NAMES, SERVER_TOKENIZER, TOKENIZER_NAMES, messageOverhead, tokenizerId } from './tokenizers/types.js';
-export type { ChatOverhead, ChatRole, LocalTokenizerName, MessageShape, Tokenizer, TokenizerName } from './tokenizers/types.js';
-export { TokenizerUnavailableError } from './tokenizers/errors.js';
-export { utf8ByteLength } from './tokenizers/approximate.js';
-export { MAX_RUN_CHARS, splitOverlongRuns, withLinearPricing } from './tokenizers/split.js';
-export {
-  DEEPSEEK_V3_CHAT_OVERHEAD,
-  HEURISTIC_OVERHEAD,
-  OPENAI_CHAT_OVERHEAD,
-  UTF8_BYTES_OVERHEAD,
-} from './tokenizers/overhead.js';
+export { CONFIG_TOKENIZER_NAMES, SERVER_TOKENIZER, TOKENIZER_NAMES, messageOverhead, tokenizerId } from './tokenizers/types';
+export type { ChatOverhead, ChatRole, LocalTokenizerName, MessageShape, Tokenizer, TokenizerName } from './tokenizers/types';
+export { TokenizerUnavailableError } from './tokenizers/errors';
+export { utf8ByteLength } from './tokenizers/approximate';
+export { MAX_RUN_CHARS, splitOverlongRuns, withLinearPricing } from './tokenizers/split';
+export { DEEPSEEK_V3_CHAT_OVERHEAD, HEURISTIC_OVERHEAD, OPENAI_CHAT_OVERHEAD, UTF8_BYTES_OVERHEAD } from './tokenizers/overhead';
 
 const FACTORIES: Record<LocalTokenizerName, () => Tokenizer> = {
   // BPE is quadratic inside one pre-tokenizer piece: overlong runs are priced in chunks.

@@ -8,7 +8,7 @@
  */
 import type { OpenAIClient } from './openai-client';
 import type { APIError } from 'openai';
-import { XcompactError } from '../../errors.js';
+import { XcompactError } from '../../errors';
 
 /**
  * `broken-history`: the request's history holds a tool call whose arguments are not JSON (an
@@ -55,7 +55,8 @@ export const OVERFLOW_PATTERNS: ReadonlyArray<{ provider: string; pattern: RegEx
   // vLLM: prompt fits but max_tokens does not.
   {
     provider: 'vllm',
-    pattern: /is too large: (?<completion>[\d,]+)\. This model's maximum context length is (?<limit>[\d,]+) tokens and your request has (?<prompt>[\d,]+) input tokens/i,
+    pattern:
+      /is too large: (?<completion>[\d,]+)\. This model's maximum context length is (?<limit>[\d,]+) tokens and your request has (?<prompt>[\d,]+) input tokens/i,
   },
   // DeepSeek, vLLM ≤ ~0.10 and OpenAI's pre-2024 chat wording share this sentence exactly.
   {
@@ -68,7 +69,8 @@ export const OVERFLOW_PATTERNS: ReadonlyArray<{ provider: string; pattern: RegEx
   // Legacy completions wording, still returned by some OpenRouter upstreams.
   {
     provider: 'openai-compatible',
-    pattern: /maximum context length is (?<limit>[\d,]+) tokens, however you requested (?<requested>[\d,]+) tokens \((?<prompt>[\d,]+) in your prompt; (?<completion>[\d,]+) for the completion\)/i,
+    pattern:
+      /maximum context length is (?<limit>[\d,]+) tokens, however you requested (?<requested>[\d,]+) tokens \((?<prompt>[\d,]+) in your prompt; (?<completion>[\d,]+) for the completion\)/i,
   },
   { provider: 'anthropic', pattern: /prompt is too long: (?<prompt>[\d,]+) tokens > (?<limit>[\d,]+) maximum/i },
   { provider: 'anthropic', pattern: /prompt is too long/i },
@@ -154,8 +156,7 @@ export function classifyRequestError(err: unknown): RequestErrorClass {
   const base = status === undefined ? { message } : { status, message };
 
   const quotaWording = NON_OVERFLOW_PATTERNS.some((p) => p.test(text));
-  const rateLimited =
-    status === 429 || isInstance(err, 'RateLimitError') || codes.some((c) => RATE_LIMIT_CODES.has(c)) || quotaWording;
+  const rateLimited = status === 429 || isInstance(err, 'RateLimitError') || codes.some((c) => RATE_LIMIT_CODES.has(c)) || quotaWording;
   if (rateLimited) return { kind: 'rate-limit', ...base };
 
   for (const { provider, pattern } of OVERFLOW_PATTERNS) {
@@ -169,9 +170,7 @@ export function classifyRequestError(err: unknown): RequestErrorClass {
   if (BROKEN_HISTORY_PATTERNS.some((p) => p.test(text))) return { kind: 'broken-history', ...base };
 
   const serverFault =
-    (status !== undefined && status >= 500) ||
-    isInstance(err, 'InternalServerError') ||
-    (status === undefined && codes.some((c) => SERVER_CODES.has(c)));
+    (status !== undefined && status >= 500) || isInstance(err, 'InternalServerError') || (status === undefined && codes.some((c) => SERVER_CODES.has(c)));
   if (serverFault) {
     return { kind: 'server', ...base };
   }

@@ -45,7 +45,6 @@ export type ReadingResult =
   | { kind: 'misconfigured'; provider: string; model: string; code: string; message: string }
   | { kind: 'reading'; reading: PressureReading };
 
-
 /** The reading the pressure chart decides on; `silentOverflow` when the provider reported a prompt above the window. */
 export function measurePressure(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>): ReadingResult {
   const { session, meter } = deps;
@@ -107,7 +106,13 @@ export function measureFigures(deps: Pick<ServiceDeps, 'session' | 'meter' | 'co
     // No route or no capacity yet: the figures stay undefined. Anything else is a bug to surface.
     if (!(err instanceof BudgetError) && !(err instanceof XcompactError && err.code === 'unrouted')) throw err;
   }
-  const out = { ...m, anchor: m.anchor ? { ...m.anchor } : undefined, threshold, contextWindow, ...(waitAt !== undefined ? { waitAt } : {}) } as EngineMeasurement;
+  const out = {
+    ...m,
+    anchor: m.anchor ? { ...m.anchor } : undefined,
+    threshold,
+    contextWindow,
+    ...(waitAt !== undefined ? { waitAt } : {}),
+  } as EngineMeasurement;
   Object.defineProperty(out, 'prices', { value: prices, enumerable: false });
   return out;
 }

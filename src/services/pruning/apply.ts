@@ -3,10 +3,10 @@
  * the replacement that follows it, everything checked against the session before the first
  * append, and the writes made oldest first.
  */
-import { EventDataSchemas, type EventData, type SessionEvent } from '../../session/events.js';
-import type { Session } from '../../session/session.js';
-import { argumentWrites, type ArgumentPruneTarget } from './arguments.js';
-import { PrunePlanStaleError, type PrunePlan, type PruneResult, type PruneTarget, type ToolResultContent } from './types.js';
+import { EventDataSchemas, type EventData, type SessionEvent } from '../../session/events';
+import type { Session } from '../../session/session';
+import { argumentWrites, type ArgumentPruneTarget } from './arguments';
+import { PrunePlanStaleError, type PrunePlan, type PruneResult, type PruneTarget, type ToolResultContent } from './types';
 
 function sameContent(a: ToolResultContent, b: ToolResultContent): boolean {
   if (a === b) return true;
@@ -32,23 +32,38 @@ export function applyPrune(session: Session, plan: PrunePlan): PruneResult {
   const writes: Array<{ target: PruneTarget; prune: EventData<'compaction/prune'>; replacement: EventData<'tool/result'> }> = [];
   const argumentPlans: Array<{ target: ArgumentPruneTarget; write: Exclude<ReturnType<typeof argumentWrites>, string> }> = [];
   for (const target of plan.argumentTargets ?? []) {
-    if (seen.has(target.seq)) throw new PrunePlanStaleError(target.seq, `prune plan is stale: seq ${target.seq} is named twice in the plan. Plan again from the current session; nothing was written.`);
+    if (seen.has(target.seq))
+      throw new PrunePlanStaleError(
+        target.seq,
+        `prune plan is stale: seq ${target.seq} is named twice in the plan. Plan again from the current session; nothing was written.`,
+      );
     seen.add(target.seq);
     const write = argumentWrites(session, target);
     if (typeof write === 'string') {
-      throw new PrunePlanStaleError(target.seq, `prune plan is stale: seq ${target.seq} (call "${target.calls[0]?.callId}") ${write}. Plan again from the current session; nothing was written.`);
+      throw new PrunePlanStaleError(
+        target.seq,
+        `prune plan is stale: seq ${target.seq} (call "${target.calls[0]?.callId}") ${write}. Plan again from the current session; nothing was written.`,
+      );
     }
-    const refused = session.check({ type: 'assistant/message', data: write.replacement(0).data, surfaceOp: { op: 'replace', start: target.seq, end: target.seq }, sourceEventSeqs: [target.seq] });
+    const refused = session.check({
+      type: 'assistant/message',
+      data: write.replacement(0).data,
+      surfaceOp: { op: 'replace', start: target.seq, end: target.seq },
+      sourceEventSeqs: [target.seq],
+    });
     if (refused) throw new PrunePlanStaleError(target.seq, `prune plan is stale: seq ${target.seq}: ${refused.message} Nothing was written.`);
     argumentPlans.push({ target, write });
   }
   for (const target of plan.targets) {
     const stale = (why: string): PrunePlanStaleError =>
-      new PrunePlanStaleError(target.seq, `prune plan is stale: seq ${target.seq} (call "${target.callId}") ${why}. Plan again from the current session; nothing was written.`);
+      new PrunePlanStaleError(
+        target.seq,
+        `prune plan is stale: seq ${target.seq} (call "${target.callId}") ${why}. Plan again from the current session; nothing was written.`,
+      );
     if (seen.has(target.seq)) throw stale('is named twice in the plan');
     seen.add(target.seq);
     if (!session.surface.has(target.seq)) throw stale('is no longer a current surface node (shadowed, or never on this surface)');
-    const event = session.event(target.seq) as SessionEvent;
+    const event = session.event(target.seq);
     if (event.type !== 'tool/result') throw stale(`is a ${event.type}, not a tool/result`);
     if (event.data.callId !== target.callId) throw stale(`answers call "${event.data.callId}"`);
     if (!sameContent(event.data.content, target.contentBefore)) throw stale('has different content than the plan was made from');

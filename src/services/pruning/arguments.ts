@@ -11,10 +11,10 @@
  * pruned call in `neverPrune`, and a replacement that costs fewer tokens. The pass's minimum
  * reclaim is judged by planPrune over tool results and arguments together.
  */
-import { isJson, withPrunedArguments } from '../../session/argument-prune.js';
-import { toolCallsOf, type EventData } from '../../session/events.js';
-import { jsonTokens } from '../../session/json-tokens.js';
-import type { Session } from '../../session/session.js';
+import { isJson, withPrunedArguments } from '../../session/argument-prune';
+import { toolCallsOf, type EventData } from '../../session/events';
+import { jsonTokens } from '../../session/json-tokens';
+import type { Session } from '../../session/session';
 import { prunedHandle } from '../recall';
 
 export interface ArgumentPruneTarget {

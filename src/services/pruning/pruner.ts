@@ -52,18 +52,18 @@
  *   figures a plan and the log report (tokensBefore/After, tokensFreed) stay our prices, the
  *   unit every node price and `shadowedTokens` is logged in.
  */
-import { toolCallsOf } from '../../session/events.js';
-import type { Session } from '../../session/session.js';
-import { PruneSettingsError, checkCount, codePointLength, cutSettings, markerReserve, truncateMiddle } from './text.js';
-import { planArgumentPrunes } from './arguments.js';
-import { PrunePricingError, type Pricing, type PruneKeepReason, type PrunePlan, type PruneSettings, type PruneTarget, type ToolResultContent } from './types.js';
+import { toolCallsOf } from '../../session/events';
+import type { Session } from '../../session/session';
+import { PruneSettingsError, checkCount, codePointLength, cutSettings, markerReserve, truncateMiddle } from './text';
+import { planArgumentPrunes } from './arguments';
+import { PrunePricingError, type Pricing, type PruneKeepReason, type PrunePlan, type PruneSettings, type PruneTarget, type ToolResultContent } from './types';
 
-export { PRUNE_MARKER_MAX_CHARS, PruneSettingsError, codePointLength, cutSettings, markerReserve, pruneMarker, truncateMiddle } from './text.js';
+export { PRUNE_MARKER_MAX_CHARS, PruneSettingsError, codePointLength, cutSettings, markerReserve, pruneMarker, truncateMiddle } from './text';
 
-export type { ArgumentPruneTarget } from './arguments.js';
-export { PrunePlanStaleError, PrunePricingError } from './types.js';
-export type { Pricing, PruneKeepReason, PrunePlan, PruneResult, PruneSettings, PruneSkip, PruneTarget } from './types.js';
-export { applyPrune } from './apply.js';
+export type { ArgumentPruneTarget } from './arguments';
+export { PrunePlanStaleError, PrunePricingError } from './types';
+export type { Pricing, PruneKeepReason, PrunePlan, PruneResult, PruneSettings, PruneSkip, PruneTarget } from './types';
+export { applyPrune } from './apply';
 
 function checkSettings(s: PruneSettings): void {
   for (const key of ['thresholdChars', 'headChars', 'tailChars', 'protectRecentTokens', 'minReclaimTokens'] as const) {
@@ -87,7 +87,8 @@ function price(what: string, value: number): number {
 /** The pricing's provider ratio: absent is 1; anything but a positive finite number is a pricing error. */
 function providerRatioOf(pricing: Pricing): number {
   const r = pricing.providerRatio ?? 1;
-  if (!Number.isFinite(r) || r <= 0) throw new PrunePricingError(`pricing returned providerRatio ${String(r)}: it must be a positive number of provider tokens per priced token.`);
+  if (!Number.isFinite(r) || r <= 0)
+    throw new PrunePricingError(`pricing returned providerRatio ${String(r)}: it must be a positive number of provider tokens per priced token.`);
   return r;
 }
 
@@ -183,10 +184,24 @@ export function planPrune(session: Session, settings: PruneSettings, pricing: Pr
   const keptFrozen = Object.freeze(kept.map((k) => Object.freeze(k)));
   const none = Object.freeze([]) as readonly never[];
   if (targets.length === 0 && args.targets.length === 0 && kept.every((k) => k.reason !== 'no-gain')) {
-    return Object.freeze({ targets: none, argumentTargets: none, tokensFreed: 0, reclaimableTokens: 0, kept: keptFrozen, skipped: 'nothing-oversized' as const });
+    return Object.freeze({
+      targets: none,
+      argumentTargets: none,
+      tokensFreed: 0,
+      reclaimableTokens: 0,
+      kept: keptFrozen,
+      skipped: 'nothing-oversized' as const,
+    });
   }
   if (reclaimable === 0 || reclaimable * ratio < settings.minReclaimTokens) {
-    return Object.freeze({ targets: none, argumentTargets: none, tokensFreed: 0, reclaimableTokens: reclaimable, kept: keptFrozen, skipped: 'below-min-reclaim' as const });
+    return Object.freeze({
+      targets: none,
+      argumentTargets: none,
+      tokensFreed: 0,
+      reclaimableTokens: reclaimable,
+      kept: keptFrozen,
+      skipped: 'below-min-reclaim' as const,
+    });
   }
   return Object.freeze({
     targets: Object.freeze(targets),

@@ -3,7 +3,7 @@
  * line for the middle, cut on code-point boundaries. Shared by tool-result and tool-call
  * argument pruning.
  */
-import { XcompactError } from '../../errors.js';
+import { XcompactError } from '../../errors';
 
 /** Settings that cannot give an idempotent prune (or are not counts at all). */
 export class PruneSettingsError extends XcompactError {
@@ -92,6 +92,11 @@ export function markerReserve(recall: boolean): number {
 }
 
 /** The cut of node `seq`: with recall on, its marker names the node's handle. */
-export function cutSettings(s: { headChars: number; tailChars: number; recall?: boolean | undefined }, seq: number): { headChars: number; tailChars: number; recallHandle?: string } {
-  return s.recall === true ? { headChars: s.headChars, tailChars: s.tailChars, recallHandle: prunedHandle(seq) } : { headChars: s.headChars, tailChars: s.tailChars };
+export function cutSettings(
+  s: { headChars: number; tailChars: number; recall?: boolean | undefined },
+  seq: number,
+): { headChars: number; tailChars: number; recallHandle?: string } {
+  return s.recall === true
+    ? { headChars: s.headChars, tailChars: s.tailChars, recallHandle: prunedHandle(seq) }
+    : { headChars: s.headChars, tailChars: s.tailChars };
 }

@@ -2,9 +2,9 @@
  * The pruner's contract (pruner.ts plans a pass, apply.ts writes it): its settings and the
  * pricing it is given, the plan and the result of a pass, and the errors a pass throws.
  */
-import { XcompactError } from '../../errors.js';
-import type { EventData } from '../../session/events.js';
-import type { ArgumentPruneTarget } from './arguments.js';
+import { XcompactError } from '../../errors';
+import type { EventData } from '../../session/events';
+import type { ArgumentPruneTarget } from './arguments';
 
 export interface PruneSettings {
   /** A text block with more code points than this is oversized. */

@@ -41,10 +41,16 @@ export type RecallArgs = z.input<typeof RecallArgsSchema>;
 export const RECALL_PARAMETERS = {
   type: 'object',
   properties: {
-    query: { type: 'string', description: 'Text to find (case-insensitive), or a regular expression when regex is true (JavaScript syntax without backreferences or lookaround).' },
+    query: {
+      type: 'string',
+      description: 'Text to find (case-insensitive), or a regular expression when regex is true (JavaScript syntax without backreferences or lookaround).',
+    },
     regex: { type: 'boolean', description: 'Treat query as a regular expression (default false).' },
     path: { type: 'string', description: 'A file path: the tool results of calls on it (reads, edits, runs), then other mentions.' },
-    handle: { type: 'string', description: 'A handle named in the context: cp-N (a checkpoint: every message it condensed) or pr-N (a pruned result: its full text).' },
+    handle: {
+      type: 'string',
+      description: 'A handle named in the context: cp-N (a checkpoint: every message it condensed) or pr-N (a pruned result: its full text).',
+    },
     maxTokens: { type: 'integer', description: `Answer budget in tokens (default ${RECALL_DEFAULT_MAX_TOKENS}, at most ${RECALL_MAX_TOKENS_CAP}).` },
   },
   additionalProperties: false,
@@ -55,10 +61,7 @@ export const RECALL_DESCRIPTION =
   'Give exactly one of query, path or handle. Returns the original excerpts with where they were (turn, tool call, checkpoint), newest first.';
 
 export type RecallQuery =
-  | { kind: 'text'; text: string }
-  | { kind: 'regex'; text: string; pattern: LinearPattern }
-  | { kind: 'path'; text: string }
-  | { kind: 'handle'; text: string };
+  { kind: 'text'; text: string } | { kind: 'regex'; text: string; pattern: LinearPattern } | { kind: 'path'; text: string } | { kind: 'handle'; text: string };
 
 export interface RecallRequest {
   query: RecallQuery;
@@ -86,20 +89,26 @@ export function parseRecallArgs(raw: unknown): RecallRequest {
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const where = issue.path.length > 0 ? `field "${issue.path.join('.')}"` : 'the arguments';
-    const what = issue.code === 'unrecognized_keys' ? `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}` : `${where}: ${issue.message}`;
+    const what =
+      issue.code === 'unrecognized_keys'
+        ? `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`
+        : `${where}: ${issue.message}`;
     throw new RecallError(`${what}; the fields are query, regex, path, handle and maxTokens, ${EXAMPLE}.`);
   }
   const args = parsed.data;
   const given = (['query', 'path', 'handle'] as const).filter((k) => args[k] !== undefined && args[k] !== null);
   if (given.length !== 1) {
     throw new RecallError(
-      given.length === 0 ? `nothing to look for: give one of query, path or handle, ${EXAMPLE}.` : `give only one of query, path or handle (got ${given.join(' and ')}); make one call per lookup.`,
+      given.length === 0
+        ? `nothing to look for: give one of query, path or handle, ${EXAMPLE}.`
+        : `give only one of query, path or handle (got ${given.join(' and ')}); make one call per lookup.`,
     );
   }
   const key = given[0]!;
   const text = args[key]!;
   if (text.trim() === '') throw new RecallError(`${key} is empty: give the text to look for, ${EXAMPLE}.`);
-  if (text.length > RECALL_QUERY_MAX_CHARS) throw new RecallError(`${key} is ${text.length} characters long (at most ${RECALL_QUERY_MAX_CHARS}): look for a distinctive line or identifier instead.`);
+  if (text.length > RECALL_QUERY_MAX_CHARS)
+    throw new RecallError(`${key} is ${text.length} characters long (at most ${RECALL_QUERY_MAX_CHARS}): look for a distinctive line or identifier instead.`);
   if (args.regex && key !== 'query') throw new RecallError(`regex applies to query only; send {"query": "<pattern>", "regex": true}.`);
 
   const request = budget(args.maxTokens ?? undefined);
@@ -120,7 +129,8 @@ export function parseRecallArgs(raw: unknown): RecallRequest {
 
 function budget(asked: number | undefined): Pick<RecallRequest, 'maxTokens' | 'askedTokens'> {
   if (asked === undefined) return { maxTokens: RECALL_DEFAULT_MAX_TOKENS };
-  if (!Number.isFinite(asked) || asked < 1) throw new RecallError(`maxTokens must be a positive whole number of tokens (at most ${RECALL_MAX_TOKENS_CAP}), got ${String(asked)}.`);
+  if (!Number.isFinite(asked) || asked < 1)
+    throw new RecallError(`maxTokens must be a positive whole number of tokens (at most ${RECALL_MAX_TOKENS_CAP}), got ${String(asked)}.`);
   const n = Math.floor(asked);
   return n > RECALL_MAX_TOKENS_CAP ? { maxTokens: RECALL_MAX_TOKENS_CAP, askedTokens: n } : { maxTokens: n };
 }

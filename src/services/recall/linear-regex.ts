@@ -68,7 +68,17 @@ function upper(c: number): number {
 const isDigit = (c: number) => c >= 48 && c <= 57;
 const isWord = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
 const isSpace = (c: number) =>
-  c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+  c === 32 ||
+  (c >= 9 && c <= 13) ||
+  c === 0xa0 ||
+  c === 0x1680 ||
+  (c >= 0x2000 && c <= 0x200a) ||
+  c === 0x2028 ||
+  c === 0x2029 ||
+  c === 0x202f ||
+  c === 0x205f ||
+  c === 0x3000 ||
+  c === 0xfeff;
 const isLineEnd = (c: number) => c === 10 || c === 13 || c === 0x2028 || c === 0x2029;
 
 /** A code unit, ignoring case as JavaScript's `i` does: equal once upper-cased. */
@@ -187,7 +197,8 @@ class Parser {
         const end = this.s.indexOf('>', this.i);
         if (end < 0) throw new PatternError('unterminated group name');
         this.i = end + 1;
-      } else if (/^\?(=|!|<=|<!)/.test(rest)) throw new PatternError('lookahead and lookbehind ((?=…), (?!…), (?<=…), (?<!…)) are not supported: recall patterns run in linear time (RE2 syntax)');
+      } else if (/^\?(=|!|<=|<!)/.test(rest))
+        throw new PatternError('lookahead and lookbehind ((?=…), (?!…), (?<=…), (?<!…)) are not supported: recall patterns run in linear time (RE2 syntax)');
       else throw new PatternError(`invalid group at ${this.i - 1}`);
     }
     const inner = this.alt();
@@ -254,10 +265,11 @@ class Parser {
     };
     if (named[e]) {
       this.i += 2;
-      return named[e]!;
+      return named[e];
     }
     if (!inClass && /[1-9]/.test(e)) throw new PatternError('backreferences (\\1, \\2, …) are not supported: recall patterns run in linear time (RE2 syntax)');
-    if (!inClass && e === 'k' && this.s[this.i + 2] === '<') throw new PatternError('named backreferences (\\k<name>) are not supported: recall patterns run in linear time (RE2 syntax)');
+    if (!inClass && e === 'k' && this.s[this.i + 2] === '<')
+      throw new PatternError('named backreferences (\\k<name>) are not supported: recall patterns run in linear time (RE2 syntax)');
     const code = this.escapedCode();
     return (c) => c === code;
   }
@@ -269,7 +281,7 @@ class Parser {
     const simple: Record<string, number> = { n: 10, r: 13, t: 9, f: 12, v: 11, '0': 0 };
     if (simple[e] !== undefined && !(e === '0' && /\d/.test(this.s[this.i + 2] ?? ''))) {
       this.i += 2;
-      return simple[e]!;
+      return simple[e];
     }
     if (e === 'x') {
       const m = /^[0-9a-fA-F]{2}/.exec(this.s.slice(this.i + 2));
@@ -300,7 +312,8 @@ class Parser {
 function compile(node: Node): Op[] {
   const prog: Op[] = [];
   const emit = (op: Op): number => {
-    if (prog.length >= MAX_PROGRAM) throw new PatternError(`the pattern is too large once its repetitions are spelled out (over ${MAX_PROGRAM} steps): simplify it`);
+    if (prog.length >= MAX_PROGRAM)
+      throw new PatternError(`the pattern is too large once its repetitions are spelled out (over ${MAX_PROGRAM} steps): simplify it`);
     prog.push(op);
     return prog.length - 1;
   };

@@ -75,7 +75,13 @@ export class RecallIndex {
   }
 
   stats(): RecallIndexStats {
-    return { events: this.folded, entries: this.list.length, checkpoints: this.checkpointList.length, textChars: this.textChars, vocabulary: this.words.vocabulary };
+    return {
+      events: this.folded,
+      entries: this.list.length,
+      checkpoints: this.checkpointList.length,
+      textChars: this.textChars,
+      vocabulary: this.words.vocabulary,
+    };
   }
 
   entry(id: number): RecallEntry {

@@ -65,7 +65,11 @@ const CHECK_CHARS = 4_000_000;
 const ENOUGH_HITS = 25;
 
 /** Candidates newest first, checked until enough matched and the check budget is spent; the rest counted. */
-function checkNewestFirst(index: RecallIndex, candidates: readonly number[], matches: (e: RecallEntry, id: number) => Hit | undefined): { hits: Hit[]; note?: string } {
+function checkNewestFirst(
+  index: RecallIndex,
+  candidates: readonly number[],
+  matches: (e: RecallEntry, id: number) => Hit | undefined,
+): { hits: Hit[]; note?: string } {
   // A copy: a single word's candidates are its postings themselves, which must stay ascending.
   const ids = [...candidates].sort((a, b) => index.entry(b).seq - index.entry(a).seq);
   const hits: Hit[] = [];
@@ -135,7 +139,8 @@ function find(index: RecallIndex, query: Exclude<RecallQuery, { kind: 'handle' }
 
 function positions(text: string, needle: string): Array<[number, number]> {
   const out: Array<[number, number]> = [];
-  for (let i = text.indexOf(needle); i >= 0 && out.length < MAX_WINDOWS; i = text.indexOf(needle, i + Math.max(1, needle.length))) out.push([i, i + needle.length]);
+  for (let i = text.indexOf(needle); i >= 0 && out.length < MAX_WINDOWS; i = text.indexOf(needle, i + Math.max(1, needle.length)))
+    out.push([i, i + needle.length]);
   return out;
 }
 
@@ -181,7 +186,8 @@ export function whereOf(e: RecallEntry): string {
     parts.push(`result of ${e.toolName ?? 'a tool call'}${args} (call ${e.callId})`);
   } else parts.push(e.source === 'assistant' ? 'your message' : 'user message');
   parts.push(`seq ${e.seq}`);
-  if (e.pruned !== undefined) parts.push(e.checkpoint !== undefined ? `pruned (${e.pruned}), then condensed into checkpoint ${e.checkpoint}` : `pruned (${e.pruned})`);
+  if (e.pruned !== undefined)
+    parts.push(e.checkpoint !== undefined ? `pruned (${e.pruned}), then condensed into checkpoint ${e.checkpoint}` : `pruned (${e.pruned})`);
   else if (e.checkpoint !== undefined) parts.push(`condensed into checkpoint ${e.checkpoint}`);
   return parts.join(' · ');
 }
@@ -242,12 +248,18 @@ function noMatch(index: RecallIndex, query: RecallQuery, note: string | undefine
 function answerHandle(index: RecallIndex, handle: string, request: RecallRequest, count: (t: string) => number): RecallAnswer {
   const parsed = parseHandle(handle);
   const known = () => {
-    const cps = index.checkpoints.slice(-6).map((c) => c.handle).reverse();
+    const cps = index.checkpoints
+      .slice(-6)
+      .map((c) => c.handle)
+      .reverse();
     const prs = index.prunedHandles(6);
     const list = [...cps, ...prs];
     return list.length === 0 ? 'nothing has been condensed or pruned yet' : `handles named in your context look like ${list.join(', ')}`;
   };
-  if (parsed === undefined) throw new RecallError(`"${handle}" is not a handle (cp-N for a checkpoint, pr-N for a pruned result); ${known()}. To search text, send {"query": ${JSON.stringify(handle)}}.`);
+  if (parsed === undefined)
+    throw new RecallError(
+      `"${handle}" is not a handle (cp-N for a checkpoint, pr-N for a pruned result); ${known()}. To search text, send {"query": ${JSON.stringify(handle)}}.`,
+    );
   if (parsed.kind === 'pruned') {
     const id = index.pruned(handle);
     if (id === undefined) throw new RecallError(`no pruned result has handle ${handle}; ${known()}.`);
@@ -258,8 +270,15 @@ function answerHandle(index: RecallIndex, handle: string, request: RecallRequest
   const info = index.checkpoint(handle);
   if (info === undefined) throw new RecallError(`no checkpoint has handle ${handle}; ${known()}.`);
   const ids = index.entriesOf(info);
-  if (ids.length === 0) return { text: `recall: checkpoint ${handle} condensed nothing that can be recalled (only earlier summaries).`, isError: false, matches: 0, shown: 0 };
+  if (ids.length === 0)
+    return { text: `recall: checkpoint ${handle} condensed nothing that can be recalled (only earlier summaries).`, isError: false, matches: 0, shown: 0 };
   const hits = ids.map((id) => ({ id, at: [], whole: true, group: 0 }));
   const merged = info.merged.length > 0 ? ` (with the earlier checkpoint${info.merged.length > 1 ? 's' : ''} ${info.merged.join(', ')} merged into it)` : '';
-  return render(index, `recall: the ${ids.length} message${ids.length === 1 ? '' : 's'} checkpoint ${handle} condensed${merged}, in order:`, hits, request, count);
+  return render(
+    index,
+    `recall: the ${ids.length} message${ids.length === 1 ? '' : 's'} checkpoint ${handle} condensed${merged}, in order:`,
+    hits,
+    request,
+    count,
+  );
 }

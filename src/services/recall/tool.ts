@@ -34,7 +34,7 @@ export interface RecallToolOptions extends SearchOptions {
 export const RECALL_TOOL_DEFINITION: RecallToolDefinition = Object.freeze({
   type: 'function',
   function: Object.freeze({ name: RECALL_TOOL_NAME, description: RECALL_DESCRIPTION, parameters: RECALL_PARAMETERS }),
-}) as RecallToolDefinition;
+});
 
 /** Answers one recall call against a session's shadowed history. */
 export function runRecall(session: Session, args: unknown, options: RecallToolOptions = {}): RecallAnswer {

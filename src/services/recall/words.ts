@@ -58,7 +58,7 @@ function forEachWord(lower: string, each: (key: number, start: number, end: numb
   let start = -1;
   let h = FNV_OFFSET;
   let digits = true;
-  for (let i = 0; i <= n; ) {
+  for (let i = 0; i <= n;) {
     let word = false;
     let step = 1;
     let c = 0;

@@ -26,7 +26,11 @@ export interface OverflowCount {
  * up to the last report was counted by the provider, so what our figure missed lies in what was
  * appended since: the newest unit is priced at that growth's own ratio (count over our price).
  */
-export function selectSpan(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>, { retain, stackCheckpoints }: SelectInput, overflow?: OverflowCount): RangeSelection | null {
+export function selectSpan(
+  deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>,
+  { retain, stackCheckpoints }: SelectInput,
+  overflow?: OverflowCount,
+): RangeSelection | null {
   const { session, meter } = deps;
   const prices = meter.measure().prices;
   if (overflow && newestUnitOverflows(session, prices, overflow)) return null;
@@ -34,7 +38,8 @@ export function selectSpan(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config
   const frameTokens = meter.priceUserText(frameCheckpoint('', pricingHandle(recallOn(deps), session.length)));
   // Only the newest unit kept (manual compaction): no shrink check to fail, and no route needed.
   const budget = retain === 'newest-unit' ? undefined : routeBudget(deps);
-  const retainTokens = retain === 'budget' ? budget!.retain : retain === 'floor' ? budget!.retainFloor : retain === 'ahead' ? aheadTail(budget!, meter.measure().totalTokens) : 0;
+  const retainTokens =
+    retain === 'budget' ? budget!.retain : retain === 'floor' ? budget!.retainFloor : retain === 'ahead' ? aheadTail(budget!, meter.measure().totalTokens) : 0;
   return selectRange(session, prices, {
     retainTokens,
     minSpanTokens: 2 * frameTokens,

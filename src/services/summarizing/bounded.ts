@@ -573,7 +573,10 @@ export class BoundedSummarizer implements Summarizer {
     // never split; one bigger than a chunk's room, less what a carried summary may take, is
     // cut down first.
     const eventsOf = pairEvents(request);
-    const carriedReserve = Math.min(request.maxTokens + (request.userWordsTokens ?? 0) + priceMessage({ role: 'user', content: frameCheckpoint('') }, count), Math.floor(chunkRoom / 4));
+    const carriedReserve = Math.min(
+      request.maxTokens + (request.userWordsTokens ?? 0) + priceMessage({ role: 'user', content: frameCheckpoint('') }, count),
+      Math.floor(chunkRoom / 4),
+    );
     const split = unitsOf(fit.messages);
     const { units, cuts: unitCuts } = fitUnits(split, chunkRoom - carriedReserve, count);
     const unitStarts = startsOf(split);

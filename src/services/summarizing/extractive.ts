@@ -10,7 +10,20 @@ import { unframeCheckpoint } from './checkpoint';
 import type { ChatMessage } from '../../session/derive';
 import { isCheckpoint, type SurfaceEvent } from '../../session/events';
 import { SummarizerError } from './contract';
-import { fitCheckpointLedger, renderLedger, userMessage, withLedger, type Ledger, type LedgerError, deriveLedgerAndResolved, emptyLedger, ERROR_LINE, parseArgs, parseLedger, pathArguments } from './ledger';
+import {
+  fitCheckpointLedger,
+  renderLedger,
+  userMessage,
+  withLedger,
+  type Ledger,
+  type LedgerError,
+  deriveLedgerAndResolved,
+  emptyLedger,
+  ERROR_LINE,
+  parseArgs,
+  parseLedger,
+  pathArguments,
+} from './ledger';
 import type { Summarizer, SummaryRequest, SummaryResult } from './contract';
 
 // ── Sections: how entries are written, deduplicated, rendered and read back ──
@@ -66,7 +79,10 @@ export function emptySections(): Sections {
 
 /** A Markdown bullet; continuation lines indented so a multi-line text stays one entry. */
 export function bullet(text: string): string {
-  return `- ${text.split('\n').map((l, i) => (i === 0 || l === '' ? l : `  ${l}`)).join('\n')}`;
+  return `- ${text
+    .split('\n')
+    .map((l, i) => (i === 0 || l === '' ? l : `  ${l}`))
+    .join('\n')}`;
 }
 
 /** An inline code span that survives backticks inside the text; multi-line text shows its first line. */
@@ -78,7 +94,12 @@ export function code(text: string): string {
 }
 
 export function firstLine(text: string): string {
-  return text.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
+  return (
+    text
+      .split('\n')
+      .find((l) => l.trim() !== '')
+      ?.trim() ?? ''
+  );
 }
 
 /** Keeps the LAST occurrence of each entry: the order stays "oldest first, newest last". */
@@ -132,12 +153,18 @@ export function itemsFromEvents(events: readonly SurfaceEvent[]): Item[] {
   for (const e of events) {
     switch (e.type) {
       case 'user/message': {
-        const text = e.data.content.map((b) => (b.type === 'text' ? b.text : '')).filter((t) => t !== '').join('\n\n');
+        const text = e.data.content
+          .map((b) => (b.type === 'text' ? b.text : ''))
+          .filter((t) => t !== '')
+          .join('\n\n');
         out.push({ kind: 'user', text, checkpoint: isCheckpoint(e) || unframeCheckpoint(text) !== undefined });
         break;
       }
       case 'assistant/message': {
-        const text = e.data.content.map((b) => (b.type === 'text' ? b.text : '')).filter((t) => t !== '').join('\n\n');
+        const text = e.data.content
+          .map((b) => (b.type === 'text' ? b.text : ''))
+          .filter((t) => t !== '')
+          .join('\n\n');
         const calls = e.data.content.flatMap((b) => (b.type === 'tool-call' ? [{ id: b.id, name: b.name, args: b.arguments }] : []));
         out.push({ kind: 'assistant', text, calls });
         break;
@@ -241,21 +268,31 @@ export function fitWithLedger(
 }
 
 /** The sections with the ledger's facts moved: out where the fitted ledger names them, in where it does not. */
-function restateOutsideLedger(sections: Sections, derived: { ledger: Ledger; resolved: LedgerError[] }, fitted: Ledger, cut: (line: string) => string): Sections {
+function restateOutsideLedger(
+  sections: Sections,
+  derived: { ledger: Ledger; resolved: LedgerError[] },
+  fitted: Ledger,
+  cut: (line: string) => string,
+): Sections {
   const out = Object.fromEntries(SUMMARY_SECTIONS.map((s) => [s, [...sections[s]]])) as unknown as Sections;
   // The user's messages the ledger holds verbatim are not restated in the prose.
   const listedRequests = new Set(fitted.requests);
-  if (listedRequests.size > 0) out['Primary Request and Intent'] = out['Primary Request and Intent'].filter((e) => !listedRequests.has(userMessage(unbullet(e))));
+  if (listedRequests.size > 0)
+    out['Primary Request and Intent'] = out['Primary Request and Intent'].filter((e) => !listedRequests.has(userMessage(unbullet(e))));
   const listedPaths = new Set([...fitted.read, ...fitted.modified]);
   const listedErrors = new Set(fitted.errors.map((e) => e.line));
   const { ledger } = derived;
   if (listedPaths.size > 0 || ledger.read.length + ledger.modified.length > 0) {
     const modified = new Set(ledger.modified);
-    const spilled = [...ledger.read, ...ledger.modified].filter((p) => !listedPaths.has(p)).map((p) => bullet(`${code(p)}: ${modified.has(p) ? 'modified' : 'read'}`));
+    const spilled = [...ledger.read, ...ledger.modified]
+      .filter((p) => !listedPaths.has(p))
+      .map((p) => bullet(`${code(p)}: ${modified.has(p) ? 'modified' : 'read'}`));
     out['Files and Code'] = dedupe([...spilled, ...out['Files and Code']]).filter((e) => !listedPaths.has(entrySubject(e) ?? ''));
   }
   if (listedErrors.size > 0 || ledger.errors.length + derived.resolved.length > 0) {
-    const spilled = [...derived.resolved, ...ledger.errors.filter((e) => !listedErrors.has(e.line))].map((e) => bullet(`${code(e.target.split(' ')[0] ?? 'tool')}: ${cut(e.line)}`));
+    const spilled = [...derived.resolved, ...ledger.errors.filter((e) => !listedErrors.has(e.line))].map((e) =>
+      bullet(`${code(e.target.split(' ')[0] ?? 'tool')}: ${cut(e.line)}`),
+    );
     out['Errors and Fixes'] = dedupe([...spilled, ...out['Errors and Fixes']]).filter((e) => !listedErrors.has(entryText(e) ?? ''));
   }
   return out;
@@ -419,7 +456,7 @@ export class ExtractiveSummarizer implements Summarizer {
 
     for (const item of items) {
       if (item.kind === 'user') {
-        const summary = item.checkpoint ? unframeCheckpoint(item.text) ?? item.text : undefined;
+        const summary = item.checkpoint ? (unframeCheckpoint(item.text) ?? item.text) : undefined;
         if (summary !== undefined) {
           // The prior ledger is merged by deriveLedger, not copied into the sections.
           const parsed = parseSummary(parseLedger(summary).body);

@@ -141,7 +141,10 @@ export function deriveLedgerAndResolved(events: readonly SurfaceEvent[]): { ledg
       const target = call?.target ?? targetOf(e.data.toolName ?? 'tool');
       const failed = e.data.isError === true;
       const text = e.data.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n');
-      const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+      const lines = text
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l !== '');
       const errorLine = failed || call?.ranCommand === true ? lines.find((l) => ERROR_LINE.test(l)) : undefined;
       const line = errorLine ?? (failed ? lines[0] : undefined);
       if (line === undefined) resolve(target);
@@ -151,7 +154,13 @@ export function deriveLedgerAndResolved(events: readonly SurfaceEvent[]): { ledg
   const modifiedList = modified.list();
   const changed = new Set(modifiedList);
   return {
-    ledger: { requests: requests.list(), read: read.list().filter((p) => !changed.has(p)), modified: modifiedList, commands: commands.list(), errors: [...errors.values()] },
+    ledger: {
+      requests: requests.list(),
+      read: read.list().filter((p) => !changed.has(p)),
+      modified: modifiedList,
+      commands: commands.list(),
+      errors: [...errors.values()],
+    },
     // An error reported again after its fix is unresolved, not resolved.
     resolved: [...resolvedErrors.values()].filter((e) => !errors.has(e.line)),
   };
@@ -172,7 +181,11 @@ export function userMessage(text: string): string {
 export function userMessageKey(text: string): string {
   const t = text.trim();
   if (Array.from(t).length <= USER_MESSAGE_KEY_CHARS) return t;
-  const line = t.split('\n').map((l) => l.trim()).find((l) => l.length >= 20) ?? t;
+  const line =
+    t
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l.length >= 20) ?? t;
   return Array.from(line).slice(0, USER_MESSAGE_KEY_CHARS).join('').trim();
 }
 
@@ -273,13 +286,16 @@ export function parseLedger(summary: string): { body: string; ledger: Ledger } {
       ledger.requests = dedupe([...last.matchAll(re2)].map((m) => m[1]!.trim()).filter((x) => x !== ''));
       continue;
     }
-    const lines = last.split('\n').map((x) => x.trim()).filter((x) => x !== '');
+    const lines = last
+      .split('\n')
+      .map((x) => x.trim())
+      .filter((x) => x !== '');
     if (key === 'errors') {
       ledger.errors = lines.map((x) => {
         const m = /^\[([^\]]*)\] (.*)$/.exec(x);
         return m ? { target: m[1]!, line: m[2]! } : { target: '', line: x };
       });
-    } else ledger[key as 'read' | 'modified' | 'commands'] = dedupe(lines);
+    } else ledger[key] = dedupe(lines);
   }
   return { body: body.replace(/\n{3,}/g, '\n\n').trim(), ledger };
 }
@@ -342,7 +358,7 @@ function commandArgument(args: unknown): string | undefined {
     if (!COMMAND_KEYS.test(k)) continue;
     if (typeof v === 'string' && v.trim() !== '') return v.trim();
     if (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string')) {
-      const argv = v as string[];
+      const argv = v;
       const script = argv.length === 3 && /^(?:\/\S*\/)?(?:ba|z|da|k)?sh$/.test(argv[0]!) && /^-l?c$/.test(argv[1]!) ? argv[2]! : argv.join(' ');
       if (script.trim() !== '') return script.trim();
     }
@@ -362,7 +378,12 @@ function isPathValue(v: string): boolean {
 }
 
 function firstLine(text: string): string {
-  return text.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
+  return (
+    text
+      .split('\n')
+      .find((l) => l.trim() !== '')
+      ?.trim() ?? ''
+  );
 }
 
 /** One line, cut at `max` code points. */

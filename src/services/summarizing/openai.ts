@@ -9,7 +9,7 @@
  * `BoundedSummarizer` around the single request): oversized blocks are cut, then the span is
  * summarized chunk by chunk.
  */
-import { XcompactError } from '../../errors.js';
+import { XcompactError } from '../../errors';
 import type { OpenAIClient } from '../overflow';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
@@ -66,7 +66,10 @@ export class OpenAISummarizer implements Summarizer {
 
   constructor(options: OpenAISummarizerOptions) {
     if (!Number.isInteger(options.maxRetries ?? 0) || (options.maxRetries ?? 0) < 0) {
-      throw new XcompactError('config', `OpenAISummarizer maxRetries must be an integer ≥ 0, got ${String(options.maxRetries)}: pass 0 (the default) or a small whole number`);
+      throw new XcompactError(
+        'config',
+        `OpenAISummarizer maxRetries must be an integer ≥ 0, got ${String(options.maxRetries)}: pass 0 (the default) or a small whole number`,
+      );
     }
     // A copy, so the caller's own client is not patched behind its back.
     this.client = withErrorBodyRecovery(options.client.withOptions({}));

@@ -38,13 +38,15 @@ export function checkSummaryReply(request: Pick<SummaryRequest, 'maxTokens' | 'c
   const reason = reply.finishReason !== undefined ? ` (finish reason "${reply.finishReason}")` : '';
   if (reply.stop === 'length') throw new SummarizerError('summary-truncated', lengthMessage(request, reply.usage, got, reply.finishReason ?? 'length'));
   if (reply.stop === 'content-filter') throw new SummarizerError('summary-truncated', `The provider's content filter stopped the summary${reason} ${got}.`);
-  if (reply.stop === undefined) throw new SummarizerError('summary-request', `The summary reply ended without a finish reason ${got}: the response is incomplete.`);
+  if (reply.stop === undefined)
+    throw new SummarizerError('summary-request', `The summary reply ended without a finish reason ${got}: the response is incomplete.`);
   // The AI SDK reports a generation the provider broke off as `error` (ai 6/7) or `interrupted`
   // (ai 7), with the partial text: a summary cut short must never replace the span.
   if (reply.stop === 'failed') throw new SummarizerError('summary-request', `The summary reply ended in an error${reason} ${got}: the response is incomplete.`);
   const text = reply.text.trim();
   if (text === '') {
-    if (reply.toolCalls > 0) throw new SummarizerError('summary-tool-calls', `The summarization model called ${reply.toolCalls} tool(s) instead of writing the summary${reason}.`);
+    if (reply.toolCalls > 0)
+      throw new SummarizerError('summary-tool-calls', `The summarization model called ${reply.toolCalls} tool(s) instead of writing the summary${reason}.`);
     throw new SummarizerError('summary-empty', `The summarization model returned ${reply.text.length === 0 ? 'no text' : 'only whitespace'}${reason}.`);
   }
   return text;

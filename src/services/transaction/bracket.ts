@@ -83,7 +83,12 @@ export class BracketWriter {
     // The summary leaves the log on every later request: its secrets are redacted. Recorded: those
     // of the span (kept from the summarizer's request, and so from the summary) and any left in it.
     const clean = redactSecrets(summary.text, this.deps.config.redaction);
-    const kept = clean.count + redactDeep(range.shadowed.map((s) => session.event(s).data), this.deps.config.redaction).count;
+    const kept =
+      clean.count +
+      redactDeep(
+        range.shadowed.map((s) => session.event(s).data),
+        this.deps.config.redaction,
+      ).count;
     const checkpointData = { content: [{ type: 'text' as const, text: frameCheckpoint(clean.text, handle) }], source: COMPACTION_CHECKPOINT_SOURCE };
     const refused = session.check({
       type: 'user/message',

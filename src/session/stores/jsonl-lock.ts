@@ -172,7 +172,7 @@ async function readOwner(path: string): Promise<Owner | undefined | 'gone'> {
   }
   try {
     const value = JSON.parse(text) as unknown;
-    return typeof value === 'object' && value !== null ? (value as Owner) : undefined;
+    return typeof value === 'object' && value !== null ? (value) : undefined;
   } catch {
     return undefined;
   }
@@ -190,8 +190,7 @@ function isStale(owner: Owner | undefined): boolean {
 }
 
 function lockedBy(file: string, lockPath: string, owner: Owner | undefined, where: string): StoreError {
-  const who =
-    owner !== undefined && typeof owner.pid === 'number' ? `process ${owner.pid} on ${String(owner.host)}` : `an unreadable lock (${where})`;
+  const who = owner !== undefined && typeof owner.pid === 'number' ? `process ${owner.pid} on ${String(owner.host)}` : `an unreadable lock (${where})`;
   return new StoreError(
     'store-locked',
     `${file} is locked by ${who}: only one writer may append to a session. Close that session, or delete ${lockPath} if its process is gone. ` +

@@ -75,8 +75,8 @@ export async function readSnapshot(file: string, log: Buffer, validLength: numbe
   if (events! < 0 || events! > records || bytes! < 0 || bytes! > validLength) return undefined;
   if (bytes! > 0 && log[bytes! - 1] !== 0x0a) return undefined;
   if (newlines(log, bytes!) !== events) return undefined;
-  if (sha256(log.subarray(0, bytes!)) !== h.sha256) return undefined;
-  return { events: events!, payload, checked: h.rules === LOG_RULES_VERSION };
+  if (sha256(log.subarray(0, bytes)) !== h.sha256) return undefined;
+  return { events: events, payload, checked: h.rules === LOG_RULES_VERSION };
 }
 
 let temps = 0;

@@ -52,7 +52,10 @@ export class JsonlStore implements SessionStore {
 
   constructor(dir: string, options: JsonlStoreOptions = {}) {
     if (typeof dir !== 'string' || dir === '') {
-      throw new XcompactError('config', `JsonlStore needs the directory its session files live in, as a non-empty string; got ${dir === '' ? 'an empty string' : typeof dir}.`);
+      throw new XcompactError(
+        'config',
+        `JsonlStore needs the directory its session files live in, as a non-empty string; got ${dir === '' ? 'an empty string' : typeof dir}.`,
+      );
     }
     this.dir = dir;
     this.sync = options.sync ?? true;
@@ -323,10 +326,14 @@ async function keepAside(file: string, keptAt: string, bytes: Buffer): Promise<v
     await fh?.close().catch(() => undefined);
     fh = undefined;
     await fs.unlink(keptAt).catch(() => undefined);
-    throw new StoreError('store-io', `cannot keep the ${bytes.length} bytes after the last complete line of ${file} aside in ${keptAt}: ${String(err)}. The file was not changed; free some space and append again.`, {
-      file,
-      cause: err,
-    });
+    throw new StoreError(
+      'store-io',
+      `cannot keep the ${bytes.length} bytes after the last complete line of ${file} aside in ${keptAt}: ${String(err)}. The file was not changed; free some space and append again.`,
+      {
+        file,
+        cause: err,
+      },
+    );
   } finally {
     await fh?.close().catch(() => undefined);
   }

@@ -15,7 +15,6 @@ export interface PgPool {
   end(): Promise<void>;
 }
 
-
 /** `postgres://user@host:port/db`, without the password, for messages. */
 export function describeUrl(url: string): string {
   try {
@@ -43,7 +42,8 @@ const NOT_SERVING = /^(57P0[1235]|08[0-9A-Z]{3}|57014|55P03)$/;
 function unreachableWhy(code: string): string {
   if (code === '57P03') return 'the server is starting up';
   if (code.startsWith('57P')) return 'the server is shutting down or ended the connection';
-  if (code === '57014' || code === '55P03') return 'the statement ran into the store\'s statement or lock timeout (a lock held elsewhere, or an overloaded server)';
+  if (code === '57014' || code === '55P03')
+    return "the statement ran into the store's statement or lock timeout (a lock held elsewhere, or an overloaded server)";
   return 'the connection failed';
 }
 
@@ -54,16 +54,27 @@ export function storeErrorOf(err: unknown, where: string, doing: string): StoreE
   const code = e?.code;
   const msg = e?.message ?? String(err);
   if ((code && UNREACHABLE.has(code)) || /timeout exceeded when trying to connect|Connection terminated|connect ECONNREFUSED/i.test(msg)) {
-    return new StoreError('store-unreachable', `cannot reach the PostgreSQL server at ${where} while ${doing}: ${msg}. Is the server running and the url right?`, { file: where, cause: err });
+    return new StoreError(
+      'store-unreachable',
+      `cannot reach the PostgreSQL server at ${where} while ${doing}: ${msg}. Is the server running and the url right?`,
+      { file: where, cause: err },
+    );
   }
   if (code && NOT_SERVING.test(code)) {
-    return new StoreError('store-unreachable', `PostgreSQL at ${where} is not serving while ${doing}: ${msg} (SQLSTATE ${code}: ${unreachableWhy(code)}). Retry later: reopen the session.`, {
+    return new StoreError(
+      'store-unreachable',
+      `PostgreSQL at ${where} is not serving while ${doing}: ${msg} (SQLSTATE ${code}: ${unreachableWhy(code)}). Retry later: reopen the session.`,
+      {
+        file: where,
+        cause: err,
+      },
+    );
+  }
+  if (code === '28P01' || code === '28000') {
+    return new StoreError('store-auth', `PostgreSQL at ${where} refused the credentials while ${doing}: ${msg}. Check the user and password in the url.`, {
       file: where,
       cause: err,
     });
-  }
-  if (code === '28P01' || code === '28000') {
-    return new StoreError('store-auth', `PostgreSQL at ${where} refused the credentials while ${doing}: ${msg}. Check the user and password in the url.`, { file: where, cause: err });
   }
   if (code === '3D000') {
     return new StoreError('store-unreachable', `PostgreSQL at ${where}: ${msg}. Create the database or fix the url.`, { file: where, cause: err });
@@ -108,9 +119,13 @@ export async function withDeadline<T>(work: Promise<T>, ms: number, where: strin
     timer = setTimeout(
       () =>
         reject(
-          new StoreError('store-unreachable', `no answer from PostgreSQL at ${where} within ${ms} ms while ${doing}: the server is frozen, overloaded or cut off. Retry later: reopen the session (raise statementTimeoutMs if the server is just slow).`, {
-            file: where,
-          }),
+          new StoreError(
+            'store-unreachable',
+            `no answer from PostgreSQL at ${where} within ${ms} ms while ${doing}: the server is frozen, overloaded or cut off. Retry later: reopen the session (raise statementTimeoutMs if the server is just slow).`,
+            {
+              file: where,
+            },
+          ),
         ),
       ms,
     );

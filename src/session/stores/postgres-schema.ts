@@ -70,7 +70,9 @@ export async function storedVersion(db: Queryable, n: SchemaNames, where: string
   const raw = r.rows[0]?.value as string | undefined;
   const version = raw === undefined ? NaN : Number(raw);
   if (!Number.isInteger(version) || version < 1) {
-    throw new StoreError('store-schema', `${where}: ${n.meta} has no valid schema_version row (found ${JSON.stringify(raw ?? null)}); nothing was written.`, { file: where });
+    throw new StoreError('store-schema', `${where}: ${n.meta} has no valid schema_version row (found ${JSON.stringify(raw ?? null)}); nothing was written.`, {
+      file: where,
+    });
   }
   if (version > SCHEMA_VERSION) {
     throw new StoreError(

@@ -64,7 +64,8 @@ export class PostgresStore implements SessionStore {
   private schemaReady: Promise<void> | undefined;
 
   constructor(options: PostgresStoreOptions) {
-    if (!options.url && !options.pool) throw new StoreError('store-unreachable', 'PostgresStore needs a `url` (postgres://user:password@host:port/database) or a `pool`.');
+    if (!options.url && !options.pool)
+      throw new StoreError('store-unreachable', 'PostgresStore needs a `url` (postgres://user:password@host:port/database) or a `pool`.');
     this.names = schemaNames(options.schema ?? 'xcompact');
     this.readOnly = options.readOnly ?? false;
     this.leaseMs = options.leaseMs ?? 30_000;
@@ -74,7 +75,10 @@ export class PostgresStore implements SessionStore {
     }
     this.statementTimeoutMs = options.statementTimeoutMs ?? 30_000;
     if (!Number.isInteger(this.statementTimeoutMs) || this.statementTimeoutMs < 1) {
-      throw new XcompactError('config', `PostgresStore option statementTimeoutMs must be a whole number of milliseconds ≥ 1; got ${String(options.statementTimeoutMs)}.`);
+      throw new XcompactError(
+        'config',
+        `PostgresStore option statementTimeoutMs must be a whole number of milliseconds ≥ 1; got ${String(options.statementTimeoutMs)}.`,
+      );
     }
     this.url = options.url;
     this.ownsPool = !options.pool;
@@ -110,7 +114,9 @@ export class PostgresStore implements SessionStore {
       const writer = new PostgresWriter(pool, this.names, id, holder, location, records.length, this.leaseMs, this.statementTimeoutMs + GRACE_MS);
       return { records, report, location, writer };
     } catch (err) {
-      await this.deadline(pool.query(`DELETE FROM ${this.names.leases} WHERE session_id = $1 AND holder = $2`, [id, holder]), 'releasing the lease').catch(() => undefined);
+      await this.deadline(pool.query(`DELETE FROM ${this.names.leases} WHERE session_id = $1 AND holder = $2`, [id, holder]), 'releasing the lease').catch(
+        () => undefined,
+      );
       throw err;
     }
   }
@@ -194,10 +200,14 @@ export class PostgresStore implements SessionStore {
             : undefined;
       if (why) {
         const location = `${this.where}#${id}`;
-        throw new StoreError('store-corrupt', `${location}: the row with seq ${row.seq} (row ${i + 1}) is corrupt: ${why}. The session was not changed; fix or remove that row.`, {
-          file: location,
-          line: i + 1,
-        });
+        throw new StoreError(
+          'store-corrupt',
+          `${location}: the row with seq ${row.seq} (row ${i + 1}) is corrupt: ${why}. The session was not changed; fix or remove that row.`,
+          {
+            file: location,
+            line: i + 1,
+          },
+        );
       }
     });
     return rows.map((row) => ({ line: row.seq + 1, value: row.event }));
@@ -212,7 +222,11 @@ interface Encoded {
 
 function readOnlyWriter(id: string, location: string): LogWriter {
   return {
-    failure: new StoreError('store-read-only', `session "${id}" was opened read-only (no writer lease) from ${location}: open it with a writer store to append.`, { file: location }),
+    failure: new StoreError(
+      'store-read-only',
+      `session "${id}" was opened read-only (no writer lease) from ${location}: open it with a writer store to append.`,
+      { file: location },
+    ),
     append() {
       throw this.failure!;
     },
@@ -251,7 +265,9 @@ class PostgresWriter extends QueuedWriter<Encoded> {
 
   protected async release(): Promise<void> {
     clearInterval(this.renewTimer);
-    await this.query(`DELETE FROM ${this.n.leases} WHERE session_id = $1 AND holder = $2`, [this.id, this.holder], 'releasing the lease').catch(() => undefined);
+    await this.query(`DELETE FROM ${this.n.leases} WHERE session_id = $1 AND holder = $2`, [this.id, this.holder], 'releasing the lease').catch(
+      () => undefined,
+    );
   }
 
   private query(text: string, values: unknown[], doing: string): ReturnType<Pool['query']> {
@@ -264,7 +280,9 @@ class PostgresWriter extends QueuedWriter<Encoded> {
   }
 
   private conflict(why: string): StoreError {
-    return new StoreError('store-conflict', `${this.location}: ${why}. Nothing of this batch was stored; reopen the session to continue from what is stored.`, { file: this.location });
+    return new StoreError('store-conflict', `${this.location}: ${why}. Nothing of this batch was stored; reopen the session to continue from what is stored.`, {
+      file: this.location,
+    });
   }
 
   private async renew(): Promise<void> {
@@ -275,7 +293,8 @@ class PostgresWriter extends QueuedWriter<Encoded> {
         [this.id, this.holder, this.leaseMs],
         'renewing the lease',
       );
-      if (r.rowCount === 0 && !this.closed) this.fail(this.conflict('the writer lease was taken over by another writer (this one stopped renewing it in time)'));
+      if (r.rowCount === 0 && !this.closed)
+        this.fail(this.conflict('the writer lease was taken over by another writer (this one stopped renewing it in time)'));
     } catch {
       // A missed renewal is not fatal: the lease may still be ours at the next one, and a
       // flush that finds it gone stores nothing.
@@ -299,7 +318,8 @@ class PostgresWriter extends QueuedWriter<Encoded> {
         'appending events',
       );
     } catch (err) {
-      if ((err as { code?: string }).code === '23505') throw this.conflict(`another writer already stored an event at seq ${first}..${first + batch.length - 1}`);
+      if ((err as { code?: string }).code === '23505')
+        throw this.conflict(`another writer already stored an event at seq ${first}..${first + batch.length - 1}`);
       throw err;
     }
     if (r.rowCount === batch.length) {

@@ -14,17 +14,17 @@ import type { SessionEvent } from '../../session/events';
 import { Session } from '../../session/session';
 import { JsonlStore } from '../../session/stores/jsonl';
 import type { SessionStore } from '../../session/store';
-import { estimatePromptTokens, startOpenAIServer } from '../openai-server.js';
-import type { ChatRequestBody } from '../scenarios.js';
-import { openAIMessageProblems } from '../request-problems.js';
-import { CrashableStore } from './crash-store.js';
-import { collectTransitions, type TransitionLog } from './coverage.js';
-import type { LoopScenario } from './scenarios.js';
-import { isSummaryRequest, scenarioScript } from './script.js';
-import { checkpointViolations, duplicateViolations, messageKeys, resumeViolations, type AgentRequest, type StoreMark } from './requests.js';
-import { describeEnd, expectationViolations, logViolations, turnsAnswered, type LoopReport, type Violation } from './invariants.js';
+import { estimatePromptTokens, startOpenAIServer } from '../openai-server';
+import type { ChatRequestBody } from '../scenarios';
+import { openAIMessageProblems } from '../request-problems';
+import { CrashableStore } from './crash-store';
+import { collectTransitions, type TransitionLog } from './coverage';
+import type { LoopScenario } from './scenarios';
+import { isSummaryRequest, scenarioScript } from './script';
+import { checkpointViolations, duplicateViolations, messageKeys, resumeViolations, type AgentRequest, type StoreMark } from './requests';
+import { describeEnd, expectationViolations, logViolations, turnsAnswered, type LoopReport, type Violation } from './invariants';
 
-export { assertLoop, type Invariant, type LoopReport, type Violation } from './invariants.js';
+export { assertLoop, type Invariant, type LoopReport, type Violation } from './invariants';
 
 /** What a loop under test is given. */
 export interface LoopContext {
@@ -184,19 +184,19 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
   });
 
   const readTool = async (_name: string, args: string): Promise<string> => {
-      let file: string | undefined;
-      try {
-        const parsed = JSON.parse(args) as Record<string, unknown>;
-        file = Object.values(parsed).find((v): v is string => typeof v === 'string');
-      } catch {
-        return 'error: the arguments are not JSON';
-      }
-      if (!file) return 'error: name a file';
-      try {
-        return readFileSync(join(workdir, basename(file)), 'utf8');
-      } catch {
-        return `error: no file ${file}`;
-      }
+    let file: string | undefined;
+    try {
+      const parsed = JSON.parse(args) as Record<string, unknown>;
+      file = Object.values(parsed).find((v): v is string => typeof v === 'string');
+    } catch {
+      return 'error: the arguments are not JSON';
+    }
+    if (!file) return 'error: name a file';
+    try {
+      return readFileSync(join(workdir, basename(file)), 'utf8');
+    } catch {
+      return `error: no file ${file}`;
+    }
   };
 
   let ended: LoopReport['ended'] = { kind: 'timeout' };
@@ -257,8 +257,15 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
         message: `request ${index} overflowed and the engine answered ${told ?? 'nothing (onRequestError was not called)'}, but the loop sent request ${next.index}`,
       });
     } else {
-      const [refused, resent] = [estimatePromptTokens((agent[position]!.json ?? {}) as ChatRequestBody), estimatePromptTokens((next.json ?? {}) as ChatRequestBody)];
-      if (resent >= refused) violations.push({ invariant: 'resend-smaller', message: `request ${next.index} re-sent the overflowed request ${index} without it shrinking (${resent} tokens, refused at ${refused}): send the messages derived after onRequestError` });
+      const [refused, resent] = [
+        estimatePromptTokens((agent[position]!.json ?? {}) as ChatRequestBody),
+        estimatePromptTokens((next.json ?? {}) as ChatRequestBody),
+      ];
+      if (resent >= refused)
+        violations.push({
+          invariant: 'resend-smaller',
+          message: `request ${next.index} re-sent the overflowed request ${index} without it shrinking (${resent} tokens, refused at ${refused}): send the messages derived after onRequestError`,
+        });
     }
   }
   for (const message of afterStepOutside) violations.push({ invariant: 'after-step-inside-step', message });
@@ -272,7 +279,10 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
     const code = (err as { code?: string }).code;
     violations.push({
       invariant: 'session-closed',
-      message: code === 'store-locked' ? 'the loop left the session open: close it (session.close()) when the loop ends' : `the session does not reopen: ${String(err)}`,
+      message:
+        code === 'store-locked'
+          ? 'the loop left the session open: close it (session.close()) when the loop ends'
+          : `the session does not reopen: ${String(err)}`,
     });
     events = readLog(sessionsDir, sessionId);
   }
@@ -282,7 +292,11 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
   if (resume) violations.push(...resumeViolations(sent, resume, marks, events));
   if (acknowledgedAtCrash) {
     const lost = acknowledgedAtCrash.findIndex((e, i) => JSON.stringify(events[i]) !== JSON.stringify(e));
-    if (lost >= 0) violations.push({ invariant: 'no-acknowledged-event-lost', message: `event ${lost} (${acknowledgedAtCrash[lost]!.type}), acknowledged before the crash, is not in the log any more` });
+    if (lost >= 0)
+      violations.push({
+        invariant: 'no-acknowledged-event-lost',
+        message: `event ${lost} (${acknowledgedAtCrash[lost]!.type}), acknowledged before the crash, is not in the log any more`,
+      });
   }
   violations.push(...expectationViolations(scenario, ended, events, { breakerOpened, breakerClosed, observed: observedAnyEngine(transitions) }));
 
@@ -332,4 +346,3 @@ function readLog(dir: string, id: string): SessionEvent[] {
     return [];
   }
 }
-

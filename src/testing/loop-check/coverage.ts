@@ -17,7 +17,15 @@ export interface TransitionLog {
   taken: Map<string, Set<string>>;
 }
 
-const CHARTS: readonly AnyStateMachine[] = [compactionMachine, pressureMachine, backgroundMachine, transactionMachine, overflowMachine, gateMachine, manualMachine];
+const CHARTS: readonly AnyStateMachine[] = [
+  compactionMachine,
+  pressureMachine,
+  backgroundMachine,
+  transactionMachine,
+  overflowMachine,
+  gateMachine,
+  manualMachine,
+];
 
 interface TransitionLike {
   source: { id: string };
@@ -50,8 +58,8 @@ export function collectTransitions(actor: AnyActorRef, log: TransitionLog): void
 export function chartTransitions(): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
   const visit = (node: AnyStateNode, into: Set<string>) => {
-    for (const list of node.transitions.values()) for (const t of list) into.add(keyOf(t as unknown as TransitionLike));
-    for (const t of node.always ?? []) into.add(keyOf(t as unknown as TransitionLike));
+    for (const list of node.transitions.values()) for (const t of list) into.add(keyOf(t));
+    for (const t of node.always ?? []) into.add(keyOf(t));
     for (const child of Object.values(node.states)) visit(child as AnyStateNode, into);
   };
   for (const machine of CHARTS) {

@@ -4,8 +4,8 @@
  * one a run broke.
  */
 import type { SessionEvent } from '../../session/events';
-import type { TransitionLog } from './coverage.js';
-import type { LoopScenario } from './scenarios.js';
+import type { TransitionLog } from './coverage';
+import type { LoopScenario } from './scenarios';
 
 export type Invariant =
   | 'tool-results-paired'
@@ -64,7 +64,9 @@ export function turnsAnswered(events: readonly SessionEvent[]): number {
 }
 
 export function describeEnd(end: { kind: 'rejected'; error: unknown } | { kind: 'timeout' }): string {
-  return end.kind === 'timeout' ? 'it did not finish in time' : `it rejected with ${String(end.error instanceof Error ? `${end.error.name}: ${end.error.message}` : end.error)}`;
+  return end.kind === 'timeout'
+    ? 'it did not finish in time'
+    : `it rejected with ${String(end.error instanceof Error ? `${end.error.name}: ${end.error.message}` : end.error)}`;
 }
 
 /** What the log itself must show: no compaction left open, pressure work inside a step. */
@@ -73,14 +75,17 @@ export function logViolations(events: readonly SessionEvent[]): Violation[] {
   let open: { turn: number; step: number } | null = null;
   let bracket: SessionEvent | undefined;
   for (const e of events) {
-    if (e.type === 'step/start') open = e.data as { turn: number; step: number };
+    if (e.type === 'step/start') open = e.data;
     if (e.type === 'step/end') open = null;
     if (e.type === 'session/end-seed') bracket = undefined;
     if (e.type === 'compaction/start') {
       bracket = e;
       const d = e.data as { trigger?: string; background?: boolean };
       if (d.trigger === 'pressure' && !d.background && open === null) {
-        out.push({ invariant: 'after-step-inside-step', message: `the pressure compaction at seq ${e.seq} ran with no step open: call afterStep() before step/end` });
+        out.push({
+          invariant: 'after-step-inside-step',
+          message: `the pressure compaction at seq ${e.seq} ran with no step open: call afterStep() before step/end`,
+        });
       }
     }
     if (e.type === 'compaction/prune' && open === null) {
@@ -88,7 +93,11 @@ export function logViolations(events: readonly SessionEvent[]): Violation[] {
     }
     if (e.type === 'compaction/end') bracket = undefined;
   }
-  if (bracket) out.push({ invariant: 'session-closed', message: `the compaction opened at seq ${bracket.seq} was never closed (a crash needs session.recover() on reopen)` });
+  if (bracket)
+    out.push({
+      invariant: 'session-closed',
+      message: `the compaction opened at seq ${bracket.seq} was never closed (a crash needs session.recover() on reopen)`,
+    });
   return out;
 }
 
@@ -101,13 +110,16 @@ export function expectationViolations(
   const out: Violation[] = [];
   const x = scenario.expect;
   const fail = (invariant: Invariant, message: string) => out.push({ invariant, message });
-  if (ended.kind === 'timeout') fail('finishes', 'the loop did not finish in time (is it waiting on something the engine never answers, or ignoring ctx.signal?)');
+  if (ended.kind === 'timeout')
+    fail('finishes', 'the loop did not finish in time (is it waiting on something the engine never answers, or ignoring ctx.signal?)');
   if (x.outcome === 'done' && ended.kind === 'rejected') fail('expected-outcome', `every turn should have been answered, but ${describeEnd(ended)}`);
   if (x.outcome === 'provider-error') {
-    if (ended.kind !== 'rejected') fail('expected-outcome', 'the provider rejected a request the engine could not shrink: the loop should have ended with that error');
+    if (ended.kind !== 'rejected')
+      fail('expected-outcome', 'the provider rejected a request the engine could not shrink: the loop should have ended with that error');
     else if (!isProviderError(ended.error)) fail('expected-outcome', `the loop should end with the provider's own error, not ${String(ended.error)}`);
   }
-  if (x.outcome === 'cancelled' && ended.kind === 'resolved') fail('expected-outcome', 'the loop was cancelled mid-summary but resolved as if nothing happened');
+  if (x.outcome === 'cancelled' && ended.kind === 'resolved')
+    fail('expected-outcome', 'the loop was cancelled mid-summary but resolved as if nothing happened');
   if (x.outcome === 'done' && ended.kind === 'resolved') {
     const userTurns = events.filter((e) => e.type === 'turn/start').length;
     if (turnsAnswered(events) < scenario.turns.length && userTurns >= scenario.turns.length) {
@@ -115,12 +127,17 @@ export function expectationViolations(
     }
   }
   const brackets = bracketsOf(events);
-  if (x.pruned && !events.some((e) => e.type === 'compaction/prune')) fail('expected-outcome', 'the oversized tool result was never pruned (is afterStep() called after each step?)');
+  if (x.pruned && !events.some((e) => e.type === 'compaction/prune'))
+    fail('expected-outcome', 'the oversized tool result was never pruned (is afterStep() called after each step?)');
   if (x.committed) {
     const ok = brackets.some(
       (b) => b.trigger === x.committed!.trigger && (x.committed!.background === undefined || b.background === x.committed!.background) && b.committed,
     );
-    if (!ok) fail('expected-outcome', `no ${x.committed.background ? 'background ' : ''}${x.committed.trigger} compaction was committed (brackets: ${describeBrackets(brackets)})`);
+    if (!ok)
+      fail(
+        'expected-outcome',
+        `no ${x.committed.background ? 'background ' : ''}${x.committed.trigger} compaction was committed (brackets: ${describeBrackets(brackets)})`,
+      );
   }
   if (x.summaryFailed && !brackets.some((b) => b.error !== undefined)) fail('expected-outcome', 'the summary failed, but no compaction ended with that error');
   if (x.breaker && seen.observed && !(seen.breakerOpened && seen.breakerClosed)) {
@@ -158,7 +175,9 @@ function bracketsOf(events: readonly SessionEvent[]): Bracket[] {
 
 function describeBrackets(brackets: readonly Bracket[]): string {
   if (brackets.length === 0) return 'none';
-  return brackets.map((b) => `${b.background ? 'background ' : ''}${b.trigger} ${b.committed ? 'committed' : b.error ? `failed (${b.error})` : 'never closed'}`).join(', ');
+  return brackets
+    .map((b) => `${b.background ? 'background ' : ''}${b.trigger} ${b.committed ? 'committed' : b.error ? `failed (${b.error})` : 'never closed'}`)
+    .join(', ');
 }
 
 /** Throws an Error naming the scenario, its chart path and every broken invariant; returns the report otherwise. */

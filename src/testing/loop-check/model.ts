@@ -17,10 +17,19 @@
  * report can say which chart path a broken invariant was on.
  */
 import { assign, setup } from 'xstate';
-import type { ProviderName } from '../error-bodies.js';
+import type { ProviderName } from '../error-bodies';
 
 /** Providers whose overflow bodies the scenarios send (each its own scenario). */
-export const OVERFLOW_PROVIDERS = ['openai', 'deepseek', 'anthropic', 'vllm', 'llama.cpp', 'mistral', 'gemini', 'ollama'] as const satisfies readonly ProviderName[];
+export const OVERFLOW_PROVIDERS = [
+  'openai',
+  'deepseek',
+  'anthropic',
+  'vllm',
+  'llama.cpp',
+  'mistral',
+  'gemini',
+  'ollama',
+] as const satisfies readonly ProviderName[];
 export type OverflowProvider = (typeof OVERFLOW_PROVIDERS)[number];
 
 /** Where inside a tool step the process dies. */

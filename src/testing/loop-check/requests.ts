@@ -9,8 +9,8 @@
  */
 import { toChatMessage } from '../../session/derive';
 import { isCheckpoint, isSurfaceType, type SessionEvent, type SurfaceEvent } from '../../session/events';
-import type { ChatRequestBody } from '../scenarios.js';
-import type { Violation } from './invariants.js';
+import type { ChatRequestBody } from '../scenarios';
+import type { Violation } from './invariants';
 
 /** User texts shorter than this are not identities (a prompt asked again after a crash is no duplicate). */
 const LONG_USER_TEXT = 200;
@@ -50,7 +50,7 @@ export function messageKeys(m: ChatMessageLike): string[] {
 
 export function eventKeys(e: SessionEvent | undefined): string[] {
   if (!e || !isSurfaceType(e.type) || e.type === 'system/message') return [];
-  return messageKeys(toChatMessage(e as SurfaceEvent) as ChatMessageLike);
+  return messageKeys(toChatMessage(e as SurfaceEvent));
 }
 
 function keysOf(body: ChatRequestBody): string[] {
@@ -69,7 +69,11 @@ export function duplicateViolations(agent: readonly AgentRequest[]): Violation[]
   for (const r of agent) {
     const seen = new Set<string>();
     const twice = keysOf(r.body).filter((k) => (seen.has(k) ? true : (seen.add(k), false)));
-    if (twice.length > 0) out.push({ invariant: 'no-message-twice', message: `request ${r.index} carries the ${describeKey(twice[0]!)} twice${twice.length > 1 ? ` (and ${twice.length - 1} more)` : ''}` });
+    if (twice.length > 0)
+      out.push({
+        invariant: 'no-message-twice',
+        message: `request ${r.index} carries the ${describeKey(twice[0]!)} twice${twice.length > 1 ? ` (and ${twice.length - 1} more)` : ''}`,
+      });
   }
   return out;
 }
@@ -115,12 +119,18 @@ export function checkpointViolations(agent: readonly AgentRequest[], marks: read
     const texts = (next.body.messages ?? []).map((m) => textOf(m.content));
     const head = commit.text.slice(0, 200);
     if (!texts.some((t) => t.includes(head))) {
-      out.push({ invariant: 'sends-checkpoint', message: `request ${next.index}, the first after a compaction committed, does not carry its checkpoint: send the session's derived messages, not your own array` });
+      out.push({
+        invariant: 'sends-checkpoint',
+        message: `request ${next.index}, the first after a compaction committed, does not carry its checkpoint: send the session's derived messages, not your own array`,
+      });
     }
     const sent = new Set(keysOf(next.body));
     const stale = commit.shadowed.filter((key) => sent.has(key));
     if (stale.length > 0) {
-      out.push({ invariant: 'sends-checkpoint', message: `request ${next.index} still carries the ${describeKey(stale[0]!)}${stale.length > 1 ? ` (and ${stale.length - 1} more)` : ''}, which the checkpoint replaced` });
+      out.push({
+        invariant: 'sends-checkpoint',
+        message: `request ${next.index} still carries the ${describeKey(stale[0]!)}${stale.length > 1 ? ` (and ${stale.length - 1} more)` : ''}, which the checkpoint replaced`,
+      });
     }
   }
   return out;

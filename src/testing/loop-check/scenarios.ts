@@ -6,7 +6,7 @@
  */
 import { getSimplePaths } from '@xstate/graph';
 import type { CompactionConfigInput } from '../../services/config';
-import { loopModel, LOOP_MODEL_EVENTS, type LoopModelEvent, type OverflowProvider, type SummaryOutcome, type ToolCrashPoint } from './model.js';
+import { loopModel, LOOP_MODEL_EVENTS, type LoopModelEvent, type OverflowProvider, type SummaryOutcome, type ToolCrashPoint } from './model';
 
 /** What the loop must end with. */
 export type ExpectedOutcome =
@@ -118,7 +118,8 @@ function stateName(value: unknown): string {
 function eventLabel(e: LoopModelEvent): string {
   if (e.type === 'summary.settles') return `summary ${e.outcome}`;
   if (e.type === 'provider.overflows') return `${e.provider} overflow`;
-  if (e.type === 'process.crashes' && e.at) return e.at === 'tool-call' ? 'process crashes (tool call recorded)' : 'process crashes (parallel batch half answered)';
+  if (e.type === 'process.crashes' && e.at)
+    return e.at === 'tool-call' ? 'process crashes (tool call recorded)' : 'process crashes (parallel batch half answered)';
   return e.type.replace('.', ' ');
 }
 
@@ -240,7 +241,12 @@ export function loopScenarios(options: LoopScenarioOptions = {}): LoopScenario[]
   });
   const scenarios = paths
     .filter((p) => p.state.status === 'done')
-    .map((p) => compile(p.steps.slice(1).map((s) => s.event), p.steps.map((s) => stateName(s.state.value))));
+    .map((p) =>
+      compile(
+        p.steps.slice(1).map((s) => s.event),
+        p.steps.map((s) => stateName(s.state.value)),
+      ),
+    );
   const unique = [...new Map(scenarios.map((s) => [s.name, s])).values()];
   return options.only ? unique.filter((s) => options.only!.some((o) => s.name.includes(o))) : unique;
 }

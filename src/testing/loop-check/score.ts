@@ -4,9 +4,9 @@
  * with a violation), and no right one by any. The runs are sequential: checkLoop watches every
  * engine the process creates, so two checks at once would see each other's.
  */
-import { checkLoop, type CheckLoopOptions, type UserLoop } from './check.js';
-import type { Invariant } from './invariants.js';
-import type { LoopScenario } from './scenarios.js';
+import { checkLoop, type CheckLoopOptions, type UserLoop } from './check';
+import type { Invariant } from './invariants';
+import type { LoopScenario } from './scenarios';
 
 export interface ScoreRow {
   loop: string;
@@ -87,6 +87,9 @@ export function formatScore(result: LoopScore): string {
     lines.push(`| ${r.loop} | ${r.kind} | ${r.caught.length} / ${r.scenarios} ${mark} | ${invariants || '—'} |`);
   }
   const broken = result.rows.filter((r) => r.kind === 'broken');
-  lines.push('', `Caught: ${broken.filter((r) => r.caught.length > 0).length} of ${broken.length} broken loops (${Math.round(result.score * 100)} %); false alarms: ${result.falseAlarms} of ${result.rows.length - broken.length} reference loops.`);
+  lines.push(
+    '',
+    `Caught: ${broken.filter((r) => r.caught.length > 0).length} of ${broken.length} broken loops (${Math.round(result.score * 100)} %); false alarms: ${result.falseAlarms} of ${result.rows.length - broken.length} reference loops.`,
+  );
   return lines.join('\n');
 }

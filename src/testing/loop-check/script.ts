@@ -5,9 +5,9 @@
  * calls only, a stalled stream, or one that hangs until cancelled).
  */
 import { COMPACTION_INSTRUCTION } from '../../services/summarizing';
-import { OTHER_ERROR_BODIES, OVERFLOW_BODIES } from '../error-bodies.js';
-import type { ChatRequestBody, ParsedChatRequest, Scenario, ScenarioHandler } from '../scenarios.js';
-import type { LoopScenario } from './scenarios.js';
+import { OTHER_ERROR_BODIES, OVERFLOW_BODIES } from '../error-bodies';
+import type { ChatRequestBody, ParsedChatRequest, Scenario, ScenarioHandler } from '../scenarios';
+import type { LoopScenario } from './scenarios';
 
 const INSTRUCTION_HEAD = COMPACTION_INSTRUCTION.slice(0, 60);
 
@@ -91,10 +91,12 @@ export function scenarioScript(scenario: LoopScenario, events: ScriptEvents): Sc
     }
     const outcome = s.summary;
     // The breaker scenario: the first summaries fail until the breaker opens; after its cooldown they succeed.
-    if (outcome === 'breaker') return summaries <= 2 ? { kind: 'status', ...OTHER_ERROR_BODIES.serverError } : { kind: 'reply', content: SUMMARY_TEXT, delayMs: s.summaryDelayMs };
+    if (outcome === 'breaker')
+      return summaries <= 2 ? { kind: 'status', ...OTHER_ERROR_BODIES.serverError } : { kind: 'reply', content: SUMMARY_TEXT, delayMs: s.summaryDelayMs };
     if (outcome === 'fails') return { kind: 'status', ...OTHER_ERROR_BODIES.serverError };
     if (outcome === 'truncated') return { kind: 'reply', content: SUMMARY_TEXT.slice(0, 80), finishReason: 'length', delayMs: s.summaryDelayMs };
-    if (outcome === 'refused') return { kind: 'reply', toolCalls: [{ id: `call_summary_${summaries}`, name: 'read_file', arguments: '{}' }], delayMs: s.summaryDelayMs };
+    if (outcome === 'refused')
+      return { kind: 'reply', toolCalls: [{ id: `call_summary_${summaries}`, name: 'read_file', arguments: '{}' }], delayMs: s.summaryDelayMs };
     if (outcome === 'stalls') return { kind: 'hang', sendHeaders: true, afterChunks: 1 };
     if (outcome === 'hang') return { kind: 'hang', sendHeaders: true };
     return { kind: 'reply', content: SUMMARY_TEXT, delayMs: s.summaryDelayMs };

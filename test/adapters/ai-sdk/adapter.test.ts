@@ -26,7 +26,14 @@ describe('xcompact/ai-sdk with @ai-sdk/openai-compatible over HTTP', () => {
       const events: string[] = [];
       compaction.engine.on((e) => events.push(`${e.type}${'trigger' in e ? `:${e.trigger}` : ''}`));
       const messages: ModelMessage[] = [{ role: 'user', content: 'Read the service log, part by part, then tell me when you are done.' }];
-      const common = { model: compaction.model, system: 'You are a log analyst.', tools, stopWhen: stepCountIs(40), maxOutputTokens: 1024, maxRetries: 0 } as const;
+      const common = {
+        model: compaction.model,
+        system: 'You are a log analyst.',
+        tools,
+        stopWhen: stepCountIs(40),
+        maxOutputTokens: 1024,
+        maxRetries: 0,
+      } as const;
       let text: string;
       let responseMessages: ModelMessage[];
       if (mode === 'generateText') {

@@ -58,10 +58,18 @@ describe.skipIf(!SUPPORTED)(`xcompact/ai-sdk with ai 7 (skipped below Node 22, w
         return chunk(part);
       },
     });
-  const v4Model = (baseURL: string, id = 'scripted') => oc3.createOpenAICompatible({ name: 'local', baseURL, apiKey: 'test', includeUsage: true }).chatModel(id);
-  const v3Model = (baseURL: string, id = 'scripted') => oc2.createOpenAICompatible({ name: 'local', baseURL, apiKey: 'test', includeUsage: true }).chatModel(id);
+  const v4Model = (baseURL: string, id = 'scripted') =>
+    oc3.createOpenAICompatible({ name: 'local', baseURL, apiKey: 'test', includeUsage: true }).chatModel(id);
+  const v3Model = (baseURL: string, id = 'scripted') =>
+    oc2.createOpenAICompatible({ name: 'local', baseURL, apiKey: 'test', includeUsage: true }).chatModel(id);
   const compactionOver = <M extends AiSdkLanguageModel>(model: M): AiSdkCompaction<M> =>
-    createAiSdkCompaction({ model, session: Session.inMemory(), contextWindow: WINDOW, maxOutputTokens: 1024, config: { headroomTokens: 2048, maxTokens: 1024 } });
+    createAiSdkCompaction({
+      model,
+      session: Session.inMemory(),
+      contextWindow: WINDOW,
+      maxOutputTokens: 1024,
+      config: { headroomTokens: 2048, maxTokens: 1024 },
+    });
 
   it('the adapter runs on ai 7 here, with a spec v4 model from @ai-sdk/openai-compatible 3', async () => {
     expect((await import('ai')).generateText).toBe(ai.generateText);
@@ -71,9 +79,21 @@ describe.skipIf(!SUPPORTED)(`xcompact/ai-sdk with ai 7 (skipped below Node 22, w
   });
 
   /** The tool loop of test/adapters/ai-sdk/adapter.test.ts, on ai 7, with the model the loop is given. */
-  async function toolLoop(script: Script, model: Parameters<typeof Ai7.generateText>[0]['model'], mode: 'generateText' | 'streamText', session: Session): Promise<void> {
+  async function toolLoop(
+    script: Script,
+    model: Parameters<typeof Ai7.generateText>[0]['model'],
+    mode: 'generateText' | 'streamText',
+    session: Session,
+  ): Promise<void> {
     const messages: Ai7.ModelMessage[] = [{ role: 'user', content: 'Read the service log, part by part, then tell me when you are done.' }];
-    const common = { model, system: 'You are a log analyst.', tools: { read_log: readLog(script.executed) }, stopWhen: ai.stepCountIs(40), maxOutputTokens: 1024, maxRetries: 0 } as const;
+    const common = {
+      model,
+      system: 'You are a log analyst.',
+      tools: { read_log: readLog(script.executed) },
+      stopWhen: ai.stepCountIs(40),
+      maxOutputTokens: 1024,
+      maxRetries: 0,
+    } as const;
     let text: string;
     let responseMessages: Ai7.ModelMessage[];
     if (mode === 'generateText') {
@@ -92,7 +112,9 @@ describe.skipIf(!SUPPORTED)(`xcompact/ai-sdk with ai 7 (skipped below Node 22, w
     // The overflow 400 (ai 7's APICallError) was answered by a retry carrying a checkpoint.
     const agent = script.agentRequests();
     expect(JSON.stringify(agent[OVERFLOW_AT + 1]!.messages).length).toBeLessThan(JSON.stringify(agent[OVERFLOW_AT]!.messages).length);
-    expect(agent[OVERFLOW_AT + 1]!.messages!.some((m) => m.role === 'user' && typeof m.content === 'string' && m.content.includes('<compacted-summary>'))).toBe(true);
+    expect(agent[OVERFLOW_AT + 1]!.messages!.some((m) => m.role === 'user' && typeof m.content === 'string' && m.content.includes('<compacted-summary>'))).toBe(
+      true,
+    );
     expect(responseMessages.filter((m) => m.role === 'tool')).toHaveLength(STEPS);
     const replies = log.filter((e): e is SessionEvent<'assistant/message'> => e.type === 'assistant/message');
     expect(replies.every((e) => e.data.usage !== undefined && e.data.usage.promptTokens > 0)).toBe(true);
@@ -126,7 +148,7 @@ describe.skipIf(!SUPPORTED)(`xcompact/ai-sdk with ai 7 (skipped below Node 22, w
   it('a spec v3 model (@ai-sdk/openai-compatible 2) under ai 7: the same loop', async () => {
     const script = await startScript(OVERFLOW_AT);
     cleanups.push(() => script.server.close());
-    const compaction = compactionOver(v3Model(script.server.baseURL) as LanguageModelV3);
+    const compaction = compactionOver(v3Model(script.server.baseURL));
     expect(compaction.model.specificationVersion).toBe('v3');
     await toolLoop(script, compaction.model, 'generateText', compaction.session);
     await compaction.close();
@@ -136,7 +158,7 @@ describe.skipIf(!SUPPORTED)(`xcompact/ai-sdk with ai 7 (skipped below Node 22, w
     const script = await startScript(OVERFLOW_AT);
     cleanups.push(() => script.server.close());
     const base = v3Model(script.server.baseURL);
-    const compaction = compactionOver(base as LanguageModelV3);
+    const compaction = compactionOver(base);
     const wrapped = ai.wrapLanguageModel({ model: base, middleware: compaction.middleware });
     expect(wrapped.specificationVersion).toBe('v4');
     await toolLoop(script, wrapped, 'streamText', compaction.session);
@@ -147,7 +169,13 @@ describe.skipIf(!SUPPORTED)(`xcompact/ai-sdk with ai 7 (skipped below Node 22, w
     const script = await startScript(undefined);
     cleanups.push(() => script.server.close());
     const compaction = compactionOver(v4Model(script.server.baseURL));
-    const agent = new ai.ToolLoopAgent({ model: compaction.model, instructions: 'You are a log analyst.', tools: { read_log: readLog(script.executed) }, stopWhen: ai.stepCountIs(40), maxRetries: 0 });
+    const agent = new ai.ToolLoopAgent({
+      model: compaction.model,
+      instructions: 'You are a log analyst.',
+      tools: { read_log: readLog(script.executed) },
+      stopWhen: ai.stepCountIs(40),
+      maxRetries: 0,
+    });
     const r = await agent.generate({ prompt: 'Read the service log, part by part.' });
     expect(r.text).toBe(`Read ${STEPS} parts. Done.`);
     expect(midLoopCompactions(compaction.session.events())).toBeGreaterThanOrEqual(1);
@@ -168,11 +196,25 @@ describe.skipIf(!SUPPORTED)(`xcompact/ai-sdk with ai 7 (skipped below Node 22, w
       const screenshot = ai.tool({
         inputSchema: z.object({}),
         execute: async () => 'taken',
-        toModelOutput: () => ({ type: 'content', value: [{ type: 'text', text: 'the screen:' }, { type: 'image-data', data: png, mediaType: 'image/png' }] }),
+        toModelOutput: () => ({
+          type: 'content',
+          value: [
+            { type: 'text', text: 'the screen:' },
+            { type: 'image-data', data: png, mediaType: 'image/png' },
+          ],
+        }),
       });
       const r = await ai.generateText({
         model: compaction.model,
-        messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image', image: Buffer.from(png, 'base64'), mediaType: 'image/png' }] }],
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What is this?' },
+              { type: 'image', image: Buffer.from(png, 'base64'), mediaType: 'image/png' },
+            ],
+          },
+        ],
         tools: { screenshot },
         stopWhen: ai.stepCountIs(3),
         maxRetries: 0,
@@ -180,14 +222,23 @@ describe.skipIf(!SUPPORTED)(`xcompact/ai-sdk with ai 7 (skipped below Node 22, w
       expect(r.text).toBe('A white pixel.');
       const log = compaction.session.events();
       const user = log.find((e): e is SessionEvent<'user/message'> => e.type === 'user/message')!;
-      expect(user.data.content).toEqual([{ type: 'text', text: 'What is this?' }, { type: 'image', url: `data:image/png;base64,${png}` }]);
+      expect(user.data.content).toEqual([
+        { type: 'text', text: 'What is this?' },
+        { type: 'image', url: `data:image/png;base64,${png}` },
+      ]);
       const result = log.find((e): e is SessionEvent<'tool/result'> => e.type === 'tool/result')!;
-      expect(result.data.content).toEqual([{ type: 'text', text: 'the screen:' }, { type: 'image', url: `data:image/png;base64,${png}` }]);
+      expect(result.data.content).toEqual([
+        { type: 'text', text: 'the screen:' },
+        { type: 'image', url: `data:image/png;base64,${png}` },
+      ]);
       // The second request, built from the session in v4 form: the user's image as image_url, the tool's image kept.
       const second = server.requests.at(-1)!.json as ChatRequestBody;
       expect(openAIMessageProblems(second.messages ?? [])).toEqual([]);
       const firstUser = second.messages!.find((m) => m.role === 'user')!;
-      expect(firstUser.content).toEqual([{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } }]);
+      expect(firstUser.content).toEqual([
+        { type: 'text', text: 'What is this?' },
+        { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } },
+      ]);
       expect(JSON.stringify(second.messages!.find((m) => m.role === 'tool'))).toContain(png);
       await compaction.close();
     });
@@ -199,7 +250,15 @@ describe.skipIf(!SUPPORTED)(`xcompact/ai-sdk with ai 7 (skipped below Node 22, w
       const err = await ai
         .generateText({
           model: compaction.model,
-          messages: [{ role: 'user', content: [{ type: 'text', text: 'Summarise this.' }, { type: 'file', data: Buffer.from('%PDF-1.4'), mediaType: 'application/pdf' }] }],
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: 'Summarise this.' },
+                { type: 'file', data: Buffer.from('%PDF-1.4'), mediaType: 'application/pdf' },
+              ],
+            },
+          ],
           maxRetries: 0,
         })
         .catch((e: unknown) => e);

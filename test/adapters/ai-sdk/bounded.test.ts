@@ -60,7 +60,9 @@ describe('xcompact/ai-sdk: the default summarizer is bounded by the window', () 
     expect(r1.text).toBe(`Read ${STEPS} parts. Done.`);
     await first.close();
     const o200k = getTokenizer('o200k_base');
-    const historyTokens = session.deriveMessages().reduce((n, m) => n + o200k.count(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')), 0);
+    const historyTokens = session
+      .deriveMessages()
+      .reduce((n, m) => n + o200k.count(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')), 0);
     expect(historyTokens).toBeGreaterThan(2 * SMALL_WINDOW);
 
     // 2. The same conversation continues on a model with a 6k window.
@@ -74,7 +76,11 @@ describe('xcompact/ai-sdk: the default summarizer is bounded by the window', () 
     });
     const seen: EngineNotification[] = [];
     second.engine.on((e) => seen.push(e));
-    const r2 = await generateText({ ...common, model: second.model, messages: [...messages, ...r1.response.messages, { role: 'user', content: 'Check again.' }] });
+    const r2 = await generateText({
+      ...common,
+      model: second.model,
+      messages: [...messages, ...r1.response.messages, { role: 'user', content: 'Check again.' }],
+    });
     expect(r2.text).toBe('Still done.');
     await second.close();
 
@@ -83,7 +89,9 @@ describe('xcompact/ai-sdk: the default summarizer is bounded by the window', () 
     expect(committed.map((e) => e.trigger)).toEqual(['pressure']);
     expect(committed[0]!.spanTokens).toBeGreaterThan(SMALL_WINDOW);
     // The server refuses a prompt of `estimatePromptTokens` ≥ the window (llama.cpp's rule).
-    const requests = small.requests.filter((r) => r.path === '/v1/chat/completions').map((r) => ({ body: r.json as ChatRequestBody, refused: estimatePromptTokens(r.json as ChatRequestBody) >= SMALL_WINDOW }));
+    const requests = small.requests
+      .filter((r) => r.path === '/v1/chat/completions')
+      .map((r) => ({ body: r.json as ChatRequestBody, refused: estimatePromptTokens(r.json as ChatRequestBody) >= SMALL_WINDOW }));
     const summaries = requests.filter((r) => isSummaryRequest(r.body));
     // In chunks: one request could not hold the span.
     expect(summaries.length).toBeGreaterThanOrEqual(2);
@@ -93,7 +101,11 @@ describe('xcompact/ai-sdk: the default summarizer is bounded by the window', () 
       // Within the window by the server's count and by the model's tokenizer, output cap included.
       const maxTokens = Number(s.body['max_tokens'] ?? s.body['max_completion_tokens']);
       expect(estimatePromptTokens(s.body) + maxTokens, `summary request ${i}`).toBeLessThanOrEqual(SMALL_WINDOW);
-      const priced = (s.body.messages ?? []).reduce((n, m) => n + 4 + o200k.count(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')) + o200k.count(JSON.stringify(m['tool_calls'] ?? '')), 0);
+      const priced = (s.body.messages ?? []).reduce(
+        (n, m) =>
+          n + 4 + o200k.count(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '')) + o200k.count(JSON.stringify(m['tool_calls'] ?? '')),
+        0,
+      );
       expect(priced + o200k.count(JSON.stringify(s.body.tools ?? [])) + maxTokens, `summary request ${i}`).toBeLessThanOrEqual(SMALL_WINDOW);
       expect(openAIMessageProblems(s.body.messages ?? []), `summary request ${i}`).toEqual([]);
     }

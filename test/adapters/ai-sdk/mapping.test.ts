@@ -41,7 +41,13 @@ describe('xcompact/ai-sdk: messages it cannot map', () => {
     const a = adapter();
     const before = server.requests.length;
     const messages: ModelMessage[] = [
-      { role: 'user', content: [{ type: 'text', text: 'Summarise this.' }, { type: 'file', data: Buffer.from('%PDF-1.4'), mediaType: 'application/pdf' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Summarise this.' },
+          { type: 'file', data: Buffer.from('%PDF-1.4'), mediaType: 'application/pdf' },
+        ],
+      },
     ];
     await expectAdapterError(generateText({ model: a.model, system: 'sys', messages, maxRetries: 0 }), 'unmappable-part', /application\/pdf/);
     expect(a.session.length).toBe(0);
@@ -85,7 +91,14 @@ describe('xcompact/ai-sdk: messages it cannot map', () => {
       { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c2', toolName: 'fetch', input: {} }] },
       {
         role: 'tool',
-        content: [{ type: 'tool-result', toolCallId: 'c2', toolName: 'fetch', output: { type: 'content', value: [{ type: 'file-data', data: 'JVBERi0=', mediaType: 'application/pdf' }] } }],
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'c2',
+            toolName: 'fetch',
+            output: { type: 'content', value: [{ type: 'file-data', data: 'JVBERi0=', mediaType: 'application/pdf' }] },
+          },
+        ],
       },
     ];
     await expectAdapterError(a.model.doGenerate({ prompt: next }), 'unmappable-part', /"file-data".*tool "fetch"/);
@@ -96,7 +109,10 @@ describe('xcompact/ai-sdk: messages it cannot map', () => {
   it.each([
     {
       label: 'providerOptions on the system prompt',
-      prompt: [{ role: 'system', content: 'sys', providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } } }, { role: 'user', content: [{ type: 'text', text: 'go' }] }],
+      prompt: [
+        { role: 'system', content: 'sys', providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } } },
+        { role: 'user', content: [{ type: 'text', text: 'go' }] },
+      ],
       names: /the system prompt/,
     },
     {
@@ -140,16 +156,29 @@ describe('xcompact/ai-sdk: messages it cannot map', () => {
           { type: 'tool-result', toolCallId: 'p1', toolName: 'web_search', result: { hits: 3 } },
         ],
         finishReason: { unified: 'stop', raw: 'stop' },
-        usage: { inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 5, text: 5, reasoning: undefined } },
+        usage: {
+          inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
+          outputTokens: { total: 5, text: 5, reasoning: undefined },
+        },
         warnings: [],
       }),
     });
     const a = createAiSdkCompaction({ model, session: Session.inMemory(), contextWindow: 32_000 });
     await expectAdapterError(generateText({ model: a.model, prompt: 'search', maxRetries: 0 }), 'unmappable-part', /provider-executed tool "web_search"/);
     expect(a.session.openStep).toBeNull();
-    expect(a.session.events().filter((e) => e.type === 'step/end').map((e) => (e.data as { reason?: string }).reason)).toEqual(['error']);
+    expect(
+      a.session
+        .events()
+        .filter((e) => e.type === 'step/end')
+        .map((e) => (e.data as { reason?: string }).reason),
+    ).toEqual(['error']);
     await a.close();
-    expect(a.session.events().filter((e) => e.type === 'turn/end').map((e) => (e.data as { reason?: string }).reason)).toEqual(['error']);
+    expect(
+      a.session
+        .events()
+        .filter((e) => e.type === 'turn/end')
+        .map((e) => (e.data as { reason?: string }).reason),
+    ).toEqual(['error']);
     expect(a.session.events().some((e) => e.type === 'assistant/message')).toBe(false);
   });
 
@@ -158,7 +187,14 @@ describe('xcompact/ai-sdk: messages it cannot map', () => {
     await generateText({ model: a.model, messages: [{ role: 'user', content: 'first conversation' }], maxRetries: 0 });
     const recorded = a.session.length;
     await expectAdapterError(
-      generateText({ model: a.model, messages: [{ role: 'assistant', content: 'other' }, { role: 'user', content: 'x' }], maxRetries: 0 }),
+      generateText({
+        model: a.model,
+        messages: [
+          { role: 'assistant', content: 'other' },
+          { role: 'user', content: 'x' },
+        ],
+        maxRetries: 0,
+      }),
       'history-diverged',
       /does not continue/,
     );
@@ -211,7 +247,11 @@ describe('xcompact/ai-sdk: provider errors that are not an overflow', () => {
     server.enqueue({ kind: 'reply', content: 'hi' });
     const ok = await generateText({ model: a.model, messages, maxRetries: 0 });
     expect(ok.text).toBe('hi');
-    const reasons = (type: string) => a.session.events().filter((e) => e.type === type).map((e) => (e.data as { reason?: string }).reason);
+    const reasons = (type: string) =>
+      a.session
+        .events()
+        .filter((e) => e.type === type)
+        .map((e) => (e.data as { reason?: string }).reason);
     expect(reasons('step/end')).toEqual(['error', undefined]);
     expect(reasons('turn/end')).toEqual(['completed']);
     expect(a.session.events().filter((e) => e.type === 'user/message')).toHaveLength(1);
@@ -226,7 +266,12 @@ describe('xcompact/ai-sdk: provider errors that are not an overflow', () => {
     expect(server.requests.length).toBe(sent);
     // The unsent request's step is closed, as for any request that failed for good.
     expect(a.session.openStep).toBeNull();
-    expect(a.session.events().filter((e) => e.type === 'step/end').map((e) => (e.data as { reason?: string }).reason)).toEqual(['error']);
+    expect(
+      a.session
+        .events()
+        .filter((e) => e.type === 'step/end')
+        .map((e) => (e.data as { reason?: string }).reason),
+    ).toEqual(['error']);
   });
 
   it('a stream that fails midway records no partial reply and closes its step', async () => {
@@ -267,12 +312,22 @@ describe('xcompact/ai-sdk: a stored session continued by a new process', () => {
       const second = await open();
       const recorded = second.session.length;
       const withoutReply = [...history.slice(0, -1), { role: 'user' as const, content: 'and now?' }];
-      await expectAdapterError(generateText({ model: second.model, system: 'sys', messages: withoutReply, tools, maxRetries: 0 }), 'history-diverged', /message 3/);
+      await expectAdapterError(
+        generateText({ model: second.model, system: 'sys', messages: withoutReply, tools, maxRetries: 0 }),
+        'history-diverged',
+        /message 3/,
+      );
       expect(second.session.length).toBe(recorded);
 
       server.enqueue({ kind: 'reply', content: 'Still tidy.' });
       const sent = server.requests.length;
-      const r2 = await generateText({ model: second.model, system: 'sys', messages: [...history, { role: 'user', content: 'and now?' }], tools, maxRetries: 0 });
+      const r2 = await generateText({
+        model: second.model,
+        system: 'sys',
+        messages: [...history, { role: 'user', content: 'and now?' }],
+        tools,
+        maxRetries: 0,
+      });
       expect(r2.text).toBe('Still tidy.');
       const log = second.session.events();
       expect(log.filter((e) => e.type === 'user/message')).toHaveLength(2);
@@ -295,11 +350,21 @@ describe('xcompact/ai-sdk: an image the model cannot fetch', () => {
   const session = Session.inMemory();
   const w = new SessionWriter(session);
   w.startTurn();
-  w.user([{ type: 'text', text: 'Compare these.' }, { type: 'image', url: 'screenshots/a.png' }]);
+  w.user([
+    { type: 'text', text: 'Compare these.' },
+    { type: 'image', url: 'screenshots/a.png' },
+  ]);
   w.startStep();
   w.request({ provider: 'local', model: 'm', tools: [] });
   w.assistant({ toolCalls: [{ id: 'c1', name: 'shot', arguments: '{}' }] });
-  w.toolResult('c1', [{ type: 'text', text: 'the screen:' }, { type: 'image', url: 'shots/b.png' }], { toolName: 'shot' });
+  w.toolResult(
+    'c1',
+    [
+      { type: 'text', text: 'the screen:' },
+      { type: 'image', url: 'shots/b.png' },
+    ],
+    { toolName: 'shot' },
+  );
   const surface = () => [...session.surface.seqs()].map((s) => session.event(s) as SurfaceEvent);
 
   it.each(['v3', 'v4'] as const)('spec %s: unmappable-part naming the URL', (spec) => {

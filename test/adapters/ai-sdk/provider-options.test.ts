@@ -23,7 +23,10 @@ import { JsonlStore } from '../../../src/session/stores/jsonl';
 import { SessionWriter } from '../../../src/session/writer';
 import { startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer } from '../../../src/testing/index';
 
-const usage = { inputTokens: { total: 40, noCache: 40, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 8, text: 8, reasoning: undefined } };
+const usage = {
+  inputTokens: { total: 40, noCache: 40, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 8, text: 8, reasoning: undefined },
+};
 const signature = { anthropic: { signature: 'sig-1' } };
 const redacted = { anthropic: { redactedData: 'opaque-redacted' } };
 const thought = { google: { thoughtSignature: 'ts-1' } };
@@ -141,7 +144,16 @@ describe('xcompact/ai-sdk: reasoning and provider options go back to the provide
 
     const recorded = a.session.length;
     const whole: LanguageModelV3Message = { role: 'user', content: [{ type: 'text', text: 'next' }], providerOptions: cache };
-    const err = await Promise.resolve(a.model.doGenerate({ prompt: [user, { role: 'assistant', content: step1.map(toPromptPart) }, { role: 'tool', content: [{ type: 'tool-result', toolCallId: 't1', toolName: 'look', output: { type: 'text', value: 'tidy' } }] }, whole] })).catch((e: unknown) => e);
+    const err = await Promise.resolve(
+      a.model.doGenerate({
+        prompt: [
+          user,
+          { role: 'assistant', content: step1.map(toPromptPart) },
+          { role: 'tool', content: [{ type: 'tool-result', toolCallId: 't1', toolName: 'look', output: { type: 'text', value: 'tidy' } }] },
+          whole,
+        ],
+      }),
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AiSdkAdapterError);
     expect((err as AiSdkAdapterError).code).toBe('unmappable-part');
     expect((err as Error).message).toMatch(/providerOptions \(anthropic\) in a user message/);
@@ -152,7 +164,14 @@ describe('xcompact/ai-sdk: reasoning and provider options go back to the provide
 
 /** A reply part as the prompt part the AI SDK makes of it (providerMetadata → providerOptions). */
 function toPromptPart(c: LanguageModelV3Content) {
-  if (c.type === 'tool-call') return { type: 'tool-call' as const, toolCallId: c.toolCallId, toolName: c.toolName, input: JSON.parse(c.input) as unknown, providerOptions: c.providerMetadata };
+  if (c.type === 'tool-call')
+    return {
+      type: 'tool-call' as const,
+      toolCallId: c.toolCallId,
+      toolName: c.toolName,
+      input: JSON.parse(c.input) as unknown,
+      providerOptions: c.providerMetadata,
+    };
   const t = c as { type: 'text' | 'reasoning'; text: string; providerMetadata?: Record<string, Record<string, never>> };
   return { type: t.type, text: t.text, providerOptions: t.providerMetadata };
 }
@@ -167,7 +186,10 @@ describe('xcompact/ai-sdk: reasoning over HTTP (@ai-sdk/openai-compatible, the l
   it('a DeepSeek-style reasoning_content in a tool loop goes back on the next request, as the bare SDK sends it', async () => {
     const provider = createOpenAICompatible({ name: 'local', baseURL: server.baseURL, apiKey: 'test', includeUsage: true });
     const run = async (model: LanguageModelV3): Promise<ChatRequestBody> => {
-      server.enqueue({ kind: 'reply', reasoning: 'Check the kitchen first.', toolCalls: [{ id: 'h1', name: 'look', arguments: '{"room":"kitchen"}' }] }, { kind: 'reply', content: 'Tidy.' });
+      server.enqueue(
+        { kind: 'reply', reasoning: 'Check the kitchen first.', toolCalls: [{ id: 'h1', name: 'look', arguments: '{"room":"kitchen"}' }] },
+        { kind: 'reply', content: 'Tidy.' },
+      );
       const from = server.requests.length;
       await generateText({ model, system: 'sys', prompt: 'look at the kitchen', tools, stopWhen: stepCountIs(3), maxRetries: 0 });
       expect(server.requests.length).toBe(from + 2);
@@ -192,10 +214,19 @@ describe('the session keeps provider options through prunes', () => {
     w.user('go');
     const call = s.append({
       type: 'assistant/message',
-      data: { content: [{ type: 'reasoning', text: 'think', providerOptions: signature }, { type: 'tool-call', id: 'p1', name: 'write', arguments: JSON.stringify({ body: 'x'.repeat(200) }), providerOptions: thought }] },
+      data: {
+        content: [
+          { type: 'reasoning', text: 'think', providerOptions: signature },
+          { type: 'tool-call', id: 'p1', name: 'write', arguments: JSON.stringify({ body: 'x'.repeat(200) }), providerOptions: thought },
+        ],
+      },
       surfaceOp: 'append',
     });
-    const result = s.append({ type: 'tool/result', data: { callId: 'p1', toolName: 'write', content: [{ type: 'text', text: 'y'.repeat(200) }], providerOptions: thought }, surfaceOp: 'append' });
+    const result = s.append({
+      type: 'tool/result',
+      data: { callId: 'p1', toolName: 'write', content: [{ type: 'text', text: 'y'.repeat(200) }], providerOptions: thought },
+      surfaceOp: 'append',
+    });
 
     const pruned = withPrunedArguments(call, { p1: JSON.stringify({ body: 'x' }) });
     expect(s.check(pruned)).toBeUndefined();
@@ -204,7 +235,12 @@ describe('the session keeps provider options through prunes', () => {
       delete (dropped.data.content[k] as { providerOptions?: unknown }).providerOptions;
       expect(s.check(dropped)?.rule).toBe('argument-prune-replacement');
     }
-    const replace = (data: SessionEvent<'tool/result'>['data']) => ({ type: 'tool/result' as const, data, surfaceOp: { op: 'replace' as const, start: result.seq, end: result.seq }, sourceEventSeqs: [result.seq] });
+    const replace = (data: SessionEvent<'tool/result'>['data']) => ({
+      type: 'tool/result' as const,
+      data,
+      surfaceOp: { op: 'replace' as const, start: result.seq, end: result.seq },
+      sourceEventSeqs: [result.seq],
+    });
     const { providerOptions: _kept, ...without } = result.data;
     expect(s.check(replace({ ...result.data, content: [{ type: 'text', text: 'y' }] }))).toBeUndefined();
     expect(s.check(replace({ ...without, content: [{ type: 'text', text: 'y' }] }))?.rule).toBe('tool-result-replacement');

@@ -46,9 +46,17 @@ describe('xcompact/ai-sdk: the recall tool', () => {
       servers.push(server);
       const { compaction, tools } = setup(server, true);
       expect(Object.keys(compaction.tools)).toEqual(['recall']);
-      const common = { model: compaction.model, system: 'You are a coding agent.', tools, stopWhen: stepCountIs(30), maxOutputTokens: 512, maxRetries: 0 } as const;
+      const common = {
+        model: compaction.model,
+        system: 'You are a coding agent.',
+        tools,
+        stopWhen: stepCountIs(30),
+        maxOutputTokens: 512,
+        maxRetries: 0,
+      } as const;
       const prompt = 'Read every module, then tell me the retry limit.';
-      const text = mode === 'generateText' ? (await generateText({ ...common, prompt })).text : await streamText({ ...common, prompt, onError: () => undefined }).text;
+      const text =
+        mode === 'generateText' ? (await generateText({ ...common, prompt })).text : await streamText({ ...common, prompt, onError: () => undefined }).text;
       expect(text).toBe(`Found it: ${NEEDLE}`);
 
       const log = compaction.session.events();
@@ -72,7 +80,7 @@ describe('xcompact/ai-sdk: the recall tool', () => {
     let step = 0;
     const server = await startOpenAIServer({
       scenarios: (req) => {
-        const messages = (req.body as ChatRequestBody).messages ?? [];
+        const messages = (req.body).messages ?? [];
         if (step++ === 0) return { kind: 'reply', toolCalls: [{ id: 'bad', name: 'recall', arguments: JSON.stringify({ query: '([unclosed', regex: true }) }] };
         const last = messages[messages.length - 1]!;
         return { kind: 'reply', content: `model read: ${typeof last.content === 'string' ? last.content : JSON.stringify(last.content)}` };

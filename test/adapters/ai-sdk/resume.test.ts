@@ -48,12 +48,19 @@ describe('xcompact/ai-sdk: a restarted process continues from the session alone'
     const restored = second.messages();
     expect(restored.map((m) => m.role)).toEqual(history.map((m) => m.role));
     expect(restored[1]).toMatchObject({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'r1', toolName: 'look', input: { at: 'room' } }] });
-    expect(restored[2]).toMatchObject({ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'r1', toolName: 'look', output: { type: 'text', value: 'a tidy room' } }] });
+    expect(restored[2]).toMatchObject({
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: 'r1', toolName: 'look', output: { type: 'text', value: 'a tidy room' } }],
+    });
     expect(sessionModelMessages(second.session)).toEqual(restored);
 
     // Without them the prompt does not continue the recording: refused, nothing written.
     const recorded = second.session.length;
-    await adapterError(generateText({ model: second.model, system: 'sys', messages: [{ role: 'user', content: 'and now?' }], maxRetries: 0 }), 'history-diverged', /message 1/);
+    await adapterError(
+      generateText({ model: second.model, system: 'sys', messages: [{ role: 'user', content: 'and now?' }], maxRetries: 0 }),
+      'history-diverged',
+      /message 1/,
+    );
     expect(second.session.length).toBe(recorded);
 
     server.enqueue({ kind: 'reply', content: 'Still tidy.' });

@@ -26,7 +26,8 @@ beforeAll(async () => {
     defaultModel: 'm',
     scenarios: (req): Scenario => {
       const last = req.body.messages?.[req.body.messages.length - 1];
-      if (last?.role === 'user' && calls.length > 0) return { kind: 'reply', toolCalls: calls.map((name, k) => ({ id: `call_${req.index}_${k}`, name, arguments: '{"at":"home"}' })) };
+      if (last?.role === 'user' && calls.length > 0)
+        return { kind: 'reply', toolCalls: calls.map((name, k) => ({ id: `call_${req.index}_${k}`, name, arguments: '{"at":"home"}' })) };
       return { kind: 'reply', content: `Answer ${++answers}.` };
     },
   });
@@ -48,7 +49,13 @@ interface Run {
 function run(prompt: string, killAtTool?: string): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', AGENT], {
-      env: { ...process.env, XCOMPACT_BASE_URL: server.baseURL, XCOMPACT_SESSION_DIR: dir, XCOMPACT_PROMPT: prompt, ...(killAtTool ? { XCOMPACT_HANG_TOOL: killAtTool } : {}) },
+      env: {
+        ...process.env,
+        XCOMPACT_BASE_URL: server.baseURL,
+        XCOMPACT_SESSION_DIR: dir,
+        XCOMPACT_PROMPT: prompt,
+        ...(killAtTool ? { XCOMPACT_HANG_TOOL: killAtTool } : {}),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -22,7 +22,10 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const TOOL = { type: 'function', function: { name: 'grep', description: 'Search.', parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } } };
+const TOOL = {
+  type: 'function',
+  function: { name: 'grep', description: 'Search.', parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } },
+};
 
 function request(): SummaryRequest {
   const session = Session.inMemory();
@@ -56,10 +59,19 @@ const fails = async (code: string) => {
 
 describe('AiSdkSummarizer', () => {
   it('sends system, tools, the span and the instruction; returns the text with usage', async () => {
-    server.enqueue({ kind: 'reply', content: '  The retry loop is in src/http.ts.  ', usage: { prompt_tokens: 300, completion_tokens: 9, cached_tokens: 250 } });
+    server.enqueue({
+      kind: 'reply',
+      content: '  The retry loop is in src/http.ts.  ',
+      usage: { prompt_tokens: 300, completion_tokens: 9, cached_tokens: 250 },
+    });
     const at = server.requests.length;
     const result = await summarizer.summarize(request(), new AbortController().signal);
-    expect(result).toMatchObject({ text: 'The retry loop is in src/http.ts.', provider: 'local', requests: 1, usage: { promptTokens: 300, completionTokens: 9, cachedTokens: 250 } });
+    expect(result).toMatchObject({
+      text: 'The retry loop is in src/http.ts.',
+      provider: 'local',
+      requests: 1,
+      usage: { promptTokens: 300, completionTokens: 9, cachedTokens: 250 },
+    });
     const body = server.requests[at]!.json as ChatRequestBody;
     expect(body.messages!.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'user']);
     expect(body.messages![0]).toEqual({ role: 'system', content: 'You are a coder.' });
@@ -76,7 +88,9 @@ describe('AiSdkSummarizer', () => {
     await summarizer.summarize({ ...r, messages: cut }, new AbortController().signal);
     const body = server.requests[at]!.json as ChatRequestBody;
     expect(body.messages!.find((m) => m.role === 'tool')!.content).toBe('src/http.ts:12: […] 40 tokens cut […]');
-    expect(body.messages!.find((m) => m.role === 'assistant')!['tool_calls']).toEqual([{ id: 'g1', type: 'function', function: { name: 'grep', arguments: '{"q":"retry"}' } }]);
+    expect(body.messages!.find((m) => m.role === 'assistant')!['tool_calls']).toEqual([
+      { id: 'g1', type: 'function', function: { name: 'grep', arguments: '{"q":"retry"}' } },
+    ]);
   });
 
   it('a reply cut at max tokens: summary-truncated', async () => {

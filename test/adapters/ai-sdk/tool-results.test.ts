@@ -59,7 +59,13 @@ const result = (id: string) => ({ type: 'tool-result', toolCallId: id, toolName:
 describe('xcompact/ai-sdk: every tool call keeps its result', () => {
   it('a user message after unanswered calls: refused, naming them; the stored log is byte-identical; nothing sent', async () => {
     const { a, file } = await stored();
-    server.enqueue({ kind: 'reply', toolCalls: [{ id: 'c1', name: 'look', arguments: '{"room":1}' }, { id: 'c2', name: 'look', arguments: '{"room":2}' }] });
+    server.enqueue({
+      kind: 'reply',
+      toolCalls: [
+        { id: 'c1', name: 'look', arguments: '{"room":1}' },
+        { id: 'c2', name: 'look', arguments: '{"room":2}' },
+      ],
+    });
     await a.model.doGenerate({ prompt: start });
     await a.session.flush();
     const bytes = readFileSync(file);
@@ -87,7 +93,13 @@ describe('xcompact/ai-sdk: every tool call keeps its result', () => {
 describe('xcompact/ai-sdk: a prompt that ends with calls unanswered', () => {
   it('a tool message answering only some calls: refused, naming the rest; no request with an unanswered call reaches the server', async () => {
     const { a, file } = await stored();
-    server.enqueue({ kind: 'reply', toolCalls: [{ id: 'c1', name: 'look', arguments: '{"room":1}' }, { id: 'c2', name: 'look', arguments: '{"room":2}' }] });
+    server.enqueue({
+      kind: 'reply',
+      toolCalls: [
+        { id: 'c1', name: 'look', arguments: '{"room":1}' },
+        { id: 'c2', name: 'look', arguments: '{"room":2}' },
+      ],
+    });
     const first = server.requests.length;
     await a.model.doGenerate({ prompt: start });
     await a.session.flush();
@@ -123,7 +135,13 @@ describe('xcompact/ai-sdk: a tool result for a call that is not waiting', () => 
   ] as const) {
     it(`${label}: refused, naming it, before anything is written; the stored log is byte-identical; nothing sent`, async () => {
       const { a, file } = await stored();
-      server.enqueue({ kind: 'reply', toolCalls: [{ id: 'c1', name: 'look', arguments: '{"room":1}' }, { id: 'c2', name: 'look', arguments: '{"room":2}' }] });
+      server.enqueue({
+        kind: 'reply',
+        toolCalls: [
+          { id: 'c1', name: 'look', arguments: '{"room":1}' },
+          { id: 'c2', name: 'look', arguments: '{"room":2}' },
+        ],
+      });
       await a.model.doGenerate({ prompt: start });
       await a.session.flush();
       const bytes = readFileSync(file);
@@ -131,7 +149,9 @@ describe('xcompact/ai-sdk: a tool result for a call that is not waiting', () => 
       const sent = server.requests.length;
 
       // The results of the waiting calls come first: none of them may be written either.
-      const err = await Promise.resolve(a.model.doGenerate({ prompt: [...start, calls, { role: 'tool', content: [result('c1'), result('c2'), result(extra)] }] })).catch((e: unknown) => e);
+      const err = await Promise.resolve(
+        a.model.doGenerate({ prompt: [...start, calls, { role: 'tool', content: [result('c1'), result('c2'), result(extra)] }] }),
+      ).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(AiSdkAdapterError);
       expect((err as AiSdkAdapterError).code).toBe('unexpected-tool-result');
       expect((err as AiSdkAdapterError).toolCallIds).toEqual([extra]);

@@ -15,7 +15,8 @@ const isSummary = (body: ChatRequestBody): boolean => {
 };
 beforeAll(async () => {
   server = await startOpenAIServer({
-    scenarios: ({ body }) => (isSummary(body) ? { kind: 'reply', content: '## Primary Request and Intent\n- notes\n\n## Current Work\n- notes' } : { kind: 'reply', content: 'Noted.' }),
+    scenarios: ({ body }) =>
+      isSummary(body) ? { kind: 'reply', content: '## Primary Request and Intent\n- notes\n\n## Current Work\n- notes' } : { kind: 'reply', content: 'Noted.' },
   });
 });
 afterAll(() => server.close());
@@ -62,13 +63,18 @@ describe('the drop-in checks every request before it is sent (docs/drop-in.md)',
     const session = Session.inMemory();
     const ai = withCompaction(client(), { session, models: { 'local-model': { contextWindow: 2_000 } } });
     const sent = server.requests.length;
-    const err = await ai.chat.completions.create({ model: 'local-model', messages: [{ role: 'user', content: note(1).repeat(20) }], max_tokens: 64 }).catch((e: unknown) => e);
+    const err = await ai.chat.completions
+      .create({ model: 'local-model', messages: [{ role: 'user', content: note(1).repeat(20) }], max_tokens: 64 })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BudgetError);
     expect((err as BudgetError).code).toBe('request-over-window');
     expect((err as Error).message).toMatch(/nothing was sent/);
     expect(server.requests.slice(sent).filter((r) => !isSummary(r.json as ChatRequestBody))).toHaveLength(0);
     expect(session.openStep).toBeNull();
-    const ends = session.events().filter((e) => e.type === 'step/end').map((e) => (e.data as { reason?: string }).reason);
+    const ends = session
+      .events()
+      .filter((e) => e.type === 'step/end')
+      .map((e) => (e.data as { reason?: string }).reason);
     expect(ends).toEqual(['error']);
     await ai.compaction.close();
   });

@@ -129,7 +129,10 @@ describe('withCompaction: the caller keeps its loop and its messages', () => {
     server.setHandler(reader(3));
     const session = Session.inMemory();
     const ai = withCompaction(client(), { session, models: MODELS });
-    const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: SYSTEM }, { role: 'user', content: 'Read three files.' }];
+    const messages: ChatCompletionMessageParam[] = [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: 'Read three files.' },
+    ];
     const from = server.requests.length;
     const { answer, steps } = await loop(ai, messages, { stream: true });
     expect(answer).toBe('I read 3 files.');
@@ -157,7 +160,10 @@ describe('withCompaction: the caller keeps its loop and its messages', () => {
     server.setHandler(reader(4));
     const session = Session.inMemory();
     const ai = withCompaction(client(), { session, models: MODELS });
-    const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: SYSTEM }, { role: 'user', content: 'Read four files.' }];
+    const messages: ChatCompletionMessageParam[] = [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: 'Read four files.' },
+    ];
     // Three steps recorded, then the provider rejects the fourth request as too long.
     for (let i = 0; i < 3; i++) {
       const r = await ai.chat.completions.create({ model: 'local-model', messages, tools: TOOLS });
@@ -187,7 +193,12 @@ describe('withCompaction: the caller keeps its loop and its messages', () => {
     expect((err as Error).message).toContain('maximum context length');
     expect(server.requests.length - from).toBe(1);
     // The step ended as an error; the turn stays open for a retry of the same messages.
-    expect(session.events().filter((e) => e.type === 'step/end').at(-1)).toMatchObject({ data: { reason: 'error' } });
+    expect(
+      session
+        .events()
+        .filter((e) => e.type === 'step/end')
+        .at(-1),
+    ).toMatchObject({ data: { reason: 'error' } });
     server.enqueue({ kind: 'reply', content: 'hello' });
     const again = await ai.chat.completions.create({ model: 'local-model', messages: [{ role: 'user', content: 'hi' }] });
     expect(again.choices[0]!.message.content).toBe('hello');
@@ -200,7 +211,10 @@ describe('withCompaction: the caller keeps its loop and its messages', () => {
     const store = new JsonlStore(dir);
     const first = await Session.open(store, 'restart');
     const ai = withCompaction(client(), { session: first, models: MODELS });
-    const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: SYSTEM }, { role: 'user', content: 'Read two files.' }];
+    const messages: ChatCompletionMessageParam[] = [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: 'Read two files.' },
+    ];
     await loop(ai, messages);
     await ai.compaction.close();
     await first.close();
@@ -211,7 +225,7 @@ describe('withCompaction: the caller keeps its loop and its messages', () => {
     const resumed = again.compaction.messages();
     expect(resumed).toEqual(messages.map((m) => normalised(m)));
     resumed.push({ role: 'user', content: 'And the first file again?' });
-    server.setHandler(undefined as never);
+    server.setHandler(undefined);
     server.enqueue({ kind: 'reply', content: 'f0.ts exports value.' });
     const from = server.requests.length;
     const reply = await again.chat.completions.create({ model: 'local-model', messages: resumed });
@@ -229,7 +243,14 @@ describe('withCompaction: the caller keeps its loop and its messages', () => {
     const session = Session.inMemory();
     const ai = withCompaction(client(), { session, models: MODELS });
     server.enqueue({ kind: 'reply', toolCalls: [{ id: 'c1', name: 'read_file', arguments: '{"path":"a.ts"}' }] }, { kind: 'reply', content: 'done' });
-    const r1 = await ai.chat.completions.create({ model: 'local-model', messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: 'read a.ts' }], tools: TOOLS });
+    const r1 = await ai.chat.completions.create({
+      model: 'local-model',
+      messages: [
+        { role: 'system', content: SYSTEM },
+        { role: 'user', content: 'read a.ts' },
+      ],
+      tools: TOOLS,
+    });
     const from = server.requests.length;
     // Only the tool result: the reply before it is already recorded.
     const r2 = await ai.chat.completions.create({ model: 'local-model', messages: [{ role: 'tool', tool_call_id: 'c1', content: 'export {}' }], tools: TOOLS });
@@ -250,20 +271,34 @@ describe('withCompaction: the caller keeps its loop and its messages', () => {
     const length = session.length;
     const requests = server.requests.length;
 
-    const missing = await ai.chat.completions.create({ model: 'local-model', messages: [...messages, { role: 'user', content: 'go on' }] }).catch((e: unknown) => e);
+    const missing = await ai.chat.completions
+      .create({ model: 'local-model', messages: [...messages, { role: 'user', content: 'go on' }] })
+      .catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(DropInError);
     expect((missing as DropInError).code).toBe('missing-tool-results');
     expect((missing as DropInError).toolCallIds).toEqual(['c1']);
 
-    const edited: ChatCompletionMessageParam[] = [{ role: 'user', content: 'read a.ts' }, { role: 'assistant', content: 'something else' }];
+    const edited: ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'read a.ts' },
+      { role: 'assistant', content: 'something else' },
+    ];
     const diverged = await ai.chat.completions.create({ model: 'local-model', messages: edited }).catch((e: unknown) => e);
     expect((diverged as DropInError).code).toBe('history-diverged');
 
-    const stray = await ai.chat.completions.create({ model: 'local-model', messages: [...messages, { role: 'tool', tool_call_id: 'nope', content: 'x' }] }).catch((e: unknown) => e);
+    const stray = await ai.chat.completions
+      .create({ model: 'local-model', messages: [...messages, { role: 'tool', tool_call_id: 'nope', content: 'x' }] })
+      .catch((e: unknown) => e);
     expect((stray as DropInError).code).toBe('unexpected-tool-result');
 
     const custom = await ai.chat.completions
-      .create({ model: 'local-model', messages: [...messages, { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'ok' }] }, { role: 'assistant', content: null, tool_calls: [{ id: 'x', type: 'custom', custom: { name: 'grep', input: 'a' } }] }] })
+      .create({
+        model: 'local-model',
+        messages: [
+          ...messages,
+          { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'ok' }] },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'x', type: 'custom', custom: { name: 'grep', input: 'a' } }] },
+        ],
+      })
       .catch((e: unknown) => e);
     expect((custom as DropInError).code).toBe('unmappable-part');
 
@@ -291,7 +326,7 @@ describe('withCompaction: the caller keeps its loop and its messages', () => {
     await optedOut.compaction.close();
   });
 
-  it('the rest of the client is the caller\'s own', async () => {
+  it("the rest of the client is the caller's own", async () => {
     const raw = client();
     const ai = withCompaction(raw, { session: Session.inMemory(), models: MODELS });
     expect(ai.baseURL).toBe(raw.baseURL);
@@ -304,7 +339,11 @@ describe('withCompaction: the caller keeps its loop and its messages', () => {
 /** A message as the session gives it back: assistant content null when it only calls tools, no SDK extras. */
 function normalised(m: ChatCompletionMessageParam): ChatCompletionMessageParam {
   if (m.role !== 'assistant') return m;
-  const calls = (m.tool_calls ?? []).map((c) => ({ id: c.id, type: 'function' as const, function: { name: (c as { function: { name: string } }).function.name, arguments: (c as { function: { arguments: string } }).function.arguments } }));
+  const calls = (m.tool_calls ?? []).map((c) => ({
+    id: c.id,
+    type: 'function' as const,
+    function: { name: (c as { function: { name: string } }).function.name, arguments: (c as { function: { arguments: string } }).function.arguments },
+  }));
   const text = typeof m.content === 'string' ? m.content : '';
   return calls.length ? { role: 'assistant', content: text === '' ? null : text, tool_calls: calls } : { role: 'assistant', content: text };
 }

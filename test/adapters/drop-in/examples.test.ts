@@ -50,7 +50,7 @@ describe('the drop-in examples, run as a user runs them', { timeout: 240_000 }, 
       const after = recordedTypes(id);
       // The second run appended to the first conversation: one more user message, nothing recorded twice.
       expect(after.slice(0, types.length)).toEqual(types);
-      expect(after.filter((t) => t === 'user/message' ).length).toBeGreaterThanOrEqual(2);
+      expect(after.filter((t) => t === 'user/message').length).toBeGreaterThanOrEqual(2);
       expect(after.filter((t) => t === 'assistant/message')).toHaveLength(26);
     });
   }

@@ -123,7 +123,12 @@ describe.skipIf(!SUPPORTED)(`with an openai 7 client (skipped below Node 22, whi
 
     it('streams the summary with usage, and leaves the caller’s client unpatched', async () => {
       const caller = new Client7({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0 });
-      server.enqueue({ kind: 'reply', content: '## Primary Request and Intent\n- fix the parser', chunks: 5, usage: { prompt_tokens: 321, cached_tokens: 256, completion_tokens: 12 } });
+      server.enqueue({
+        kind: 'reply',
+        content: '## Primary Request and Intent\n- fix the parser',
+        chunks: 5,
+        usage: { prompt_tokens: 321, cached_tokens: 256, completion_tokens: 12 },
+      });
       const result = await new OpenAISummarizer({ client: caller }).summarize(request(), new AbortController().signal);
       expect(result.text).toBe('## Primary Request and Intent\n- fix the parser');
       expect(result.usage).toMatchObject({ promptTokens: 321, cachedTokens: 256, completionTokens: 12 });
@@ -151,7 +156,7 @@ describe.skipIf(!SUPPORTED)(`with an openai 7 client (skipped below Node 22, whi
       const pending = new OpenAISummarizer({ client: v7 }).summarize(request(), controller.signal).catch((e: unknown) => e);
       await server.waitForRequest(at);
       controller.abort(new Error('the user pressed Esc'));
-      expect((await pending as SummarizerError).code).toBe('summary-cancelled');
+      expect(((await pending) as SummarizerError).code).toBe('summary-cancelled');
     });
   });
 

@@ -60,7 +60,7 @@ describe('defaults (docs/spec.md#3-configuration)', () => {
     prune: { enabled: true, thresholdChars: 8192, headChars: 4096, tailChars: 1024, neverPrune: [] },
     redaction: { enabled: true, patterns: [] },
     economics: true,
-      forgetting: 1,
+    forgetting: 1,
     models: {},
   };
 
@@ -108,36 +108,116 @@ describe('defaults (docs/spec.md#3-configuration)', () => {
 describe('field rules: one accepted and one rejected value each', () => {
   // [label, accepted config, rejected config, the start of the rejection message]
   const cases: [string, object, object, string][] = [
-    ['thresholdRatio upper bound', { thresholdRatio: 1 }, { thresholdRatio: 1.01 }, 'config.thresholdRatio = 1.01 must be at most 1: use a number greater than 0 and at most 1'],
+    [
+      'thresholdRatio upper bound',
+      { thresholdRatio: 1 },
+      { thresholdRatio: 1.01 },
+      'config.thresholdRatio = 1.01 must be at most 1: use a number greater than 0 and at most 1',
+    ],
     ['thresholdRatio lower bound', { thresholdRatio: 0.2 }, { thresholdRatio: 0 }, 'config.thresholdRatio = 0 must be greater than 0:'],
     ['thresholdRatio type', { thresholdRatio: 0.5 }, { thresholdRatio: '0.8' }, 'config.thresholdRatio = "0.8" must be a number:'],
     ['thresholdRatio NaN', { thresholdRatio: 0.5 }, { thresholdRatio: Number.NaN }, 'config.thresholdRatio = NaN must be a number:'],
-    ['headroomTokens ≥ 0', { headroomTokens: 0, maxTokens: 1 }, { headroomTokens: -1 }, 'config.headroomTokens = -1 must be at least 0: use a whole number of tokens ≥ 0 (default 65536)'],
+    [
+      'headroomTokens ≥ 0',
+      { headroomTokens: 0, maxTokens: 1 },
+      { headroomTokens: -1 },
+      'config.headroomTokens = -1 must be at least 0: use a whole number of tokens ≥ 0 (default 65536)',
+    ],
     ['headroomTokens integer', { headroomTokens: 100 }, { headroomTokens: 1.5 }, 'config.headroomTokens = 1.5 must be a whole number:'],
     ['retainRatio in (0, 1]', { retainRatio: 0.01 }, { retainRatio: 0 }, 'config.retainRatio = 0 must be greater than 0:'],
     ['retainTokens ≥ 0', { retainTokens: 0 }, { retainTokens: -5 }, 'config.retainTokens = -5 must be at least 0:'],
-    ['maxTokens positive', { maxTokens: 1 }, { maxTokens: 0 }, 'config.maxTokens = 0 must be at least 1: use a whole number of tokens ≥ 1 (default: headroomTokens)'],
+    [
+      'maxTokens positive',
+      { maxTokens: 1 },
+      { maxTokens: 0 },
+      'config.maxTokens = 0 must be at least 1: use a whole number of tokens ≥ 1 (default: headroomTokens)',
+    ],
     ['compactionRetries ≥ 0', { compactionRetries: 0 }, { compactionRetries: -1 }, 'config.compactionRetries = -1 must be at least 0:'],
     ['maxOverflowRetries integer', { maxOverflowRetries: 0 }, { maxOverflowRetries: 0.5 }, 'config.maxOverflowRetries = 0.5 must be a whole number:'],
     ['auto boolean', { auto: false }, { auto: 'no' }, 'config.auto = "no" must be true or false:'],
-    ['summarizationProvider string', { summarizationProvider: 'openai', summarizationModel: 'gpt-4o-mini' }, { summarizationProvider: 1, summarizationModel: 'x' }, 'config.summarizationProvider = 1 must be a string:'],
+    [
+      'summarizationProvider string',
+      { summarizationProvider: 'openai', summarizationModel: 'gpt-4o-mini' },
+      { summarizationProvider: 1, summarizationModel: 'x' },
+      'config.summarizationProvider = 1 must be a string:',
+    ],
     ['modelPolicies array', { modelPolicies: [] }, { modelPolicies: {} }, 'config.modelPolicies = {} must be an array:'],
-    ['modelPolicies provider', { modelPolicies: [{ provider: 'a', model: 'b' }] }, { modelPolicies: [{ provider: '', model: 'b' }] }, 'config.modelPolicies[0].provider = "" must not be empty:'],
-    ['modelPolicies field', { modelPolicies: [{ provider: 'a', model: 'b', thresholdRatio: 0.5 }] }, { modelPolicies: [{ provider: 'a', model: 'b', thresholdRatio: 2 }] }, 'config.modelPolicies[0].thresholdRatio = 2 must be at most 1:'],
-    ['circuitBreaker.failureLimit ≥ 1', { circuitBreaker: { failureLimit: 1 } }, { circuitBreaker: { failureLimit: 0 } }, 'config.circuitBreaker.failureLimit = 0 must be at least 1:'],
-    ['circuitBreaker.cooldownMs ≥ 0', { circuitBreaker: { cooldownMs: 0 } }, { circuitBreaker: { cooldownMs: -1 } }, 'config.circuitBreaker.cooldownMs = -1 must be at least 0:'],
+    [
+      'modelPolicies provider',
+      { modelPolicies: [{ provider: 'a', model: 'b' }] },
+      { modelPolicies: [{ provider: '', model: 'b' }] },
+      'config.modelPolicies[0].provider = "" must not be empty:',
+    ],
+    [
+      'modelPolicies field',
+      { modelPolicies: [{ provider: 'a', model: 'b', thresholdRatio: 0.5 }] },
+      { modelPolicies: [{ provider: 'a', model: 'b', thresholdRatio: 2 }] },
+      'config.modelPolicies[0].thresholdRatio = 2 must be at most 1:',
+    ],
+    [
+      'circuitBreaker.failureLimit ≥ 1',
+      { circuitBreaker: { failureLimit: 1 } },
+      { circuitBreaker: { failureLimit: 0 } },
+      'config.circuitBreaker.failureLimit = 0 must be at least 1:',
+    ],
+    [
+      'circuitBreaker.cooldownMs ≥ 0',
+      { circuitBreaker: { cooldownMs: 0 } },
+      { circuitBreaker: { cooldownMs: -1 } },
+      'config.circuitBreaker.cooldownMs = -1 must be at least 0:',
+    ],
     ['minProgressRatio in [0, 1)', { minProgressRatio: 0 }, { minProgressRatio: 1 }, 'config.minProgressRatio = 1 must be lower than 1:'],
     ['prune.enabled boolean', { prune: { enabled: false } }, { prune: { enabled: 1 } }, 'config.prune.enabled = 1 must be true or false:'],
-    ['prune.thresholdChars positive', { prune: { thresholdChars: 9000 } }, { prune: { thresholdChars: 0 } }, 'config.prune.thresholdChars = 0 must be at least 1:'],
+    [
+      'prune.thresholdChars positive',
+      { prune: { thresholdChars: 9000 } },
+      { prune: { thresholdChars: 0 } },
+      'config.prune.thresholdChars = 0 must be at least 1:',
+    ],
     ['prune.headChars ≥ 0', { prune: { headChars: 0 } }, { prune: { headChars: -1 } }, 'config.prune.headChars = -1 must be at least 0:'],
     ['prune.tailChars integer', { prune: { tailChars: 0 } }, { prune: { tailChars: 2.5 } }, 'config.prune.tailChars = 2.5 must be a whole number:'],
-    ['prune.protectRecentTokens ≥ 0', { prune: { protectRecentTokens: 0 } }, { prune: { protectRecentTokens: -1 } }, 'config.prune.protectRecentTokens = -1 must be at least 0:'],
-    ['prune.minReclaimTokens ≥ 0', { prune: { minReclaimTokens: 0 } }, { prune: { minReclaimTokens: -1 } }, 'config.prune.minReclaimTokens = -1 must be at least 0:'],
-    ['prune.neverPrune names', { prune: { neverPrune: ['read'] } }, { prune: { neverPrune: ['read', 7] } }, 'config.prune.neverPrune[1] = 7 must be a string: use an array of tool names'],
-    ['tokenizer enum', { tokenizer: 'utf8-bytes' }, { tokenizer: 'gpt2' }, 'config.tokenizer = "gpt2" must be one of "o200k_base", "cl100k_base", "deepseek-v3", "heuristic", "utf8-bytes", "server": pick one of them'],
-    ['models contextWindow', { models: { 'acme/big': { contextWindow: 1000 } } }, { models: { 'acme/big': { contextWindow: 0 } } }, 'config.models["acme/big"].contextWindow = 0 must be at least 1:'],
-    ['models maxOutputTokens', { models: { 'openai/gpt-4o': { maxOutputTokens: 1 } } }, { models: { 'openai/gpt-4o': { maxOutputTokens: 1.5 } } }, 'config.models["openai/gpt-4o"].maxOutputTokens = 1.5 must be a whole number:'],
-    ['models tokenizer', { models: { 'deepseek/deepseek-chat': { tokenizer: 'deepseek-v3' } } }, { models: { 'deepseek/deepseek-chat': { tokenizer: 'deepseek' } } }, 'config.models["deepseek/deepseek-chat"].tokenizer = "deepseek" must be one of'],
+    [
+      'prune.protectRecentTokens ≥ 0',
+      { prune: { protectRecentTokens: 0 } },
+      { prune: { protectRecentTokens: -1 } },
+      'config.prune.protectRecentTokens = -1 must be at least 0:',
+    ],
+    [
+      'prune.minReclaimTokens ≥ 0',
+      { prune: { minReclaimTokens: 0 } },
+      { prune: { minReclaimTokens: -1 } },
+      'config.prune.minReclaimTokens = -1 must be at least 0:',
+    ],
+    [
+      'prune.neverPrune names',
+      { prune: { neverPrune: ['read'] } },
+      { prune: { neverPrune: ['read', 7] } },
+      'config.prune.neverPrune[1] = 7 must be a string: use an array of tool names',
+    ],
+    [
+      'tokenizer enum',
+      { tokenizer: 'utf8-bytes' },
+      { tokenizer: 'gpt2' },
+      'config.tokenizer = "gpt2" must be one of "o200k_base", "cl100k_base", "deepseek-v3", "heuristic", "utf8-bytes", "server": pick one of them',
+    ],
+    [
+      'models contextWindow',
+      { models: { 'acme/big': { contextWindow: 1000 } } },
+      { models: { 'acme/big': { contextWindow: 0 } } },
+      'config.models["acme/big"].contextWindow = 0 must be at least 1:',
+    ],
+    [
+      'models maxOutputTokens',
+      { models: { 'openai/gpt-4o': { maxOutputTokens: 1 } } },
+      { models: { 'openai/gpt-4o': { maxOutputTokens: 1.5 } } },
+      'config.models["openai/gpt-4o"].maxOutputTokens = 1.5 must be a whole number:',
+    ],
+    [
+      'models tokenizer',
+      { models: { 'deepseek/deepseek-chat': { tokenizer: 'deepseek-v3' } } },
+      { models: { 'deepseek/deepseek-chat': { tokenizer: 'deepseek' } } },
+      'config.models["deepseek/deepseek-chat"].tokenizer = "deepseek" must be one of',
+    ],
     ['whole configuration', {}, null as unknown as object, 'config = null must be an object: pass an object'],
   ];
 
@@ -175,7 +255,9 @@ describe('unknown keys', () => {
 describe('rules across fields', () => {
   it('retainRatio must be lower than thresholdRatio', () => {
     expect(parseConfig({ retainRatio: 0.79 }).retainRatio).toBe(0.79);
-    expect(onlyMessage({ retainRatio: 0.9 })).toBe('config.retainRatio = 0.9 must be lower than thresholdRatio (0.8): lower retainRatio or raise thresholdRatio');
+    expect(onlyMessage({ retainRatio: 0.9 })).toBe(
+      'config.retainRatio = 0.9 must be lower than thresholdRatio (0.8): lower retainRatio or raise thresholdRatio',
+    );
     expect(onlyMessage({ retainRatio: 0.5, thresholdRatio: 0.5 })).toMatch(/^config\.retainRatio = 0\.5 must be lower than thresholdRatio \(0\.5\)/);
   });
 
@@ -194,9 +276,16 @@ describe('rules across fields', () => {
   });
 
   it('summarizationProvider and summarizationModel are set together', () => {
-    expect(parseConfig({ summarizationProvider: 'openai', summarizationModel: 'gpt-4o-mini' })).toMatchObject({ summarizationProvider: 'openai', summarizationModel: 'gpt-4o-mini' });
-    expect(onlyMessage({ summarizationProvider: 'openai' })).toBe('config.summarizationModel = (not set) must be set together with summarizationProvider ("openai"): set both or neither');
-    expect(onlyMessage({ summarizationProvider: '', summarizationModel: 'm' })).toBe('config.summarizationProvider = "" must be set together with summarizationModel ("m"): set both or neither');
+    expect(parseConfig({ summarizationProvider: 'openai', summarizationModel: 'gpt-4o-mini' })).toMatchObject({
+      summarizationProvider: 'openai',
+      summarizationModel: 'gpt-4o-mini',
+    });
+    expect(onlyMessage({ summarizationProvider: 'openai' })).toBe(
+      'config.summarizationModel = (not set) must be set together with summarizationProvider ("openai"): set both or neither',
+    );
+    expect(onlyMessage({ summarizationProvider: '', summarizationModel: 'm' })).toBe(
+      'config.summarizationProvider = "" must be set together with summarizationModel ("m"): set both or neither',
+    );
     expect(onlyMessage({ summarizationProvider: '  ', summarizationModel: 'm' })).toMatch(/^config\.summarizationProvider = " {2}" must not be blank/);
   });
 
@@ -217,7 +306,9 @@ describe('rules across fields', () => {
   });
 
   it('model entries: "provider/model" keys, a context window for unknown models, output below the window', () => {
-    expect(() => parseConfig({ models: { 'acme/big': { contextWindow: 32_000, maxOutputTokens: 4000 }, 'openai/gpt-4o': { maxOutputTokens: 8000 } } })).not.toThrow();
+    expect(() =>
+      parseConfig({ models: { 'acme/big': { contextWindow: 32_000, maxOutputTokens: 4000 }, 'openai/gpt-4o': { maxOutputTokens: 8000 } } }),
+    ).not.toThrow();
     expect(onlyMessage({ models: { 'gpt-4o': { contextWindow: 1000 } } })).toBe(
       'config.models["gpt-4o"] = {"contextWindow":1000} has a key that is not "provider/model": write the key as e.g. "openai/gpt-4o"',
     );
@@ -267,9 +358,20 @@ describe('model policies', () => {
     const config = parseConfig({ retainRatio: 0.2, maxTokens: 8192, modelPolicies: [{ provider: 'p', model: 'm', headroomTokens: 1000, auto: false }] });
     expect(config.modelPolicies).toEqual([
       {
-        provider: 'p', model: 'm', thresholdRatio: 0.8, headroomTokens: 1000, retainRatio: 0.2, maxTokens: 8192, compactionRetries: 1, maxOverflowRetries: 1, auto: false, background: true,
+        provider: 'p',
+        model: 'm',
+        thresholdRatio: 0.8,
+        headroomTokens: 1000,
+        retainRatio: 0.2,
+        maxTokens: 8192,
+        compactionRetries: 1,
+        maxOverflowRetries: 1,
+        auto: false,
+        background: true,
         backgroundCommit: undefined,
-        summaryIdleTimeoutMs: 60_000, summaryTimeoutMs: 600_000, recall: false,
+        summaryIdleTimeoutMs: 60_000,
+        summaryTimeoutMs: 600_000,
+        recall: false,
       },
     ]);
   });
@@ -324,7 +426,10 @@ describe('error reports', () => {
     summarizationModel: 'm',
     color: 1,
     prune: { headChars: 9000 },
-    modelPolicies: [{ provider: 'a', model: 'b', headroomTokens: 0 }, { provider: 'a', model: 'b' }],
+    modelPolicies: [
+      { provider: 'a', model: 'b', headroomTokens: 0 },
+      { provider: 'a', model: 'b' },
+    ],
     models: { nope: { contextWindow: 5 } },
   };
 
@@ -370,7 +475,14 @@ describe('resolveBudget (docs/spec.md#3-configuration)', () => {
   };
 
   it('check vector W = 1 000 000, O = 0 → threshold 800 000, retain 160 000', () => {
-    expect(budget({ requestMaxTokens: 0 })).toMatchObject({ window: 1_000_000, outputReservation: 0, messageBudget: 1_000_000, pressureBudget: 934_464, threshold: 800_000, retain: 160_000 });
+    expect(budget({ requestMaxTokens: 0 })).toMatchObject({
+      window: 1_000_000,
+      outputReservation: 0,
+      messageBudget: 1_000_000,
+      pressureBudget: 934_464,
+      threshold: 800_000,
+      retain: 160_000,
+    });
   });
 
   it('check vector W = 1 000 000, O = 256 000 → threshold 678 464, retain 119 040', () => {
@@ -413,8 +525,12 @@ describe('resolveBudget (docs/spec.md#3-configuration)', () => {
     expect(budget({ contextWindow: 200_000, requestMaxTokens: 100_000, config: parseConfig({ headroomTokens: 0, maxTokens: 1 }) }).messageBudget).toBe(100_000);
     const error = budgetError({ contextWindow: 128_000, requestMaxTokens: 128_000 });
     expect(error).toMatchObject({ code: 'no-message-budget', provider: 'p', model: 'm' });
-    expect(error.message).toBe("p/m: no message budget: window 128000 − output reservation 128000 (the request's max_tokens) = 0 tokens: lower the request's max_tokens below 128000");
-    expect(budgetError({ contextWindow: 1000, modelMaxOutputTokens: 2000 }).message).toContain('lower models["p/m"].maxOutputTokens below 1000, or set max_tokens on the request');
+    expect(error.message).toBe(
+      "p/m: no message budget: window 128000 − output reservation 128000 (the request's max_tokens) = 0 tokens: lower the request's max_tokens below 128000",
+    );
+    expect(budgetError({ contextWindow: 1000, modelMaxOutputTokens: 2000 }).message).toContain(
+      'lower models["p/m"].maxOutputTokens below 1000, or set max_tokens on the request',
+    );
   });
 
   it('no pressure budget when M ≤ headroom', () => {
@@ -445,7 +561,9 @@ describe('resolveBudget (docs/spec.md#3-configuration)', () => {
   });
 
   it('a model policy overrides thresholdRatio, retainTokens and headroom for its route only', () => {
-    const withPolicy = parseConfig({ modelPolicies: [{ provider: 'local', model: 'small', thresholdRatio: 0.7, retainTokens: 2048, headroomTokens: 0, maxTokens: 1024 }] });
+    const withPolicy = parseConfig({
+      modelPolicies: [{ provider: 'local', model: 'small', thresholdRatio: 0.7, retainTokens: 2048, headroomTokens: 0, maxTokens: 1024 }],
+    });
     expect(resolveBudget({ config: withPolicy, provider: 'local', model: 'small', contextWindow: 32_768 })).toMatchObject({
       threshold: 22_937,
       retain: 2048,
@@ -453,9 +571,14 @@ describe('resolveBudget (docs/spec.md#3-configuration)', () => {
       maxTokens: 1024,
       policy: { overridden: true },
     });
-    expect(() => resolveBudget({ config: { ...withPolicy, headroomTokens: 65_536 }, provider: 'local', model: 'other', contextWindow: 32_768 })).toThrow(/no pressure budget/);
+    expect(() => resolveBudget({ config: { ...withPolicy, headroomTokens: 65_536 }, provider: 'local', model: 'other', contextWindow: 32_768 })).toThrow(
+      /no pressure budget/,
+    );
     // Without a policy the route gets the window-scaled headroom (32768 / 8), not the policy's 0.
-    expect(resolveBudget({ config: withPolicy, provider: 'local', model: 'other', contextWindow: 32_768 })).toMatchObject({ headroomTokens: 4096, policy: { overridden: false } });
+    expect(resolveBudget({ config: withPolicy, provider: 'local', model: 'other', contextWindow: 32_768 })).toMatchObject({
+      headroomTokens: 4096,
+      policy: { overridden: false },
+    });
   });
 
   it('prune defaults: protectRecentTokens = retain, minReclaimTokens = max(512, 2% of W)', () => {
@@ -502,7 +625,9 @@ describe('model registry', () => {
   it('prices: the neutral table, under the built-in entry, under the user entry field by field', () => {
     expect(resolvePrices('acme/big')).toEqual(NEUTRAL_PRICES);
     expect(resolvePrices('openai/gpt-5')).toEqual({ input: 1.25, cacheRead: 0.125, cacheWrite: 1.25, output: 10 });
-    const config = parseConfig({ models: { 'openai/gpt-5': { prices: { cacheWrite: 1.5 } }, 'acme/big': { contextWindow: 50_000, prices: { input: 3, cacheRead: 0.3 } } } });
+    const config = parseConfig({
+      models: { 'openai/gpt-5': { prices: { cacheWrite: 1.5 } }, 'acme/big': { contextWindow: 50_000, prices: { input: 3, cacheRead: 0.3 } } },
+    });
     expect(resolvePrices('openai/gpt-5', config.models)).toEqual({ input: 1.25, cacheRead: 0.125, cacheWrite: 1.5, output: 10 });
     expect(resolvePrices('acme/big', config.models)).toEqual({ ...NEUTRAL_PRICES, input: 3, cacheRead: 0.3 });
     expect(onlyMessage({ models: { 'acme/big': { contextWindow: 50_000, prices: { output: -1 } } } })).toMatch(/output/);
@@ -552,14 +677,13 @@ describe('background compaction fields (docs/spec.md#13-background-compaction)',
     expect(onlyMessage({ prepareRatio: 0.1 })).toMatch(/prepareRatio.*must be above retainRatio/);
     expect(onlyMessage({ background: 'yes' })).toMatch(/background/);
     // A retainTokens is only known per route: checked when the budget resolves.
-    expect(() => budgetOf({ background: true, prepareRatio: 0.3, retainTokens: 400_000 })).toThrow(
-      expect.objectContaining({ code: 'prepare-out-of-range' }),
-    );
+    expect(() => budgetOf({ background: true, prepareRatio: 0.3, retainTokens: 400_000 })).toThrow(expect.objectContaining({ code: 'prepare-out-of-range' }));
   });
 });
 
 describe("the user's words' own budget in a checkpoint (userWordsTokens)", () => {
-  const budgetOf = (config: unknown, contextWindow = 131_072) => resolveBudget({ config: parseConfig(config), provider: 'p', model: 'm', contextWindow, modelMaxOutputTokens: 4_096 });
+  const budgetOf = (config: unknown, contextWindow = 131_072) =>
+    resolveBudget({ config: parseConfig(config), provider: 'p', model: 'm', contextWindow, modelMaxOutputTokens: 4_096 });
 
   it('defaults to a third of what lies between the retained tail and the threshold, less the summary cap, at most 20,000 (docs/reliability.md)', () => {
     const small = budgetOf({}, 32_768);

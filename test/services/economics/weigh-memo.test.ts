@@ -9,7 +9,7 @@ import { TokenMeter } from '../../../src/services/metering';
 import { routeBudget } from '../../../src/services/core';
 import { getTokenizer, type Tokenizer } from '../../../src/services/metering';
 import { weighPressure } from '../../../src/services/economics';
-import { Session, SessionWriter } from '../../../src/session/index.js';
+import { Session, SessionWriter } from '../../../src/session/index';
 
 describe('weighPressure', () => {
   it('answers a repeated question from the last weighing, and weighs afresh after an append', () => {

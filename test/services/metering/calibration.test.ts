@@ -8,10 +8,10 @@ import { CALIBRATION, CalibrationState, emptyCounts } from '../../../src/service
 import { SUSPECT_TOLERANCE, TokenMeter } from '../../../src/services/metering';
 import { retainedCut } from '../../../src/services/selection';
 import { getTokenizer, type TokenizerName } from '../../../src/services/metering';
-import { JsonlStore, Session, SessionWriter } from '../../../src/session/index.js';
-import { importPiTranscript } from '../../../src/transcripts/index.js';
+import { JsonlStore, Session, SessionWriter } from '../../../src/session/index';
+import { importPiTranscript } from '../../../src/transcripts/index';
 import { readFileSync } from 'node:fs';
-import { removeTempDirs, tempDir } from '../../helpers/session.js';
+import { removeTempDirs, tempDir } from '../../helpers/session';
 
 afterAll(removeTempDirs);
 
@@ -52,7 +52,10 @@ function run(session: Session, meter: TokenMeter, steps: number, provider = { na
     if (i > 0) rows.push({ predicted: m.totalTokens - anchorProvider, raw: raw - anchorProvider, actual: actual - anchorProvider });
     const data = { content: [{ type: 'tool-call' as const, id: `c${i}`, name: 'bash', arguments: JSON.stringify({ command: `make m${i}` }) }] };
     const completion = counter.priceEvent({ type: 'assistant/message', data });
-    w.assistant({ toolCalls: [{ id: `c${i}`, name: 'bash', arguments: data.content[0]!.arguments }], usage: { promptTokens: actual, completionTokens: completion } });
+    w.assistant({
+      toolCalls: [{ id: `c${i}`, name: 'bash', arguments: data.content[0]!.arguments }],
+      usage: { promptTokens: actual, completionTokens: completion },
+    });
     rawAtAnchor = { provider: actual + completion, estimate: meter.measure().estimatedTokens };
     anchorProvider = actual + completion;
     w.toolResult(`c${i}`, toolOutput(i));
@@ -118,8 +121,12 @@ describe('online calibration', () => {
       w.request({ provider: 'p', model: 'm', tools: [] });
       const grown = meter.measure();
       // A provider that counts ten times our growth.
-      if (i > 0) prompt += 10 * (grown.estimatedTokens - (grown.anchor ? grown.estimatedTokens - Math.round(grown.anchor.growthTokens / grown.calibration.ratio) : 0));
-      w.assistant({ toolCalls: [{ id: `c${i}`, name: 'bash', arguments: '{}' }], usage: { promptTokens: Math.max(prompt, grown.estimatedTokens * 3), completionTokens: 0 } });
+      if (i > 0)
+        prompt += 10 * (grown.estimatedTokens - (grown.anchor ? grown.estimatedTokens - Math.round(grown.anchor.growthTokens / grown.calibration.ratio) : 0));
+      w.assistant({
+        toolCalls: [{ id: `c${i}`, name: 'bash', arguments: '{}' }],
+        usage: { promptTokens: Math.max(prompt, grown.estimatedTokens * 3), completionTokens: 0 },
+      });
       prompt = Math.max(prompt, grown.estimatedTokens * 3);
       w.toolResult(`c${i}`, toolOutput(1));
       w.endStep();
@@ -140,7 +147,14 @@ describe('framing per message kind (a ratio alone cannot model a constant per me
     toolError: (id: string, text: string) => `<tool_result tool_use_id="${id}" is_error="true"><error>${text}</error></tool_result>`,
     user: (text: string) => `\n\nHuman: ${text}`,
   };
-  const SHORT = ['(no output)', 'Command exited with code 1', 'Fixed!', '      77', 'Successfully wrote 1092 bytes to src/a.ts', 'grep: src/b.ts: No such file or directory'];
+  const SHORT = [
+    '(no output)',
+    'Command exited with code 1',
+    'Fixed!',
+    '      77',
+    'Successfully wrote 1092 bytes to src/a.ts',
+    'grep: src/b.ts: No such file or directory',
+  ];
 
   function session(steps: number) {
     const session = Session.inMemory();
@@ -255,7 +269,10 @@ describe('suspect usage (the larger figure wins)', () => {
     const shadowed = session.surface.slice(1, session.surface.length);
     const [first, last] = [shadowed[0]!, shadowed[shadowed.length - 1]!];
     const start = session.append({ type: 'compaction/start', data: { turn: session.openTurn, trigger: 'pressure' } });
-    const sum = session.append({ type: 'compaction/summary', data: { summary: 's', range: { start: first, end: last }, shadowedSeqs: shadowed, shadowedTokens: 1 } });
+    const sum = session.append({
+      type: 'compaction/summary',
+      data: { summary: 's', range: { start: first, end: last }, shadowedSeqs: shadowed, shadowedTokens: 1 },
+    });
     session.append({
       type: 'user/message',
       data: { content: [{ type: 'text', text: 'summary' }], source: 'compaction-checkpoint' },

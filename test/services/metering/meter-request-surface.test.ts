@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { getTokenizer, TokenMeter } from '../../../src/services/metering';
-import { Session, SessionWriter } from '../../../src/session/index.js';
+import { Session, SessionWriter } from '../../../src/session/index';
 
 const TOOL = { type: 'function', function: { name: 'read', parameters: { type: 'object' } } };
 

@@ -7,14 +7,14 @@
 import { copyFileSync, existsSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCompactionEngine } from '../../../src/engine/facade.js';
+import { createCompactionEngine } from '../../../src/engine/facade';
 import { TokenMeter } from '../../../src/services/metering';
 import { SPOT_CHECKS } from '../../../src/services/metering';
 import { sessionPace } from '../../../src/services/economics';
 import { getTokenizer, type Tokenizer, type TokenizerName } from '../../../src/services/metering';
-import { JsonlStore, Session, SessionWriter } from '../../../src/session/index.js';
-import { recordingSummarizer, SMALL_CONFIG, SYSTEM_PROMPT } from '../../helpers/engine.js';
-import { removeTempDirs, tempDir } from '../../helpers/session.js';
+import { JsonlStore, Session, SessionWriter } from '../../../src/session/index';
+import { recordingSummarizer, SMALL_CONFIG, SYSTEM_PROMPT } from '../../helpers/engine';
+import { removeTempDirs, tempDir } from '../../helpers/session';
 
 afterAll(removeTempDirs);
 
@@ -38,7 +38,13 @@ function toolOutput(i: number): string {
  * tokenizer and back. Returns the engine's figures after each step.
  */
 async function drive(session: Session, from: number, to: number, tokenizer?: TokenizerName): Promise<string[]> {
-  const engine = createCompactionEngine({ session, models: MODELS, config: SMALL_CONFIG, summarizer: recordingSummarizer(), ...(tokenizer ? { tokenizer } : {}) });
+  const engine = createCompactionEngine({
+    session,
+    models: MODELS,
+    config: SMALL_CONFIG,
+    summarizer: recordingSummarizer(),
+    ...(tokenizer ? { tokenizer } : {}),
+  });
   const w = new SessionWriter(session);
   const out: string[] = [];
   for (let i = from; i < to; i++) {
@@ -52,7 +58,11 @@ async function drive(session: Session, from: number, to: number, tokenizer?: Tok
     w.request({ provider: wide ? 'other' : 'test', model: wide ? 'wide' : 'small', systemPrompt: SYSTEM_PROMPT, tools: [], maxTokens: 500 });
     const m = engine.measure();
     const promptTokens = i % 11 === 2 ? 5 : Math.round(m.calibratedTokens * 1.12) + 3;
-    w.assistant({ text: `step ${i}`, toolCalls: [{ id: `c${i}`, name: 'bash', arguments: JSON.stringify({ command: `make m${i}` }) }], usage: { promptTokens, completionTokens: 12 } });
+    w.assistant({
+      text: `step ${i}`,
+      toolCalls: [{ id: `c${i}`, name: 'bash', arguments: JSON.stringify({ command: `make m${i}` }) }],
+      usage: { promptTokens, completionTokens: 12 },
+    });
     w.toolResult(`c${i}`, toolOutput(i), { toolName: 'bash' });
     const r = await engine.afterStep();
     const { prices: _p, ...figures } = engine.measure();
@@ -73,7 +83,13 @@ async function writeSession(dir: string): Promise<void> {
 /** Everything the meter reports after a reopen: the engine's figures, every node's price and text counts. */
 async function figuresAfterReopen(dir: string, tokenizer?: TokenizerName): Promise<string> {
   const session = await Session.open(new JsonlStore(dir, { sync: false }), ID);
-  const engine = createCompactionEngine({ session, models: MODELS, config: SMALL_CONFIG, summarizer: recordingSummarizer(), ...(tokenizer ? { tokenizer } : {}) });
+  const engine = createCompactionEngine({
+    session,
+    models: MODELS,
+    config: SMALL_CONFIG,
+    summarizer: recordingSummarizer(),
+    ...(tokenizer ? { tokenizer } : {}),
+  });
   const { prices, ...figures } = engine.measure();
   const meter = prices as TokenMeter;
   const nodes = [...session.surface.seqs()].map((seq) => [seq, meter.priceOf(seq), meter.textCountsOf(seq)]);

@@ -10,9 +10,9 @@ import { describe, expect, it, vi } from 'vitest';
 import { TokenMeter, IMAGE_TOKENS } from '../../../src/services/metering';
 import { parseConfig, tokenizerNameFor } from '../../../src/services/config';
 import { getTokenizer, messageOverhead, type Tokenizer, type TokenizerName } from '../../../src/services/metering';
-import { Session, SessionWriter, type ChatMessage, type SessionEvent, type SurfaceEvent } from '../../../src/session/index.js';
-import { importPiFile } from '../../../src/transcripts/index.js';
-import { findPiData } from '../../helpers/pi-data.js';
+import { Session, SessionWriter, type ChatMessage, type SessionEvent, type SurfaceEvent } from '../../../src/session/index';
+import { importPiFile } from '../../../src/transcripts/index';
+import { findPiData } from '../../helpers/pi-data';
 
 const nodeRequire = createRequire(import.meta.url);
 
@@ -41,8 +41,14 @@ function counting(inner: Tokenizer, count?: (text: string) => number) {
   return { tokenizer, calls };
 }
 
-const READ_TOOL = { type: 'function', function: { name: 'read', description: 'Read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } };
-const BASH_TOOL = { type: 'function', function: { name: 'bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } } };
+const READ_TOOL = {
+  type: 'function',
+  function: { name: 'read', description: 'Read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } },
+};
+const BASH_TOOL = {
+  type: 'function',
+  function: { name: 'bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } },
+};
 
 /** A small agent conversation with every kind of surface node. */
 function agentSession(): { session: Session; w: SessionWriter } {
@@ -65,7 +71,14 @@ function agentSession(): { session: Session; w: SessionWriter } {
     ],
   });
   w.toolResult('c3', '# README\n\nSome prose about the project.', { toolName: 'read' });
-  w.toolResult('c2', [{ type: 'text', text: 'import { foo } from "./a";' }, { type: 'image', url: 'data:image/png;base64,AAAA' }], { toolName: 'read' });
+  w.toolResult(
+    'c2',
+    [
+      { type: 'text', text: 'import { foo } from "./a";' },
+      { type: 'image', url: 'data:image/png;base64,AAAA' },
+    ],
+    { toolName: 'read' },
+  );
   w.endStep();
   w.startStep();
   w.request({ provider: 'openai', model: 'gpt-4o', tools: [READ_TOOL] });
@@ -368,7 +381,12 @@ describe('incremental measurement', () => {
     const result = w.toolResult('big', 'x'.repeat(5_000), { toolName: 'read' });
     const prunedData = { callId: 'big', toolName: 'read', content: [{ type: 'text' as const, text: 'x'.repeat(100) + '\n[… pruned …]' }] };
     const prunedPrice = meter.priceEvent({ type: 'tool/result', data: prunedData });
-    const replaced = session.append({ type: 'tool/result', data: prunedData, surfaceOp: { op: 'replace', start: result.seq, end: result.seq }, sourceEventSeqs: [result.seq] });
+    const replaced = session.append({
+      type: 'tool/result',
+      data: prunedData,
+      surfaceOp: { op: 'replace', start: result.seq, end: result.seq },
+      sourceEventSeqs: [result.seq],
+    });
     expect(meter.priceOf(replaced.seq)).toBe(prunedPrice);
   });
 
@@ -415,7 +433,11 @@ describe('replaces', () => {
     for (let i = 0; i < 8; i++) {
       const prompt = providerCount(session.surface.seqs());
       w.assistant({ toolCalls: [{ id: `c${i}`, name: 'read', arguments: `{"path":"src/m${i}.ts"}` }], usage: { promptTokens: prompt, completionTokens: 0 } });
-      w.toolResult(`c${i}`, Array.from({ length: 30 }, (_, j) => `export const limit${i}_${j} = { attempt: ${j}, delayMs: ${(i * 31 + j * 17) % 997} };`).join('\n'), { toolName: 'read' });
+      w.toolResult(
+        `c${i}`,
+        Array.from({ length: 30 }, (_, j) => `export const limit${i}_${j} = { attempt: ${j}, delayMs: ${(i * 31 + j * 17) % 997} };`).join('\n'),
+        { toolName: 'read' },
+      );
       w.endStep();
       w.startStep();
       w.request({ provider: 'p', model: 'm', tools: [READ_TOOL] });
@@ -669,7 +691,7 @@ describe('tokenizer switches', () => {
     w.assistant({ text: 'switched' });
     w.endStep();
     const cuts = session.balancedCuts();
-    const span = session.surface.slice(1, cuts[2]!);
+    const span = session.surface.slice(1, cuts[2]);
     session.append({
       type: 'user/message',
       data: { content: [{ type: 'text', text: 'summary of the start' }] },
@@ -731,7 +753,7 @@ describe('the real pi transcript', () => {
         expect(m.totalTokens).toBe(lastUsage.tokens);
       }
     });
-    const report = await importPiFile(session, pi.path!);
+    const report = await importPiFile(session, pi.path);
     expect(report.assistantMessages).toBe(453);
     expect(measurements).toBe(session.length);
     expect(zeroUsage).toBeGreaterThan(0);

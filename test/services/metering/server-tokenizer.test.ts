@@ -12,7 +12,14 @@ import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, createCompactionEngine, getTokenizer, JsonlStore, Session, SessionWriter, type CompactionEngine } from '../../../src/index';
 import { ServerTokenizer, serverTokenizeUrl } from '../../../src/advanced';
-import { chatPromptTokens, digitTokens, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer, type TokenizeOptions } from '../../../src/testing/openai-server';
+import {
+  chatPromptTokens,
+  digitTokens,
+  startOpenAIServer,
+  type ChatRequestBody,
+  type LocalOpenAIServer,
+  type TokenizeOptions,
+} from '../../../src/testing/openai-server';
 import { sdkTurn } from '../../helpers/sdk-turn';
 
 const MODEL = 'qwen-tiny';
@@ -21,7 +28,7 @@ const WINDOW = 32_768;
 
 /** ~3,000 characters of numbers: o200k counts about a third of the digits the server counts. */
 function digits(seed: number): string {
-  return `Readings for batch ${seed}: ` + Array.from({ length: 250 }, (_, i) => String(1_000_003 + (seed * 7919 + i * 104_729) % 8_999_999)).join(', ');
+  return `Readings for batch ${seed}: ` + Array.from({ length: 250 }, (_, i) => String(1_000_003 + ((seed * 7919 + i * 104_729) % 8_999_999))).join(', ');
 }
 
 const servers: LocalOpenAIServer[] = [];
@@ -159,8 +166,10 @@ describe("tokenizer 'server' (docs/local-models.md#the-server-tokenizer-the-mode
     const session = Session.inMemory();
     const client = new OpenAI({ baseURL: 'http://127.0.0.1:9/v1', apiKey: 'test' });
     const length = session.length;
-    const bad = (models: Record<string, object>, withClient = true) => () =>
-      createCompactionEngine({ session, ...(withClient ? { client } : {}), models: models as never });
+    const bad =
+      (models: Record<string, object>, withClient = true) =>
+      () =>
+        createCompactionEngine({ session, ...(withClient ? { client } : {}), models: models });
     const key = `local/${MODEL}`;
     expect(bad({ [key]: { contextWindow: WINDOW, tokenizer: 'servr' } })).toThrow(ConfigError);
     expect(bad({ [key]: { contextWindow: WINDOW, tokenizer: 'servr' } })).toThrow(/"server"/);
@@ -168,8 +177,12 @@ describe("tokenizer 'server' (docs/local-models.md#the-server-tokenizer-the-mode
     expect(bad({ [key]: { contextWindow: WINDOW, tokenizerUrl: 'http://127.0.0.1:8080/tokenize' } })).toThrow(/only used with tokenizer "server"/);
     expect(bad({ [key]: { contextWindow: WINDOW, tokenizer: 'server' } }, false)).toThrow(ConfigError);
     expect(bad({ [key]: { contextWindow: WINDOW, tokenizer: 'server' } }, false)).toThrow(/no tokenize endpoint/);
-    expect(() => createCompactionEngine({ session, models: { [key]: { contextWindow: WINDOW, tokenizer: 'server', tokenizerUrl: 'http://127.0.0.1:9/tokenize' } } })).not.toThrow();
-    expect(() => createCompactionEngine({ session, client, models: { [key]: { contextWindow: WINDOW, tokenizer: 'server' } }, tokenizerDeadlineMs: -1 })).toThrow(/tokenizerDeadlineMs/);
+    expect(() =>
+      createCompactionEngine({ session, models: { [key]: { contextWindow: WINDOW, tokenizer: 'server', tokenizerUrl: 'http://127.0.0.1:9/tokenize' } } }),
+    ).not.toThrow();
+    expect(() =>
+      createCompactionEngine({ session, client, models: { [key]: { contextWindow: WINDOW, tokenizer: 'server' } }, tokenizerDeadlineMs: -1 }),
+    ).toThrow(/tokenizerDeadlineMs/);
     expect(session.length).toBe(length);
   });
 
@@ -243,9 +256,19 @@ describe('ServerTokenizer over HTTP', () => {
     expect(report).toMatchObject({ asked: 2, counted: 2, state: 'available' });
     expect(t.count(text)).toBe(digitTokens(text));
     expect(t.fallbacks()).toBe(1);
-    const bodies = server.requests.filter((r) => r.path === '/tokenize').map((r) => Object.keys(r.json as object).sort().join());
+    const bodies = server.requests
+      .filter((r) => r.path === '/tokenize')
+      .map((r) =>
+        Object.keys(r.json as object)
+          .sort()
+          .join(),
+      );
     // llama.cpp's body first; vLLM answers it 400 once, and is asked in its own form from then on.
-    expect(bodies).toEqual(dialect === 'llama.cpp' ? ['add_special,content', 'add_special,content'] : ['add_special,content', 'add_special_tokens,model,prompt', 'add_special_tokens,model,prompt']);
+    expect(bodies).toEqual(
+      dialect === 'llama.cpp'
+        ? ['add_special,content', 'add_special,content']
+        : ['add_special,content', 'add_special_tokens,model,prompt', 'add_special_tokens,model,prompt'],
+    );
   });
 
   it('a server that cannot be reached is tried once per batch, and a batch asks for at most batchTexts texts', async () => {

@@ -90,7 +90,10 @@ describe('summaries reuse the meter prices', () => {
           if (e.surfaceOp === undefined) continue;
           for (const text of textsOfMessage(toChatMessage(e as never))) {
             if (text.length < 40) continue; // short names may recur in other nodes
-            expect(calls.filter((c) => c === text), `seq ${seq}: ${text.slice(0, 40)}`).toHaveLength(1);
+            expect(
+              calls.filter((c) => c === text),
+              `seq ${seq}: ${text.slice(0, 40)}`,
+            ).toHaveLength(1);
           }
         }
       } finally {

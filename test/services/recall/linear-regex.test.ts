@@ -190,7 +190,27 @@ describe('recall regex: the same matches as JavaScript', () => {
   it('escapes, classes, counted repetitions and anchors as JavaScript reads them', () => {
     const forever = { now: () => 0, deadline: 1 };
     const text = 'Error: ENOENT /srv/app/.env.local\tline 42 at 0x1F {a} [x] tab\\';
-    for (const src of ['ENOENT\\s+/srv', '\\/srv\\/app\\/\\.env', '\\x30x1f', '\\u0041pp', '[\\d]{2}', '\\{a\\}', '{a}', '\\[x\\]', 'l[^a-z\\s]ne', '^error', 'tab\\\\$', '\\berr', 'a\\B', '(?<word>env)\\.', 'e{1,}n', '\\t', '[.]env', '\\cI', '[\\w-]+/']) {
+    for (const src of [
+      'ENOENT\\s+/srv',
+      '\\/srv\\/app\\/\\.env',
+      '\\x30x1f',
+      '\\u0041pp',
+      '[\\d]{2}',
+      '\\{a\\}',
+      '{a}',
+      '\\[x\\]',
+      'l[^a-z\\s]ne',
+      '^error',
+      'tab\\\\$',
+      '\\berr',
+      'a\\B',
+      '(?<word>env)\\.',
+      'e{1,}n',
+      '\\t',
+      '[.]env',
+      '\\cI',
+      '[\\w-]+/',
+    ]) {
       const native = new RegExp(src, 'i').exec(text);
       const got = compileLinear(src).search(text, 0, forever);
       expect(got, src).toEqual(native ? [native.index, native.index + native[0].length] : undefined);

@@ -142,10 +142,10 @@ describe('recall: recall results are ordinary tool results, never nested', () =>
     await compact(session);
     const recall = recallTool(session);
     w.startTurn();
-    w.request({ provider: 'deepseek', model: 'deepseek-chat', tools: [recall.definition as unknown as Record<string, unknown>] });
+    w.request({ provider: 'deepseek', model: 'deepseek-chat', tools: [recall.definition] });
     w.user('What was the make error?');
     w.startStep();
-    w.request({ provider: 'deepseek', model: 'deepseek-chat', tools: [recall.definition as unknown as Record<string, unknown>] });
+    w.request({ provider: 'deepseek', model: 'deepseek-chat', tools: [recall.definition] });
     w.assistant({ toolCalls: [{ id: 'r1', name: 'recall', arguments: '{"query":"libfoo-unique"}' }] });
     const first = recall.run('{"query":"libfoo-unique"}');
     expect(first.matches).toBe(1);

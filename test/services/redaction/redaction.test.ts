@@ -160,8 +160,8 @@ describe('secrets do not outlive a compaction', () => {
 
   it('the eval report redacts every text it prints', () => {
     const html = renderEvalReport(
-      [{ file: `/tmp/OPENAI_API_KEY=${OPENAI}.jsonl`, format: `PGPASSWORD=${PG}`, requests: 0, windows: [{ window: 1000, runs: [] }] } as never],
-      { prices: { input: 1, cacheRead: 0.1, cacheWrite: 1, output: 2 } as never },
+      [{ file: `/tmp/OPENAI_API_KEY=${OPENAI}.jsonl`, format: `PGPASSWORD=${PG}`, requests: 0, windows: [{ window: 1000, runs: [] }] }],
+      { prices: { input: 1, cacheRead: 0.1, cacheWrite: 1, output: 2 } },
     );
     for (const s of [OPENAI, PG]) expect(html).not.toContain(s);
     expect(html).toContain('[REDACTED:');

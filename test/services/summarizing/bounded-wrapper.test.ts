@@ -76,7 +76,11 @@ describe('BoundedSummarizer around any summarizer', () => {
     expect(bounded.name).toBe('mine');
     expect(inner.seen).toHaveLength(1);
     expect(inner.seen[0]).toEqual({ ...r, contextWindow: 20_000 });
-    expect(result).toEqual({ text: 'summary 1', requests: 1, bounding: { mode: 'as-is', budget: inputBudget(20_000, 500, 512 + 400), cutBlocks: 0, chunks: 1 } });
+    expect(result).toEqual({
+      text: 'summary 1',
+      requests: 1,
+      bounding: { mode: 'as-is', budget: inputBudget(20_000, 500, 512 + 400), cutBlocks: 0, chunks: 1 },
+    });
   });
 
   it('without a window (option or request) passes everything through', async () => {

@@ -41,9 +41,18 @@ describe('pricing', () => {
     // content null; call id "a" (1) + name "read" (4) + 9, arguments {"path":"a.ts"} (15)
     expect(priceMessage(calls('a'), chars)).toBe(4 + 1 + 4 + 9 + 15);
     expect(priceMessage(result('a', 'abc'), chars)).toBe(4 + 3 + 1);
-    expect(priceMessage({ role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }, chars)).toBe(
-      4 + 3 + TEMPLATE_COST.perImage,
-    );
+    expect(
+      priceMessage(
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'see' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+          ],
+        },
+        chars,
+      ),
+    ).toBe(4 + 3 + TEMPLATE_COST.perImage);
     const tools = [{ type: 'function', function: { name: 'x' } }];
     expect(priceRequest([user('hi')], tools, chars)).toBe(3 + JSON.stringify(tools).length + 4 + 2);
     expect(priceRequest([user('hi')], [], chars)).toBe(3 + 4 + 2);

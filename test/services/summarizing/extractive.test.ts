@@ -89,7 +89,10 @@ describe('ExtractiveSummarizer on a real transcript', () => {
     expect(small.text).toMatch(/^- \(\d+ earlier entries omitted\)$/m);
     // What survives of a trimmed section is its newest entries, whole (or the head of the last one).
     const fullCommands = section(full.text, 'Critical Context').trim().split('\n');
-    const smallCommands = section(small.text, 'Critical Context').trim().split('\n').filter((l) => !l.includes('earlier entries omitted'));
+    const smallCommands = section(small.text, 'Critical Context')
+      .trim()
+      .split('\n')
+      .filter((l) => !l.includes('earlier entries omitted'));
     expect(smallCommands.length).toBeLessThan(fullCommands.length);
     const kept = smallCommands.filter((l) => !l.endsWith(' …'));
     expect(fullCommands.slice(fullCommands.length - kept.length)).toEqual(kept);
@@ -208,7 +211,10 @@ describe('ExtractiveSummarizer rules', () => {
   });
 
   it('writes (none) for empty sections', async () => {
-    const { text } = await new ExtractiveSummarizer().summarize(small((w) => w.user('hi')), signal());
+    const { text } = await new ExtractiveSummarizer().summarize(
+      small((w) => w.user('hi')),
+      signal(),
+    );
     expect(text).toBe(
       [
         '## Primary Request and Intent\n(none)',
@@ -232,7 +238,12 @@ describe('ExtractiveSummarizer rules', () => {
 
     const controller = new AbortController();
     controller.abort();
-    const cancelled = await new ExtractiveSummarizer().summarize(small((w) => w.user('hi')), controller.signal).catch((e: unknown) => e);
+    const cancelled = await new ExtractiveSummarizer()
+      .summarize(
+        small((w) => w.user('hi')),
+        controller.signal,
+      )
+      .catch((e: unknown) => e);
     expect((cancelled as SummarizerError).code).toBe('summary-cancelled');
   });
 

@@ -269,7 +269,11 @@ describe("the user's words have a budget of their own (SummaryRequest.userWordsT
     }
     for (let i = 0; i < 40; i++) call(w, 'read', { path: `src/module-${i}.ts` }, `export const m${i} = ${i};`);
   };
-  const requests = (turns: number) => Array.from({ length: turns }, (_, i) => `Request ${i}: please rename the ${['parser', 'lexer', 'store', 'cache'][i % 4]} helper number ${i} and keep its tests green`);
+  const requests = (turns: number) =>
+    Array.from(
+      { length: turns },
+      (_, i) => `Request ${i}: please rename the ${['parser', 'lexer', 'store', 'cache'][i % 4]} helper number ${i} and keep its tests green`,
+    );
 
   it('extractive: every user message stays verbatim beyond the cap, and the summary and the other lists keep the whole cap', async () => {
     const shared = await new ExtractiveSummarizer().summarize(spanOf(chat(200), 1_200), signal());

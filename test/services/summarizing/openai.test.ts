@@ -192,7 +192,13 @@ describe('OpenAISummarizer: the request', () => {
     const { messages, events } = conversation();
     // The conversation's own request, as an agent loop sends it.
     server.enqueue({ kind: 'reply', content: 'conversation reply' }, { kind: 'reply', content: SUMMARY });
-    const stream = await client.chat.completions.create({ model: 'local-chat', messages: [...messages], tools: TOOLS, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: 'local-chat',
+      messages: [...messages],
+      tools: TOOLS,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     for await (const _ of stream) {
       // drain
     }
@@ -254,7 +260,7 @@ describe('OpenAISummarizer: the request', () => {
     expect(instruction.endsWith('while keeping every section:\nthe escape handling in parse()')).toBe(true);
   });
 
-  it('sends a separately configured summarization model and reports the route\'s model, not the name the server answered with (llama.cpp answers with its weights\' path; docs/local-models.md#counts-the-tokenizer-is-not-ours)', async () => {
+  it("sends a separately configured summarization model and reports the route's model, not the name the server answered with (llama.cpp answers with its weights' path; docs/local-models.md#counts-the-tokenizer-is-not-ours)", async () => {
     const { messages, events } = conversation();
     server.enqueue({ kind: 'reply', content: SUMMARY, model: '/models/cheap-summarizer-q4.gguf' });
     const result = await new OpenAISummarizer({ ledger: false, client }).summarize(
@@ -268,7 +274,10 @@ describe('OpenAISummarizer: the request', () => {
   it('sends the cap as max_completion_tokens when told to (OpenAI reasoning models reject max_tokens)', async () => {
     const { messages, events } = conversation();
     server.enqueue({ kind: 'reply', content: SUMMARY });
-    await new OpenAISummarizer({ ledger: false, client, outputCapField: 'max_completion_tokens' }).summarize(summaryRequest(messages, events, { maxTokens: 777 }), signal());
+    await new OpenAISummarizer({ ledger: false, client, outputCapField: 'max_completion_tokens' }).summarize(
+      summaryRequest(messages, events, { maxTokens: 777 }),
+      signal(),
+    );
     expect(bodyOf(0)).toMatchObject({ max_completion_tokens: 777 });
     expect(bodyOf(0)).not.toHaveProperty('max_tokens');
   });
@@ -308,7 +317,9 @@ describe('OpenAISummarizer: the response', () => {
     it('max_tokens reached: raise maxTokens', async () => {
       const { messages, events } = conversation();
       llama.enqueue({ kind: 'reply', content: long });
-      const err = await rejection(new OpenAISummarizer({ ledger: false, client: llamaClient }).summarize(summaryRequest(messages, events, { maxTokens: 100 }), signal()));
+      const err = await rejection(
+        new OpenAISummarizer({ ledger: false, client: llamaClient }).summarize(summaryRequest(messages, events, { maxTokens: 100 }), signal()),
+      );
       expect(err.code).toBe('summary-truncated');
       expect(err.message).toContain('cut off at max_tokens 100 (finish reason "length")');
       expect(err.message).toContain('Raise maxTokens');
@@ -320,10 +331,15 @@ describe('OpenAISummarizer: the response', () => {
       llama.enqueue({ kind: 'reply', content: long });
       // The registry says 128k; the server really has 2000. max_tokens 4096 is never reached.
       const err = await rejection(
-        new OpenAISummarizer({ ledger: false, client: llamaClient }).summarize(summaryRequest(messages, events, { maxTokens: 4096, contextWindow: 128_000 }), signal()),
+        new OpenAISummarizer({ ledger: false, client: llamaClient }).summarize(
+          summaryRequest(messages, events, { maxTokens: 4096, contextWindow: 128_000 }),
+          signal(),
+        ),
       );
       expect(err.code).toBe('summary-truncated');
-      expect(err.message).toMatch(/cut off by the server's context window, not by max_tokens: prompt \d+ \+ generated \d+ = 2000 tokens reached the server's window \(before max_tokens 4096\)/);
+      expect(err.message).toMatch(
+        /cut off by the server's context window, not by max_tokens: prompt \d+ \+ generated \d+ = 2000 tokens reached the server's window \(before max_tokens 4096\)/,
+      );
       expect(err.message).toContain('Raising maxTokens cannot help');
       expect(err.message).toContain('contextWindow');
       expect(llama.requests).toHaveLength(1);
@@ -333,7 +349,12 @@ describe('OpenAISummarizer: the response', () => {
       const { messages, events } = conversation();
       // The server counts 1500 prompt tokens, so max_tokens 500 ends exactly at its window of 2000.
       llama.enqueue({ kind: 'reply', content: long, usage: { prompt_tokens: 1500 } });
-      const err = await rejection(new OpenAISummarizer({ ledger: false, client: llamaClient }).summarize(summaryRequest(messages, events, { maxTokens: 500, contextWindow: 2000 }), signal()));
+      const err = await rejection(
+        new OpenAISummarizer({ ledger: false, client: llamaClient }).summarize(
+          summaryRequest(messages, events, { maxTokens: 500, contextWindow: 2000 }),
+          signal(),
+        ),
+      );
       expect(err.message).toContain("= 2000 tokens reached the model's window of 2000");
       expect(err.message).toContain('Raising maxTokens cannot help');
     });
@@ -413,12 +434,12 @@ describe('OpenAISummarizer: failures and retries', () => {
     expect(classifyRequestError(err.cause).kind).toBe('server');
   });
 
-  it("keeps the text of a flat-body overflow (vLLM) so the engine can classify it", async () => {
+  it('keeps the text of a flat-body overflow (vLLM) so the engine can classify it', async () => {
     const { messages, events } = conversation();
     server.enqueue({ kind: 'status', ...OVERFLOW_BODIES.vllm });
     const err = await rejection(new OpenAISummarizer({ client }).summarize(summaryRequest(messages, events), signal()));
     expect(err.code).toBe('summary-request');
-    expect((err.cause as Error).message).toContain("maximum context length is 4096 tokens");
+    expect((err.cause as Error).message).toContain('maximum context length is 4096 tokens');
     expect(classifyRequestError(err.cause)).toMatchObject({ kind: 'context-overflow', limitTokens: 4096 });
   });
 });
@@ -524,7 +545,11 @@ describe('OpenAISummarizer: bounded input', () => {
     w.request({ provider: 'local', model: 'm', systemPrompt: 'System prompt.', tools: TOOLS });
     w.user('Why does the build fail?');
     w.assistant({ toolCalls: [{ id: 'c1', name: 'bash', arguments: '{"command":"npm run build"}' }] });
-    const log = ['> build start', ...Array.from({ length: 3000 }, (_, i) => `compiling module ${i} of 3000 ok`), 'error TS2304: Cannot find name "parse".'].join('\n');
+    const log = [
+      '> build start',
+      ...Array.from({ length: 3000 }, (_, i) => `compiling module ${i} of 3000 ok`),
+      'error TS2304: Cannot find name "parse".',
+    ].join('\n');
     w.toolResult('c1', log, { toolName: 'bash' });
     w.assistant({ text: 'The build fails on a missing name.' });
     const messages = session.deriveMessages();
@@ -618,11 +643,18 @@ describe('OpenAISummarizer: bounded input', () => {
       expectPaired(msgs);
       if (i > 0) {
         // The previous partial summary rides along as a checkpoint to merge.
-        expect(msgs[1]).toEqual({ role: 'user', content: frameCheckpoint(`## Primary Request and Intent\n- merged through request ${i - 1}\n\n## Current Work\n- chunk ${i - 1}`) });
+        expect(msgs[1]).toEqual({
+          role: 'user',
+          content: frameCheckpoint(`## Primary Request and Intent\n- merged through request ${i - 1}\n\n## Current Work\n- chunk ${i - 1}`),
+        });
       }
     }
     // Every user request of the transcript went to some request (cut or whole), in order.
-    const sentUsers = server.requests.flatMap((_, i) => bodyOf(i).messages!.filter((m, j) => m.role === 'user' && j > (i > 0 ? 1 : 0)).slice(0, -1));
+    const sentUsers = server.requests.flatMap((_, i) =>
+      bodyOf(i)
+        .messages!.filter((m, j) => m.role === 'user' && j > (i > 0 ? 1 : 0))
+        .slice(0, -1),
+    );
     expect(sentUsers).toHaveLength(messages.filter((m) => m.role === 'user').length);
     expect(result.text).toBe(`## Primary Request and Intent\n- merged through request ${n - 1}\n\n## Current Work\n- chunk ${n - 1}`);
     const promptSum = Array.from({ length: n }, (_, i) => 1000 + i).reduce((a, b) => a + b, 0);

@@ -63,7 +63,12 @@ const CASES: Array<{ label: string; scenario: Scenario; code: string; says: RegE
     code: 'summary-truncated',
     says: /cut off at max_tokens 256/,
   },
-  { label: 'stopped by a content filter', scenario: { kind: 'reply', content: 'The summ', finishReason: 'content_filter' }, code: 'summary-truncated', says: /content filter/ },
+  {
+    label: 'stopped by a content filter',
+    scenario: { kind: 'reply', content: 'The summ', finishReason: 'content_filter' },
+    code: 'summary-truncated',
+    says: /content filter/,
+  },
   { label: 'only whitespace', scenario: { kind: 'reply', content: '  \n ' }, code: 'summary-empty', says: /only whitespace/ },
   {
     label: 'tool calls instead of a summary',
@@ -96,7 +101,9 @@ describe('the same reply, refused the same way by both summarizers', () => {
     const controller = new AbortController();
     controller.abort(new Error('the user pressed Esc'));
     const errors = await Promise.all(
-      [openai, aiSdk, boundSummarizer(aiSdk, { window: 100_000 })].map((s) => s.summarize(request(), controller.signal).catch((e: unknown) => e as SummarizerError)),
+      [openai, aiSdk, boundSummarizer(aiSdk, { window: 100_000 })].map((s) =>
+        s.summarize(request(), controller.signal).catch((e: unknown) => e as SummarizerError),
+      ),
     );
     for (const e of errors as SummarizerError[]) {
       expect(e).toBeInstanceOf(SummarizerError);
@@ -154,8 +161,17 @@ describe('a generation the provider broke off', () => {
 
   it('reads either SDK spelling of a reason', () => {
     expect(['length', 'content_filter', 'content-filter', 'error', 'interrupted', 'stop', 'tool_calls', null].map(stopOf)).toEqual([
-      'length', 'content-filter', 'content-filter', 'failed', 'failed', 'other', 'other', undefined,
+      'length',
+      'content-filter',
+      'content-filter',
+      'failed',
+      'failed',
+      'other',
+      'other',
+      undefined,
     ]);
-    expect(() => checkSummaryReply(request(), { text: 'half', toolCalls: 0, stop: stopOf('interrupted'), finishReason: 'interrupted' })).toThrow(SummarizerError);
+    expect(() => checkSummaryReply(request(), { text: 'half', toolCalls: 0, stop: stopOf('interrupted'), finishReason: 'interrupted' })).toThrow(
+      SummarizerError,
+    );
   });
 });

@@ -9,7 +9,15 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AiSdkSummarizer } from '../../../src/adapters/ai-sdk/index';
-import { CompactionError, createCompactionEngine, OpenAISummarizer, Session, SessionWriter, type EngineNotification, type Summarizer } from '../../../src/index';
+import {
+  CompactionError,
+  createCompactionEngine,
+  OpenAISummarizer,
+  Session,
+  SessionWriter,
+  type EngineNotification,
+  type Summarizer,
+} from '../../../src/index';
 import { SummarizerError } from '../../../src/services/summarizing';
 import { startOpenAIServer, type LocalOpenAIServer, type Scenario } from '../../../src/testing/index';
 import { harness, openTurn, stepUntilPressure, SYSTEM_PROMPT } from '../../helpers/engine';
@@ -26,7 +34,8 @@ const summarizers: Array<[string, () => Summarizer]> = [
   ['OpenAISummarizer', () => new OpenAISummarizer({ client: client(), bounding: false, ledger: false })],
   [
     'AiSdkSummarizer',
-    () => new AiSdkSummarizer({ model: createOpenAICompatible({ name: 'local', baseURL: server.baseURL, apiKey: 'test', includeUsage: true }).chatModel('small') }),
+    () =>
+      new AiSdkSummarizer({ model: createOpenAICompatible({ name: 'local', baseURL: server.baseURL, apiKey: 'test', includeUsage: true }).chatModel('small') }),
   ],
 ];
 
@@ -121,7 +130,12 @@ describe('the engine and a stalled summary', () => {
 
   it('compactNow: a stream that drips past summaryTimeoutMs is abandoned at the deadline (the chart), not when it ends', async () => {
     const session = conversation();
-    const engine = createCompactionEngine({ session, client: client(), models, config: { summaryIdleTimeoutMs: 2_000, summaryTimeoutMs: 600, background: false } });
+    const engine = createCompactionEngine({
+      session,
+      client: client(),
+      models,
+      config: { summaryIdleTimeoutMs: 2_000, summaryTimeoutMs: 600, background: false },
+    });
     const first = server.requests.length;
     server.enqueue({ kind: 'reply', content: 'a summary that takes far too long to arrive', chunks: 40, chunkDelayMs: 150 });
     const started = Date.now();
@@ -156,7 +170,18 @@ describe('the engine and a stalled summary', () => {
   it('pressure compaction: a stalled summary fails the step with summary-timeout and counts for the breaker', async () => {
     const h = harness({
       summarizer: new OpenAISummarizer({ client: client() }),
-      config: { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false, background: false, prune: { enabled: false }, summaryIdleTimeoutMs: 300, circuitBreaker: { failureLimit: 1 }, truncationFallback: false },
+      config: {
+        headroomTokens: 500,
+        maxTokens: 400,
+        thresholdRatio: 0.8,
+        retainRatio: 0.2,
+        economics: false,
+        background: false,
+        prune: { enabled: false },
+        summaryIdleTimeoutMs: 300,
+        circuitBreaker: { failureLimit: 1 },
+        truncationFallback: false,
+      },
     });
     server.setHandler(() => ({ kind: 'hang', afterChunks: 1 }));
     try {
@@ -168,7 +193,7 @@ describe('the engine and a stalled summary', () => {
       expect(h.events.some((e: EngineNotification) => e.type === 'breaker.opened')).toBe(true);
       expect(h.session.lock.held).toBe(false);
     } finally {
-      server.setHandler(undefined as never);
+      server.setHandler(undefined);
       h.engine.stop();
     }
   });
@@ -176,7 +201,17 @@ describe('the engine and a stalled summary', () => {
   it('background compaction: a step that reaches the threshold while the summary stalls is released by the deadline, not blocked', async () => {
     const h = harness({
       summarizer: new OpenAISummarizer({ client: client() }),
-      config: { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false, background: true, prune: { enabled: false }, summaryTimeoutMs: 500, truncationFallback: false },
+      config: {
+        headroomTokens: 500,
+        maxTokens: 400,
+        thresholdRatio: 0.8,
+        retainRatio: 0.2,
+        economics: false,
+        background: true,
+        prune: { enabled: false },
+        summaryTimeoutMs: 500,
+        truncationFallback: false,
+      },
     });
     // Every summary request hangs after the headers (the idle limit is the default minute).
     server.setHandler(() => ({ kind: 'hang' }));
@@ -193,7 +228,7 @@ describe('the engine and a stalled summary', () => {
       expect(last.error?.causeCode).toBe('summary-timeout');
       expect(h.session.lock.held).toBe(false);
     } finally {
-      server.setHandler(undefined as never);
+      server.setHandler(undefined);
       h.engine.stop();
     }
   });
@@ -201,7 +236,16 @@ describe('the engine and a stalled summary', () => {
   it('background compaction: a summary past its deadline is closed with summary-timeout and reported', async () => {
     const h = harness({
       summarizer: new OpenAISummarizer({ client: client() }),
-      config: { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, economics: false, background: true, summaryIdleTimeoutMs: 5_000, summaryTimeoutMs: 400 },
+      config: {
+        headroomTokens: 500,
+        maxTokens: 400,
+        thresholdRatio: 0.8,
+        retainRatio: 0.2,
+        economics: false,
+        background: true,
+        summaryIdleTimeoutMs: 5_000,
+        summaryTimeoutMs: 400,
+      },
     });
     server.setHandler(() => ({ kind: 'reply', content: 'slow', chunks: 40, chunkDelayMs: 150 }));
     try {
@@ -214,7 +258,7 @@ describe('the engine and a stalled summary', () => {
       expect(failed?.background).toBe(true);
       expect(h.session.lock.held).toBe(false);
     } finally {
-      server.setHandler(undefined as never);
+      server.setHandler(undefined);
       h.engine.stop();
     }
   });

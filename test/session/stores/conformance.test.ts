@@ -6,8 +6,8 @@
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JsonlStore, MemoryStore, PostgresStore, Session, StoreError, type SessionStore } from '../../../src/session/index.js';
-import { closePgStores, pgStore, pgUrl } from '../../helpers/pg.js';
+import { JsonlStore, MemoryStore, PostgresStore, Session, StoreError, type SessionStore } from '../../../src/session/index';
+import { closePgStores, pgStore, pgUrl } from '../../helpers/pg';
 import {
   appendAll,
   assistant,
@@ -23,7 +23,7 @@ import {
   turnEnd,
   turnStart,
   user,
-} from '../../helpers/session.js';
+} from '../../helpers/session';
 
 afterAll(async () => {
   removeTempDirs();
@@ -255,7 +255,7 @@ describe.each(backends)('%s conformance', (_name, make) => {
 
 describe('PostgresStore is a SessionStore like the others', () => {
   it('is exported from the package root', async () => {
-    const root = await import('../../../src/index.js');
+    const root = await import('../../../src/index');
     expect(root.PostgresStore).toBe(PostgresStore);
   });
 });

@@ -7,8 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { JsonlStore, Session, StoreError } from '../../../src/session/index.js';
-import { removeTempDirs, tempDir, turnStart, user } from '../../helpers/session.js';
+import { JsonlStore, Session, StoreError } from '../../../src/session/index';
+import { removeTempDirs, tempDir, turnStart, user } from '../../helpers/session';
 
 afterAll(removeTempDirs);
 afterEach(() => vi.restoreAllMocks());
@@ -177,5 +177,4 @@ describe('JsonlStore: a new log', () => {
     await again.close();
     expect(synced).not.toContain(dir);
   });
-
 });

@@ -8,10 +8,10 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Session, StoreError } from '../../../src/session/index.js';
-import { storeErrorOf } from '../../../src/session/stores/postgres-connect.js';
-import { closePgStores, pgStore, pgUrl } from '../../helpers/pg.js';
-import { turnStart, user } from '../../helpers/session.js';
+import { Session, StoreError } from '../../../src/session/index';
+import { storeErrorOf } from '../../../src/session/stores/postgres-connect';
+import { closePgStores, pgStore, pgUrl } from '../../helpers/pg';
+import { turnStart, user } from '../../helpers/session';
 
 afterAll(closePgStores);
 

@@ -6,10 +6,10 @@
  */
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { XcompactError } from '../../../src/errors.js';
-import { PostgresStore, Session, StoreError } from '../../../src/session/index.js';
-import { closePgStores, freshSchema, pgStore, pgUrl } from '../../helpers/pg.js';
-import { appendAll, turnStart, user } from '../../helpers/session.js';
+import { XcompactError } from '../../../src/errors';
+import { PostgresStore, Session, StoreError } from '../../../src/session/index';
+import { closePgStores, freshSchema, pgStore, pgUrl } from '../../helpers/pg';
+import { appendAll, turnStart, user } from '../../helpers/session';
 
 afterAll(closePgStores);
 
@@ -120,8 +120,16 @@ describe('PostgresStore: corrupt rows', () => {
   }
 
   it.each([
-    ['a gap in the seqs (seq 2 stored as 3)', `UPDATE {events} SET seq = 3 WHERE session_id = 'c' AND seq = 2`, /row with seq 3 \(row 3\).*seqs 2\.\.2 are missing/],
-    ['an event whose seq is not the seq of its row', `UPDATE {events} SET event = jsonb_set(event, '{seq}', '7') WHERE session_id = 'c' AND seq = 1`, /row with seq 1 \(row 2\).*its event says seq 7/],
+    [
+      'a gap in the seqs (seq 2 stored as 3)',
+      `UPDATE {events} SET seq = 3 WHERE session_id = 'c' AND seq = 2`,
+      /row with seq 3 \(row 3\).*seqs 2\.\.2 are missing/,
+    ],
+    [
+      'an event whose seq is not the seq of its row',
+      `UPDATE {events} SET event = jsonb_set(event, '{seq}', '7') WHERE session_id = 'c' AND seq = 1`,
+      /row with seq 1 \(row 2\).*its event says seq 7/,
+    ],
   ])('%s is store-corrupt naming the row, for writers and readers; nothing is written', async (_, update, message) => {
     const store = await threeEvents();
     await sql(update.replace('{events}', `${schemaOf(store)}.events`));
@@ -260,7 +268,13 @@ describe('PostgresStore: the writer lease', () => {
     // A writer that ignores the lease stores seq 2 first.
     await sql(`INSERT INTO ${schemaOf(store)}.events (session_id, seq, event) VALUES ($1, 2, $2::jsonb)`, [
       'race',
-      JSON.stringify({ seq: 2, type: 'user/message', time: new Date().toISOString(), data: { content: [{ type: 'text', text: 'other' }] }, surfaceOp: 'append' }),
+      JSON.stringify({
+        seq: 2,
+        type: 'user/message',
+        time: new Date().toISOString(),
+        data: { content: [{ type: 'text', text: 'other' }] },
+        surfaceOp: 'append',
+      }),
     ]);
     appendAll(s, [user('mine 2'), user('mine 3'), user('mine 4')]);
     const err = await rejection(s.flush(), 'store-conflict');

@@ -14,7 +14,7 @@ import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JsonlStore, Session } from '../../../src/session/index.js';
+import { JsonlStore, Session } from '../../../src/session/index';
 
 const TRIALS = Number(process.env.XCOMPACT_RACE_TRIALS ?? 300);
 const PROCS = Number(process.env.XCOMPACT_RACE_PROCS ?? 2);

@@ -8,8 +8,8 @@ import { existsSync, promises as fs, readdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { JsonlStore, MemoryStore, Session, StoreError, type SessionStore } from '../../../src/session/index.js';
-import { openAIMessageProblems } from '../../helpers/openai-validator.js';
+import { JsonlStore, MemoryStore, Session, StoreError, type SessionStore } from '../../../src/session/index';
+import { openAIMessageProblems } from '../../helpers/openai-validator';
 import {
   appendAll,
   assistant,
@@ -26,7 +26,7 @@ import {
   turnEnd,
   turnStart,
   user,
-} from '../../helpers/session.js';
+} from '../../helpers/session';
 
 afterAll(removeTempDirs);
 
@@ -48,7 +48,10 @@ function writeRichSession(s: Session): void {
   const start = s.append({ type: 'compaction/start', data: { turn: 0, trigger: 'pressure' } });
   s.append({ type: 'session/end-seed', data: { reason: 'crash' } }); // start is now a stale orphan
   const start2 = s.append({ type: 'compaction/start', data: { turn: 0, trigger: 'pressure' } });
-  const summary = s.append({ type: 'compaction/summary', data: { summary: 'S', range: { start: 4, end: 12 }, shadowedSeqs: [4, 5, 6, 9, 12], shadowedTokens: 99 } });
+  const summary = s.append({
+    type: 'compaction/summary',
+    data: { summary: 'S', range: { start: 4, end: 12 }, shadowedSeqs: [4, 5, 6, 9, 12], shadowedTokens: 99 },
+  });
   s.append(checkpoint(4, 12, [start2.seq, summary.seq, 4, 5, 6, 9, 12]));
   s.append({ type: 'compaction/end', data: { turn: 0 } });
   s.append(header('m2'));
@@ -160,7 +163,12 @@ describe('JsonlStore', () => {
     appendAll(s, [system('sys'), user('u'), assistant('', ['a']), result('a'), header()]);
     await s.flush(); // not closed: the data must already be in the file
     const text = await fs.readFile(fileOf(store, 'lines'), 'utf8');
-    expect(text).toBe(s.events().map((e) => `${JSON.stringify(e)}\n`).join(''));
+    expect(text).toBe(
+      s
+        .events()
+        .map((e) => `${JSON.stringify(e)}\n`)
+        .join(''),
+    );
     await s.close();
   });
 
@@ -217,7 +225,12 @@ describe('JsonlStore', () => {
       const text = await fs.readFile(file, 'utf8');
       expect(text.startsWith(good.toString('utf8'))).toBe(true);
       expect(text.endsWith('\n')).toBe(true);
-      expect(text.split('\n').slice(0, -1).map((l) => JSON.parse(l).seq)).toEqual([0, 1, 2, 3, 4]);
+      expect(
+        text
+          .split('\n')
+          .slice(0, -1)
+          .map((l) => JSON.parse(l).seq),
+      ).toEqual([0, 1, 2, 3, 4]);
       await r.close();
 
       const r2 = await Session.open(store, 't');
@@ -285,22 +298,29 @@ describe('JsonlStore', () => {
       ['an orphan tool result', (l: string[]) => JSON.stringify({ ...JSON.parse(l[3]!), data: { callId: 'zzz', content: [] } }), 'orphan-tool-result'],
       ['a seq out of position', (l: string[]) => JSON.stringify({ ...JSON.parse(l[3]!), seq: 7 }), 'seq-position'],
       ['a line that is no event', () => '{"hello":"world"}', 'stored-shape'],
-      ['a log-only event with a surfaceOp', () => JSON.stringify({ seq: 3, type: 'turn/start', time: 't', data: { turn: 0 }, surfaceOp: 'append' }), 'log-only-event'],
-    ] as Array<[string, (l: string[]) => string, string]>)('that breaks a log rule (%s) is store-corrupt naming file, line and rule', async (_name, corrupt, rule) => {
-      const store = new JsonlStore(tempDir(), { sync: false });
-      const lines = await writeFile(store, 'rule');
-      lines[3] = corrupt(lines);
-      const file = fileOf(store, 'rule');
-      await fs.writeFile(file, `${lines.join('\n')}\n`);
-      const bytes = await fs.readFile(file);
-      const err = await expectStoreError(Session.open(store, 'rule'), 'store-corrupt');
-      expect(err.file).toBe(file);
-      expect(err.line).toBe(4);
-      expect(err.message).toContain(`${file}:4`);
-      expect(err.message).toContain(`[rule: ${rule}]`);
-      expect(await fs.readFile(file)).toEqual(bytes);
-      expect(existsSync(`${file}.lock`)).toBe(false);
-    });
+      [
+        'a log-only event with a surfaceOp',
+        () => JSON.stringify({ seq: 3, type: 'turn/start', time: 't', data: { turn: 0 }, surfaceOp: 'append' }),
+        'log-only-event',
+      ],
+    ] as Array<[string, (l: string[]) => string, string]>)(
+      'that breaks a log rule (%s) is store-corrupt naming file, line and rule',
+      async (_name, corrupt, rule) => {
+        const store = new JsonlStore(tempDir(), { sync: false });
+        const lines = await writeFile(store, 'rule');
+        lines[3] = corrupt(lines);
+        const file = fileOf(store, 'rule');
+        await fs.writeFile(file, `${lines.join('\n')}\n`);
+        const bytes = await fs.readFile(file);
+        const err = await expectStoreError(Session.open(store, 'rule'), 'store-corrupt');
+        expect(err.file).toBe(file);
+        expect(err.line).toBe(4);
+        expect(err.message).toContain(`${file}:4`);
+        expect(err.message).toContain(`[rule: ${rule}]`);
+        expect(await fs.readFile(file)).toEqual(bytes);
+        expect(existsSync(`${file}.lock`)).toBe(false);
+      },
+    );
   });
 
   describe('one writer per file', () => {
@@ -333,7 +353,7 @@ describe('JsonlStore', () => {
       );
       children.push(child);
       await new Promise<void>((resolve, reject) => {
-        child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+        child.stdout.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
         child.on('exit', (code) => reject(new Error(`lock holder exited early (${code})`)));
       });
       const err = await expectStoreError(Session.open(store, 'busy'), 'store-locked');
@@ -413,7 +433,8 @@ describe('JsonlStore', () => {
       const rename = fs.rename.bind(fs);
       vi.spyOn(fs, 'rename').mockImplementation(async (from, to) => {
         await rename(from, to);
-        if (String(to) === lockPath) await fs.writeFile(join(lockPath, 'owner-intruder'), JSON.stringify({ pid: process.ppid, host: hostname(), token: 'intruder' }));
+        if (String(to) === lockPath)
+          await fs.writeFile(join(lockPath, 'owner-intruder'), JSON.stringify({ pid: process.ppid, host: hostname(), token: 'intruder' }));
       });
       await expectStoreError(Session.open(store, 'shared'), 'store-locked');
       expect(readdirSync(lockPath)).toEqual(['owner-intruder']);
@@ -466,7 +487,7 @@ describe('JsonlStore', () => {
   });
 });
 
-describe('JsonlStore: two writers can never lose each other\'s lines', () => {
+describe("JsonlStore: two writers can never lose each other's lines", () => {
   it('a foreign append that lands between the size check and the write is kept intact and reported; the reopen names the repeated seq and changes nothing', async () => {
     const store = new JsonlStore(tempDir(), { sync: false });
     const s = await Session.open(store, 'iw');

@@ -1,5 +1,5 @@
-import { HEURISTIC_OVERHEAD, UTF8_BYTES_OVERHEAD } from './overhead.js';
-import type { Tokenizer } from './types.js';
+import { HEURISTIC_OVERHEAD, UTF8_BYTES_OVERHEAD } from './overhead';
+import type { Tokenizer } from './types';
 
 /** The reference heuristic (docs/spec.md#2-token-measurement): `ceil(length / 4)` in UTF-16 code units. */
 export function createHeuristicTokenizer(): Tokenizer {

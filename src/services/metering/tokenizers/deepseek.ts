@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { utf8ByteLength } from './approximate.js';
-import { TokenizerUnavailableError } from './errors.js';
-import { isModuleNotFound, nodeRequire, type RequireLike } from './node-require.js';
-import { DEEPSEEK_V3_CHAT_OVERHEAD } from './overhead.js';
-import type { Tokenizer } from './types.js';
+import { utf8ByteLength } from './approximate';
+import { TokenizerUnavailableError } from './errors';
+import { isModuleNotFound, nodeRequire, type RequireLike } from './node-require';
+import { DEEPSEEK_V3_CHAT_OVERHEAD } from './overhead';
+import type { Tokenizer } from './types';
 
 /** Optional peer packages (see package.json peerDependenciesMeta). */
 export const HF_TOKENIZERS_PACKAGE = '@huggingface/tokenizers';
@@ -72,10 +72,14 @@ function readJson(load: RequireLike, id: string): unknown {
   try {
     return JSON.parse(readFileSync(path, 'utf8'));
   } catch (cause) {
-    throw new TokenizerUnavailableError('deepseek-v3', `tokenizer 'deepseek-v3': ${path} could not be read (${describe(cause)}): reinstall ${DEEPSEEK_V3_PACKAGE}@${VERSIONS[DEEPSEEK_V3_PACKAGE]}`, {
-      packageName: DEEPSEEK_V3_PACKAGE,
-      cause,
-    });
+    throw new TokenizerUnavailableError(
+      'deepseek-v3',
+      `tokenizer 'deepseek-v3': ${path} could not be read (${describe(cause)}): reinstall ${DEEPSEEK_V3_PACKAGE}@${VERSIONS[DEEPSEEK_V3_PACKAGE]}`,
+      {
+        packageName: DEEPSEEK_V3_PACKAGE,
+        cause,
+      },
+    );
   }
 }
 
@@ -83,8 +87,13 @@ function unavailable(packageName: string, cause: unknown): TokenizerUnavailableE
   // Both packages are needed; name the missing one first.
   const others = Object.keys(VERSIONS).filter((name) => name !== packageName);
   const install = `npm install ${[packageName, ...others].map((name) => `${name}@${VERSIONS[name]}`).join(' ')}`;
-  const reason = isModuleNotFound(cause) ? `needs the optional package ${packageName}, which is not installed` : `failed to load ${packageName} (${describe(cause)})`;
-  return new TokenizerUnavailableError('deepseek-v3', `tokenizer 'deepseek-v3' ${reason}: run \`${install}\` or choose tokenizer 'o200k_base'`, { packageName, cause });
+  const reason = isModuleNotFound(cause)
+    ? `needs the optional package ${packageName}, which is not installed`
+    : `failed to load ${packageName} (${describe(cause)})`;
+  return new TokenizerUnavailableError('deepseek-v3', `tokenizer 'deepseek-v3' ${reason}: run \`${install}\` or choose tokenizer 'o200k_base'`, {
+    packageName,
+    cause,
+  });
 }
 
 function describe(error: unknown): string {

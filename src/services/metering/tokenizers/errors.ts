@@ -1,5 +1,5 @@
-import { XcompactError } from '../../../errors.js';
-import type { TokenizerName } from './types.js';
+import { XcompactError } from '../../../errors';
+import type { TokenizerName } from './types';
 
 /**
  * A tokenizer was requested whose implementation cannot be loaded, typically because an

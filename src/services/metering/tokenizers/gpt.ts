@@ -1,9 +1,9 @@
 import type { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
-import { utf8ByteLength } from './approximate.js';
-import { TokenizerUnavailableError } from './errors.js';
-import { nodeRequire, type RequireLike } from './node-require.js';
-import { OPENAI_CHAT_OVERHEAD } from './overhead.js';
-import type { Tokenizer } from './types.js';
+import { utf8ByteLength } from './approximate';
+import { TokenizerUnavailableError } from './errors';
+import { nodeRequire, type RequireLike } from './node-require';
+import { OPENAI_CHAT_OVERHEAD } from './overhead';
+import type { Tokenizer } from './types';
 
 export type GptEncodingName = 'o200k_base' | 'cl100k_base';
 

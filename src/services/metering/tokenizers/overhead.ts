@@ -1,4 +1,4 @@
-import type { ChatOverhead } from './types.js';
+import type { ChatOverhead } from './types';
 
 /**
  * OpenAI chat format (o200k_base and cl100k_base models).

@@ -29,7 +29,7 @@
  * Determinism: the same text always gives the same price (no randomness), so replay and
  * reopen price it the same.
  */
-import { isSpace } from './chars.js';
+import { isSpace } from './chars';
 
 export const SAMPLING = Object.freeze({
   minRegionChars: 65_536,

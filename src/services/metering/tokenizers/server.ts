@@ -25,7 +25,7 @@
  * tokenizer's overhead figures stand for it, and the provider's reports calibrate the rest.
  */
 import { createHash } from 'node:crypto';
-import { SERVER_TOKENIZER, type ChatOverhead, type Tokenizer } from './types.js';
+import { SERVER_TOKENIZER, type ChatOverhead, type Tokenizer } from './types';
 
 /** How long one step's prefetch may take as a whole (ms): the agent waits at most this. */
 export const DEFAULT_PREFETCH_DEADLINE_MS = 300;
@@ -153,7 +153,14 @@ export class ServerTokenizer implements Tokenizer {
     const wanted = new Map<string, string>();
     let unreachable = false;
     let skipped = false;
-    const report = (counted: number): PrefetchReport => ({ asked: wanted.size, counted, requests: this.requests - sent, state: this.known, unreachable, skipped });
+    const report = (counted: number): PrefetchReport => ({
+      asked: wanted.size,
+      counted,
+      requests: this.requests - sent,
+      state: this.known,
+      unreachable,
+      skipped,
+    });
     if (this.known === 'absent' || signal?.aborted) return report(0);
     for (const text of texts) {
       if (text.length === 0) continue;

@@ -25,9 +25,9 @@
  * short pieces. A dense region (≥ 64k characters of long runs) is priced from a sample of its
  * segments instead (sample.ts, with its own stated error); other text is never sampled.
  */
-import { isSpace } from './chars.js';
-import { denseRegions, sampleSegments } from './sample.js';
-import type { Tokenizer } from './types.js';
+import { isSpace } from './chars';
+import { denseRegions, sampleSegments } from './sample';
+import type { Tokenizer } from './types';
 
 export const MAX_RUN_CHARS = 64;
 /**

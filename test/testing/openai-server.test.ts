@@ -121,7 +121,7 @@ describe('local OpenAI server: replies', () => {
     expect(r.reasoning).toBe('Let me think.');
     expect(r.content).toBe('Answer.');
     const firstContent = r.chunks.findIndex((c) => c.choices[0]?.delta.content);
-    const lastReasoning = r.chunks.findLastIndex((c) => (c.choices[0]?.delta)?.reasoning_content);
+    const lastReasoning = r.chunks.findLastIndex((c) => (c.choices[0]?.delta as DeltaWithReasoning | undefined)?.reasoning_content);
     expect(lastReasoning).toBeLessThan(firstContent);
 
     const plain = await client.chat.completions.create({ model: 'deepseek-reasoner', messages });

@@ -216,7 +216,7 @@ describe('argument pruning in the engine', () => {
     expect(prunes.map((p) => s.event(p.data.targetSeq).type)).toContain('assistant/message');
     expect(events).toContain('pruned');
     expect(events).not.toContain('compaction.committed'); // pruning the call was enough
-    expect(last.status).not.toBe('failed');
+    expect(last!.status).not.toBe('failed');
     const write = s.deriveMessages().find((m) => m.role === 'assistant' && m.tool_calls?.some((c) => c.id === 'w1'));
     const args = JSON.parse((write as { tool_calls: Array<{ function: { arguments: string } }> }).tool_calls[0]!.function.arguments) as {
       path: string;

@@ -28,6 +28,7 @@ import { recordedMessages } from '../../session/recorded';
 import { fingerprint, mapMessage, recordedFingerprint, sessionMessages, splitSystem, type MappedMessage } from './messages';
 import { firstNewMessage } from './reconcile';
 import { recordingStream, type StreamedReply } from './stream';
+import { wrapResponses } from './responses';
 
 export interface WithCompactionOptions extends Omit<CompactionEngineOptions, 'session' | 'client' | 'models'> {
   /** Where the conversation is recorded: `Session.inMemory()`, or a store's `Session.open(store, id)`. */
@@ -281,7 +282,9 @@ export function withCompaction<C extends OpenAIClient>(client: C, options: WithC
 
   const completions = forward(client.chat.completions, { create });
   const chat = forward(client.chat, { completions });
-  return forward(client, { chat, compaction }) as CompactingClient<C>;
+  // The Responses API, stateless, over the same session and engine (responses.ts).
+  const responses = wrapResponses(client, { session, engine, provider, ...(options.requireCapacity !== undefined ? { requireCapacity: options.requireCapacity } : {}) });
+  return forward(client, { chat, compaction, ...(responses ? { responses } : {}) }) as CompactingClient<C>;
 }
 
 /** The caller's object with some members replaced; every other member read from (and bound to) the object itself. */

@@ -29,6 +29,7 @@ import { fingerprint, mapMessage, recordedFingerprint, sessionMessages, splitSys
 import { firstNewMessage } from './reconcile';
 import { recordingStream, type StreamedReply } from './stream';
 import { wrapResponses } from './responses';
+import { isAnthropicClient, withAnthropicCompaction, type AnthropicClientLike, type AnthropicCompactingClient } from '../anthropic/client';
 
 export interface WithCompactionOptions extends Omit<CompactionEngineOptions, 'session' | 'client' | 'models'> {
   /** Where the conversation is recorded: `Session.inMemory()`, or a store's `Session.open(store, id)`. */
@@ -73,7 +74,11 @@ export function providerOfBaseURL(baseURL: string | undefined): string {
 type CreateOptions = { signal?: AbortSignal } & Record<string, unknown>;
 type RawCreate = (body: ChatCompletionCreateParams, options?: CreateOptions) => Promise<unknown>;
 
+/** An `@anthropic-ai/sdk` client: its `messages.create` is wrapped (anthropic/client.ts). */
+export function withCompaction<C extends AnthropicClientLike>(client: C, options: WithCompactionOptions): AnthropicCompactingClient<C>;
+export function withCompaction<C extends OpenAIClient>(client: C, options: WithCompactionOptions): CompactingClient<C>;
 export function withCompaction<C extends OpenAIClient>(client: C, options: WithCompactionOptions): CompactingClient<C> {
+  if (isAnthropicClient(client)) return withAnthropicCompaction(client, options) as unknown as CompactingClient<C>;
   const { session, models: given = {}, provider: _p, ...engineOptions } = options;
   const provider = options.provider ?? providerOfBaseURL((client as { baseURL?: string }).baseURL);
   // vLLM's and Mistral's flat error bodies reach the classifier with their text: nothing to remember.

@@ -51,8 +51,12 @@ export interface Conversation {
   readonly provider: string;
   /** Steps 1: checks and records; returns, per caller message, the seq of its recorded event. */
   prepare(call: ShapeCall, signal: AbortSignal | undefined): Promise<number[]>;
-  /** Step 2: `attempt` builds its request from `surface()` each time it is called. */
-  send<T>(attempt: () => Promise<T>, signal: AbortSignal | undefined): Promise<T>;
+  /**
+   * Step 2: `attempt` builds its request from `surface()` each time it is called. `view`: the
+   * error as the classifier should read it (an SDK that keeps its error body elsewhere); the
+   * caller always gets the SDK's own error.
+   */
+  send<T>(attempt: () => Promise<T>, signal: AbortSignal | undefined, view?: (err: unknown) => unknown): Promise<T>;
   /** Step 3. */
   finish(reply: ShapeReply, signal: AbortSignal | undefined): Promise<void>;
   /** A request that failed for good, or a reply that cannot be recorded: its step ends. */
@@ -189,14 +193,14 @@ export function createConversation(options: ConversationOptions): Conversation {
       w.request({ provider, model: call.model, tools: call.tools as object[], ...(call.maxTokens !== undefined ? { maxTokens: call.maxTokens } : {}) });
       return seqs;
     },
-    async send(attempt, signal) {
+    async send(attempt, signal, view = (err) => err) {
       for (;;) {
         try {
           return await attempt();
         } catch (err) {
           let action: Awaited<ReturnType<CompactionEngine['onRequestError']>>;
           try {
-            action = await engine.onRequestError(err, signal ? { signal } : {});
+            action = await engine.onRequestError(view(err), signal ? { signal } : {});
           } catch (failure) {
             try {
               abandon();

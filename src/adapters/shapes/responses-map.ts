@@ -163,7 +163,7 @@ export function responsesInputOf(events: Iterable<SurfaceEvent>): { instructions
             }
           } else {
             flush();
-            input.push({ type: 'function_call', call_id: b.id, name: b.name, arguments: b.arguments });
+            input.push({ type: 'function_call', call_id: b.id, name: b.name, arguments: sendableArguments(b.arguments) });
           }
         }
         flush();
@@ -177,6 +177,20 @@ export function responsesInputOf(events: Iterable<SurfaceEvent>): { instructions
     }
   }
   return { instructions, input };
+}
+
+/**
+ * A call's arguments as sent back: as recorded, unless they are not JSON (a reply cut by its
+ * output cap mid-call): then the cut text goes back inside a JSON object, since a server that
+ * parses the history (llama.cpp) answers every later request with a 500 otherwise.
+ */
+function sendableArguments(args: string): string {
+  try {
+    JSON.parse(args);
+    return args;
+  } catch {
+    return JSON.stringify({ arguments: args });
+  }
 }
 
 function userContent(blocks: ReadonlyArray<{ type: string }>): string | Array<Record<string, unknown>> {

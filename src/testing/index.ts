@@ -62,3 +62,5 @@ export type {
   TransitionLog,
 } from './loop-check/index.js';
 export { openAIMessageProblems } from './request-problems.js';
+// The Responses and Anthropic Messages routes: a request of either shape read as the chat body it stands for.
+export { chatBodyOf, shapeOverflow, type ShapeRoute } from './shapes-server.js';

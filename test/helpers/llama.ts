@@ -140,7 +140,12 @@ export async function startLlamaProxy(ctx = 4096): Promise<LlamaProxy> {
   }
   const exchanges: Exchange[] = [];
   const pads = new Set<string>();
-  const pad = text(6000, 7);
+  // Just past the window (the last prompt the server counted on that path, plus a margin; a
+  // word is at least one token): an overflow a compaction can relieve, as a real one is.
+  const padFor = (path: string): string => {
+    const last = [...exchanges].reverse().find((e) => e.path === path && !e.summary && e.status === 200)?.promptTokens ?? 0;
+    return text(Math.max(200, ctx - last + 300), 7);
+  };
   const proxy = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -158,6 +163,7 @@ export async function startLlamaProxy(ctx = 4096): Promise<LlamaProxy> {
       if (json && pads.has(path)) {
         pads.delete(path);
         padded = true;
+        const pad = padFor(path);
         if (shape === 'chat') (json['messages'] as Array<{ content: unknown }>).unshift({ content: pad, role: 'system' } as never);
         else if (shape === 'responses') json['instructions'] = `${pad}\n\n${String(json['instructions'] ?? '')}`;
         else if (shape === 'messages') json['system'] = `${pad}\n\n${typeof json['system'] === 'string' ? json['system'] : ''}`;

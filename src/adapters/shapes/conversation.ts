@@ -23,7 +23,7 @@ import type { Session } from '../../session/session';
 import { SessionWriter } from '../../session/writer';
 import { firstNewMessage } from '../drop-in/reconcile';
 import { DropInError, recoveryFailed } from '../drop-in/errors';
-import { callsOf, shapeFingerprint, shapeMessageOf, type ShapeMessage } from './items';
+import { callsOf, isEmptyReply, shapeFingerprint, shapeMessageOf, type ShapeMessage } from './items';
 
 /** What a shape's call says about the conversation, mapped. */
 export interface ShapeCall {
@@ -49,7 +49,7 @@ export interface Conversation {
   readonly session: Session;
   readonly engine: CompactionEngine;
   readonly provider: string;
-  /** Steps 1: checks and records; returns, per caller message, the seq of its recorded event. */
+  /** Step 1: checks and records; returns, per caller message, the seq of its recorded event (-1 for an empty reply, not recorded). */
   prepare(call: ShapeCall, signal: AbortSignal | undefined): Promise<number[]>;
   /**
    * Step 2: `attempt` builds its request from `surface()` each time it is called. `view`: the
@@ -88,15 +88,18 @@ export function createConversation(options: ConversationOptions): Conversation {
   let turnFailed = false;
   let generation = 0;
 
+  // Empty replies are matched on neither side: a caller may not pass one back.
   const recorded = (): Array<{ seq: number; print: string }> =>
-    recordedMessages(session).map((e) => {
+    recordedMessages(session).flatMap((e) => {
+      const m = shapeMessageOf(e);
+      if (isEmptyReply(m)) return [];
       let print = prints.get(e.seq);
       if (print === undefined) {
-        print = shapeFingerprint(shapeMessageOf(e));
+        print = shapeFingerprint(m);
         prints.set(e.seq, print);
         if (e.type === 'assistant/message') for (const b of e.data.content) if (b.type === 'tool-call') toolNames.set(b.id, b.name);
       }
-      return { seq: e.seq, print };
+      return [{ seq: e.seq, print }];
     });
 
   const closeStep = async (signal: AbortSignal | undefined): Promise<void> => {
@@ -169,14 +172,20 @@ export function createConversation(options: ConversationOptions): Conversation {
     },
     async prepare(call, signal) {
       const known = recorded();
-      const given = call.messages.map(shapeFingerprint);
+      // The caller's empty replies are neither matched nor recorded (-1: no event).
+      const kept: number[] = [];
+      call.messages.forEach((m, i) => {
+        if (!isEmptyReply(m)) kept.push(i);
+      });
+      const messages = kept.map((i) => call.messages[i]!);
+      const given = messages.map(shapeFingerprint);
       const from = firstNewMessage(
         known.map((k) => k.print),
         given,
       );
       // The caller's message i is recorded event known[offset + i] (for i < from).
       const offset = known.length - from;
-      const fresh = call.messages.slice(from);
+      const fresh = messages.slice(from);
       checkAnswered(session.surface.pendingCalls(), fresh);
       requireWindow(call.model);
       if (call.system !== undefined) w.system(call.system);
@@ -191,7 +200,9 @@ export function createConversation(options: ConversationOptions): Conversation {
       ensureTurn();
       w.startStep();
       w.request({ provider, model: call.model, tools: call.tools as object[], ...(call.maxTokens !== undefined ? { maxTokens: call.maxTokens } : {}) });
-      return seqs;
+      const byCaller: number[] = call.messages.map(() => -1);
+      kept.forEach((i, k) => (byCaller[i] = seqs[k]!));
+      return byCaller;
     },
     async send(attempt, signal, view = (err) => err) {
       for (;;) {

@@ -51,7 +51,7 @@ function contentKey(content: ReadonlyArray<TextBlock | ImageBlock>): unknown[] {
 
 /**
  * What identifies a message across shapes and across a restart: role, text, images, tool calls
- * (id, name, canonical arguments) and a result's call id. Reasoning and provider data are left
+ * (id and name) and a result's call id. Reasoning and provider data are left
  * out: a caller may drop a reasoning item when passing a reply back, and the recorded one stays.
  */
 export function shapeFingerprint(m: ShapeMessage): string {
@@ -62,7 +62,9 @@ export function shapeFingerprint(m: ShapeMessage): string {
       break;
     case 'assistant': {
       const text = m.blocks.filter((b): b is TextBlock => b.type === 'text').map((b) => b.text).join('\n\n');
-      key = ['assistant', text, callsOf(m).map((c) => [c.id, c.name, canonicalArguments(c.arguments)])];
+      // A call is its id (unique in a session) and name: its arguments may come back re-serialized
+      // (Anthropic's parsed `input`), or as a caller could read a call cut mid-arguments.
+      key = ['assistant', text, callsOf(m).map((c) => [c.id, c.name])];
       break;
     }
     case 'tool':
@@ -71,6 +73,9 @@ export function shapeFingerprint(m: ShapeMessage): string {
   }
   return createHash('sha1').update(JSON.stringify(key)).digest('base64');
 }
+
+/** A reply with neither text nor tool calls: a caller may well not pass it back (a Responses reply with no output items). */
+export const isEmptyReply = (m: ShapeMessage): boolean => m.role === 'assistant' && !m.blocks.some((b) => b.type === 'tool-call' || (b.type === 'text' && b.text !== ''));
 
 /** A recorded message event as a shape message (the inverse of recording it). */
 export function shapeMessageOf(e: SurfaceEvent): ShapeMessage {

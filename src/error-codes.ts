@@ -40,7 +40,8 @@ export type XcompactErrorCode =
   | 'history-diverged' // AiSdkAdapterError: the app's conversation does not continue the recorded one
   | 'missing-tool-results' // AiSdkAdapterError: a prompt that leaves tool calls without a result
   | 'unexpected-tool-result' // AiSdkAdapterError: a tool result for a call that is not waiting for one
-  | 'recovery-failed'; // AiSdkAdapterError: the engine failed while handling a provider's error
+  | 'recovery-failed' // AiSdkAdapterError: the engine failed while handling a provider's error
+  | 'server-state'; // ShapeError: a Responses request that relies on state the provider holds (previous_response_id, conversation)
 
 /** The public face of the base class: the same constructor, with `code` typed as {@link XcompactErrorCode}. */
 export interface XcompactError extends BaseError {

@@ -39,6 +39,10 @@ export {
   type CompactingClient,
   type DropInErrorCode,
 } from './adapters/drop-in/index';
+// The same drop-in for the Responses API (`client.responses.create`) and Anthropic Messages (`withCompaction(new Anthropic(), …)`).
+export { sessionInput } from './adapters/drop-in/responses';
+export { ShapeError, type ShapeErrorCode } from './adapters/shapes/errors';
+export type { AnthropicClientLike, AnthropicCompaction, AnthropicCompactingClient } from './adapters/anthropic/client';
 // The engine as a machine a host machine invokes (examples/xstate-agent.ts).
 export { createCompactionMachine, type CompactionMachineOptions } from './engine/assembly';
 export type { CompactionEmitted, EngineRequest, SettledResult, ShutdownEvent } from './machines/compaction';

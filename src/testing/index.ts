@@ -68,3 +68,5 @@ export type {
   ScoreLoopsOptions,
 } from './loop-check/index';
 export { openAIMessageProblems } from './request-problems';
+// The Responses and Anthropic Messages routes: a request of either shape read as the chat body it stands for.
+export { chatBodyOf, shapeOverflow, type ShapeRoute } from './shapes-server';

@@ -22,6 +22,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { echoReply, respond, sendJson, type ResponseContext } from './responses';
 import { bytesPerFour, chatPromptTokens, serveTokenize, type TokenizeOptions } from './tokenize';
 import type { ChatRequestBody, LocalOpenAIServer, ParsedChatRequest, RecordedRequest, Scenario, ScenarioHandler, StartOpenAIServerOptions } from './scenarios';
+import { chatBodyOf, respondShape, serveCountTokens, shapeRoute } from './shapes-server';
 
 export type {
   ChatRequestBody,
@@ -160,7 +161,10 @@ export async function startOpenAIServer(opts: StartOpenAIServerOptions = {}): Pr
       return;
     }
     if (tokenize && rec.method === 'POST' && rec.path === '/tokenize') return serveTokenize(tokenize, rec, res, sleep);
-    if (rec.method !== 'POST' || rec.path !== CHAT_PATH) {
+    // The Responses and Anthropic Messages shapes (shapes-server.ts): the same scenarios, answered in the request's shape.
+    const shape = rec.method === 'POST' ? shapeRoute(rec.path) : undefined;
+    if (shape === 'count_tokens') return serveCountTokens(rec, res);
+    if (rec.method !== 'POST' || (rec.path !== CHAT_PATH && !shape)) {
       sendJson(res, 404, {
         error: {
           message: `Unknown route ${rec.method} ${rec.path}; this server speaks POST ${CHAT_PATH}.`,
@@ -177,7 +181,7 @@ export async function startOpenAIServer(opts: StartOpenAIServerOptions = {}): Pr
       });
       return;
     }
-    const body = rec.json as ChatRequestBody;
+    const body = shape ? chatBodyOf(shape, rec.json as Record<string, unknown>) : (rec.json as ChatRequestBody);
     const parsed: ParsedChatRequest = { index: rec.index, path: rec.path, headers: req.headers, raw: rec.raw, body };
     let scenario = queue.shift() ?? (handler ? await handler(parsed) : echoReply(body));
     // The server's own vocabulary counts the prompt too (TokenizeOptions.usage).
@@ -185,6 +189,7 @@ export async function startOpenAIServer(opts: StartOpenAIServerOptions = {}): Pr
       scenario = { ...scenario, usage: { ...scenario.usage, prompt_tokens: chatPromptTokens(body, tokenize.count ?? bytesPerFour) } };
     }
     rec.scenario = scenario.kind;
+    if (shape) return respondShape(shape, ctx, scenario, body, rec, res);
     if (!slots) return respond(ctx, scenario, body, rec, res);
     const arrived = Date.now();
     const slot = await slots.acquire(promptText(body));

@@ -31,6 +31,8 @@ import { recordedMessages } from '../../session/recorded';
 import { fingerprint, mapMessage, recordedFingerprint, sessionMessages, splitSystem, type MappedMessage } from './messages';
 import { firstNewMessage } from './reconcile';
 import { recordingStream, type StreamedReply } from './stream';
+import { wrapResponses } from './responses';
+import { isAnthropicClient, withAnthropicCompaction, type AnthropicClientLike, type AnthropicCompactingClient } from '../anthropic/client';
 
 export interface WithCompactionOptions extends Omit<CompactionEngineOptions, 'session' | 'client' | 'models'> {
   /** Where the conversation is recorded: `Session.inMemory()`, or a store's `Session.open(store, id)`. */
@@ -75,7 +77,11 @@ export function providerOfBaseURL(baseURL: string | undefined): string {
 type CreateOptions = { signal?: AbortSignal } & Record<string, unknown>;
 type RawCreate = (body: ChatCompletionCreateParams, options?: CreateOptions) => Promise<unknown>;
 
+/** An `@anthropic-ai/sdk` client: its `messages.create` is wrapped (anthropic/client.ts). */
+export function withCompaction<C extends AnthropicClientLike>(client: C, options: WithCompactionOptions): AnthropicCompactingClient<C>;
+export function withCompaction<C extends OpenAIClient>(client: C, options: WithCompactionOptions): CompactingClient<C>;
 export function withCompaction<C extends OpenAIClient>(client: C, options: WithCompactionOptions): CompactingClient<C> {
+  if (isAnthropicClient(client)) return withAnthropicCompaction(client, options) as unknown as CompactingClient<C>;
   const { session, models: given = {}, provider: _p, ...engineOptions } = options;
   const provider = options.provider ?? providerOfBaseURL((client as { baseURL?: string }).baseURL);
   // vLLM's and Mistral's flat error bodies reach the classifier with their text: nothing to remember.
@@ -312,7 +318,9 @@ export function withCompaction<C extends OpenAIClient>(client: C, options: WithC
 
   const completions = forward(client.chat.completions, { create });
   const chat = forward(client.chat, { completions });
-  return forward(client, { chat, compaction }) as CompactingClient<C>;
+  // The Responses API, stateless, over the same session and engine (responses.ts).
+  const responses = wrapResponses(client, { session, engine, provider, ...(options.requireCapacity !== undefined ? { requireCapacity: options.requireCapacity } : {}) });
+  return forward(client, { chat, compaction, ...(responses ? { responses } : {}) }) as CompactingClient<C>;
 }
 
 /** The caller's object with some members replaced; every other member read from (and bound to) the object itself. */

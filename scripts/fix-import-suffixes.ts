@@ -15,8 +15,11 @@ import ts from 'typescript';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const FOLDERS = ['src', 'test', 'bench', 'scripts', 'visualizer', 'examples'];
-/** Config files vite loads with Node's own resolver (no bundler): their relative imports keep `.js`. */
-const LOADER_CONFIG = /^(vitest|vite|tsup)\.config\.m?ts$/;
+/**
+ * Config files vite loads with Node's own resolver (no bundler), and the test helpers
+ * vitest.config.ts imports that way: their relative imports keep `.js`.
+ */
+const LOADER_CONFIG = /^(?:(?:vitest|vite|tsup)\.config\.m?ts|sequencer\.ts|suite-plan\.ts)$/;
 
 function files(): string[] {
   const out: string[] = [];

@@ -85,7 +85,10 @@ export {
   type RecallArgs,
   type RecallQuery,
   type RecallRequest,
+  type LinearPattern,
+  type SearchBudget,
 } from './services/recall';
+export type { TruncationReason } from './services/core';
 export { frameCheckpoint, unframeCheckpoint, CHECKPOINT_PREAMBLE } from './services/summarizing';
 export { COMPACTION_INSTRUCTION, SUMMARY_SECTIONS, type SummarySection } from './services/summarizing';
 

@@ -43,6 +43,9 @@ export {
 export { sessionInput } from './adapters/drop-in/responses';
 export { ShapeError, type ShapeErrorCode } from './adapters/shapes/errors';
 export type { AnthropicClientLike, AnthropicCompaction, AnthropicCompactingClient } from './adapters/anthropic/client';
+export type { AnthropicMessage, AnthropicBlock } from './adapters/shapes/anthropic-map';
+export type { ResponsesItem } from './adapters/shapes/responses-map';
+export type { RedactionSettings } from './services/redaction';
 // The engine as a machine a host machine invokes (examples/xstate-agent.ts).
 export { createCompactionMachine, type CompactionMachineOptions } from './engine/assembly';
 export type { CompactionEmitted, EngineRequest, SettledResult, ShutdownEvent } from './machines/compaction';

@@ -69,4 +69,4 @@ export type {
 } from './loop-check/index';
 export { openAIMessageProblems } from './request-problems';
 // The Responses and Anthropic Messages routes: a request of either shape read as the chat body it stands for.
-export { chatBodyOf, shapeOverflow, type ShapeRoute } from './shapes-server';
+export { chatBodyOf, shapeOverflow, type ShapeRoute, type ShapeRequestBody } from './shapes-server';

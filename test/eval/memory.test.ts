@@ -69,7 +69,15 @@ describe('the memory measures', () => {
   it('a policy that keeps everything scores 100% on all three', () => {
     const sent = keepEverything(transcript);
     const m = memoryMeasures(transcript, sent, [false, true, false, false]);
-    expect(m).toEqual({ neededRecall: 1, neededRequests: 4, recallAfterCompaction: 1, compactionsMeasured: 1, intentRecall: 1, intentPairs: 6 });
+    expect(m).toEqual({
+      neededRecall: 1,
+      neededRequests: 4,
+      recallAfterCompaction: 1,
+      compactionsMeasured: 1,
+      intentRecall: 1,
+      intentPairs: 6,
+      recoverableRecall: 1,
+    });
   });
 
   it("dropping the user's first message loses exactly its share", () => {
@@ -110,10 +118,10 @@ describe('the memory measures', () => {
     expect(drop!.memory.neededRecall).toBeCloseTo(3 / 4);
     expect(drop!.memory.intentRecall).toBeCloseTo(2 / 6);
     expect(keep!.records.map((x) => x.memory)).toEqual([
-      { needed: 1, recalled: 1, intents: 1, intentsRecalled: 1 },
-      { needed: 2, recalled: 2, intents: 1, intentsRecalled: 1 },
-      { needed: 2, recalled: 2, intents: 2, intentsRecalled: 2 },
-      { needed: 2, recalled: 2, intents: 2, intentsRecalled: 2 },
+      { needed: 1, recalled: 1, recoverable: 0, intents: 1, intentsRecalled: 1 },
+      { needed: 2, recalled: 2, recoverable: 0, intents: 1, intentsRecalled: 1 },
+      { needed: 2, recalled: 2, recoverable: 0, intents: 2, intentsRecalled: 2 },
+      { needed: 2, recalled: 2, recoverable: 0, intents: 2, intentsRecalled: 2 },
     ]);
     expect(keep!.records.every((x) => x.unpairedToolCalls === 0 && !x.overWindow)).toBe(true);
   });

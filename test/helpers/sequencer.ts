@@ -4,7 +4,7 @@
  */
 import { relative, sep } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
-import { SLOW_FILES, slowFirst } from './suite-plan';
+import { SLOW_FILES, slowFirst } from './suite-plan.js';
 
 export class SuiteSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

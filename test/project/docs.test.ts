@@ -105,6 +105,7 @@ async function entryPoints(): Promise<Record<string, string>> {
   for (const build of builds) {
     for (const [name, source] of Object.entries(build.entry ?? {})) {
       if (name.startsWith('cli/')) continue; // the bin, not an importable entry
+      if (!source.startsWith('src/')) continue; // the declaration pass bundles tsc's output (.build/dts), not the sources
       out[name === 'index' ? 'xcompact' : `xcompact/${name}`] = source;
     }
   }

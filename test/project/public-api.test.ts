@@ -166,6 +166,8 @@ describe('public API', () => {
         'parseConfig',
         'recallTool',
         'sessionMessages',
+        'sessionInput',
+        'ShapeError',
         'withCompaction',
         'withErrorBodyRecovery',
       ].sort(),

@@ -32,7 +32,7 @@ function schemaFields(): string[] {
   const out: string[] = [];
   for (const [key, schema] of Object.entries(ConfigFieldsSchema.shape)) {
     const inner = (schema as { unwrap?: () => { shape?: Record<string, unknown> } }).unwrap?.();
-    if (inner?.shape && (key === 'prune' || key === 'circuitBreaker')) out.push(...Object.keys(inner.shape).map((k) => `${key}.${k}`));
+    if (inner?.shape && (key === 'prune' || key === 'circuitBreaker' || key === 'redaction')) out.push(...Object.keys(inner.shape).map((k) => `${key}.${k}`));
     else out.push(key);
   }
   return out.sort();

@@ -36,7 +36,7 @@ const SYSTEM = 'You are a coding agent. Read files with read_file.';
 /**
  * Output caps: small, the server is slow. Chat completions gets room for a whole reply (the tiny
  * model's are ≤ 100 tokens): a call cut mid-arguments goes back to llama.cpp as it was cut, and
- * it answers 500 from then on (repairing that is drop-in/client.ts's, issue 41); the Responses
+ * it answers 500 from then on (repairing that is drop-in/client.ts's, docs/testing.md); the Responses
  * and Messages mappings send a cut call back as valid JSON.
  */
 const MAX_TOKENS = 24;

@@ -1,5 +1,5 @@
 /**
- * Issue 47 against the real llama-server (`-c 4096`, one slot, the tiny model): a tool loop on
+ * docs/drop-in.md against the real llama-server (`-c 4096`, one slot, the tiny model): a tool loop on
  * each request shape (Chat Completions, Responses, Anthropic Messages), streamed and not, that
  * compacts, recovers a real overflow (the proxy lengthens one request past the window, the server
  * answers it with its own 400) and resumes after a SIGKILL; and a session begun on Chat

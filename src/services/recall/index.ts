@@ -30,3 +30,4 @@ export {
   PRUNED_RECALL_NOTE_MAX_CHARS,
   type HandleKind,
 } from './handles';
+export type { LinearPattern, SearchBudget } from './linear-regex';

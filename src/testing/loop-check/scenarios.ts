@@ -45,6 +45,13 @@ export interface ScenarioScript {
   followUpFixture?: string;
   /** More tool steps after the first (small results), each answered after its delay in ms: the breaker scenario needs steps after the cooldown. */
   extraToolSteps?: readonly number[];
+  /**
+   * The fixture each extra tool step reads, by its index in `extraToolSteps` (absent or
+   * undefined: the small `notes-tiny.txt`). The breaker scenario refills the context with these:
+   * a truncation checkpoint stands in for each failed summary (config `truncationFallback`), so
+   * only a step that brings the pressure back starts the next compaction to fail.
+   */
+  extraToolFixtures?: readonly (string | undefined)[];
   /** The first agent request of the turn after its tool step (or its very first, without one) is answered with this provider's overflow error. */
   overflow?: OverflowProvider;
   /** How summary requests are answered. */
@@ -102,6 +109,9 @@ const FIXTURE_TOKENS = { small: 100, prune: 9000, compact: 4400, prepare: 2800 }
 // The follow-up step after a commit: history + the compacting result + this is over the window
 // (3000 + 4400 + 3000, 3000 + 2800 + 3000 > 8192), the compacted conversation plus it is not.
 const FOLLOW_UP_TOKENS = 3000;
+// The breaker scenario's refill steps: after a truncation checkpoint (about 4500 in, then about
+// 3500), each brings the pressure back over the threshold (6553) and keeps the request under W − O (7680).
+const BREAKER_REFILL_TOKENS = { failing: 2700, afterCooldown: 3300 } as const;
 
 /** Text of about `tokens` of the server's tokens (UTF-8 bytes ÷ 4), deterministic. */
 export function fillerText(tokens: number, topic: string): string {
@@ -163,7 +173,15 @@ function compile(events: readonly LoopModelEvent[], path: readonly string[]): Lo
   }
   const outcome = summaryEvent?.outcome;
   const breaker = outcome === 'breaker';
-  if (breaker) fixtures['notes-tiny.txt'] = fillerText(20, 'tiny');
+  // The breaker needs failureLimit (2) consecutive failed compactions. With the default
+  // `truncationFallback`, a truncation checkpoint stands in for each failed summary (the failure
+  // still counts) and relieves the pressure, so a refill step brings it back over the threshold
+  // for the second failure; a refill after the cool-down makes a summary (now answered) commit.
+  if (breaker) {
+    fixtures['notes-tiny.txt'] = fillerText(20, 'tiny');
+    fixtures['notes-refill.txt'] = fillerText(BREAKER_REFILL_TOKENS.failing, 'refill');
+    fixtures['notes-refill-more.txt'] = fillerText(BREAKER_REFILL_TOKENS.afterCooldown, 'refill more');
+  }
   // Where a summary commits before the answer (it succeeds, or the crashed run's compaction is done again after the reopen).
   const followUp = compacting && (outcome === 'succeeds' || has('process.crashes')) ? 'notes-more.txt' : undefined;
   if (followUp) fixtures[followUp] = fillerText(FOLLOW_UP_TOKENS, 'more');
@@ -191,6 +209,8 @@ function compile(events: readonly LoopModelEvent[], path: readonly string[]): Lo
     ...(toolCrash === 'tool-batch' ? { parallelCalls: 2 } : {}),
     ...(followUp ? { followUpFixture: followUp } : {}),
     ...(breaker ? { extraToolSteps: [0, 0, 250, 250] } : {}),
+    // In the background mode the failed summaries leave the pressure below the threshold (no truncation stands in): no refill.
+    ...(breaker && !background ? { extraToolFixtures: ['notes-refill.txt', undefined, undefined, 'notes-refill-more.txt'] } : {}),
     ...(overflowEvent ? { overflow: overflowEvent.provider } : {}),
     summary: has('loop.cancels') ? 'hang' : (outcome ?? 'succeeds'),
     summaryDelayMs: background ? 30 : 0,

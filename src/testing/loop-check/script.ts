@@ -90,7 +90,8 @@ export function scenarioScript(scenario: LoopScenario, events: ScriptEvents): Sc
       return { kind: 'hang', sendHeaders: true };
     }
     const outcome = s.summary;
-    // The breaker scenario: the first summaries fail until the breaker opens; after its cooldown they succeed.
+    // The breaker scenario: the first summaries fail until the breaker opens (each counted, even where a
+    // truncation checkpoint stands in for it); after its cooldown they succeed.
     if (outcome === 'breaker')
       return summaries <= 2 ? { kind: 'status', ...OTHER_ERROR_BODIES.serverError } : { kind: 'reply', content: SUMMARY_TEXT, delayMs: s.summaryDelayMs };
     if (outcome === 'fails') return { kind: 'status', ...OTHER_ERROR_BODIES.serverError };
@@ -138,7 +139,7 @@ export function scenarioScript(scenario: LoopScenario, events: ScriptEvents): Sc
     const extra = s.extraToolSteps ?? [];
     if (last?.role === 'tool' && calls >= 1 && calls <= extra.length) {
       const delayMs = extra[calls - 1]!;
-      const call = toolCallFor(body, 'notes-tiny.txt', `call_${++calls}`);
+      const call = toolCallFor(body, s.extraToolFixtures?.[calls - 1] ?? 'notes-tiny.txt', `call_${++calls}`);
       if (call) return { kind: 'reply', toolCalls: [call], delayMs };
     }
     // Every answer its own text: a message a loop sends twice is told from two answers alike.

@@ -10,7 +10,9 @@
   const MIN_FONT = 11;
   const LINE = 16; // line height: a line's box (~1.17 × FONT) never reaches into the next one
   const FONT_FAMILY = '"DejaVu Sans", "Segoe UI", "Helvetica Neue", Arial, sans-serif';
-  const WRAPS = [250, 190, 330]; // px: longer labels wrap at word boundaries (each width is tried)
+  // px: longer labels wrap at word boundaries (each width is tried); the narrow ones keep a chart with
+  // many guarded arrows (pressure, 17 states) legible in a 1600×1000 window: wide label blocks widen every layer.
+  const WRAPS = [250, 190, 330, 140, 120];
   let WRAP = WRAPS[0];
   const PAD = 6;
   const SVG_NS = 'http://www.w3.org/2000/svg';
@@ -177,6 +179,7 @@
       'elk.edgeLabels.placement': 'CENTER',
       'elk.layered.edgeLabels.sideSelection': 'SMART_DOWN',
       'elk.layered.nodePlacement.strategy': 'NETWORK_SIMPLEX',
+      'elk.layered.thoroughness': '40', // more crossing-minimization passes: narrower layers for the larger charts (default 7)
       'elk.layered.considerModelOrder.strategy': 'NODES_AND_EDGES',
       'elk.layered.compaction.postCompaction.strategy': 'EDGE_LENGTH', // pulls layers together: smaller, same order
       'elk.json.shapeCoords': 'ROOT',
@@ -208,7 +211,7 @@
   /**
    * Lays the chart out a few ways (top-down or left-right, each arrow's label in the middle layer,
    * at its head or where it takes least room) and keeps the one that fits the box at the largest
-   * scale, with labels wrapped at one of two widths: the same chart and box always give the same drawing.
+   * scale, with labels wrapped at one of a few widths: the same chart and box always give the same drawing.
    */
   async function layout(chart, box) {
     const elk = new window.ELK();

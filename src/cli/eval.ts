@@ -100,7 +100,7 @@ async function loadTranscript(file: string): Promise<{ session: Session; recorde
   const loaded = await loadSessionReadOnly(file, bytes, format);
   const recorded = loaded.session;
   const first = recorded.surface.length > 0 ? recorded.event(recorded.surface.seqAt(0)) : undefined;
-  const recordedSystem = first?.type === 'system/message' ? (first).data.text : undefined;
+  const recordedSystem = first?.type === 'system/message' ? first.data.text : undefined;
   const pricer = new Pricer('o200k_base');
   const tokens = format === 'xcompact' ? 0 : recordedOverhead(recorded, pricer);
   const overhead: SentOverhead = { recordedSystemPrompt: recordedSystem !== undefined, standInTokens: tokens };

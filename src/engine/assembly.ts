@@ -85,7 +85,7 @@ function mergeModels(fromConfig: unknown, fromOptions: Record<string, Partial<Mo
   const merged: Record<string, unknown> = { ...((fromConfig as Record<string, unknown> | undefined) ?? {}) };
   for (const [key, entry] of Object.entries(fromOptions)) {
     const base = merged[key];
-    merged[key] = base && typeof base === 'object' ? { ...(base), ...entry } : entry;
+    merged[key] = base && typeof base === 'object' ? { ...base, ...entry } : entry;
   }
   return merged;
 }

@@ -119,7 +119,7 @@ export function asRecorded(source: Session, window: number, prices: Readonly<typ
     if (isCheckpoint(e)) compactions++;
     if (e.type !== 'assistant/message') continue;
     requests++;
-    const u = (e).data.usage;
+    const u = e.data.usage;
     if (!u) continue;
     withUsage++;
     const cached = u.cachedTokens ?? 0;

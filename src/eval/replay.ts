@@ -54,7 +54,7 @@ function backgroundLanded(engine: CompactionEngine): Promise<void> {
   const ref = (engine.actor.getSnapshot().context as { backgroundRef?: AnyActorRef }).backgroundRef;
   const busy = () => {
     const v = ref?.getSnapshot().value as unknown;
-    return UNDER_WAY.has(typeof v === 'string' ? v : (Object.keys((v ?? {}))[0] ?? ''));
+    return UNDER_WAY.has(typeof v === 'string' ? v : (Object.keys(v ?? {})[0] ?? ''));
   };
   if (!ref || !busy()) return Promise.resolve();
   return new Promise((resolve) => {

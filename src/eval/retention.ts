@@ -49,7 +49,7 @@ export function historyFacts(events: Iterable<SessionEvent>): HistoryFacts {
     if (e.type === 'assistant/message') {
       // The reply's tool calls are history for the requests after this one.
       requests++;
-      for (const b of (e).data.content) {
+      for (const b of e.data.content) {
         if (b.type !== 'tool-call') continue;
         let args: unknown;
         try {
@@ -67,7 +67,7 @@ export function historyFacts(events: Iterable<SessionEvent>): HistoryFacts {
         }
       }
     } else if (e.type === 'tool/result') {
-      const d = (e).data;
+      const d = e.data;
       if (d.isError !== true && !commandCalls.has(d.callId)) continue;
       const lines = d.content
         .flatMap((c) => (c.type === 'text' ? c.text.split('\n') : []))

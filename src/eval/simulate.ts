@@ -167,7 +167,7 @@ export async function simulate(
   let lastRequest: ChatMessage[] = [];
   for (const e of events) {
     if (e.type === 'request/header') {
-      const tools = (e).data.tools;
+      const tools = e.data.tools;
       s.tools = tools.length === 0 ? '' : JSON.stringify(tools);
     } else if (e.type === 'turn/start') {
       firstOfTurn = true;

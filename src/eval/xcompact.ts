@@ -94,7 +94,7 @@ export async function replayXcompact(
       for (let i = session.length - 1; i >= 0; i--) {
         const e = session.event(i);
         if (e.type === 'request/header') {
-          const t = (e).data.tools;
+          const t = e.data.tools;
           tools = t.length === 0 ? '' : JSON.stringify(t);
           break;
         }

@@ -44,7 +44,7 @@ function run(cmd: string, args: string[], cwd: string, timeout = 240_000): Promi
   const opts: ExecFileOptions = { cwd, env: { ...env, NO_COLOR: '1' }, timeout, maxBuffer: 64 * 1024 * 1024 };
   return new Promise((done) => {
     execFile(cmd, args, opts, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
       done({ code, stdout: String(stdout), stderr: String(stderr) });
     });
   });

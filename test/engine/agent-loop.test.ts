@@ -92,8 +92,7 @@ describe('the example agent loop against the local server', () => {
         expect(openStep).toBe(true);
         // After the step's facts: its tool results, or its reply when it called no tool (a
         // background summary may start at the prepare point on an answer too).
-        const answer =
-          lastMessage?.type === 'assistant/message' && !(lastMessage).data.content.some((b) => b.type === 'tool-call');
+        const answer = lastMessage?.type === 'assistant/message' && !lastMessage.data.content.some((b) => b.type === 'tool-call');
         expect(lastMessage?.type === 'tool/result' || answer).toBe(true);
         const nextStepEvent = log.slice(i + 1).find((x) => x.type === 'step/end' || x.type === 'step/start');
         expect(nextStepEvent?.type).toBe('step/end');

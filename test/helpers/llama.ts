@@ -19,7 +19,9 @@ import type { ChatRequestBody } from '../../src/testing/index';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 export function llamaDir(): string | undefined {
-  const candidates = [process.env.XCOMPACT_LLAMA_DIR, join(root, '../shared/tools/llama'), join(root, '../../shared/tools/llama')].filter((d): d is string => !!d);
+  const candidates = [process.env.XCOMPACT_LLAMA_DIR, join(root, '../shared/tools/llama'), join(root, '../../shared/tools/llama')].filter(
+    (d): d is string => !!d,
+  );
   return candidates.find((d) => existsSync(join(d, 'llama-server')) && existsSync(join(d, 'tiny.gguf')));
 }
 
@@ -80,7 +82,8 @@ export interface LlamaProxy {
   stop(): Promise<void>;
 }
 
-const shapeOf = (path: string): Exchange['shape'] => (path === '/v1/chat/completions' ? 'chat' : path === '/v1/responses' ? 'responses' : path === '/v1/messages' ? 'messages' : 'other');
+const shapeOf = (path: string): Exchange['shape'] =>
+  path === '/v1/chat/completions' ? 'chat' : path === '/v1/responses' ? 'responses' : path === '/v1/messages' ? 'messages' : 'other';
 
 /** The server's counts, from a JSON body or the events of a stream. */
 function countsOf(shape: Exchange['shape'], status: number, text: string): { prompt?: number; completion?: number } {
@@ -128,13 +131,23 @@ export async function startLlamaProxy(ctx = 4096): Promise<LlamaProxy> {
   const dir = llamaDir();
   if (!dir) throw new Error('no llama-server: put llama-server and tiny.gguf in ../shared/tools/llama or set XCOMPACT_LLAMA_DIR');
   const port = await freePort();
-  const child: ChildProcess = spawn(join(dir, 'llama-server'), ['-m', join(dir, 'tiny.gguf'), '--host', '127.0.0.1', '--port', String(port), '-c', String(ctx), '-np', '1', '--jinja', '-t', '2'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child: ChildProcess = spawn(
+    join(dir, 'llama-server'),
+    ['-m', join(dir, 'tiny.gguf'), '--host', '127.0.0.1', '--port', String(port), '-c', String(ctx), '-np', '1', '--jinja', '-t', '2'],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   const upstream = `http://127.0.0.1:${port}`;
-  for (const deadline = Date.now() + 120_000; ; ) {
+  for (const deadline = Date.now() + 120_000; ;) {
     if (child.exitCode !== null) throw new Error(`llama-server exited (${child.exitCode}): ${stderr}`);
-    if (await fetch(`${upstream}/health`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${upstream}/health`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > deadline) throw new Error(`llama-server did not come up: ${stderr}`);
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -184,7 +197,18 @@ export async function startLlamaProxy(ctx = 4096): Promise<LlamaProxy> {
           if (shape === 'other') return;
           const status = r.statusCode ?? 0;
           const counts = countsOf(shape, status, Buffer.concat(got).toString('utf8'));
-          exchanges.push({ index: exchanges.length, path, shape, body, status, promptTokens: counts.prompt, completionTokens: counts.completion, padded, ...toolBalance(body), summary });
+          exchanges.push({
+            index: exchanges.length,
+            path,
+            shape,
+            body,
+            status,
+            promptTokens: counts.prompt,
+            completionTokens: counts.completion,
+            padded,
+            ...toolBalance(body),
+            summary,
+          });
         });
       });
       up.on('error', () => res.destroy());

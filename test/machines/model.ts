@@ -69,13 +69,13 @@ export function guardName(guard: unknown): string | undefined {
     if (Array.isArray(g.guards)) return g.guards.map((x) => guardName(x)).join(' & ');
     return g.name || 'inline guard';
   }
-  if (typeof guard === 'object' && guard !== null && 'type' in guard) return String((guard).type);
+  if (typeof guard === 'object' && guard !== null && 'type' in guard) return String(guard.type);
   return 'guard';
 }
 
 function actionName(a: unknown): string {
   if (typeof a === 'string') return a;
-  if (typeof a === 'object' && a !== null && 'type' in a) return String((a).type);
+  if (typeof a === 'object' && a !== null && 'type' in a) return String(a.type);
   return 'inline action';
 }
 
@@ -191,7 +191,7 @@ function enabledAlways(machine: AnyStateMachine, s: AnyMachineSnapshot, next: An
     let pass: boolean;
     if (g === undefined) pass = true;
     else {
-      const name = typeof g === 'string' ? g : typeof g === 'object' && g !== null && 'type' in g ? String((g).type) : undefined;
+      const name = typeof g === 'string' ? g : typeof g === 'object' && g !== null && 'type' in g ? String(g.type) : undefined;
       const impl = name ? (machine.implementations.guards as Record<string, unknown>)[name] : undefined;
       // `stateIn(value)` is a built-in guard: it carries its value, checked with the public `matches`.
       const stateValue = typeof impl === 'function' ? (impl as { stateValue?: unknown }).stateValue : undefined;

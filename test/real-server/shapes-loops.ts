@@ -41,7 +41,14 @@ const SYSTEM = 'You are a coding agent. Read files with read_file.';
  */
 const MAX_TOKENS = 24;
 const CHAT_MAX_TOKENS = 110;
-const modelsFor = (o: LoopOptions) => ({ tiny: { contextWindow: o.ctx, maxOutputTokens: o.shape === 'chat' ? CHAT_MAX_TOKENS : MAX_TOKENS, tokenizer: 'server' as const, tokenizerUrl: `${o.url}/tokenize` } });
+const modelsFor = (o: LoopOptions) => ({
+  tiny: {
+    contextWindow: o.ctx,
+    maxOutputTokens: o.shape === 'chat' ? CHAT_MAX_TOKENS : MAX_TOKENS,
+    tokenizer: 'server' as const,
+    tokenizerUrl: `${o.url}/tokenize`,
+  },
+});
 const engine = { tokenizerDeadlineMs: 2_000, config: { maxTokens: 64 } };
 const result = (seed: number, k: number) => text(60 + ((seed * 31 + k * 17) % 140), seed * 1000 + k);
 const prompt = (seed: number, k: number) => `continue: ${text(8, seed * 77 + k)}`;
@@ -65,7 +72,8 @@ export async function runLoop(o: LoopOptions): Promise<LoopRun> {
         const json: string[] = [];
         for await (const e of events as AsyncIterable<RawMessageStreamEvent>) {
           if (e.type === 'content_block_start') content[e.index] = { ...e.content_block };
-          if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') content[e.index]!['text'] = String(content[e.index]!['text'] ?? '') + e.delta.text;
+          if (e.type === 'content_block_delta' && e.delta.type === 'text_delta')
+            content[e.index]!['text'] = String(content[e.index]!['text'] ?? '') + e.delta.text;
           if (e.type === 'content_block_delta' && e.delta.type === 'input_json_delta') json[e.index] = (json[e.index] ?? '') + e.delta.partial_json;
         }
         content.forEach((b, i) => {
@@ -100,7 +108,11 @@ export async function runLoop(o: LoopOptions): Promise<LoopRun> {
     if (messages.at(-1)!.role === 'assistant' || messages.at(-1)!.role === 'system') messages.push({ role: 'user', content: prompt(o.seed, run.userTurns++) });
     const tools = [{ type: 'function' as const, function: { name: 'read_file', description: 'Read a file', parameters: schema } }];
     while (run.requests < o.requests) {
-      let message: { role: 'assistant'; content: string | null; tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }> };
+      let message: {
+        role: 'assistant';
+        content: string | null;
+        tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
+      };
       if (o.stream) {
         const s = await ai.chat.completions.create({ model: 'tiny', max_tokens: CHAT_MAX_TOKENS, messages, tools, stream: true });
         let content = '';
@@ -139,12 +151,29 @@ export async function runLoop(o: LoopOptions): Promise<LoopRun> {
   while (run.requests < o.requests) {
     let output: OpenAIResponse['output'];
     if (o.stream) {
-      const s = await ai.responses.create({ model: 'tiny', max_output_tokens: MAX_TOKENS, instructions: SYSTEM, input: input as ResponseInputItem[], tools, stream: true, store: false });
+      const s = await ai.responses.create({
+        model: 'tiny',
+        max_output_tokens: MAX_TOKENS,
+        instructions: SYSTEM,
+        input: input as ResponseInputItem[],
+        tools,
+        stream: true,
+        store: false,
+      });
       let done: OpenAIResponse | undefined;
       for await (const e of s as AsyncIterable<ResponseStreamEvent>) if (e.type === 'response.completed' || e.type === 'response.incomplete') done = e.response;
       output = done!.output;
     } else {
-      output = (await ai.responses.create({ model: 'tiny', max_output_tokens: MAX_TOKENS, instructions: SYSTEM, input: input as ResponseInputItem[], tools, store: false })).output;
+      output = (
+        await ai.responses.create({
+          model: 'tiny',
+          max_output_tokens: MAX_TOKENS,
+          instructions: SYSTEM,
+          input: input as ResponseInputItem[],
+          tools,
+          store: false,
+        })
+      ).output;
     }
     run.requests++;
     input.push(...(output as never[]));

@@ -39,7 +39,15 @@ function audit(from: number, shape: Shape) {
   const agent = seen.filter((e) => e.path === PATHS[shape] && !e.summary);
   const over = seen.filter((e) => !e.padded && (e.status === 400 || (e.promptTokens ?? 0) + (e.completionTokens ?? 0) > CTX));
   const unbalanced = seen.filter((e) => e.unanswered.length > 0 || e.orphans.length > 0);
-  return { seen, agent, over, unbalanced, padded: seen.filter((e) => e.padded), summaries: seen.filter((e) => e.summary), maxPrompt: Math.max(0, ...seen.filter((e) => !e.padded).map((e) => e.promptTokens ?? 0)) };
+  return {
+    seen,
+    agent,
+    over,
+    unbalanced,
+    padded: seen.filter((e) => e.padded),
+    summaries: seen.filter((e) => e.summary),
+    maxPrompt: Math.max(0, ...seen.filter((e) => !e.padded).map((e) => e.promptTokens ?? 0)),
+  };
 }
 const brief = (e: Exchange) => ({ index: e.index, path: e.path, status: e.status, prompt: e.promptTokens, unanswered: e.unanswered, orphans: e.orphans });
 
@@ -62,7 +70,9 @@ describe.skipIf(!have)('the three shapes against the real llama-server (-c 4096)
           },
         });
         const a = audit(from, shape);
-        console.log(`${shape}${stream ? ' streamed' : ''}: ${run.requests} agent requests, ${run.toolCalls} tool calls, ${a.summaries.length} summaries, ${a.padded.length} padded, ${a.over.length} over -c, max prompt ${a.maxPrompt}, compactions ${session.events().filter((e) => e.type === 'compaction/summary').length}`);
+        console.log(
+          `${shape}${stream ? ' streamed' : ''}: ${run.requests} agent requests, ${run.toolCalls} tool calls, ${a.summaries.length} summaries, ${a.padded.length} padded, ${a.over.length} over -c, max prompt ${a.maxPrompt}, compactions ${session.events().filter((e) => e.type === 'compaction/summary').length}`,
+        );
         expect(run.requests).toBe(REQUESTS);
         expect(run.toolCalls).toBeGreaterThan(0);
         expect(a.over.map(brief)).toEqual([]);
@@ -104,7 +114,16 @@ describe.skipIf(!have)('the three shapes against the real llama-server (-c 4096)
       const child = (requests: number, killAt?: number) =>
         new Promise<{ replies: number; killed: boolean }>((resolve, reject) => {
           const p = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'shapes-child.ts')], {
-            env: { ...process.env, XC_URL: llama.url, XC_DIR: sessionDir, XC_SHAPE: shape, XC_STREAM: shape === 'messages' ? '1' : '0', XC_REQUESTS: String(requests), XC_SEED: '9', XC_CTX: String(CTX) },
+            env: {
+              ...process.env,
+              XC_URL: llama.url,
+              XC_DIR: sessionDir,
+              XC_SHAPE: shape,
+              XC_STREAM: shape === 'messages' ? '1' : '0',
+              XC_REQUESTS: String(requests),
+              XC_SEED: '9',
+              XC_CTX: String(CTX),
+            },
             stdio: ['ignore', 'pipe', 'pipe'],
           });
           let replies = 0;
@@ -116,7 +135,13 @@ describe.skipIf(!have)('the three shapes against the real llama-server (-c 4096)
               if (killAt !== undefined && replies >= killAt) p.kill('SIGKILL');
             }
           });
-          p.on('exit', (code, signal) => (signal === 'SIGKILL' ? resolve({ replies, killed: true }) : code === 0 ? resolve({ replies, killed: false }) : reject(new Error(`child exited ${code}: ${err.slice(-2000)}`))));
+          p.on('exit', (code, signal) =>
+            signal === 'SIGKILL'
+              ? resolve({ replies, killed: true })
+              : code === 0
+                ? resolve({ replies, killed: false })
+                : reject(new Error(`child exited ${code}: ${err.slice(-2000)}`)),
+          );
         });
       const first = await child(1000, Math.ceil(REQUESTS / 3));
       expect(first.killed).toBe(true);

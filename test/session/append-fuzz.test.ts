@@ -51,7 +51,7 @@ const leaf = fc.oneof(
         () => new Opaque(1),
         () => new Map(),
         () => undefined,
-        () => [1, , 2],  
+        () => [1, , 2],
         () => Object.create(null) as object,
       )
       .map((make) => ({ make })),
@@ -78,7 +78,7 @@ interface Shape {
 }
 
 function materialise(v: unknown): unknown {
-  if (v !== null && typeof v === 'object' && 'make' in v && typeof (v).make === 'function' && Object.keys(v).length === 1) {
+  if (v !== null && typeof v === 'object' && 'make' in v && typeof v.make === 'function' && Object.keys(v).length === 1) {
     return (v as { make: () => unknown }).make();
   }
   if (Array.isArray(v)) return v.map(materialise);

@@ -37,7 +37,7 @@ const NOT_STORABLE: Array<[string, () => unknown]> = [
   ['an object with toJSON', () => ({ toJSON: () => 'x' })],
   ['a class instance', () => new Point(1)],
   ['a Map', () => new Map([[1, 2]])],
-  ['an array with a hole', () => [1, , 3]],  
+  ['an array with a hole', () => [1, , 3]],
   ['undefined in an array', () => [1, undefined]],
   ['a lone high surrogate', () => 'a\ud800b'],
   ['a lone low surrogate', () => '\udc00'],

@@ -257,9 +257,7 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     checkAnswered(session.surface.pendingCalls(), mapped);
     // No silent no-op: a model with no known window would never be compacted.
     const missing =
-      options.requireCapacity === false
-        ? undefined
-        : missingCapacity(provider, base.modelId, engine.config.models, 'createAiSdkCompaction (or contextWindow)');
+      options.requireCapacity === false ? undefined : missingCapacity(provider, base.modelId, engine.config.models, 'createAiSdkCompaction (or contextWindow)');
     if (missing) throw missing;
     if (echoed) consumed.push(fingerprint(candidate));
     echo = undefined;

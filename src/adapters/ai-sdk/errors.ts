@@ -19,7 +19,7 @@ export function normaliseRequestError(err: unknown): unknown {
     }
   }
   const recovered = recoverErrorBody(body);
-  const error = recovered && typeof recovered === 'object' && 'error' in recovered ? (recovered).error : recovered;
+  const error = recovered && typeof recovered === 'object' && 'error' in recovered ? recovered.error : recovered;
   return { name: err.name, message: err.message, ...(err.statusCode !== undefined ? { status: err.statusCode } : {}), error, cause: err };
 }
 

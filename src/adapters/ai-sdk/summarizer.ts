@@ -123,7 +123,7 @@ function toolsOf(defs: ReadonlyArray<Record<string, unknown>>): ToolSet {
     if (def['type'] !== 'function' || !fn?.name) continue;
     set[fn.name] = tool({
       ...(fn.description ? { description: fn.description } : {}),
-      inputSchema: jsonSchema((fn.parameters ?? { type: 'object', properties: {} })),
+      inputSchema: jsonSchema(fn.parameters ?? { type: 'object', properties: {} }),
     });
   }
   return set;

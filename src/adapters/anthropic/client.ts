@@ -23,7 +23,15 @@ import { modelKey, type ModelInfo } from '../../services/config';
 import { boundSummarizer, withCheckpointLedger } from '../../services/summarizing';
 import { currentSystemPrompt, recordedMessages } from '../../session/recorded';
 import type { Session } from '../../session/session';
-import { anthropicMessagesOf, anthropicSystemText, chatToolsOfAnthropic, messagesOfAnthropic, replyOfAnthropicMessage, type AnthropicBlock, type AnthropicMessage } from '../shapes/anthropic-map';
+import {
+  anthropicMessagesOf,
+  anthropicSystemText,
+  chatToolsOfAnthropic,
+  messagesOfAnthropic,
+  replyOfAnthropicMessage,
+  type AnthropicBlock,
+  type AnthropicMessage,
+} from '../shapes/anthropic-map';
 import { createConversation } from '../shapes/conversation';
 import { forward, recordingStream } from '../shapes/stream';
 import { anthropicAccumulator, type AnthropicEvent } from './stream';
@@ -86,7 +94,13 @@ export function withAnthropicCompaction<C extends AnthropicClientLike>(client: C
   const rawCreate = (client.messages.create as unknown as AnthropicCreate).bind(client.messages);
   const summarizer = options.summarizer ?? withCheckpointLedger(boundSummarizer(new AnthropicSummarizer(rawCreate)));
   const engine = createCompactionEngine({ ...engineOptions, session, models, summarizer });
-  const conv = createConversation({ session, engine, provider, what: 'withCompaction', ...(options.requireCapacity !== undefined ? { requireCapacity: options.requireCapacity } : {}) });
+  const conv = createConversation({
+    session,
+    engine,
+    provider,
+    what: 'withCompaction',
+    ...(options.requireCapacity !== undefined ? { requireCapacity: options.requireCapacity } : {}),
+  });
 
   const create = async (params: Params, requestOptions?: CreateOptions): Promise<unknown> => {
     const mine = conv.nextGeneration();
@@ -177,7 +191,9 @@ export function errorView(err: unknown): unknown {
 
 function breakpointsIn(value: unknown): number {
   if (!Array.isArray(value)) return 0;
-  return (value as Array<{ cache_control?: unknown }>).filter((b) => typeof b === 'object' && b !== null && b.cache_control !== undefined && b.cache_control !== null).length;
+  return (value as Array<{ cache_control?: unknown }>).filter(
+    (b) => typeof b === 'object' && b !== null && b.cache_control !== undefined && b.cache_control !== null,
+  ).length;
 }
 
 /** At most `room` breakpoints in the messages: the oldest go first. */

@@ -7,7 +7,17 @@
  */
 import type { ChatMessage } from '../../session/derive';
 import type { TextBlock } from '../../session/events';
-import { buildInstruction, checkSummaryReply, stopOf, summaryCancelled, SummarizerError, throwIfCancelled, type Summarizer, type SummaryRequest, type SummaryResult } from '../../services/summarizing';
+import {
+  buildInstruction,
+  checkSummaryReply,
+  stopOf,
+  summaryCancelled,
+  SummarizerError,
+  throwIfCancelled,
+  type Summarizer,
+  type SummaryRequest,
+  type SummaryResult,
+} from '../../services/summarizing';
 import { anthropicToolsOfChat, finishReasonOf, usageOfAnthropic, type AnthropicBlock, type AnthropicMessage } from '../shapes/anthropic-map';
 import { canonicalArguments } from '../shapes/items';
 
@@ -23,14 +33,23 @@ export class AnthropicSummarizer implements Summarizer {
     const messages = anthropicOfChat([
       ...request.context,
       ...request.messages,
-      { role: 'user', content: buildInstruction({ keptCheckpoints: request.context.length, ...(request.focus !== undefined ? { focus: request.focus } : {}) }) },
+      {
+        role: 'user',
+        content: buildInstruction({ keptCheckpoints: request.context.length, ...(request.focus !== undefined ? { focus: request.focus } : {}) }),
+      },
     ]);
     const system = request.system && typeof request.system.content === 'string' ? request.system.content : undefined;
     const tools = anthropicToolsOfChat(request.tools);
     let reply: { content?: AnthropicBlock[]; usage?: unknown; stop_reason?: unknown };
     try {
       reply = (await this.create(
-        { model: request.target.model, max_tokens: request.maxTokens, messages, ...(system !== undefined ? { system } : {}), ...(tools.length > 0 ? { tools } : {}) },
+        {
+          model: request.target.model,
+          max_tokens: request.maxTokens,
+          messages,
+          ...(system !== undefined ? { system } : {}),
+          ...(tools.length > 0 ? { tools } : {}),
+        },
         { signal },
       )) as typeof reply;
     } catch (err) {
@@ -38,7 +57,10 @@ export class AnthropicSummarizer implements Summarizer {
       throw new SummarizerError('summary-request', `The summary request failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     const blocks = reply.content ?? [];
-    const text = blocks.filter((b) => b.type === 'text').map((b) => String(b['text'] ?? '')).join('');
+    const text = blocks
+      .filter((b) => b.type === 'text')
+      .map((b) => String(b['text'] ?? ''))
+      .join('');
     const usage = usageOfAnthropic(reply.usage);
     const finishReason = finishReasonOf(reply.stop_reason);
     const checked = checkSummaryReply(request, {
@@ -53,7 +75,14 @@ export class AnthropicSummarizer implements Summarizer {
 }
 
 const textOf = (content: unknown): string =>
-  typeof content === 'string' ? content : Array.isArray(content) ? (content as Array<{ type?: string; text?: string }>).filter((p) => p.type === 'text').map((p) => p.text ?? '').join('\n\n') : '';
+  typeof content === 'string'
+    ? content
+    : Array.isArray(content)
+      ? (content as Array<{ type?: string; text?: string }>)
+          .filter((p) => p.type === 'text')
+          .map((p) => p.text ?? '')
+          .join('\n\n')
+      : '';
 
 /** Chat messages (what a summary request carries) as Anthropic messages: tool results in user messages, same roles merged. */
 export function anthropicOfChat(chat: readonly ChatMessage[]): AnthropicMessage[] {
@@ -77,7 +106,12 @@ export function anthropicOfChat(chat: readonly ChatMessage[]): AnthropicMessage[
         } catch {
           input = { arguments: c.function.arguments };
         }
-        blocks.push({ type: 'tool_use', id: c.id, name: c.function.name, input: typeof input === 'object' && input !== null && !Array.isArray(input) ? input : { arguments: c.function.arguments } });
+        blocks.push({
+          type: 'tool_use',
+          id: c.id,
+          name: c.function.name,
+          input: typeof input === 'object' && input !== null && !Array.isArray(input) ? input : { arguments: c.function.arguments },
+        });
       }
       push('assistant', blocks);
     } else if (m.role === 'tool') {

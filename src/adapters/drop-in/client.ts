@@ -199,7 +199,7 @@ export function withCompaction<C extends OpenAIClient>(client: C, options: WithC
     w.request({
       provider,
       model: params.model,
-      tools: (params.tools ?? []),
+      tools: params.tools ?? [],
       ...(typeof maxTokens === 'number' ? { maxTokens } : {}),
       ...(contextWindow !== undefined ? { contextWindow } : {}),
     });
@@ -226,10 +226,7 @@ export function withCompaction<C extends OpenAIClient>(client: C, options: WithC
 
   /** No silent no-op: a model with no known window would never be compacted. */
   const requireWindow = (model: string) => {
-    const missing =
-      options.requireCapacity === false
-        ? undefined
-        : missingCapacity(provider, model, engine.config.models, 'withCompaction');
+    const missing = options.requireCapacity === false ? undefined : missingCapacity(provider, model, engine.config.models, 'withCompaction');
     if (missing) throw missing;
   };
 
@@ -319,7 +316,12 @@ export function withCompaction<C extends OpenAIClient>(client: C, options: WithC
   const completions = forward(client.chat.completions, { create });
   const chat = forward(client.chat, { completions });
   // The Responses API, stateless, over the same session and engine (responses.ts).
-  const responses = wrapResponses(client, { session, engine, provider, ...(options.requireCapacity !== undefined ? { requireCapacity: options.requireCapacity } : {}) });
+  const responses = wrapResponses(client, {
+    session,
+    engine,
+    provider,
+    ...(options.requireCapacity !== undefined ? { requireCapacity: options.requireCapacity } : {}),
+  });
   return forward(client, { chat, compaction, ...(responses ? { responses } : {}) }) as CompactingClient<C>;
 }
 

@@ -15,11 +15,25 @@ import { currentSystemPrompt, recordedMessages } from '../../session/recorded';
 import type { Session } from '../../session/session';
 import { createConversation } from '../shapes/conversation';
 import { serverState } from '../shapes/errors';
-import { chatToolsOfResponses, messagesOfResponsesItems, replyOfResponse, responsesInputOf, splitResponsesSystem, type ResponsesItem } from '../shapes/responses-map';
+import {
+  chatToolsOfResponses,
+  messagesOfResponsesItems,
+  replyOfResponse,
+  responsesInputOf,
+  splitResponsesSystem,
+  type ResponsesItem,
+} from '../shapes/responses-map';
 import { forward, recordingStream } from '../shapes/stream';
 
 type CreateOptions = { signal?: AbortSignal } & Record<string, unknown>;
-type ResponsesParams = Record<string, unknown> & { model?: unknown; input?: unknown; instructions?: unknown; stream?: unknown; tools?: unknown; max_output_tokens?: unknown };
+type ResponsesParams = Record<string, unknown> & {
+  model?: unknown;
+  input?: unknown;
+  instructions?: unknown;
+  stream?: unknown;
+  tools?: unknown;
+  max_output_tokens?: unknown;
+};
 type RawCreate = (body: ResponsesParams, options?: CreateOptions) => Promise<unknown>;
 type ResponseLike = Parameters<typeof replyOfResponse>[0];
 
@@ -42,7 +56,8 @@ export function wrapResponses(client: object, ctx: ResponsesContext): object | u
     if (held.length > 0) throw serverState(held);
     const mine = conv.nextGeneration();
     const signal = requestOptions?.signal;
-    const items: ResponsesItem[] = typeof params.input === 'string' ? [{ role: 'user', content: params.input }] : Array.isArray(params.input) ? (params.input as ResponsesItem[]) : [];
+    const items: ResponsesItem[] =
+      typeof params.input === 'string' ? [{ role: 'user', content: params.input }] : Array.isArray(params.input) ? (params.input as ResponsesItem[]) : [];
     const { system, rest } = splitResponsesSystem(params.instructions, items);
     const messages = messagesOfResponsesItems(rest);
     await conv.prepare(

@@ -66,7 +66,9 @@ function assistantBlock(b: AnthropicBlock): TextBlock | ReasoningBlock | ToolCal
     case 'text':
       return typeof b['text'] === 'string' ? { type: 'text', text: b['text'] } : undefined;
     case 'tool_use':
-      return typeof b['id'] === 'string' && typeof b['name'] === 'string' ? { type: 'tool-call', id: b['id'], name: b['name'], arguments: argumentsOf(b['input']) } : undefined;
+      return typeof b['id'] === 'string' && typeof b['name'] === 'string'
+        ? { type: 'tool-call', id: b['id'], name: b['name'], arguments: argumentsOf(b['input']) }
+        : undefined;
     case 'thinking':
       return {
         type: 'reasoning',
@@ -153,7 +155,11 @@ function inputOf(args: string): unknown {
  * caller's breakpoints back on their blocks; `checkpointMark`, when given, is put on the last
  * block of the newest checkpoint, so the summarized prefix is cached too.
  */
-export function anthropicMessagesOf(events: Iterable<SurfaceEvent>, marks: Map<number, Array<{ block: number; cacheControl: unknown }>> = new Map(), checkpointMark?: unknown): { system: string | undefined; messages: AnthropicMessage[] } {
+export function anthropicMessagesOf(
+  events: Iterable<SurfaceEvent>,
+  marks: Map<number, Array<{ block: number; cacheControl: unknown }>> = new Map(),
+  checkpointMark?: unknown,
+): { system: string | undefined; messages: AnthropicMessage[] } {
   let system: string | undefined;
   const messages: Array<{ role: string; content: AnthropicBlock[] }> = [];
   let checkpointBlock: AnthropicBlock | undefined;
@@ -203,20 +209,30 @@ export function anthropicMessagesOf(events: Iterable<SurfaceEvent>, marks: Map<n
       }
       case 'tool/result': {
         const content = e.data.content.map((b) => (b.type === 'text' ? { type: 'text', text: b.text } : imageParam(b)));
-        const block: AnthropicBlock = { type: 'tool_result', tool_use_id: e.data.callId, content: content.length === 0 ? '' : content, ...(e.data.isError ? { is_error: true } : {}) };
+        const block: AnthropicBlock = {
+          type: 'tool_result',
+          tool_use_id: e.data.callId,
+          content: content.length === 0 ? '' : content,
+          ...(e.data.isError ? { is_error: true } : {}),
+        };
         push('user', [withMark(e.seq, -1, block)], true);
         break;
       }
     }
   }
-  if (checkpointMark !== undefined && checkpointBlock && checkpointBlock['cache_control'] === undefined) checkpointBlock['cache_control'] = jsonCopy(checkpointMark);
+  if (checkpointMark !== undefined && checkpointBlock && checkpointBlock['cache_control'] === undefined)
+    checkpointBlock['cache_control'] = jsonCopy(checkpointMark);
   return { system, messages };
 }
 
 /** Anthropic tools in the Chat Completions shape (what the session's request header keeps). */
 export function chatToolsOfAnthropic(tools: unknown): Array<Record<string, unknown>> {
   if (!Array.isArray(tools)) return [];
-  return (tools as Array<Record<string, unknown>>).map((t) => (typeof t['name'] === 'string' && t['input_schema'] !== undefined ? chatTool(t['name'], t['description'] as string | undefined, t['input_schema']) : jsonCopy(t)));
+  return (tools as Array<Record<string, unknown>>).map((t) =>
+    typeof t['name'] === 'string' && t['input_schema'] !== undefined
+      ? chatTool(t['name'], t['description'] as string | undefined, t['input_schema'])
+      : jsonCopy(t),
+  );
 }
 
 /** Chat Completions tools (a request header's) as Anthropic tools. */
@@ -224,7 +240,12 @@ export function anthropicToolsOfChat(tools: ReadonlyArray<Record<string, unknown
   const out: Array<Record<string, unknown>> = [];
   for (const t of tools) {
     const fn = t['function'] as { name?: string; description?: string; parameters?: unknown } | undefined;
-    if (t['type'] === 'function' && fn?.name) out.push({ name: fn.name, ...(fn.description ? { description: fn.description } : {}), input_schema: fn.parameters ?? { type: 'object', properties: {} } });
+    if (t['type'] === 'function' && fn?.name)
+      out.push({
+        name: fn.name,
+        ...(fn.description ? { description: fn.description } : {}),
+        input_schema: fn.parameters ?? { type: 'object', properties: {} },
+      });
   }
   return out;
 }
@@ -245,7 +266,14 @@ export function usageOfAnthropic(u: unknown): Usage | undefined {
 /** A stop reason in the Chat Completions vocabulary the session's other readers know. */
 export function finishReasonOf(stop: unknown): string | undefined {
   if (typeof stop !== 'string') return undefined;
-  return ({ end_turn: 'stop', stop_sequence: 'stop', tool_use: 'tool_calls', max_tokens: 'length', model_context_window_exceeded: 'length' } as Record<string, string>)[stop] ?? stop;
+  return (
+    (
+      { end_turn: 'stop', stop_sequence: 'stop', tool_use: 'tool_calls', max_tokens: 'length', model_context_window_exceeded: 'length' } as Record<
+        string,
+        string
+      >
+    )[stop] ?? stop
+  );
 }
 
 /** A reply (`messages.create`, or an accumulated stream) as the reply to record; throws for a block the session cannot hold. */
@@ -259,5 +287,10 @@ export function replyOfAnthropicMessage(message: { content?: unknown; usage?: un
   }
   const usage = usageOfAnthropic(message.usage);
   const finishReason = finishReasonOf(message.stop_reason);
-  return { blocks, ...(usage ? { usage } : {}), ...(typeof message.model === 'string' && message.model !== '' ? { model: message.model } : {}), ...(finishReason ? { finishReason } : {}) };
+  return {
+    blocks,
+    ...(usage ? { usage } : {}),
+    ...(typeof message.model === 'string' && message.model !== '' ? { model: message.model } : {}),
+    ...(finishReason ? { finishReason } : {}),
+  };
 }

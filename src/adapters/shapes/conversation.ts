@@ -17,7 +17,16 @@
  */
 import type { CompactionEngine } from '../../engine/facade';
 import { missingCapacity, type ModelInfo } from '../../services/config';
-import { COMPACTION_CHECKPOINT_SOURCE, type ImageBlock, type ReasoningBlock, type SessionEvent, type SurfaceEvent, type TextBlock, type ToolCallBlock, type Usage } from '../../session/events';
+import {
+  COMPACTION_CHECKPOINT_SOURCE,
+  type ImageBlock,
+  type ReasoningBlock,
+  type SessionEvent,
+  type SurfaceEvent,
+  type TextBlock,
+  type ToolCallBlock,
+  type Usage,
+} from '../../session/events';
 import { recordedMessages } from '../../session/recorded';
 import type { Session } from '../../session/session';
 import { SessionWriter } from '../../session/writer';
@@ -147,7 +156,10 @@ export function createConversation(options: ConversationOptions): Conversation {
   };
 
   const requireWindow = (model: string) => {
-    const missing = options.requireCapacity === false ? undefined : missingCapacity(provider, model, engine.config.models as Record<string, Partial<ModelInfo>>, options.what);
+    const missing =
+      options.requireCapacity === false
+        ? undefined
+        : missingCapacity(provider, model, engine.config.models as Record<string, Partial<ModelInfo>>, options.what);
     if (missing) throw missing;
   };
 

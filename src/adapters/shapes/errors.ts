@@ -26,7 +26,7 @@ export function serverState(parameters: readonly string[]): ShapeError {
   return new ShapeError(
     'server-state',
     `xcompact cannot compact a conversation the provider holds (${parameters.join(', ')}): send the whole conversation as \`input\` items each time ` +
-      '(push each response\'s `output` items and your function_call_output items onto one array, or start from client.compaction.input()), ' +
+      "(push each response's `output` items and your function_call_output items onto one array, or start from client.compaction.input()), " +
       'with `store: false` and, for reasoning models, `include: ["reasoning.encrypted_content"]`. Nothing was recorded or sent',
     parameters,
   );

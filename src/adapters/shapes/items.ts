@@ -61,7 +61,10 @@ export function shapeFingerprint(m: ShapeMessage): string {
       key = ['user', contentKey(m.content)];
       break;
     case 'assistant': {
-      const text = m.blocks.filter((b): b is TextBlock => b.type === 'text').map((b) => b.text).join('\n\n');
+      const text = m.blocks
+        .filter((b): b is TextBlock => b.type === 'text')
+        .map((b) => b.text)
+        .join('\n\n');
       // A call is its id (unique in a session) and name: its arguments may come back re-serialized
       // (Anthropic's parsed `input`), or as a caller could read a call cut mid-arguments.
       key = ['assistant', text, callsOf(m).map((c) => [c.id, c.name])];
@@ -75,7 +78,8 @@ export function shapeFingerprint(m: ShapeMessage): string {
 }
 
 /** A reply with neither text nor tool calls: a caller may well not pass it back (a Responses reply with no output items). */
-export const isEmptyReply = (m: ShapeMessage): boolean => m.role === 'assistant' && !m.blocks.some((b) => b.type === 'tool-call' || (b.type === 'text' && b.text !== ''));
+export const isEmptyReply = (m: ShapeMessage): boolean =>
+  m.role === 'assistant' && !m.blocks.some((b) => b.type === 'tool-call' || (b.type === 'text' && b.text !== ''));
 
 /** A recorded message event as a shape message (the inverse of recording it). */
 export function shapeMessageOf(e: SurfaceEvent): ShapeMessage {

@@ -55,7 +55,8 @@ function blocksOf(content: unknown, where: string): Array<TextBlock | ImageBlock
   });
 }
 
-const isSystem = (item: ResponsesItem): boolean => (item.type === undefined || item.type === 'message') && (item.role === 'system' || item.role === 'developer');
+const isSystem = (item: ResponsesItem): boolean =>
+  (item.type === undefined || item.type === 'message') && (item.role === 'system' || item.role === 'developer');
 
 /** The system prompt (`instructions`, then the leading system / developer messages) and the rest. */
 export function splitResponsesSystem(instructions: unknown, input: readonly ResponsesItem[]): { system: string | undefined; rest: readonly ResponsesItem[] } {
@@ -69,7 +70,10 @@ export function splitResponsesSystem(instructions: unknown, input: readonly Resp
 /** A reasoning item as a block: its readable text, the item itself kept whole. */
 export function reasoningBlockOf(item: ResponsesItem): ReasoningBlock {
   const parts = [...((item.summary as Part[] | undefined) ?? []), ...((item.content as Part[] | undefined) ?? [])];
-  const text = parts.map((p) => (typeof p.text === 'string' ? p.text : '')).filter((t) => t !== '').join('\n\n');
+  const text = parts
+    .map((p) => (typeof p.text === 'string' ? p.text : ''))
+    .filter((t) => t !== '')
+    .join('\n\n');
   const { status: _status, ...kept } = item;
   const openai: Record<string, unknown> = { item: jsonCopy(kept) };
   if (typeof item.id === 'string') openai['itemId'] = item.id;
@@ -79,9 +83,16 @@ export function reasoningBlockOf(item: ResponsesItem): ReasoningBlock {
 
 function callBlockOf(item: ResponsesItem, where: string): ToolCallBlock {
   const id = item.call_id;
-  if (typeof id !== 'string' || id === '' || typeof item.name !== 'string' || item.name === '') throw unmappable(where, 'a function_call without call_id or name');
+  if (typeof id !== 'string' || id === '' || typeof item.name !== 'string' || item.name === '')
+    throw unmappable(where, 'a function_call without call_id or name');
   const args = typeof item.arguments === 'string' ? item.arguments : JSON.stringify(item.arguments ?? {});
-  return { type: 'tool-call', id, name: item.name, arguments: args, ...(typeof item.id === 'string' ? { providerOptions: { openai: { itemId: item.id } } } : {}) };
+  return {
+    type: 'tool-call',
+    id,
+    name: item.name,
+    arguments: args,
+    ...(typeof item.id === 'string' ? { providerOptions: { openai: { itemId: item.id } } } : {}),
+  };
 }
 
 function outputBlocks(output: unknown, where: string): Array<TextBlock | ImageBlock> {
@@ -211,7 +222,12 @@ export function chatToolsOfResponses(tools: unknown): Array<Record<string, unkno
 /** Responses usage → the session's usage. */
 export function usageOfResponses(u: unknown): Usage | undefined {
   if (typeof u !== 'object' || u === null) return undefined;
-  const r = u as { input_tokens?: unknown; output_tokens?: unknown; input_tokens_details?: { cached_tokens?: unknown } | null; output_tokens_details?: { reasoning_tokens?: unknown } | null };
+  const r = u as {
+    input_tokens?: unknown;
+    output_tokens?: unknown;
+    input_tokens_details?: { cached_tokens?: unknown } | null;
+    output_tokens_details?: { reasoning_tokens?: unknown } | null;
+  };
   if (typeof r.input_tokens !== 'number') return undefined;
   const usage: Usage = { promptTokens: r.input_tokens, completionTokens: typeof r.output_tokens === 'number' ? r.output_tokens : 0 };
   if (typeof r.input_tokens_details?.cached_tokens === 'number') usage.cachedTokens = r.input_tokens_details.cached_tokens;
@@ -220,11 +236,29 @@ export function usageOfResponses(u: unknown): Usage | undefined {
 }
 
 /** A Response (`responses.create`, or a stream's `response.completed`) as the reply to record. */
-export function replyOfResponse(response: { output?: unknown; usage?: unknown; model?: unknown; status?: unknown; incomplete_details?: { reason?: unknown } | null }): ShapeReply {
+export function replyOfResponse(response: {
+  output?: unknown;
+  usage?: unknown;
+  model?: unknown;
+  status?: unknown;
+  incomplete_details?: { reason?: unknown } | null;
+}): ShapeReply {
   const items = Array.isArray(response.output) ? (response.output as ResponsesItem[]) : [];
   const blocks: ShapeReply['blocks'] = [];
   for (const m of messagesOfResponsesItems(items)) if (m.role === 'assistant') blocks.push(...m.blocks);
   const usage = usageOfResponses(response.usage);
-  const reason = response.status === 'incomplete' ? (response.incomplete_details?.reason === 'max_output_tokens' ? 'length' : String(response.incomplete_details?.reason ?? 'incomplete')) : blocks.some((b) => b.type === 'tool-call') ? 'tool_calls' : 'stop';
-  return { blocks, ...(usage ? { usage } : {}), ...(typeof response.model === 'string' && response.model !== '' ? { model: response.model } : {}), finishReason: reason };
+  const reason =
+    response.status === 'incomplete'
+      ? response.incomplete_details?.reason === 'max_output_tokens'
+        ? 'length'
+        : String(response.incomplete_details?.reason ?? 'incomplete')
+      : blocks.some((b) => b.type === 'tool-call')
+        ? 'tool_calls'
+        : 'stop';
+  return {
+    blocks,
+    ...(usage ? { usage } : {}),
+    ...(typeof response.model === 'string' && response.model !== '' ? { model: response.model } : {}),
+    finishReason: reason,
+  };
 }

@@ -134,7 +134,7 @@ export function checkMeterState(s: MeterState, session: Session, tokenizerFor: (
   try {
     const headerAt = (seq: number): Header | undefined => {
       const e = session.event(seq);
-      return e.type === 'request/header' ? (e) : undefined;
+      return e.type === 'request/header' ? e : undefined;
     };
     if (tokenizerId(tokenizerFor(undefined)) !== s.initial) return undefined;
     for (const [route, seq, name] of s.routes) {

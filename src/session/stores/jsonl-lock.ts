@@ -172,7 +172,7 @@ async function readOwner(path: string): Promise<Owner | undefined | 'gone'> {
   }
   try {
     const value = JSON.parse(text) as unknown;
-    return typeof value === 'object' && value !== null ? (value) : undefined;
+    return typeof value === 'object' && value !== null ? value : undefined;
   } catch {
     return undefined;
   }

@@ -35,17 +35,32 @@ function reader(files: number, thinking = false): (req: { body: ChatRequestBody 
     if (isSummary(body)) return { kind: 'reply', content: '## Primary Request and Intent\n- read the files\n\n## Current Work\n- reading' };
     if (done < files) {
       done++;
-      return { kind: 'reply', ...(thinking ? { reasoning: `think ${done}` } : {}), toolCalls: [{ id: `toolu_${prefix}${done}`, name: 'read_file', arguments: JSON.stringify({ path: `f${done - 1}.ts` }) }] };
+      return {
+        kind: 'reply',
+        ...(thinking ? { reasoning: `think ${done}` } : {}),
+        toolCalls: [{ id: `toolu_${prefix}${done}`, name: 'read_file', arguments: JSON.stringify({ path: `f${done - 1}.ts` }) }],
+      };
     }
     return { kind: 'reply', content: `I read ${files} files.` };
   };
 }
 
 const client = () => new Anthropic({ baseURL: server.url, apiKey: 'test', maxRetries: 0 });
-type Sent = { system?: unknown; messages: Array<{ role: string; content: Array<{ type: string; cache_control?: unknown; signature?: string; id?: string; tool_use_id?: string; text?: string }> }> };
+type Sent = {
+  system?: unknown;
+  messages: Array<{
+    role: string;
+    content: Array<{ type: string; cache_control?: unknown; signature?: string; id?: string; tool_use_id?: string; text?: string }>;
+  }>;
+};
 const messagesRequests = (from: number) => server.requests.slice(from).filter((r) => r.path === '/v1/messages');
 
-async function loop(ai: Anthropic, messages: MessageParam[], stream: boolean, system: Anthropic.MessageCreateParams['system'] = 'You read code.'): Promise<string> {
+async function loop(
+  ai: Anthropic,
+  messages: MessageParam[],
+  stream: boolean,
+  system: Anthropic.MessageCreateParams['system'] = 'You read code.',
+): Promise<string> {
   for (;;) {
     let reply: Pick<Message, 'content'>;
     if (stream) {
@@ -72,7 +87,10 @@ async function loop(ai: Anthropic, messages: MessageParam[], stream: boolean, sy
     messages.push({ role: 'assistant', content: reply.content as ContentBlockParam[] });
     const calls = reply.content.filter((b) => b.type === 'tool_use');
     if (calls.length === 0) return reply.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
-    messages.push({ role: 'user', content: calls.map((c) => ({ type: 'tool_result' as const, tool_use_id: c.id, content: fileText((c.input as { path: string }).path) })) });
+    messages.push({
+      role: 'user',
+      content: calls.map((c) => ({ type: 'tool_result' as const, tool_use_id: c.id, content: fileText((c.input as { path: string }).path) })),
+    });
   }
 }
 
@@ -112,7 +130,7 @@ describe('withCompaction(new Anthropic()): messages.create', () => {
     });
   }
 
-  it('keeps the caller\'s cache_control breakpoints and places one after the checkpoint', async () => {
+  it("keeps the caller's cache_control breakpoints and places one after the checkpoint", async () => {
     server.setHandler(reader(12));
     const from = server.requests.length;
     const session = Session.inMemory();
@@ -142,7 +160,7 @@ describe('withCompaction(new Anthropic()): messages.create', () => {
     await ai.compaction.close();
   });
 
-  it('recovers Anthropic\'s overflow inside the call; the error is classified with its counts', async () => {
+  it("recovers Anthropic's overflow inside the call; the error is classified with its counts", async () => {
     server.setHandler(reader(5));
     const session = Session.inMemory();
     const ai = withCompaction(client(), { session, models: MODELS });
@@ -164,7 +182,9 @@ describe('withCompaction(new Anthropic()): messages.create', () => {
     expect(errors).toHaveLength(1);
     // The SDK's own error, as the wrapper hands it to the classifier.
     server.enqueue({ kind: 'status', ...OVERFLOW_BODIES.anthropic });
-    const raw = await client().messages.create({ model: 'local-model', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
+    const raw = await client()
+      .messages.create({ model: 'local-model', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] })
+      .catch((e: unknown) => e);
     expect(raw).toBeInstanceOf(Anthropic.APIError);
     const { errorView } = await import('../../../src/adapters/anthropic/client');
     expect(classifyRequestError(errorView(raw))).toMatchObject({ kind: 'context-overflow', provider: 'anthropic', limitTokens: 200000, promptTokens: 208310 });
@@ -185,7 +205,11 @@ describe('withCompaction(new Anthropic()): messages.create', () => {
     expect((err as DropInError).toolCallIds).toEqual(r.content.filter((b) => b.type === 'tool_use').map((b) => b.id));
     expect(session.length).toBe(before);
     const doc = await ai.messages
-      .create({ model: 'local-model', max_tokens: 100, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } }] }] })
+      .create({
+        model: 'local-model',
+        max_tokens: 100,
+        messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } }] }],
+      })
       .catch((e: unknown) => e);
     expect((doc as DropInError).code).toBe('unmappable-part');
     expect(session.length).toBe(before);
@@ -197,8 +221,15 @@ describe('withCompaction(new Anthropic()): messages.create', () => {
     // One turn on chat completions: a tool call, its result, the answer.
     server.setHandler(reader(1));
     const chat = withCompaction(new OpenAI({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0 }), { session, models: MODELS });
-    const history: Array<import('openai/resources/chat/completions').ChatCompletionMessageParam> = [{ role: 'system', content: 'S' }, { role: 'user', content: 'Read.' }];
-    const r1 = await chat.chat.completions.create({ model: 'local-model', messages: history, tools: [{ type: 'function', function: { name: 'read_file', parameters: {} } }] });
+    const history: Array<import('openai/resources/chat/completions').ChatCompletionMessageParam> = [
+      { role: 'system', content: 'S' },
+      { role: 'user', content: 'Read.' },
+    ];
+    const r1 = await chat.chat.completions.create({
+      model: 'local-model',
+      messages: history,
+      tools: [{ type: 'function', function: { name: 'read_file', parameters: {} } }],
+    });
     history.push(r1.choices[0]!.message, { role: 'tool', tool_call_id: r1.choices[0]!.message.tool_calls![0]!.id, content: 'the file' });
     const r2 = await chat.chat.completions.create({ model: 'local-model', messages: history });
     expect(r2.choices[0]!.message.content).toBe('I read 1 files.');
@@ -215,7 +246,12 @@ describe('withCompaction(new Anthropic()): messages.create', () => {
     const first = server.requests[from]!.json as Sent;
     expect(first.messages.map((m) => m.content.map((b) => b.type).join(','))).toEqual(['text', 'tool_use', 'tool_result', 'text', 'text']);
     expect(session.events().filter((e) => e.type === 'tool/result')).toHaveLength(3);
-    expect(session.events().filter((e) => e.type === 'turn/end').map((e) => (e.data as { reason?: string }).reason)).toEqual(['completed', 'completed']);
+    expect(
+      session
+        .events()
+        .filter((e) => e.type === 'turn/end')
+        .map((e) => (e.data as { reason?: string }).reason),
+    ).toEqual(['completed', 'completed']);
     await ai.compaction.close();
   });
 });

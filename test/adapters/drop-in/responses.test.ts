@@ -21,7 +21,15 @@ afterAll(async () => {
 });
 
 const MODELS = { 'local-model': { contextWindow: 4_000, maxOutputTokens: 500 } };
-const TOOLS = [{ type: 'function' as const, name: 'read_file', description: 'Read a file', strict: false, parameters: { type: 'object', properties: { path: { type: 'string' } } } }];
+const TOOLS = [
+  {
+    type: 'function' as const,
+    name: 'read_file',
+    description: 'Read a file',
+    strict: false,
+    parameters: { type: 'object', properties: { path: { type: 'string' } } },
+  },
+];
 const isSummary = (body: ChatRequestBody): boolean => {
   const last = body.messages?.at(-1);
   return last?.role === 'user' && typeof last.content === 'string' && last.content.startsWith('You are now acting as a compaction engine');
@@ -35,7 +43,11 @@ function reader(files: number, reasoning = false): (req: { body: ChatRequestBody
     if (isSummary(body)) return { kind: 'reply', content: '## Primary Request and Intent\n- read the files\n\n## Current Work\n- reading' };
     if (done < files) {
       done++;
-      return { kind: 'reply', ...(reasoning ? { reasoning: `think ${done}` } : {}), toolCalls: [{ id: `call_${done}`, name: 'read_file', arguments: JSON.stringify({ path: `f${done - 1}.ts` }) }] };
+      return {
+        kind: 'reply',
+        ...(reasoning ? { reasoning: `think ${done}` } : {}),
+        toolCalls: [{ id: `call_${done}`, name: 'read_file', arguments: JSON.stringify({ path: `f${done - 1}.ts` }) }],
+      };
     }
     return { kind: 'reply', content: `I read ${files} files.` };
   };
@@ -57,8 +69,10 @@ async function loop(ai: OpenAI, input: ResponseInputItem[], stream: boolean): Pr
     }
     input.push(...(response.output as ResponseInputItem[]));
     const calls = response.output.filter((o) => o.type === 'function_call');
-    if (calls.length === 0) return response.output.flatMap((o) => (o.type === 'message' ? o.content.map((c) => (c.type === 'output_text' ? c.text : '')) : [])).join('');
-    for (const c of calls) input.push({ type: 'function_call_output', call_id: c.call_id, output: fileText((JSON.parse(c.arguments) as { path: string }).path) });
+    if (calls.length === 0)
+      return response.output.flatMap((o) => (o.type === 'message' ? o.content.map((c) => (c.type === 'output_text' ? c.text : '')) : [])).join('');
+    for (const c of calls)
+      input.push({ type: 'function_call_output', call_id: c.call_id, output: fileText((JSON.parse(c.arguments) as { path: string }).path) });
   }
 }
 
@@ -156,7 +170,14 @@ describe('withCompaction: client.responses.create', () => {
     server.setHandler(reader(2));
     const session = Session.inMemory();
     const ai = withCompaction(client(), { session, models: MODELS });
-    const r1 = await ai.chat.completions.create({ model: 'local-model', messages: [{ role: 'system', content: 'S' }, { role: 'user', content: 'Read.' }], tools: [{ type: 'function', function: { name: 'read_file', parameters: {} } }] });
+    const r1 = await ai.chat.completions.create({
+      model: 'local-model',
+      messages: [
+        { role: 'system', content: 'S' },
+        { role: 'user', content: 'Read.' },
+      ],
+      tools: [{ type: 'function', function: { name: 'read_file', parameters: {} } }],
+    });
     const call = r1.choices[0]!.message.tool_calls![0]!;
     const { instructions, input } = sessionInput(session);
     expect(instructions).toBe('S');

@@ -12,8 +12,19 @@ import { messagesOfResponsesItems, responsesInputOf } from '../../../src/adapter
 import { shapeFingerprint, shapeMessageOf } from '../../../src/adapters/shapes/items';
 
 const reasoningItem = { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'plan' }], encrypted_content: 'gAAAA-opaque' };
-const responsesReply = [reasoningItem, { type: 'message', role: 'assistant', id: 'msg_1', content: [{ type: 'output_text', text: 'reading', annotations: [] }] }, { type: 'function_call', id: 'fc_1', call_id: 'c1', name: 'read_file', arguments: '{"path": "a"}' }];
-const anthropicReply = { role: 'assistant', content: [{ type: 'thinking', thinking: 'hmm', signature: 'sig-opaque' }, { type: 'redacted_thinking', data: 'redacted-opaque' }, { type: 'tool_use', id: 'c2', name: 'read_file', input: { path: 'b' } }] };
+const responsesReply = [
+  reasoningItem,
+  { type: 'message', role: 'assistant', id: 'msg_1', content: [{ type: 'output_text', text: 'reading', annotations: [] }] },
+  { type: 'function_call', id: 'fc_1', call_id: 'c1', name: 'read_file', arguments: '{"path": "a"}' },
+];
+const anthropicReply = {
+  role: 'assistant',
+  content: [
+    { type: 'thinking', thinking: 'hmm', signature: 'sig-opaque' },
+    { type: 'redacted_thinking', data: 'redacted-opaque' },
+    { type: 'tool_use', id: 'c2', name: 'read_file', input: { path: 'b' } },
+  ],
+};
 
 function sessionWithBoth(): { session: Session; events: SurfaceEvent[] } {
   const session = Session.inMemory();
@@ -34,7 +45,7 @@ function sessionWithBoth(): { session: Session; events: SurfaceEvent[] } {
 }
 
 describe('shape mappings', () => {
-  it('a Responses reply is one assistant message; its reasoning item goes back whole, the other shape\'s thinking not at all', () => {
+  it("a Responses reply is one assistant message; its reasoning item goes back whole, the other shape's thinking not at all", () => {
     const [m] = messagesOfResponsesItems(responsesReply);
     expect(m!.role).toBe('assistant');
     expect((m as { blocks: Array<{ type: string }> }).blocks.map((b) => b.type)).toEqual(['reasoning', 'text', 'tool-call']);
@@ -42,7 +53,15 @@ describe('shape mappings', () => {
     const { input } = responsesInputOf(events);
     expect(input.filter((i) => i.type === 'reasoning')).toEqual([reasoningItem]);
     // The reasoning item stays right before the call it led to; the Anthropic turn goes without its thinking.
-    expect(input.map((i) => i.type ?? i.role)).toEqual(['user', 'reasoning', 'message', 'function_call', 'function_call_output', 'function_call', 'function_call_output']);
+    expect(input.map((i) => i.type ?? i.role)).toEqual([
+      'user',
+      'reasoning',
+      'message',
+      'function_call',
+      'function_call_output',
+      'function_call',
+      'function_call_output',
+    ]);
   });
 
   it('signed and redacted thinking go back to Messages verbatim with their turn; the encrypted reasoning item does not', () => {

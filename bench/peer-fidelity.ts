@@ -18,6 +18,8 @@ import { simulate } from '../src/eval/simulate';
 import { withoutCompactions } from '../src/eval/lived';
 import { importTranscriptFile } from '../src/transcripts/index';
 import { Session } from '../src/session/session';
+import { recordedOverhead } from '../src/eval/recorded';
+import { standInPrompt } from '../src/cli/eval';
 
 /** ../shared/data beside the repository (XCOMPACT_SHARED_DATA names another place). */
 const DATA = process.env.XCOMPACT_SHARED_DATA ?? new URL('../../shared/data/', import.meta.url).pathname;
@@ -87,7 +89,7 @@ function files(): string[] {
 }
 
 export async function run(): Promise<void> {
-  const pricer = new Pricer();
+  const pricer = new Pricer('o200k_base');
   console.log("peer fidelity: each real compaction beside the simulated harness's (level = request tokens when it compacted; goal |sim − real| ≤ 5% of real)");
   let judged = 0;
   let met = 0;
@@ -100,12 +102,23 @@ export async function run(): Promise<void> {
       console.log(`  ${name}: no automatic compaction recorded`);
       continue;
     }
-    const session = Session.inMemory(`fidelity-${name}`);
+    const recorded = Session.inMemory(`fidelity-${name}`);
     try {
-      await importTranscriptFile(session, path);
+      await importTranscriptFile(recorded, path);
     } catch (error) {
       console.log(`  ${name}: not imported (${(error as Error).message})`);
       continue;
+    }
+    // Replayed as eval replays it: what the harness sent beyond its messages and did not record
+    // (Claude Code's system prompt and tools) stood in for at the size its recorded usage implies.
+    const overhead = recordedOverhead(recorded, pricer);
+    let session = recorded;
+    if (overhead > 0) {
+      const first = recorded.surface.length > 0 ? recorded.event(recorded.surface.seqAt(0)) : undefined;
+      const system = first?.type === 'system/message' ? first.data.text : undefined;
+      const standIn = standInPrompt(overhead, pricer);
+      session = Session.inMemory(`fidelity-${name}-sent`);
+      await importTranscriptFile(session, path, { systemPrompt: system === undefined ? standIn : `${system}\n\n${standIn}` });
     }
     const lived = withoutCompactions(session);
     const window = isCodex ? (codexCompactions(recs).window ?? 272_000) : 200_000;
@@ -125,7 +138,9 @@ export async function run(): Promise<void> {
       const off = sim === undefined ? undefined : Math.abs(sim - r.tokens) / r.tokens;
       judged++;
       if (off !== undefined && off <= GOAL) met++;
-      return `#${i + 1} real ${r.tokens.toLocaleString('en-US')}${r.version ? ` (v${r.version})` : ''} · sim ${sim === undefined ? 'none' : sim.toLocaleString('en-US')} · off ${off === undefined ? '—' : `${(off * 100).toFixed(1)}%`} ${off !== undefined && off <= GOAL ? '✓' : '✗'}`;
+      // No compaction: how close the replay came (its largest request against the real level).
+      const peak = sim === undefined ? ` (the replay's largest request ${state.ledger.peak.toLocaleString('en-US')}, ${(((state.ledger.peak - r.tokens) / r.tokens) * 100).toFixed(1)}% of the real level)` : '';
+      return `#${i + 1} real ${r.tokens.toLocaleString('en-US')}${r.version ? ` (v${r.version})` : ''} · sim ${sim === undefined ? 'none' : sim.toLocaleString('en-US')}${peak} · off ${off === undefined ? '—' : `${(off * 100).toFixed(1)}%`} ${off !== undefined && off <= GOAL ? '✓' : '✗'}`;
     });
     console.log(
       `  ${name} (${isCodex ? 'Codex' : 'Claude Code'}, window ${window.toLocaleString('en-US')}, sim compactions ${state.compactions}): ${rows.join('; ')}`,

@@ -110,7 +110,6 @@ export function engineContext(input: EngineInput): EngineContext {
     consecutiveFailures: 0,
     overflowRetries: 0,
     retryAnchorSeq: -1,
-    breakerOpen: false,
     warnedModels: [],
     backgroundRef: undefined,
   };
@@ -127,11 +126,14 @@ export interface EngineContext extends EngineInput {
   overflowRetries: number;
   /** Seq of the latest assistant message when the last overflow retry was granted. */
   retryAnchorSeq: number;
-  /** The breaker region is open (mirrored for the jobs' input: they run model-free then). */
-  breakerOpen: boolean;
   warnedModels: string[];
   /** The background chart (docs/spec.md#13-background-compaction), when `background` is on: the quick check reads whether it is idle. */
   backgroundRef: AnyActorRef | undefined;
+}
+
+/** The breaker region is open: a job then runs model-free (read from the state, not mirrored in the context). */
+function breakerOpen(self: { getSnapshot(): { matches(value: unknown): boolean } }): boolean {
+  return self.getSnapshot().matches({ breaker: 'open' });
 }
 
 /**
@@ -281,8 +283,6 @@ export const compactionMachine = setup({
     'report success to breaker': raise({ type: 'breaker.success' }),
     'count failure': assign({ consecutiveFailures: ({ context }) => context.consecutiveFailures + 1 }),
     'reset failures': assign({ consecutiveFailures: 0 }),
-    'mark breaker open': assign({ breakerOpen: true }),
-    'mark breaker closed': assign({ breakerOpen: false }),
     'announce breaker opened': publish(({ context }) => ({
       type: 'breaker.opened',
       consecutiveFailures: context.consecutiveFailures,
@@ -344,14 +344,14 @@ export const compactionMachine = setup({
           invoke: {
             id: 'job',
             src: 'pressure',
-            input: ({ context }) => ({
+            input: ({ context, self }) => ({
               turn: context.pending?.type === 'step.completed' ? context.pending.turn : null,
               aborted: context.pending?.type === 'step.completed' ? context.pending.aborted : false,
               pruneEnabled: context.pruneEnabled,
               maxAttempts: context.policy.maxAttempts,
               silentSeenSeq: context.silentSeenSeq,
               ...(context.truncationFallback === false ? { fallback: false } : {}),
-              ...(context.breakerOpen ? { modelFree: true } : {}),
+              ...(breakerOpen(self) ? { modelFree: true } : {}),
             }),
             onDone: [
               {
@@ -374,7 +374,7 @@ export const compactionMachine = setup({
           invoke: {
             id: 'job',
             src: 'overflow',
-            input: ({ context }) => {
+            input: ({ context, self }) => {
               const p = context.pending as Extract<EngineRequest, { type: 'request.failed' }>;
               return {
                 error: p.error,
@@ -385,7 +385,7 @@ export const compactionMachine = setup({
                 aborted: p.aborted,
                 turn: p.turn,
                 ...(p.overflow === false ? { notOverflow: true } : {}),
-                ...(context.truncationFallback === false ? { fallback: false } : context.breakerOpen ? { modelFree: true } : {}),
+                ...(context.truncationFallback === false ? { fallback: false } : breakerOpen(self) ? { modelFree: true } : {}),
               };
             },
             onDone: [
@@ -444,7 +444,7 @@ export const compactionMachine = setup({
         closed: {
           on: {
             'breaker.failure': [
-              { guard: 'this failure reaches the limit', target: 'open', actions: ['count failure', 'mark breaker open', 'announce breaker opened'] },
+              { guard: 'this failure reaches the limit', target: 'open', actions: ['count failure', 'announce breaker opened'] },
               { actions: 'count failure' },
             ],
             'breaker.success': { actions: 'reset failures' },
@@ -452,10 +452,10 @@ export const compactionMachine = setup({
         },
         open: {
           after: {
-            cooldown: { target: 'closed', actions: ['reset failures', 'mark breaker closed', 'announce breaker closed by cool-down'] },
+            cooldown: { target: 'closed', actions: ['reset failures', 'announce breaker closed by cool-down'] },
           },
           on: {
-            'breaker.success': { target: 'closed', actions: ['reset failures', 'mark breaker closed', 'announce breaker closed by success'] },
+            'breaker.success': { target: 'closed', actions: ['reset failures', 'announce breaker closed by success'] },
             'breaker.failure': { actions: 'count failure' },
           },
         },

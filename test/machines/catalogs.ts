@@ -655,7 +655,7 @@ export const engineSpec: MachineSpec<EngineAux> = {
     if (s.context.truncationFallback) {
       // The fallback's paths: steps and overflow errors, each job relieved by a truncation.
       if (current) {
-        const breaker = s.context.breakerOpen ? 'open' : 'closed';
+        const breaker = (s as unknown as { matches(value: unknown): boolean }).matches({ breaker: 'open' }) ? 'open' : 'closed';
         for (const [outcome, output] of FALLBACK_OUTCOMES[breaker][current.kind as 'pressure' | 'overflow']) {
           out.push({ outcome: `${current.kind}:${outcome}`, event: { type: 'xstate.done.actor.job', output: output(), actorId: 'job' }, aux });
         }

@@ -169,11 +169,7 @@ export const machine = createMachine({
               {
                 guard: 'this failure reaches the limit',
                 target: 'open',
-                actions: [
-                  'count failure',
-                  'mark breaker open',
-                  'announce breaker opened',
-                ],
+                actions: ['count failure', 'announce breaker opened'],
               },
               { actions: 'count failure' },
             ],
@@ -184,21 +180,13 @@ export const machine = createMachine({
           after: {
             cooldown: {
               target: 'closed',
-              actions: [
-                'reset failures',
-                'mark breaker closed',
-                'announce breaker closed by cool-down',
-              ],
+              actions: ['reset failures', 'announce breaker closed by cool-down'],
             },
           },
           on: {
             'breaker.success': {
               target: 'closed',
-              actions: [
-                'reset failures',
-                'mark breaker closed',
-                'announce breaker closed by success',
-              ],
+              actions: ['reset failures', 'announce breaker closed by success'],
             },
             'breaker.failure': { actions: 'count failure' },
           },

@@ -518,7 +518,6 @@ window.XCOMPACT_CHARTS = [
      "guard": "this failure reaches the limit",
      "actions": [
       "count failure",
-      "mark breaker open",
       "announce breaker opened"
      ],
      "label": "breaker.failure [this failure reaches the limit]",
@@ -553,7 +552,6 @@ window.XCOMPACT_CHARTS = [
      "event": "breaker.success",
      "actions": [
       "reset failures",
-      "mark breaker closed",
       "announce breaker closed by success"
      ],
      "label": "breaker.success",
@@ -577,7 +575,6 @@ window.XCOMPACT_CHARTS = [
      "event": "xstate.after.cooldown.engine.breaker.open",
      "actions": [
       "reset failures",
-      "mark breaker closed",
       "announce breaker closed by cool-down"
      ],
      "label": "after cooldown",
@@ -700,14 +697,6 @@ window.XCOMPACT_CHARTS = [
      {
       "name": "look up route policy",
       "uses": 2
-     },
-     {
-      "name": "mark breaker closed",
-      "uses": 2
-     },
-     {
-      "name": "mark breaker open",
-      "uses": 1
      },
      {
       "name": "report failure to breaker",

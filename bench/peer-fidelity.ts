@@ -139,7 +139,10 @@ export async function run(): Promise<void> {
       judged++;
       if (off !== undefined && off <= GOAL) met++;
       // No compaction: how close the replay came (its largest request against the real level).
-      const peak = sim === undefined ? ` (the replay's largest request ${state.ledger.peak.toLocaleString('en-US')}, ${(((state.ledger.peak - r.tokens) / r.tokens) * 100).toFixed(1)}% of the real level)` : '';
+      const peak =
+        sim === undefined
+          ? ` (the replay's largest request ${state.ledger.peak.toLocaleString('en-US')}, ${(((state.ledger.peak - r.tokens) / r.tokens) * 100).toFixed(1)}% of the real level)`
+          : '';
       return `#${i + 1} real ${r.tokens.toLocaleString('en-US')}${r.version ? ` (v${r.version})` : ''} · sim ${sim === undefined ? 'none' : sim.toLocaleString('en-US')}${peak} · off ${off === undefined ? '—' : `${(off * 100).toFixed(1)}%`} ${off !== undefined && off <= GOAL ? '✓' : '✗'}`;
     });
     console.log(

@@ -42,6 +42,10 @@ export interface PricedRequest {
 export class Pricer {
   readonly tokenizer: Tokenizer;
   private readonly byJson = new Map<string, number>();
+  // Requests share their message objects from one to the next: each is serialized and priced
+  // once by identity (JSON.stringify of every message of every request was most of an eval run).
+  private readonly jsonOf = new WeakMap<ChatMessage, string>();
+  private readonly priceOf = new WeakMap<ChatMessage, number>();
 
   constructor(tokenizerName: Parameters<typeof getTokenizer>[0] = 'o200k_base') {
     this.tokenizer = getTokenizer(tokenizerName);
@@ -53,13 +57,25 @@ export class Pricer {
 
   /** A message's tokens, as src/services/metering/meter.ts prices a surface node (cached by content). */
   message(m: ChatMessage): number {
-    const key = JSON.stringify(m);
+    const known = this.priceOf.get(m);
+    if (known !== undefined) return known;
+    const key = this.json(m);
     let p = this.byJson.get(key);
     if (p === undefined) {
       p = this.price(m);
       this.byJson.set(key, p);
     }
+    this.priceOf.set(m, p);
     return p;
+  }
+
+  private json(m: ChatMessage): string {
+    let s = this.jsonOf.get(m);
+    if (s === undefined) {
+      s = JSON.stringify(m);
+      this.jsonOf.set(m, s);
+    }
+    return s;
   }
 
   envelope(tools: string): number {
@@ -79,9 +95,10 @@ export class Pricer {
     let sum = this.envelope(r.tools);
     const n = Math.min(r.messages.length, previous.messages.length);
     for (let i = 0; i < n; i++) {
-      const a = JSON.stringify(r.messages[i]);
-      if (a !== JSON.stringify(previous.messages[i])) break;
-      sum += this.message(r.messages[i]!);
+      const a = r.messages[i]!;
+      const b = previous.messages[i]!;
+      if (a !== b && this.json(a) !== this.json(b)) break;
+      sum += this.message(a);
     }
     return sum;
   }

@@ -139,27 +139,44 @@ export function files(): string[] {
 
 /** The [start, end) ranges of a file's comments and (where read) its string literals. */
 export function textRanges(file: string, text: string): Array<[number, number, 'comment' | 'string']> {
+  // Asked twice per file (rewriteFile, brokenPointers): parsed once.
+  if (lastRanges?.file === file && lastRanges.text === text) return lastRanges.ranges;
   const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, file.endsWith('js') ? ts.ScriptKind.JS : ts.ScriptKind.TS);
-  const seen = new Set<number>();
   const out: Array<[number, number, 'comment' | 'string']> = [];
   const strings = STRING_FOLDERS.some((f) => file.startsWith(f));
-  const comments = (pos: number) => {
-    for (const r of [...(ts.getLeadingCommentRanges(text, pos) ?? []), ...(ts.getTrailingCommentRanges(text, pos) ?? [])]) {
-      if (seen.has(r.pos)) continue;
-      seen.add(r.pos);
-      out.push([r.pos, r.end, 'comment']);
+  // Comments live in the gaps between a node's children (with its own tokens: braces, keywords,
+  // punctuation; every literal is a child node). Each gap is scanned once, so each comment is
+  // met once. ts.forEachChild, not node.getChildren: building a syntax list per node was most
+  // of this check's time.
+  const scanner = ts.createScanner(ts.ScriptTarget.Latest, false, sf.languageVariant, text);
+  const gap = (from: number, to: number) => {
+    if (to <= from) return;
+    scanner.resetTokenState(from);
+    for (let k = scanner.scan(); k !== ts.SyntaxKind.EndOfFileToken && scanner.getTokenEnd() <= to; k = scanner.scan()) {
+      if (k === ts.SyntaxKind.SingleLineCommentTrivia || k === ts.SyntaxKind.MultiLineCommentTrivia)
+        out.push([scanner.getTokenStart(), scanner.getTokenEnd(), 'comment']);
+      if (scanner.getTokenEnd() >= to) break;
     }
   };
   const visit = (node: ts.Node) => {
-    comments(node.getFullStart());
-    comments(node.getEnd());
     if (strings && (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node) || ts.isTemplateLiteralToken(node)))
       out.push([node.getStart(sf), node.getEnd(), 'string']);
-    for (const child of node.getChildren(sf)) visit(child);
+    // A literal's own text is no gap (a template tail `}…//…` is not a comment); its leading trivia is.
+    if (node.kind >= ts.SyntaxKind.FirstLiteralToken && node.kind <= ts.SyntaxKind.LastTemplateToken) return gap(node.pos, node.getStart(sf));
+    let pos = node.pos;
+    ts.forEachChild(node, (child) => {
+      gap(pos, child.pos);
+      visit(child);
+      pos = child.end;
+    });
+    gap(pos, node.end);
   };
   visit(sf);
-  return out.sort((a, b) => a[0] - b[0]);
+  const ranges = out.sort((a, b) => a[0] - b[0]);
+  lastRanges = { file, text, ranges };
+  return ranges;
 }
+let lastRanges: { file: string; text: string; ranges: Array<[number, number, 'comment' | 'string']> } | undefined;
 
 /** The docs' heading anchors, as GitHub spells them (the docs test's own slug). */
 const anchorCache = new Map<string, Set<string> | undefined>();

@@ -13,6 +13,10 @@
  * - `afterStep()` after each step's facts (assistant message, tool results) are in the log and
  *   before `step/end`, also in the middle of a tool loop: that is where pressure is measured
  *   and, above the threshold, tool output is pruned and old history condensed.
+ * - `beforeRequest()` before every request: the first after a reopen or a new user message, and
+ *   each retry. It runs the same pressure check, then measures the prompt plus `max_tokens`
+ *   against the window; a request that still cannot fit is refused with a `BudgetError`
+ *   (`request-over-window`) and never sent.
  * - `onRequestError(err)` when a request fails: on a context overflow it compacts and answers
  *   `retry`; the retried request is rebuilt from `session.deriveMessages()`, never reused.
  * - `compactNow({ focus })` for `/compact`, only between turns.
@@ -134,6 +138,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRun> {
   const complete = async (turn: number, step: number): Promise<ChatCompletion> => {
     const budget = maxTokens;
     for (let attempt = 0; ; attempt++) {
+      await engine.beforeRequest(signal ? { signal } : {});
       const m = engine.measure();
       options.onRequest?.({ turn, step, attempt, tokens: m.totalTokens, threshold: m.threshold, contextWindow: m.contextWindow });
       run.requests++;

@@ -19,6 +19,7 @@ import { createScriptedCoder, isSummaryRequest, type ScriptedCoder } from '../..
 import { isCheckpoint, type SessionEvent } from '../../src/session/events';
 import { Session } from '../../src/session/session';
 import { JsonlStore } from '../../src/session/stores/jsonl';
+import { SessionWriter } from '../../src/session/writer';
 import { startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer } from '../../src/testing/openai-server';
 import { openAIMessageProblems } from '../helpers/openai-validator';
 
@@ -170,4 +171,62 @@ describe('the example agent loop against the local server', () => {
       await reopened.close();
     }
   });
+});
+
+describe('the example agent loop, reopened over a session that no longer fits', () => {
+  it('checks the first request of the run (engine.beforeRequest): compacted before it is sent, no overflow answered', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'xcompact-agent-reopen-'));
+    const window = 8_192;
+    const server = await startOpenAIServer({
+      contextWindow: window,
+      defaultModel: 'demo-coder',
+      scenarios: (req) =>
+        isSummaryRequest(req.body)
+          ? { kind: 'reply', content: '## Goal\nRead the notes.\n## Progress\nThe notes were read.' }
+          : { kind: 'reply', content: 'Done.' },
+    });
+    try {
+      // A history written by another process (no engine ran on it): three long turns, over the window.
+      const store = new JsonlStore(join(dir, 'sessions'));
+      const before = await Session.open(store, 'agent');
+      const w = new SessionWriter(before);
+      w.system('You are a coding agent.');
+      for (let t = 0; t < 3; t++) {
+        w.startTurn();
+        w.user(`Turn ${t}: ${'please read these notes carefully, '.repeat(250)}`);
+        w.startStep();
+        w.request({ provider: 'local', model: 'demo-coder', maxTokens: 1024 });
+        w.assistant({ text: `Noted ${t}. ${'the notes say many things. '.repeat(150)}`, provider: 'local', model: 'demo-coder' });
+        w.endStep();
+        w.endTurn('completed');
+      }
+      await before.close();
+
+      const session = await Session.open(store, 'agent');
+      const sandbox = join(dir, 'project');
+      await writeProject(sandbox, generateProject(1));
+      const run = await runAgent({
+        client: new OpenAI({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0 }),
+        provider: 'local',
+        model: 'demo-coder',
+        contextWindow: window,
+        maxOutputTokens: 1024,
+        config: { maxTokens: 1024, economics: false },
+        session,
+        sandbox,
+        inputs: ['and now?'],
+      });
+      await session.close();
+      expect(run.answers).toEqual(['Done.']);
+      // Without the check the first request went out whole and came back as the server's overflow 400.
+      expect(run.overflowRetries).toBe(0);
+      expect(run.compactions.length).toBeGreaterThanOrEqual(1);
+      const first = server.requests.find((r) => r.path === '/v1/chat/completions' && !isSummaryRequest(r.json as ChatRequestBody))!;
+
+      expect(JSON.stringify(first.json)).toContain('Read the notes.'); // it carried the checkpoint
+    } finally {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

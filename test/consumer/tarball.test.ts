@@ -318,4 +318,59 @@ catch (e) { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.
     expect(cjs.stdout).toMatch(/continuing a conversation of \d+ messages/);
     expect(cjs.stdout).toContain('I looked up 12 topics');
   });
+
+  it('xcompact/testing from the package checks a user loop under node --test: the drop-in loop passes every scenario, the same loop dropping its tool results fails', async () => {
+    // The loop as a user writes it (plain JavaScript, imports from the package), run by the test
+    // runner every Node has: one line per scenario from node --test's TAP output.
+    const loop = (drops: boolean) => `
+import { test } from 'node:test';
+import OpenAI from 'openai';
+import { Session, withCompaction } from 'xcompact';
+import { assertLoop, checkLoop, loopScenarios } from 'xcompact/testing';
+
+async function myLoop(ctx) {
+  const session = await Session.open(ctx.store, ctx.sessionId);
+  const client = withCompaction(new OpenAI({ baseURL: ctx.baseURL, apiKey: ctx.apiKey, maxRetries: 0 }), {
+    session, provider: ctx.provider, models: ctx.models, config: ctx.config,
+  });
+  const messages = client.compaction.messages();
+  if (messages.length === 0) messages.push({ role: 'system', content: 'You are a careful agent.' });
+  try {
+    for (const turn of ctx.turns) {
+      messages.push({ role: 'user', content: turn });
+      for (let step = 0; step < 10; step++) {
+        const reply = await client.chat.completions.create({ model: ctx.model, messages, tools: [...ctx.tools], max_tokens: ctx.maxOutputTokens }, { signal: ctx.signal });
+        const message = reply.choices[0].message;
+        messages.push(message);
+        if (!message.tool_calls?.length) break;
+        for (const call of message.tool_calls) {
+          const content = await ctx.runTool(call.function.name, call.function.arguments);
+          ${drops ? '// (the bug: the result is never pushed)' : "messages.push({ role: 'tool', tool_call_id: call.id, content });"}
+        }
+      }
+    }
+  } finally {
+    await client.compaction.close({ session: true }).catch(() => undefined);
+  }
+}
+
+for (const scenario of loopScenarios()) test(scenario.name, async () => assertLoop(await checkLoop(myLoop, scenario)));
+`;
+    writeFileSync(join(project, 'loop-ok.test.mjs'), loop(false));
+    writeFileSync(join(project, 'loop-drops.test.mjs'), loop(true));
+    const tap = (out: string) => ({ pass: Number(/^# pass (\d+)/m.exec(out)?.[1] ?? -1), fail: Number(/^# fail (\d+)/m.exec(out)?.[1] ?? -1) });
+    const [ok, drops] = await Promise.all([
+      run(process.execPath, ['--test', '--test-reporter=tap', 'loop-ok.test.mjs'], project, 240_000),
+      run(process.execPath, ['--test', '--test-reporter=tap', 'loop-drops.test.mjs'], project, 240_000),
+    ]);
+    expect(ok.code, ok.stdout.slice(-3000) + ok.stderr).toBe(0);
+    const okCount = tap(ok.stdout);
+    expect(okCount.fail).toBe(0);
+    expect(okCount.pass).toBeGreaterThanOrEqual(30);
+    expect(drops.code).not.toBe(0);
+    const dropsCount = tap(drops.stdout);
+    expect(dropsCount.pass + dropsCount.fail).toBe(okCount.pass);
+    expect(dropsCount.fail, 'scenarios that caught the dropped results').toBeGreaterThan(0);
+    expect(drops.stdout).toMatch(/tool-results-paired|expected-outcome/);
+  });
 });

@@ -19,34 +19,42 @@ export const ISOLATED_FILES: readonly string[] = [
 ];
 
 /**
- * Seconds each slow file took (vitest's per-file test time in a whole run on 2 cores, the median
- * of four runs; the files of 5 s or more), so that a run with no timing cache (a fresh clone:
+ * Seconds each slow file took (vitest's per-file time in one whole run on 2 cores, 2026-12-02;
+ * the files of 5 s or more), so that a run with no timing cache (a fresh clone:
  * vitest then starts the largest files first) still starts them first: a 30 s file that starts
  * last makes the whole run 30 s longer. Runs after the first use vitest's own cache of the last
  * run's times instead. Only the order depends on these.
  */
 export const SLOW_FILES: Readonly<Record<string, number>> = {
-  'test/cli/eval.test.ts': 31,
+  'test/visualizer/browser.test.ts': 40,
   'test/session/stores/multiprocess.test.ts': 30,
-  'test/visualizer/browser.test.ts': 29,
-  'test/testing/llama-one-slot.test.ts': 17,
-  'test/session/stores/race.test.ts': 15,
-  'test/engine/property.test.ts': 11,
-  'test/project/docs.test.ts': 11,
-  'test/testing/loop-check.test.ts': 11,
-  'test/adapters/drop-in/examples.test.ts': 11,
-  'test/testing/loop-check-ai-sdk.test.ts': 9,
+  'test/services/metering/tokenizer-ai.test.ts': 29,
+  'test/adapters/ai-sdk/sigkill.test.ts': 28,
+  'test/adapters/drop-in/examples.test.ts': 27,
+  'test/cli/eval.test.ts': 26,
+  'test/cli/pathological.test.ts': 26,
+  'test/project/docs.test.ts': 25,
+  'test/session/stores/race.test.ts': 19,
+  'test/testing/llama-one-slot.test.ts': 18,
+  'test/engine/property.test.ts': 16,
+  'test/cli/program.test.ts': 15,
+  'test/engine/agent-loop-input.test.ts': 13,
+  'test/testing/loop-check.test.ts': 13,
+  'test/testing/loop-check-drop-in.test.ts': 12,
+  'test/testing/loop-check-score.test.ts': 11,
+  'test/testing/loop-check-agent-loop.test.ts': 10,
+  'test/testing/loop-check-ai-sdk.test.ts': 10,
   'test/services/summarizing/stall.test.ts': 9,
-  'test/cli/program.test.ts': 8,
-  'test/testing/loop-check-agent-loop.test.ts': 8,
-  'test/testing/loop-check-xstate.test.ts': 8,
-  'test/machines/crash.test.ts': 8,
-  'test/cli/pathological.test.ts': 8,
-  'test/testing/loop-check-drop-in.test.ts': 7,
-  'test/engine/agent-loop-input.test.ts': 7,
+  'test/testing/loop-check-xstate.test.ts': 9,
+  'test/session/append-fuzz.test.ts': 8,
+  'test/project/suite-exit-code.test.ts': 7,
   'test/services/metering/tokenizer-linear.test.ts': 7,
-  'test/testing/llama-stale-usage.test.ts': 6,
-  'test/visualizer/chromium-locator.test.ts': 5,
+  'test/visualizer/chromium-locator.test.ts': 7,
+  'test/testing/llama-stale-usage.test.ts': 7,
+  'test/project/refs.test.ts': 6,
+  'test/machines/crash.test.ts': 6,
+  'test/services/metering/tokenizer.test.ts': 6,
+  'test/adapters/ai-sdk/example.test.ts': 5,
 };
 
 /**

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, expect, it } from 'vitest';
 import { PostgresStore, Session, type SessionEvent } from '../../../src/session/index';
+import { nodeBundle } from '../../helpers/node-bundle';
 import { closePgStores, freshSchema, pgUrl } from '../../helpers/pg';
 
 const WORKER = fileURLToPath(new URL('../../helpers/pg-worker.ts', import.meta.url));
@@ -46,6 +47,8 @@ it(
   '8 workers, 20 sessions, SIGKILLs and stopped lease holders: nothing lost or doubled, one commit per contested compaction, orphans recovered',
   { timeout: 240_000 },
   async () => {
+    // Bundled once: 12 or so starts through tsx cost ~2.5 s of CPU each (test/helpers/node-bundle.ts).
+    const worker = await nodeBundle(WORKER);
     const schema = freshSchema('mp');
     // Create the schema once up front, so the workers' first opens do not all queue on it.
     const setup = new PostgresStore({ url: pgUrl(), schema });
@@ -57,7 +60,7 @@ it(
     const protectedIds = new Set<string>(); // stopped or running a forced compaction: not killed at random
     const killedPids = new Set<number>();
     const stalled = new Map<string, { s: string; resume: () => void; timer: NodeJS.Timeout }>();
-    const ready = new Set<string>(); // started (TypeScript compiled): killing it earlier tests nothing
+    const ready = new Set<string>(); // started (its store open): killing it earlier tests nothing
     let spawned = 0;
     let killsInBracket = 0;
     let stopping = false;
@@ -73,8 +76,8 @@ it(
 
     const spawnWorker = (stall: 'before' | 'bracket' | 'none') => {
       const id = `w${spawned++}`;
-      const child = fork(WORKER, [], {
-        execArgv: ['--import', 'tsx'],
+      const child = fork(worker, [], {
+        execArgv: [],
         env: { ...process.env, PG_URL: pgUrl(), PG_SCHEMA: schema, WORKER_ID: id, LEASE_MS: String(LEASE_MS), SESSIONS: String(SESSIONS), STALL: stall },
         stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       });

@@ -244,7 +244,7 @@ export const BROKEN_LOOPS: Record<string, { loop: UserLoop; probe: string; names
   },
   'swallows errors': { loop: controlLoop({ swallowsErrors: true }), probe: 'openai overflow → engine gives-up', names: 'expected-outcome' },
   'never retries an overflow': { loop: controlLoop({ noRequestError: true }), probe: 'openai overflow → engine retries', names: 'expected-outcome' },
-  'ignores the abort signal': { loop: controlLoop({ ignoresSignal: true }), probe: 'loop cancels', names: 'finishes' },
+  'ignores the abort signal': { loop: controlLoop({ ignoresSignal: true }), probe: 'loop cancels', names: 'stops-on-abort' },
   'sends a tool call before its result is recorded': { loop: controlLoop({ sendsBeforeResult: true }), probe: 'pressure prunes', names: 'within-window' },
   'appends the assistant message twice (drop-in)': { loop: dropInLoop({ assistantTwice: true }), probe: 'model answers', names: 'no-message-twice' },
   'appends the assistant message twice (full control)': { loop: controlLoop({ assistantTwice: true }), probe: 'model answers', names: 'no-message-twice' },

@@ -62,6 +62,8 @@ export type UserLoop = (ctx: LoopContext) => Promise<unknown>;
 export interface CheckLoopOptions {
   /** A run that takes longer fails with `finishes` (default 20 s). */
   timeoutMs?: number;
+  /** A loop still running this long after the scenario aborted `ctx.signal` fails with `stops-on-abort` (default 5 s). */
+  abortGraceMs?: number;
   /** Keep the temporary folder (its path is in the violation messages) instead of removing it. */
   keepFiles?: boolean;
 }
@@ -94,6 +96,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<{ kind: 'resol
 /** Runs `loop` on `scenario` and checks every invariant; never throws for a broken loop (see {@link assertLoop}). */
 export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options: CheckLoopOptions = {}): Promise<LoopReport> {
   const timeoutMs = options.timeoutMs ?? 20_000;
+  const abortGraceMs = Math.min(options.abortGraceMs ?? 5_000, timeoutMs);
   const dir = mkdtempSync(join(tmpdir(), 'xcompact-loop-check-'));
   const workdir = join(dir, 'work');
   mkdirSync(workdir);
@@ -113,9 +116,17 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
   const crashPoint = new Promise<void>((resolve) => (crashRequested = resolve));
   let crashedAt: number | undefined;
 
+  // The scenario's cancel: the loop must settle within abortGraceMs of it (a loop that never
+  // hands ctx.signal on waits for the hung summary until timeoutMs, and is named for it).
+  let abortIgnored: (() => void) | undefined;
+  const abortDeadline = new Promise<'abort-ignored'>((resolve) => (abortIgnored = () => resolve('abort-ignored')));
+  let abortTimer: NodeJS.Timeout | undefined;
   const script = scenarioScript(scenario, {
     onCrashPoint: () => crashRequested?.(),
-    onCancelPoint: () => controller.abort(new Error('cancelled by the scenario')),
+    onCancelPoint: () => {
+      controller.abort(new Error('cancelled by the scenario'));
+      abortTimer = setTimeout(() => abortIgnored?.(), abortGraceMs);
+    },
   });
   const server = await startOpenAIServer({ scenarios: script.handler, defaultModel: scenario.model });
   // Every event the loop writes, with how many requests the server had by then: which request came after a commit.
@@ -200,12 +211,16 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
   };
 
   let ended: LoopReport['ended'] = { kind: 'timeout' };
+  let abortIgnoredMs: number | undefined;
   let acknowledgedAtCrash: SessionEvent[] | undefined;
   let resume: { requests: number; logLength: number; keys: string[] } | undefined;
   try {
     const first = loop(contextFor(scenario.turns, false));
-    const raced = await Promise.race([withTimeout(first, timeoutMs), crashPoint.then(() => 'crash' as const)]);
-    if (raced === 'crash') {
+    const raced = await Promise.race([withTimeout(first, timeoutMs), crashPoint.then(() => 'crash' as const), abortDeadline]);
+    if (raced === 'abort-ignored') {
+      abortIgnoredMs = abortGraceMs;
+      ended = { kind: 'timeout' };
+    } else if (raced === 'crash') {
       crashedAt = server.requests.length;
       // The process dies: what was flushed survives, the rest is gone, and the first run is abandoned.
       const acknowledged = store.acknowledgedCount(sessionId);
@@ -228,6 +243,7 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
       ended = raced.kind === 'resolved' ? { kind: 'resolved' } : raced;
     }
   } finally {
+    clearTimeout(abortTimer);
     stopObserving();
     stopWatching();
     await server.close();
@@ -298,7 +314,14 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
         message: `event ${lost} (${acknowledgedAtCrash[lost]!.type}), acknowledged before the crash, is not in the log any more`,
       });
   }
-  violations.push(...expectationViolations(scenario, ended, events, { breakerOpened, breakerClosed, observed: observedAnyEngine(transitions) }));
+  violations.push(
+    ...expectationViolations(scenario, ended, events, {
+      breakerOpened,
+      breakerClosed,
+      observed: observedAnyEngine(transitions),
+      ...(abortIgnoredMs !== undefined ? { abortIgnoredMs } : {}),
+    }),
+  );
 
   if (!options.keepFiles) rmSync(dir, { recursive: true, force: true });
   return {

@@ -20,6 +20,7 @@ export type Invariant =
   | 'resumes-after-crash'
   | 'session-closed'
   | 'expected-outcome'
+  | 'stops-on-abort'
   | 'finishes';
 
 export interface Violation {
@@ -105,12 +106,17 @@ export function expectationViolations(
   scenario: LoopScenario,
   ended: LoopReport['ended'],
   events: readonly SessionEvent[],
-  seen: { breakerOpened: boolean; breakerClosed: boolean; observed: boolean },
+  seen: { breakerOpened: boolean; breakerClosed: boolean; observed: boolean; abortIgnoredMs?: number },
 ): Violation[] {
   const out: Violation[] = [];
   const x = scenario.expect;
   const fail = (invariant: Invariant, message: string) => out.push({ invariant, message });
-  if (ended.kind === 'timeout')
+  if (seen.abortIgnoredMs !== undefined)
+    fail(
+      'stops-on-abort',
+      `the loop was still running ${seen.abortIgnoredMs} ms after ctx.signal aborted: pass ctx.signal to every request and engine call (afterStep, beforeRequest, onRequestError) and stop when it aborts`,
+    );
+  else if (ended.kind === 'timeout')
     fail('finishes', 'the loop did not finish in time (is it waiting on something the engine never answers, or ignoring ctx.signal?)');
   if (x.outcome === 'done' && ended.kind === 'rejected') fail('expected-outcome', `every turn should have been answered, but ${describeEnd(ended)}`);
   if (x.outcome === 'provider-error') {

@@ -436,7 +436,11 @@ const OVERFLOW_FALLBACK_PATH = [
 function overflowFallbackOffers<Aux>(s: AnyMachineSnapshot, offers: Array<CatalogEvent<Aux>>): Array<CatalogEvent<Aux>> {
   const c = s.context as { fallback: boolean; modelFree: boolean; cancelled: boolean };
   if (!c.fallback) return offers.filter((o) => !o.outcome.startsWith('transaction:truncat'));
-  const allowed = c.modelFree ? ['classify:overflow', 'probeLock:free', 'selectRange:range', 'transaction:truncated'] : OVERFLOW_FALLBACK_PATH;
+  // With the breaker open a cancel can reach the truncation itself (transaction:cancelled after a
+  // cancel): the forward of the cancel to the transaction is then observed.
+  const allowed = c.modelFree
+    ? ['classify:overflow', 'probeLock:free', 'selectRange:range', 'transaction:truncated', 'transaction:cancelled']
+    : OVERFLOW_FALLBACK_PATH;
   return offers.filter(
     (o) =>
       o.outcome.startsWith('probeLock:advanced') ||

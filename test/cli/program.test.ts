@@ -455,7 +455,7 @@ describe('errors: one line on stderr, non-zero exit, a stack only with --verbose
 });
 
 describe('examples/agent-loop.ts from the command line', { timeout: SPAWN_TIMEOUT }, () => {
-  it('stops at the first step when the model has no known window (it would never be compacted), naming the models entry', async () => {
+  it('stops at the first step when the model has no known window (it would never be compacted), naming the models entry', { timeout: 120_000 }, async () => {
     const server = await startOpenAIServer({ scenarios: () => ({ kind: 'reply', content: 'All done here.' }) });
     const at = join(dir, 'agent-loop-example');
     mkdirSync(join(at, 'sandbox'), { recursive: true });

@@ -8,15 +8,18 @@
  * the CLI) keep tsx.
  *
  * Written under node_modules/.cache (inside the repository, so the externals resolve from
- * its node_modules), one file per entry and process, reused by later calls in the process.
+ * its node_modules), one file per entry and process, reused by later calls in the process. A
+ * process removes its own at exit, and the first build of a process removes those of processes
+ * no longer running (a test worker is often stopped without an exit event).
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const OUT = join(ROOT, 'node_modules', '.cache', 'xcompact-test-bundles');
 const built = new Map<string, Promise<string>>();
+const written: string[] = [];
 
 /** The path of `entry` bundled as an ES module for Node 20; start it with `node <path>` or `fork(path)`. */
 export function nodeBundle(entry: string): Promise<string> {
@@ -27,6 +30,11 @@ export function nodeBundle(entry: string): Promise<string> {
       const { build } = await import('esbuild');
       mkdirSync(OUT, { recursive: true });
       const outfile = join(OUT, `${basename(key).replace(/\.[mc]?ts$/, '')}-${process.pid}-${built.size}.mjs`);
+      if (written.length === 0) {
+        removeOrphans();
+        process.once('exit', () => written.forEach((f) => rmSync(f, { force: true })));
+      }
+      written.push(outfile);
       await build({
         entryPoints: [key],
         outfile,
@@ -45,4 +53,20 @@ export function nodeBundle(entry: string): Promise<string> {
     built.set(key, out);
   }
   return out;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function removeOrphans(): void {
+  for (const name of readdirSync(OUT)) {
+    const pid = /-(\d+)-\d+\.mjs$/.exec(name)?.[1];
+    if (pid !== undefined && Number(pid) !== process.pid && !alive(Number(pid))) rmSync(join(OUT, name), { force: true });
+  }
 }

@@ -7,6 +7,7 @@ import type { LanguageModelV3CallOptions, LanguageModelV3Message } from '@ai-sdk
 import { isCheckpoint } from '../../session/events';
 import type { Session } from '../../session/session';
 import { AiSdkAdapterError, fingerprint, type toolResults, type userBlocks, type AssistantFacts } from './convert';
+import { callsHave, pairingProblem } from '../shapes/pairing';
 
 export const sameMessage = (message: LanguageModelV3Message, recorded: string): boolean =>
   recorded.startsWith('~') ? message.role === recorded.slice(1) : fingerprint(message) === recorded;
@@ -61,34 +62,32 @@ export type Mapped =
  * that reach the model another way (a middleware before this one, a direct `doGenerate`).
  */
 export function checkAnswered(pending: readonly string[], mapped: readonly Mapped[]): void {
-  const waiting = new Set(pending);
-  const refuse = (where: string) => {
-    const ids = [...waiting];
-    return new AiSdkAdapterError(
-      'missing-tool-results',
-      `xcompact/ai-sdk cannot send a prompt in which tool call${ids.length > 1 ? 's' : ''} ${ids.map((id) => `"${id}"`).join(', ')} ha${ids.length > 1 ? 've' : 's'} no result ${where}: ` +
-        'give every tool call its tool-result part (an error result for a call that was not run), as the AI SDK requires; nothing was recorded or sent',
-      { toolCallIds: ids },
+  const problem = pairingProblem(
+    pending,
+    mapped.map((m) => ({
+      role: m.role,
+      results: m.role === 'tool' ? m.results.map((r) => r.callId) : [],
+      calls: m.role === 'assistant' ? m.facts.toolCalls.map((c) => c.id) : [],
+    })),
+  );
+  if (problem?.kind === 'unexpected-result') {
+    // The session refuses it too, but only at its own append: after the results before it were written.
+    const toolName = mapped.flatMap((m) => (m.role === 'tool' ? m.results : [])).find((r) => r.callId === problem.callId)?.toolName;
+    throw new AiSdkAdapterError(
+      'unexpected-tool-result',
+      `xcompact/ai-sdk cannot record a result for tool call "${problem.callId}" (${toolName}): no call with that id is waiting for one ` +
+        '(it was never made, or it has its result already); nothing was recorded or sent',
+      { toolCallIds: [problem.callId] },
     );
-  };
-  for (const m of mapped) {
-    if (m.role === 'tool') {
-      for (const r of m.results) {
-        // The session refuses it too, but only at its own append: after the results before it were written.
-        if (!waiting.delete(r.callId)) {
-          throw new AiSdkAdapterError(
-            'unexpected-tool-result',
-            `xcompact/ai-sdk cannot record a result for tool call "${r.callId}" (${r.toolName}): no call with that id is waiting for one ` +
-              '(it was never made, or it has its result already); nothing was recorded or sent',
-            { toolCallIds: [r.callId] },
-          );
-        }
-      }
-      continue;
-    }
-    if (waiting.size > 0) throw refuse(`before the next ${m.role} message`);
-    if (m.role === 'assistant') for (const c of m.facts.toolCalls) waiting.add(c.id);
   }
-  // The next request is built from the surface: a call still waiting would go out without its result.
-  if (waiting.size > 0) throw refuse('at the end of the prompt');
+  if (problem) {
+    // At the end: the next request is built from the surface, so a call still waiting would go out without its result.
+    const where = problem.before === undefined ? 'at the end of the prompt' : `before the next ${problem.before} message`;
+    throw new AiSdkAdapterError(
+      'missing-tool-results',
+      `xcompact/ai-sdk cannot send a prompt in which ${callsHave(problem.callIds)} no result ${where}: ` +
+        'give every tool call its tool-result part (an error result for a call that was not run), as the AI SDK requires; nothing was recorded or sent',
+      { toolCallIds: problem.callIds },
+    );
+  }
 }

@@ -30,6 +30,7 @@ import { DropInError, recoveryFailed } from './errors';
 import { recordedMessages } from '../../session/recorded';
 import { fingerprint, mapMessage, recordedFingerprint, sessionMessages, splitSystem, type MappedMessage } from './messages';
 import { firstNewMessage } from './reconcile';
+import { callsHave, pairingProblem } from '../shapes/pairing';
 import { recordingStream, type StreamedReply } from './stream';
 import { wrapResponses } from './responses';
 import { isAnthropicClient, withAnthropicCompaction, type AnthropicClientLike, type AnthropicCompactingClient } from '../anthropic/client';
@@ -339,30 +340,26 @@ function forward<T extends object>(target: T, replaced: Record<string, unknown>)
   });
 }
 
-const missingResults = (ids: readonly string[], where: string): DropInError =>
-  new DropInError(
-    'missing-tool-results',
-    `tool call${ids.length > 1 ? 's' : ''} ${ids.map((id) => `"${id}"`).join(', ')} ha${ids.length > 1 ? 've' : 's'} no result ${where}: ` +
-      'append a { role: "tool", tool_call_id, content } message for every tool call (an error text for a call that was not run); nothing was recorded or sent',
-    { toolCallIds: ids },
-  );
-
-/** Every tool call answered, and every result answering a waiting call, before anything is written. */
+/** Every tool call answered, and every result answering a waiting call, before anything is written (shapes/pairing.ts). */
 function checkAnswered(pending: readonly string[], fresh: readonly MappedMessage[]): void {
-  const waiting = new Set(pending);
-  for (const m of fresh) {
-    if (m.role === 'tool') {
-      if (!waiting.delete(m.callId)) {
-        throw new DropInError(
-          'unexpected-tool-result',
-          `a tool message answers tool call "${m.callId}", which is not waiting for a result (it was never made, or it has its result already); nothing was recorded or sent`,
-          { toolCallIds: [m.callId] },
-        );
-      }
-      continue;
-    }
-    if (waiting.size > 0) throw missingResults([...waiting], `before the next ${m.role} message`);
-    if (m.role === 'assistant') for (const c of m.toolCalls) waiting.add(c.id);
+  const problem = pairingProblem(
+    pending,
+    fresh.map((m) => ({ role: m.role, results: m.role === 'tool' ? [m.callId] : [], calls: m.role === 'assistant' ? m.toolCalls.map((c) => c.id) : [] })),
+  );
+  if (problem?.kind === 'unexpected-result') {
+    throw new DropInError(
+      'unexpected-tool-result',
+      `a tool message answers tool call "${problem.callId}", which is not waiting for a result (it was never made, or it has its result already); nothing was recorded or sent`,
+      { toolCallIds: [problem.callId] },
+    );
   }
-  if (waiting.size > 0) throw missingResults([...waiting], 'at the end of the messages');
+  if (problem) {
+    const where = problem.before === undefined ? 'at the end of the messages' : `before the next ${problem.before} message`;
+    throw new DropInError(
+      'missing-tool-results',
+      `${callsHave(problem.callIds)} no result ${where}: ` +
+        'append a { role: "tool", tool_call_id, content } message for every tool call (an error text for a call that was not run); nothing was recorded or sent',
+      { toolCallIds: problem.callIds },
+    );
+  }
 }

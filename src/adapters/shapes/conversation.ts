@@ -33,6 +33,7 @@ import { SessionWriter } from '../../session/writer';
 import { firstNewMessage } from '../drop-in/reconcile';
 import { DropInError, recoveryFailed } from '../drop-in/errors';
 import { callsOf, isEmptyReply, shapeFingerprint, shapeMessageOf, type ShapeMessage } from './items';
+import { callsHave, pairingProblem } from './pairing';
 
 /** What a shape's call says about the conversation, mapped. */
 export interface ShapeCall {
@@ -262,32 +263,28 @@ export function createConversation(options: ConversationOptions): Conversation {
 /** A checkpoint is a user message the compaction wrote. */
 export const isCheckpointEvent = (e: SurfaceEvent): boolean => e.type === 'user/message' && e.data.source === COMPACTION_CHECKPOINT_SOURCE;
 
-const missingResults = (ids: readonly string[], where: string, hint: string): DropInError =>
-  new DropInError(
-    'missing-tool-results',
-    `tool call${ids.length > 1 ? 's' : ''} ${ids.map((id) => `"${id}"`).join(', ')} ha${ids.length > 1 ? 've' : 's'} no result ${where}: ${hint} (an error text for a call that was not run); nothing was recorded or sent`,
-    { toolCallIds: ids },
-  );
-
 /** What the caller appends for a call left without its result. */
 const RESULT_HINT = 'send a result for every tool call (a function_call_output item, a tool_result block)';
 
-/** Every tool call answered, and every result answering a waiting call, before anything is written. */
+/** Every tool call answered, and every result answering a waiting call, before anything is written (shapes/pairing.ts). */
 export function checkAnswered(pending: readonly string[], fresh: readonly ShapeMessage[], hint = RESULT_HINT): void {
-  const waiting = new Set(pending);
-  for (const m of fresh) {
-    if (m.role === 'tool') {
-      if (!waiting.delete(m.callId)) {
-        throw new DropInError(
-          'unexpected-tool-result',
-          `a tool result answers tool call "${m.callId}", which is not waiting for a result (it was never made, or it has its result already); nothing was recorded or sent`,
-          { toolCallIds: [m.callId] },
-        );
-      }
-      continue;
-    }
-    if (waiting.size > 0) throw missingResults([...waiting], `before the next ${m.role} message`, hint);
-    for (const c of callsOf(m)) waiting.add(c.id);
+  const problem = pairingProblem(
+    pending,
+    fresh.map((m) => ({ role: m.role, results: m.role === 'tool' ? [m.callId] : [], calls: callsOf(m).map((c) => c.id) })),
+  );
+  if (problem?.kind === 'unexpected-result') {
+    throw new DropInError(
+      'unexpected-tool-result',
+      `a tool result answers tool call "${problem.callId}", which is not waiting for a result (it was never made, or it has its result already); nothing was recorded or sent`,
+      { toolCallIds: [problem.callId] },
+    );
   }
-  if (waiting.size > 0) throw missingResults([...waiting], 'at the end of the input', hint);
+  if (problem) {
+    const where = problem.before === undefined ? 'at the end of the input' : `before the next ${problem.before} message`;
+    throw new DropInError(
+      'missing-tool-results',
+      `${callsHave(problem.callIds)} no result ${where}: ${hint} (an error text for a call that was not run); nothing was recorded or sent`,
+      { toolCallIds: problem.callIds },
+    );
+  }
 }

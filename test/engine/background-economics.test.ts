@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AfterStepResult, EngineNotification } from '../../src/engine/facade';
 import type { SummaryResult } from '../../src/services/summarizing';
-import { deferredSummarizer, harness, openTurn, stepsUntilPressure, type Harness } from '../helpers/engine';
+import { deferredSummarizer, harness, openTurn, replaceFirstToolResult, stepsUntilPressure, type Harness } from '../helpers/engine';
 import { openAIMessageProblems } from '../helpers/openai-validator';
 
 // SMALL_CONFIG's window and tail, with `economics` and `background` left to their defaults, and forgetting
@@ -75,17 +75,7 @@ describe('background compaction with the cost model (both defaults on)', () => {
     expect(h.events.find((e): e is Started => e.type === 'compaction.started')!.economics?.decision).toBe('compact-early');
     const call = await sum.call(0);
     // Another writer replaces a tool result inside the span (the engine's own pruner never would).
-    const inSpan = h.session.surface
-      .slice(0)
-      .map((seq) => h.session.event(seq))
-      .find((e) => e.type === 'tool/result')!;
-    h.session.append({
-      ...(inSpan as never as object),
-      type: 'tool/result',
-      data: { ...(inSpan.data as object), content: [{ type: 'text', text: 'cut' }] },
-      surfaceOp: { op: 'replace', start: inSpan.seq, end: inSpan.seq },
-      sourceEventSeqs: [inSpan.seq],
-    } as never);
+    replaceFirstToolResult(h);
     call.resolve(SUMMARY);
     await until(() => h.events.some((e) => e.type === 'compaction.failed'));
     expect(h.session.events().some((e) => e.type === 'compaction/summary')).toBe(false);

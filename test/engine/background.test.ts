@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CompactionError } from '../../src/engine/facade';
-import { deferredSummarizer, harness, openTurn, type Harness } from '../helpers/engine';
+import { deferredSummarizer, harness, openTurn, replaceFirstToolResult, type Harness } from '../helpers/engine';
 
 // The cost model's early compactions (economics) are off: these tests drive the prepare point itself.
 const BG = { headroomTokens: 500, maxTokens: 400, thresholdRatio: 0.8, retainRatio: 0.2, background: true, economics: false } as const;
@@ -276,17 +276,7 @@ describe('background compaction (docs/spec.md#13-background-compaction)', () => 
     const span = h.events.find((e) => e.type === 'compaction.started')!;
     expect(span.type).toBe('compaction.started');
     // Another writer replaces a tool result inside the span (the engine's own pruner never would).
-    const inSpan = h.session.surface
-      .slice(0)
-      .map((seq) => h.session.event(seq))
-      .find((e) => e.type === 'tool/result')!;
-    h.session.append({
-      ...(inSpan as never as object),
-      type: 'tool/result',
-      data: { ...(inSpan.data as object), content: [{ type: 'text', text: 'cut' }] },
-      surfaceOp: { op: 'replace', start: inSpan.seq, end: inSpan.seq },
-      sourceEventSeqs: [inSpan.seq],
-    } as never);
+    replaceFirstToolResult(h);
     call.resolve(SUMMARY);
     await settle();
     expect(h.session.events().some((e) => e.type === 'compaction/summary')).toBe(false);

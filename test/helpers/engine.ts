@@ -176,3 +176,18 @@ export function sizedSummarizer(events: EngineNotification[], share: () => numbe
   };
   return self;
 }
+
+/** Another writer's replacement of the first tool result on the surface (its text becomes `cut`): a span a summary is being written for changes under it. */
+export function replaceFirstToolResult(h: Harness): void {
+  const inSpan = h.session.surface
+    .slice(0)
+    .map((seq) => h.session.event(seq))
+    .find((e) => e.type === 'tool/result')!;
+  h.session.append({
+    ...(inSpan as never as object),
+    type: 'tool/result',
+    data: { ...(inSpan.data as object), content: [{ type: 'text', text: 'cut' }] },
+    surfaceOp: { op: 'replace', start: inSpan.seq, end: inSpan.seq },
+    sourceEventSeqs: [inSpan.seq],
+  } as never);
+}

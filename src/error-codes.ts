@@ -10,6 +10,7 @@ import type { BudgetErrorCode } from './services/config';
 import type { SummarizerErrorCode } from './services/summarizing';
 import type { StoreErrorCode } from './session/errors';
 import type { RecallErrorCode } from './services/recall';
+import type { ConversationErrorCode } from './adapters/conversation/errors';
 
 /**
  * Every `code` an XcompactError can carry. The subclasses narrow it: `CompactionError` to
@@ -36,12 +37,7 @@ export type XcompactErrorCode =
   | 'unrouted' // no request/header yet, so no provider/model to measure against
   | 'span-invalid' // the selected span is no longer a balanced run of surface nodes
   | 'engine-stopped' // a call on, or pending in, a stopped engine
-  | 'unmappable-part' // AiSdkAdapterError: a message part the session cannot represent
-  | 'history-diverged' // AiSdkAdapterError: the app's conversation does not continue the recorded one
-  | 'missing-tool-results' // AiSdkAdapterError: a prompt that leaves tool calls without a result
-  | 'unexpected-tool-result' // AiSdkAdapterError: a tool result for a call that is not waiting for one
-  | 'recovery-failed' // AiSdkAdapterError: the engine failed while handling a provider's error
-  | 'server-state'; // ShapeError: a Responses request that relies on state the provider holds (previous_response_id, conversation)
+  | ConversationErrorCode; // ConversationError: every face's refusals (nothing recorded or sent) and a failed recovery
 
 /** The public face of the base class: the same constructor, with `code` typed as {@link XcompactErrorCode}. */
 export interface XcompactError extends BaseError {

@@ -30,21 +30,21 @@ export type {
 } from './machines/types';
 export type { EngineMeasurement } from './services/pressure';
 // The drop-in: your own openai loop and messages, with `withCompaction(new OpenAI(), { session })`.
+export { withCompaction, sessionMessages, type WithCompactionOptions, type Compaction, type CompactingClient } from './adapters/drop-in/index';
+// Every face's one error: a refused call (nothing recorded or sent), a diverged history, a failed recovery.
 export {
-  withCompaction,
-  sessionMessages,
+  ConversationError,
   DropInError,
-  type WithCompactionOptions,
-  type Compaction,
-  type CompactingClient,
+  ShapeError,
+  type ConversationErrorCode,
   type DropInErrorCode,
-} from './adapters/drop-in/index';
+  type ShapeErrorCode,
+} from './adapters/conversation/index';
 // The same drop-in for the Responses API (`client.responses.create`) and Anthropic Messages (`withCompaction(new Anthropic(), …)`).
-export { sessionInput } from './adapters/drop-in/responses';
-export { ShapeError, type ShapeErrorCode } from './adapters/shapes/errors';
+export { sessionInput } from './adapters/responses/create';
 export type { AnthropicClientLike, AnthropicCompaction, AnthropicCompactingClient } from './adapters/anthropic/client';
-export type { AnthropicMessage, AnthropicBlock } from './adapters/shapes/anthropic-map';
-export type { ResponsesItem } from './adapters/shapes/responses-map';
+export type { AnthropicMessage, AnthropicBlock } from './adapters/anthropic/map';
+export type { ResponsesItem } from './adapters/responses/map';
 export type { RedactionSettings } from './services/redaction';
 // The engine as a machine a host machine invokes (examples/xstate-agent.ts).
 export { createCompactionMachine, type CompactionMachineOptions } from './engine/assembly';

@@ -248,6 +248,23 @@ export class Session {
     }
   }
 
+  /**
+   * The rules of this event on its own, whatever the log holds: its type, its data (storable
+   * text included: no lone surrogate, no U+0000), its surfaceOp's form. The rule error it breaks,
+   * or undefined. With `check` for the rules of its place in the log, a caller that appends
+   * several events together (one of them answering another) checks them all before the first.
+   */
+  checkEvent<T extends EventType>(input: AppendInput<T>): SessionRuleError | undefined {
+    try {
+      checkInput(input);
+      parseEvent(this.log.length, input.type, input.data, input.surfaceOp, input.sourceEventSeqs);
+      return undefined;
+    } catch (err) {
+      if (err instanceof SessionRuleError) return err;
+      throw err;
+    }
+  }
+
   /** Resolves when every appended event is durable in the store. */
   async flush(): Promise<void> {
     await this.writer?.flush();

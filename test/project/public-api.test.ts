@@ -131,6 +131,7 @@ describe('public API', () => {
         'BudgetError',
         'CompactionError',
         'ConfigError',
+        'ConversationError',
         'DropInError',
         'ExtractiveSummarizer',
         'JsonlStore',

@@ -9,14 +9,10 @@
  * just produced), the reply with its usage, and the provider's error. So the app changes one
  * option — `model: compaction.model` — and every loop that takes a model works.
  *
- * Per model call (one AI SDK step):
- * 1. record what is new in the prompt (a user message opens a turn; tool results close the
- *    step that made the calls, after `engine.afterStep()`: pressure, pruning, compaction);
- * 2. open a step, record the request header, check the request (`engine.beforeRequest()`:
- *    pressure, then the window — every request, the first after a reopen or a user message
- *    too), send the session's (compacted) surface;
- * 3. on an error, ask `engine.onRequestError`; `retry` → rebuild the prompt and send again;
- * 4. record the reply (usage included); a reply without tool calls ends the turn.
+ * Per model call (one AI SDK step) the conversation's steps (conversation/conversation.ts):
+ * read the prompt against the recording, record what is new (nothing when anything of it
+ * cannot be recorded), check the request, send the compacted surface, recover an overflow, record
+ * the reply. This face maps the prompt (convert.ts) and collects a streamed reply (stream.ts).
  *
  * One adapter is one conversation; its calls must not overlap.
  *
@@ -30,41 +26,22 @@ import type {
   LanguageModelV3CallOptions,
   LanguageModelV3Content,
   LanguageModelV3FinishReason,
-  LanguageModelV3Message,
   LanguageModelV3Middleware,
-  LanguageModelV3Prompt,
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
-import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../../engine/facade';
-import type { SurfaceEvent } from '../../session/events';
+import type { ModelMessage } from 'ai';
+import type { CompactionEngine, CompactionEngineOptions } from '../../engine/facade';
 import type { Session } from '../../session/session';
-import { SessionWriter } from '../../session/writer';
-import type { Summarizer } from '../../services/summarizing';
-import { boundSummarizer } from '../../services/summarizing';
-import { withCheckpointLedger } from '../../services/summarizing';
-import { missingCapacity, modelInfoFor, type ModelInfo } from '../../services/config';
-import { normaliseRequestError, recoveryFailed } from './errors';
-import {
-  AiSdkAdapterError,
-  assistantFacts,
-  fingerprint,
-  promptOf,
-  refuseOptions,
-  replyFacts,
-  toolResults,
-  type SpecVersion,
-  usageOf,
-  userBlocks,
-  type AssistantFacts,
-} from './convert';
-import { appMessagesIn, checkAnswered, isEcho, sameMessage, toolDefinition, type Mapped } from './history';
-import { replyRecorder } from './stream';
+import { boundSummarizer, withCheckpointLedger, type Summarizer } from '../../services/summarizing';
+import { policyFor, type ModelInfo } from '../../services/config';
+import { openConversation, type Conversation, type ConversationMessage, type Face, type Reply } from '../conversation';
+import { AiSdkAdapterError, assistantFacts, promptOf, refuseOptions, replyFacts, toolResults, usageOf, userBlocks, type SpecVersion } from './convert';
 import { specOf, wrapModel, type AiSdkLanguageModel, type AiSdkMiddleware } from './model';
 import { recallTool } from './recall';
-import { parseConfig, policyFor } from '../../services/config';
-import { AiSdkSummarizer } from './summarizer';
+import { normaliseRequestError } from './request-error';
 import { sessionModelMessages } from './resume';
-import type { ModelMessage } from 'ai';
+import { replyRecorder, type ReplyMeta } from './stream';
+import { AiSdkSummarizer } from './summarizer';
 
 export interface AiSdkCompactionOptions<M extends AiSdkLanguageModel = LanguageModelV3> extends Omit<
   CompactionEngineOptions,
@@ -109,6 +86,15 @@ export interface AiSdkCompaction<M extends AiSdkLanguageModel = LanguageModelV3>
   close(options?: { session?: boolean }): Promise<void>;
 }
 
+/** How AI SDK apps are told what to fix. */
+export const AI_SDK_FACE: Face = {
+  entry: 'createAiSdkCompaction (or contextWindow)',
+  list: 'prompt',
+  resultHint: 'give every tool call its tool-result part, as the AI SDK requires',
+  // The SDK builds each prompt from the app's whole message list.
+  whole: true,
+};
+
 /** The AI SDK provider id (`openai.chat`, `deepseek.chat`) → the registry's provider name. */
 export function providerName(model: Pick<AiSdkLanguageModel, 'provider'>): string {
   return model.provider.split('.')[0] || model.provider;
@@ -126,10 +112,12 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
       ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}),
     };
   }
-  const { model: _m, provider: _p, contextWindow: _c, maxOutputTokens: _o, summarizer: _s, ...engineOptions } = options;
-  const engine = createCompactionEngine({
+  const { model: _m, provider: _p, contextWindow: _c, maxOutputTokens: _o, summarizer: _s, models: _models, ...engineOptions } = options;
+  const conversation: Conversation = openConversation({
     ...engineOptions,
     session,
+    provider,
+    face: AI_SDK_FACE,
     models,
     // Bounded by the summarizing model's window (this model's: the registry entry, or `contextWindow`):
     // a span larger than the window goes out in chunks that fit, never as one request that overflows.
@@ -138,277 +126,114 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
       options.summarizer ??
       withCheckpointLedger(boundSummarizer(new AiSdkSummarizer({ model: base }), options.contextWindow !== undefined ? { window: options.contextWindow } : {})),
   });
-  // A process that died mid-step (a tool-call reply recorded, its results never) left calls
-  // without results and its step and turn open: closed here, as the openai drop-in does (each
-  // call gets an "interrupted" error result), so `[...compaction.messages(), prompt]` goes on
-  // instead of the AI SDK refusing the prompt (MissingToolResultsError) on every restart.
-  if (session.needsRecovery) session.recover();
-  const w = new SessionWriter(session);
+  const { engine } = conversation;
 
-  /**
-   * Non-system prompt messages already recorded, by fingerprint (the app's uncompacted view).
-   * A stored session continued by a new process starts with its messages read back from the
-   * log (`~role`: the role is checked, not the parts).
-   */
-  const consumed: string[] = appMessagesIn(session).map((role) => `~${role}`);
-  /** The reply the adapter recorded from the model: the next prompt repeats it, and it is skipped there. */
-  let echo: string[] | undefined;
-  /** The open turn's last request failed (and no reply completed it since). */
-  let turnFailed = false;
-
-  const closeStep = async (signal: AbortSignal | undefined): Promise<void> => {
-    if (!session.openStep) return;
-    if (session.surface.pendingCalls().length === 0) await engine.afterStep(signal ? { signal } : {});
-    w.endStep();
-  };
-  const ensureTurn = () => {
-    if (session.openTurn === null) w.startTurn();
-  };
-
-  /** Every new message mapped before anything is written: a part the session cannot hold changes nothing. */
-  const mapAll = (messages: readonly LanguageModelV3Message[]): Mapped[] =>
-    messages.map((message): Mapped => {
-      switch (message.role) {
-        case 'system':
-          throw new AiSdkAdapterError(
-            'unmappable-part',
-            'xcompact/ai-sdk cannot record a system message in the middle of the conversation: only the leading system prompt is kept (as surface node 0); send other instructions as a user message',
-          );
-        case 'user':
-          return { role: 'user', blocks: userBlocks(message) };
-        case 'assistant':
-          return { role: 'assistant', facts: assistantFacts(message) };
-        case 'tool':
-          return { role: 'tool', results: toolResults(message) };
-      }
-    });
-
-  const record = async (m: Mapped, signal: AbortSignal | undefined): Promise<void> => {
-    switch (m.role) {
-      case 'user':
-        await closeStep(signal);
-        if (session.openTurn !== null) w.endTurn(turnFailed ? 'error' : 'completed');
-        turnFailed = false;
-        w.startTurn();
-        w.user(m.blocks);
-        return;
-      case 'assistant':
-        ensureTurn();
-        await closeStep(signal);
-        w.startStep();
-        writeReply(m.facts, undefined);
-        return;
-      case 'tool':
-        for (const r of m.results) {
-          session.append({
-            type: 'tool/result',
-            data: {
-              callId: r.callId,
-              toolName: r.toolName,
-              content: r.content,
-              ...(r.isError ? { isError: true } : {}),
-              ...(r.providerOptions ? { providerOptions: r.providerOptions } : {}),
-            },
-            surfaceOp: 'append',
-          });
-        }
-        return;
-    }
-  };
-
-  const writeReply = (facts: AssistantFacts, meta: { usage?: LanguageModelV3Usage; finish?: LanguageModelV3FinishReason; modelId?: string } | undefined) => {
-    const usage = usageOf(meta?.usage);
-    // The parts in their order with their provider options (the writer's assistant() keeps neither).
-    session.append({
-      type: 'assistant/message',
-      data: {
-        content: facts.blocks,
-        ...(meta ? { provider, model: meta.modelId ?? base.modelId } : {}),
-        ...(usage ? { usage } : {}),
-        ...(meta?.finish?.raw ? { finishReason: meta.finish.raw } : {}),
+  /** One call: the prompt read, checked and recorded, the compacted prompt sent, an overflow recovered. */
+  const send = async <R>(params: LanguageModelV3CallOptions, spec: SpecVersion, call: (p: LanguageModelV3CallOptions) => PromiseLike<R>) => {
+    const step = await conversation.begin(
+      {
+        ...conversationOf(params.prompt),
+        model: base.modelId,
+        tools: (params.tools ?? []).map(toolDefinition),
+        ...(params.maxOutputTokens ? { maxTokens: params.maxOutputTokens } : {}),
       },
-      surfaceOp: 'append',
-    });
+      params.abortSignal,
+    );
+    const result = await step.send(async () => call({ ...params, prompt: promptOf(step.surface(), spec) }), normaliseRequestError);
+    return { step, result };
   };
-
-  /** Steps 1–2: the new part of the app's prompt into the session; a step opened; the compacted prompt out. */
-  const prepare = async (params: LanguageModelV3CallOptions, spec: SpecVersion): Promise<LanguageModelV3Prompt> => {
-    const signal = params.abortSignal;
-    let i = 0;
-    const system: string[] = [];
-    for (; i < params.prompt.length && params.prompt[i]!.role === 'system'; i++) {
-      refuseOptions(params.prompt[i]!.providerOptions, 'the system prompt');
-      system.push(params.prompt[i]!.content as string);
-    }
-    const rest = params.prompt.slice(i);
-    for (let k = 0; k < consumed.length; k++) {
-      if (rest[k] === undefined || !sameMessage(rest[k]!, consumed[k]!)) {
-        throw new AiSdkAdapterError(
-          'history-diverged',
-          `the prompt does not continue the recorded conversation (message ${k} is ${rest[k] ? fingerprint(rest[k]!) : 'missing'}, recorded ${consumed[k]}): ` +
-            'pass the previous messages unchanged and append to them, or create a new adapter (and session) for another conversation',
-        );
-      }
-    }
-    const candidate = rest[consumed.length];
-    const echoed = echo !== undefined && candidate !== undefined && isEcho(candidate, echo);
-    const fresh = rest.slice(consumed.length + (echoed ? 1 : 0));
-    const mapped = mapAll(fresh);
-    checkAnswered(session.surface.pendingCalls(), mapped);
-    // No silent no-op: a model with no known window would never be compacted.
-    const missing =
-      options.requireCapacity === false ? undefined : missingCapacity(provider, base.modelId, engine.config.models, 'createAiSdkCompaction (or contextWindow)');
-    if (missing) throw missing;
-    if (echoed) consumed.push(fingerprint(candidate));
-    echo = undefined;
-    if (system.length > 0) w.system(system.join('\n\n'));
-    for (const [k, m] of mapped.entries()) {
-      await record(m, signal);
-      consumed.push(fingerprint(fresh[k]!));
-    }
-    await closeStep(signal);
-    ensureTurn();
-    w.startStep();
-    const contextWindow = modelInfoFor(engine.config, provider, base.modelId)?.contextWindow;
-    w.request({
-      provider,
-      model: base.modelId,
-      tools: (params.tools ?? []).map(toolDefinition),
-      ...(params.maxOutputTokens ? { maxTokens: params.maxOutputTokens } : {}),
-      ...(contextWindow !== undefined ? { contextWindow } : {}),
-    });
-    await check(signal);
-    return derive(spec);
-  };
-
-  /** Every request passes the pressure check just before it is sent; one that cannot fit is not sent (its step ends as `error`). */
-  const check = async (signal: AbortSignal | undefined): Promise<void> => {
-    try {
-      await engine.beforeRequest(signal ? { signal } : {});
-    } catch (err) {
-      try {
-        abandon();
-      } catch {
-        // The session refuses the step's end too (a failed store): the error below says why.
-      }
-      throw err;
-    }
-  };
-
-  /** The prompt from the surface. The step is open by now: a prompt that cannot be built (an image the model cannot fetch) ends it as `error`. */
-  const derive = (spec: SpecVersion): LanguageModelV3Prompt => {
-    const events: SurfaceEvent[] = [];
-    for (const seq of session.surface.seqs()) events.push(session.event(seq) as SurfaceEvent);
-    try {
-      return promptOf(events, spec);
-    } catch (err) {
-      abandon();
-      throw err;
-    }
-  };
-
-  /** Step 4. */
-  const finish = async (
-    content: readonly LanguageModelV3Content[],
-    meta: { usage?: LanguageModelV3Usage; finish?: LanguageModelV3FinishReason; modelId?: string },
-    signal: AbortSignal | undefined,
-  ) => {
-    let facts: AssistantFacts;
-    try {
-      facts = replyFacts(content);
-    } catch (err) {
-      abandon();
-      throw err;
-    }
-    writeReply(facts, meta);
-    echo = facts.toolCalls.map((c) => c.id);
-    if (facts.toolCalls.length === 0) {
-      await closeStep(signal);
-      w.endTurn('completed');
-      turnFailed = false;
-    }
-    await session.flush();
-  };
-
-  /**
-   * A request that failed for good: its step ends as `error`. The turn stays open, so a retry
-   * of the same prompt (the SDK's own retries, or the app's) continues it; the next user
-   * message ends it as `error` unless a reply completed it.
-   */
-  const abandon = () => {
-    echo = undefined;
-    if (session.surface.pendingCalls().length > 0) return;
-    if (session.openStep) w.endStep('error');
-    turnFailed = session.openTurn !== null;
-  };
-
-  /** Step 3: sends, and on an overflow the engine compacts and the prompt is rebuilt. */
-  const send = async <R>(params: LanguageModelV3CallOptions, spec: SpecVersion, call: (p: LanguageModelV3CallOptions) => PromiseLike<R>): Promise<R> => {
-    let prompt = await prepare(params, spec);
-    for (;;) {
-      try {
-        return await call({ ...params, prompt });
-      } catch (err) {
-        const signal = params.abortSignal;
-        let action: Awaited<ReturnType<CompactionEngine['onRequestError']>>;
-        try {
-          action = await engine.onRequestError(normaliseRequestError(err), signal ? { signal } : {});
-        } catch (failure) {
-          // Not the provider's error alone: the app must see why no recovery ran (a stopped
-          // engine, a store that failed), with the provider's error kept beside it.
-          try {
-            abandon();
-          } catch {
-            // The session refuses the step's end too (a failed store): the error below says why.
-          }
-          throw recoveryFailed(err, failure);
-        }
-        if (action.kind !== 'retry') {
-          abandon();
-          throw err;
-        }
-        await check(signal);
-        prompt = derive(spec);
-      }
-    }
-  };
+  const replyOf =
+    (content: readonly LanguageModelV3Content[], meta: { usage?: LanguageModelV3Usage; finish?: LanguageModelV3FinishReason; modelId?: string }) =>
+    (): Reply => {
+      const usage = usageOf(meta.usage);
+      return {
+        blocks: replyFacts(content).blocks,
+        model: meta.modelId ?? base.modelId,
+        ...(usage ? { usage } : {}),
+        ...(meta.finish?.raw ? { finishReason: meta.finish.raw } : {}),
+      };
+    };
 
   const middleware = {
     specificationVersion: 'v3',
     wrapGenerate: async ({ params, model }) => {
-      const result = await send(params, specOf(model), (p) => model.doGenerate(p));
-      await finish(
-        result.content,
-        { usage: result.usage, finish: result.finishReason, ...(result.response?.modelId ? { modelId: result.response.modelId } : {}) },
-        params.abortSignal,
+      const { step, result } = await send(params, specOf(model), (p) => model.doGenerate(p));
+      await step.finish(
+        replyOf(result.content, {
+          usage: result.usage,
+          finish: result.finishReason,
+          ...(result.response?.modelId ? { modelId: result.response.modelId } : {}),
+        }),
       );
       return result;
     },
     wrapStream: async ({ params, model }) => {
-      const result = await send(params, specOf(model), (p) => model.doStream(p));
+      const { step, result } = await send(params, specOf(model), (p) => model.doStream(p));
       const recorder = replyRecorder(
-        (content, meta) => finish(content, meta, params.abortSignal),
-        () => abandon(),
+        (content, meta: ReplyMeta) => step.finish(replyOf(content, meta)),
+        () => step.abandon(),
       );
       return { ...result, stream: result.stream.pipeThrough(recorder) };
     },
   } satisfies LanguageModelV3Middleware;
 
-  const recall = policyFor(parseConfig(options.config), provider, base.modelId).recall;
+  // The same parsed config as the engine's: the recall tool redacts as the config says.
+  const policy = policyFor(engine.config, provider, base.modelId);
   return {
     model: wrapModel(options.model, middleware),
     middleware,
     engine,
     session,
-    tools: recall ? { recall: recallTool(session) } : {},
+    tools: policy.recall ? { recall: recallTool(session, { redaction: engine.config.redaction }) } : {},
     messages: () => sessionModelMessages(session),
-    async close(opts = {}) {
-      engine.stop();
-      if (session.surface.pendingCalls().length === 0) {
-        if (session.openStep) w.endStep('aborted');
-        if (session.openTurn !== null) w.endTurn(turnFailed ? 'error' : 'aborted');
-      }
-      await (opts.session ? session.close() : session.flush());
-    },
+    close: (opts) => conversation.close(opts),
+  };
+}
+
+/** The provider prompt as the conversation's system prompt and messages; each part mapped before anything is written. */
+function conversationOf(prompt: LanguageModelV3CallOptions['prompt']): { system: string | undefined; messages: ConversationMessage[] } {
+  let i = 0;
+  const system: string[] = [];
+  for (; i < prompt.length && prompt[i]!.role === 'system'; i++) {
+    refuseOptions(prompt[i]!.providerOptions, 'the system prompt');
+    system.push(prompt[i]!.content as string);
+  }
+  const messages: ConversationMessage[] = [];
+  for (const message of prompt.slice(i)) {
+    switch (message.role) {
+      case 'system':
+        throw new AiSdkAdapterError(
+          'unmappable-part',
+          'xcompact/ai-sdk cannot record a system message in the middle of the conversation: only the leading system prompt is kept (as surface node 0); send other instructions as a user message',
+        );
+      case 'user':
+        messages.push({ role: 'user', content: userBlocks(message) });
+        break;
+      case 'assistant':
+        messages.push({ role: 'assistant', blocks: assistantFacts(message).blocks });
+        break;
+      case 'tool':
+        for (const r of toolResults(message)) {
+          messages.push({
+            role: 'tool',
+            callId: r.callId,
+            toolName: r.toolName,
+            content: r.content,
+            ...(r.isError ? { isError: true } : {}),
+            ...(r.providerOptions ? { providerOptions: r.providerOptions } : {}),
+          });
+        }
+        break;
+    }
+  }
+  return { system: system.length > 0 ? system.join('\n\n') : undefined, messages };
+}
+
+/** AI SDK function tools → the chat-completions shape the meter prices (and the summarizer replays). */
+export function toolDefinition(tool: NonNullable<LanguageModelV3CallOptions['tools']>[number]): Record<string, unknown> {
+  if (tool.type !== 'function') return { ...tool };
+  return {
+    type: 'function',
+    function: { name: tool.name, ...(tool.description ? { description: tool.description } : {}), parameters: tool.inputSchema },
   };
 }

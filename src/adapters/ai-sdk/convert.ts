@@ -16,29 +16,14 @@ import type {
   LanguageModelV3ToolResultOutput,
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
-import { XcompactError } from '../../errors';
 import type { ImageBlock, ProviderOptions, ReasoningBlock, SurfaceEvent, TextBlock, ToolCallBlock, Usage } from '../../session/events';
 import { sendableArguments } from '../../session/derive';
+import { ConversationError, type ConversationErrorCode } from '../conversation';
 
-export type AiSdkAdapterErrorCode =
-  | 'unmappable-part' // a message part the session cannot represent (named in the message)
-  | 'history-diverged' // the app sent a conversation that does not continue the recorded one
-  | 'missing-tool-results' // the prompt leaves tool calls without a result (named in `toolCallIds`)
-  | 'unexpected-tool-result' // a tool result for a call that is not waiting for one (named in `toolCallIds`)
-  | 'recovery-failed'; // the provider rejected a request and the engine failed handling it (`cause`: why; `requestError`: the provider's error)
-
-export class AiSdkAdapterError extends XcompactError {
-  declare readonly code: AiSdkAdapterErrorCode;
-  /** For `missing-tool-results`: the calls that have no result; for `unexpected-tool-result`: the result's call. */
-  readonly toolCallIds: readonly string[] | undefined;
-  /** For `recovery-failed`: the provider's error the engine was handling (an `APICallError`). */
-  readonly requestError: unknown;
-  constructor(code: AiSdkAdapterErrorCode, message: string, options?: { cause?: unknown; toolCallIds?: readonly string[]; requestError?: unknown }) {
-    super(code, message, options?.cause === undefined ? undefined : { cause: options.cause });
-    this.toolCallIds = options?.toolCallIds;
-    this.requestError = options?.requestError;
-  }
-}
+/** The conversation's error (conversation/errors.ts), under the name this entry point always had. */
+export const AiSdkAdapterError = ConversationError;
+export type AiSdkAdapterError = ConversationError;
+export type AiSdkAdapterErrorCode = ConversationErrorCode;
 
 const unmappable = (where: string, what: string, hint: string): AiSdkAdapterError =>
   new AiSdkAdapterError('unmappable-part', `xcompact/ai-sdk cannot record ${what} in ${where}: ${hint}`);
@@ -271,13 +256,6 @@ export function replyFacts(content: readonly LanguageModelV3Content[]): Assistan
     else throw unmappable('the model reply', `a part of type "${part.type}"`, 'only text, reasoning and function tool calls can be recorded');
   }
   return b.facts;
-}
-
-/** Cheap identity of a prompt message: role, part types and call ids (enough to notice another conversation). */
-export function fingerprint(message: LanguageModelV3Message): string {
-  if (message.role === 'system') return 'system';
-  const parts = (message.content as ReadonlyArray<{ type: string; toolCallId?: string }>).map((p) => (p.toolCallId ? `${p.type}:${p.toolCallId}` : p.type));
-  return `${message.role}[${parts.join(',')}]`;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ export { createAiSdkCompaction, providerName, type AiSdkCompaction, type AiSdkCo
 export type { AiSdkLanguageModel, AiSdkMiddleware } from './model';
 export { AiSdkSummarizer, type AiSdkSummarizerOptions } from './summarizer';
 export { AiSdkAdapterError, promptOf, type AiSdkAdapterErrorCode } from './convert';
-export { normaliseRequestError } from './errors';
+export { normaliseRequestError } from './request-error';
 export { recallTool } from './recall';
 export { sessionModelMessages } from './resume';
 // The session and its stores, so an AI SDK app imports from one place.

@@ -1,7 +1,8 @@
 /**
  * withCompaction(new Anthropic(), …): an `@anthropic-ai/sdk` client whose `messages.create`
  * records the conversation in a session and sends its compacted form, as the openai drop-in
- * does for `chat.completions.create` (shapes/conversation.ts holds the steps). The SDK is the
+ * does for `chat.completions.create` (conversation/conversation.ts holds the steps; this face
+ * maps Messages, map.ts, and accumulates a streamed reply, stream.ts). The SDK is the
  * caller's: xcompact imports none of it (structural types only), so it is never loaded unless
  * the caller loads it.
  *
@@ -18,11 +19,12 @@
  *   and recovered inside the call, like any provider's;
  * - summaries go through the same client (`AnthropicSummarizer`), unrecorded.
  */
-import { createCompactionEngine, type CompactionEngine, type CompactionEngineOptions } from '../../engine/facade';
-import { modelKey, type ModelInfo } from '../../services/config';
+import type { CompactionEngine, CompactionEngineOptions } from '../../engine/facade';
+import type { ModelInfo } from '../../services/config';
 import { boundSummarizer, withCheckpointLedger } from '../../services/summarizing';
 import { currentSystemPrompt, recordedMessages } from '../../session/recorded';
 import type { Session } from '../../session/session';
+import { ConversationError, forward, openConversation, recordStream, type Face } from '../conversation';
 import {
   anthropicMessagesOf,
   anthropicSystemText,
@@ -31,9 +33,7 @@ import {
   replyOfAnthropicMessage,
   type AnthropicBlock,
   type AnthropicMessage,
-} from '../shapes/anthropic-map';
-import { createConversation } from '../shapes/conversation';
-import { forward, recordingStream } from '../shapes/stream';
+} from './map';
 import { anthropicAccumulator, type AnthropicEvent } from './stream';
 import { AnthropicSummarizer, type AnthropicCreate } from './summarizer';
 
@@ -86,27 +86,27 @@ type CreateOptions = { signal?: AbortSignal } & Record<string, unknown>;
 /** Anthropic's limit of cache_control breakpoints per request. */
 const MAX_BREAKPOINTS = 4;
 
+/** How Anthropic Messages callers are told what to fix. */
+export const ANTHROPIC_FACE: Face = {
+  entry: 'withCompaction',
+  list: 'messages',
+  resultHint: 'put a { type: "tool_result", tool_use_id, content } block for every tool_use in the next user message',
+};
+
 export function withAnthropicCompaction<C extends AnthropicClientLike>(client: C, options: AnthropicCompactionOptions): AnthropicCompactingClient<C> {
-  const { session, models: given = {}, provider: _p, ...engineOptions } = options;
+  const { session, models, provider: _p, ...engineOptions } = options;
   const provider = options.provider ?? anthropicProvider(client.baseURL);
-  const models: Record<string, Partial<ModelInfo>> = {};
-  for (const [key, entry] of Object.entries(given)) models[key.includes('/') ? key : modelKey(provider, key)] = entry;
   const rawCreate = (client.messages.create as unknown as AnthropicCreate).bind(client.messages);
   const summarizer = options.summarizer ?? withCheckpointLedger(boundSummarizer(new AnthropicSummarizer(rawCreate)));
-  const engine = createCompactionEngine({ ...engineOptions, session, models, summarizer });
-  const conv = createConversation({
-    session,
-    engine,
-    provider,
-    what: 'withCompaction',
-    ...(options.requireCapacity !== undefined ? { requireCapacity: options.requireCapacity } : {}),
-  });
+  const conversation = openConversation({ ...engineOptions, session, provider, face: ANTHROPIC_FACE, summarizer, ...(models ? { models } : {}) });
+  const { engine } = conversation;
 
   const create = async (params: Params, requestOptions?: CreateOptions): Promise<unknown> => {
-    const mine = conv.nextGeneration();
+    if (typeof params !== 'object' || params === null || !Array.isArray(params.messages))
+      throw new ConversationError('invalid-request', 'messages.create needs { model, max_tokens, messages: [...] }; nothing was recorded or sent');
     const signal = requestOptions?.signal;
-    const { messages, cache } = messagesOfAnthropic(Array.isArray(params.messages) ? (params.messages as AnthropicMessage[]) : []);
-    const seqs = await conv.prepare(
+    const { messages, cache } = messagesOfAnthropic(params.messages as AnthropicMessage[]);
+    const step = await conversation.begin(
       {
         system: anthropicSystemText(params.system),
         messages,
@@ -117,56 +117,36 @@ export function withAnthropicCompaction<C extends AnthropicClientLike>(client: C
       signal,
     );
     const marks = new Map<number, Array<{ block: number; cacheControl: unknown }>>();
-    for (const [i, list] of cache) marks.set(seqs[i]!, list);
+    for (const [i, list] of cache) marks.set(step.seqs[i]!, list);
     const fixed = breakpointsIn(params.system) + breakpointsIn(params.tools);
     const caching = cache.size > 0 || fixed > 0;
-    const result = await conv.send(
-      () => {
-        const built = anthropicMessagesOf(conv.surface(), marks, caching ? { type: 'ephemeral' } : undefined);
-        capBreakpoints(built.messages, MAX_BREAKPOINTS - fixed);
-        const body: Params = { ...params, messages: built.messages };
-        if (params.system === undefined && built.system !== undefined) body['system'] = built.system;
-        return rawCreate(body, requestOptions);
-      },
-      signal,
-      errorView,
-    );
+    const result = await step.send(() => {
+      const built = anthropicMessagesOf(step.surface(), marks, caching ? { type: 'ephemeral' } : undefined);
+      capBreakpoints(built.messages, MAX_BREAKPOINTS - fixed);
+      const body: Params = { ...params, messages: built.messages };
+      if (params.system === undefined && built.system !== undefined) body['system'] = built.system;
+      return rawCreate(body, requestOptions);
+    }, errorView);
     if (params.stream === true) {
       const source = result as AsyncIterable<AnthropicEvent> & { controller: AbortController };
       const acc = anthropicAccumulator();
-      return recordingStream<AnthropicEvent, typeof source>(
+      return recordStream<AnthropicEvent, typeof source>(
+        step,
         source,
         {
           see: (event) => {
             acc.add(event);
             return event;
           },
-          done: async (aborted) => {
-            if (mine !== conv.generation) return;
-            const m = acc.message();
-            if (aborted || signal?.aborted || !m.complete) return conv.abandon('aborted');
-            await finish(m, signal);
-          },
-          failed: async () => {
-            if (mine === conv.generation) conv.abandon('aborted');
-          },
+          outcome: () => (acc.message().complete ? 'complete' : 'aborted'),
+          reply: () => replyOfAnthropicMessage(acc.message()),
         },
         client,
+        signal,
       );
     }
-    await finish(result as Parameters<typeof replyOfAnthropicMessage>[0], signal);
+    await step.finish(() => replyOfAnthropicMessage(result as Parameters<typeof replyOfAnthropicMessage>[0]));
     return result;
-  };
-
-  const finish = async (message: Parameters<typeof replyOfAnthropicMessage>[0], signal: AbortSignal | undefined) => {
-    let reply: ReturnType<typeof replyOfAnthropicMessage>;
-    try {
-      reply = replyOfAnthropicMessage(message);
-    } catch (err) {
-      conv.abandon();
-      throw err;
-    }
-    await conv.finish(reply, signal);
   };
 
   const compaction: AnthropicCompaction = {
@@ -175,7 +155,7 @@ export function withAnthropicCompaction<C extends AnthropicClientLike>(client: C
     provider,
     messages: () => anthropicMessagesOf(recordedMessages(session)).messages,
     system: () => currentSystemPrompt(session),
-    close: (opts) => conv.close(opts),
+    close: (opts) => conversation.close(opts),
   };
   const messagesApi = forward(client.messages, { create });
   return forward(client, { messages: messagesApi, compaction }) as AnthropicCompactingClient<C>;

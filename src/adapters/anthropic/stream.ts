@@ -3,7 +3,7 @@
  * (model, input usage), each content block by index (`text_delta`, `thinking_delta` and
  * `signature_delta`, `input_json_delta`), `message_delta` (stop reason, output usage).
  */
-import type { AnthropicBlock } from '../shapes/anthropic-map';
+import type { AnthropicBlock } from './map';
 
 export type AnthropicEvent = { type?: string; index?: number; [key: string]: unknown };
 

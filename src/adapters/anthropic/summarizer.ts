@@ -18,8 +18,8 @@ import {
   type SummaryRequest,
   type SummaryResult,
 } from '../../services/summarizing';
-import { anthropicToolsOfChat, finishReasonOf, usageOfAnthropic, type AnthropicBlock, type AnthropicMessage } from '../shapes/anthropic-map';
-import { canonicalArguments } from '../shapes/items';
+import { anthropicToolsOfChat, finishReasonOf, usageOfAnthropic, type AnthropicBlock, type AnthropicMessage } from './map';
+import { canonicalArguments } from '../conversation';
 
 /** What the summarizer calls: `client.messages.create`, unwrapped. */
 export type AnthropicCreate = (body: Record<string, unknown>, options?: { signal?: AbortSignal }) => Promise<unknown>;

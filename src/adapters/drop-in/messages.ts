@@ -1,27 +1,17 @@
 /**
- * The caller's chat-completions messages and the session's record of them: what each message
- * is as the session holds it (mapped before anything is written, so a message the session
- * cannot hold changes nothing), and one fingerprint per message, equal for a message the
- * caller passes and the same message read back from the log.
- *
- * A fingerprint reads only what the session keeps and sends: the role, the text (parts joined
- * as the session joins them), images by URL, tool calls by id, name and arguments, and a tool
- * result's call id. Everything else an SDK object carries (`refusal`, `annotations`, `audio`,
- * reasoning) is left out, so the caller may push `choice.message` as it came back.
+ * Chat Completions messages ↔ the conversation's messages (conversation/messages.ts): what
+ * each of the caller's messages is as the session holds it (mapped before anything is written,
+ * so a message the session cannot hold changes nothing), and the recorded conversation handed
+ * back as messages. What else an SDK object carries (`refusal`, `annotations`, `audio`) is left
+ * out, so the caller may push `choice.message` as it came back.
  */
-import { createHash } from 'node:crypto';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { toChatMessage } from '../../session/derive';
-import type { ImageBlock, SurfaceEvent, TextBlock } from '../../session/events';
+import type { ImageBlock, ReasoningBlock, SurfaceEvent, TextBlock, ToolCallBlock } from '../../session/events';
 import { currentSystemPrompt, recordedMessages } from '../../session/recorded';
 import type { Session } from '../../session/session';
-import { DropInError } from './errors';
-
-/** A caller's message as the session records it. */
-export type MappedMessage =
-  | { role: 'user'; content: Array<TextBlock | ImageBlock> }
-  | { role: 'assistant'; text: string; toolCalls: Array<{ id: string; name: string; arguments: string }> }
-  | { role: 'tool'; callId: string; content: Array<TextBlock | ImageBlock> };
+import type { CompletionMessage } from '../../session/writer';
+import { ConversationError, type ConversationMessage } from '../conversation';
 
 type Part = { type?: unknown; text?: unknown; refusal?: unknown; image_url?: { url?: unknown; detail?: unknown } };
 
@@ -63,26 +53,38 @@ function blocksOf(content: unknown, where: string): Array<TextBlock | ImageBlock
   });
 }
 
-const unmappable = (where: string, what: string): DropInError =>
-  new DropInError(
+const unmappable = (where: string, what: string): ConversationError =>
+  new ConversationError(
     'unmappable-part',
     `xcompact cannot record ${what} in ${where}: the session keeps text, images (image_url) and function tool calls; nothing was recorded or sent`,
   );
 
-/** One of the caller's (non-system) messages as the session will record it; throws DropInError('unmappable-part'). */
-export function mapMessage(m: ChatCompletionMessageParam, index: number): MappedMessage {
-  const where = `message ${index} (${m.role})`;
+/** One of the caller's (non-system) messages as the session will record it; throws ConversationError('unmappable-part'). */
+export function mapMessage(m: ChatCompletionMessageParam, index: number): ConversationMessage {
+  const where = `message ${index} (${String((m as { role?: unknown } | null)?.role)})`;
+  if (typeof m !== 'object' || m === null) throw invalid(`message ${index} is ${m === null ? 'null' : typeof m}, not a message object`);
   switch (m.role) {
     case 'user':
       return { role: 'user', content: blocksOf(m.content, where) };
     case 'assistant': {
-      const toolCalls = (m.tool_calls ?? []).map((c) => {
-        if (c.type !== 'function' || !('function' in c)) throw unmappable(where, `tool call "${c.id}" of type "${c.type}"`);
-        return { id: c.id, name: c.function.name, arguments: c.function.arguments };
-      });
-      return { role: 'assistant', text: textOf(m.content, where), toolCalls };
+      const calls: unknown = m.tool_calls ?? [];
+      if (!Array.isArray(calls)) throw invalid(`${where}: tool_calls is ${typeof calls}, not an array`);
+      const blocks: Array<TextBlock | ReasoningBlock | ToolCallBlock> = [];
+      const text = textOf(m.content, where);
+      if (text !== '') blocks.push({ type: 'text', text });
+      for (const c of calls as Array<{ id?: unknown; type?: unknown; function?: { name?: unknown; arguments?: unknown } }>) {
+        if (c?.type !== 'function' || typeof c.function !== 'object' || c.function === null)
+          throw unmappable(where, `tool call "${String(c?.id)}" of type "${String(c?.type)}"`);
+        if (typeof c.id !== 'string' || c.id === '' || typeof c.function.name !== 'string' || c.function.name === '')
+          throw invalid(`${where}: a tool call needs a non-empty id and function.name`);
+        if (typeof c.function.arguments !== 'string')
+          throw invalid(`${where}: tool call "${c.id}" has arguments of type ${typeof c.function.arguments}, not a JSON text`);
+        blocks.push({ type: 'tool-call', id: c.id, name: c.function.name, arguments: c.function.arguments });
+      }
+      return { role: 'assistant', blocks };
     }
     case 'tool':
+      if (typeof m.tool_call_id !== 'string' || m.tool_call_id === '') throw invalid(`${where}: a tool message needs its tool_call_id`);
       return {
         role: 'tool',
         callId: m.tool_call_id,
@@ -90,69 +92,32 @@ export function mapMessage(m: ChatCompletionMessageParam, index: number): Mapped
       };
     case 'system':
     case 'developer':
-      throw new DropInError(
+      throw new ConversationError(
         'unmappable-part',
         `xcompact cannot record a ${m.role} message in the middle of the conversation (${where}): only leading system messages are kept, as the system prompt; send later instructions as a user message. Nothing was recorded or sent`,
       );
     default:
-      throw unmappable(where, `a message of role "${(m as { role: string }).role}"`);
+      throw unmappable(where, `a message of role "${String((m as { role: unknown }).role)}"`);
   }
 }
 
-/** What identifies a mapped message: what the session keeps of it and sends. */
-function keyOf(m: MappedMessage): unknown[] {
-  // Adjacent texts as one, joined as the session joins them: "a" + "b" parts and the string "a\n\nb" are one message.
-  const blocks = (content: Array<TextBlock | ImageBlock>) => {
-    const out: unknown[] = [];
-    for (const b of content) {
-      const last = out[out.length - 1];
-      if (b.type !== 'text') out.push(['image', b.url]);
-      else if (typeof last === 'string') out[out.length - 1] = `${last}\n\n${b.text}`;
-      else out.push(b.text);
-    }
-    return out;
-  };
-  switch (m.role) {
-    case 'user':
-      return ['user', blocks(m.content)];
-    case 'assistant':
-      return ['assistant', m.text, m.toolCalls.map((c) => [c.id, c.name, c.arguments])];
-    case 'tool':
-      return ['tool', m.callId, blocks(m.content)];
+const invalid = (what: string): ConversationError => new ConversationError('invalid-request', `${what}; nothing was recorded or sent`);
+
+/** A chat-completions reply (a non-streamed message, or an accumulated stream) as the conversation records it. */
+export function replyBlocks(message: CompletionMessage): Array<TextBlock | ReasoningBlock | ToolCallBlock> {
+  const blocks: Array<TextBlock | ReasoningBlock | ToolCallBlock> = [];
+  if (message.reasoning_content) blocks.push({ type: 'reasoning', text: message.reasoning_content });
+  if (message.content) blocks.push({ type: 'text', text: message.content });
+  const calls: unknown = message.tool_calls ?? [];
+  if (!Array.isArray(calls)) throw invalid(`the reply's tool_calls is ${typeof calls}, not an array`);
+  for (const c of calls as Array<{ id?: unknown; type?: unknown; function?: { name?: unknown; arguments?: unknown } }>) {
+    // Dropping it would leave the agent answering a call the log never saw.
+    if (c?.type !== 'function' || typeof c.function !== 'object' || c.function === null)
+      throw unmappable('the reply', `tool call "${String(c?.id)}" of type "${String(c?.type)}"`);
+    blocks.push({ type: 'tool-call', id: String(c.id), name: String(c.function.name), arguments: String(c.function.arguments ?? '') });
   }
+  return blocks;
 }
-
-export function fingerprint(m: MappedMessage): string {
-  return createHash('sha1')
-    .update(JSON.stringify(keyOf(m)))
-    .digest('base64');
-}
-
-/** A recorded message event as the caller would have passed it. */
-function mappedOf(e: SurfaceEvent): MappedMessage {
-  switch (e.type) {
-    case 'user/message':
-      return { role: 'user', content: e.data.content };
-    case 'assistant/message': {
-      const text = e.data.content
-        .filter((b): b is TextBlock => b.type === 'text')
-        .map((b) => b.text)
-        .join('\n\n');
-      const toolCalls = e.data.content.flatMap((b) => (b.type === 'tool-call' ? [{ id: b.id, name: b.name, arguments: b.arguments }] : []));
-      return { role: 'assistant', text, toolCalls };
-    }
-    case 'tool/result':
-      return {
-        role: 'tool',
-        callId: e.data.callId,
-        content: e.data.content.filter((b): b is TextBlock | ImageBlock => b.type === 'text' || b.type === 'image'),
-      };
-    case 'system/message':
-      throw new Error('unreachable: system messages are not conversation messages');
-  }
-}
-
-export const recordedFingerprint = (e: SurfaceEvent): string => fingerprint(mappedOf(e));
 
 /**
  * The messages to continue a recorded conversation with (e.g. after a restart): the current

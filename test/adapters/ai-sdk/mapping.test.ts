@@ -196,7 +196,7 @@ describe('xcompact/ai-sdk: messages it cannot map', () => {
         maxRetries: 0,
       }),
       'history-diverged',
-      /does not continue/,
+      /not continue/,
     );
     expect(a.session.length).toBe(recorded);
   });

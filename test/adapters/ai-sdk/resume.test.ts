@@ -59,7 +59,7 @@ describe('xcompact/ai-sdk: a restarted process continues from the session alone'
     await adapterError(
       generateText({ model: second.model, system: 'sys', messages: [{ role: 'user', content: 'and now?' }], maxRetries: 0 }),
       'history-diverged',
-      /message 1/,
+      /message 0 differs/,
     );
     expect(second.session.length).toBe(recorded);
 

@@ -1,7 +1,7 @@
 /**
- * Anthropic Messages (`@anthropic-ai/sdk` `MessageParam`s and content blocks) ↔ the session's
- * messages (items.ts). Also what an importer of a Claude Code transcript (Messages blocks)
- * calls: `messagesOfAnthropic` reads messages, `anthropicMessagesOf` writes the surface back.
+ * Anthropic Messages (`@anthropic-ai/sdk` `MessageParam`s and content blocks) ↔ the
+ * conversation's messages (conversation/messages.ts): `messagesOfAnthropic` reads messages,
+ * `anthropicMessagesOf` writes the surface back.
  *
  * A user message is its `tool_result` blocks (each one tool result, in order) and then, if any,
  * the rest of its blocks as one user message; consecutive user-side messages are merged back
@@ -14,10 +14,9 @@
  * were, and the request built puts them back on the same blocks (module comment of
  * anthropic/client.ts).
  */
+import { sendableArguments } from '../../session/derive';
 import type { ImageBlock, ProviderOptions, ReasoningBlock, SurfaceEvent, TextBlock, ToolCallBlock, Usage } from '../../session/events';
-import { DropInError } from '../drop-in/errors';
-import type { ShapeReply } from './conversation';
-import { chatTool, jsonCopy, joinedText, type ShapeMessage } from './items';
+import { chatTool, ConversationError, jsonCopy, joinedText, type ConversationMessage, type Reply } from '../conversation';
 
 /** An Anthropic message / block as this mapping reads it (the SDK's `MessageParam` and `ContentBlock` are accepted as they are). */
 export type AnthropicBlock = { type: string; [key: string]: unknown };
@@ -26,8 +25,8 @@ export type AnthropicMessage = { role: string; content: string | AnthropicBlock[
 /** Where the caller's breakpoints are: per mapped message, the block index (−1: a tool result's own block) and its `cache_control`. */
 export type CacheMarks = Map<number, Array<{ block: number; cacheControl: unknown }>>;
 
-const unmappable = (where: string, what: string): DropInError =>
-  new DropInError(
+const unmappable = (where: string, what: string): ConversationError =>
+  new ConversationError(
     'unmappable-part',
     `xcompact cannot record ${what} in ${where}: the session keeps text, images, tool_use / tool_result, and thinking blocks; nothing was recorded or sent`,
   );
@@ -84,10 +83,10 @@ function assistantBlock(b: AnthropicBlock): TextBlock | ReasoningBlock | ToolCal
 
 /**
  * The caller's messages as the session's, with where its `cache_control` breakpoints are; throws
- * `DropInError('unmappable-part')` for a block the session cannot hold (documents, server tools).
+ * `ConversationError('unmappable-part')` for a block the session cannot hold (documents, server tools).
  */
-export function messagesOfAnthropic(messages: readonly AnthropicMessage[]): { messages: ShapeMessage[]; cache: CacheMarks } {
-  const out: ShapeMessage[] = [];
+export function messagesOfAnthropic(messages: readonly AnthropicMessage[]): { messages: ConversationMessage[]; cache: CacheMarks } {
+  const out: ConversationMessage[] = [];
   const cache: CacheMarks = new Map();
   const mark = (index: number, block: number, b: AnthropicBlock) => {
     if (b['cache_control'] === undefined || b['cache_control'] === null) return;
@@ -96,8 +95,15 @@ export function messagesOfAnthropic(messages: readonly AnthropicMessage[]): { me
     cache.set(index, list);
   };
   messages.forEach((m, i) => {
-    const where = `message ${i} (${m.role})`;
-    const blocks: AnthropicBlock[] = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : Array.isArray(m.content) ? m.content : [];
+    if (typeof m !== 'object' || m === null)
+      throw new ConversationError('invalid-request', `message ${i} is ${m === null ? 'null' : typeof m}, not a message object; nothing was recorded or sent`);
+    const where = `message ${i} (${String(m.role)})`;
+    if (typeof m.content !== 'string' && !Array.isArray(m.content))
+      throw new ConversationError(
+        'invalid-request',
+        `${where}: content is ${m.content === null ? 'null' : typeof m.content}; give a string or an array of content blocks. Nothing was recorded or sent`,
+      );
+    const blocks: AnthropicBlock[] = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
     if (m.role === 'assistant') {
       const mapped: Array<TextBlock | ReasoningBlock | ToolCallBlock> = [];
       const at = out.length;
@@ -139,16 +145,8 @@ function imageParam(b: ImageBlock): AnthropicBlock {
 
 const anthropicOf = (b: { providerOptions?: ProviderOptions | undefined }): Record<string, unknown> | undefined => b.providerOptions?.['anthropic'];
 
-/** A tool call's arguments as `tool_use.input` (an object; a text that is not one goes back wrapped). */
-function inputOf(args: string): unknown {
-  try {
-    const v: unknown = JSON.parse(args);
-    if (typeof v === 'object' && v !== null && !Array.isArray(v)) return v;
-  } catch {
-    // a truncated or pruned argument text
-  }
-  return { arguments: args };
-}
+/** A tool call's arguments as `tool_use.input`: an object (a cut call's, the session's repair: session/derive.ts). */
+const inputOf = (args: string): unknown => JSON.parse(sendableArguments(args)) as unknown;
 
 /**
  * The surface as Anthropic messages, and the system prompt apart. `marks` (by event seq) put the
@@ -277,8 +275,8 @@ export function finishReasonOf(stop: unknown): string | undefined {
 }
 
 /** A reply (`messages.create`, or an accumulated stream) as the reply to record; throws for a block the session cannot hold. */
-export function replyOfAnthropicMessage(message: { content?: unknown; usage?: unknown; model?: unknown; stop_reason?: unknown }): ShapeReply {
-  const blocks: ShapeReply['blocks'] = [];
+export function replyOfAnthropicMessage(message: { content?: unknown; usage?: unknown; model?: unknown; stop_reason?: unknown }): Reply {
+  const blocks: Reply['blocks'] = [];
   for (const b of (Array.isArray(message.content) ? message.content : []) as AnthropicBlock[]) {
     const s = assistantBlock(b);
     if (!s) throw unmappable('the model reply', `a "${b.type}" block`);

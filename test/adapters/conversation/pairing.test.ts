@@ -1,6 +1,6 @@
-/** The one tool-call pairing walk the drop-ins and the AI SDK adapter refuse bad input with (src/adapters/shapes/pairing.ts). */
+/** The one tool-call pairing walk every face refuses bad input with (src/adapters/conversation/pairing.ts). */
 import { describe, expect, it } from 'vitest';
-import { callsHave, pairingProblem, type PairingStep } from '../../../src/adapters/shapes/pairing';
+import { callsHave, pairingProblem, type PairingStep } from '../../../src/adapters/conversation/pairing';
 
 const user: PairingStep = { role: 'user', results: [], calls: [] };
 const asks = (...calls: string[]): PairingStep => ({ role: 'assistant', results: [], calls });

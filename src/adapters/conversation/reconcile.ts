@@ -3,9 +3,11 @@
  * (the usual loop: `messages.push(...)`, then `create({ messages })`) or only what is new since
  * the last call (possibly starting with the reply it got back). Both are read the same way:
  * the longest run of recorded messages the caller's list starts with, at the end of the
- * recording, is already there; everything after it is new.
+ * recording, is already there; everything after it is new. A face whose caller always passes
+ * the whole conversation (the AI SDK builds its prompt from the app's messages) says `whole`:
+ * then a list that does not begin as the recording does has lost or changed a message.
  */
-import { DropInError } from './errors';
+import { ConversationError } from './errors';
 
 /**
  * The index of the caller's first new message. `recorded` and `given` are fingerprints in
@@ -13,22 +15,25 @@ import { DropInError } from './errors';
  * does but does not continue it (an edited or dropped message): appending it would record the
  * conversation twice.
  */
-export function firstNewMessage(recorded: readonly string[], given: readonly string[]): number {
+export function firstNewMessage(recorded: readonly string[], given: readonly string[], options: { whole?: boolean } = {}): number {
   const n = recorded.length;
   if (given.length >= n && startsWith(given, recorded, 0, n)) return n;
+  if (options.whole) throw diverged(recorded, given);
   // Only the newest messages: the longest tail of the recording the caller's list starts with.
   for (let j = Math.min(n - 1, given.length); j > 0; j--) {
     if (startsWith(given, recorded, n - j, j)) return j;
   }
-  if (n > 0 && given.length > 0 && given[0] === recorded[0]) {
-    const k = divergence(recorded, given);
-    throw new DropInError(
-      'history-diverged',
-      `the messages do not continue the recorded conversation: message ${k} differs from the recorded one (${n} recorded, ${given.length} given). ` +
-        'Pass the previous messages unchanged and append to them (or only the new ones); for another conversation, wrap a client over another session. Nothing was recorded or sent',
-    );
-  }
+  if (n > 0 && given.length > 0 && given[0] === recorded[0]) throw diverged(recorded, given);
   return 0;
+}
+
+function diverged(recorded: readonly string[], given: readonly string[]): ConversationError {
+  const k = divergence(recorded, given);
+  return new ConversationError(
+    'history-diverged',
+    `the messages do not continue the recorded conversation: message ${k} ${k < given.length ? 'differs from the recorded one' : 'is missing'} (${recorded.length} recorded, ${given.length} given). ` +
+      'Pass the previous messages unchanged and append to them (or only the new ones); for another conversation, use another session. Nothing was recorded or sent',
+  );
 }
 
 function startsWith(given: readonly string[], recorded: readonly string[], from: number, count: number): boolean {

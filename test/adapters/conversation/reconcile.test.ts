@@ -1,11 +1,11 @@
 /**
- * Which of the caller's messages are new (src/adapters/drop-in/reconcile.ts), rule by rule, on
+ * Which of the caller's messages are new (src/adapters/conversation/reconcile.ts), rule by rule, on
  * fingerprints: the whole conversation, only the new part, the reply echoed first, a history
  * that starts like the recording but does not continue it.
  */
 import { describe, expect, it } from 'vitest';
-import { DropInError } from '../../../src/adapters/drop-in/errors';
-import { firstNewMessage } from '../../../src/adapters/drop-in/reconcile';
+import { DropInError } from '../../../src/adapters/conversation/errors';
+import { firstNewMessage } from '../../../src/adapters/conversation/reconcile';
 
 const R = ['u1', 'a1', 't1', 'a2'];
 

@@ -1,5 +1,5 @@
 /**
- * The shape mappings (src/adapters/shapes/): a Responses reply's items are one assistant
+ * The face mappings (src/adapters/responses/map.ts, src/adapters/anthropic/map.ts): a Responses reply's items are one assistant
  * message, its reasoning item kept whole and given back byte for byte; signed thinking goes back
  * to Messages verbatim; each shape leaves the other's provider data out whole; a session's
  * messages read back through any shape fingerprint the same.
@@ -7,9 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import { Session, SessionWriter } from '../../../src/index';
 import type { SurfaceEvent } from '../../../src/session/events';
-import { anthropicMessagesOf, messagesOfAnthropic } from '../../../src/adapters/shapes/anthropic-map';
-import { messagesOfResponsesItems, responsesInputOf } from '../../../src/adapters/shapes/responses-map';
-import { shapeFingerprint, shapeMessageOf } from '../../../src/adapters/shapes/items';
+import { anthropicMessagesOf, messagesOfAnthropic } from '../../../src/adapters/anthropic/map';
+import { messagesOfResponsesItems, responsesInputOf } from '../../../src/adapters/responses/map';
+import { fingerprint as shapeFingerprint, messageOf as shapeMessageOf } from '../../../src/adapters/conversation/messages';
 
 const reasoningItem = { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'plan' }], encrypted_content: 'gAAAA-opaque' };
 const responsesReply = [

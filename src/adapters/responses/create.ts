@@ -1,29 +1,20 @@
 /**
  * `client.responses.create` of a wrapped openai client, for stateless use: the caller sends its
  * whole conversation as `input` items each time (or only what is new), as with
- * `chat.completions.create`; xcompact records it in the same session, sends the compacted
+ * `chat.completions.create`; xcompact records it in the same conversation, sends the compacted
  * conversation as input items (reasoning items whole, with the reply they belong to) and
  * recovers an overflow inside the call. Streamed (`stream: true`: the SDK's own `Stream` of
- * events; the reply is recorded from `response.completed`) and not.
+ * events; the reply is recorded from `response.completed`) and not. The steps of a call are the
+ * conversation's (conversation/conversation.ts); this face maps items (map.ts).
  *
  * A request that relies on state the provider holds (`previous_response_id`, `conversation`,
- * an `item_reference` item) is refused with `ShapeError('server-state')`: xcompact cannot
+ * an `item_reference` item) is refused with `ConversationError('server-state')`: xcompact cannot
  * compact what it cannot see.
  */
-import type { CompactionEngine } from '../../engine/facade';
 import { currentSystemPrompt, recordedMessages } from '../../session/recorded';
 import type { Session } from '../../session/session';
-import { createConversation } from '../shapes/conversation';
-import { serverState } from '../shapes/errors';
-import {
-  chatToolsOfResponses,
-  messagesOfResponsesItems,
-  replyOfResponse,
-  responsesInputOf,
-  splitResponsesSystem,
-  type ResponsesItem,
-} from '../shapes/responses-map';
-import { forward, recordingStream } from '../shapes/stream';
+import { ConversationError, forward, recordStream, serverState, type Conversation, type Face } from '../conversation';
+import { chatToolsOfResponses, messagesOfResponsesItems, replyOfResponse, responsesInputOf, splitResponsesSystem, type ResponsesItem } from './map';
 
 type CreateOptions = { signal?: AbortSignal } & Record<string, unknown>;
 type ResponsesParams = Record<string, unknown> & {
@@ -37,52 +28,53 @@ type ResponsesParams = Record<string, unknown> & {
 type RawCreate = (body: ResponsesParams, options?: CreateOptions) => Promise<unknown>;
 type ResponseLike = Parameters<typeof replyOfResponse>[0];
 
-export interface ResponsesContext {
-  session: Session;
-  engine: CompactionEngine;
-  provider: string;
-  requireCapacity?: boolean;
-}
+/** How Responses callers are told what to fix. */
+export const RESPONSES_FACE: Face = {
+  entry: 'withCompaction',
+  list: 'input',
+  resultHint: 'append a { type: "function_call_output", call_id, output } item for every function_call',
+};
 
 /** The client's `responses` with `create` recorded and compacted; undefined when the SDK has no Responses API. */
-export function wrapResponses(client: object, ctx: ResponsesContext): object | undefined {
+export function wrapResponses(client: object, conversation: Conversation): object | undefined {
   const responses = (client as { responses?: { create?: unknown } }).responses;
   if (!responses || typeof responses.create !== 'function') return undefined;
   const rawCreate = (responses.create as RawCreate).bind(responses);
-  const conv = createConversation({ ...ctx, what: 'withCompaction' });
 
   const create = async (params: ResponsesParams, requestOptions?: CreateOptions): Promise<unknown> => {
+    if (typeof params !== 'object' || params === null) throw invalid('responses.create needs { model, input }');
     const held = (['previous_response_id', 'conversation'] as const).filter((k) => params[k] !== undefined && params[k] !== null);
     if (held.length > 0) throw serverState(held);
-    const mine = conv.nextGeneration();
     const signal = requestOptions?.signal;
+    if (params.input !== undefined && typeof params.input !== 'string' && !Array.isArray(params.input))
+      throw invalid(`input is ${params.input === null ? 'null' : typeof params.input}: give a string or an array of input items`);
     const items: ResponsesItem[] =
-      typeof params.input === 'string' ? [{ role: 'user', content: params.input }] : Array.isArray(params.input) ? (params.input as ResponsesItem[]) : [];
+      typeof params.input === 'string' ? [{ role: 'user', content: params.input }] : ((params.input as ResponsesItem[] | undefined) ?? []);
     const { system, rest } = splitResponsesSystem(params.instructions, items);
-    const messages = messagesOfResponsesItems(rest);
-    await conv.prepare(
+    const step = await conversation.begin(
       {
         system,
-        messages,
+        messages: messagesOfResponsesItems(rest, items.length - rest.length),
         model: String(params.model),
         tools: chatToolsOfResponses(params.tools),
         ...(typeof params.max_output_tokens === 'number' ? { maxTokens: params.max_output_tokens } : {}),
       },
       signal,
     );
-    const result = await conv.send(() => {
-      const { instructions, input } = responsesInputOf(conv.surface());
+    const result = await step.send(() => {
+      const { instructions, input } = responsesInputOf(step.surface());
       const body: ResponsesParams = { ...params, input };
       if (instructions !== undefined) body.instructions = instructions;
       else delete body.instructions;
       return rawCreate(body, requestOptions);
-    }, signal);
+    });
     if (params.stream === true) {
       type Event = { type?: string; response?: ResponseLike };
       const source = result as AsyncIterable<Event> & { controller: AbortController };
       let final: ResponseLike | undefined;
       let failed = false;
-      return recordingStream<Event, typeof source>(
+      return recordStream<Event, typeof source>(
+        step,
         source,
         {
           see: (event) => {
@@ -90,36 +82,21 @@ export function wrapResponses(client: object, ctx: ResponsesContext): object | u
             if (event.type === 'response.failed' || event.type === 'error') failed = true;
             return event;
           },
-          done: async (aborted) => {
-            if (mine !== conv.generation) return;
-            if (aborted || signal?.aborted || failed || !final) return conv.abandon(failed ? 'error' : 'aborted');
-            await finish(final, signal);
-          },
-          failed: async () => {
-            if (mine === conv.generation) conv.abandon('aborted');
-          },
+          outcome: () => (failed ? 'error' : final ? 'complete' : 'aborted'),
+          reply: () => replyOfResponse(final!),
         },
         client,
+        signal,
       );
     }
-    await finish(result as ResponseLike, signal);
+    await step.finish(() => replyOfResponse(result as ResponseLike));
     return result;
-  };
-
-  /** A reply the session cannot hold (an item of another tool type) ends its step; the caller gets the error. */
-  const finish = async (response: ResponseLike, signal: AbortSignal | undefined) => {
-    let reply: ReturnType<typeof replyOfResponse>;
-    try {
-      reply = replyOfResponse(response);
-    } catch (err) {
-      conv.abandon();
-      throw err;
-    }
-    await conv.finish(reply, signal);
   };
 
   return forward(responses, { create });
 }
+
+const invalid = (what: string): ConversationError => new ConversationError('invalid-request', `${what}; nothing was recorded or sent`);
 
 /**
  * The conversation to continue with as Responses input (e.g. after a restart): `instructions`

@@ -1,29 +1,30 @@
 /**
- * OpenAI Responses API items ↔ the session's messages (items.ts). Also what an importer of a
- * Codex transcript (Responses items) calls: `messagesOfResponsesItems` reads a list of input or
- * output items, `responsesInputOf` writes the surface back as input items.
+ * OpenAI Responses API items ↔ the conversation's messages (conversation/messages.ts):
+ * `messagesOfResponsesItems` reads a list of input or output items, `responsesInputOf` writes
+ * the surface back as input items.
  *
  * Items: `message` (user / assistant; leading system / developer messages and `instructions`
  * are the system prompt), `function_call`, `function_call_output`, `reasoning`. Consecutive
  * assistant-side items (a reply's reasoning, message and calls) are one assistant message, so a
- * reasoning item always travels with the call it led to: a checkpoint shadows them together. A
+ * reasoning item always travels with the call it led to: a checkpoint shadows them together.
+ * A reply's items come in the order reasoning, message, calls; so a `message` or `reasoning`
+ * item right after an assistant `message` item begins the next reply (two replies in a row:
+ * a caller that pushes `response.output` after a reply without calls and asks again). A
  * reasoning item is kept whole on its block (`providerOptions.openai.item`, plus the AI SDK's
  * `itemId` / `reasoningEncryptedContent`) and sent back byte for byte, never summarized: only
  * a Responses request gets it back (another shape leaves it out, whole).
  */
+import { sendableArguments } from '../../session/derive';
 import type { ImageBlock, ProviderOptions, ReasoningBlock, SurfaceEvent, TextBlock, ToolCallBlock, Usage } from '../../session/events';
-import { DropInError } from '../drop-in/errors';
-import { chatTool, jsonCopy, joinedText, type ShapeMessage } from './items';
-import { serverState } from './errors';
-import type { ShapeReply } from './conversation';
+import { chatTool, ConversationError, jsonCopy, joinedText, serverState, type ConversationMessage, type Reply } from '../conversation';
 
 /** A Responses item as this mapping reads it (the SDK's `ResponseInputItem` and `ResponseOutputItem` are accepted as they are). */
 export type ResponsesItem = { type?: string; role?: string; [key: string]: unknown };
 
 type Part = { type?: unknown; text?: unknown; refusal?: unknown; image_url?: unknown; file_id?: unknown; detail?: unknown };
 
-const unmappable = (where: string, what: string): DropInError =>
-  new DropInError(
+const unmappable = (where: string, what: string): ConversationError =>
+  new ConversationError(
     'unmappable-part',
     `xcompact cannot record ${what} in ${where}: the session keeps text, images (image_url), function calls and their outputs, and reasoning items; nothing was recorded or sent`,
   );
@@ -101,19 +102,31 @@ function outputBlocks(output: unknown, where: string): Array<TextBlock | ImageBl
 }
 
 /**
- * Input or output items as the session's messages, in order; throws `DropInError('unmappable-part')`
- * for an item the session cannot hold and `ShapeError('server-state')` for an `item_reference`.
+ * Input or output items as the conversation's messages, in order; throws
+ * `ConversationError('unmappable-part')` for an item the session cannot hold and `'server-state'`
+ * for an `item_reference`. `offset`: the index of `items[0]` in the caller's input, for errors.
  */
-export function messagesOfResponsesItems(items: readonly ResponsesItem[]): ShapeMessage[] {
-  const out: ShapeMessage[] = [];
-  let assistant: Extract<ShapeMessage, { role: 'assistant' }> | undefined;
+export function messagesOfResponsesItems(items: readonly ResponsesItem[], offset = 0): ConversationMessage[] {
+  const out: ConversationMessage[] = [];
+  let assistant: Extract<ConversationMessage, { role: 'assistant' }> | undefined;
+  /** The current assistant message ended with a message item: a message or reasoning item now begins the next reply. */
+  let said = false;
   const side = () => {
     if (!assistant) out.push((assistant = { role: 'assistant', blocks: [] }));
     return assistant.blocks;
   };
-  items.forEach((item, i) => {
-    const where = `input item ${i} (${item.type ?? item.role})`;
+  items.forEach((raw, k) => {
+    const i = k + offset;
+    if (typeof raw !== 'object' || raw === null)
+      throw new ConversationError(
+        'invalid-request',
+        `input item ${i} is ${raw === null ? 'null' : typeof raw}, not an item object; nothing was recorded or sent`,
+      );
+    const item = raw;
+    const where = `input item ${i} (${String(item.type ?? item.role)})`;
     const type = item.type ?? 'message';
+    if (said && (type === 'reasoning' || (type === 'message' && item.role === 'assistant'))) assistant = undefined;
+    said = type === 'message' && item.role === 'assistant';
     if (type === 'message' && item.role === 'assistant') {
       const text = textOf(item.content, where);
       if (text !== '') side().push({ type: 'text', text, ...(typeof item.id === 'string' ? { providerOptions: { openai: { itemId: item.id } } } : {}) });
@@ -129,13 +142,13 @@ export function messagesOfResponsesItems(items: readonly ResponsesItem[]): Shape
       return void out.push({ role: 'tool', callId: item.call_id, content: outputBlocks(item.output, where) });
     }
     if (type === 'message' && (item.role === 'system' || item.role === 'developer')) {
-      throw new DropInError(
+      throw new ConversationError(
         'unmappable-part',
         `xcompact cannot record a ${item.role} message in the middle of the conversation (${where}): only leading system messages and \`instructions\` are kept, as the system prompt; send later instructions as a user message. Nothing was recorded or sent`,
       );
     }
     if (type === 'item_reference') throw serverState([`input[${i}] item_reference`]);
-    throw unmappable(where, `an item of type "${type}"`);
+    throw unmappable(where, `an item of type "${String(type)}"${type === 'message' ? ` with role "${String(item.role)}"` : ''}`);
   });
   return out;
 }
@@ -190,20 +203,6 @@ export function responsesInputOf(events: Iterable<SurfaceEvent>): { instructions
   return { instructions, input };
 }
 
-/**
- * A call's arguments as sent back: as recorded, unless they are not JSON (a reply cut by its
- * output cap mid-call): then the cut text goes back inside a JSON object, since a server that
- * parses the history (llama.cpp) answers every later request with a 500 otherwise.
- */
-function sendableArguments(args: string): string {
-  try {
-    JSON.parse(args);
-    return args;
-  } catch {
-    return JSON.stringify({ arguments: args });
-  }
-}
-
 function userContent(blocks: ReadonlyArray<{ type: string }>): string | Array<Record<string, unknown>> {
   if (!blocks.some((b) => b.type === 'image')) return joinedText(blocks as TextBlock[]);
   return (blocks as Array<TextBlock | ImageBlock>).map((b) =>
@@ -242,9 +241,9 @@ export function replyOfResponse(response: {
   model?: unknown;
   status?: unknown;
   incomplete_details?: { reason?: unknown } | null;
-}): ShapeReply {
+}): Reply {
   const items = Array.isArray(response.output) ? (response.output as ResponsesItem[]) : [];
-  const blocks: ShapeReply['blocks'] = [];
+  const blocks: Reply['blocks'] = [];
   for (const m of messagesOfResponsesItems(items)) if (m.role === 'assistant') blocks.push(...m.blocks);
   const usage = usageOfResponses(response.usage);
   const reason =

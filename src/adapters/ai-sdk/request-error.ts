@@ -4,9 +4,7 @@
  * live). The classifier knows the `openai` SDK's shape; this keeps it unaware of the AI SDK.
  */
 import { APICallError } from 'ai';
-import { XcompactError } from '../../errors';
 import { recoverErrorBody } from '../../services/overflow';
-import { AiSdkAdapterError } from './convert';
 
 export function normaliseRequestError(err: unknown): unknown {
   if (!APICallError.isInstance(err)) return err;
@@ -21,14 +19,4 @@ export function normaliseRequestError(err: unknown): unknown {
   const recovered = recoverErrorBody(body);
   const error = recovered && typeof recovered === 'object' && 'error' in recovered ? recovered.error : recovered;
   return { name: err.name, message: err.message, ...(err.statusCode !== undefined ? { status: err.statusCode } : {}), error, cause: err };
-}
-
-/** The engine failed while handling a provider's error: both kept, xcompact's as the cause. */
-export function recoveryFailed(requestError: unknown, failure: unknown): AiSdkAdapterError {
-  const what = (e: unknown) => (e instanceof XcompactError ? `${e.message} [${e.code}]` : e instanceof Error ? e.message : String(e));
-  return new AiSdkAdapterError(
-    'recovery-failed',
-    `the provider rejected the request (${what(requestError)}) and xcompact could not handle that error: ${what(failure)}. The provider's error is in requestError, xcompact's in cause`,
-    { cause: failure, requestError },
-  );
 }

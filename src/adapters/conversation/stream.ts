@@ -5,6 +5,8 @@
  * so xcompact imports no SDK code and `for await`, `tee()`, `toReadableStream()` and
  * `controller` work as before.
  */
+import type { Reply, Step } from './conversation';
+
 type StreamCtor<S> = new (iterator: () => AsyncIterator<unknown>, controller: AbortController, client?: unknown) => S;
 
 export interface StreamHooks<E> {
@@ -46,4 +48,33 @@ export function forward<T extends object>(target: T, replaced: Record<string, un
       return (typeof key === 'string' && Object.hasOwn(replaced, key)) || Reflect.has(t, key);
     },
   });
+}
+
+/**
+ * A face's streamed reply, recorded into its step when the stream ends: `outcome()` says whether
+ * the events `see` was shown make a whole reply (or the provider's own failure event came:
+ * `error`; the stream ended before its last event: `aborted`), and `reply()` reads it. A stream
+ * the caller stopped reading, or that threw, ends the step as `aborted`.
+ */
+export function recordStream<E, S extends AsyncIterable<E> & { controller: AbortController }>(
+  step: Step,
+  source: S,
+  hooks: { see(event: E): E | undefined; outcome(): 'complete' | 'error' | 'aborted'; reply(): Reply },
+  client: unknown,
+  signal: AbortSignal | undefined,
+): S {
+  return recordingStream<E, S>(
+    source,
+    {
+      see: hooks.see,
+      done: async (aborted) => {
+        if (!step.current) return;
+        const outcome = aborted || signal?.aborted ? 'aborted' : hooks.outcome();
+        if (outcome !== 'complete') return step.abandon(outcome);
+        await step.finish(hooks.reply);
+      },
+      failed: async () => step.abandon('aborted'),
+    },
+    client,
+  );
 }

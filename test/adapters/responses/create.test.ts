@@ -8,8 +8,8 @@ import OpenAI from 'openai';
 import type { ResponseInputItem, ResponseStreamEvent, Response as OpenAIResponse } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DropInError, Session, withCompaction } from '../../../src/index';
-import { ShapeError } from '../../../src/adapters/shapes/errors';
-import { sessionInput } from '../../../src/adapters/drop-in/responses';
+import { ShapeError } from '../../../src/adapters/conversation/errors';
+import { sessionInput } from '../../../src/adapters/responses/create';
 import { OVERFLOW_BODIES, startOpenAIServer, type ChatRequestBody, type LocalOpenAIServer, type Scenario } from '../../../src/testing/index';
 
 let server: LocalOpenAIServer;

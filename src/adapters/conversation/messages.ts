@@ -1,10 +1,11 @@
 /**
- * The conversation as the session holds it, whatever request shape carried it: Chat
- * Completions messages, OpenAI Responses input items, Anthropic Messages content blocks. Each
- * shape maps its own input to these messages (responses-map.ts, anthropic-map.ts) and builds
- * its request from the session's surface events, so a session recorded through one shape
- * continues through another: the log holds no shape, only user messages, assistant messages
- * (text, reasoning, tool calls, each with the provider data it must carry back) and tool results.
+ * The conversation as the session holds it, whatever face carried it: Chat Completions
+ * messages, OpenAI Responses input items, Anthropic Messages content blocks, AI SDK prompt
+ * messages. Each face maps its own input to these messages (drop-in/messages.ts,
+ * responses/map.ts, anthropic/map.ts, ai-sdk/convert.ts) and builds its request from the
+ * session's surface events, so a session recorded through one face continues through another:
+ * the log holds no shape, only user messages, assistant messages (text, reasoning, tool calls,
+ * each with the provider data it must carry back) and tool results.
  *
  * Provider data rides on the block's `providerOptions`, under the keys the AI SDK uses, so the
  * AI SDK adapter reads the same log: `openai.itemId` / `openai.reasoningEncryptedContent` on a
@@ -14,16 +15,17 @@
  * shape sends part of one.
  */
 import { createHash } from 'node:crypto';
-import type { ImageBlock, ReasoningBlock, SurfaceEvent, TextBlock, ToolCallBlock } from '../../session/events';
+import type { ImageBlock, ProviderOptions, ReasoningBlock, SurfaceEvent, TextBlock, ToolCallBlock } from '../../session/events';
 
-/** A message of any shape, as the session records it. */
-export type ShapeMessage =
+/** A message of any face, as the session records it. */
+export type ConversationMessage =
   | { role: 'user'; content: Array<TextBlock | ImageBlock> }
   | { role: 'assistant'; blocks: Array<TextBlock | ReasoningBlock | ToolCallBlock> }
-  | { role: 'tool'; callId: string; content: Array<TextBlock | ImageBlock>; isError?: boolean; toolName?: string };
+  | { role: 'tool'; callId: string; content: Array<TextBlock | ImageBlock>; isError?: boolean; toolName?: string; providerOptions?: ProviderOptions };
 
 /** The tool calls of an assistant message. */
-export const callsOf = (m: ShapeMessage): ToolCallBlock[] => (m.role === 'assistant' ? m.blocks.filter((b): b is ToolCallBlock => b.type === 'tool-call') : []);
+export const callsOf = (m: ConversationMessage): ToolCallBlock[] =>
+  m.role === 'assistant' ? m.blocks.filter((b): b is ToolCallBlock => b.type === 'tool-call') : [];
 
 /**
  * Tool-call arguments as one canonical JSON text: `{"a": 1}` and `{"a":1}` are one call (a shape
@@ -50,11 +52,12 @@ function contentKey(content: ReadonlyArray<TextBlock | ImageBlock>): unknown[] {
 }
 
 /**
- * What identifies a message across shapes and across a restart: role, text, images, tool calls
- * (id and name) and a result's call id. Reasoning and provider data are left
- * out: a caller may drop a reasoning item when passing a reply back, and the recorded one stays.
+ * What identifies a message across faces and across a restart: role, text, images, tool calls
+ * (id and name) and a result's call id and content. Reasoning, provider data and empty text
+ * parts are left out: a caller may drop a reasoning item when passing a reply back (the
+ * recorded one stays), and SDKs differ in the empty text parts they keep.
  */
-export function shapeFingerprint(m: ShapeMessage): string {
+export function fingerprint(m: ConversationMessage): string {
   let key: unknown[];
   switch (m.role) {
     case 'user':
@@ -62,7 +65,7 @@ export function shapeFingerprint(m: ShapeMessage): string {
       break;
     case 'assistant': {
       const text = m.blocks
-        .filter((b): b is TextBlock => b.type === 'text')
+        .filter((b): b is TextBlock => b.type === 'text' && b.text !== '')
         .map((b) => b.text)
         .join('\n\n');
       // A call is its id (unique in a session) and name: its arguments may come back re-serialized
@@ -78,11 +81,11 @@ export function shapeFingerprint(m: ShapeMessage): string {
 }
 
 /** A reply with neither text nor tool calls: a caller may well not pass it back (a Responses reply with no output items). */
-export const isEmptyReply = (m: ShapeMessage): boolean =>
+export const isEmptyReply = (m: ConversationMessage): boolean =>
   m.role === 'assistant' && !m.blocks.some((b) => b.type === 'tool-call' || (b.type === 'text' && b.text !== ''));
 
-/** A recorded message event as a shape message (the inverse of recording it). */
-export function shapeMessageOf(e: SurfaceEvent): ShapeMessage {
+/** A recorded message event as a conversation message (the inverse of recording it). */
+export function messageOf(e: SurfaceEvent): ConversationMessage {
   switch (e.type) {
     case 'user/message':
       return { role: 'user', content: e.data.content };
@@ -95,13 +98,14 @@ export function shapeMessageOf(e: SurfaceEvent): ShapeMessage {
         content: e.data.content.filter((b): b is TextBlock | ImageBlock => b.type === 'text' || b.type === 'image'),
         ...(e.data.isError ? { isError: true } : {}),
         ...(e.data.toolName ? { toolName: e.data.toolName } : {}),
+        ...(e.data.providerOptions ? { providerOptions: e.data.providerOptions } : {}),
       };
     case 'system/message':
       throw new Error('unreachable: a system prompt is not a conversation message');
   }
 }
 
-/** A tool definition in the Chat Completions shape (what the session's request header keeps, whatever shape sent it). */
+/** A tool definition in the Chat Completions shape (what the session's request header keeps, whatever face sent it). */
 export function chatTool(name: string, description: string | undefined, parameters: unknown): Record<string, unknown> {
   return { type: 'function', function: { name, ...(description ? { description } : {}), parameters: parameters ?? { type: 'object', properties: {} } } };
 }

@@ -3,14 +3,15 @@
  *
  * The agent chart calls the model (the `openai` SDK against any OpenAI-compatible endpoint),
  * records each step in the session, runs the tools, then tells the compaction machine — its
- * invoked child — in events: `step.completed` after a step, `request.failed` when the model
- * rejects a request, `shutdown` at the end. The answers come back as events too
+ * invoked child — in events: `request.ready` before each request (it is cut to fit the window
+ * if it must be), `step.completed` after a step, `request.failed` when the model rejects a
+ * request, `shutdown` at the end. The answers come back as events too
  * (`request.settled` with the request's id), and so do the notifications (`compaction.committed`,
  * `pruned`, …): no promise, no `await engine.*` anywhere in the loop.
  *
- *   calling ─ reply recorded ─▶ compacting (step.completed … request.settled) ─▶ calling / finished
- *      └ request rejected ─▶ recovering (request.failed … settled) ─ retry ─▶ calling
- *                                                                 └ fail ─▶ failed
+ *   checking (request.ready … settled) ─ fits ─▶ calling ─ reply recorded ─▶ compacting (step.completed … settled) ─▶ checking / finished
+ *      └ no cut fits it ─▶ failed                └ request rejected ─▶ recovering (request.failed … settled) ─ retry ─▶ checking
+ *                                                                                                              └ fail ─▶ failed
  *
  * With `config.recall` on, the recall tool joins the tools and a `recall` call is answered from the
  * session log (`recall.run`), like any other tool result.
@@ -110,10 +111,8 @@ export function createAgentMachine(options: XStateAgentOptions) {
         signal.addEventListener('abort', onAbort, { once: true });
         return () => signal.removeEventListener('abort', onAbort);
       }),
-      // One model request for the open step; the reply and the tool results are recorded before it resolves.
+      // One model request for the open step (its header recorded and checked); the reply and the tool results are recorded before it resolves.
       callModel: fromPromise(async () => {
-        if (!session.openStep) writer.startStep();
-        writer.request({ provider, model, tools, maxTokens });
         const completion = await client.chat.completions.create(
           { model, messages: [...session.deriveMessages()], tools, max_tokens: maxTokens },
           options.signal ? { signal: options.signal } : {},
@@ -134,9 +133,19 @@ export function createAgentMachine(options: XStateAgentOptions) {
     guards: {
       'is the answer we wait for': ({ context, event }) => event.type === 'request.settled' && event.id === context.waitingFor,
       'recovery says retry': ({ event }) => event.type === 'request.settled' && event.result.kind === 'overflow' && event.result.output.action === 'retry',
+      'no cut fits the request': ({ event }) => event.type === 'request.settled' && event.result.kind === 'fit' && event.result.output.status === 'over',
       'work is finished': ({ context }) => context.finished,
     },
     actions: {
+      'open the request': () => {
+        if (!session.openStep) writer.startStep();
+        writer.request({ provider, model, tools, maxTokens });
+      },
+      // Every request is checked just before it is sent: over the window, its largest tool results are cut to fit.
+      'ask whether the request fits': sendTo('compaction', ({ context }) => ({ type: 'request.ready' as const, id: `a${context.nextId}` })),
+      'refuse the request': assign({
+        lastError: () => new Error('the request does not fit the window even with its tool results cut: shorten the task or the system prompt'),
+      }),
       'ask compaction after the step': sendTo('compaction', ({ context }) => ({
         type: 'step.completed' as const,
         id: `a${context.nextId}`,
@@ -188,8 +197,18 @@ export function createAgentMachine(options: XStateAgentOptions) {
       { src: 'abortSignal' },
     ],
     on: { 'compaction.committed': { actions: 'remember the compaction' } },
-    initial: 'calling',
+    initial: 'checking',
     states: {
+      checking: {
+        entry: ['open the request', 'ask whether the request fits', 'wait for the answer'],
+        on: {
+          'request.settled': [
+            { guard: and(['is the answer we wait for', 'no cut fits the request']), target: 'failed', actions: 'refuse the request' },
+            { guard: 'is the answer we wait for', target: 'calling', actions: assign({ waitingFor: undefined }) },
+          ],
+          'agent.aborted': { actions: 'cancel what compaction is doing' },
+        },
+      },
       calling: {
         invoke: {
           src: 'callModel',
@@ -214,13 +233,13 @@ export function createAgentMachine(options: XStateAgentOptions) {
         entry: ['report the failed request', 'wait for the answer'],
         on: {
           'request.settled': [
-            { guard: and(['is the answer we wait for', 'recovery says retry']), target: 'calling', actions: 'count the retry' },
+            { guard: and(['is the answer we wait for', 'recovery says retry']), target: 'checking', actions: 'count the retry' },
             { guard: 'is the answer we wait for', target: 'failed' },
           ],
         },
       },
       nextStep: {
-        always: [{ guard: 'work is finished', target: 'finished' }, { target: 'calling' }],
+        always: [{ guard: 'work is finished', target: 'finished' }, { target: 'checking' }],
       },
       finished: { entry: 'shut compaction down' },
       failed: {

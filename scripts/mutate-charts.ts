@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MutationLine } from '../test/machines/mutate.run';
 
-const CHARTS = ['engine', 'pressure', 'background', 'transaction', 'overflow', 'gate', 'manual']; // longest first
+const CHARTS = ['engine', 'pressure', 'background', 'transaction', 'overflow', 'gate', 'manual', 'fit']; // longest first
 const chosen = process.env.MUTATE_CHARTS ? process.env.MUTATE_CHARTS.split(',') : CHARTS;
 const WORKERS = Number(process.env.MUTATE_WORKERS ?? 2);
 const STALL_MS = Number(process.env.MUTATE_STALL_MS ?? 8_000);

@@ -8,6 +8,8 @@ export { pressureMachine } from './machines/pressure';
 export { overflowMachine } from './machines/overflow';
 export { manualMachine } from './machines/manual';
 export { transactionMachine } from './machines/transaction';
+export { fitMachine, type FitInput, type FitOutput, type FitStatus, type FitEvent } from './machines/fit';
+export type { WindowReading, WindowResult, RequestCore } from './services/pressure';
 export type { Mode, ReadingResult, SpanCheck, SummaryOutcome, Verdict, CommitRecord, TransactionInput, TransactionOutput, LockProbe } from './machines/types';
 
 // Configuration internals: the zod schema, per-route policy and budget resolution, the model registry.

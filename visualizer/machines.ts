@@ -2,6 +2,7 @@
 import type { AnyStateMachine } from 'xstate';
 import { backgroundMachine } from '../src/machines/background';
 import { compactionMachine } from '../src/machines/compaction';
+import { fitMachine } from '../src/machines/fit';
 import { gateMachine } from '../src/machines/gate';
 import { manualMachine } from '../src/machines/manual';
 import { overflowMachine } from '../src/machines/overflow';
@@ -21,6 +22,7 @@ export const charts: ChartEntry[] = [
   { name: 'pressure', machine: pressureMachine, source: 'src/machines/pressure.ts' },
   { name: 'overflow', machine: overflowMachine, source: 'src/machines/overflow.ts' },
   { name: 'manual', machine: manualMachine, source: 'src/machines/manual.ts' },
+  { name: 'fit', machine: fitMachine, source: 'src/machines/fit.ts' },
   { name: 'transaction', machine: transactionMachine, source: 'src/machines/transaction.ts' },
   { name: 'gate', machine: gateMachine, source: 'src/machines/gate.ts' },
   { name: 'background', machine: backgroundMachine, source: 'src/machines/background.ts' },

@@ -19,9 +19,9 @@ import type {
 } from '../machines/types';
 import { BracketWriter } from '../services/transaction';
 import type { ServiceDeps } from '../services/core';
-import { measurePressure } from '../services/pressure';
+import { measurePressure, measureWindow, type WindowResult } from '../services/pressure';
 import { classifyRequestError, type RequestErrorClass } from '../services/overflow';
-import { pruneSurface } from '../services/pruning';
+import { cutToFit, pruneSurface } from '../services/pruning';
 import type { RangeSelection } from '../services/selection';
 import { selectSpan, type OverflowCount } from '../services/selection';
 import { revalidateSpan, truncateSpan, validateSpan } from '../services/transaction';
@@ -31,6 +31,10 @@ import { buildSummaryRequest } from '../services/transaction';
 export interface EngineServices {
   measure(input: { phase: 'initial' | 'after-prune' | 'after-compaction' }): ReadingResult;
   prune(input: PruneInput): PruneSummary;
+  /** The request about to be sent against its window (the fit chart's reading). */
+  measureWindow(): WindowResult;
+  /** Cuts the largest tool results so the request is `need` provider tokens smaller (the fit chart's cut). */
+  cut(input: { need: number }): PruneSummary;
   selectRange(input: SelectInput): RangeSelection | null;
   validateSpan(input: TransactionActorInputs['validateSpan']): SpanCheck;
   openBracket(input: TransactionActorInputs['openBracket']): OpenedBracket;
@@ -95,6 +99,8 @@ export function createEngineServices(deps: ServiceDeps, summarizer: Summarizer):
   const services: EngineServices = {
     measure: () => measurePressure(deps),
     prune: (input) => pruneSurface(deps, input),
+    measureWindow: () => measureWindow(deps),
+    cut: (input) => cutToFit(deps, input),
     selectRange: (input) => selectSpan(deps, input, input.purpose === 'overflow' ? overflowSeen : undefined),
     validateSpan: (input) => validateSpan(deps.session, input),
     openBracket: (input) => {

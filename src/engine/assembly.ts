@@ -13,6 +13,7 @@ import { answerBelowThreshold, DEFAULT_ENGINE_INPUT, engineContext, compactionMa
 import { backgroundMachine } from '../machines/background';
 import { gateContext, gateMachine, type GateInput } from '../machines/gate';
 import { manualMachine } from '../machines/manual';
+import { fitMachine } from '../machines/fit';
 import { overflowMachine } from '../machines/overflow';
 import { pressureMachine, type MeasureInput } from '../machines/pressure';
 import { transactionMachine, type TransactionActorInputs } from '../machines/transaction';
@@ -37,6 +38,11 @@ export interface CompactionMachineOptions {
   session: Session;
   /** Any OpenAI-compatible client. Without one (and without `summarizer`) summaries are extractive. */
   client?: OpenAIClient;
+  /**
+   * The model's server, when `client` is not an openai client (an `@anthropic-ai/sdk` client, an
+   * AI SDK provider): with tokenizer 'server', its `/tokenize` is asked (the base URL without `/v1`).
+   */
+  server?: { baseURL: string; apiKey?: string | undefined };
   /** Model registry entries, merged over the built-ins and `config.models`. */
   models?: Record<string, Partial<ModelInfo>>;
   config?: CompactionConfigInput;
@@ -105,7 +111,7 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
   const config = parseConfig(options.models ? { ...rawConfig, models: mergeModels(rawConfig.models, options.models) } : rawConfig);
   const tokenizerName = (provider: string | undefined, model: string | undefined): TokenizerName =>
     options.tokenizer ?? (provider && model ? tokenizerNameFor(config, provider, model) : (config.tokenizer ?? 'o200k_base'));
-  const client = options.client as { baseURL?: unknown; apiKey?: unknown } | undefined;
+  const client = (options.client ?? options.server) as { baseURL?: unknown; apiKey?: unknown } | undefined;
   const routes = createRouteTokenizers({
     config,
     tokenizerName,
@@ -171,6 +177,9 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     actors: { checkAdmission: act((i: { purpose: 'manual' }) => services.checkAdmission(i)), selectRange, transaction },
     actions: closeAbandoned,
   });
+  const fit = fitMachine.provide({
+    actors: { measure: act(() => services.measureWindow()), cut: act((i: { need: number }) => services.cut(i)) },
+  });
   // Background compaction (docs/spec.md#13-background-compaction), if any route has it: each job passes the gate first.
   const background = config.background || config.modelPolicies.some((p) => p.background);
   const gated = gateMachine.provide({ actors: { measure, pressure, overflow, manual } });
@@ -187,8 +196,8 @@ export function buildCompactionMachine(options: CompactionMachineOptions): Built
     delays: { summaryDeadline },
   });
   const jobs = background
-    ? { pressure: gateFor('pressure'), overflow: gateFor('overflow'), manual: gateFor('manual'), background: backgroundChart }
-    : { pressure, overflow, manual };
+    ? { pressure: gateFor('pressure'), overflow: gateFor('overflow'), manual: gateFor('manual'), fit, background: backgroundChart }
+    : { pressure, overflow, manual, fit };
   // The reading the quick guard judged, reported by the answer of the same transition.
   let quickReading: PressureReading | undefined;
   // With background on too: the root chart's 'background is idle' guard (engine.ts) lets this

@@ -18,7 +18,9 @@ import { compactionRecord, type ChartNotification, type CompactionRecord, type E
 import { CompactionError, routeBudget } from '../services/core';
 import { BudgetError, type CompactionConfig } from '../services/config';
 import type { UnclosedBracket } from '../services/transaction';
-import { measureFigures, type EngineMeasurement } from '../services/pressure';
+import { admitRequest, measureFigures, type EngineMeasurement, type RequestCore } from '../services/pressure';
+import type { FitOutput } from '../machines/fit';
+import type { Session } from '../session/session';
 import { classifyRequestError, type RequestErrorClass } from '../services/overflow';
 
 export { CompactionError } from '../services/core';
@@ -59,6 +61,8 @@ export interface AfterStepResult {
   waitedMs: number;
   /** Background runs that failed since the previous call (the breaker counted them). */
   backgroundFailures: CompactionError[];
+  /** `beforeRequest` only: the request was over its window after compaction, and its largest tool results were cut to fit. */
+  cut?: { count: number; tokensFreed: number };
 }
 
 export type RequestErrorAction =
@@ -94,12 +98,21 @@ export interface CompactionEngine {
    * Run just before a request is sent, once its `request/header` is recorded (its model, tools
    * and `maxTokens`): the first request after a reopen, after a new user message, after tool
    * results, after an overflow recovery. The pressure check of `afterStep` (prune, compact),
-   * then the request is measured against the window: it resolves when the prompt plus the
-   * header's output cap fit, and rejects with a `BudgetError` `request-over-window` (nothing
-   * sent) when they still do not. A request the engine cannot route (no header, or a model with
-   * no known window and `requireCapacity: false`) is not judged.
+   * then the fit chart judges the request against the window: one still over its message budget
+   * has its largest tool results cut (head and tail kept, recallable, recorded as prunes: `cut`);
+   * it rejects with a `BudgetError` `request-over-window` (nothing sent) only when no cut brings
+   * it under — what is left is the system prompt, the tools and the newest messages. A request
+   * the engine cannot route (no header, or a model with no known window and
+   * `requireCapacity: false`) is not judged.
    */
   beforeRequest(options?: { signal?: AbortSignal }): Promise<AfterStepResult>;
+  /**
+   * Before a call records anything: a `BudgetError` (`request-over-window`, or `no-message-budget`)
+   * when what no compaction, prune or cut makes smaller — the system prompt, the tool definitions
+   * and the newest user message — leaves no room for the output cap in the window; undefined
+   * otherwise (or when the window is unknown). The faces refuse such a call before it writes.
+   */
+  admits(request: RequestCore): BudgetError | undefined;
   /** Call with a request's error: `retry` means the surface now fits better and the request should be rebuilt and sent again. */
   onRequestError(error: unknown, options?: { signal?: AbortSignal }): Promise<RequestErrorAction>;
   /** Manual `/compact`: only between turns. Resolves null when there is nothing to compact; throws CompactionError. */
@@ -280,27 +293,14 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       return { ...idle, status: result.kind === 'busy' ? 'busy' : result.kind === 'auto-off' ? 'auto-off' : 'paused' };
     },
     async beforeRequest(given = {}) {
-      const result = await engine.afterStep(given ?? {});
-      let budget: ReturnType<typeof routeBudget>;
-      try {
-        budget = routeBudget(deps);
-      } catch (err) {
-        if (err instanceof BudgetError || (err instanceof XcompactError && err.code === 'unrouted')) return result;
-        throw err;
-      }
-      const total = deps.meter.measure().totalTokens;
-      if (total > budget.messageBudget) {
-        const header = session.latestHeader!.data;
-        const why = result.error ? ` (the compaction failed: ${result.error.message})` : result.status === 'stuck' ? ' (nothing left to compact)' : '';
-        throw new BudgetError(
-          'request-over-window',
-          header.provider,
-          header.model,
-          `${header.provider}/${header.model}: the request measures ${total} tokens, and with its output cap ${budget.outputReservation} it does not fit the window ${budget.window} ` +
-            `(at most ${budget.messageBudget} for the prompt)${why}; nothing was sent. Lower max_tokens, or shorten the newest messages`,
-        );
-      }
-      return result;
+      const opts = given ?? {};
+      const result = await engine.afterStep(opts);
+      // The fit chart judges the request against its window, and cuts what it must (machines/fit.ts).
+      const settled = await request((id) => ({ type: 'request.ready', id }), opts.signal);
+      if (settled.kind !== 'fit') return result;
+      const fit = settled.output;
+      if (fit.status === 'over') throw overWindow(session, fit, result, options.pruner === false || !config.prune.enabled);
+      return fit.cut ? { ...result, cut: fit.cut } : result;
     },
     async onRequestError(error, given = {}) {
       // `null` options are no options, as `undefined` is.
@@ -350,7 +350,32 @@ export function createCompactionEngine(options: CompactionEngineOptions): Compac
       return compactionRecord(out.transaction.trigger, out.transaction.commit, out.transaction.summary);
     },
     measure: () => measureFigures(deps),
+    admits: (core) => admitRequest(deps, core),
   };
   announceEngine(engine, options);
   return engine;
+}
+
+/** The refusal of a request no cut brings under its window: what it measures, and what the caller can change. */
+function overWindow(session: Session, fit: FitOutput, result: AfterStepResult, cutOff: boolean): BudgetError {
+  const header = session.latestHeader!.data;
+  const r = fit.after ?? fit.before;
+  const figures = r
+    ? `the request measures ${r.totalTokens} tokens, and with its output cap ${r.outputReservation} it does not fit the window ${r.window} (at most ${r.messageBudget} for the prompt)`
+    : 'the request could not be measured against its window';
+  const why = fit.error
+    ? ` (cutting its tool results failed: ${fit.error.message})`
+    : fit.cut
+      ? ` even after its ${fit.cut.count} largest tool result(s) were cut (${fit.cut.tokensFreed} tokens freed; the whole texts stay recallable)`
+      : result.error
+        ? ` (the compaction failed: ${result.error.message})`
+        : '';
+  return new BudgetError(
+    'request-over-window',
+    header.provider,
+    header.model,
+    `${header.provider}/${header.model}: ${figures}${why}; nothing was sent. What is left is the system prompt, the tool definitions and the newest messages: ` +
+      `shorten the system prompt or the newest user message, send fewer tool definitions, or lower max_tokens` +
+      (cutOff ? '; pruning is off (prune.enabled: false), so no tool result was cut: turn it on to let the newest results be cut to fit' : ''),
+  );
 }

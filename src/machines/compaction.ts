@@ -3,6 +3,7 @@
  *
  * work — one job at a time:
  *   idle ─ step.completed ─▶ pressure   (unless auto is off, or the breaker is open)
+ *        ─ request.ready ─▶ fitting     (the request about to be sent: cut to fit, or refused)
  *        ─ request.failed ─▶ overflow
  *        ─ compact.requested ─▶ manual
  *   A request that arrives while a job runs is answered `busy` at once.
@@ -29,6 +30,7 @@ import { BACKGROUND_SYSTEM_ID, backgroundMachine } from './background';
 import { manualMachine, type ManualOutput } from './manual';
 import { overflowMachine, type OverflowOutput } from './overflow';
 import { pressureMachine, restingOutput, type PressureOutput } from './pressure';
+import { fitMachine, type FitOutput } from './fit';
 import { errorOf, NOTIFY, outputOf, toErrorInfo, truncated, truncationAfter, type NotifyEvent, type PressureReading } from './types';
 import type { AnyActorRef } from 'xstate';
 import type { RoutePolicy } from '../services/core';
@@ -59,6 +61,8 @@ export type EngineRequest =
    */
   | { type: 'request.failed'; id: string; error: unknown; turn: number | null; aborted: boolean; lastAssistantSeq: number; overflow?: boolean }
   | { type: 'compact.requested'; id: string; aborted: boolean; abortReason: string | undefined; focus: string | undefined }
+  /** The next request's header is recorded and its pressure job ran: it is about to be sent (fit.ts judges it against the window). */
+  | { type: 'request.ready'; id: string }
   /** `reason`: the caller's, kept in the error and in `compaction/end.error`. */
   | { type: 'cancel'; id: string; reason?: string };
 
@@ -72,7 +76,8 @@ export type SettledResult =
   | { kind: 'pressure'; output: PressureOutput }
   | { kind: 'overflow'; output: OverflowOutput }
   | { kind: 'manual'; output: ManualOutput }
-  | { kind: 'busy'; running: 'pressure' | 'overflow' | 'manual' }
+  | { kind: 'fit'; output: FitOutput }
+  | { kind: 'busy'; running: 'pressure' | 'overflow' | 'manual' | 'fit' }
   | { kind: 'auto-off' }
   /** The breaker is open and the model-free fallback is off (`truncationFallback: false`): pressure compaction is paused. */
   | { kind: 'paused'; consecutiveFailures: number }
@@ -88,6 +93,9 @@ export type EngineEmitted =
 
 /** Everything the engine chart emits (and sends to its parent). */
 export type CompactionEmitted = EngineEmitted | ChartNotification;
+
+/** A request over its window is cut at most this many times before it is refused (each cut is priced only once written). */
+export const FIT_MAX_CUTS = 3;
 
 /** The config's defaults, for the chart run on its own; `createCompactionMachine` bakes the parsed config's. */
 export const DEFAULT_ENGINE_INPUT: EngineInput = {
@@ -120,7 +128,7 @@ export interface EngineContext extends EngineInput {
   policy: RoutePolicy;
   /** The newest usage seq a silent overflow was reported for. */
   silentSeenSeq: number;
-  current: { id: string; kind: 'pressure' | 'overflow' | 'manual' } | undefined;
+  current: { id: string; kind: 'pressure' | 'overflow' | 'manual' | 'fit' } | undefined;
   pending: EngineRequest | undefined;
   consecutiveFailures: number;
   overflowRetries: number;
@@ -192,6 +200,7 @@ export const compactionMachine = setup({
     pressure: pressureMachine,
     overflow: overflowMachine,
     manual: manualMachine,
+    fit: fitMachine,
     background: backgroundMachine,
   },
   delays: {
@@ -234,7 +243,8 @@ export const compactionMachine = setup({
   actions: {
     'start job': assign({
       current: ({ event }) => {
-        const kind = event.type === 'step.completed' ? 'pressure' : event.type === 'request.failed' ? 'overflow' : 'manual';
+        const kind =
+          event.type === 'step.completed' ? 'pressure' : event.type === 'request.failed' ? 'overflow' : event.type === 'request.ready' ? 'fit' : 'manual';
         return { id: (event as EngineRequest).id, kind } as const;
       },
       pending: ({ event }) => event as EngineRequest,
@@ -329,6 +339,7 @@ export const compactionMachine = setup({
             ],
             'request.failed': { target: 'overflow', actions: ['reset overflow retries after a success', 'start job', 'look up route policy'] },
             'compact.requested': { target: 'manual', actions: 'start job' },
+            'request.ready': { target: 'fitting', actions: 'start job' },
           },
         },
         // Pressure compaction runs only if the routed model's policy has it on.
@@ -426,6 +437,16 @@ export const compactionMachine = setup({
             onError: { target: 'idle', actions: ['settle job with chart error', 'finish job'] },
           },
         },
+        // Model-free and quick: no gate, no breaker (a cut is neither a compaction's success nor its failure).
+        fitting: {
+          invoke: {
+            id: 'job',
+            src: 'fit',
+            input: ({ context }) => ({ cutEnabled: context.pruneEnabled, maxCuts: FIT_MAX_CUTS }),
+            onDone: { target: 'idle', actions: ['settle job', 'finish job'] },
+            onError: { target: 'idle', actions: ['settle job with chart error', 'finish job'] },
+          },
+        },
         stopped: { type: 'final', entry: 'close abandoned bracket' },
       },
       on: {
@@ -435,6 +456,7 @@ export const compactionMachine = setup({
         'step.completed': { actions: 'answer busy' },
         'request.failed': { actions: 'answer busy' },
         'compact.requested': { actions: 'answer busy' },
+        'request.ready': { actions: 'answer busy' },
       },
     },
     breaker: {

@@ -158,7 +158,9 @@ export type ChartNotification =
   /** Pruning threw (a store that refused its write, a custom pruner's bug): the chart went on to compaction without it. */
   | { type: 'prune.failed'; trigger: Trigger; error: ErrorInfo }
   /** The provider reported a prompt larger than the window: it truncated the request silently (llama.cpp, Ollama). */
-  | { type: 'overflow.silent'; seq: number; promptTokens: number; contextWindow: number };
+  | { type: 'overflow.silent'; seq: number; promptTokens: number; contextWindow: number }
+  /** A request still over its message budget by `over` tokens after compaction and pruning: its largest tool results were cut to fit (fit.ts). */
+  | { type: 'fit.cut'; count: number; tokensFreed: number; over: number };
 
 export const NOTIFY = 'xcompact.notify';
 export type NotifyEvent = { type: typeof NOTIFY; notification: ChartNotification };

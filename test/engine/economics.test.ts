@@ -115,7 +115,12 @@ describe('the cost model in the engine', () => {
     const h = harness({
       summarizer,
       models: { 'test/small': { contextWindow: 4000, maxOutputTokens: 500 } },
-      config: { ...ON, background: false, tokenizer: 'heuristic', prune: { protectRecentTokens: 0, minReclaimTokens: 0 } },
+      config: {
+        ...ON,
+        background: false,
+        tokenizer: 'heuristic',
+        prune: { thresholdChars: 8192, headChars: 4096, tailChars: 1024, protectRecentTokens: 0, minReclaimTokens: 0 },
+      },
     });
     openTurn(h, 'List every folder.');
     // An oversized result (9,000 characters: prunable, head 4,096 + tail 1,024 kept), then one

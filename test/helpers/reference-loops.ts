@@ -180,6 +180,8 @@ export function controlLoop(broken: ControlBreakage = {}): UserLoop {
         w.request({ provider: ctx.provider, model: ctx.model, systemPrompt: SYSTEM, tools, maxTokens: ctx.maxOutputTokens });
         let reply;
         for (let resend = false; ; resend = true) {
+          // Every request is checked just before it is sent (docs/agent-loop.md): compacted, and cut to fit the window.
+          await engine.beforeRequest(withSignal);
           let messages: ChatCompletionMessageParam[] = broken.ownArray ? [...own] : ([...session.deriveMessages()] as ChatCompletionMessageParam[]);
           if (resend && broken.retryWithoutToolResults) messages = messages.filter((m) => m.role !== 'tool');
           if (broken.sendsBeforeResult) messages.push(...unrecorded.map((r) => ({ role: 'tool' as const, tool_call_id: r.id, content: r.content })));

@@ -10,6 +10,9 @@
 import type { AnyMachineSnapshot } from 'xstate';
 import { compactionMachine, type EngineInput } from '../../src/machines/compaction';
 import { manualMachine, type ManualInput, type ManualOutput } from '../../src/machines/manual';
+import { FIT_MAX_CUTS } from '../../src/machines/compaction';
+import { fitMachine, type FitInput, type FitOutput } from '../../src/machines/fit';
+import type { WindowReading } from '../../src/services/pressure';
 import { overflowMachine, type OverflowInput, type OverflowOutput } from '../../src/machines/overflow';
 import { pressureMachine, restingOutput, type PressureInput, type PressureOutput } from '../../src/machines/pressure';
 import { transactionMachine } from '../../src/machines/transaction';
@@ -535,6 +538,53 @@ export const manualSpec: MachineSpec<ManualAux> = {
 };
 
 // ---------------------------------------------------------------------------
+// fit (the request about to be sent against its window)
+
+const WINDOW_READING = (totalTokens: number): WindowReading => ({
+  provider: 'test',
+  model: 'tiny',
+  totalTokens,
+  messageBudget: 3500,
+  window: 4000,
+  outputReservation: 500,
+});
+
+export const FIT_OFFERS: Record<string, Offer[]> = {
+  measure: [
+    { outcome: 'within', output: { kind: 'reading', reading: WINDOW_READING(3000) } },
+    { outcome: 'over', output: { kind: 'reading', reading: WINDOW_READING(5000) }, states: ['measuring'] },
+    // Still over after a cut that freed something: the cut aims past the need, so a real one brings it under.
+    { outcome: 'over-after-cut', output: { kind: 'reading', reading: WINDOW_READING(3600) }, states: ['remeasuring'] },
+    { outcome: 'unjudged', output: { kind: 'unjudged' }, states: ['measuring'] },
+    // The route went away between two readings: only a cut writes in between, so it cannot; the chart still ends.
+    { outcome: 'unjudged-after-cut', output: { kind: 'unjudged' }, states: ['remeasuring'] },
+    { outcome: 'throws', error: error('internal') },
+  ],
+  cut: [
+    { outcome: 'cut', output: { count: 2, tokensFreed: 1800, generation: 1 } },
+    { outcome: 'nothing', output: { count: 0, tokensFreed: 0, generation: 0 } },
+    { outcome: 'throws', error: error('store-closed') },
+  ],
+};
+
+export const FIT_INPUTS: Array<{ label: string; input: FitInput }> = [
+  { label: 'cut on', input: { cutEnabled: true, maxCuts: FIT_MAX_CUTS } },
+  // config `prune.enabled: false` (or the engine's `pruner: false`): nothing is cut.
+  { label: 'cut off', input: { cutEnabled: false, maxCuts: FIT_MAX_CUTS } },
+];
+
+export const fitSpec: MachineSpec<undefined> = {
+  name: 'fit',
+  machine: fitMachine,
+  inputs: FIT_INPUTS,
+  initialAux: undefined,
+  events: (s) => (active(s) ? [...invokeOffers<undefined>(s, FIT_OFFERS), { outcome: 'cancel', event: { type: 'cancel' } }] : []),
+  project: (s) => JSON.stringify([s.value, s.context.cutEnabled, s.context.cuts]),
+  atRest: (s) => s.status === 'done',
+  maxDepth: 2 + 2 * FIT_MAX_CUTS,
+};
+
+// ---------------------------------------------------------------------------
 // engine: facade calls and job outcomes
 
 export interface EngineAux {
@@ -556,8 +606,10 @@ const overflowFail = (over: Partial<Extract<OverflowOutput, { action: 'fail' }>>
   ...over,
 });
 
+const fitOut = (over: Partial<FitOutput>): FitOutput => ({ status: 'fits', before: undefined, after: undefined, cut: undefined, error: undefined, ...over });
+
 /** Job outcomes by running job kind: [outcome, output]. */
-export const JOB_OUTCOMES: Record<'pressure' | 'overflow' | 'manual', Array<[string, (aux: EngineAux) => unknown]>> = {
+export const JOB_OUTCOMES: Record<'pressure' | 'overflow' | 'manual' | 'fit', Array<[string, (aux: EngineAux) => unknown]>> = {
   pressure: [
     ['compacted', () => pressureOut({ status: 'compacted', transactions: [TX_COMMITTED] })],
     ['failed', () => pressureOut({ status: 'failed', transactions: [TX_FAILED], error: TX_FAILED.status === 'failed' ? TX_FAILED.error : undefined })],
@@ -591,6 +643,8 @@ export const JOB_OUTCOMES: Record<'pressure' | 'overflow' | 'manual', Array<[str
     ['committed', () => ({ status: 'committed', transaction: TX_COMMITTED }) satisfies ManualOutput],
     ['failed', () => ({ status: 'failed', error: { code: 'summary', message: 'x' }, transaction: TX_FAILED }) satisfies ManualOutput],
   ],
+  // Every answer of the fit chart settles the same way (its outcomes are the fit chart's own paths).
+  fit: [['fits', () => fitOut({ status: 'fits', before: WINDOW_READING(3000), after: WINDOW_READING(3000) })]],
 };
 
 const TX_TRUNCATED_OVERFLOW: TransactionOutput = { ...TX_TRUNCATED, trigger: 'overflow' };
@@ -655,7 +709,7 @@ export const engineSpec: MachineSpec<EngineAux> = {
     const out: Array<CatalogEvent<EngineAux>> = [];
     const id = `r${aux.requests + 1}`;
     const made = { ...aux, requests: aux.requests + 1 };
-    const current = s.context.current as { id: string; kind: 'pressure' | 'overflow' | 'manual' } | undefined;
+    const current = s.context.current as { id: string; kind: 'pressure' | 'overflow' | 'manual' | 'fit' } | undefined;
     if (s.context.truncationFallback) {
       // The fallback's paths: steps and overflow errors, each job relieved by a truncation.
       if (current) {
@@ -679,7 +733,7 @@ export const engineSpec: MachineSpec<EngineAux> = {
         event: { type: 'xstate.done.actor.job', output, actorId: 'job' },
         aux: next,
       });
-      if (aux.cancelled) out.push(done('cancelled', CANCELLED_OUTPUT[current.kind], { ...aux, cancelled: false }));
+      if (aux.cancelled) out.push(done('cancelled', CANCELLED_OUTPUT[current.kind as 'pressure' | 'overflow' | 'manual'], { ...aux, cancelled: false }));
       else {
         for (const [outcome, output] of JOB_OUTCOMES[current.kind]) {
           out.push(done(outcome, output(aux), outcome === 'unknown-model' ? { ...aux, warned: aux.warned + 1 } : aux));
@@ -689,7 +743,8 @@ export const engineSpec: MachineSpec<EngineAux> = {
           event: { type: 'xstate.error.actor.job', error: new TypeError(`a ${current.kind} guard threw`), actorId: 'job' },
           aux,
         });
-        out.push({ outcome: 'cancel', event: { type: 'cancel', id: current.id }, aux: { ...aux, cancelled: true } });
+        // The fit chart is cancelled too (its own paths show it); here a job's cancel is taken with the jobs that wait on a model.
+        if (current.kind !== 'fit') out.push({ outcome: 'cancel', event: { type: 'cancel', id: current.id }, aux: { ...aux, cancelled: true } });
       }
     }
     out.push({ outcome: 'afterStep', event: { type: 'step.completed', id, turn: 0, aborted: false }, aux: made });
@@ -700,6 +755,7 @@ export const engineSpec: MachineSpec<EngineAux> = {
       aux: made,
     });
     out.push({ outcome: 'compactNow', event: { type: 'compact.requested', id, aborted: false, abortReason: undefined, focus: undefined }, aux: made });
+    out.push({ outcome: 'beforeRequest', event: { type: 'request.ready', id }, aux: made });
     for (const type of activeAfterEvents(s)) out.push({ outcome: 'cool-down elapses', event: { type } });
     // A running job's charts announce through the engine chart (the real ones do so whenever they
     // prune or compact: the runner produces nothing for this step).
@@ -729,7 +785,7 @@ export const engineSpec: MachineSpec<EngineAux> = {
   maxDepth: 8,
 };
 
-export const SPECS = [transactionSpec, pressureSpec, overflowSpec, manualSpec, engineSpec, backgroundSpec, gateSpec] as const;
+export const SPECS = [transactionSpec, pressureSpec, overflowSpec, manualSpec, fitSpec, engineSpec, backgroundSpec, gateSpec] as const;
 
 const cached = new Map<string, Coverage>();
 
@@ -774,7 +830,14 @@ export const FORCED_OUTCOMES: Record<string, Record<string, string>> = {
     'selectRange:throws': 'selection here only reads the session',
     'transaction:chart-error': 'a bug inside the transaction chart (its guard throws)',
   },
+  fit: {
+    'measure:throws': 'the meter throws only on a bug (as in the pressure chart)',
+    'measure:unjudged-after-cut': 'only a cut writes between two readings, and a cut changes no route',
+    'measure:over-after-cut': 'a cut aims past what the request is over by (priced after it is written), so one that freed something brings it under',
+    'cut:throws': 'the cut checks every write before the first (applyPrune); a store that fails refuses the engine before',
+  },
   engine: {
+    'fit:chart-error': 'a bug inside the fit chart',
     'pressure:chart-error': 'a bug inside the pressure chart',
     'overflow:chart-error': 'a bug inside the overflow chart',
     'manual:chart-error': 'a bug inside the manual chart',

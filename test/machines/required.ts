@@ -37,6 +37,7 @@ const S9 = 'docs/spec.md#9-manual-compaction-compact manual compaction';
 const CANCEL = 'DESIGN: cancellation from every waiting state; docs/spec.md#5-the-transaction: a summary finished after cancel is never committed';
 const BREAKER = 'docs/spec.md#10-where-the-usual-way-falls-short-and-what-xcompact-does-instead/§14: circuit breaker for repeated failures';
 const S13 = 'docs/spec.md#13-background-compaction background compaction';
+const S19 = 'docs/spec.md#19-the-request-fits the request fits';
 
 /** The decisions SPEC.md names, per chart. */
 export const SPEC_DECISIONS: Record<string, RequiredTransition[]> = {
@@ -88,6 +89,20 @@ export const SPEC_DECISIONS: Record<string, RequiredTransition[]> = {
     { source: 'probingLock', event: 'done(probeLock)', guard: 'lock is held', target: 'declined', why: `${S6}: check the lock before pruning` },
     { source: 'deciding', event: 'done(probeLock)', guard: 'generation advanced', target: 'retry', why: `${S6}: retry only if replaceGeneration advanced` },
     { source: 'deciding', event: 'done(probeLock)', target: 'declined', why: S6 },
+  ],
+  fit: [
+    { source: 'measuring', event: 'done(measure)', guard: 'within the budget', target: 'fits', why: `${S19}: a request within its window is sent as it is` },
+    {
+      source: 'measuring',
+      event: 'done(measure)',
+      guard: 'over the budget, cutting on',
+      target: 'cutting',
+      why: `${S19}: over the window, the largest tool results are cut`,
+    },
+    { source: 'measuring', event: 'done(measure)', guard: 'over the budget, cutting off', target: 'over', why: `${S19}: pruning off, nothing is cut: refused` },
+    { source: 'cutting', event: 'done(cut)', guard: 'the cut freed nothing', target: 'over', why: `${S19}: refused only when no cut brings it under` },
+    { source: 'remeasuring', event: 'done(measure)', guard: 'within the budget', target: 'fits', why: `${S19}: the cut brought it under` },
+    { source: 'remeasuring', event: 'done(measure)', guard: 'over the budget, no cuts left', target: 'over', why: `${S19}: refused after the last cut` },
   ],
   manual: [
     {

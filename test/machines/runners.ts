@@ -6,6 +6,7 @@ import type { PathRunner } from './describe';
 import { runBackgroundEnginePath } from './suite-background-engine';
 import { runGateEnginePath } from './suite-gate-engine';
 import { runEnginePath } from './suite-engine';
+import { runFitPath } from './suite-fit';
 import { runManualPath } from './suite-manual';
 import { runOverflowPath } from './suite-overflow';
 import { runPressurePath } from './suite-pressure';
@@ -16,6 +17,7 @@ export const RUNNERS: Record<string, PathRunner> = {
   pressure: runPressurePath,
   overflow: runOverflowPath,
   manual: runManualPath,
+  fit: runFitPath,
   engine: runEnginePath,
   background: runBackgroundEnginePath,
   gate: runGateEnginePath,

@@ -21,6 +21,7 @@
  */
 import { expect } from 'vitest';
 import { CompactionError, type AfterStepResult, type CompactionRecord, type RequestErrorAction } from '../../src/engine/facade';
+import type { SettledResult } from '../../src/machines/compaction';
 import type { TransitionInfo } from './model';
 import type { GeneratedPath } from './paths';
 import {
@@ -39,8 +40,8 @@ import {
   type World,
 } from './runner';
 
-type Kind = 'pressure' | 'overflow' | 'manual';
-type Answer = AfterStepResult | RequestErrorAction | CompactionRecord | null | CompactionError;
+type Kind = 'pressure' | 'overflow' | 'manual' | 'fit';
+type Answer = AfterStepResult | RequestErrorAction | CompactionRecord | null | CompactionError | SettledResult;
 
 interface Job {
   kind: Kind;
@@ -49,8 +50,25 @@ interface Job {
   running: Promise<Answer>;
 }
 
-const FIRST_CALL: Record<Kind, 'measure' | 'classify' | 'checkAdmission'> = { pressure: 'measure', overflow: 'classify', manual: 'checkAdmission' };
-const FACADE_KIND: Record<string, Kind> = { afterStep: 'pressure', 'afterStep below': 'pressure', onRequestError: 'overflow', compactNow: 'manual' };
+const FIRST_CALL: Record<Kind, 'measure' | 'classify' | 'checkAdmission' | 'measureWindow'> = {
+  pressure: 'measure',
+  overflow: 'classify',
+  manual: 'checkAdmission',
+  fit: 'measureWindow',
+};
+/** The root chart's state a job runs in. */
+const JOB_STATE: Record<Kind, string> = { pressure: 'pressure', overflow: 'overflow', manual: 'manual', fit: 'fitting' };
+/**
+ * `beforeRequest` stands for the facade's second half: `engine.beforeRequest()` runs the pressure
+ * job (afterStep) and then this request, sent here on its own (its paths are the fit chart's own).
+ */
+const FACADE_KIND: Record<string, Kind> = {
+  afterStep: 'pressure',
+  'afterStep below': 'pressure',
+  onRequestError: 'overflow',
+  compactNow: 'manual',
+  beforeRequest: 'fit',
+};
 const SERVER_500 = {
   kind: 'status' as const,
   status: 500,
@@ -71,6 +89,11 @@ function prepare(w: World, srv: Server, kind: Kind, outcome: string, warned: { n
     if (outcome === 'failed' || outcome === 'truncated') srv.queue.push(SERVER_500);
     return undefined;
   }
+  if (kind === 'fit') {
+    // Within the window: the fit chart measures and answers (its other paths are its own suite's).
+    route(w);
+    return undefined;
+  }
   if (kind === 'overflow') {
     toolStep(w);
     toolStep(w, { open: true });
@@ -84,7 +107,22 @@ function prepare(w: World, srv: Server, kind: Kind, outcome: string, warned: { n
   return undefined;
 }
 
+let readyIds = 0;
+/** The `request.ready` request the facade's beforeRequest sends after its pressure job: the root chart's answer. */
+function requestReady(w: World): Promise<SettledResult> {
+  const id = `ready${++readyIds}`;
+  return new Promise((resolve) => {
+    const sub = w.engine.actor.on('request.settled', (e) => {
+      if (e.id !== id) return;
+      sub.unsubscribe();
+      resolve(e.result);
+    });
+    w.engine.actor.send({ type: 'request.ready', id });
+  });
+}
+
 function call(w: World, kind: Kind, error: unknown, signal: AbortSignal): Promise<Answer> {
+  if (kind === 'fit') return requestReady(w);
   if (kind === 'pressure') return w.engine.afterStep({ signal });
   if (kind === 'overflow') return w.engine.onRequestError(error, { signal });
   return w.engine.compactNow({ signal }).catch((err: unknown) => err as CompactionError);
@@ -119,6 +157,10 @@ function expectJobAnswer(job: Job, answer: Answer): void {
       const reason = { failed: 'summary-failed', 'not-overflow': 'not-overflow', cancelled: 'cancelled', 'chart-error': 'internal' }[outcome];
       expect(r).toMatchObject({ kind: 'fail', reason });
     }
+  } else if (kind === 'fit') {
+    const r = answer as SettledResult;
+    if (outcome === 'chart-error') expect(r.kind).toBe('error');
+    else expect(r).toMatchObject({ kind: 'fit', output: { status: 'fits' } });
   } else if (outcome === 'committed') {
     expect((answer as CompactionRecord).trigger).toBe('manual');
   } else {
@@ -151,7 +193,7 @@ export async function runEnginePath(srv: Server, path: GeneratedPath, byKey: Map
     const step = path.steps[i]!;
     const facadeKind = FACADE_KIND[step.outcome];
     if (facadeKind) {
-      const startsJob = step.fired.some((k) => byKey.get(k)!.targets.some((t) => t === `work.${facadeKind}`));
+      const startsJob = step.fired.some((k) => byKey.get(k)!.targets.some((t) => t === `work.${JOB_STATE[facadeKind]}`));
       if (startsJob) {
         const done = path.steps.slice(i + 1).find((s) => s.outcome.startsWith(`${facadeKind}:`))!;
         const outcome = done.outcome.split(':')[1]!;
@@ -175,6 +217,8 @@ export async function runEnginePath(srv: Server, path: GeneratedPath, byKey: Map
         expect((answer as AfterStepResult).status).toBe(status);
       } else if (facadeKind === 'overflow') {
         expect(answer).toMatchObject({ kind: 'fail', reason: 'busy' });
+      } else if (facadeKind === 'fit') {
+        expect(answer).toMatchObject({ kind: 'busy' });
       } else {
         expect((answer as CompactionError).code).toBe('busy');
       }

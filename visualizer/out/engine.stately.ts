@@ -40,6 +40,7 @@ export const machine = createMachine({
               ],
             },
             'compact.requested': { target: 'manual', actions: 'start job' },
+            'request.ready': { target: 'fitting', actions: 'start job' },
           },
         },
         admitting: {
@@ -146,6 +147,17 @@ export const machine = createMachine({
             },
           },
         },
+        fitting: {
+          invoke: {
+            id: 'job',
+            src: 'fit',
+            onDone: { target: 'idle', actions: ['settle job', 'finish job'] },
+            onError: {
+              target: 'idle',
+              actions: ['settle job with chart error', 'finish job'],
+            },
+          },
+        },
         stopped: { type: 'final', entry: 'close abandoned bracket' },
       },
       on: {
@@ -157,6 +169,7 @@ export const machine = createMachine({
         'step.completed': { actions: 'answer busy' },
         'request.failed': { actions: 'answer busy' },
         'compact.requested': { actions: 'answer busy' },
+        'request.ready': { actions: 'answer busy' },
       },
     },
     breaker: {

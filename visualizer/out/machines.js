@@ -34,6 +34,10 @@ window.XCOMPACT_CHARTS = [
     "path": "work.manual"
    },
    {
+    "id": "engine.work.fitting",
+    "path": "work.fitting"
+   },
+   {
     "id": "engine.work.stopped",
     "path": "work.stopped"
    },
@@ -117,6 +121,16 @@ window.XCOMPACT_CHARTS = [
      "parent": "engine.work",
      "notes": [
       "invoke manual"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "engine.work.fitting",
+     "key": "fitting",
+     "type": "atomic",
+     "parent": "engine.work",
+     "notes": [
+      "invoke fit"
      ],
      "anyMarker": false
     },
@@ -234,6 +248,17 @@ window.XCOMPACT_CHARTS = [
      "fromAny": false
     },
     {
+     "source": "engine.work",
+     "target": "engine.work",
+     "event": "request.ready",
+     "actions": [
+      "answer busy"
+     ],
+     "label": "request.ready",
+     "internal": true,
+     "fromAny": false
+    },
+    {
      "source": "engine.work.idle",
      "target": "engine.work.idle",
      "event": "step.completed",
@@ -278,6 +303,17 @@ window.XCOMPACT_CHARTS = [
       "start job"
      ],
      "label": "compact.requested",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.idle",
+     "target": "engine.work.fitting",
+     "event": "request.ready",
+     "actions": [
+      "start job"
+     ],
+     "label": "request.ready",
      "internal": false,
      "fromAny": false
     },
@@ -503,6 +539,30 @@ window.XCOMPACT_CHARTS = [
      "fromAny": false
     },
     {
+     "source": "engine.work.fitting",
+     "target": "engine.work.idle",
+     "event": "xstate.done.actor.job",
+     "actions": [
+      "settle job",
+      "finish job"
+     ],
+     "label": "done: fit",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "engine.work.fitting",
+     "target": "engine.work.idle",
+     "event": "xstate.error.actor.job",
+     "actions": [
+      "settle job with chart error",
+      "finish job"
+     ],
+     "label": "error: fit",
+     "internal": false,
+     "fromAny": false
+    },
+    {
      "source": "engine.breaker",
      "target": "engine.breaker.stopped",
      "event": "shutdown",
@@ -668,7 +728,7 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "answer busy",
-      "uses": 3
+      "uses": 4
      },
      {
       "name": "answer paused",
@@ -688,7 +748,7 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "finish job",
-      "uses": 16
+      "uses": 18
      },
      {
       "name": "forward cancel",
@@ -716,11 +776,11 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "settle job",
-      "uses": 11
+      "uses": 12
      },
      {
       "name": "settle job with chart error",
-      "uses": 3
+      "uses": 4
      },
      {
       "name": "spawn background chart",
@@ -728,7 +788,7 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "start job",
-      "uses": 3
+      "uses": 4
      },
      {
       "name": "warn missing capacity",
@@ -736,6 +796,10 @@ window.XCOMPACT_CHARTS = [
      }
     ],
     "actors": [
+     {
+      "name": "fit",
+      "uses": 1
+     },
      {
       "name": "manual",
       "uses": 1
@@ -751,7 +815,7 @@ window.XCOMPACT_CHARTS = [
     ]
    }
   },
-  "mermaid": "%% engine: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"engine\" as engine {\n    state \"work\" as engine__work {\n      [*] --> engine__work__idle\n      state \"idle\" as engine__work__idle\n      state \"admitting\" as engine__work__admitting\n      state \"pressure\" as engine__work__pressure\n      engine__work__pressure : invoke pressure\n      state \"overflow\" as engine__work__overflow\n      engine__work__overflow : invoke overflow\n      state \"manual\" as engine__work__manual\n      engine__work__manual : invoke manual\n      state \"stopped\" as engine__work__stopped\n      engine__work__stopped --> [*]\n      state \"any state\" as engine__work___any\n    }\n    --\n    state \"breaker\" as engine__breaker {\n      [*] --> engine__breaker__closed\n      state \"closed\" as engine__breaker__closed\n      state \"open\" as engine__breaker__open\n      state \"stopped\" as engine__breaker__stopped\n      engine__breaker__stopped --> [*]\n      state \"any state\" as engine__breaker___any\n    }\n  }\n  engine__work__idle --> engine__work__idle : step.completed [(not signal already aborted) & (not (breaker is open & the fallback is off)) & background is idle & pressure is below the threshold]\n  engine__work__idle --> engine__work__admitting : step.completed\n  engine__work__idle --> engine__work__overflow : request.failed\n  engine__work__idle --> engine__work__manual : compact.requested\n  engine__work__admitting --> engine__work__idle : always [automatic compaction is off]\n  engine__work__admitting --> engine__work__idle : always [breaker is open & the fallback is off]\n  engine__work__admitting --> engine__work__pressure : always\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction failed]\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction succeeded]\n  engine__work__pressure --> engine__work__idle : done: pressure [first warning for this model]\n  engine__work__pressure --> engine__work__idle : done: pressure\n  engine__work__pressure --> engine__work__idle : error: pressure\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted & automatic compaction failed]\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted & automatic compaction succeeded]\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted]\n  engine__work__overflow --> engine__work__idle : done: overflow [automatic compaction failed]\n  engine__work__overflow --> engine__work__idle : done: overflow\n  engine__work__overflow --> engine__work__idle : error: overflow\n  engine__work__manual --> engine__work__idle : done: manual [manual compaction committed]\n  engine__work__manual --> engine__work__idle : done: manual\n  engine__work__manual --> engine__work__idle : error: manual\n  engine__work___any --> engine__work__stopped : shutdown\n  engine__work --> engine__work : cancel [is the running request]\n  engine__work --> engine__work : step.completed\n  engine__work --> engine__work : request.failed\n  engine__work --> engine__work : compact.requested\n  engine__breaker__closed --> engine__breaker__open : breaker.failure [this failure reaches the limit]\n  engine__breaker__closed --> engine__breaker__closed : breaker.failure\n  engine__breaker__closed --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__open : breaker.failure\n  engine__breaker__open --> engine__breaker__closed : after cooldown\n  engine__breaker___any --> engine__breaker__stopped : shutdown\n  engine --> engine : xcompact.notify\n"
+  "mermaid": "%% engine: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"engine\" as engine {\n    state \"work\" as engine__work {\n      [*] --> engine__work__idle\n      state \"idle\" as engine__work__idle\n      state \"admitting\" as engine__work__admitting\n      state \"pressure\" as engine__work__pressure\n      engine__work__pressure : invoke pressure\n      state \"overflow\" as engine__work__overflow\n      engine__work__overflow : invoke overflow\n      state \"manual\" as engine__work__manual\n      engine__work__manual : invoke manual\n      state \"fitting\" as engine__work__fitting\n      engine__work__fitting : invoke fit\n      state \"stopped\" as engine__work__stopped\n      engine__work__stopped --> [*]\n      state \"any state\" as engine__work___any\n    }\n    --\n    state \"breaker\" as engine__breaker {\n      [*] --> engine__breaker__closed\n      state \"closed\" as engine__breaker__closed\n      state \"open\" as engine__breaker__open\n      state \"stopped\" as engine__breaker__stopped\n      engine__breaker__stopped --> [*]\n      state \"any state\" as engine__breaker___any\n    }\n  }\n  engine__work__idle --> engine__work__idle : step.completed [(not signal already aborted) & (not (breaker is open & the fallback is off)) & background is idle & pressure is below the threshold]\n  engine__work__idle --> engine__work__admitting : step.completed\n  engine__work__idle --> engine__work__overflow : request.failed\n  engine__work__idle --> engine__work__manual : compact.requested\n  engine__work__idle --> engine__work__fitting : request.ready\n  engine__work__admitting --> engine__work__idle : always [automatic compaction is off]\n  engine__work__admitting --> engine__work__idle : always [breaker is open & the fallback is off]\n  engine__work__admitting --> engine__work__pressure : always\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction failed]\n  engine__work__pressure --> engine__work__idle : done: pressure [automatic compaction succeeded]\n  engine__work__pressure --> engine__work__idle : done: pressure [first warning for this model]\n  engine__work__pressure --> engine__work__idle : done: pressure\n  engine__work__pressure --> engine__work__idle : error: pressure\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted & automatic compaction failed]\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted & automatic compaction succeeded]\n  engine__work__overflow --> engine__work__idle : done: overflow [retry granted]\n  engine__work__overflow --> engine__work__idle : done: overflow [automatic compaction failed]\n  engine__work__overflow --> engine__work__idle : done: overflow\n  engine__work__overflow --> engine__work__idle : error: overflow\n  engine__work__manual --> engine__work__idle : done: manual [manual compaction committed]\n  engine__work__manual --> engine__work__idle : done: manual\n  engine__work__manual --> engine__work__idle : error: manual\n  engine__work__fitting --> engine__work__idle : done: fit\n  engine__work__fitting --> engine__work__idle : error: fit\n  engine__work___any --> engine__work__stopped : shutdown\n  engine__work --> engine__work : cancel [is the running request]\n  engine__work --> engine__work : step.completed\n  engine__work --> engine__work : request.failed\n  engine__work --> engine__work : compact.requested\n  engine__work --> engine__work : request.ready\n  engine__breaker__closed --> engine__breaker__open : breaker.failure [this failure reaches the limit]\n  engine__breaker__closed --> engine__breaker__closed : breaker.failure\n  engine__breaker__closed --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__closed : breaker.success\n  engine__breaker__open --> engine__breaker__open : breaker.failure\n  engine__breaker__open --> engine__breaker__closed : after cooldown\n  engine__breaker___any --> engine__breaker__stopped : shutdown\n  engine --> engine : xcompact.notify\n"
  },
  {
   "name": "pressure",
@@ -2711,6 +2775,361 @@ window.XCOMPACT_CHARTS = [
    }
   },
   "mermaid": "%% manual: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"manual\" as manual {\n    [*] --> manual__checkingSignal\n    state \"checkingSignal\" as manual__checkingSignal\n    state \"admitting\" as manual__admitting\n    manual__admitting : invoke checkAdmission\n    state \"selecting\" as manual__selecting\n    manual__selecting : invoke selectRange\n    state \"compacting\" as manual__compacting\n    manual__compacting : invoke transaction\n    state \"cancelled\" as manual__cancelled\n    state \"busy\" as manual__busy\n    state \"nothing\" as manual__nothing\n    state \"committed\" as manual__committed\n    state \"failed\" as manual__failed\n    manual__cancelled --> [*]\n    manual__busy --> [*]\n    manual__nothing --> [*]\n    manual__committed --> [*]\n    manual__failed --> [*]\n  }\n  manual__checkingSignal --> manual__cancelled : always [signal already aborted]\n  manual__checkingSignal --> manual__admitting : always\n  manual__admitting --> manual__cancelled : cancel\n  manual__admitting --> manual__busy : done: checkAdmission [a turn is open]\n  manual__admitting --> manual__busy : done: checkAdmission [lock is held]\n  manual__admitting --> manual__selecting : done: checkAdmission\n  manual__admitting --> manual__failed : error: checkAdmission\n  manual__selecting --> manual__cancelled : cancel\n  manual__selecting --> manual__nothing : done: selectRange [nothing to compact]\n  manual__selecting --> manual__compacting : done: selectRange\n  manual__selecting --> manual__failed : error: selectRange\n  manual__compacting --> manual__compacting : cancel\n  manual__compacting --> manual__committed : done: transaction [transaction committed]\n  manual__compacting --> manual__failed : done: transaction\n  manual__compacting --> manual__failed : error: transaction\n"
+ },
+ {
+  "name": "fit",
+  "id": "fit",
+  "source": "src/machines/fit.ts",
+  "states": [
+   {
+    "id": "fit",
+    "path": ""
+   },
+   {
+    "id": "fit.measuring",
+    "path": "measuring"
+   },
+   {
+    "id": "fit.cutting",
+    "path": "cutting"
+   },
+   {
+    "id": "fit.remeasuring",
+    "path": "remeasuring"
+   },
+   {
+    "id": "fit.unjudged",
+    "path": "unjudged"
+   },
+   {
+    "id": "fit.fits",
+    "path": "fits"
+   },
+   {
+    "id": "fit.over",
+    "path": "over"
+   },
+   {
+    "id": "fit.cancelled",
+    "path": "cancelled"
+   }
+  ],
+  "graph": {
+   "states": [
+    {
+     "id": "fit",
+     "key": "fit",
+     "type": "compound",
+     "initial": "fit.measuring",
+     "notes": [],
+     "anyMarker": true
+    },
+    {
+     "id": "fit.measuring",
+     "key": "measuring",
+     "type": "atomic",
+     "parent": "fit",
+     "notes": [
+      "invoke measure"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "fit.cutting",
+     "key": "cutting",
+     "type": "atomic",
+     "parent": "fit",
+     "notes": [
+      "invoke cut"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "fit.remeasuring",
+     "key": "remeasuring",
+     "type": "atomic",
+     "parent": "fit",
+     "notes": [
+      "invoke measure"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "fit.unjudged",
+     "key": "unjudged",
+     "type": "final",
+     "parent": "fit",
+     "notes": [
+      "entry / set status"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "fit.fits",
+     "key": "fits",
+     "type": "final",
+     "parent": "fit",
+     "notes": [
+      "entry / set status"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "fit.over",
+     "key": "over",
+     "type": "final",
+     "parent": "fit",
+     "notes": [
+      "entry / set status"
+     ],
+     "anyMarker": false
+    },
+    {
+     "id": "fit.cancelled",
+     "key": "cancelled",
+     "type": "final",
+     "parent": "fit",
+     "notes": [
+      "entry / set status"
+     ],
+     "anyMarker": false
+    }
+   ],
+   "transitions": [
+    {
+     "source": "fit",
+     "target": "fit.cancelled",
+     "event": "cancel",
+     "actions": [],
+     "label": "cancel",
+     "internal": false,
+     "fromAny": true
+    },
+    {
+     "source": "fit.measuring",
+     "target": "fit.unjudged",
+     "event": "xstate.done.actor.0.fit.measuring",
+     "guard": "not judged",
+     "actions": [],
+     "label": "done: measure [not judged]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "fit.measuring",
+     "target": "fit.fits",
+     "event": "xstate.done.actor.0.fit.measuring",
+     "guard": "within the budget",
+     "actions": [
+      "remember first reading"
+     ],
+     "label": "done: measure [within the budget]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "fit.measuring",
+     "target": "fit.cutting",
+     "event": "xstate.done.actor.0.fit.measuring",
+     "guard": "over the budget, cutting on",
+     "actions": [
+      "remember first reading"
+     ],
+     "label": "done: measure [over the budget, cutting on]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "fit.measuring",
+     "target": "fit.over",
+     "event": "xstate.done.actor.0.fit.measuring",
+     "guard": "over the budget, cutting off",
+     "actions": [
+      "remember first reading"
+     ],
+     "label": "done: measure [over the budget, cutting off]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "fit.measuring",
+     "target": "fit.over",
+     "event": "xstate.error.actor.0.fit.measuring",
+     "actions": [
+      "remember error"
+     ],
+     "label": "error: measure",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "fit.cutting",
+     "target": "fit.over",
+     "event": "xstate.done.actor.0.fit.cutting",
+     "guard": "the cut freed nothing",
+     "actions": [
+      "remember cut"
+     ],
+     "label": "done: cut [the cut freed nothing]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "fit.cutting",
+     "target": "fit.remeasuring",
+     "event": "xstate.done.actor.0.fit.cutting",
+     "guard": "the cut freed something",
+     "actions": [
+      "announce cut",
+      "remember cut"
+     ],
+     "label": "done: cut [the cut freed something]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "fit.cutting",
+     "target": "fit.over",
+     "event": "xstate.error.actor.0.fit.cutting",
+     "actions": [
+      "remember error"
+     ],
+     "label": "error: cut",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "fit.remeasuring",
+     "target": "fit.fits",
+     "event": "xstate.done.actor.0.fit.remeasuring",
+     "guard": "within the budget",
+     "actions": [
+      "remember reading"
+     ],
+     "label": "done: measure [within the budget]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "fit.remeasuring",
+     "target": "fit.cutting",
+     "event": "xstate.done.actor.0.fit.remeasuring",
+     "guard": "over the budget, cuts left",
+     "actions": [
+      "remember reading"
+     ],
+     "label": "done: measure [over the budget, cuts left]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "fit.remeasuring",
+     "target": "fit.over",
+     "event": "xstate.done.actor.0.fit.remeasuring",
+     "guard": "over the budget, no cuts left",
+     "actions": [
+      "remember reading"
+     ],
+     "label": "done: measure [over the budget, no cuts left]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "fit.remeasuring",
+     "target": "fit.over",
+     "event": "xstate.done.actor.0.fit.remeasuring",
+     "guard": "not judged",
+     "actions": [],
+     "label": "done: measure [not judged]",
+     "internal": false,
+     "fromAny": false
+    },
+    {
+     "source": "fit.remeasuring",
+     "target": "fit.over",
+     "event": "xstate.error.actor.0.fit.remeasuring",
+     "actions": [
+      "remember error"
+     ],
+     "label": "error: measure",
+     "internal": false,
+     "fromAny": false
+    }
+   ],
+   "legend": {
+    "guards": [
+     {
+      "name": "not judged",
+      "uses": 2
+     },
+     {
+      "name": "over the budget, cuts left",
+      "uses": 1
+     },
+     {
+      "name": "over the budget, cutting off",
+      "uses": 1
+     },
+     {
+      "name": "over the budget, cutting on",
+      "uses": 1
+     },
+     {
+      "name": "over the budget, no cuts left",
+      "uses": 1
+     },
+     {
+      "name": "the cut freed nothing",
+      "uses": 1
+     },
+     {
+      "name": "the cut freed something",
+      "uses": 1
+     },
+     {
+      "name": "within the budget",
+      "uses": 2
+     }
+    ],
+    "actions": [
+     {
+      "name": "announce cut",
+      "uses": 1
+     },
+     {
+      "name": "remember cut",
+      "uses": 2
+     },
+     {
+      "name": "remember error",
+      "uses": 3
+     },
+     {
+      "name": "remember first reading",
+      "uses": 3
+     },
+     {
+      "name": "remember reading",
+      "uses": 3
+     },
+     {
+      "name": "set status",
+      "uses": 4
+     }
+    ],
+    "actors": [
+     {
+      "name": "cut",
+      "uses": 1
+     },
+     {
+      "name": "measure",
+      "uses": 2
+     }
+    ]
+   }
+  },
+  "mermaid": "%% fit: generated from the machine by `npm run visualize` (visualizer/mermaid.ts). Do not edit.\nstateDiagram-v2\n  state \"fit\" as fit {\n    [*] --> fit__measuring\n    state \"measuring\" as fit__measuring\n    fit__measuring : invoke measure\n    state \"cutting\" as fit__cutting\n    fit__cutting : invoke cut\n    state \"remeasuring\" as fit__remeasuring\n    fit__remeasuring : invoke measure\n    state \"unjudged\" as fit__unjudged\n    state \"fits\" as fit__fits\n    state \"over\" as fit__over\n    state \"cancelled\" as fit__cancelled\n    fit__unjudged --> [*]\n    fit__fits --> [*]\n    fit__over --> [*]\n    fit__cancelled --> [*]\n    state \"any state\" as fit___any\n  }\n  fit__measuring --> fit__unjudged : done: measure [not judged]\n  fit__measuring --> fit__fits : done: measure [within the budget]\n  fit__measuring --> fit__cutting : done: measure [over the budget, cutting on]\n  fit__measuring --> fit__over : done: measure [over the budget, cutting off]\n  fit__measuring --> fit__over : error: measure\n  fit__cutting --> fit__over : done: cut [the cut freed nothing]\n  fit__cutting --> fit__remeasuring : done: cut [the cut freed something]\n  fit__cutting --> fit__over : error: cut\n  fit__remeasuring --> fit__fits : done: measure [within the budget]\n  fit__remeasuring --> fit__cutting : done: measure [over the budget, cuts left]\n  fit__remeasuring --> fit__over : done: measure [over the budget, no cuts left]\n  fit__remeasuring --> fit__over : done: measure [not judged]\n  fit__remeasuring --> fit__over : error: measure\n  fit___any --> fit__cancelled : cancel\n"
  },
  {
   "name": "transaction",

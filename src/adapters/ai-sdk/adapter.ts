@@ -79,9 +79,12 @@ export interface AiSdkCompaction<M extends AiSdkLanguageModel = LanguageModelV3>
   readonly tools: Record<string, ReturnType<typeof recallTool>>;
   /**
    * The conversation recorded so far as `ModelMessage[]`: after a restart, pass them (plus what
-   * is new) as `messages`, and the adapter continues the recorded conversation.
+   * is new) as `messages`, and the adapter continues the recorded conversation. A turn that
+   * `stopWhen` ended on a tool step left calls whose results the model never saw: pass that
+   * turn's `response.messages` as `results` to carry them; without, each such call is answered
+   * with an error result saying no result was recorded, so the next turn is a prompt the SDK accepts.
    */
-  messages(): ModelMessage[];
+  messages(options?: { results?: readonly ModelMessage[] }): ModelMessage[];
   /** Stops the engine and closes an open step and turn, so the session is consistent; then flushes (and closes the session with `{ session: true }`). */
   close(options?: { session?: boolean }): Promise<void>;
 }
@@ -113,12 +116,14 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     };
   }
   const { model: _m, provider: _p, contextWindow: _c, maxOutputTokens: _o, summarizer: _s, models: _models, ...engineOptions } = options;
+  const server = engineOptions.server ?? serverOfModel(base);
   const conversation: Conversation = openConversation({
     ...engineOptions,
     session,
     provider,
     face: AI_SDK_FACE,
     models,
+    ...(server ? { server } : {}),
     // Bounded by the summarizing model's window (this model's: the registry entry, or `contextWindow`):
     // a span larger than the window goes out in chunks that fit, never as one request that overflows.
     // The same checkpoint as the OpenAI summarizer's: the model's prose, the ledger derived from the span.
@@ -185,7 +190,7 @@ export function createAiSdkCompaction<M extends AiSdkLanguageModel = LanguageMod
     engine,
     session,
     tools: policy.recall ? { recall: recallTool(session, { redaction: engine.config.redaction }) } : {},
-    messages: () => sessionModelMessages(session),
+    messages: (opts) => sessionModelMessages(session, opts?.results),
     close: (opts) => conversation.close(opts),
   };
 }
@@ -236,4 +241,38 @@ export function toolDefinition(tool: NonNullable<LanguageModelV3CallOptions['too
     type: 'function',
     function: { name: tool.name, ...(tool.description ? { description: tool.description } : {}), parameters: tool.inputSchema },
   };
+}
+
+/**
+ * The model's server, read from the provider's own config where AI SDK providers keep it (the
+ * OpenAI and OpenAI-compatible providers build each URL with `config.url({ path })`, Anthropic's
+ * keeps `config.baseURL`), with the key its headers carry: what tokenizer 'server' asks. Undefined
+ * when the provider keeps neither (then give the model a `tokenizerUrl`).
+ */
+export function serverOfModel(model: unknown): { baseURL: string; apiKey?: string } | undefined {
+  const config = (model as { config?: { url?: unknown; baseURL?: unknown; headers?: unknown } } | null)?.config;
+  if (typeof config !== 'object' || config === null) return undefined;
+  let baseURL: string | undefined;
+  try {
+    if (typeof config.baseURL === 'string') baseURL = config.baseURL;
+    else if (typeof config.url === 'function') {
+      const url: unknown = (config.url as (o: { path: string; modelId: string }) => unknown)({ path: '', modelId: (model as { modelId: string }).modelId });
+      if (typeof url === 'string') baseURL = url;
+    }
+  } catch {
+    return undefined;
+  }
+  if (baseURL === undefined) return undefined;
+  let apiKey: string | undefined;
+  try {
+    const headers: unknown = typeof config.headers === 'function' ? (config.headers as () => unknown)() : config.headers;
+    const auth =
+      typeof headers === 'object' && headers !== null
+        ? ((headers as Record<string, unknown>)['Authorization'] ?? (headers as Record<string, unknown>)['authorization'])
+        : undefined;
+    if (typeof auth === 'string' && auth.startsWith('Bearer ')) apiKey = auth.slice('Bearer '.length);
+  } catch {
+    // No key: the tokenize request goes without one (llama.cpp and vLLM ask none).
+  }
+  return { baseURL, ...(apiKey ? { apiKey } : {}) };
 }

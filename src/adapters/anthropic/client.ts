@@ -98,7 +98,18 @@ export function withAnthropicCompaction<C extends AnthropicClientLike>(client: C
   const provider = options.provider ?? anthropicProvider(client.baseURL);
   const rawCreate = (client.messages.create as unknown as AnthropicCreate).bind(client.messages);
   const summarizer = options.summarizer ?? withCheckpointLedger(boundSummarizer(new AnthropicSummarizer(rawCreate)));
-  const conversation = openConversation({ ...engineOptions, session, provider, face: ANTHROPIC_FACE, summarizer, ...(models ? { models } : {}) });
+  // The model's server for tokenizer 'server': the Anthropic client's base URL (it has no /v1).
+  const server =
+    typeof client.baseURL === 'string' ? { baseURL: client.baseURL, apiKey: (client as { apiKey?: string | null }).apiKey ?? undefined } : undefined;
+  const conversation = openConversation({
+    ...engineOptions,
+    session,
+    provider,
+    face: ANTHROPIC_FACE,
+    summarizer,
+    ...(models ? { models } : {}),
+    ...(server && !engineOptions.server ? { server } : {}),
+  });
   const { engine } = conversation;
 
   const create = async (params: Params, requestOptions?: CreateOptions): Promise<unknown> => {

@@ -10,8 +10,10 @@
  * 2. **Plan**: everything the call would write is checked before the first append: each new
  *    message on its own (the session's rules: storable text, a known block shape), the pairing
  *    of tool calls and results (none left waiting, none answered twice, no call id made twice),
- *    a system prompt that can still be surface node 0, a model whose window is known. A refused
- *    call writes nothing, so the caller's next valid call continues as if it never came.
+ *    a system prompt that can still be surface node 0, a model whose window is known, and room
+ *    in that window for what nothing can shrink (`engine.admits`: the system prompt, the tools
+ *    and the newest user message, with the output cap). A refused call writes nothing, so the
+ *    caller's next valid call continues as if it never came.
  * 3. **Commit**: the new messages are recorded (a user message opens a turn; an assistant
  *    message opens a step; tool results answer their calls and close their step, after the
  *    pressure check of its facts, `engine.afterStep()`), then a step opens with its request
@@ -51,6 +53,12 @@ export interface Face {
   resultHint: string;
   /** The caller always passes the whole conversation (reconcile.ts): a list that does not begin as the recording is refused. */
   whole?: boolean;
+  /**
+   * The caller's list cannot tell where one reply ends and the next begins (Responses output
+   * items pushed one response after another): consecutive assistant messages are read as one,
+   * on both sides of the match.
+   */
+  mergeReplies?: boolean;
 }
 
 /** What one call of the caller's loop says about the conversation, mapped by its face. */
@@ -64,6 +72,8 @@ export interface TurnCall {
   tools: ReadonlyArray<Record<string, unknown>>;
   /** The request's output cap, if the caller set one. */
   maxTokens?: number;
+  /** The face this call came through, when one conversation serves two (a wrapped openai client's chat and responses). */
+  face?: Face;
 }
 
 /** A reply, as its face read it. */
@@ -105,6 +115,13 @@ export interface Conversation {
   close(options?: { session?: boolean }): Promise<void>;
 }
 
+/** A recorded message as the caller's are matched against it. */
+interface Known {
+  seq: number;
+  print: string;
+  message: ConversationMessage;
+}
+
 export interface ConversationOptions {
   session: Session;
   engine: CompactionEngine;
@@ -138,14 +155,17 @@ export function openConversation(options: OpenConversationOptions): Conversation
 }
 
 export function createConversation(options: ConversationOptions): Conversation {
-  const { session, engine, provider, face } = options;
+  const { session, engine, provider } = options;
   // A process that died mid-turn left calls without results and its step and turn open:
   // closed here (each call gets an "interrupted" error result), so the loop just goes on.
   if (session.needsRecovery) session.recover();
   const w = new SessionWriter(session);
   /** The recorded messages (empty replies left out: a caller may not pass one back), read incrementally: events never change. */
-  const known: Array<{ seq: number; print: string }> = [];
+  const known: Known[] = [];
   let scanned = 0;
+  /** `known` with consecutive assistant messages as one (face.mergeReplies), extended as `known` grows. */
+  const merged: Array<Known & { run: Extract<ConversationMessage, { role: 'assistant' }> | undefined }> = [];
+  let mergedUpTo = 0;
   /** Every call id made in the session, with its tool's name. */
   const toolNames = new Map<string, string>();
   /** The caller's mapped messages are usually the same objects from call to call: each is fingerprinted once. */
@@ -153,7 +173,7 @@ export function createConversation(options: ConversationOptions): Conversation {
   let turnFailed = false;
   let generation = 0;
 
-  const recorded = (): Array<{ seq: number; print: string }> => {
+  const recorded = (): Known[] => {
     const events = session.events();
     for (; scanned < events.length; scanned++) {
       const e = events[scanned]!;
@@ -162,9 +182,23 @@ export function createConversation(options: ConversationOptions): Conversation {
       if (e.type === 'assistant/message') for (const b of e.data.content) if (b.type === 'tool-call') toolNames.set(b.id, b.name);
       const m = messageOf(e as SurfaceEvent);
       if (isEmptyReply(m)) continue;
-      known.push({ seq: e.seq, print: fingerprint(m) });
+      known.push({ seq: e.seq, print: fingerprint(m), message: m });
     }
     return known;
+  };
+  /** What the caller's messages are matched against: the recorded messages, a reply run as one where the face says so. */
+  const units = (face: Face): Known[] => {
+    const list = recorded();
+    if (!face.mergeReplies) return list;
+    for (; mergedUpTo < list.length; mergedUpTo++) {
+      const k = list[mergedUpTo]!;
+      const last = merged[merged.length - 1];
+      if (k.message.role === 'assistant' && last?.run) {
+        const run: Extract<ConversationMessage, { role: 'assistant' }> = { role: 'assistant', blocks: [...last.run.blocks, ...k.message.blocks] };
+        merged[merged.length - 1] = { seq: k.seq, print: fingerprint(run), message: run, run };
+      } else merged.push({ ...k, run: k.message.role === 'assistant' ? k.message : undefined });
+    }
+    return merged;
   };
   const printOf = (m: ConversationMessage): string => {
     let print = prints.get(m);
@@ -203,13 +237,13 @@ export function createConversation(options: ConversationOptions): Conversation {
 
   // ── Plan: every check before the first append ──
 
-  const requireWindow = (model: string) => {
+  const requireWindow = (model: string, face: Face) => {
     if (options.requireCapacity === false) return;
     const missing = missingCapacity(provider, model, engine.config.models as Record<string, Partial<ModelInfo>>, face.entry);
     if (missing) throw missing;
   };
 
-  const checkPairing = (fresh: readonly ConversationMessage[]) => {
+  const checkPairing = (fresh: readonly ConversationMessage[], face: Face) => {
     const problem = pairingProblem(
       session.surface.pendingCalls(),
       fresh.map((m) => ({ role: m.role, results: m.role === 'tool' ? [m.callId] : [], calls: callsOf(m).map((c) => c.id) })),
@@ -245,7 +279,7 @@ export function createConversation(options: ConversationOptions): Conversation {
    * own. A new call's arguments must be JSON: a reply cut mid-call is recorded as it came (and
    * repaired in every request), but it comes back from the caller matched, never as new.
    */
-  const checkMessage = (m: ConversationMessage, index: number) => {
+  const checkMessage = (m: ConversationMessage, index: number, face: Face) => {
     for (const c of callsOf(m)) {
       if (isJson(c.arguments)) continue;
       throw new ConversationError(
@@ -365,8 +399,9 @@ export function createConversation(options: ConversationOptions): Conversation {
     provider,
     async begin(call, signal) {
       const mine = ++generation;
+      const face = call.face ?? options.face;
       // 1. Read: which of the caller's messages are new.
-      const list = recorded();
+      const list = units(face);
       const kept: number[] = [];
       call.messages.forEach((m, i) => {
         if (!isEmptyReply(m)) kept.push(i);
@@ -379,10 +414,20 @@ export function createConversation(options: ConversationOptions): Conversation {
       );
       const fresh = kept.slice(from).map((i) => call.messages[i]!);
       // 2. Plan: nothing is written unless all of it can be.
-      checkPairing(fresh);
-      fresh.forEach((m, k) => checkMessage(m, kept[from + k]!));
+      checkPairing(fresh, face);
+      fresh.forEach((m, k) => checkMessage(m, kept[from + k]!, face));
       checkSystem(call.system);
-      requireWindow(call.model);
+      requireWindow(call.model, face);
+      const newest = [...fresh].reverse().find((m): m is Extract<ConversationMessage, { role: 'user' }> => m.role === 'user');
+      const refused = engine.admits({
+        provider,
+        model: call.model,
+        system: call.system,
+        tools: call.tools,
+        ...(call.maxTokens !== undefined ? { maxTokens: call.maxTokens } : {}),
+        newest: newest?.content,
+      });
+      if (refused) throw refused;
       // 3. Commit.
       // The caller's message i is recorded event list[offset + i] (for i < from).
       const offset = list.length - from;
@@ -392,7 +437,7 @@ export function createConversation(options: ConversationOptions): Conversation {
       for (const [k, m] of fresh.entries()) {
         const seq = await record(m, signal);
         seqs[kept[from + k]!] = seq;
-        known.push({ seq, print: given[from + k]! });
+        known.push({ seq, print: given[from + k]!, message: m });
         scanned = session.length;
       }
       await endStep(signal);

@@ -33,6 +33,8 @@ export const RESPONSES_FACE: Face = {
   entry: 'withCompaction',
   list: 'input',
   resultHint: 'append a { type: "function_call_output", call_id, output } item for every function_call',
+  // Output items carry no mark of the response they came in.
+  mergeReplies: true,
 };
 
 /** The client's `responses` with `create` recorded and compacted; undefined when the SDK has no Responses API. */
@@ -58,6 +60,7 @@ export function wrapResponses(client: object, conversation: Conversation): objec
         model: String(params.model),
         tools: chatToolsOfResponses(params.tools),
         ...(typeof params.max_output_tokens === 'number' ? { maxTokens: params.max_output_tokens } : {}),
+        face: RESPONSES_FACE,
       },
       signal,
     );

@@ -7,9 +7,9 @@
  * are the system prompt), `function_call`, `function_call_output`, `reasoning`. Consecutive
  * assistant-side items (a reply's reasoning, message and calls) are one assistant message, so a
  * reasoning item always travels with the call it led to: a checkpoint shadows them together.
- * A reply's items come in the order reasoning, message, calls; so a `message` or `reasoning`
- * item right after an assistant `message` item begins the next reply (two replies in a row:
- * a caller that pushes `response.output` after a reply without calls and asks again). A
+ * Items carry no mark of the reply they came in: two replies in a row (a caller that pushes
+ * `response.output` after a reply without calls and asks again) read as one assistant message,
+ * and the conversation matches them against the recording the same way (Face.mergeReplies). A
  * reasoning item is kept whole on its block (`providerOptions.openai.item`, plus the AI SDK's
  * `itemId` / `reasoningEncryptedContent`) and sent back byte for byte, never summarized: only
  * a Responses request gets it back (another shape leaves it out, whole).
@@ -109,8 +109,6 @@ function outputBlocks(output: unknown, where: string): Array<TextBlock | ImageBl
 export function messagesOfResponsesItems(items: readonly ResponsesItem[], offset = 0): ConversationMessage[] {
   const out: ConversationMessage[] = [];
   let assistant: Extract<ConversationMessage, { role: 'assistant' }> | undefined;
-  /** The current assistant message ended with a message item: a message or reasoning item now begins the next reply. */
-  let said = false;
   const side = () => {
     if (!assistant) out.push((assistant = { role: 'assistant', blocks: [] }));
     return assistant.blocks;
@@ -125,8 +123,6 @@ export function messagesOfResponsesItems(items: readonly ResponsesItem[], offset
     const item = raw;
     const where = `input item ${i} (${String(item.type ?? item.role)})`;
     const type = item.type ?? 'message';
-    if (said && (type === 'reasoning' || (type === 'message' && item.role === 'assistant'))) assistant = undefined;
-    said = type === 'message' && item.role === 'assistant';
     if (type === 'message' && item.role === 'assistant') {
       const text = textOf(item.content, where);
       if (text !== '') side().push({ type: 'text', text, ...(typeof item.id === 'string' ? { providerOptions: { openai: { itemId: item.id } } } : {}) });

@@ -5,7 +5,17 @@
 import { XcompactError } from '../../errors';
 import { modelKey } from '../metering';
 import { resolveModel, type ModelInfo } from './models';
-import { DEFAULT_RETAIN_FLOOR_RATIO, DEFAULT_RETAIN_RATIO, DEFAULT_USER_WORDS_TOKENS, defaultHeadroom, type EffectivePolicy } from './schema';
+import {
+  DEFAULT_RETAIN_FLOOR_RATIO,
+  DEFAULT_RETAIN_RATIO,
+  DEFAULT_USER_WORDS_TOKENS,
+  PRUNE_MARKER_RESERVE,
+  PRUNE_MARKER_RESERVE_WITH_RECALL,
+  defaultHeadroom,
+  defaultOutputReservation,
+  pruneSizes,
+  type EffectivePolicy,
+} from './schema';
 import { policyFor } from './policy';
 import type { CompactionConfig } from './policy';
 
@@ -45,6 +55,12 @@ export interface ResolvedBudget {
   headroomTokens: number;
   /** M = W − O */
   messageBudget: number;
+  /**
+   * The most a request's prompt may take when it is sent: M when an output cap is known, else
+   * W less the reply's default room, min(W/8, 8192) (defaultOutputReservation): a request with
+   * no cap is still sent with room for its reply, never at the window's edge.
+   */
+  sendBudget: number;
   /** P = M − B */
   pressureBudget: number;
   /** floor(min(W × thresholdRatio, P)); pressure qualifies at >= threshold. */
@@ -77,6 +93,8 @@ export interface ResolvedBudget {
    * took a third of it). 0: the user's messages share the cap.
    */
   userWords: number;
+  /** The pruner's sizes for this window (config `prune`, else scaled to the window: pruneSizes). */
+  prune: { thresholdChars: number; headChars: number; tailChars: number };
   /** Newest tool results within this many tokens are not pruned (default: retain). */
   protectRecentTokens: number;
   /** A prune pass must free at least this much (default: max(512, floor(2% of W))). */
@@ -163,6 +181,7 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
     outputReservation: O,
     headroomTokens: B,
     messageBudget: M,
+    sendBudget: (requestMaxTokens ?? modelMaxOutputTokens) !== undefined ? M : W - defaultOutputReservation(W),
     pressureBudget: P,
     threshold,
     retain,
@@ -171,6 +190,7 @@ export function resolveBudget(args: BudgetArgs): ResolvedBudget {
     retainFloor: Math.min(retain, config.retainFloorTokens ?? floorProduct(M, DEFAULT_RETAIN_FLOOR_RATIO)),
     maxTokens,
     userWords,
+    prune: pruneSizes(config.prune, W, policy.recall ? PRUNE_MARKER_RESERVE_WITH_RECALL : PRUNE_MARKER_RESERVE),
     protectRecentTokens: config.prune.protectRecentTokens ?? retain,
     minReclaimTokens: config.prune.minReclaimTokens ?? Math.max(512, floorProduct(W, 0.02)),
     policy,

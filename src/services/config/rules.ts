@@ -3,7 +3,15 @@
  * tail below the threshold, a pruned result that fits, a policy's route, a model entry).
  */
 import { BUILTIN_MODELS, modelKey } from './models';
-import { DEFAULT_RETAIN_RATIO, DEFAULT_THRESHOLD_RATIO, PRUNE_MARKER_RESERVE, PRUNE_MARKER_RESERVE_WITH_RECALL, type Fields, type PolicyInput } from './schema';
+import {
+  DEFAULT_RETAIN_RATIO,
+  DEFAULT_THRESHOLD_RATIO,
+  PRUNE_MARKER_RESERVE,
+  PRUNE_MARKER_RESERVE_WITH_RECALL,
+  pruneSizes,
+  type Fields,
+  type PolicyInput,
+} from './schema';
 import { mergedMaxTokens, mergedRetention } from './policy';
 
 // ---------------------------------------------------------------------------------------------
@@ -158,10 +166,12 @@ function policyIssues(fields: CrossFields): CrossIssue[] {
 function pruneIssues(fields: CrossFields): CrossIssue[] {
   const prune = fields.prune;
   if (prune === undefined) return [];
-  const { headChars, tailChars, thresholdChars } = prune;
   // With recall on for any route, a marker may also name its handle.
   const recall = fields.recall === true || (fields.modelPolicies ?? []).some((p) => p?.recall === true);
   const reserve = recall ? PRUNE_MARKER_RESERVE_WITH_RECALL : PRUNE_MARKER_RESERVE;
+  // Without a threshold the window's default is raised to fit head + marker + tail (pruneSizes): nothing to refuse.
+  if (prune.thresholdChars === undefined) return [];
+  const { headChars, tailChars, thresholdChars } = pruneSizes(prune, undefined, reserve);
   const needed = headChars + reserve + tailChars;
   if (needed <= thresholdChars) return [];
   // Reported on the prune object: any of the three (or their defaults) may be the one to change.

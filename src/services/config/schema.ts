@@ -25,6 +25,16 @@ export function defaultHeadroom(window: number): number {
   return Math.min(DEFAULT_HEADROOM_TOKENS, Math.floor(window / 8));
 }
 /**
+ * The room kept for the reply of a request that sets no output cap, on a model whose own cap
+ * is unknown: an eighth of the window, at most 8,192 tokens. Without it such a request may be
+ * sent with its prompt at the very edge of the window and the server cuts the reply after a few
+ * tokens (llama.cpp: `-c` is prompt and reply together), mid tool call.
+ */
+export function defaultOutputReservation(window: number): number {
+  return Math.min(DEFAULT_OUTPUT_RESERVATION_CAP, Math.floor(window / 8));
+}
+export const DEFAULT_OUTPUT_RESERVATION_CAP = 8_192;
+/**
  * The most the user's own messages take in a checkpoint by default, beyond the summary's cap:
  * Codex keeps up to 20,000 tokens of them for the same reason (their goal and instructions are
  * what compaction loses most painfully). Smaller windows get less (see ResolvedBudget.userWords).
@@ -57,6 +67,35 @@ export const DEFAULT_SUMMARY_TIMEOUT_MS = 600_000;
  * text always fits under thresholdChars.
  */
 export const PRUNE_MARKER_MAX_CHARS = 64;
+
+/** The largest default `prune.thresholdChars` (windows of 16k tokens and more), and the smallest. */
+export const PRUNE_THRESHOLD_CHARS_MAX = 8192;
+export const PRUNE_THRESHOLD_CHARS_MIN = 1024;
+
+/**
+ * The pruner's sizes for a window of `window` tokens: what is set, and for what is not, a
+ * threshold of half a character per token of the window (about an eighth of the window in
+ * tokens: a 4k window prunes results over ~2,000 characters, 16k and more over 8,192), a head of
+ * half the threshold and a tail of an eighth. A fixed 8,192 let one result take half of a 4k
+ * window, so a step that read five files could not fit it whatever was compacted.
+ */
+export function pruneSizes(
+  prune: { thresholdChars?: number | undefined; headChars?: number | undefined; tailChars?: number | undefined },
+  window: number | undefined,
+  markerReserve: number,
+): { thresholdChars: number; headChars: number; tailChars: number } {
+  if (prune.thresholdChars !== undefined) {
+    // A threshold given: head and tail by its proportions (the config refuses a set that does not fit).
+    const t = prune.thresholdChars;
+    return { thresholdChars: t, headChars: prune.headChars ?? Math.floor(t / 2), tailChars: prune.tailChars ?? Math.floor(t / 8) };
+  }
+  const scaled =
+    window === undefined ? PRUNE_THRESHOLD_CHARS_MAX : Math.min(PRUNE_THRESHOLD_CHARS_MAX, Math.max(PRUNE_THRESHOLD_CHARS_MIN, Math.floor(window / 2)));
+  const headChars = prune.headChars ?? Math.floor(scaled / 2);
+  const tailChars = prune.tailChars ?? Math.floor(scaled / 8);
+  // Raised as far as a given head and tail need: every pruned text stays under the threshold.
+  return { thresholdChars: Math.max(scaled, headChars + markerReserve + tailChars), headChars, tailChars };
+}
 export const PRUNE_MARKER_RESERVE = PRUNE_MARKER_MAX_CHARS;
 /** The reserve when recall is on anywhere in the config: the marker also names its recall handle. */
 export const PRUNE_MARKER_RESERVE_WITH_RECALL = PRUNE_MARKER_MAX_CHARS + PRUNED_RECALL_NOTE_MAX_CHARS;
@@ -121,9 +160,12 @@ export const CircuitBreakerSchema = z.strictObject({
 
 export const PruneSchema = z.strictObject({
   enabled: z.boolean().default(true),
-  thresholdChars: positiveInt().default(8192),
-  headChars: nonNegativeInt().default(4096),
-  tailChars: nonNegativeInt().default(1024),
+  /** A text block over this many code points is pruned (default: scaled to the window, pruneSizes). */
+  thresholdChars: positiveInt().optional(),
+  /** Code points kept at the start (default: half the threshold). */
+  headChars: nonNegativeInt().optional(),
+  /** Code points kept at the end (default: an eighth of the threshold). */
+  tailChars: nonNegativeInt().optional(),
   /** Newest tool results within this many tokens are never pruned (default: the retained tail). */
   protectRecentTokens: nonNegativeInt().optional(),
   /** Skip a prune pass that would free less (default: max(512, 2% of the window)). */

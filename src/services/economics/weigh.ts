@@ -112,8 +112,8 @@ function sameReading(a: WeighedAt, b: WeighedAt): boolean {
   const y = b.budget as unknown as Record<string, unknown>;
   let n = 0;
   for (const k in y) {
-    // The policy is the config's for the route (compared above), rebuilt on every reading.
-    if (k !== 'policy' && x[k] !== y[k]) return false;
+    // The policy and the pruner's sizes follow from the route's config and window (compared above and here), rebuilt on every reading.
+    if (k !== 'policy' && k !== 'prune' && x[k] !== y[k]) return false;
     n++;
   }
   return n === Object.keys(x).length;

@@ -24,7 +24,7 @@
  * 0, and an under-reporting proxy cannot delay compaction until the request overflows.
  */
 import type { SessionEvent } from '../../session/events';
-import type { Calibration, CalibrationState } from './calibration';
+import { CALIBRATION, type Calibration, type CalibrationState } from './calibration';
 import type { ProvisionalPrices } from './provisional';
 import type { MeterAnchorState } from './snapshot';
 import type { Tokenizer, TokenizerName } from './tokenizer';
@@ -49,6 +49,15 @@ export interface NodePrices {
 export interface Measurement {
   /** The figure pressure is judged on: anchored to provider usage when possible. */
   totalTokens: number;
+  /**
+   * The figure a request is checked against its window by (machines/fit.ts): `totalTokens`, with
+   * what no provider report has counted yet priced at the ratio the provider showed for the
+   * anchored request where that is more than the calibration's. The calibration needs several clean steps to leave
+   * its seed, while a provider whose tokenizer is not ours (Qwen's, Claude's) counts new text as
+   * it counted the old: a step of large tool results priced at the seed was 19% under the server's
+   * count, and the request went out over the window.
+   */
+  boundTokens: number;
   /** Our own estimate of the whole request: envelope + surface, in our tokenizer's tokens. */
   estimatedTokens: number;
   /** `estimatedTokens` in the provider's tokens: × `calibration.ratio`. */
@@ -129,6 +138,8 @@ export interface FoldedFigures {
   calibration: CalibrationState;
   route: string;
   anchor: MeterAnchorState | undefined;
+  /** Our price of the surface nodes no provider report has counted yet (appended since the last one). */
+  unreported?: number;
   /** A report was refused as suspect since the last anchor. */
   suspect: boolean;
   tokenizer: TokenizerName;
@@ -143,18 +154,26 @@ export function measurementOf(f: FoldedFigures): Measurement {
   const calibration = f.calibration.describe(f.route);
   const calibrated = Math.round(estimated * calibration.ratio);
   let total = calibrated;
+  let bound = calibrated;
   let suspectUsage = f.suspect;
   let anchor: Measurement['anchor'];
   if (f.anchor) {
-    const growth = Math.round(f.calibration.predict(f.route, f.surfaceTotal - f.anchor.surfaceAtAnchor, f.anchor.added));
+    const priced = f.surfaceTotal - f.anchor.surfaceAtAnchor;
+    const growth = Math.round(f.calibration.predict(f.route, priced, f.anchor.added));
     anchor = { seq: f.anchor.seq, providerTokens: f.anchor.providerTokens, growthTokens: growth };
     const anchored = f.anchor.providerTokens + growth;
     // A report refused since this anchor says the provider's figures cannot be trusted now.
     if (isSuspect(anchored, calibrated) || f.suspect) suspectUsage = true;
-    else total = anchored;
+    else {
+      total = anchored;
+      // What no report counted, at the ratio the provider showed for the anchored request where that is more than the calibration's.
+      const shown = Math.min(CALIBRATION.maxRatio, f.anchor.shown);
+      bound = anchored + Math.round((f.unreported ?? 0) * Math.max(0, shown - calibration.ratio));
+    }
   }
   return {
     totalTokens: Math.max(0, total),
+    boundTokens: Math.max(0, total, bound),
     estimatedTokens: estimated,
     calibratedTokens: calibrated,
     calibration,

@@ -71,6 +71,9 @@ export class TokenMeter implements NodePrices {
   private route = '';
   /** Seq of the latest report refused as suspect, until a report anchors again. */
   private suspectSeq: number | undefined;
+  /** Surface nodes appended since the latest report (no provider count covers them), with their prices. */
+  private readonly unreported = new Map<number, number>();
+  private unreportedTotal = 0;
   /** The surface the latest request/header's request had, until its report (see measurement.ts). */
   private requested: RequestSurface | undefined;
   /** Nodes priced with a stand-in count (provisional.ts; the options may share it with a prefetch). */
@@ -162,6 +165,7 @@ export class TokenMeter implements NodePrices {
       calibration,
       route,
       anchor,
+      unreported: this.unreportedTotal,
       folded,
       prices: this,
       tokenizer: this.tokenizer.name,
@@ -241,7 +245,10 @@ export class TokenMeter implements NodePrices {
       // A prompt of 0 tokens is no measurement: agents record all-zero usage on an aborted
       // response (pi does), and anchoring on it would report the context as nearly empty. The
       // previous anchor stays valid: this message's price is part of the growth since.
-      if (e.type === 'assistant/message' && e.data.usage && e.data.usage.promptTokens > 0) this.foldReport(e.seq, e.data.usage);
+      const reports = e.type === 'assistant/message' && e.data.usage !== undefined && e.data.usage.promptTokens > 0;
+      if (reports) this.foldReport(e.seq, e.data.usage!);
+      // The reply itself is counted too (its completion): only what comes after it is unreported.
+      else this.addUnreported(e.seq, price);
       this.prices.set(e.seq, price);
       this.surfaceTotal += price;
       this.ledger.appended(e.seq);
@@ -263,6 +270,7 @@ export class TokenMeter implements NodePrices {
     let removedPriced = 0;
     for (const s of this.session.surface.shadowedBy(e.seq) ?? []) {
       const p = this.prices.get(s) ?? 0;
+      this.dropUnreported(s);
       removed += this.ledger.take(s) ?? p * ratio;
       removedPriced += p;
       this.surfaceTotal -= p;
@@ -291,6 +299,18 @@ export class TokenMeter implements NodePrices {
     if (e.type === 'system/message') this.anchor = undefined;
   }
 
+  private addUnreported(seq: number, price: number): void {
+    this.unreported.set(seq, price);
+    this.unreportedTotal += price;
+  }
+
+  private dropUnreported(seq: number): void {
+    const p = this.unreported.get(seq);
+    if (p === undefined) return;
+    this.unreported.delete(seq);
+    this.unreportedTotal -= p;
+  }
+
   /**
    * A provider report, folded before its own message is priced (the prompt it counts is the
    * surface as it is now). A clean growth since the previous anchor on the same route is a
@@ -310,6 +330,10 @@ export class TokenMeter implements NodePrices {
       this.suspectSeq = seq;
       return;
     }
+    // The prompt counts every node on the surface now (or at the header, which holds them too).
+    const shown = u.promptTokens / Math.max(1, this.envelope + (counted === 'current' ? this.surfaceTotal : requested!.surfaceTotal));
+    this.unreported.clear();
+    this.unreportedTotal = 0;
     // Counted at the request's header, before a background commit: carried across it like an
     // anchor; no calibration sample, nothing for the ledger.
     if (counted === 'at-header') {
@@ -321,6 +345,7 @@ export class TokenMeter implements NodePrices {
         route: this.route,
         clean: false,
         added: emptyCounts(),
+        shown,
       };
       this.suspectSeq = undefined;
       return;
@@ -329,7 +354,7 @@ export class TokenMeter implements NodePrices {
     if (a && a.clean && a.route === this.route)
       this.calibration.add(this.route, u.promptTokens - a.providerTokens, this.surfaceTotal - a.surfaceAtAnchor, a.added);
     this.ledger.report(this.route, u.promptTokens, this.envelope + this.surfaceTotal, (s) => this.prices.get(s));
-    this.anchor = { seq, providerTokens: nextContext(u), surfaceAtAnchor: this.surfaceTotal, route: this.route, clean: true, added: emptyCounts() };
+    this.anchor = { seq, providerTokens: nextContext(u), surfaceAtAnchor: this.surfaceTotal, route: this.route, clean: true, added: emptyCounts(), shown };
     this.suspectSeq = undefined;
   }
 
@@ -359,6 +384,7 @@ export class TokenMeter implements NodePrices {
       toolsJson: this.toolsJson ?? null,
       toolsTokens: this.toolsTokens,
       anchor: a ? { ...a, added: [...a.added] } : null,
+      unreported: [...this.unreported.keys()],
       route: this.route,
       suspectSeq: this.suspectSeq ?? null,
       calibration: this.calibration.toState(),
@@ -404,6 +430,7 @@ export class TokenMeter implements NodePrices {
     this.toolsJson = s.toolsJson ?? undefined;
     this.toolsTokens = s.toolsTokens;
     this.anchor = s.anchor ? { ...s.anchor, added: [...s.anchor.added] } : undefined;
+    for (const q of s.unreported) this.addUnreported(q, this.prices.get(q) ?? 0);
     this.route = s.route;
     this.suspectSeq = s.suspectSeq ?? undefined;
     this.calibration = calibration;

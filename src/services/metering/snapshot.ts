@@ -28,7 +28,7 @@ import { priceNode } from './pricing';
 import { tokenizerId, type Tokenizer } from './tokenizer';
 
 /** Bump when pricing or the fold changes: an older snapshot is then ignored, never misread. */
-export const METER_SNAPSHOT_VERSION = 1;
+export const METER_SNAPSHOT_VERSION = 2;
 
 /** Nodes priced again to check a snapshot (spread over the surface, the newest included). */
 export const SPOT_CHECKS = 24;
@@ -45,6 +45,11 @@ export interface MeterAnchorState {
   clean: boolean;
   /** Nodes appended since, by kind: the provider frames each message its own way. */
   added: NodeCounts;
+  /**
+   * Provider tokens per priced token of the request the report counted (its prompt ÷ our price of
+   * that request): how the provider counts this conversation's text, before any calibration.
+   */
+  shown: number;
 }
 
 export interface MeterState {
@@ -72,6 +77,8 @@ export interface MeterState {
   toolsJson: string | null;
   toolsTokens: number;
   anchor: MeterAnchorState | null;
+  /** Surface nodes no provider report has counted yet (appended since the last one), by seq. */
+  unreported: number[];
   route: string;
   suspectSeq: number | null;
   calibration: unknown;
@@ -111,8 +118,9 @@ export function decodeMeterState(payload: string, events: number): MeterState | 
   const a = s.anchor;
   if (a !== null) {
     if (typeof a !== 'object' || !isInt(a.seq) || !isNum(a.providerTokens) || !isNum(a.surfaceAtAnchor) || typeof a.route !== 'string') return undefined;
-    if (typeof a.clean !== 'boolean' || !Array.isArray(a.added) || !a.added.every(isInt)) return undefined;
+    if (typeof a.clean !== 'boolean' || !Array.isArray(a.added) || !a.added.every(isInt) || !isNum(a.shown)) return undefined;
   }
+  if (!Array.isArray(s.unreported) || !s.unreported.every((q) => isInt(q) && q < events)) return undefined;
   return s;
 }
 

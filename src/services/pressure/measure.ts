@@ -3,10 +3,12 @@
  * charts judge), and the figures `engine.measure()` reports.
  */
 import { XcompactError } from '../../errors';
-import { BudgetError, modelInfoFor, policyFor, type ResolvedBudget } from '../config';
+import { BudgetError, modelInfoFor, policyFor, resolveBudget, type ResolvedBudget } from '../config';
+import type { ImageBlock, TextBlock } from '../../session/events';
 import type { ServiceDeps } from '../core';
 import type { Measurement } from '../metering';
 import { isSilentOverflow } from '../overflow';
+import { priceNode } from '../metering';
 import { routeBudget } from '../core';
 import { weighPressure } from '../economics';
 import type { PressureEconomics } from '../economics';
@@ -82,6 +84,106 @@ export function measurePressure(deps: Pick<ServiceDeps, 'session' | 'meter' | 'c
   }
   if (deps.config.economics) reading.economics = weighPressure(deps, { provider, model, totalTokens: m.totalTokens, budget });
   return { kind: 'reading', reading };
+}
+
+/** The request about to be sent against its window: what the fit chart judges (docs/spec.md#19-the-request-fits). */
+export interface WindowReading {
+  provider: string;
+  model: string;
+  /** The request's prompt as the meter bounds it (Measurement.boundTokens: anchored to provider usage, the growth since at the ratio the provider showed). */
+  totalTokens: number;
+  /** The most the prompt may take: the window less the output cap, or less the reply's default room (ResolvedBudget.sendBudget). */
+  messageBudget: number;
+  window: number;
+  /** What the window keeps for the reply: the request's output cap, else the model's, else the default room (min(W/8, 8192)). */
+  outputReservation: number;
+}
+
+/** `unjudged`: no request recorded yet, or a route whose budget cannot be resolved (no window and `requireCapacity: false`). */
+export type WindowResult = { kind: 'unjudged' } | { kind: 'reading'; reading: WindowReading };
+
+export function measureWindow(deps: Pick<ServiceDeps, 'session' | 'meter' | 'config'>): WindowResult {
+  const header = deps.session.latestHeader;
+  if (!header) return { kind: 'unjudged' };
+  let budget: ResolvedBudget;
+  try {
+    budget = routeBudget(deps);
+  } catch (err) {
+    if (err instanceof BudgetError) return { kind: 'unjudged' };
+    throw err;
+  }
+  return {
+    kind: 'reading',
+    reading: {
+      provider: header.data.provider,
+      model: header.data.model,
+      totalTokens: deps.meter.measure().boundTokens,
+      messageBudget: budget.sendBudget,
+      window: budget.window,
+      outputReservation: budget.window - budget.sendBudget,
+    },
+  };
+}
+
+/** What a call would send that no compaction, prune or cut can make smaller. */
+export interface RequestCore {
+  provider: string;
+  model: string;
+  /** The system prompt the call gives (else the recorded one stays: it is counted by the meter already). */
+  system: string | undefined;
+  tools: ReadonlyArray<object>;
+  maxTokens?: number;
+  /** The call's newest user message, when it brings one. */
+  newest: Array<TextBlock | ImageBlock> | undefined;
+}
+
+/**
+ * Before a call writes anything (conversation/conversation.ts plans it): the refusal of one whose
+ * system prompt, tool definitions and newest user message alone — what no compaction, prune or
+ * cut makes smaller — leave no room in the window for its output cap; undefined when they fit or
+ * the route has no known window. A request that passes may still be over the window: the fit
+ * chart then cuts the largest tool results (machines/fit.ts).
+ */
+export function admitRequest(deps: Pick<ServiceDeps, 'config' | 'tokenizerFor'>, core: RequestCore): BudgetError | undefined {
+  const info = modelInfoFor(deps.config, core.provider, core.model);
+  let budget: ResolvedBudget;
+  try {
+    budget = resolveBudget({
+      config: deps.config,
+      provider: core.provider,
+      model: core.model,
+      contextWindow: info?.contextWindow,
+      ...(core.maxTokens !== undefined ? { requestMaxTokens: core.maxTokens } : {}),
+      ...(info?.maxOutputTokens !== undefined ? { modelMaxOutputTokens: info.maxOutputTokens } : {}),
+    });
+  } catch (err) {
+    // An output cap that leaves the prompt no room at all is this call's to fix; an unknown window is not judged here.
+    if (err instanceof BudgetError && err.code === 'no-message-budget') return err;
+    if (err instanceof BudgetError) return undefined;
+    throw err;
+  }
+  // The route's own tokenizer, at face value: the meter is not folded before the call's counts are
+  // fetched (tokenizer 'server'), and a case this leaves at the edge is the fit chart's to judge.
+  const t = deps.tokenizerFor?.(core.provider, core.model);
+  if (!t) return undefined;
+  const system = core.system === undefined ? 0 : priceNode(t, { type: 'system/message', data: { text: core.system } });
+  const tools = core.tools.length === 0 ? 0 : t.count(JSON.stringify(core.tools));
+  const user = core.newest === undefined ? 0 : priceNode(t, { type: 'user/message', data: { content: core.newest } });
+  const total = system + tools + user;
+  if (total <= budget.sendBudget) return undefined;
+  const parts = [
+    ...(system > 0 ? [`the system prompt ${system}`] : []),
+    ...(tools > 0 ? [`the tool definitions ${tools}`] : []),
+    ...(user > 0 ? [`the newest user message ${user}`] : []),
+  ];
+  return new BudgetError(
+    'request-over-window',
+    core.provider,
+    core.model,
+    `${core.provider}/${core.model}: ${parts.join(', ')} tokens: ${total} in all, over the ${budget.sendBudget} tokens the window ${budget.window} leaves for the prompt ` +
+      `with ${budget.window - budget.sendBudget} kept for the reply; no compaction can make them smaller. ${user > system + tools ? 'Send the long text in parts (or as a file the agent reads in parts)' : 'Shorten the system prompt or send fewer tool definitions'}, ` +
+      `or lower max_tokens. Nothing was recorded or sent`,
+  );
 }
 
 /** `waitAt`: with background compaction, where a step waits for a summary still being written (docs/spec.md#13-background-compaction). */

@@ -105,7 +105,9 @@ const HEADROOM = 1024;
 // The threshold is floor(min(0.8 W, W − O − B)) = 6553, the retained tail floor((W − O) × 0.16) = 1228,
 // the prepare point 6553 − (6553 − 1228) / 4 = 5221 (all in the server's tokens: UTF-8 bytes ÷ 4).
 const HISTORY_TOKENS = 3000;
-const FIXTURE_TOKENS = { small: 100, prune: 9000, compact: 4400, prepare: 2800 } as const;
+const FIXTURE_TOKENS = { small: 100, prune: 9000, compact: 4400, prepare: 2800, cut: 2600 } as const;
+/** The cut scenario's parallel batch: four results of 2,600 tokens, more than the window alone. */
+const CUT_BATCH = 4;
 // The follow-up step after a commit: history + the compacting result + this is over the window
 // (3000 + 4400 + 3000, 3000 + 2800 + 3000 > 8192), the compacted conversation plus it is not.
 const FOLLOW_UP_TOKENS = 3000;
@@ -137,6 +139,7 @@ const CHARTS_OF: Partial<Record<LoopModelEvent['type'], readonly string[]>> = {
   'model.calls-tool': ['engine.idle', 'pressure.measuring'],
   'pressure.below': ['pressure.below'],
   'pressure.prunes': ['pressure.pruning', 'pressure.relieved-by-pruning'],
+  'request.cut': ['fit.measuring', 'fit.cutting', 'fit.fits'],
   'pressure.compacts': ['pressure.selecting', 'transaction.summarizing', 'transaction.committing'],
   'pressure.prepares': ['background.preparing', 'background.committing'],
   'summary.settles': ['transaction.revalidating'],
@@ -167,7 +170,7 @@ function compile(events: readonly LoopModelEvent[], path: readonly string[]): Lo
     fixtures[toolFixture] = fillerText(FIXTURE_TOKENS.small, 'small');
   }
   if (has('model.calls-tool')) {
-    const size = has('pressure.prunes') ? 'prune' : has('pressure.compacts') ? 'compact' : background ? 'prepare' : 'small';
+    const size = has('pressure.prunes') ? 'prune' : has('request.cut') ? 'cut' : has('pressure.compacts') ? 'compact' : background ? 'prepare' : 'small';
     toolFixture = `notes-${size}.txt`;
     fixtures[toolFixture] = fillerText(FIXTURE_TOKENS[size], size);
   }
@@ -193,7 +196,14 @@ function compile(events: readonly LoopModelEvent[], path: readonly string[]): Lo
     // (by default a ready summary is held, and committed inside the afterStep() at the threshold).
     ...(background ? { backgroundCommit: 'ready' as const } : {}),
     // Pruning would relieve the pressure the compaction scenarios need; the prune scenario turns its protections off.
-    prune: has('pressure.prunes') ? { protectRecentTokens: 0, minReclaimTokens: 0 } : compacting ? { enabled: false } : {},
+    // The cut scenario protects every result from pruning (they all lie in the retained tail, as in a small window): only the cut can fit them.
+    prune: has('pressure.prunes')
+      ? { protectRecentTokens: 0, minReclaimTokens: 0 }
+      : has('request.cut')
+        ? { protectRecentTokens: WINDOW }
+        : compacting
+          ? { enabled: false }
+          : {},
     ...(breaker ? { circuitBreaker: { failureLimit: 2, cooldownMs: 150 } } : {}),
     // A stalled summary stream must end as summary-timeout, not hang the loop.
     ...(outcome === 'stalls' ? { summaryIdleTimeoutMs: 300 } : {}),
@@ -206,7 +216,7 @@ function compile(events: readonly LoopModelEvent[], path: readonly string[]): Lo
 
   const script: ScenarioScript = {
     ...(toolFixture ? { toolFixture } : {}),
-    ...(toolCrash === 'tool-batch' ? { parallelCalls: 2 } : {}),
+    ...(toolCrash === 'tool-batch' ? { parallelCalls: 2 } : has('request.cut') ? { parallelCalls: CUT_BATCH } : {}),
     ...(followUp ? { followUpFixture: followUp } : {}),
     ...(breaker ? { extraToolSteps: [0, 0, 250, 250] } : {}),
     // In the background mode the failed summaries leave the pressure below the threshold (no truncation stands in): no refill.
@@ -221,7 +231,7 @@ function compile(events: readonly LoopModelEvent[], path: readonly string[]): Lo
 
   const expect: LoopExpectations = {
     outcome: givesUp ? 'provider-error' : has('loop.cancels') ? 'cancelled' : 'done',
-    ...(has('pressure.prunes') ? { pruned: true } : {}),
+    ...(has('pressure.prunes') || has('request.cut') ? { pruned: true } : {}),
     ...(compacting && (outcome === 'succeeds' || outcome === 'breaker') ? { committed: { trigger: 'pressure' as const, background } } : {}),
     // After a crash mid-summary the resumed run compacts again, in whichever mode its pressure calls for.
     ...(compacting && has('process.crashes') ? { committed: { trigger: 'pressure' as const } } : {}),

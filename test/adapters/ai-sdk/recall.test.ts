@@ -23,7 +23,8 @@ function setup(server: LocalOpenAIServer, recall: boolean) {
     session: Session.inMemory(),
     contextWindow: 8_192,
     maxOutputTokens: 512,
-    config: { headroomTokens: 1024, maxTokens: 512, economics: false, background: false, recall },
+    // Results stay whole until the compaction: the checkpoint, not a prune, is what recall brings back here.
+    config: { headroomTokens: 1024, maxTokens: 512, economics: false, background: false, recall, prune: { thresholdChars: 8192 } },
   });
   const read = tool({
     description: 'Read a file.',

@@ -106,4 +106,38 @@ describe('xcompact/ai-sdk: a restarted process continues from the session alone'
     await second.close();
     await second.session.close();
   });
+
+  for (const carry of ['without', 'with'] as const) {
+    it(`a turn stopWhen ended on a tool step: the next turn of the documented loop goes on, ${carry} the ended turn's results`, async () => {
+      const ai = await open(`stopped-${carry}`);
+      server.enqueue({ kind: 'reply', toolCalls: [{ id: `s_${carry}`, name: 'look', arguments: '{"at":"desk"}' }] });
+      // One step: the tool runs, but no model call carries its result to the adapter.
+      const r1 = await generateText({
+        model: ai.model,
+        messages: [...ai.messages(), { role: 'user', content: 'look at the desk' }],
+        tools,
+        stopWhen: stepCountIs(1),
+        maxRetries: 0,
+      });
+      expect(r1.toolResults).toHaveLength(1);
+      expect(ai.session.surface.pendingCalls()).toEqual([`s_${carry}`]);
+      server.enqueue({ kind: 'reply', content: 'It is tidy.' });
+      const sent = server.requests.length;
+      const next = carry === 'with' ? ai.messages({ results: r1.response.messages }) : ai.messages();
+      const r2 = await generateText({ model: ai.model, messages: [...next, { role: 'user', content: 'and?' }], tools, maxRetries: 0 });
+      expect(r2.text).toBe('It is tidy.');
+      // The call went out answered: with the tool's own result, or with the note that none was recorded.
+      const body = server.requests[sent]!.json as ChatRequestBody;
+      const result = body.messages!.find((m) => m.role === 'tool')!;
+      expect(result.content).toContain(carry === 'with' ? 'a tidy desk' : 'No result was recorded');
+      expect(ai.session.surface.pendingCalls()).toEqual([]);
+      // And the turn after that goes on the same way.
+      server.enqueue({ kind: 'reply', content: 'Still tidy.' });
+      expect((await generateText({ model: ai.model, messages: [...ai.messages(), { role: 'user', content: 'now?' }], maxRetries: 0 })).text).toBe(
+        'Still tidy.',
+      );
+      await ai.close();
+      await ai.session.close();
+    });
+  }
 });

@@ -59,7 +59,7 @@ describe('the drop-in checks every request before it is sent (docs/drop-in.md)',
     await tight.compaction.close();
   });
 
-  it('a request that cannot fit the window is not sent: BudgetError request-over-window, its step closed as error', async () => {
+  it('a request that cannot fit the window is not sent: BudgetError request-over-window, refused before anything is recorded', async () => {
     const session = Session.inMemory();
     const ai = withCompaction(client(), { session, models: { 'local-model': { contextWindow: 2_000 } } });
     const sent = server.requests.length;
@@ -68,14 +68,13 @@ describe('the drop-in checks every request before it is sent (docs/drop-in.md)',
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BudgetError);
     expect((err as BudgetError).code).toBe('request-over-window');
-    expect((err as Error).message).toMatch(/nothing was sent/);
+    expect((err as Error).message).toMatch(/Nothing was recorded or sent/);
     expect(server.requests.slice(sent).filter((r) => !isSummary(r.json as ChatRequestBody))).toHaveLength(0);
-    expect(session.openStep).toBeNull();
-    const ends = session
-      .events()
-      .filter((e) => e.type === 'step/end')
-      .map((e) => (e.data as { reason?: string }).reason);
-    expect(ends).toEqual(['error']);
+    // Planned, then refused: not a single event written, and the next call starts the conversation afresh.
+    expect(session.length).toBe(0);
+    const reply = await ai.chat.completions.create({ model: 'local-model', messages: [{ role: 'user', content: 'Short, then.' }], max_tokens: 64 });
+    expect(reply.choices[0]!.message.content).toBe('Noted.');
+    expect(session.events().filter((e) => e.type === 'user/message')).toHaveLength(1);
     await ai.compaction.close();
   });
 });

@@ -190,3 +190,34 @@ describe('withCompaction: client.responses.create', () => {
     expect(session.events().filter((e) => e.type === 'tool/result')).toHaveLength(1);
   });
 });
+
+describe('the input a caller builds from response.output agrees with the recording, however the turns fall', () => {
+  for (const reasoning of [false, true]) {
+    it(`two replies in a row (asked again after a reply without calls)${reasoning ? ', each with its reasoning item' : ''}, then a tool step: no history-diverged`, async () => {
+      server.setHandler(undefined);
+      const ai = withCompaction(new OpenAI({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0 }), { session: Session.inMemory(), models: MODELS });
+      const input: ResponseInputItem[] = [{ role: 'user', content: 'Tell me three things.' }];
+      const r = reasoning ? { reasoning: 'thinking it over' } : {};
+      server.enqueue(
+        { kind: 'reply', content: 'One.', ...r },
+        { kind: 'reply', content: 'Two.', ...r },
+        { kind: 'reply', toolCalls: [{ id: 'fc_1', name: 'read_file', arguments: '{"path":"a.ts"}' }], ...r },
+        { kind: 'reply', content: 'Three.', ...r },
+      );
+      const texts: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        const response = await ai.responses.create({ model: 'local-model', input, store: false });
+        input.push(...(response.output as ResponseInputItem[]));
+        for (const item of response.output)
+          if (item.type === 'function_call') input.push({ type: 'function_call_output', call_id: item.call_id, output: 'a.ts' });
+        texts.push(response.output_text);
+      }
+      expect(texts).toEqual(['One.', 'Two.', '', 'Three.']);
+      // Each reply is one recorded assistant message, and the caller's input continues the recording.
+      const replies = ai.compaction.session.events().filter((e) => e.type === 'assistant/message');
+      expect(replies).toHaveLength(4);
+      expect(sessionInput(ai.compaction.session).input.length).toBe(input.length);
+      await ai.compaction.close();
+    });
+  }
+});

@@ -57,7 +57,8 @@ describe('defaults (docs/spec.md#3-configuration)', () => {
     circuitBreaker: { failureLimit: 3, cooldownMs: 300_000 },
     truncationFallback: true,
     minProgressRatio: 0.1,
-    prune: { enabled: true, thresholdChars: 8192, headChars: 4096, tailChars: 1024, neverPrune: [] },
+    // The pruner's sizes are scaled to each route's window (pruneSizes, resolved in the budget).
+    prune: { enabled: true, neverPrune: [] },
     redaction: { enabled: true, patterns: [] },
     economics: true,
     forgetting: 1,
@@ -297,12 +298,26 @@ describe('rules across fields', () => {
   });
 
   it('head + marker + tail must fit thresholdChars', () => {
+    // A threshold given alone: half of it for the head, an eighth for the tail — always fits.
+    expect(parseConfig({ prune: { thresholdChars: 1000 } }).prune.thresholdChars).toBe(1000);
     const fitting = 4096 + PRUNE_MARKER_RESERVE + 1024;
-    expect(parseConfig({ prune: { thresholdChars: fitting } }).prune.thresholdChars).toBe(fitting);
-    expect(onlyMessage({ prune: { thresholdChars: fitting - 1 } })).toBe(
-      `config.prune = {"thresholdChars":${fitting - 1}} does not fit a pruned result in thresholdChars: headChars + marker + tailChars = 4096 + ${PRUNE_MARKER_RESERVE} + 1024 = ${fitting} > thresholdChars ${fitting - 1}: lower headChars or tailChars, or raise thresholdChars to at least ${fitting}`,
+    expect(parseConfig({ prune: { thresholdChars: fitting, headChars: 4096, tailChars: 1024 } }).prune.thresholdChars).toBe(fitting);
+    expect(onlyMessage({ prune: { thresholdChars: fitting - 1, headChars: 4096, tailChars: 1024 } })).toBe(
+      `config.prune = {"thresholdChars":${fitting - 1},"headChars":4096,"tailChars":1024} does not fit a pruned result in thresholdChars: headChars + marker + tailChars = 4096 + ${PRUNE_MARKER_RESERVE} + 1024 = ${fitting} > thresholdChars ${fitting - 1}: lower headChars or tailChars, or raise thresholdChars to at least ${fitting}`,
     );
-    expect(onlyMessage({ prune: { headChars: 8000 } })).toMatch(/^config\.prune = \{"headChars":8000\} does not fit .* = 9088 > thresholdChars 8192/);
+    expect(onlyMessage({ prune: { thresholdChars: 2000, headChars: 1800 } })).toMatch(/^config\.prune = .* = 2114 > thresholdChars 2000/);
+    // No threshold given: the window's default is raised to fit what is given.
+    expect(() => parseConfig({ prune: { headChars: 8000 } })).not.toThrow();
+  });
+
+  it('the pruner sizes scale with the window: half a character per token, 1,024 to 8,192; a given head and tail raise it', () => {
+    const sizes = (window: number, prune = {}) =>
+      resolveBudget({ config: parseConfig({ prune }), provider: 'p', model: 'm', contextWindow: window, requestMaxTokens: 256 }).prune;
+    expect(sizes(4096)).toEqual({ thresholdChars: 2048, headChars: 1024, tailChars: 256 });
+    expect(sizes(1000)).toEqual({ thresholdChars: 1024, headChars: 512, tailChars: 128 });
+    expect(sizes(128_000)).toEqual({ thresholdChars: 8192, headChars: 4096, tailChars: 1024 });
+    expect(sizes(4096, { headChars: 3000 })).toEqual({ thresholdChars: 3000 + PRUNE_MARKER_RESERVE + 256, headChars: 3000, tailChars: 256 });
+    expect(sizes(4096, { thresholdChars: 500 })).toEqual({ thresholdChars: 500, headChars: 250, tailChars: 62 });
   });
 
   it('model entries: "provider/model" keys, a context window for unknown models, output below the window', () => {
@@ -425,7 +440,7 @@ describe('error reports', () => {
     retainTokens: 5,
     summarizationModel: 'm',
     color: 1,
-    prune: { headChars: 9000 },
+    prune: { thresholdChars: 8192, headChars: 9000 },
     modelPolicies: [
       { provider: 'a', model: 'b', headroomTokens: 0 },
       { provider: 'a', model: 'b' },

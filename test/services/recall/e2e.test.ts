@@ -48,7 +48,8 @@ describe('recall through the example agent loop, against the local server', () =
       model: 'scripted',
       contextWindow: WINDOW,
       maxOutputTokens: 512,
-      config: { headroomTokens: 1024, maxTokens: 512, economics: false, background: false, recall: true },
+      // Results stay whole until the compaction: the checkpoint, not a prune, is what recall brings back here.
+      config: { headroomTokens: 1024, maxTokens: 512, economics: false, background: false, recall: true, prune: { thresholdChars: 8192 } },
       session,
       sandbox: join(dir, 'project'),
       inputs: ['Read every module, then tell me the retry limit.'],

@@ -11,10 +11,18 @@
  *   taken over stores nothing) and inserts the whole batch at the expected seqs, only if the
  *   log ends right before them. Anything else is a `store-conflict`: nothing of the batch is
  *   stored and the writer stops, so the caller reopens (reloads) the session.
+ * - A flush is acknowledged exactly when its rows are durable. When the answer never comes
+ *   (the connection breaks, or the server stops answering, after the statement was sent) the
+ *   rows may or may not have landed: the flush fails with `store-unreachable`, the writer stops
+ *   and keeps them. Each row carries the event's id (a hash of its JSON), so the outcome can be
+ *   read back: a later `flush()` or `close()`, once the server is back, skips the rows that
+ *   landed and writes the others (a re-append of the same event is a no-op), and `close()`
+ *   succeeds; or a reopen by the same store says which landed (`loadReport.unresolvedFlush`)
+ *   and the old writer stands down.
  * - `readOnly: true` opens sessions without a lease (inspect, dashboards, a standby): appends
  *   are refused with `store-read-only` and nothing is created in the database.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { XcompactError } from '../../errors';
 import { StoreError } from '../errors';
@@ -62,6 +70,8 @@ export class PostgresStore implements SessionStore {
   private poolP: Promise<Pool> | undefined;
   private readonly ownsPool: boolean;
   private schemaReady: Promise<void> | undefined;
+  /** Writers of this store whose last flush has an unknown outcome, by session id: a reopen resolves it. */
+  private readonly unresolved = new Map<string, PostgresWriter>();
 
   constructor(options: PostgresStoreOptions) {
     if (!options.url && !options.pool)
@@ -107,11 +117,20 @@ export class PostgresStore implements SessionStore {
     await this.migrate();
     const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     const report: LoadReport = {};
+    // A writer of ours whose flush never got its answer: say which of its rows landed, and let
+    // this open take its place (its lease is ours to end; it writes nothing more).
+    const previous = this.unresolved.get(id);
+    if (previous) {
+      report.unresolvedFlush = await this.run('reading which rows of the unanswered flush landed', () => previous.standDown());
+      this.unresolved.delete(id);
+    }
     const took = await this.run('taking the writer lease', () => this.acquire(pool, id, holder));
     if (took) report.leaseTakenOver = took;
     try {
       const records = await this.load(pool, id);
-      const writer = new PostgresWriter(pool, this.names, id, holder, location, records.length, this.leaseMs, this.statementTimeoutMs + GRACE_MS);
+      const writer = new PostgresWriter(pool, this.names, id, holder, location, records.length, this.leaseMs, this.statementTimeoutMs + GRACE_MS, {
+        unresolved: (w) => (w.hasUnresolved() ? this.unresolved.set(id, w) : this.unresolved.get(id) === w && this.unresolved.delete(id)),
+      });
       return { records, report, location, writer };
     } catch (err) {
       await this.deadline(pool.query(`DELETE FROM ${this.names.leases} WHERE session_id = $1 AND holder = $2`, [id, holder]), 'releasing the lease').catch(
@@ -214,10 +233,35 @@ export class PostgresStore implements SessionStore {
   }
 }
 
-/** A queued event: its seq (what the batch is fenced on) and its JSON, encoded at append. */
+/** A queued event: its seq (what the batch is fenced on), its JSON, encoded at append, and its id (a hash of that JSON). */
 interface Encoded {
   seq: number;
   json: string;
+  id: string;
+}
+
+/** The id a row carries: the same event (the same JSON, seq included) always gets the same one. */
+function eventId(json: string): string {
+  return createHash('sha256').update(json).digest('base64url').slice(0, 24);
+}
+
+/**
+ * A failure after which the rows may have landed: the statement was sent (or may have been) and
+ * no answer came. An error the server answered with (a SQLSTATE) means the statement failed and
+ * rolled back; a connection that could not be made means it was never sent.
+ */
+function outcomeUnknown(err: unknown): boolean {
+  if (err instanceof NotSent) return false;
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return false;
+  return !(err instanceof StoreError) || err.code === 'store-unreachable';
+}
+
+/** The connection for a statement could not be had: nothing was sent. */
+class NotSent extends Error {
+  constructor(readonly reason: unknown) {
+    super(reason instanceof Error ? reason.message : String(reason), { cause: reason });
+  }
 }
 
 function readOnlyWriter(id: string, location: string): LogWriter {
@@ -237,6 +281,12 @@ function readOnlyWriter(id: string, location: string): LogWriter {
 
 class PostgresWriter extends QueuedWriter<Encoded> {
   private readonly renewTimer: NodeJS.Timeout;
+  /** Appended, not yet acknowledged: the rows a retry must account for, in order. */
+  private pending: Encoded[] = [];
+  /** The last write may have landed without an answer: the next write first reads what is stored. */
+  private uncertain = false;
+  /** A reopen by the same store took this writer's place: it writes nothing more. */
+  private retired = false;
 
   constructor(
     private readonly pool: Pool,
@@ -249,22 +299,87 @@ class PostgresWriter extends QueuedWriter<Encoded> {
     private readonly leaseMs: number,
     /** No answer within this many ms is `store-unreachable`. */
     private readonly answerMs: number,
+    private readonly registry: { unresolved(w: PostgresWriter): void },
   ) {
     super(location);
     this.renewTimer = setInterval(() => void this.renew(), Math.max(50, Math.floor(leaseMs / 3)));
     this.renewTimer.unref();
   }
 
+  hasUnresolved(): boolean {
+    return this.uncertain && this.pending.length > 0 && !this.retired;
+  }
+
   protected encode(event: SessionEvent): Encoded {
-    return { seq: event.seq, json: this.json(event) };
+    const json = this.json(event);
+    const encoded = { seq: event.seq, json, id: eventId(json) };
+    this.pending.push(encoded);
+    return encoded;
   }
 
   protected asFailure(err: unknown): StoreError {
-    return err instanceof StoreError && err.code === 'store-conflict' ? err : storeErrorOf(err, this.location, 'appending events');
+    const failure =
+      err instanceof StoreError && err.code === 'store-conflict'
+        ? err
+        : storeErrorOf(err instanceof NotSent ? err.reason : err, this.location, 'appending events');
+    if (outcomeUnknown(err) && this.pending.length > 0) {
+      this.uncertain = true;
+      this.registry.unresolved(this);
+      const first = this.pending[0]!.seq;
+      const last = this.pending[this.pending.length - 1]!.seq;
+      return new StoreError(
+        'store-unreachable',
+        `${failure.message.replace(/\.$/, '')}. Events ${first}..${last} may or may not be stored (no answer came): ` +
+          'flush() or close() again once the server is back writes those that did not land (and only those), or a reopen of the session by this store says which landed.',
+        { file: this.location, cause: failure },
+      );
+    }
+    return failure;
+  }
+
+  /**
+   * flush(): the writes, acknowledged only once durable. After a failure whose outcome is
+   * unknown, it reads which rows landed and writes the rest (the writer stays stopped: reopen
+   * to append more); it rejects again while the server is still away.
+   */
+  override async flush(): Promise<void> {
+    try {
+      await super.flush();
+    } catch (err) {
+      if (this.retired) return;
+      if (!this.uncertain) throw err;
+      try {
+        await this.settle();
+      } catch (again) {
+        throw this.asFailure(again);
+      }
+    }
+  }
+
+  /** The pending rows made durable: those that landed are skipped (same seq, same id), the others written. */
+  private async settle(): Promise<void> {
+    if (this.pending.length === 0) return;
+    await this.writeBatch([...this.pending]);
+    this.uncertain = false;
+    this.registry.unresolved(this);
+  }
+
+  /** A reopen takes this writer's place: which of its pending rows landed; it writes nothing more and its lease ends. */
+  async standDown(): Promise<{ first: number; last: number; landed: number[]; missing: number[] }> {
+    const rows = this.pending;
+    const stored = await this.storedIds(rows[0]!.seq, rows[rows.length - 1]!.seq);
+    const landed: number[] = [];
+    const missing: number[] = [];
+    for (const e of rows) (stored.get(e.seq) === e.id ? landed : missing).push(e.seq);
+    this.retired = true;
+    clearInterval(this.renewTimer);
+    await this.query(`DELETE FROM ${this.n.leases} WHERE session_id = $1 AND holder = $2`, [this.id, this.holder], "ending the previous writer's lease");
+    return { first: rows[0]!.seq, last: rows[rows.length - 1]!.seq, landed, missing };
   }
 
   protected async release(): Promise<void> {
     clearInterval(this.renewTimer);
+    if (this.retired) return;
     await this.query(`DELETE FROM ${this.n.leases} WHERE session_id = $1 AND holder = $2`, [this.id, this.holder], 'releasing the lease').catch(
       () => undefined,
     );
@@ -272,6 +387,33 @@ class PostgresWriter extends QueuedWriter<Encoded> {
 
   private query(text: string, values: unknown[], doing: string): ReturnType<Pool['query']> {
     return withDeadline(this.pool.query(text, values), this.answerMs, this.location, doing);
+  }
+
+  /**
+   * One statement on a connection of its own: a connection that cannot be had is NotSent (the
+   * statement never left), a broken one is thrown away with the error.
+   */
+  private async send(text: string, values: unknown[], doing: string): Promise<{ rows: any[]; rowCount: number | null }> {
+    let client: Awaited<ReturnType<Pool['connect']>>;
+    const connecting = this.pool.connect();
+    try {
+      client = await withDeadline(connecting, this.answerMs, this.location, 'connecting');
+    } catch (err) {
+      // A connection that comes after the deadline is not left checked out.
+      connecting.then(
+        (c) => c.release(true),
+        () => undefined,
+      );
+      throw new NotSent(err);
+    }
+    try {
+      const r = await withDeadline(client.query(text, values), this.answerMs, this.location, doing);
+      client.release();
+      return r;
+    } catch (err) {
+      client.release(err instanceof Error ? err : new Error(String(err)));
+      throw err;
+    }
   }
 
   protected override fail(err: Error): void {
@@ -301,29 +443,73 @@ class PostgresWriter extends QueuedWriter<Encoded> {
     }
   }
 
-  protected async writeBatch(batch: Encoded[]): Promise<void> {
+  /** The ids stored at seqs first..last (NULL for rows of a version-1 table). */
+  private async storedIds(first: number, last: number): Promise<Map<number, string | null>> {
+    const r = await this.query(
+      `SELECT seq, event_id FROM ${this.n.events} WHERE session_id = $1 AND seq BETWEEN $2 AND $3`,
+      [this.id, first, last],
+      'reading which rows landed',
+    );
+    return new Map((r.rows as { seq: number; event_id: string | null }[]).map((row) => [row.seq, row.event_id]));
+  }
+
+  /**
+   * The rows of `batch` already stored with the same id are dropped (a re-append of the same
+   * event, or a flush that landed without an answer); a row stored there with another id is a
+   * conflict. Read only when the batch does not start where the log is known to end.
+   */
+  private async skipStored(batch: Encoded[]): Promise<Encoded[]> {
+    const stored = await this.storedIds(batch[0]!.seq, batch[batch.length - 1]!.seq);
+    let k = 0;
+    for (; k < batch.length; k++) {
+      const have = stored.get(batch[k]!.seq);
+      if (have === undefined) break;
+      if (have !== batch[k]!.id) throw this.conflict(`seq ${batch[k]!.seq} holds another event than the one this writer appended there`);
+    }
+    if (k > 0) {
+      this.stored = Math.max(this.stored, batch[k - 1]!.seq + 1);
+      this.acknowledge(batch.slice(0, k));
+    }
+    return batch.slice(k);
+  }
+
+  /** Rows now durable leave the pending list (they are its head, in order). */
+  private acknowledge(rows: Encoded[]): void {
+    const last = rows[rows.length - 1]!.seq;
+    this.pending = this.pending.filter((e) => e.seq > last);
+  }
+
+  protected async writeBatch(input: Encoded[]): Promise<void> {
+    if (this.retired) throw this.conflict("a reopen of this session by the same store took this writer's place");
+    let batch = input;
+    if (this.uncertain || batch[0]!.seq < this.stored) batch = await this.skipStored(batch);
+    if (batch.length === 0) return;
     const first = batch[0]!.seq;
     if (first !== this.stored) throw this.conflict(`the batch starts at seq ${first} but ${this.stored} events are stored`);
     let r;
     try {
-      r = await this.query(
+      r = await this.send(
         `WITH lease AS (
            UPDATE ${this.n.leases} SET expires_at = clock_timestamp() + $4 * interval '1 millisecond'
            WHERE session_id = $1 AND holder = $2 RETURNING 1)
-         INSERT INTO ${this.n.events} (session_id, seq, event)
-         SELECT $1, (e->>'seq')::integer, e FROM jsonb_array_elements($3::jsonb) AS e
+         INSERT INTO ${this.n.events} (session_id, seq, event, event_id)
+         SELECT $1, (e->>'seq')::integer, e, ($6::text[])[i] FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS b(e, i)
          WHERE EXISTS (SELECT 1 FROM lease)
            AND (SELECT coalesce(max(seq), -1) FROM ${this.n.events} WHERE session_id = $1) = $5`,
-        [this.id, this.holder, `[${batch.map((e) => e.json).join(',')}]`, this.leaseMs, first - 1],
+        [this.id, this.holder, `[${batch.map((e) => e.json).join(',')}]`, this.leaseMs, first - 1, batch.map((e) => e.id)],
         'appending events',
       );
     } catch (err) {
-      if ((err as { code?: string }).code === '23505')
+      if ((err as { code?: string }).code === '23505') {
+        // Another writer, or this batch itself landing late (a flush that timed out committed after all).
+        if (this.uncertain && (await this.skipStored(batch)).length === 0) return;
         throw this.conflict(`another writer already stored an event at seq ${first}..${first + batch.length - 1}`);
+      }
       throw err;
     }
     if (r.rowCount === batch.length) {
       this.stored += batch.length;
+      this.acknowledge(batch);
       return;
     }
     // Nothing was stored (one statement): say why.

@@ -63,7 +63,7 @@ describe('PostgresStore: schema', () => {
     const s = await Session.open(store, 'x');
     await s.close();
     const meta = await sql(`SELECT key, value FROM ${schemaOf(store)}.meta`);
-    expect(meta.rows).toEqual([{ key: 'schema_version', value: '1' }]);
+    expect(meta.rows).toEqual([{ key: 'schema_version', value: '2' }]);
     await reader.close();
   });
 
@@ -72,11 +72,11 @@ describe('PostgresStore: schema', () => {
     const s = await Session.open(store, 'v');
     s.append(user('kept'));
     await s.close();
-    await sql(`UPDATE ${schemaOf(store)}.meta SET value = '2' WHERE key = 'schema_version'`);
+    await sql(`UPDATE ${schemaOf(store)}.meta SET value = '3' WHERE key = 'schema_version'`);
     const before = await rows(store, 'v');
     const fresh = new PostgresStore({ url: pgUrl(), schema: schemaOf(store) });
     const err = await rejection(Session.open(fresh, 'v'), 'store-schema');
-    expect(err.message).toContain('version 2');
+    expect(err.message).toContain('version 3');
     expect(err.message).toContain(schemaOf(store));
     await rejection(Session.open(new PostgresStore({ url: pgUrl(), schema: schemaOf(store), readOnly: true }), 'v'), 'store-schema');
     expect(await rows(store, 'v')).toEqual(before);

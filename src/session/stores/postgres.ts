@@ -285,6 +285,8 @@ class PostgresWriter extends QueuedWriter<Encoded> {
   private pending: Encoded[] = [];
   /** The last write may have landed without an answer: the next write first reads what is stored. */
   private uncertain = false;
+  /** The writer stopped on an unanswered write (not a refusal): a flush once the server is back can still make everything durable. */
+  private recoverable = false;
   /** A reopen by the same store took this writer's place: it writes nothing more. */
   private retired = false;
 
@@ -324,6 +326,7 @@ class PostgresWriter extends QueuedWriter<Encoded> {
         : storeErrorOf(err instanceof NotSent ? err.reason : err, this.location, 'appending events');
     if (outcomeUnknown(err) && this.pending.length > 0) {
       this.uncertain = true;
+      this.recoverable = true;
       this.registry.unresolved(this);
       const first = this.pending[0]!.seq;
       const last = this.pending[this.pending.length - 1]!.seq;
@@ -347,7 +350,7 @@ class PostgresWriter extends QueuedWriter<Encoded> {
       await super.flush();
     } catch (err) {
       if (this.retired) return;
-      if (!this.uncertain) throw err;
+      if (!this.recoverable || this.failure !== err) throw err;
       try {
         await this.settle();
       } catch (again) {
@@ -359,7 +362,16 @@ class PostgresWriter extends QueuedWriter<Encoded> {
   /** The pending rows made durable: those that landed are skipped (same seq, same id), the others written. */
   private async settle(): Promise<void> {
     if (this.pending.length === 0) return;
-    await this.writeBatch([...this.pending]);
+    const failure = this.failure;
+    try {
+      await this.writeBatch([...this.pending]);
+    } catch (err) {
+      // A refusal now (another writer took the session) is final; no answer again stays recoverable.
+      if (!outcomeUnknown(err)) this.recoverable = false;
+      throw err;
+    } finally {
+      this.failure = failure;
+    }
     this.uncertain = false;
     this.registry.unresolved(this);
   }
@@ -406,8 +418,13 @@ class PostgresWriter extends QueuedWriter<Encoded> {
       );
       throw new NotSent(err);
     }
+    // A checked-out client whose connection ends emits 'error' besides failing its query: with
+    // no listener that would crash the process (the query's own rejection reports it).
+    const ignore = () => undefined;
+    client.on?.('error', ignore);
     try {
       const r = await withDeadline(client.query(text, values), this.answerMs, this.location, doing);
+      client.off?.('error', ignore);
       client.release();
       return r;
     } catch (err) {

@@ -124,8 +124,8 @@ describe('a file that is not a regular file is refused at once, by every entry p
   it.each([['inspect'], ['inspect --recall x'], ['compact'], ['eval']])(
     'xcompact %s <a FIFO> exits 1 naming it, and the next command still reads',
     async (command) => {
-      const [name, ...rest] = command.split(' ');
-      const args = name === 'compact' ? [name!, fifo, '--output', join(dir, 'out.jsonl'), ...rest] : [name!, fifo, ...rest];
+      const [name = '', ...rest] = command.split(' ');
+      const args = name === 'compact' ? [name, fifo, '--output', join(dir, 'out.jsonl'), ...rest] : [name, fifo, ...rest];
       for (let i = 0; i < 5; i++) {
         const ran = await xcompact(args);
         expect(ran.code).toBe(1);

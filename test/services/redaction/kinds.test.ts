@@ -1,5 +1,5 @@
 /**
- * Every kind of secret the default rules promise (docs/reliability.md#secrets-stay-in-the-log):
+ * Every kind of secret the default rules promise (docs/reliability.md#secrets-where-text-leaves-the-log):
  * one planted secret of each kind is redacted whole; the ordinary values that look a little
  * like secrets (`foreign_key: account_id42`, `secret: my-k8s-secret-name-01`, a public key)
  * stay as they are; and a recall excerpt whose window ends or starts inside a secret shows

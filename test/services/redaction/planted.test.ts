@@ -1,6 +1,6 @@
 /**
  * One secret of each kind (test/helpers/secrets.ts), planted in a real run and looked for
- * everywhere text leaves the log (docs/reliability.md#secrets-stay-in-the-log): the example
+ * everywhere text leaves the log (docs/reliability.md#secrets-where-text-leaves-the-log): the example
  * agent loop reads one file per planted secret over real HTTP (the `openai` SDK against the
  * local server), then enough ordinary files that the session compacts them away; the scripted
  * summarizer copies every planted line it is shown into its summary, so a secret that reached

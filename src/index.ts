@@ -122,7 +122,7 @@ export {
   type Detection,
 } from './transcripts/index';
 // Reading a file a user named: a regular file within the size limit, or a typed refusal at once.
-export { FileReadError, DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_ENV, type FileKind, type FileReadReason } from './regular-file';
+export { FileReadError, type FileKind, type FileReadReason } from './regular-file';
 
 // Configuration: validate early; the engine validates again at creation.
 export {

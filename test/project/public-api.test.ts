@@ -133,6 +133,7 @@ describe('public API', () => {
         'ConfigError',
         'DropInError',
         'ExtractiveSummarizer',
+        'FileReadError',
         'JsonlStore',
         'MemoryStore',
         'OpenAISummarizer',

@@ -1,33 +1,16 @@
 /**
- * Secret redaction on the shared transcripts (docs/reliability.md): every string value of every
- * line of /work/shared/data/*.jsonl and its corpus/ through redactSecrets(), counted as kept
+ * Secret redaction on the shared transcripts (docs/reliability.md): every string value of
+ * /work/shared/data/*.jsonl and of every file under its corpus/ (test/helpers/shared-data.ts) through redactSecrets(), counted as kept
  * (unchanged) or redacted, and each redaction checked for what must never be redacted: a hash
  * (≥ 32 hex digits), a UUID, a path. Those are the false positives; the other redactions are
  * printed (kind and a masked sample) for a reader to judge.
  *
  *   npx tsx bench/redaction.ts [dir]        (default /work/shared/data)
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { redactSecrets } from '../src/services/redaction/index';
+import { SHARED_DATA, sharedDataFiles, stringsOf } from '../test/helpers/shared-data';
 
-const root = process.argv[2] ?? '/work/shared/data';
-
-function files(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir).sort()) {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) out.push(...files(path));
-    else if (name.endsWith('.jsonl')) out.push(path);
-  }
-  return out;
-}
-
-function strings(value: unknown, out: string[]): void {
-  if (typeof value === 'string') out.push(value);
-  else if (Array.isArray(value)) for (const v of value) strings(v, out);
-  else if (value !== null && typeof value === 'object') for (const v of Object.values(value)) strings(v, out);
-}
+const root = process.argv[2] ?? SHARED_DATA;
 
 const HASH = /^[0-9a-f]{32,}$/i;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -64,21 +47,13 @@ let falsePositives = 0;
 const byKind = new Map<string, { n: number; samples: string[] }>();
 const rows: string[] = [];
 const started = performance.now();
-for (const file of files(root)) {
+for (const file of sharedDataFiles(root)) {
   let fStrings = 0;
   let fRedacted = 0;
   let fCount = 0;
   let fFalse = 0;
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (line.trim() === '') continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      continue;
-    }
-    const texts: string[] = [];
-    strings(value, texts);
+  {
+    const texts = stringsOf(file);
     for (const t of texts) {
       fStrings++;
       totalChars += t.length;

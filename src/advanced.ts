@@ -117,3 +117,5 @@ export {
   usageFromOpenAI,
   type ParsedLog,
 } from './session/index';
+// The file check every importer and CLI command reads through, and its size limit.
+export { readRegularFile, DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_ENV, type ReadFileOptions } from './regular-file';

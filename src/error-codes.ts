@@ -28,6 +28,9 @@ export type XcompactErrorCode =
   | 'session-rule' // SessionRuleError: an append broke a log rule; the session is unchanged
   | 'invalid-session-id' // a session id that cannot be a file name
   | 'import' // PiImportError, TranscriptImportError: a transcript that cannot be imported
+  | 'not-a-regular-file' // FileReadError: a directory, FIFO, socket or device where a file was expected (refused before it is opened)
+  | 'file-too-large' // FileReadError: a file over the size limit ($XCOMPACT_MAX_FILE_BYTES)
+  | 'file-unreadable' // FileReadError: missing, no permission, or another read failure
   | 'tokenizer-unavailable' // TokenizerUnavailableError: unknown name or optional package missing
   | 'prune-settings' // PruneSettingsError
   | 'prune-pricing' // PrunePricingError

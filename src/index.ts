@@ -121,6 +121,8 @@ export {
   type TranscriptFormat,
   type Detection,
 } from './transcripts/index';
+// Reading a file a user named: a regular file within the size limit, or a typed refusal at once.
+export { FileReadError, type FileKind, type FileReadReason } from './regular-file';
 
 // Configuration: validate early; the engine validates again at creation.
 export {

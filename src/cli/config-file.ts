@@ -3,8 +3,9 @@
  * `createCompactionEngine({ config })`, including `models`). Given with --config, or found as
  * `xcompact.config.json` next to the session (the demo writes one there).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { FileReadError, readRegularFileSync } from '../regular-file';
 import { parseConfig, type CompactionConfig, type CompactionConfigInput } from '../services/config';
 import { CliError, oneLine } from './errors';
 import { jsonErrorLocation } from './load';
@@ -23,11 +24,11 @@ export function loadConfig(explicit: string | undefined, nextTo: string): Loaded
   if (explicit === undefined && !existsSync(candidate)) return { input: {}, parsed: parseConfig({}), path: undefined };
   let text: string;
   try {
-    text = readFileSync(candidate, 'utf8');
+    // Only a regular file: a FIFO here would block the whole process (src/regular-file.ts).
+    text = readRegularFileSync(candidate).toString('utf8');
   } catch (err) {
-    throw new CliError(
-      `cannot read the configuration ${candidate}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}; check the --config path.`,
-    );
+    if (!(err instanceof FileReadError)) throw err;
+    throw new CliError(`the configuration: ${err.message.replace(/\.$/, '')}; check the --config path.`, 1, { cause: err });
   }
   let input: unknown;
   try {

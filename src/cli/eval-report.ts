@@ -11,7 +11,8 @@ import { redactSecrets } from '../services/redaction';
 
 const COLORS = ['#d6336c', '#1c7ed6', '#2f9e44', '#f08c00', '#7048e8', '#0b7285', '#868e96'];
 
-// Every text of the page passes here: its secrets are redacted before it is escaped.
+// Every text of the page passes here: its secrets are redacted before it is escaped (and a
+// text shown in part, a file's base name, is redacted whole before it is cut).
 const esc = (s: string) => redactSecrets(s).text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 const pct = (x: number | undefined) => (x === undefined ? '–' : `${(100 * x).toFixed(1)}%`);
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -166,7 +167,7 @@ export function renderEvalReport(results: readonly EvaluatedTranscript[], meta: 
         .map((w, wi) => {
           const key = `t${ti}-w${wi}`;
           return (
-            `<section><h2>${esc(basename(t.file))} <small>${esc(t.format)}, ${int(t.requests)} requests — window ${int(w.window)} tokens</small></h2>\n${table(w)}\n` +
+            `<section><h2>${esc(basename(redactSecrets(t.file).text))} <small>${esc(t.format)}, ${int(t.requests)} requests — window ${int(w.window)} tokens</small></h2>\n${table(w)}\n` +
             `<div class="charts"><figure>${costRecallChart(w, `cost-recall-${key}`)}<figcaption>Cost × needed recall (up and to the left is better)</figcaption></figure>` +
             `<figure>${requestSizeChart(w, `request-size-${key}`)}<figcaption>Request size per step</figcaption></figure></div>\n${legend(w.runs.map((r) => r.policy))}</section>`
           );

@@ -4,9 +4,9 @@
  * session in PostgreSQL (`postgres://…/db#id`, or an id with `--store postgres://…`).
  * Every failure is a CliError naming the file (or server and session), the line when there is one, and the fix.
  */
-import { readFile, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { XcompactError } from '../errors';
+import { FileReadError, readRegularFile } from '../regular-file';
 import type { TranscriptImportReport } from '../transcripts/common';
 import { detectTranscriptFormat, FORMAT_LABELS, type TranscriptFormat } from '../transcripts/detect';
 import type { PiImportReport } from '../transcripts/pi';
@@ -27,18 +27,15 @@ export type HarnessFormat = Exclude<TranscriptFormat, 'xcompact'>;
 
 export const HARNESS_NAMES: Record<HarnessFormat, string> = { pi: 'pi transcript', 'claude-code': 'Claude Code session', codex: 'Codex rollout' };
 
+/** A file's bytes: only a regular file within the size limit (a FIFO, socket, device or directory is refused at once). */
 export async function readInput(file: string): Promise<Buffer> {
-  let info;
   try {
-    info = await stat(file);
+    return await readRegularFile(file);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new CliError(`cannot read ${file}: no such file; check the path (relative paths start from ${process.cwd()}).`);
-    if (code === 'EACCES') throw new CliError(`cannot read ${file}: permission denied; check the file's permissions.`);
-    throw new CliError(`cannot read ${file}: ${(err as Error).message}.`, 1, { cause: err });
+    if (!(err instanceof FileReadError)) throw err;
+    const hint = err.reason === 'is-a-directory' ? " Pass the session's .jsonl file inside it." : '';
+    throw new CliError(`${err.message}${hint}`, 1, { cause: err });
   }
-  if (info.isDirectory()) throw new CliError(`cannot read ${file}: it is a directory; pass the session's .jsonl file inside it.`);
-  return readFile(file);
 }
 
 /**

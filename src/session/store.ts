@@ -22,6 +22,13 @@ export interface LoadReport {
   invalidUtf8?: { lines: number[]; count: number };
   /** The writer lease was taken over from a writer that stopped renewing it (a dead process). */
   leaseTakenOver?: { from: string; expiredAt: string };
+  /**
+   * A flush of this store whose answer never came (the connection broke, or the server stopped
+   * answering, once the rows were sent), resolved by this open: the seqs of its rows that
+   * landed (they are in this session) and of those that did not (they are not: append them
+   * again if they are still wanted). PostgresStore only.
+   */
+  unresolvedFlush?: { first: number; last: number; landed: number[]; missing: number[] };
 }
 
 export interface StoredLog {

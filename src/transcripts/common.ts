@@ -5,8 +5,8 @@
  * harness's own compactions as committed checkpoints) into a scratch session, copied into the
  * caller's session only once the whole file imported (all or nothing).
  */
-import { readFile } from 'node:fs/promises';
 import { XcompactError } from '../errors';
+import { FileReadError, readRegularFile, type FileReadReason } from '../regular-file';
 import { COMPACTION_CHECKPOINT_SOURCE, type AppendInput, type ImageBlock, type TextBlock, type Usage } from '../session/events';
 import { answerPendingCalls } from '../session/recover';
 import { Session } from '../session/session';
@@ -56,24 +56,24 @@ export class TranscriptImportError extends XcompactError {
   }
 }
 
-/** Why a transcript file could not be read. */
-export type TranscriptFileError = 'not-found' | 'is-a-directory' | 'permission-denied' | 'unreadable';
+/** Why a transcript file could not be read (a FIFO, socket or device is `not-a-regular-file`, refused before it is opened). */
+export type TranscriptFileError = FileReadReason;
 
-/** A transcript file's text; a file that cannot be read is a TranscriptImportError naming it and why (never a bare Node error). */
+/**
+ * A transcript file's text; a file that cannot be read is a TranscriptImportError naming it and
+ * why (never a bare Node error), and anything but a regular file within the size limit is
+ * refused at once (src/regular-file.ts), never waited on.
+ */
 export async function readTranscriptText(harness: TranscriptHarness | 'unknown', path: string): Promise<string> {
   try {
-    return await readFile(path, 'utf8');
+    return (await readRegularFile(path)).toString('utf8');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const [fileError, why]: [TranscriptFileError, string] =
-      code === 'ENOENT' || code === 'ENOTDIR'
-        ? ['not-found', 'no such file']
-        : code === 'EISDIR'
-          ? ['is-a-directory', 'it is a directory, not a transcript file']
-          : code === 'EACCES' || code === 'EPERM'
-            ? ['permission-denied', 'permission denied']
-            : ['unreadable', (err as Error).message];
-    throw new TranscriptImportError(harness, `cannot read the file: ${why}. Pass the path of a transcript .jsonl file.`, { file: path, fileError, cause: err });
+    if (!(err instanceof FileReadError)) throw err;
+    throw new TranscriptImportError(harness, `cannot read the file: ${err.message.slice(err.message.indexOf(': ') + 2)}`, {
+      file: path,
+      fileError: err.reason,
+      cause: err,
+    });
   }
 }
 

@@ -17,7 +17,7 @@
  * invalid for every OpenAI-compatible API, so the importer answers each one with an error
  * result that says so, and counts it.
  */
-import { readFile } from 'node:fs/promises';
+import { FileReadError, readRegularFile } from '../regular-file';
 import { COMPACTION_CHECKPOINT_SOURCE, type AppendInput, type ImageBlock, type TextBlock, type Usage } from '../session/events';
 import {
   PI_UNSENT_ENTRY_TYPES,
@@ -349,11 +349,11 @@ function importInto(session: Session, jsonl: string, options: PiImportOptions): 
 export async function importPiFile(session: Session, path: string, options: PiImportOptions = {}): Promise<PiImportReport> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    // Only a regular file within the size limit: a FIFO, socket or device is refused at once (src/regular-file.ts).
+    text = (await readRegularFile(path)).toString('utf8');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory, not a pi session file' : String(err);
-    throw new PiImportError(`cannot read ${path}: ${why}. Pass the path of a pi session .jsonl file.`, undefined, { cause: err });
+    if (!(err instanceof FileReadError)) throw err;
+    throw new PiImportError(`${err.message.replace(/\.$/, '')} (pi session file).`, undefined, { cause: err });
   }
   return importPiTranscript(session, text, options);
 }

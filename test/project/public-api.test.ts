@@ -134,6 +134,7 @@ describe('public API', () => {
         'ConversationError',
         'DropInError',
         'ExtractiveSummarizer',
+        'FileReadError',
         'JsonlStore',
         'MemoryStore',
         'OpenAISummarizer',

@@ -10,6 +10,7 @@ import { RECALL_MAX_TOKENS_CAP, RecallError, type RecallQuery, type RecallReques
 import { parseHandle } from './handles';
 import type { RecallIndex } from './recall-index';
 import { BudgetExceeded } from './linear-regex';
+import { redactForExcerpt, redactSecrets, type RedactionSettings } from '../redaction';
 
 export interface RecallAnswer {
   /** What the tool returns to the model (also an error's explanation). */
@@ -28,6 +29,11 @@ export interface SearchOptions {
   /** Stops a regular-expression scan after this long, saying how much it searched (default 60 ms). */
   scanBudgetMs?: number;
   now?: () => number;
+  /**
+   * Secrets in what the answer shows become `[REDACTED:<kind>]` (default on): each text is
+   * redacted whole before a window of it is cut, so a window's edge never shows part of one.
+   */
+  redaction?: RedactionSettings;
 }
 
 interface Hit {
@@ -48,12 +54,12 @@ const heuristic = (text: string) => Math.ceil(text.length / 4);
 export function searchIndex(index: RecallIndex, request: RecallRequest, options: SearchOptions = {}): RecallAnswer {
   const count = options.countTokens ?? heuristic;
   const { query } = request;
-  if (query.kind === 'handle') return answerHandle(index, query.text, request, count);
+  if (query.kind === 'handle') return answerHandle(index, query.text, request, count, options.redaction);
   const { hits, note } = find(index, query, options);
   if (hits.length === 0) return { text: noMatch(index, query, note), isError: false, matches: 0, shown: 0 };
   hits.sort((a, b) => a.group - b.group || index.entry(b.id).seq - index.entry(a.id).seq);
   const head = `recall: ${hits.length} match${hits.length === 1 ? '' : 'es'} for ${describe(query)} in the history off your context, newest first${note ? ` (${note})` : ''}:`;
-  return render(index, head, hits, request, count);
+  return render(index, head, hits, request, count, options.redaction);
 }
 
 function describe(q: RecallQuery): string {
@@ -144,10 +150,17 @@ function positions(text: string, needle: string): Array<[number, number]> {
   return out;
 }
 
-/** Excerpt windows around the matches, widened to line starts and ends nearby, merged when they touch. */
-function excerpt(text: string, hit: Hit): string {
+/**
+ * Excerpt windows around the matches, widened to line starts and ends nearby, merged when they
+ * touch. The text is redacted whole first and the match offsets moved onto the redacted text: a
+ * window that ends inside a secret ends at its mark instead, so no `…` ever follows a piece of one.
+ */
+function excerpt(original: string, hit: Hit, redaction: RedactionSettings | undefined): string {
+  const clean = redactForExcerpt(original, redaction);
+  const text = clean.text;
   if (hit.whole || text.length <= WHOLE_BELOW_CHARS) return text;
-  const spans = (hit.at.length > 0 ? hit.at : [[0, 0] as [number, number]]).map(([a, b]) => widen(text, a, b));
+  const found = hit.at.map(([a, b]): [number, number] => [clean.at(a, 'start'), clean.at(b, 'end')]);
+  const spans = (found.length > 0 ? found : [[0, 0] as [number, number]]).map(([a, b]) => widen(text, a, b));
   const merged: Array<[number, number]> = [];
   for (const s of spans) {
     const last = merged[merged.length - 1];
@@ -179,10 +192,12 @@ function widen(text: string, a: number, b: number): [number, number] {
   return [start, end];
 }
 
-export function whereOf(e: RecallEntry): string {
+export function whereOf(e: RecallEntry, redaction?: RedactionSettings): string {
   const parts: string[] = [e.turn === null ? 'before the first turn' : `turn ${e.turn}`];
   if (e.source === 'tool-result') {
-    const args = e.callArguments === undefined ? '' : ` ${e.callArguments.length > 160 ? `${e.callArguments.slice(0, 160)}…` : e.callArguments}`;
+    // Redacted before it is cut: a secret in the arguments goes whole or not at all.
+    const call = e.callArguments === undefined ? undefined : redactSecrets(e.callArguments, redaction).text;
+    const args = call === undefined ? '' : ` ${call.length > 160 ? `${call.slice(0, 160)}…` : call}`;
     parts.push(`result of ${e.toolName ?? 'a tool call'}${args} (call ${e.callId})`);
   } else parts.push(e.source === 'assistant' ? 'your message' : 'user message');
   parts.push(`seq ${e.seq}`);
@@ -192,7 +207,14 @@ export function whereOf(e: RecallEntry): string {
   return parts.join(' · ');
 }
 
-function render(index: RecallIndex, head: string, hits: readonly Hit[], request: RecallRequest, count: (t: string) => number): RecallAnswer {
+function render(
+  index: RecallIndex,
+  head: string,
+  hits: readonly Hit[],
+  request: RecallRequest,
+  count: (t: string) => number,
+  redaction: RedactionSettings | undefined,
+): RecallAnswer {
   const budget = request.maxTokens;
   const blocks: string[] = [head];
   let used = count(head);
@@ -200,8 +222,8 @@ function render(index: RecallIndex, head: string, hits: readonly Hit[], request:
   let restTokens = 0;
   for (const hit of hits) {
     const e = index.entry(hit.id);
-    const where = `\n[${shown + 1}] ${whereOf(e)}\n`;
-    const block = `${where}${excerpt(e.text, hit)}`;
+    const where = `\n[${shown + 1}] ${whereOf(e, redaction)}\n`;
+    const block = `${where}${excerpt(e.text, hit, redaction)}`;
     const cost = count(block);
     if (restTokens === 0 && used + cost <= budget) {
       blocks.push(block);
@@ -210,7 +232,7 @@ function render(index: RecallIndex, head: string, hits: readonly Hit[], request:
       continue;
     }
     // A whole text that does not fit may still fit as an excerpt (a checkpoint's long tool output).
-    const short = hit.whole ? `${where}${excerpt(e.text, { ...hit, whole: false })}` : block;
+    const short = hit.whole ? `${where}${excerpt(e.text, { ...hit, whole: false }, redaction)}` : block;
     const shortCost = short === block ? cost : count(short);
     if (restTokens === 0 && shown > 0 && used + shortCost <= budget) {
       blocks.push(short);
@@ -245,7 +267,13 @@ function noMatch(index: RecallIndex, query: RecallQuery, note: string | undefine
   return `recall: no match for ${describe(query)} in the ${n} message${n === 1 ? '' : 's'} off your context (condensed or pruned)${note ? `; ${note}` : ''}.`;
 }
 
-function answerHandle(index: RecallIndex, handle: string, request: RecallRequest, count: (t: string) => number): RecallAnswer {
+function answerHandle(
+  index: RecallIndex,
+  handle: string,
+  request: RecallRequest,
+  count: (t: string) => number,
+  redaction: RedactionSettings | undefined,
+): RecallAnswer {
   const parsed = parseHandle(handle);
   const known = () => {
     const cps = index.checkpoints
@@ -265,7 +293,14 @@ function answerHandle(index: RecallIndex, handle: string, request: RecallRequest
     if (id === undefined) throw new RecallError(`no pruned result has handle ${handle}; ${known()}.`);
     const e = index.entry(id);
     const hits = [{ id, at: [], whole: true, group: 0 }];
-    return render(index, `recall: the full text of pruned ${e.source === 'tool-result' ? 'tool result' : 'message'} ${handle}:`, hits, request, count);
+    return render(
+      index,
+      `recall: the full text of pruned ${e.source === 'tool-result' ? 'tool result' : 'message'} ${handle}:`,
+      hits,
+      request,
+      count,
+      redaction,
+    );
   }
   const info = index.checkpoint(handle);
   if (info === undefined) throw new RecallError(`no checkpoint has handle ${handle}; ${known()}.`);
@@ -280,5 +315,6 @@ function answerHandle(index: RecallIndex, handle: string, request: RecallRequest
     hits,
     request,
     count,
+    redaction,
   );
 }

@@ -4,7 +4,7 @@
  * thrown: the model reads what was wrong and calls again; the host's loop never sees an error.
  */
 import type { Session } from '../../session/session';
-import { redactSecrets, type RedactionSettings } from '../redaction';
+import { redactSecrets } from '../redaction';
 import { RECALL_DESCRIPTION, RECALL_PARAMETERS, RecallError, parseRecallArgs } from './args';
 import { RECALL_TOOL_NAME } from './handles';
 import { RecallIndex } from './recall-index';
@@ -25,11 +25,8 @@ export interface RecallTool {
   run(args: unknown): RecallAnswer;
 }
 
-/** How answers are counted and bounded (the search's options), and redacted. */
-export interface RecallToolOptions extends SearchOptions {
-  /** Secrets in the answer become `[REDACTED:<kind>]` (default on; config `redaction`). The log keeps them. */
-  redaction?: RedactionSettings;
-}
+/** How answers are counted, bounded and redacted (the search's options; config `redaction`; the log keeps the originals). */
+export type RecallToolOptions = SearchOptions;
 
 export const RECALL_TOOL_DEFINITION: RecallToolDefinition = Object.freeze({
   type: 'function',
@@ -39,6 +36,8 @@ export const RECALL_TOOL_DEFINITION: RecallToolDefinition = Object.freeze({
 /** Answers one recall call against a session's shadowed history. */
 export function runRecall(session: Session, args: unknown, options: RecallToolOptions = {}): RecallAnswer {
   try {
+    // The search redacts each text before it cuts a window of it; this pass covers the rest of
+    // the answer (the query echoed in its head).
     const answer = searchIndex(RecallIndex.of(session), parseRecallArgs(args), options);
     return { ...answer, text: redactSecrets(answer.text, options.redaction).text };
   } catch (err) {

@@ -11,7 +11,12 @@ import { StoreError } from '../errors';
  */
 export interface PgPool {
   query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
-  connect(): Promise<{ query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>; release(): void }>;
+  connect(): Promise<{
+    query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
+    release(err?: Error | boolean): void;
+    on?(event: 'error', listener: (err: Error) => void): unknown;
+    off?(event: 'error', listener: (err: Error) => void): unknown;
+  }>;
   end(): Promise<void>;
 }
 

@@ -11,6 +11,14 @@
  *   taken over stores nothing) and inserts the whole batch at the expected seqs, only if the
  *   log ends right before them. Anything else is a `store-conflict`: nothing of the batch is
  *   stored and the writer stops, so the caller reopens (reloads) the session.
+ * - A flush is acknowledged exactly when its rows are durable. When the answer never comes
+ *   (the connection breaks, or the server stops answering, after the statement was sent) the
+ *   rows may or may not have landed: the flush fails with `store-unreachable`, the writer stops
+ *   and keeps them. Each row carries the event's id (a hash of its JSON), so the outcome can be
+ *   read back: a later `flush()` or `close()`, once the server is back, skips the rows that
+ *   landed and writes the others (a re-append of the same event is a no-op), and `close()`
+ *   succeeds; or a reopen by the same store says which landed (`loadReport.unresolvedFlush`)
+ *   and the old writer stands down.
  * - `readOnly: true` opens sessions without a lease (inspect, dashboards, a standby): appends
  *   are refused with `store-read-only` and nothing is created in the database.
  */
@@ -18,9 +26,8 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { XcompactError } from '../../errors';
 import { StoreError } from '../errors';
-import type { SessionEvent } from '../events';
 import { checkSessionId, type LoadReport, type LogWriter, type SessionStore, type StoredLog } from '../store';
-import { QueuedWriter } from './queued-writer';
+import { PostgresWriter } from './postgres-writer';
 import { createPool, describeUrl, storeErrorOf, withDeadline } from './postgres-connect';
 import type { PgPool } from './postgres-connect';
 export type { PgPool };
@@ -62,6 +69,8 @@ export class PostgresStore implements SessionStore {
   private poolP: Promise<Pool> | undefined;
   private readonly ownsPool: boolean;
   private schemaReady: Promise<void> | undefined;
+  /** Writers of this store whose last flush has an unknown outcome, by session id: a reopen resolves it. */
+  private readonly unresolved = new Map<string, PostgresWriter>();
 
   constructor(options: PostgresStoreOptions) {
     if (!options.url && !options.pool)
@@ -107,11 +116,20 @@ export class PostgresStore implements SessionStore {
     await this.migrate();
     const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     const report: LoadReport = {};
+    // A writer of ours whose flush never got its answer: say which of its rows landed, and let
+    // this open take its place (its lease is ours to end; it writes nothing more).
+    const previous = this.unresolved.get(id);
+    if (previous) {
+      report.unresolvedFlush = await this.run('reading which rows of the unanswered flush landed', () => previous.standDown());
+      this.unresolved.delete(id);
+    }
     const took = await this.run('taking the writer lease', () => this.acquire(pool, id, holder));
     if (took) report.leaseTakenOver = took;
     try {
       const records = await this.load(pool, id);
-      const writer = new PostgresWriter(pool, this.names, id, holder, location, records.length, this.leaseMs, this.statementTimeoutMs + GRACE_MS);
+      const writer = new PostgresWriter(pool, this.names, id, holder, location, records.length, this.leaseMs, this.statementTimeoutMs + GRACE_MS, {
+        unresolved: (w) => (w.hasUnresolved() ? this.unresolved.set(id, w) : this.unresolved.get(id) === w && this.unresolved.delete(id)),
+      });
       return { records, report, location, writer };
     } catch (err) {
       await this.deadline(pool.query(`DELETE FROM ${this.names.leases} WHERE session_id = $1 AND holder = $2`, [id, holder]), 'releasing the lease').catch(
@@ -214,12 +232,6 @@ export class PostgresStore implements SessionStore {
   }
 }
 
-/** A queued event: its seq (what the batch is fenced on) and its JSON, encoded at append. */
-interface Encoded {
-  seq: number;
-  json: string;
-}
-
 function readOnlyWriter(id: string, location: string): LogWriter {
   return {
     failure: new StoreError(
@@ -233,103 +245,4 @@ function readOnlyWriter(id: string, location: string): LogWriter {
     flush: async () => undefined,
     close: async () => undefined,
   };
-}
-
-class PostgresWriter extends QueuedWriter<Encoded> {
-  private readonly renewTimer: NodeJS.Timeout;
-
-  constructor(
-    private readonly pool: Pool,
-    private readonly n: SchemaNames,
-    private readonly id: string,
-    private readonly holder: string,
-    location: string,
-    /** Events stored so far: the seq the next batch must start at. */
-    private stored: number,
-    private readonly leaseMs: number,
-    /** No answer within this many ms is `store-unreachable`. */
-    private readonly answerMs: number,
-  ) {
-    super(location);
-    this.renewTimer = setInterval(() => void this.renew(), Math.max(50, Math.floor(leaseMs / 3)));
-    this.renewTimer.unref();
-  }
-
-  protected encode(event: SessionEvent): Encoded {
-    return { seq: event.seq, json: this.json(event) };
-  }
-
-  protected asFailure(err: unknown): StoreError {
-    return err instanceof StoreError && err.code === 'store-conflict' ? err : storeErrorOf(err, this.location, 'appending events');
-  }
-
-  protected async release(): Promise<void> {
-    clearInterval(this.renewTimer);
-    await this.query(`DELETE FROM ${this.n.leases} WHERE session_id = $1 AND holder = $2`, [this.id, this.holder], 'releasing the lease').catch(
-      () => undefined,
-    );
-  }
-
-  private query(text: string, values: unknown[], doing: string): ReturnType<Pool['query']> {
-    return withDeadline(this.pool.query(text, values), this.answerMs, this.location, doing);
-  }
-
-  protected override fail(err: Error): void {
-    super.fail(err);
-    clearInterval(this.renewTimer);
-  }
-
-  private conflict(why: string): StoreError {
-    return new StoreError('store-conflict', `${this.location}: ${why}. Nothing of this batch was stored; reopen the session to continue from what is stored.`, {
-      file: this.location,
-    });
-  }
-
-  private async renew(): Promise<void> {
-    if (this.closed || this.failure) return;
-    try {
-      const r = await this.query(
-        `UPDATE ${this.n.leases} SET expires_at = clock_timestamp() + $3 * interval '1 millisecond' WHERE session_id = $1 AND holder = $2`,
-        [this.id, this.holder, this.leaseMs],
-        'renewing the lease',
-      );
-      if (r.rowCount === 0 && !this.closed)
-        this.fail(this.conflict('the writer lease was taken over by another writer (this one stopped renewing it in time)'));
-    } catch {
-      // A missed renewal is not fatal: the lease may still be ours at the next one, and a
-      // flush that finds it gone stores nothing.
-    }
-  }
-
-  protected async writeBatch(batch: Encoded[]): Promise<void> {
-    const first = batch[0]!.seq;
-    if (first !== this.stored) throw this.conflict(`the batch starts at seq ${first} but ${this.stored} events are stored`);
-    let r;
-    try {
-      r = await this.query(
-        `WITH lease AS (
-           UPDATE ${this.n.leases} SET expires_at = clock_timestamp() + $4 * interval '1 millisecond'
-           WHERE session_id = $1 AND holder = $2 RETURNING 1)
-         INSERT INTO ${this.n.events} (session_id, seq, event)
-         SELECT $1, (e->>'seq')::integer, e FROM jsonb_array_elements($3::jsonb) AS e
-         WHERE EXISTS (SELECT 1 FROM lease)
-           AND (SELECT coalesce(max(seq), -1) FROM ${this.n.events} WHERE session_id = $1) = $5`,
-        [this.id, this.holder, `[${batch.map((e) => e.json).join(',')}]`, this.leaseMs, first - 1],
-        'appending events',
-      );
-    } catch (err) {
-      if ((err as { code?: string }).code === '23505')
-        throw this.conflict(`another writer already stored an event at seq ${first}..${first + batch.length - 1}`);
-      throw err;
-    }
-    if (r.rowCount === batch.length) {
-      this.stored += batch.length;
-      return;
-    }
-    // Nothing was stored (one statement): say why.
-    const lease = await this.query(`SELECT holder FROM ${this.n.leases} WHERE session_id = $1`, [this.id], 'reading the lease');
-    const holder = (lease.rows[0] as { holder?: string } | undefined)?.holder;
-    if (holder !== this.holder) throw this.conflict(`the writer lease is now held by ${holder ?? 'nobody'} (this writer's expired and was taken over)`);
-    throw this.conflict(`the log no longer ends at seq ${first - 1}: another writer appended`);
-  }
 }

@@ -9,6 +9,7 @@ import { recallTool } from '../../../src/services/recall/index';
 import { BudgetExceeded, compileLinear, PatternError } from '../../../src/services/recall/linear-regex';
 import type { Session } from '../../../src/session/session';
 import { compact, errorTurn, newSession, readTurn } from '../../helpers/recall';
+import { FROZE, hostilePattern, rng } from '../../helpers/regex-patterns';
 
 /** A session whose one shadowed tool result is `text` (a run of `a` by default). */
 async function shadowed(text: string): Promise<Session> {
@@ -20,40 +21,12 @@ async function shadowed(text: string): Promise<Session> {
   return session;
 }
 
-/** A small deterministic generator (no Math.random: a failure replays). */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Random patterns over a, X, classes, groups, alternation and every quantifier, nested freely. */
-function hostilePattern(next: () => number, depth = 4): string {
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!;
-  const go = (d: number): string => {
-    if (d === 0) return pick(['a', 'aa', 'X', '.', '\\w', '\\W', '\\s', '[a-z]', '[^X]', 'a?', '\\b', '^', '$']);
-    const r = next();
-    if (r < 0.25) return go(d - 1) + go(d - 1);
-    if (r < 0.45) return `(${go(d - 1)}|${go(d - 1)})`;
-    if (r < 0.8) return `(${go(d - 1)})${pick(['*', '+', '?', '*?', '+?', '{2,}', '{0,5}', '{3}'])}`;
-    return go(d - 1) + pick(['*', '+', '.*', 'X']);
-  };
-  return go(1 + Math.floor(next() * depth));
-}
-
 const BUDGET_MS = 60;
 /** Time past the budget a call may take: one clock read's worth of steps, the answer's render, a loaded machine. */
 const SLACK_MS = 400;
 
 describe('recall regex: linear time on a shadowed run of 20,000 a', () => {
   const RUN = 'a'.repeat(20_000);
-
-  const FROZE = ['(a|aa)+X', '.*.*.*.*.*.*X', '(\\w|a)*X', '(a+)+', '(a+)+X', '(a*)*X', '(a|a?)+$X', '(.*a){12}X'];
 
   it('the patterns that froze the backtracking engine answer within the budget', async () => {
     const session = await shadowed(RUN);

@@ -63,8 +63,39 @@ describe('PostgresStore: schema', () => {
     const s = await Session.open(store, 'x');
     await s.close();
     const meta = await sql(`SELECT key, value FROM ${schemaOf(store)}.meta`);
-    expect(meta.rows).toEqual([{ key: 'schema_version', value: '1' }]);
+    expect(meta.rows).toEqual([{ key: 'schema_version', value: '2' }]);
     await reader.close();
+  });
+
+  it('a table of the previous version (1, no event ids) still opens: read-only as it is, a writer migrates it in place, old rows kept', async () => {
+    const schema = freshSchema();
+    // The layout version 1 created, with rows its writer stored.
+    await sql(`CREATE SCHEMA ${schema};
+      CREATE TABLE ${schema}.meta (key text PRIMARY KEY, value text NOT NULL);
+      CREATE TABLE ${schema}.events (session_id text NOT NULL, seq integer NOT NULL CHECK (seq >= 0), event jsonb NOT NULL, PRIMARY KEY (session_id, seq));
+      CREATE TABLE ${schema}.leases (session_id text PRIMARY KEY, holder text NOT NULL, expires_at timestamptz NOT NULL);
+      INSERT INTO ${schema}.meta VALUES ('schema_version', '1');`);
+    const old = Session.inMemory('old');
+    appendAll(old, [turnStart(0), user('stored by version 1'), user('and this')]);
+    for (const e of old.events()) await sql(`INSERT INTO ${schema}.events (session_id, seq, event) VALUES ('old', $1, $2)`, [e.seq, JSON.stringify(e)]);
+    const reader = new PostgresStore({ url: pgUrl(), schema, readOnly: true });
+    const read = await Session.open(reader, 'old');
+    expect(read.events()).toEqual(old.events());
+    await read.close();
+    await reader.close();
+    expect((await sql(`SELECT value FROM ${schema}.meta`)).rows).toEqual([{ value: '1' }]);
+    const store = new PostgresStore({ url: pgUrl(), schema });
+    const s = await Session.open(store, 'old');
+    expect(s.events()).toEqual(old.events());
+    s.append(user('stored by version 2'));
+    await s.close();
+    expect((await sql(`SELECT value FROM ${schema}.meta`)).rows).toEqual([{ value: '2' }]);
+    const ids = await sql(`SELECT seq, event_id FROM ${schema}.events WHERE session_id = 'old' ORDER BY seq`);
+    expect(ids.rows.map((r: { event_id: string | null }) => r.event_id === null)).toEqual([true, true, true, false]);
+    const again = await Session.open(store, 'old');
+    expect(again.length).toBe(4);
+    await again.close();
+    await store.close();
   });
 
   it('a schema from a newer version is a store-schema error naming it; nothing is written', async () => {
@@ -72,11 +103,11 @@ describe('PostgresStore: schema', () => {
     const s = await Session.open(store, 'v');
     s.append(user('kept'));
     await s.close();
-    await sql(`UPDATE ${schemaOf(store)}.meta SET value = '2' WHERE key = 'schema_version'`);
+    await sql(`UPDATE ${schemaOf(store)}.meta SET value = '3' WHERE key = 'schema_version'`);
     const before = await rows(store, 'v');
     const fresh = new PostgresStore({ url: pgUrl(), schema: schemaOf(store) });
     const err = await rejection(Session.open(fresh, 'v'), 'store-schema');
-    expect(err.message).toContain('version 2');
+    expect(err.message).toContain('version 3');
     expect(err.message).toContain(schemaOf(store));
     await rejection(Session.open(new PostgresStore({ url: pgUrl(), schema: schemaOf(store), readOnly: true }), 'v'), 'store-schema');
     expect(await rows(store, 'v')).toEqual(before);

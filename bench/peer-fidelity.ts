@@ -18,8 +18,7 @@ import { simulate } from '../src/eval/simulate';
 import { withoutCompactions } from '../src/eval/lived';
 import { importTranscriptFile } from '../src/transcripts/index';
 import { Session } from '../src/session/session';
-import { recordedOverhead } from '../src/eval/recorded';
-import { standInPrompt } from '../src/cli/eval';
+import { calibratedPricer, fitReplayCalibration } from '../src/eval/calibration';
 
 /** ../shared/data beside the repository (XCOMPACT_SHARED_DATA names another place). */
 const DATA = process.env.XCOMPACT_SHARED_DATA ?? new URL('../../shared/data/', import.meta.url).pathname;
@@ -109,18 +108,11 @@ export async function run(): Promise<void> {
       console.log(`  ${name}: not imported (${(error as Error).message})`);
       continue;
     }
-    // Replayed as eval replays it: what the harness sent beyond its messages and did not record
-    // (Claude Code's system prompt and tools) stood in for at the size its recorded usage implies.
-    const overhead = recordedOverhead(recorded, pricer);
-    let session = recorded;
-    if (overhead > 0) {
-      const first = recorded.surface.length > 0 ? recorded.event(recorded.surface.seqAt(0)) : undefined;
-      const system = first?.type === 'system/message' ? first.data.text : undefined;
-      const standIn = standInPrompt(overhead, pricer);
-      session = Session.inMemory(`fidelity-${name}-sent`);
-      await importTranscriptFile(session, path, { systemPrompt: system === undefined ? standIn : `${system}\n\n${standIn}` });
-    }
-    const lived = withoutCompactions(session);
+    // Replayed as eval replays it: counted as the harness's provider counted (fitted to the
+    // file's usage), what the harness sent unrecorded (system prompt, tools) on every request.
+    const { calibration } = fitReplayCalibration(recorded, pricer);
+    const counted = calibratedPricer(recorded, calibration, pricer);
+    const lived = withoutCompactions(recorded);
     const window = isCodex ? (codexCompactions(recs).window ?? 272_000) : 200_000;
     const reserve = isCodex ? 0 : claudeReserve(real[0]!.version);
     const maxOutputTokens = isCodex ? 0 : 64_000;
@@ -132,7 +124,7 @@ export async function run(): Promise<void> {
             if (s.tokens() >= claudeCodeThreshold(s.window, maxOutputTokens, reserve)) await claudeCode.onOverflow!(s);
           },
         };
-    const { state } = await simulate(lived.events(), policy, pricer, { window, maxOutputTokens, summaryCap: 20_000 });
+    const { state } = await simulate(lived.events(), policy, counted, { window, maxOutputTokens, summaryCap: 20_000 });
     const rows = real.map((r, i) => {
       const sim = state.compactedAt[i];
       const off = sim === undefined ? undefined : Math.abs(sim - r.tokens) / r.tokens;

@@ -27,6 +27,7 @@ export type XcompactErrorCode =
   | 'session-rule' // SessionRuleError: an append broke a log rule; the session is unchanged
   | 'invalid-session-id' // a session id that cannot be a file name
   | 'import' // PiImportError, TranscriptImportError: a transcript that cannot be imported
+  | 'eval-window' // WindowTooSmallError: a replay window smaller than what the recorded harness sent unrecorded
   | 'tokenizer-unavailable' // TokenizerUnavailableError: unknown name or optional package missing
   | 'prune-settings' // PruneSettingsError
   | 'prune-pricing' // PrunePricingError

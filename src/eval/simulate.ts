@@ -4,7 +4,16 @@
  * yardsticks are shared with the xcompact replay (pricing, cache model, summarizer, cap); the
  * decisions are each policy's own (peers.ts).
  */
-import { COMPACTION_INSTRUCTION, ExtractiveSummarizer, frameCheckpoint } from '../services/summarizing';
+import {
+  COMPACTION_INSTRUCTION,
+  ExtractiveSummarizer,
+  deriveLedger,
+  emptyLedger,
+  fitLedger,
+  frameCheckpoint,
+  renderLedger,
+  withLedger,
+} from '../services/summarizing';
 import { toChatMessage, type ChatMessage } from '../session/derive';
 import { isSurfaceType, type SessionEvent, type SurfaceEvent } from '../session/events';
 import { Ledger, Pricer, summaryOutputTokens, type PRICES, type PricedRequest } from './pricing';
@@ -25,6 +34,11 @@ export interface SimOptions {
   maxOutputTokens: number;
   /** Summary cap, the same for every policy. */
   summaryCap: number;
+  /**
+   * Tokens a summary may give the user's own messages beyond the cap, the same for every policy
+   * (xcompact's engine gives its checkpoints the same budget at this window); default 0.
+   */
+  userWordsTokens?: number;
   /** Dollars per million tokens the ledgers bill at (default PRICES). */
   prices?: Readonly<typeof PRICES>;
 }
@@ -42,7 +56,8 @@ export class SimState {
   constructor(
     readonly pricer: Pricer,
     readonly options: SimOptions,
-    summaryLedger: PeerPolicy['summaryLedger'] = 'none',
+    private readonly summaryLedger: PeerPolicy['summaryLedger'] = 'none',
+    private readonly userWords = true,
   ) {
     this.ledger = new Ledger(pricer, options.window, options.prices);
     this.summarizer = new ExtractiveSummarizer({ ledger: summaryLedger });
@@ -77,34 +92,62 @@ export class SimState {
   }
 
   /**
-   * The cut that keeps at least `keepTokens` of the newest entries, moved to the nearest entry
-   * that is not a tool result (so no call loses its result), never before `head()`.
+   * The cut that keeps about `keepTokens` of the newest entries: where they add up to it, moved
+   * to the nearest entry that is not a tool result (so no call loses its result) — toward the
+   * older entries (keeping at least `keepTokens`), or with `newer` toward the newer ones (pi's
+   * findCutPoint: at most about that much kept, a large result left to the summary) — never
+   * before `head()`.
    */
-  cutKeeping(keepTokens: number): number {
+  cutKeeping(keepTokens: number, toward: 'older' | 'newer' = 'older'): number {
     const head = this.head();
     let kept = 0;
     let i = this.entries.length;
     while (i > head && kept < keepTokens) kept += this.entries[--i]!.tokens;
+    if (toward === 'newer') {
+      while (i < this.entries.length && this.entries[i]!.event.type === 'tool/result') i++;
+      return Math.max(i, head);
+    }
     while (i > head && this.entries[i]?.event.type === 'tool/result') i--;
     return i;
   }
 
-  /** The extractive summary of `span` (earlier checkpoints in it are merged), within the shared cap. */
+  /**
+   * The extractive summary of `span` (earlier checkpoints in it are merged), within the shared
+   * cap, and the user's own messages within the shared user-words budget (`userWordsTokens`),
+   * as every policy whose summary prompt asks for the user's requests gets them: the same
+   * summarizer gives them the same way to every policy, so intent recall measures the policy.
+   */
   async summarize(span: readonly Entry[]): Promise<{ text: string; tokens: number }> {
+    const count = (t: string) => this.pricer.count(t);
+    const events = span.map((e) => e.event);
+    const userWords = this.userWords ? (this.options.userWordsTokens ?? 0) : 0;
     const result = await this.summarizer.summarize(
       {
         system: undefined,
         tools: [],
         context: [],
         messages: this.messages(span),
-        events: span.map((e) => e.event),
+        events,
         target: { provider: 'bench', model: 'extractive' },
         maxTokens: this.options.summaryCap,
-        countTokens: (t) => this.pricer.count(t),
+        countTokens: count,
+        ...(this.summaryLedger === 'full' && userWords > 0 ? { userWordsTokens: userWords } : {}),
       },
       new AbortController().signal,
     );
-    return { text: result.text, tokens: summaryOutputTokens(result.text, this.pricer) };
+    let text = result.text;
+    // A summary without the full ledger has no user-messages list of its own: they are added in the same budget.
+    if (this.summaryLedger !== 'full' && userWords > 0) {
+      const words = fitLedger({ ...emptyLedger(), requests: deriveLedger(events).requests }, userWords, count);
+      if (words.requests.length > 0) text = withLedger(text, renderLedger(words));
+    }
+    return { text, tokens: summaryOutputTokens(text, this.pricer) };
+  }
+
+  /** A user message the harness itself sends (not the user's words: no intent of theirs). */
+  synthetic(text: string): Entry {
+    const event = { seq: -1, type: 'user/message', time: '', data: { content: [{ type: 'text', text }] } } as unknown as SurfaceEvent;
+    return this.entry(event, { summary: true });
   }
 
   checkpoint(summary: string): Entry {
@@ -128,6 +171,12 @@ export interface PeerPolicy {
    * the others publish no such lists.
    */
   summaryLedger: 'full' | 'files' | 'none';
+  /**
+   * False for a peer that keeps the user's messages verbatim in the history itself (Codex): its
+   * summary is not given them again. Every other peer's summary prompt asks for the user's
+   * requests, and gets them as every policy does (SimState.summarize). Default true.
+   */
+  userWords?: boolean;
   /**
    * What the harness itself does to a tool's output before the model ever sees it (every harness
    * caps what a tool returns: Codex 10 KiB, opencode and pi 2,000 lines / 50 KB, Claude Code
@@ -162,7 +211,7 @@ export async function simulate(
   options: SimOptions,
   onRequest?: (messages: readonly ChatMessage[], counts: RunCounts) => void,
 ): Promise<SimResult> {
-  const s = new SimState(pricer, options, policy.summaryLedger);
+  const s = new SimState(pricer, options, policy.summaryLedger, policy.userWords !== false);
   let firstOfTurn = false;
   let lastRequest: ChatMessage[] = [];
   for (const e of events) {

@@ -32,8 +32,10 @@ const CODEX_OUTPUT_LINES = 256;
 /** opencode tool/truncation.ts and pi core/tools/truncate.ts: 2,000 lines or 50 KB. */
 const LINES_2000 = 2_000;
 const BYTES_50K = 50 * 1024;
-/** Claude Code: a Bash result over BASH_MAX_OUTPUT_LENGTH (30,000 characters) is cut. */
+/** Claude Code: a Bash result over BASH_MAX_OUTPUT_LENGTH (30,000 characters) is cut (its other tools bound their own output). */
 const CLAUDE_OUTPUT_CHARS = 30_000;
+/** A shell tool's name, in any harness's wording (Bash, bash, shell, exec_command, run_shell_command, local_shell). */
+const SHELL_TOOL = /bash|shell|exec|command/i;
 /**
  * Claude Code autoCompact.ts: threshold = window − min(max output, COMPACT_MAX_OUTPUT_TOKENS
  * 20,000) − AUTOCOMPACT_BUFFER_TOKENS 13,000 (167,000 of a 200k window). Versions before 2.1.20
@@ -81,7 +83,7 @@ async function compactHead(s: SimState, cut: number, requestOf: (span: Entry[]) 
   if (cut <= head) return false;
   const span = s.entries.slice(head, cut);
   if (span.every((e) => e.summary)) return false;
-  s.compactedAt.push(s.tokens());
+  s.compactedAt.push(s.level(s.counts));
   const request = requestOf(span);
   const summary = await s.summarize(span);
   s.ledger.summary({ tools: request.tools, messages: request.messages, unrecorded: request.agentPrompt !== false }, summary.tokens, request.cacheable);
@@ -122,11 +124,13 @@ async function piCompact(s: SimState): Promise<void> {
 
 export const pi: PeerPolicy = {
   name: 'pi (sim)',
+  // pi's compaction check: the last usage plus characters ÷ 4 of what came since.
+  counts: 'estimate',
   summaryLedger: 'files',
   description: `pi: compact when context > window − ${PI_RESERVE}, checked between turns; keep up to ${PI_KEEP_RECENT} recent tokens (cut at the first user or assistant message from where they reach it, a turn split if need be); span serialized to text (tool results ≤ ${PI_TOOL_RESULT_CHARS} chars), previous summary merged, cumulative read/modified file lists; overflow → compact and retry once`,
   toolOutput: (text) => capOutput(text, BYTES_50K, LINES_2000, (n, total) => `[Output truncated: ${n} of ${total} lines omitted]`),
   async beforeRequest(s, firstOfTurn) {
-    if (firstOfTurn && s.tokens() > s.window - PI_RESERVE) await piCompact(s);
+    if (firstOfTurn && s.level(s.counts) > s.window - PI_RESERVE) await piCompact(s);
   },
   async onOverflow(s) {
     await piCompact(s);
@@ -139,7 +143,7 @@ async function codexCompact(s: SimState): Promise<void> {
   const head = s.head();
   const all = s.entries.slice(head);
   if (all.length === 0 || all.every((e) => e.summary)) return;
-  s.compactedAt.push(s.tokens());
+  s.compactedAt.push(s.level(s.counts));
   const summary = await s.summarize(all);
   // The summary request is the whole history plus the prompt: a prefix of the agent's request.
   s.ledger.summary({ tools: s.tools, messages: [...s.messages(), s.instruction()] }, summary.tokens);
@@ -158,13 +162,19 @@ async function codexCompact(s: SimState): Promise<void> {
 
 export const codex: PeerPolicy = {
   name: 'Codex (sim)',
+  // Codex's: the last response's total plus bytes ÷ 4 of the items since.
+  counts: 'estimate',
   summaryLedger: 'none',
   // Its new history keeps the user's messages verbatim; its summary is not given them again.
   userWords: false,
   description: `Codex CLI: tool output to the model ≤ 10 KiB / ${CODEX_OUTPUT_LINES} lines (head + tail); compact before any request (also mid-turn) at ${CODEX_LIMIT} × window; new history = recent real user messages ≤ ${CODEX_USER_TOKENS} tokens + the summary; tool calls dropped; summary request = whole history + prompt`,
   toolOutput: (text) => capOutput(text, CODEX_OUTPUT_BYTES, CODEX_OUTPUT_LINES, (n, total) => `[... omitted ${n} of ${total} lines ...]`),
   async beforeRequest(s) {
-    if (s.tokens() >= CODEX_LIMIT * s.window) await codexCompact(s);
+    if (s.level(s.counts) >= CODEX_LIMIT * s.window) await codexCompact(s);
+  },
+  // A request the provider refuses as too long: compact and retry.
+  async onOverflow(s) {
+    await codexCompact(s);
   },
 };
 
@@ -194,12 +204,14 @@ async function opencodeCompact(s: SimState): Promise<void> {
 
 export const opencode: PeerPolicy = {
   name: 'opencode (sim)',
+  // opencode's isOverflow: the last response's tokens.
+  counts: 'usage',
   // Its template's "Relevant files / directories" section: the files read, edited or created.
   summaryLedger: 'files',
   description: `opencode: tool output ≤ ${LINES_2000} lines / 50 KB; its overflow check before a request: at context ≥ window − min(20k, max output), prune tool outputs older than the last 2 user turns beyond ${OPENCODE_PRUNE_PROTECT} protected tokens (only if ≥ ${OPENCODE_PRUNE_MINIMUM} reclaimable; also after each turn), then if still over compact: the whole history summarized (the previous summary updated), a "continue" message after it; summary request by a separate agent (cache miss)`,
   toolOutput: (text) => capOutput(text, BYTES_50K, LINES_2000, (n) => `... ${n} lines truncated ...`),
   async beforeRequest(s) {
-    if (s.tokens() < opencodeUsable(s)) return;
+    if (s.level(s.counts) < opencodeUsable(s)) return;
     opencodePrune(s);
     if (s.tokens() >= opencodeUsable(s)) await opencodeCompact(s);
   },
@@ -306,7 +318,7 @@ async function claudeCodeCompact(s: SimState): Promise<void> {
   const head = s.head();
   const all = s.entries.slice(head);
   if (all.length === 0 || all.every((e) => e.summary)) return;
-  s.compactedAt.push(s.tokens());
+  s.compactedAt.push(s.level(s.counts));
   const summary = await s.summarize(all);
   // The summary request is the conversation so far plus the compact prompt, same system and tools: a cache hit.
   s.ledger.summary({ tools: s.tools, messages: [...s.messages(), s.instruction()] }, summary.tokens);
@@ -318,15 +330,19 @@ async function claudeCodeCompact(s: SimState): Promise<void> {
 
 export const claudeCode: PeerPolicy = {
   name: 'Claude Code (sim)',
+  // tokenCountWithEstimation: the last response's usage plus a rough count of the messages since.
+  counts: 'estimate',
   // Its compact prompt asks for all user messages, the files and code sections, errors and fixes, pending tasks.
   summaryLedger: 'full',
-  description: `Claude Code: tool output ≤ ${CLAUDE_OUTPUT_CHARS} characters; auto-compact before a request at window − min(max output, ${CLAUDE_OUTPUT_RESERVE}) − ${CLAUDE_BUFFER} tokens; the whole conversation summarized (all user messages, files, errors, pending tasks), then up to ${CLAUDE_RESTORE_FILES} recently read files (≤ ${CLAUDE_RESTORE_FILE_TOKENS} tokens each) re-attached; summary request = the conversation + the compact prompt (cache shared); overflow → compact and retry`,
-  toolOutput: (text) =>
-    text.length > CLAUDE_OUTPUT_CHARS
-      ? `${text.slice(0, CLAUDE_OUTPUT_CHARS)}\n\n... [${text.split('\n').length - text.slice(0, CLAUDE_OUTPUT_CHARS).split('\n').length} lines truncated] ...`
-      : text,
+  description: `Claude Code: shell output ≤ ${CLAUDE_OUTPUT_CHARS} characters; auto-compact before a request at window − min(max output, ${CLAUDE_OUTPUT_RESERVE}) − ${CLAUDE_BUFFER} tokens; the whole conversation summarized (all user messages, files, errors, pending tasks), then up to ${CLAUDE_RESTORE_FILES} recently read files (≤ ${CLAUDE_RESTORE_FILE_TOKENS} tokens each) re-attached; summary request = the conversation + the compact prompt (cache shared); overflow → compact and retry`,
+  toolOutput: (text, toolName) =>
+    toolName !== undefined && !SHELL_TOOL.test(toolName)
+      ? text
+      : text.length > CLAUDE_OUTPUT_CHARS
+        ? `${text.slice(0, CLAUDE_OUTPUT_CHARS)}\n\n... [${text.split('\n').length - text.slice(0, CLAUDE_OUTPUT_CHARS).split('\n').length} lines truncated] ...`
+        : text,
   async beforeRequest(s) {
-    if (s.tokens() >= claudeCodeThreshold(s.window, s.options.maxOutputTokens)) await claudeCodeCompact(s);
+    if (s.level(s.counts) >= claudeCodeThreshold(s.window, s.options.maxOutputTokens)) await claudeCodeCompact(s);
   },
   async onOverflow(s) {
     await claudeCodeCompact(s);

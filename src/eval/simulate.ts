@@ -16,6 +16,7 @@ import {
 } from '../services/summarizing';
 import { toChatMessage, type ChatMessage } from '../session/derive';
 import { isSurfaceType, type SessionEvent, type SurfaceEvent } from '../session/events';
+import { messageText } from './memory';
 import { Ledger, Pricer, summaryOutputTokens, type PRICES, type PricedRequest } from './pricing';
 
 export interface Entry {
@@ -58,6 +59,8 @@ export class SimState {
     readonly options: SimOptions,
     private readonly summaryLedger: PeerPolicy['summaryLedger'] = 'none',
     private readonly userWords = true,
+    /** How the policy counts the request it decides on (level). */
+    readonly counts: PeerPolicy['counts'] = 'exact',
   ) {
     this.ledger = new Ledger(pricer, options.window, options.prices);
     this.summarizer = new ExtractiveSummarizer({ ledger: summaryLedger });
@@ -75,8 +78,38 @@ export class SimState {
     return { tools: this.tools, messages: this.messages() };
   }
 
+  /** The request as the provider counts it (the replay's calibrated count). */
   tokens(): number {
     return this.pricer.tokens(this.request());
+  }
+
+  /** The last request sent and its reply, as the provider reported them: where a harness's own count starts. */
+  private reported: { tokens: number; at: number; compactions: number; prunes: number } | undefined;
+
+  /** The provider reported `tokens` for the request just sent and its reply, the newest entry. */
+  report(tokens: number): void {
+    this.reported = { tokens, at: this.entries.length, compactions: this.compactions, prunes: this.prunes };
+  }
+
+  /**
+   * The request's size as the policy counts it (PeerPolicy.counts): `exact` the provider's own
+   * count; `usage` the last reported usage (the prompt and the reply: opencode's isOverflow);
+   * `estimate` that plus a rough count (characters ÷ 4) of what came since (Claude Code's
+   * tokenCountWithEstimation, Codex's, pi's). Without a report since the policy's last change
+   * to the history, the rough count of the whole request.
+   */
+  level(counts: PeerPolicy['counts'] = 'exact'): number {
+    if (counts === 'exact' || counts === undefined) return this.tokens();
+    const r = this.reported;
+    if (r && r.compactions === this.compactions && r.prunes === this.prunes && r.at <= this.entries.length) {
+      if (counts === 'usage') return r.tokens;
+      let sum = r.tokens;
+      for (let i = r.at; i < this.entries.length; i++) sum += rough(this.entries[i]!.msg);
+      return sum;
+    }
+    let sum = this.pricer.envelope(this.tools);
+    for (const e of this.entries) sum += rough(e.msg);
+    return sum;
   }
 
   entry(event: SurfaceEvent, flags: Partial<Pick<Entry, 'summary' | 'pruned'>> = {}): Entry {
@@ -177,12 +210,14 @@ export interface PeerPolicy {
    * requests, and gets them as every policy does (SimState.summarize). Default true.
    */
   userWords?: boolean;
+  /** How the harness counts the request it decides on (SimState.level); default `exact`. */
+  counts?: 'exact' | 'usage' | 'estimate';
   /**
    * What the harness itself does to a tool's output before the model ever sees it (every harness
    * caps what a tool returns: Codex 10 KiB, opencode and pi 2,000 lines / 50 KB, Claude Code
    * 30,000 characters). Applied when the result is appended, as the harness writes it.
    */
-  toolOutput?(text: string): string;
+  toolOutput?(text: string, toolName: string | undefined): string;
   beforeRequest(s: SimState, firstOfTurn: boolean): Promise<void>;
   /** The request is over the window: the provider would reject it. */
   onOverflow?(s: SimState): Promise<void>;
@@ -211,9 +246,10 @@ export async function simulate(
   options: SimOptions,
   onRequest?: (messages: readonly ChatMessage[], counts: RunCounts) => void,
 ): Promise<SimResult> {
-  const s = new SimState(pricer, options, policy.summaryLedger, policy.userWords !== false);
+  const s = new SimState(pricer, options, policy.summaryLedger, policy.userWords !== false, policy.counts);
   let firstOfTurn = false;
   let lastRequest: ChatMessage[] = [];
+  let pendingReport: number | undefined;
   for (const e of events) {
     if (e.type === 'request/header') {
       const tools = e.data.tools;
@@ -227,24 +263,35 @@ export async function simulate(
       firstOfTurn = false;
       if (s.tokens() > s.window) await policy.onOverflow?.(s);
       const request = s.request();
-      s.ledger.agent(request);
+      const sent = s.ledger.agent(request);
+      pendingReport = sent;
       lastRequest = [...request.messages];
       onRequest?.(lastRequest, { compactions: s.compactions, prunes: s.prunes, ledger: s.ledger });
     }
-    if (isSurfaceType(e.type) && e.surfaceOp === 'append')
-      s.entries.push(s.entry(policy.toolOutput ? withToolOutput(e as SurfaceEvent, policy.toolOutput) : (e as SurfaceEvent)));
+    if (isSurfaceType(e.type) && e.surfaceOp === 'append') {
+      const entry = s.entry(policy.toolOutput ? withToolOutput(e as SurfaceEvent, policy.toolOutput) : (e as SurfaceEvent));
+      s.entries.push(entry);
+      // The reply just appended: the provider's usage counts the request and the reply.
+      if (e.type === 'assistant/message' && pendingReport !== undefined) s.report(pendingReport + entry.tokens);
+      pendingReport = undefined;
+    }
   }
   return { state: s, lastRequest };
 }
 
+/** A harness's rough token count of a message: its characters ÷ 4. */
+function rough(m: ChatMessage): number {
+  return Math.ceil(messageText(m).length / 4);
+}
+
 /** A tool result with its text parts passed through the harness's own output cap. */
-function withToolOutput(e: SurfaceEvent, cap: (text: string) => string): SurfaceEvent {
+function withToolOutput(e: SurfaceEvent, cap: (text: string, toolName: string | undefined) => string): SurfaceEvent {
   if (e.type !== 'tool/result') return e;
-  const data = e.data as { content: Array<{ type: string; text?: string }> };
+  const data = e.data as { content: Array<{ type: string; text?: string }>; toolName?: string };
   let changed = false;
   const content = data.content.map((part) => {
     if (part.type !== 'text' || typeof part.text !== 'string') return part;
-    const text = cap(part.text);
+    const text = cap(part.text, data.toolName);
     if (text === part.text) return part;
     changed = true;
     return { ...part, text };

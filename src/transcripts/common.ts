@@ -181,6 +181,8 @@ export class TranscriptBuilder {
   readonly session = Session.inMemory('transcript-import');
   private readonly w = new SessionWriter(this.session);
   private repliesInTurn = 0;
+  /** Each call's tool name, for its result (a harness records the name on the call only). */
+  private readonly toolNames = new Map<string, string>();
 
   constructor(
     readonly report: TranscriptImportReport,
@@ -220,6 +222,7 @@ export class TranscriptBuilder {
     this.repliesInTurn++;
     this.report.assistantMessages++;
     this.report.toolCalls += r.calls.length;
+    for (const c of r.calls) this.toolNames.set(c.id, c.name);
   }
 
   /** A call's result; one for a call that is not waiting (unknown, or answered already) is counted and left out. */
@@ -228,7 +231,8 @@ export class TranscriptBuilder {
       count(this.report.ignored, 'tool result for a call that is not waiting for one');
       return false;
     }
-    this.w.toolResult(callId, content, options);
+    const toolName = options.toolName ?? this.toolNames.get(callId);
+    this.w.toolResult(callId, content, { ...options, ...(toolName !== undefined ? { toolName } : {}) });
     this.report.toolResults++;
     return true;
   }

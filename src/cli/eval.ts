@@ -190,7 +190,7 @@ function windowsFor(l: LoadedTranscript, windows: readonly number[], named: bool
   const name = basename(l.file);
   const what = unrecordedFlag
     ? 'as --unrecorded says'
-    : 'what the harness sent that the file does not hold: its system prompt and tool definitions, or history before the file starts; fitted to its recorded usage';
+    : 'its system prompt and tool definitions, or history before the file starts; fitted to its recorded usage';
   const fits = windows.filter((w) => w >= smallest);
   if (named) {
     const bad = windows.find((w) => w < smallest);

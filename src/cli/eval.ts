@@ -8,7 +8,7 @@
  */
 import type { CliEnv } from './ui';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import OpenAI from 'openai';
 import { DEFAULT_WINDOWS, PEERS, PRICES, evaluateWindow, type WindowEval } from '../eval';
 import { calibratedPricer, fitReplayCalibration, type CalibrationFit } from '../eval/calibration';
@@ -154,7 +154,8 @@ async function compactionCallsOf(file: string, bytes: Buffer, prices: Prices): P
     for (const n of names) if (/^agent-acompact.*\.jsonl$/.test(n)) candidates.push(join(d, n));
   }
   const out: CompactionCall[] = [];
-  for (const path of [...new Set(candidates)]) {
+  // A compaction call evaluated on its own is no call beside itself.
+  for (const path of [...new Set(candidates)].filter((p) => resolve(p) !== resolve(file))) {
     const text = await readFile(path, 'utf8').catch(() => '');
     if (!text.includes(`"sessionId":"${id}"`) && !text.includes(`"sessionId": "${id}"`)) continue;
     const call = Session.inMemory('compaction-call');

@@ -25,3 +25,17 @@ export { replayXcompact, type XcompactRun } from './xcompact';
 export { replayThroughEngine, type ReplayHooks } from './replay';
 export { partOf, stitched } from './sessions';
 export { withoutCompactions } from './lived';
+export {
+  fitReplayCalibration,
+  calibratedPricer,
+  reasoningIndex,
+  IDENTITY_CALIBRATION,
+  type ReplayCalibration,
+  type CalibrationFit,
+  type CalibrationSegment,
+  type Fidelity,
+  type FittedRequest,
+} from './calibration';
+export { asRecorded, recordedMemory, usageCost, type AsRecorded } from './recorded';
+export { compareHarnessSummaries, type SummaryComparison, type SummaryScore } from './harness-summaries';
+export { smallestWindow, checkWindow, WindowTooSmallError } from './window';

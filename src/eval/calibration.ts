@@ -31,9 +31,7 @@ import { CALIBRATION, gauss } from '../services/metering';
 import { toChatMessage, type ChatMessage } from '../session/derive';
 import { isCheckpoint, type AppendInput, type SessionEvent } from '../session/events';
 import { Session } from '../session/session';
-import { Pricer } from './pricing';
-
-export type MessageRole = 'user' | 'assistant' | 'tool';
+import { Pricer, type CountCalibration } from './pricing';
 
 export interface CalibrationSegment {
   /** Seq of the segment's first recorded reply. */
@@ -46,15 +44,8 @@ export interface CalibrationSegment {
   intercept: number;
 }
 
-export interface ReplayCalibration {
-  /** Provider tokens per token of ours (o200k_base). */
-  ratio: number;
-  /** Provider tokens per message of each role beyond ratio × its price (a system message counts as a user one). */
-  perMessage: Record<MessageRole, number>;
-  /** Provider tokens per token of reasoning a reply carried (0: the harness does not send it back). */
-  reasoning: number;
-  /** Tokens every replayed request carries unrecorded (system prompt and tools the file does not hold). */
-  unrecorded: number;
+/** The count's figures (ratio, per-message framing, reasoning coefficient, unrecorded part: pricing.ts) and the segments they were fitted over. */
+export interface ReplayCalibration extends CountCalibration {
   segments: CalibrationSegment[];
   /** Recorded requests (replies with a usage) the fit rests on. */
   requests: number;

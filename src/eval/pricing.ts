@@ -10,7 +10,6 @@
 import type { ChatMessage } from '../session/derive';
 import { getTokenizer, messageOverhead, type Tokenizer } from '../services/metering';
 import { parseLedger } from '../services/summarizing';
-import type { ReplayCalibration } from './calibration';
 
 /**
  * US dollars per million tokens: Claude Sonnet 4.x list prices (base input, 5-minute cache
@@ -45,9 +44,21 @@ export interface PricedRequest {
   unrecorded?: boolean;
 }
 
-/** A calibrated count (calibration.ts): the provider's tokens for what we price. */
+/** The figures of a calibrated count (calibration.ts fits them to a recorded session's usage). */
+export interface CountCalibration {
+  /** Provider tokens per token of ours. */
+  ratio: number;
+  /** Provider tokens per message of each role beyond ratio × its price (a system message counts as a user one). */
+  perMessage: Record<'user' | 'assistant' | 'tool', number>;
+  /** Provider tokens per token of reasoning a reply carried. */
+  reasoning: number;
+  /** Tokens every request carries unrecorded. */
+  unrecorded: number;
+}
+
+/** A calibrated count: the provider's tokens for what we price. */
 export interface PricerCalibration {
-  calibration: Pick<ReplayCalibration, 'ratio' | 'perMessage' | 'reasoning' | 'unrecorded'>;
+  calibration: CountCalibration;
   /** Reasoning each reply carried, by the reply's chat message (JSON). */
   reasoning: ReadonlyMap<string, number>;
   /** The uncalibrated pricer whose prices (cached) this one calibrates: each message is tokenized once for both. */

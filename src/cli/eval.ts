@@ -15,7 +15,6 @@ import { calibratedPricer, fitReplayCalibration, type CalibrationFit } from '../
 import { withoutCompactions } from '../eval/lived';
 import { OpenAISummarizer, type Summarizer } from '../services/summarizing';
 import { Session } from '../session/session';
-import { isCheckpoint } from '../session/events';
 import { Pricer } from '../eval/pricing';
 import { asRecorded, recordedMemory, usageCost } from '../eval/recorded';
 import { compareHarnessSummaries, type SummaryComparison } from '../eval/harness-summaries';

@@ -97,10 +97,7 @@ const RIDGE = { ratio: 1e-2, perMessage: 1e-3, reasoning: 1e-2 } as const;
 /** Residuals below this relative error weigh as this (the reweighting never divides by 0). */
 const RESIDUAL_FLOOR = 0.005;
 
-const ROLE_INDEX: Record<ChatMessage['role'], number> = { system: 0, user: 0, developer: 0, assistant: 1, tool: 2, function: 2 } as Record<
-  ChatMessage['role'],
-  number
->;
+const ROLE_INDEX: Record<ChatMessage['role'], number> = { system: 0, user: 0, developer: 0, assistant: 1, tool: 2, function: 2 };
 
 /** The reasoning a reply carried, in our tokens: its recorded text, else what its usage reports. */
 export function reasoningTokensOf(event: SessionEvent<'assistant/message'>, count: (text: string) => number): number {

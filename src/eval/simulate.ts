@@ -269,7 +269,8 @@ export async function simulate(
       onRequest?.(lastRequest, { compactions: s.compactions, prunes: s.prunes, ledger: s.ledger });
     }
     if (isSurfaceType(e.type) && e.surfaceOp === 'append') {
-      const entry = s.entry(policy.toolOutput ? withToolOutput(e as SurfaceEvent, policy.toolOutput) : (e as SurfaceEvent));
+      const cap = policy.toolOutput?.bind(policy);
+      const entry = s.entry(cap ? withToolOutput(e as SurfaceEvent, cap) : (e as SurfaceEvent));
       s.entries.push(entry);
       // The reply just appended: the provider's usage counts the request and the reply.
       if (e.type === 'assistant/message' && pendingReport !== undefined) s.report(pendingReport + entry.tokens);

@@ -9,7 +9,6 @@ import { createCompactionEngine, type CompactionEngineOptions } from '../engine/
 import { BudgetError, ConfigError, parseConfig, resolveBudget } from '../services/config';
 import { buildInstruction, ExtractiveSummarizer, type Summarizer, type SummaryRequest, type SummaryResult } from '../services/summarizing';
 import { toChatMessage, type ChatMessage } from '../session/derive';
-import type { SessionEvent } from '../session/events';
 import { Session } from '../session/session';
 import { replayThroughEngine } from './replay';
 import { Ledger, PRICES, summaryOutputTokens, type Pricer } from './pricing';

@@ -152,8 +152,9 @@ function partsOf(
       else if (part.text !== '') blocks.push({ type: 'text', text: part.text });
     } else if (obj(part.inlineData)) {
       const d = obj(part.inlineData)!;
-      if (typeof d.data === 'string' && String(d.mimeType ?? '').startsWith('image/')) blocks.push({ type: 'image', url: dataUrl(d.mimeType, d.data) });
-      else count(report.ignored, `inline data:${String(d.mimeType ?? 'unknown')}`);
+      const mime = str(d.mimeType) ?? '';
+      if (typeof d.data === 'string' && mime.startsWith('image/')) blocks.push({ type: 'image', url: dataUrl(mime, d.data) });
+      else count(report.ignored, `inline data:${mime || 'unknown'}`);
     } else if (obj(part.functionCall)) {
       const c = obj(part.functionCall)!;
       if (typeof c.name === 'string') calls.push({ id: str(c.id) ?? '', name: c.name, arguments: JSON.stringify(c.args ?? {}) });

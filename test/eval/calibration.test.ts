@@ -42,7 +42,7 @@ function recordedSession(): Session {
         data: { content: [{ type: 'text', text: 'Summary: the work so far, in one line.' }], source: 'compaction-checkpoint' },
         surfaceOp: { op: 'replace', start: shadowed[0]!, end: shadowed[shadowed.length - 1]! },
         sourceEventSeqs: [start.seq, sum.seq, ...shadowed],
-      } as AppendInput);
+      });
       add('compaction/end', { turn: null });
       extra = UNRECORDED + 3_000;
     }
@@ -89,8 +89,8 @@ describe('the replay count fitted to the recorded usage', () => {
 
   it('a session without usage: our own count, nothing unrecorded, no fidelity', () => {
     const s = Session.inMemory('no-usage');
-    s.append({ type: 'turn/start', data: { turn: 0 } } as AppendInput);
-    s.append({ type: 'user/message', data: { content: [{ type: 'text', text: 'hi' }] }, surfaceOp: 'append' } as AppendInput);
+    s.append({ type: 'turn/start', data: { turn: 0 } });
+    s.append({ type: 'user/message', data: { content: [{ type: 'text', text: 'hi' }] }, surfaceOp: 'append' });
     const fit = fitReplayCalibration(s);
     expect(fit.fidelity).toBeUndefined();
     expect(fit.calibration).toMatchObject({ ratio: 1, reasoning: 0, unrecorded: 0, requests: 0 });

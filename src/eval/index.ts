@@ -20,7 +20,7 @@ export {
 } from './memory';
 export { PEERS, pi, codex, opencode, claudeCode, claudeCodeThreshold, naive } from './peers';
 export { simulate, SimState, type PeerPolicy, type Entry, type SimOptions, type SimResult, type RunCounts } from './simulate';
-export { Pricer, Ledger, PRICES, PRICE_TABLE, CACHE_MODEL, type PricedRequest } from './pricing';
+export { Pricer, Ledger, PRICES, PRICE_TABLE, CACHE_MODEL, type PricedRequest, type CountCalibration, type PricerCalibration } from './pricing';
 export { replayXcompact, type XcompactRun } from './xcompact';
 export { replayThroughEngine, type ReplayHooks } from './replay';
 export { partOf, stitched } from './sessions';

@@ -4,8 +4,11 @@
  * (`compacted` records: the token_count before them) under ../shared/data and its corpus/, the
  * session is replayed as lived (the harness's compactions undone) through that harness's
  * simulation at the recorded window, and each real compaction is set beside the simulation's:
- * the token level (real `preTokens` against the level the simulation compacted at, goal within
- * 5%) and the request it happened before.
+ * the token level (real `preTokens`, or Codex's last token_count, against the level the
+ * simulation compacted at, counted as the harness counts: its last usage plus a rough count of
+ * what came since; goal within 5%). The replay counts as the file's provider did (fitted to its
+ * usage, src/eval/calibration.ts). A compaction whose history the file does not hold (the
+ * session started before the file) is not judged.
  *
  *   npx tsx bench/peer-fidelity.ts [file…]
  */
@@ -18,8 +21,8 @@ import { simulate } from '../src/eval/simulate';
 import { withoutCompactions } from '../src/eval/lived';
 import { importTranscriptFile } from '../src/transcripts/index';
 import { Session } from '../src/session/session';
-import { recordedOverhead } from '../src/eval/recorded';
-import { standInPrompt } from '../src/cli/eval';
+import { isCheckpoint } from '../src/session/events';
+import { calibratedPricer, fitReplayCalibration } from '../src/eval/calibration';
 
 /** ../shared/data beside the repository (XCOMPACT_SHARED_DATA names another place). */
 const DATA = process.env.XCOMPACT_SHARED_DATA ?? new URL('../../shared/data/', import.meta.url).pathname;
@@ -81,7 +84,7 @@ function files(): string[] {
   const args = process.argv.slice(2);
   if (args.length > 0) return args;
   const out: string[] = [];
-  for (const dir of [DATA, join(DATA, 'corpus/claude-code'), join(DATA, 'corpus/codex')]) {
+  for (const dir of [DATA, join(DATA, 'corpus/claude-code'), join(DATA, 'corpus/codex'), join(DATA, 'corpus/claude-code-compaction-call')]) {
     if (!existsSync(dir)) continue;
     for (const f of readdirSync(dir)) if (f.endsWith('.jsonl')) out.push(join(dir, f));
   }
@@ -109,18 +112,23 @@ export async function run(): Promise<void> {
       console.log(`  ${name}: not imported (${(error as Error).message})`);
       continue;
     }
-    // Replayed as eval replays it: what the harness sent beyond its messages and did not record
-    // (Claude Code's system prompt and tools) stood in for at the size its recorded usage implies.
-    const overhead = recordedOverhead(recorded, pricer);
-    let session = recorded;
-    if (overhead > 0) {
-      const first = recorded.surface.length > 0 ? recorded.event(recorded.surface.seqAt(0)) : undefined;
-      const system = first?.type === 'system/message' ? first.data.text : undefined;
-      const standIn = standInPrompt(overhead, pricer);
-      session = Session.inMemory(`fidelity-${name}-sent`);
-      await importTranscriptFile(session, path, { systemPrompt: system === undefined ? standIn : `${system}\n\n${standIn}` });
+    // Replayed as eval replays it: counted as the harness's provider counted (fitted to the
+    // file's usage), what the harness sent unrecorded (system prompt, tools) on every request.
+    const { calibration } = fitReplayCalibration(recorded, pricer);
+    const counted = calibratedPricer(recorded, calibration, pricer);
+    // A compaction whose history the file does not hold (the session started before the file):
+    // the replay, never compacting, stays short of what the harness sent just before it.
+    const recordedSizes: number[] = [];
+    const before: number[] = [];
+    for (const e of recorded.events()) {
+      if (isCheckpoint(e)) before.push(recordedSizes.length - 1);
+      if (e.type === 'assistant/message') recordedSizes.push(e.data.usage?.promptTokens ?? 0);
     }
-    const lived = withoutCompactions(session);
+    const livedSizes: number[] = [];
+    const keep: typeof claudeCode = { name: 'keep', description: 'never compacts', summaryLedger: 'none', beforeRequest: async () => {} };
+    await simulate(withoutCompactions(recorded).events(), keep, counted, { window: Number.MAX_SAFE_INTEGER, maxOutputTokens: 0, summaryCap: 1 }, (_m, c) =>
+      livedSizes.push(c.ledger.lastTokens),
+    );
     const window = isCodex ? (codexCompactions(recs).window ?? 272_000) : 200_000;
     const reserve = isCodex ? 0 : claudeReserve(real[0]!.version);
     const maxOutputTokens = isCodex ? 0 : 64_000;
@@ -129,11 +137,15 @@ export async function run(): Promise<void> {
       : {
           ...claudeCode,
           async beforeRequest(s: Parameters<typeof claudeCode.beforeRequest>[0]) {
-            if (s.tokens() >= claudeCodeThreshold(s.window, maxOutputTokens, reserve)) await claudeCode.onOverflow!(s);
+            if (s.level(s.counts) >= claudeCodeThreshold(s.window, maxOutputTokens, reserve)) await claudeCode.onOverflow!(s);
           },
         };
-    const { state } = await simulate(lived.events(), policy, pricer, { window, maxOutputTokens, summaryCap: 20_000 });
+    const { state } = await simulate(withoutCompactions(recorded).events(), policy, counted, { window, maxOutputTokens, summaryCap: 20_000 });
     const rows = real.map((r, i) => {
+      const k = before[i];
+      const missing = k === undefined || k < 0 ? 0 : recordedSizes[k]! - livedSizes[k]!;
+      if (missing > GOAL * r.tokens)
+        return `#${i + 1} real ${r.tokens.toLocaleString('en-US')} · not judged: the file does not hold the history before it (the request before it carried ${missing.toLocaleString('en-US')} tokens more than the file shows)`;
       const sim = state.compactedAt[i];
       const off = sim === undefined ? undefined : Math.abs(sim - r.tokens) / r.tokens;
       judged++;
@@ -149,7 +161,9 @@ export async function run(): Promise<void> {
       `  ${name} (${isCodex ? 'Codex' : 'Claude Code'}, window ${window.toLocaleString('en-US')}, sim compactions ${state.compactions}): ${rows.join('; ')}`,
     );
   }
-  console.log(`peer fidelity: ${met} of ${judged} real compactions matched within ${GOAL * 100}%`);
+  console.log(
+    `peer fidelity: ${met} of ${judged} real compactions matched within ${GOAL * 100}% (compactions whose history the file does not hold not judged)`,
+  );
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await run();

@@ -26,7 +26,10 @@ const SECTIONS = [
   { file: 'scale.ts', title: 'Scale: afterStep per step at 1k, 10k, 50k nodes, reopen of 80k events, no re-tokenizing, O(appended) deriveMessages' },
   { file: 'eval.ts', title: 'xcompact eval: a 1,000-message transcript at two windows × five policies (target: under a minute on 2 cores)' },
   { file: 'recall.ts', title: 'Recall: latency at 1k/10k/100k events, index memory, needed facts one recall call returns (pi at 32k)' },
-  { file: 'economics/run.ts', title: 'Economics: xcompact vs simulated peer policies (pi, Codex, opencode, naive) at 32k and 128k' },
+  {
+    file: 'economics/run.ts',
+    title: 'Economics: xcompact vs simulated peer policies (pi, Codex, opencode, Claude Code, naive) at 32k and 128k; the README table last',
+  },
 ] as const;
 
 export async function run(): Promise<void> {

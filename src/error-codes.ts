@@ -31,6 +31,7 @@ export type XcompactErrorCode =
   | 'not-a-regular-file' // FileReadError: a directory, FIFO, socket or device where a file was expected (refused before it is opened)
   | 'file-too-large' // FileReadError: a file over the size limit ($XCOMPACT_MAX_FILE_BYTES)
   | 'file-unreadable' // FileReadError: missing, no permission, or another read failure
+  | 'eval-window' // WindowTooSmallError: a replay window smaller than what the recorded harness sent unrecorded
   | 'tokenizer-unavailable' // TokenizerUnavailableError: unknown name or optional package missing
   | 'prune-settings' // PruneSettingsError
   | 'prune-pricing' // PrunePricingError

@@ -109,9 +109,12 @@ export {
   importClaudeCodeTranscript,
   importCodexFile,
   importCodexTranscript,
+  importGeminiFile,
+  importGeminiTranscript,
   importTranscript,
   importTranscriptFile,
   detectTranscriptFormat,
+  describeUnread,
   TranscriptImportError,
   type PiImportReport,
   type PiImportOptions,
@@ -120,6 +123,7 @@ export {
   type TranscriptHarness,
   type TranscriptFormat,
   type Detection,
+  type DocumentKind,
 } from './transcripts/index';
 // Reading a file a user named: a regular file within the size limit, or a typed refusal at once.
 export { FileReadError, type FileKind, type FileReadReason } from './regular-file';

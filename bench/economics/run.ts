@@ -1,9 +1,11 @@
 /**
  * Economics and memory of compaction on real transcripts: xcompact (the real engine) against
- * four SIMULATED peer policies, each living the recorded session at each window, with the same
+ * five SIMULATED peer policies (src/eval/peers.ts), each living the recorded session at each window, with the same
  * summarizer, summary cap, pricing and prompt-cache model (the replay is src/eval/).
  *
- *   npx tsx bench/economics/run.ts [transcript.jsonl …] [--windows 32768,131072] [--part 2/2] [--copies 3,5]
+ *   npx tsx bench/economics/run.ts [transcript.jsonl …] [--windows 32768,131072] [--part 2/2] [--copies 3,5] [--table]
+ *
+ * `--table` prints only the README's economics table (its last lines are that table in every run).
  *
  * A transcript is any file an importer of src/session/ reads (pi today; every `import…File`
  * exported there is tried). With no file: the committed pi fixture, and the other shared
@@ -31,6 +33,9 @@ import * as sessionModule from '../../src/transcripts/index';
 import { Session } from '../../src/session/index';
 import { findPiData } from '../../test/helpers/pi-data';
 import { costRecallChart } from './chart';
+import { calibratedPricer, fitReplayCalibration } from '../../src/eval/calibration';
+import { Pricer } from '../../src/eval/pricing';
+import { WindowTooSmallError } from '../../src/eval/window';
 import { run as peerFidelity } from '../peer-fidelity';
 
 const OUT = fileURLToPath(new URL('../out/', import.meta.url));
@@ -44,15 +49,20 @@ function importers(): Array<{ name: string; run: Importer }> {
     .map(([k, v]) => ({ name: k, run: v as Importer }));
 }
 
-/** The session of the first importer that reads `path` into at least one agent request. */
+/** The session of the first importer that reads `path` into at least one agent request, as lived (the harness's compactions left out). */
 export async function importAny(path: string): Promise<Session> {
+  // The harness's own compactions are left out (as xcompact eval does): every policy decides on the same conversation.
+  return withoutCompactions(await importRecorded(path));
+}
+
+/** The session of the first importer that reads `path` into at least one agent request, as recorded (its compactions as checkpoints). */
+export async function importRecorded(path: string): Promise<Session> {
   const tried: string[] = [];
   for (const imp of importers()) {
     const s = Session.inMemory(`economics-${basename(path)}`);
     try {
       await imp.run(s, path);
-      // The harness's own compactions are left out (as xcompact eval does): every policy decides on the same conversation.
-      if (s.events().some((e) => e.type === 'assistant/message')) return withoutCompactions(s);
+      if (s.events().some((e) => e.type === 'assistant/message')) return s;
       tried.push(`${imp.name}: no agent request`);
     } catch (err) {
       tried.push(`${imp.name}: ${(err as Error).message.split('\n')[0]}`);
@@ -71,17 +81,17 @@ export function sharedTranscriptPaths(): Array<{ name: string; path: string }> {
   ];
 }
 
-/** The committed fixtures to replay by default: pi, and the others when an importer reads them. */
+/** The committed fixtures to replay by default, as recorded: pi, and the others when an importer reads them. */
 async function defaultTranscripts(): Promise<Array<{ name: string; session: Session }>> {
   const [pi, ...others] = sharedTranscriptPaths();
-  const out = [{ name: pi!.name, session: await importAny(pi!.path) }];
+  const out = [{ name: pi!.name, session: await importRecorded(pi!.path) }];
   for (const { name, path } of others) {
     if (!existsSync(path)) {
       console.log(`(${name}: no fixture ${path}; skipped)`);
       continue;
     }
     try {
-      out.push({ name, session: await importAny(path) });
+      out.push({ name, session: await importRecorded(path) });
     } catch (err) {
       console.log(`(${name}: ${(err as Error).message}; skipped)`);
     }
@@ -170,7 +180,13 @@ export async function run(argv: readonly string[] = []): Promise<void> {
   let windows: number[] = [...DEFAULT_WINDOWS];
   let part: [number, number] | undefined;
   let copies = [1, 3, 5];
+  // --table: only the README's table (no per-policy tables, charts, pairs or peer fidelity).
+  let table = false;
   for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--table') {
+      table = true;
+      continue;
+    }
     if (argv[i] === '--windows')
       windows = (argv[++i] ?? '')
         .split(',')
@@ -187,15 +203,24 @@ export async function run(argv: readonly string[] = []): Promise<void> {
     } else files.push(argv[i]!);
   }
   const bases =
-    files.length === 0 ? await defaultTranscripts() : await Promise.all(files.map(async (f) => ({ name: basename(f), session: await importAny(f) })));
-  const transcripts: Array<{ name: string; session: Session }> = [];
+    files.length === 0 ? await defaultTranscripts() : await Promise.all(files.map(async (f) => ({ name: basename(f), session: await importRecorded(f) })));
+  const transcripts: Array<{ name: string; session: Session; pricer: Pricer }> = [];
   for (const b of bases) {
-    const piece = part === undefined ? b.session : partOf(b.session, part[0], part[1]);
+    // Counted as eval counts (src/eval/calibration.ts): fitted to the transcript's own usage, what it sent unrecorded on every request.
+    const raw = new Pricer('o200k_base');
+    const { calibration } = fitReplayCalibration(b.session, raw);
+    const lived = withoutCompactions(b.session);
+    const piece = part === undefined ? lived : partOf(lived, part[0], part[1]);
     const label = part === undefined ? b.name : `${b.name} part ${part[0]}/${part[1]}`;
     // Copies of a transcript are built from its first part alone when it is the pi fixture (synthetic, longer sessions).
-    for (const n of copies) transcripts.push({ name: n === 1 ? label : `${label} × ${n}`, session: n === 1 ? piece : stitched(piece, n) });
+    for (const n of copies) {
+      const session = n === 1 ? piece : stitched(piece, n);
+      transcripts.push({ name: n === 1 ? label : `${label} × ${n}`, session, pricer: calibratedPricer(session, calibration, raw) });
+    }
   }
-  console.log('same for every policy: extractive summarizer, summary cap 4096 tokens, agent output reservation 4096, o200k_base pricing of every message');
+  console.log(
+    "same for every policy: extractive summarizer, summary cap 4096 tokens, agent output reservation 4096, every request counted as the transcript's provider counted (o200k_base fitted to its usage, what it sent unrecorded included: src/eval/calibration.ts)",
+  );
   console.log(PRICE_TABLE);
   console.log(CACHE_MODEL);
   console.log(
@@ -205,22 +230,35 @@ export async function run(argv: readonly string[] = []): Promise<void> {
   console.log(MEMORY_NOTE);
   const summary: string[] = [];
   const pairs: string[] = [];
+  const readme: string[] = [];
   for (const t of transcripts) {
     const requests = t.session.events().filter((e) => e.type === 'assistant/message').length;
     for (const w of windows) {
-      const r = await evaluateWindow(t.session, w);
+      let r: WindowEval;
+      try {
+        r = await evaluateWindow(t.session, w, { pricer: t.pricer });
+      } catch (err) {
+        if (!(err instanceof WindowTooSmallError)) throw err;
+        console.log(`\n${t.name}, window ${w}: left out (${err.message})`);
+        readme.push(
+          `| ${t.name}, ${w >= 1024 ? `${Math.round(w / 1024)}k` : w} | left out: it sends ${err.unrecorded.toLocaleString('en-US')} tokens unrecorded on every request (the smallest window that works is ${Math.ceil(err.smallest / 1024)}k) | | | | |`,
+        );
+        continue;
+      }
+      const g = judgeRow(r.runs);
+      const x = r.runs[0]!;
+      readme.push(readmeRow(t.name, r, g));
+      if (table) continue;
       console.log('');
       console.log(`${t.name}: ${requests} requests`);
       console.log(formatWindow(t.name, r));
       console.log(`chart: ${writeChart(t.name, r)}`);
-      const g = judgeRow(r.runs);
-      const x = r.runs[0]!;
       // The pairs: xcompact alone with background summaries off, and with the cost model off.
       for (const [label, config] of [
         ['background: false', { background: false }],
         ['economics: false', { economics: false }],
       ] as const) {
-        const y = (await evaluateWindow(t.session, w, { peers: [], config })).runs[0]!;
+        const y = (await evaluateWindow(t.session, w, { peers: [], config, pricer: t.pricer })).runs[0]!;
         const line = `${label}: ${money(y.ledger.cost)} · ${y.compactions} compactions · needed ${pct(y.memory.neededRecall)} · after ${pct(y.memory.recallAfterCompaction)} · intent ${pct(y.memory.intentRecall)} — default ÷ this = ${(x.ledger.cost / y.ledger.cost).toFixed(3)} (default ${x.compactions} compactions)`;
         console.log(`  pair ${line}`);
         pairs.push(`| ${t.name}, ${w} | ${line} |`);
@@ -231,14 +269,35 @@ export async function run(argv: readonly string[] = []): Promise<void> {
       );
     }
   }
-  console.log('\nmemory goal per row (xcompact: cost · needed · after compaction · intent | checks | goal):');
-  for (const s of summary) console.log(s);
-  console.log('\nthe pairs (xcompact default against one setting off):');
-  for (const s of pairs) console.log(s);
-  if (files.length === 0) {
+  if (!table) {
+    console.log('\nmemory goal per row (xcompact: cost · needed · after compaction · intent | checks | goal):');
+    for (const s of summary) console.log(s);
+    console.log('\nthe pairs (xcompact default against one setting off):');
+    for (const s of pairs) console.log(s);
+  }
+  console.log('\nthe table of the README (section "Economics"):\n');
+  console.log(README_HEAD);
+  for (const r of readme) console.log(r);
+  if (files.length === 0 && !table) {
     console.log('');
     await peerFidelity();
   }
+}
+
+const README_HEAD =
+  '| transcript, window | xcompact cost | needed · after compaction · intent recall | memory goal | cost ÷ cheapest valid peer | goal |\n|---|---|---|---|---|---|';
+
+/** One row of the README's table: xcompact's cost and memory, the memory part of the goal, its cost against the cheapest valid peer, the whole goal. */
+function readmeRow(name: string, r: WindowEval, g: RowGoal): string {
+  const x = r.runs[0]!;
+  const memory = g.checks.filter((c) => /intent|needed|after-compaction/.test(c.name)).every((c) => c.ok);
+  const valid = r.runs.slice(1).filter((p) => p.ledger.overWindow === 0);
+  const cheapest = (valid.length > 0 ? valid : r.runs.slice(1)).reduce((a, b) => (b.ledger.cost < a.ledger.cost ? b : a));
+  const k = r.window >= 1024 ? `${Math.round(r.window / 1024)}k` : String(r.window);
+  return (
+    `| ${name}, ${k} | ${money(x.ledger.cost)} | ${pct(x.memory.neededRecall)} · ${pct(x.memory.recallAfterCompaction)} · ${pct(x.memory.intentRecall)} | ` +
+    `${memory ? 'met' : 'not met'} | ${(x.ledger.cost / cheapest.ledger.cost).toFixed(2)}× | ${g.met ? 'met' : 'not met'} |`
+  );
 }
 
 export const MEMORY_NOTE =

@@ -3,14 +3,28 @@
  * the terminal tables and JSON (eval.ts) and the HTML report (eval-report.ts).
  */
 import type { PRICES, WindowEval } from '../eval';
+import type { Fidelity, ReplayCalibration } from '../eval/calibration';
+import type { MemoryFigures } from '../eval/memory';
+import type { SummaryComparison } from '../eval/harness-summaries';
 import type { AsRecorded } from '../eval/recorded';
+
+/** A compaction call the harness recorded beside the session (Claude Code's `agent-acompact-*.jsonl`): what its summary request cost. */
+export interface CompactionCall {
+  file: string;
+  promptTokens: number;
+  cachedTokens: number;
+  outputTokens: number;
+  cost: number;
+}
 
 /** What the replay sends beyond the transcript's messages. */
 export interface SentOverhead {
   /** The transcript recorded its system prompt (it is replayed). */
   recordedSystemPrompt: boolean;
-  /** Tokens of the stand-in for what the harness sent unrecorded (system prompt, tools), from its usage; 0 when none. */
-  standInTokens: number;
+  /** Tokens every replayed request carries for what the harness sent unrecorded (system prompt, tools); 0 when none. */
+  unrecordedTokens: number;
+  /** Where that figure comes from: fitted to the recorded usage, given with --unrecorded, or no usage to fit. */
+  unrecordedFrom: 'fitted' | 'option' | 'no usage';
 }
 
 export interface EvaluatedTranscript {
@@ -18,10 +32,20 @@ export interface EvaluatedTranscript {
   format: string;
   requests: number;
   windows: WindowEval[];
-  /** What the replay sent beyond the messages (a harness transcript). */
+  /** What the replay sent beyond the messages. */
   overhead?: SentOverhead;
+  /** The count the replay used, fitted to the recorded usage (calibration.ts). */
+  calibration?: ReplayCalibration;
+  /** How closely the fitted count follows the recorded usage, request by request; undefined without usage. */
+  fidelity?: Fidelity;
   /** Per window (same order), the harness's own run from its recorded usage alone. */
   recorded?: AsRecorded[];
+  /** The memory measures of what the harness itself sent (its own summaries included). */
+  recordedMemory?: MemoryFigures;
+  /** The harness's own summaries beside xcompact's of the same span (harness-summaries.ts). */
+  harnessSummaries?: SummaryComparison[];
+  /** The harness's compaction calls found beside the session (their cost is in the as-recorded row). */
+  compactionCalls?: CompactionCall[];
 }
 
 export type Prices = Readonly<typeof PRICES>;

@@ -7,21 +7,25 @@
  * (the extractive summarizer); `--summarizer openai --base-url URL` writes real summaries.
  */
 import type { CliEnv } from './ui';
-import { writeFile } from 'node:fs/promises';
-import { basename } from 'node:path';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import OpenAI from 'openai';
-import { DEFAULT_WINDOWS, PRICES, evaluateWindow, type WindowEval } from '../eval';
+import { DEFAULT_WINDOWS, PEERS, PRICES, evaluateWindow, type WindowEval } from '../eval';
+import { calibratedPricer, fitReplayCalibration, type CalibrationFit } from '../eval/calibration';
 import { withoutCompactions } from '../eval/lived';
 import { OpenAISummarizer, type Summarizer } from '../services/summarizing';
 import { Session } from '../session/session';
-import type { SessionEvent } from '../session/events';
 import { Pricer } from '../eval/pricing';
-import { asRecorded, recordedOverhead } from '../eval/recorded';
+import { asRecorded, recordedMemory, usageCost } from '../eval/recorded';
+import { compareHarnessSummaries, type SummaryComparison } from '../eval/harness-summaries';
+import { replayUserWords } from '../eval/xcompact';
+import { importTranscript } from '../transcripts/import';
+import { checkWindow, smallestWindow, WindowTooSmallError } from '../eval/window';
 import { loadConfig } from './config-file';
 import { CliError } from './errors';
 import { renderEvalReport } from './eval-report';
-import { rowsOf, verdictOf, type EvaluatedTranscript, type Prices, type SentOverhead } from './eval-rows';
-import { detectFormat, importHarnessTranscript, loadSessionReadOnly, readInput } from './load';
+import { rowsOf, verdictOf, type CompactionCall, type EvaluatedTranscript, type Prices, type SentOverhead } from './eval-rows';
+import { detectFormat, loadSessionReadOnly, readInput } from './load';
 import { createStyle, fmt, useColor } from './ui';
 
 export { rowsOf, type EvalRow, type EvaluatedTranscript, type Prices } from './eval-rows';
@@ -30,6 +34,8 @@ export interface EvalCliOptions {
   /** The environment the command reads ($OPENAI_BASE_URL, the API key variable); default process.env. */
   env?: CliEnv;
   window?: string;
+  /** Tokens the harness sent unrecorded on every request (default: fitted to the recorded usage). */
+  unrecorded?: string;
   config?: string;
   prices?: string;
   report?: string;
@@ -85,44 +91,131 @@ export function parsePrices(text: string | undefined): Prices {
   return out as Prices;
 }
 
+/** One transcript, ready to replay. */
+interface LoadedTranscript {
+  file: string;
+  /** The harness's compaction calls recorded beside the session. */
+  calls: CompactionCall[];
+  format: string;
+  /** As imported: the harness's compactions are checkpoints. */
+  recorded: Session;
+  /** As lived: the harness's compactions taken out (withoutCompactions). */
+  session: Session;
+  /** The count every policy is billed and judged by: calibrated to the recorded usage. */
+  pricer: Pricer;
+  fit: CalibrationFit;
+  overhead: SentOverhead;
+}
+
 /**
  * Loads one transcript for the replay: imported in memory, the harness's compactions taken
- * out. What the harness sent beyond the messages is replayed too: the system prompt it
- * recorded (Codex's instructions) and, for what it did not record (Claude Code's system prompt
- * and tool definitions), a stand-in system prompt of the size its recorded usage implies (the
- * first request's input tokens minus what the messages count): every policy pays it alike.
+ * out, and the replay's count fitted to the recorded usage (calibration.ts): every policy's
+ * requests are counted as the harness's provider counted its own, the system prompt and tools
+ * it sent unrecorded included. `unrecorded` (--unrecorded) overrides the fitted figure for that part.
  */
-async function loadTranscript(file: string): Promise<{ session: Session; recorded: Session; format: string; overhead: SentOverhead }> {
+async function loadTranscript(file: string, unrecorded: number | undefined): Promise<LoadedTranscript> {
   const bytes = await readInput(file);
   const format = detectFormat(file, bytes);
   if (format === 'messages')
-    throw new CliError(`${file} is a .json file of chat messages: eval replays transcripts (JSONL: xcompact, pi, Claude Code or Codex).`, 2);
+    throw new CliError(`${file} is a .json file of chat messages: eval replays transcripts (xcompact, pi, Claude Code, Codex or Gemini CLI sessions).`, 2);
   const loaded = await loadSessionReadOnly(file, bytes, format);
   const recorded = loaded.session;
   const first = recorded.surface.length > 0 ? recorded.event(recorded.surface.seqAt(0)) : undefined;
-  const recordedSystem = first?.type === 'system/message' ? first.data.text : undefined;
-  const pricer = new Pricer('o200k_base');
-  const tokens = format === 'xcompact' ? 0 : recordedOverhead(recorded, pricer);
-  const overhead: SentOverhead = { recordedSystemPrompt: recordedSystem !== undefined, standInTokens: tokens };
-  if (tokens === 0 || format === 'xcompact') return { session: withoutCompactions(recorded), recorded, format, overhead };
-  const standIn = standInPrompt(tokens, pricer);
-  const session = Session.inMemory(recorded.id);
-  importHarnessTranscript(file, bytes, format, session, { systemPrompt: recordedSystem === undefined ? standIn : `${recordedSystem}\n\n${standIn}` });
-  return { session: withoutCompactions(session), recorded, format, overhead };
+  const raw = new Pricer('o200k_base');
+  const fit = fitReplayCalibration(recorded, raw);
+  const calibration = unrecorded === undefined ? fit.calibration : { ...fit.calibration, unrecorded };
+  const session = withoutCompactions(recorded);
+  const overhead: SentOverhead = {
+    recordedSystemPrompt: first?.type === 'system/message',
+    unrecordedTokens: calibration.unrecorded,
+    unrecordedFrom: unrecorded !== undefined ? 'option' : fit.fidelity ? 'fitted' : 'no usage',
+  };
+  return { file, format, recorded, session, pricer: calibratedPricer(recorded, calibration, raw), fit, overhead, calls: [] };
 }
 
-/** A system prompt of about `tokens` tokens that says what it stands for. */
-export function standInPrompt(tokens: number, pricer: Pricer): string {
-  const head = `[The system prompt and tool definitions the harness sent are not in the transcript; its recorded usage implies about ${tokens} tokens of them, stood in for here.]`;
-  const have = pricer.count(head);
-  if (have >= tokens) return head;
-  const unit = ' stand-in';
-  const per = Math.max(1, pricer.count(unit.repeat(100)) / 100);
-  let filler = unit.repeat(Math.floor((tokens - have) / per));
-  // One correction: the count of the whole is what the replay prices.
-  const over = pricer.count(head + filler) - tokens;
-  if (over > 0) filler = filler.slice(0, Math.max(0, filler.length - Math.ceil(over / per) * unit.length));
-  return head + filler;
+/**
+ * The compaction calls Claude Code recorded for a session (its summary requests run as a
+ * subagent: `agent-acompact-*.jsonl` under `<session-id>/subagents/` beside the session file,
+ * or beside it), recognised by the session id their records name; each one's usage.
+ */
+async function compactionCallsOf(file: string, bytes: Buffer, prices: Prices): Promise<CompactionCall[]> {
+  const id = /"sessionId":\s*"([^"]+)"/.exec(bytes.toString('utf8', 0, Math.min(bytes.length, 1 << 20)))?.[1];
+  if (id === undefined) return [];
+  const dir = dirname(file);
+  const candidates: string[] = [];
+  for (const d of [dir, join(dir, id, 'subagents'), join(dir, basename(file).replace(/\.jsonl$/i, ''), 'subagents')]) {
+    let names: string[];
+    try {
+      names = await readdir(d);
+    } catch {
+      continue;
+    }
+    for (const n of names) if (/^agent-acompact.*\.jsonl$/.test(n)) candidates.push(join(d, n));
+  }
+  const out: CompactionCall[] = [];
+  // A compaction call evaluated on its own is no call beside itself.
+  for (const path of [...new Set(candidates)].filter((p) => resolve(p) !== resolve(file))) {
+    const text = await readFile(path, 'utf8').catch(() => '');
+    if (!text.includes(`"sessionId":"${id}"`) && !text.includes(`"sessionId": "${id}"`)) continue;
+    const call = Session.inMemory('compaction-call');
+    try {
+      importTranscript(call, text, 'claude-code');
+    } catch {
+      continue;
+    }
+    const c: CompactionCall = { file: path, promptTokens: 0, cachedTokens: 0, outputTokens: 0, cost: 0 };
+    for (const e of call.events()) {
+      const u = e.type === 'assistant/message' ? e.data.usage : undefined;
+      if (!u) continue;
+      c.promptTokens += u.promptTokens;
+      c.cachedTokens += u.cachedTokens ?? 0;
+      c.outputTokens += u.completionTokens;
+      c.cost += usageCost(u, prices);
+    }
+    if (c.promptTokens > 0) out.push(c);
+  }
+  return out;
+}
+
+/**
+ * The windows each transcript is replayed at. Windows the user named must all be workable for
+ * every transcript (smallestWindow: the unrecorded part, a summary and the output reservation),
+ * else the run is refused before any replay. Of the default windows, those too small for a
+ * transcript are left out for it, and when none is left it is replayed at its smallest
+ * workable window; each with a note.
+ */
+function windowsFor(l: LoadedTranscript, windows: readonly number[], named: boolean, unrecordedFlag: boolean, note: (line: string) => void): number[] {
+  const unrecorded = l.overhead.unrecordedTokens;
+  const smallest = smallestWindow(unrecorded);
+  const name = basename(l.file);
+  const what = unrecordedFlag
+    ? 'as --unrecorded says'
+    : 'its system prompt and tool definitions, or history before the file starts; fitted to its recorded usage';
+  const fits = windows.filter((w) => w >= smallest);
+  if (named) {
+    const bad = windows.find((w) => w < smallest);
+    if (bad === undefined) return fits;
+    try {
+      checkWindow(bad, unrecorded, name);
+    } catch (err) {
+      if (!(err instanceof WindowTooSmallError)) throw err;
+      throw new CliError(
+        `--window ${fmt(bad)}: ${name} sent about ${fmt(unrecorded)} tokens on every request that its transcript does not hold (${what}); ` +
+          `with a summary and the output reservation no request fits in ${fmt(bad)} tokens, so every policy would send every request over it. ` +
+          `Pass --window ${Math.ceil(smallest / 1_024)}k (${fmt(smallest)} tokens) or more${unrecordedFlag ? '' : ', or --unrecorded 0 to replay the recorded messages alone (or --unrecorded <tokens> to set that part yourself)'}.`,
+        2,
+        { cause: err },
+      );
+    }
+  }
+  const left = windows.filter((w) => w < smallest);
+  if (left.length === 0) return fits;
+  const out = fits.length > 0 ? fits : [smallest];
+  note(
+    `${name}: window${left.length === 1 ? '' : 's'} ${left.map((w) => fmt(w)).join(', ')} left out: it sent about ${fmt(unrecorded)} tokens on every request that its transcript does not hold (${what}), ` +
+      `so no request fits below ${fmt(smallest)} tokens${fits.length === 0 ? `; replayed at ${fmt(smallest)} instead` : ''}. Name windows with --window.`,
+  );
+  return out;
 }
 
 /** A one-line progress bar on a TTY; nothing elsewhere (a pipe, a CI log). */
@@ -169,6 +262,19 @@ function summarizerFor(options: EvalCliOptions): Summarizer | undefined {
   return new OpenAISummarizer({ client: new OpenAI({ baseURL, apiKey: apiKey || 'not-needed', maxRetries: 1, timeout: 120_000 }) });
 }
 
+/** `--unrecorded 42k` / `42400`: tokens, k = 1,024. */
+export function parseUnrecorded(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(k?)\s*$/i.exec(text);
+  const n = m ? Math.round(Number(m[1]) * (m[2] === '' ? 1 : 1024)) : NaN;
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new CliError(
+      `--unrecorded "${text}" is not a token count: write e.g. 0, 42400 or 41k (what the harness sent on every request that its transcript does not hold).`,
+      2,
+    );
+  return n;
+}
+
 export async function runEval(
   files: string[],
   options: EvalCliOptions = {},
@@ -178,35 +284,61 @@ export async function runEval(
   if (files.length === 0) throw new CliError('name at least one transcript to evaluate.', 2);
   const windows = parseWindows(options.window);
   const prices = parsePrices(options.prices);
+  const unrecorded = parseUnrecorded(options.unrecorded);
   const summarizer = summarizerFor(options);
   const config = options.config ? loadConfig(options.config, files[0]!).input : {};
-  const loaded = [];
-  for (const file of files) loaded.push({ file, ...(await loadTranscript(file)) });
-  const policies = 5;
+  const loaded: Array<LoadedTranscript & { windows: number[] }> = [];
+  const notes: string[] = [];
+  for (const file of files) {
+    const l = await loadTranscript(file, unrecorded);
+    if (l.format === 'claude-code') l.calls = await compactionCallsOf(file, await readInput(file), prices);
+    loaded.push({ ...l, windows: windowsFor(l, windows, options.window !== undefined, unrecorded !== undefined, (n) => notes.push(n)) });
+  }
+  for (const n of notes) err.write(`note: ${n}\n`);
+  const policies = 1 + PEERS.length;
   const requestsOf = (s: Session) => s.events().filter((e) => e.type === 'assistant/message').length;
-  const total = loaded.reduce((n, l) => n + requestsOf(l.session) * windows.length * policies, 0);
+  const total = loaded.reduce((n, l) => n + requestsOf(l.session) * l.windows.length * policies, 0);
   const bar = progressBar(err, total);
   const results: EvaluatedTranscript[] = [];
   try {
     for (const l of loaded) {
       const evals: WindowEval[] = [];
-      for (const window of windows) {
+      for (const window of l.windows) {
         evals.push(
           await evaluateWindow(l.session, window, {
             config,
             prices,
+            pricer: l.pricer,
             ...(summarizer ? { summarizer } : {}),
             onRequest: (p) => bar.tick(`${basename(l.file)} ${fmt(window)} ${p.policy}`),
           }),
         );
       }
+      // A harness's transcript: its own run is a row of its own (an xcompact session is xcompact's run, already a row).
+      const harness = l.format !== 'xcompact';
+      const callsCost = l.calls.reduce((n, c) => n + c.cost, 0);
+      const largest = Math.max(...l.windows);
+      const cap = Math.min(4_096, Math.floor(largest / 4));
+      const summaries = harness
+        ? await compareHarnessSummaries(l.recorded, l.pricer, {
+            ...(summarizer ? { summarizer } : {}),
+            maxTokens: cap,
+            userWordsTokens: replayUserWords({ window: largest, maxOutputTokens: cap, summaryCap: cap }, config),
+          })
+        : [];
       results.push({
         file: l.file,
         format: l.format,
         requests: requestsOf(l.session),
         windows: evals,
         overhead: l.overhead,
-        ...(l.format === 'xcompact' ? {} : { recorded: windows.map((w) => asRecorded(l.recorded, w, prices)) }),
+        calibration: l.fit.calibration,
+        ...(l.fit.fidelity ? { fidelity: l.fit.fidelity } : {}),
+        ...(harness
+          ? { recorded: l.windows.map((w) => asRecorded(l.recorded, w, prices, callsCost)), recordedMemory: recordedMemory(l.recorded, l.session) }
+          : {}),
+        ...(summaries.length > 0 ? { harnessSummaries: summaries } : {}),
+        ...(l.calls.length > 0 ? { compactionCalls: l.calls } : {}),
       });
     }
   } finally {
@@ -222,31 +354,74 @@ export async function runEval(
 }
 
 function summaryOf(t: EvaluatedTranscript) {
+  const memory = t.recordedMemory;
   return {
     file: t.file,
     format: t.format,
     requests: t.requests,
     ...(t.overhead ? { overhead: t.overhead } : {}),
+    ...(t.calibration ? { calibration: t.calibration } : {}),
+    fidelity: t.fidelity ? { median: t.fidelity.median, p90: t.fidelity.p90, max: t.fidelity.max, requests: t.fidelity.requests } : null,
     windows: t.windows.map((w, i) => ({
       window: w.window,
-      ...(t.recorded?.[i] ? { asRecorded: t.recorded[i] } : {}),
+      ...(t.recorded?.[i]
+        ? {
+            asRecorded: {
+              ...t.recorded[i],
+              ...(memory
+                ? { neededRecall: memory.neededRecall, recallAfterCompaction: memory.recallAfterCompaction ?? null, intentRecall: memory.intentRecall }
+                : {}),
+            },
+          }
+        : {}),
       rows: rowsOf(w),
       verdict: verdictOf(w).policy ?? null,
     })),
+    ...(t.harnessSummaries ? { harnessSummaries: t.harnessSummaries } : {}),
+    ...(t.compactionCalls ? { compactionCalls: t.compactionCalls } : {}),
   };
 }
 
-/** The line that says what the replay sends beyond the messages. */
+/** The harness's own summaries beside xcompact's of the same span, one line each, and its recorded compaction calls. */
+export function summariesBlock(t: EvaluatedTranscript, style = createStyle(false)): string | undefined {
+  const list = t.harnessSummaries ?? [];
+  if (list.length === 0 && !t.compactionCalls) return undefined;
+  const score = (s: SummaryComparison['harness']) =>
+    `${fmt(s.tokens)} tokens · needed ${percent(s.neededRecall)} (first request ${percent(s.firstRequestRecall)}) · intent ${percent(s.intentRecall)}`;
+  return [
+    style.bold(
+      `${basename(t.file)} — the harness's own summaries beside xcompact's of the same span (scored on the requests it sent until its next compaction)`,
+    ),
+    ...list.map(
+      (c, i) =>
+        `  #${i + 1} (seq ${c.seq}, ${fmt(c.shadowed)} events condensed, ${fmt(c.requests)} requests): harness ${score(c.harness)}  |  xcompact ${score(c.xcompact)}`,
+    ),
+    ...(t.compactionCalls ?? []).map(
+      (c) =>
+        `  the harness's compaction call ${basename(c.file)}: ${fmt(c.promptTokens)} prompt tokens (${fmt(c.cachedTokens)} cached), ${fmt(c.outputTokens)} output, $${c.cost.toFixed(2)} (in the as-recorded cost)`,
+    ),
+  ].join('\n');
+}
+
+/** The line that says what the replay sends beyond the messages, and how closely its count follows the recorded usage. */
 export function overheadLine(t: EvaluatedTranscript): string | undefined {
   const o = t.overhead;
   if (!o) return undefined;
   const parts = [
     o.recordedSystemPrompt ? 'the recorded system prompt' : undefined,
-    o.standInTokens > 0
-      ? `a stand-in of ${fmt(o.standInTokens)} tokens for what the recorded usage shows was sent unrecorded (system prompt, tools)`
+    o.unrecordedTokens > 0
+      ? `${fmt(o.unrecordedTokens)} tokens per request for what the harness sent unrecorded (system prompt, tools${o.unrecordedFrom === 'option' ? '; --unrecorded' : ''})`
       : undefined,
   ].filter(Boolean);
-  return parts.length === 0 ? 'replayed: the messages only (no usage recorded to size a system prompt or tools by)' : `replayed with ${parts.join(' and ')}`;
+  const c = t.calibration;
+  const f = t.fidelity;
+  const counted =
+    c && f
+      ? `; counted as its provider did (×${c.ratio.toFixed(2)} our tokens, fitted to ${fmt(f.requests)} recorded requests: median error ${percent(f.median)}, p90 ${percent(f.p90)})`
+      : '';
+  return parts.length === 0 && counted === ''
+    ? 'replayed: the messages only (no usage recorded to fit a count or size a system prompt and tools by)'
+    : `replayed with ${parts.length === 0 ? 'the messages only' : parts.join(' and ')}${counted}`;
 }
 
 const percent = (x: number | undefined) => (x === undefined ? '–' : `${(100 * x).toFixed(1)}%`);
@@ -257,21 +432,21 @@ export function renderEvalTables(results: readonly EvaluatedTranscript[], style 
   for (const t of results) {
     t.windows.forEach((w, wi) => {
       const rec = t.recorded?.[wi];
-      const recordedRow =
-        rec && rec.requestsWithUsage > 0
-          ? [
-              'as recorded',
-              `$${rec.cost.toFixed(2)}`,
-              '–',
-              String(rec.compactions),
-              '–',
-              (rec.peak / w.window).toFixed(2),
-              String(rec.overWindow),
-              '–',
-              '–',
-              '–',
-            ]
-          : undefined;
+      const m = t.recordedMemory;
+      const recordedRow = rec
+        ? [
+            'as recorded',
+            rec.requestsWithUsage > 0 ? `$${rec.cost.toFixed(2)}` : '–',
+            '–',
+            String(rec.compactions),
+            '–',
+            rec.requestsWithUsage > 0 ? (rec.peak / w.window).toFixed(2) : '–',
+            rec.requestsWithUsage > 0 ? String(rec.overWindow) : '–',
+            percent(m?.neededRecall),
+            percent(m?.recallAfterCompaction),
+            percent(m?.intentRecall),
+          ]
+        : undefined;
       const rows = rowsOf(w).map((r) => [
         r.policy,
         `$${r.cost.toFixed(2)}`,
@@ -298,6 +473,8 @@ export function renderEvalTables(results: readonly EvaluatedTranscript[], style 
         ].join('\n'),
       );
     });
+    const summaries = summariesBlock(t, style);
+    if (summaries) blocks.push(summaries);
   }
   return blocks.join('\n\n');
 }

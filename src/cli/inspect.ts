@@ -8,6 +8,8 @@ import { createCompactionEngine } from '../engine/facade';
 import { isCheckpoint, type EventType, type SessionEvent } from '../session/events';
 import type { Session } from '../session/session';
 import { BudgetError, modelInfoFor, resolveBudget, tokenizerNameFor } from '../services/config';
+import { decodeMeterState, isConfigTokenizerName } from '../services/metering';
+import { readSnapshot } from '../session/stores/jsonl-snapshot';
 import { CliError } from './errors';
 import { loadConfig } from './config-file';
 import type { TranscriptImportReport } from '../transcripts/common';
@@ -76,7 +78,23 @@ export interface InspectReport {
     /** The provider's figure was far below our calibrated estimate: the estimate is used. */
     suspectUsage: boolean;
     tokenizer: string;
+    /**
+     * The tokenizer the session's writer priced with, when the log says (the meter snapshot a
+     * JsonlStore writer saves beside it, `<file>.prices`): `server:…` for a tokenize endpoint.
+     */
+    recordedTokenizer: string | undefined;
+    /**
+     * Why the anchored figure differs from our own count of the request: what the provider's
+     * tokenizer counts beyond ours (the calibrated ratio), and what the provider counted that the
+     * log does not hold (a harness's system prompt and tool definitions, history before the file
+     * starts). Undefined when the figure is not anchored.
+     */
+    gap: { tokens: number; tokenizer: number; unrecorded: number; ratio: number } | undefined;
     window: number | undefined;
+    /** Where the window comes from: --context-window, the config's or a built-in model entry, or the writer's request header. */
+    windowSource: 'option' | 'model entry' | 'request header' | undefined;
+    /** The window the writer recorded in the last request header (its `models` entry; Codex's `model_context_window`). */
+    recordedWindow: number | undefined;
     threshold: number | undefined;
     retain: number | undefined;
     note: string | undefined;
@@ -116,7 +134,8 @@ export async function runInspect(file: string, options: InspectOptions, out: Nod
   }
   const { session, pi, imported } = await loadSessionReadOnly(file, bytes, format);
   const config = loadConfig(options.config, file);
-  const report = buildReport(file, format, session, config, options);
+  const recordedTokenizer = format === 'xcompact' ? await recordedTokenizerOf(file, bytes, session) : undefined;
+  const report = buildReport(file, format, session, config, options, recordedTokenizer);
   if (imported && !pi) report.imported = imported;
   if (pi) {
     report.pi = {
@@ -135,7 +154,24 @@ export async function runInspect(file: string, options: InspectOptions, out: Nod
   return report;
 }
 
-function buildReport(file: string, format: TranscriptFormat, session: Session, config: ReturnType<typeof loadConfig>, options: InspectOptions): InspectReport {
+/**
+ * The tokenizer the session's writer priced with: the meter snapshot a JsonlStore writer saves
+ * beside the log (`<file>.prices`, valid only for the bytes it was taken on). Undefined when
+ * there is none.
+ */
+async function recordedTokenizerOf(file: string, bytes: Buffer, session: Session): Promise<string | undefined> {
+  const snapshot = await readSnapshot(file, bytes, bytes.length, session.length);
+  return snapshot ? decodeMeterState(snapshot.payload, snapshot.events)?.tokenizer : undefined;
+}
+
+function buildReport(
+  file: string,
+  format: TranscriptFormat,
+  session: Session,
+  config: ReturnType<typeof loadConfig>,
+  options: InspectOptions,
+  recordedTokenizer?: string,
+): InspectReport {
   const header = session.latestHeader;
   const route = options.model
     ? { ...parseRoute(options.model), source: 'option' as const }
@@ -143,11 +179,20 @@ function buildReport(file: string, format: TranscriptFormat, session: Session, c
       ? { provider: header.data.provider, model: header.data.model, source: 'last request header' as const }
       : undefined;
   const models = route && options.contextWindow ? { [`${route.provider}/${route.model}`]: { contextWindow: options.contextWindow } } : undefined;
+  // The writer's own tokenizer, when it is one this process has and the config names none.
+  const configured = route ? tokenizerNameFor(config.parsed, route.provider, route.model) : undefined;
+  const own = recordedTokenizer !== undefined && isConfigTokenizerName(recordedTokenizer) && recordedTokenizer !== 'server' ? recordedTokenizer : undefined;
+  const chosen =
+    own !== undefined &&
+    config.parsed.tokenizer === undefined &&
+    (route === undefined || modelInfoFor(config.parsed, route.provider, route.model)?.tokenizer === undefined)
+      ? own
+      : configured;
   const engine = createCompactionEngine({
     session,
     config: config.input,
     ...(models ? { models } : {}),
-    ...(route ? { tokenizer: tokenizerNameFor(config.parsed, route.provider, route.model) } : {}),
+    ...(chosen ? { tokenizer: chosen } : {}),
   });
   try {
     const m = engine.measure();
@@ -155,6 +200,7 @@ function buildReport(file: string, format: TranscriptFormat, session: Session, c
 
     // Pressure against the chosen route's budget.
     let window: number | undefined;
+    let windowSource: InspectReport['pressure']['windowSource'];
     let threshold: number | undefined;
     let retain: number | undefined;
     let note: string | undefined;
@@ -165,6 +211,14 @@ function buildReport(file: string, format: TranscriptFormat, session: Session, c
       const sameRoute = header && header.data.provider === route.provider && header.data.model === route.model;
       // A window the writer knew (its `models` entry) is in the request header.
       window = info?.contextWindow ?? (sameRoute ? header.data.contextWindow : undefined);
+      windowSource =
+        options.contextWindow !== undefined
+          ? 'option'
+          : info?.contextWindow !== undefined
+            ? 'model entry'
+            : window !== undefined
+              ? 'request header'
+              : undefined;
       if (window === undefined) {
         note = `window unknown: ${route.provider}/${route.model} is not a built-in model; pass --context-window <tokens> (or --config with models["${route.provider}/${route.model}"])`;
       } else {
@@ -264,7 +318,19 @@ function buildReport(file: string, format: TranscriptFormat, session: Session, c
         calibration: { ratio: m.calibration.ratio, samples: m.calibration.samples },
         suspectUsage: m.suspectUsage,
         tokenizer: m.tokenizer,
+        recordedTokenizer,
+        gap:
+          m.anchor !== undefined && !m.suspectUsage
+            ? {
+                tokens: m.totalTokens - m.estimatedTokens,
+                tokenizer: Math.round((m.calibration.ratio - 1) * m.estimatedTokens),
+                unrecorded: m.totalTokens - Math.round(m.calibration.ratio * m.estimatedTokens),
+                ratio: m.calibration.ratio,
+              }
+            : undefined,
         window,
+        windowSource,
+        recordedWindow: header?.data.contextWindow,
         threshold,
         retain,
         note,
@@ -339,8 +405,22 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
     ['model', r.route ? `${r.route.provider}/${r.route.model} (${r.route.source === 'option' ? '--model' : 'from the last request header'})` : '(none)'],
     [
       'request tokens',
-      `${fmt(p.totalTokens)}${p.anchored ? ` (anchored to provider usage; own estimate ${fmt(p.estimatedTokens)})` : p.suspectUsage ? ` (own calibrated estimate: the provider's figure is suspect, far below it)` : ' (estimated)'} · tokenizer ${p.tokenizer}`,
+      `${fmt(p.totalTokens)}${p.anchored ? ` (anchored to provider usage; own estimate ${fmt(p.estimatedTokens)})` : p.suspectUsage ? ` (own calibrated estimate: the provider's figure is suspect, far below it)` : ' (estimated)'} · tokenizer ${p.tokenizer}` +
+        (p.recordedTokenizer === undefined
+          ? ''
+          : p.recordedTokenizer === p.tokenizer
+            ? " (the writer's own)"
+            : ` (the writer priced with ${p.recordedTokenizer}${p.recordedTokenizer.startsWith('server') ? '; name it in --config models to measure with it' : ''})`),
     ],
+    ...(p.gap && Math.abs(p.gap.tokens) >= 1
+      ? ([
+          [
+            'gap',
+            `${fmt(p.gap.tokens)} tokens between the two: ${fmt(p.gap.tokenizer)} the provider's tokenizer counts beyond ours (×${p.gap.ratio.toFixed(3)}), ` +
+              `${fmt(p.gap.unrecorded)} the provider counted that the log does not hold (${r.format === 'xcompact' ? 'a system prompt or tools sent without recording them' : 'what the harness sends without recording it: its system prompt and tool definitions, reasoning it keeps encrypted, any history before the file starts'})`,
+          ],
+        ] as Array<[string, string]>)
+      : []),
     [
       'calibration',
       p.calibration.samples > 0
@@ -348,7 +428,13 @@ export function renderInspect(r: InspectReport, style = createStyle(false)): str
         : `×1 (no clean step with provider usage yet)`,
     ],
   ];
-  if (p.window !== undefined) rows.push(['window', `${fmt(p.window)} tokens (${pct(p.totalTokens, p.window)} used)`]);
+  if (p.window !== undefined)
+    rows.push([
+      'window',
+      `${fmt(p.window)} tokens (${pct(p.totalTokens, p.window)} used) · from ${p.windowSource === 'option' ? '--context-window' : p.windowSource === 'model entry' ? 'the model entry (config or built-in)' : "the writer's request header"}` +
+        (p.recordedWindow !== undefined && p.recordedWindow !== p.window ? `; the writer recorded ${fmt(p.recordedWindow)}` : ''),
+    ]);
+  else if (p.recordedWindow !== undefined) rows.push(['window', `the writer recorded ${fmt(p.recordedWindow)} for another model`]);
   if (p.threshold !== undefined) {
     const over = p.totalTokens >= p.threshold;
     rows.push([

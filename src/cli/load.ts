@@ -8,7 +8,7 @@ import { basename } from 'node:path';
 import { XcompactError } from '../errors';
 import { FileReadError, readRegularFile } from '../regular-file';
 import type { TranscriptImportReport } from '../transcripts/common';
-import { detectTranscriptFormat, FORMAT_LABELS, type TranscriptFormat } from '../transcripts/detect';
+import { describeUnread, detectTranscriptFormat, type TranscriptFormat } from '../transcripts/detect';
 import type { PiImportReport } from '../transcripts/pi';
 import { importPiTranscript } from '../transcripts/pi';
 import { importTranscript } from '../transcripts/import';
@@ -25,7 +25,12 @@ export type FileFormat = TranscriptFormat | 'messages';
 /** A transcript of another harness, imported into an in-memory session. */
 export type HarnessFormat = Exclude<TranscriptFormat, 'xcompact'>;
 
-export const HARNESS_NAMES: Record<HarnessFormat, string> = { pi: 'pi transcript', 'claude-code': 'Claude Code session', codex: 'Codex rollout' };
+export const HARNESS_NAMES: Record<HarnessFormat, string> = {
+  pi: 'pi transcript',
+  'claude-code': 'Claude Code session',
+  codex: 'Codex rollout',
+  'gemini-cli': 'Gemini CLI session',
+};
 
 /** A file's bytes: only a regular file within the size limit (a FIFO, socket, device or directory is refused at once). */
 export async function readInput(file: string): Promise<Buffer> {
@@ -39,25 +44,25 @@ export async function readInput(file: string): Promise<Buffer> {
 }
 
 /**
- * Decides the format from the extension (.json = chat messages) and, for JSONL, from the
- * records themselves (import-detect.ts): an xcompact session, a pi transcript, a Claude Code
- * session or a Codex rollout. A file that is none of them is refused naming the formats tried.
+ * Decides the format from the content (transcripts/detect.ts): an xcompact session, a pi
+ * transcript, a Claude Code session, a Codex rollout or a Gemini CLI session; a .json file
+ * that is none of them is a chat-messages file (compact reads it). Any other file is refused
+ * with what it is (a JSON document, records of no format read).
  */
 export function detectFormat(file: string, bytes: Buffer): FileFormat {
-  if (file.toLowerCase().endsWith('.json')) return 'messages';
   const text = bytes.toString('utf8');
   if (text.trim() === '') {
-    throw new CliError(`${file} is empty: there is no session to read. Pass a session JSONL written by xcompact, or a pi, Claude Code or Codex transcript.`);
+    throw new CliError(
+      `${file} is empty: there is no session to read. Pass a session JSONL written by xcompact, or a pi, Claude Code, Codex or Gemini CLI transcript.`,
+    );
   }
   const found = detectTranscriptFormat(text);
   if (found.format !== undefined) return found.format;
-  if (found.lines === 0 && found.badLine) {
+  if (found.document === 'chat-messages' || (file.toLowerCase().endsWith('.json') && found.document !== 'gemini-logs')) return 'messages';
+  if (found.lines === 0 && found.badLine && !found.document) {
     throw new CliError(`${file}:${found.badLine.line}: ${found.badLine.reason}; expected one JSON record per line. The file was not changed.`);
   }
-  const tried = Object.values(FORMAT_LABELS).join('; ');
-  throw new CliError(
-    `${file}: not a transcript xcompact reads; tried ${tried}, and none describes its ${found.lines} records. Pass one of those, or a .json file of chat messages.`,
-  );
+  throw new CliError(`${file}: ${describeUnread(found)}.${found.document ? '' : ' Pass one of those, or a .json file of chat messages.'}`);
 }
 
 /**

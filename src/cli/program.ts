@@ -180,12 +180,19 @@ export function buildProgram(io: CliIO = processIO()): Command {
   program
     .command('eval')
     .description(
-      'Replay transcripts (xcompact sessions, pi, Claude Code or Codex files) through xcompact with your config and through simulated peer policies ' +
-        '(pi, Codex, opencode, Claude Code, naive) at each window, and print cost, cache misses, compactions, prunes, peak ÷ window, requests over the window and ' +
-        'the memory measures (needed recall, recall after compaction, intent recall). Model-free by default.',
+      'Replay transcripts (xcompact sessions, pi, Claude Code, Codex or Gemini CLI files) through xcompact with your config and through simulated peer policies ' +
+        "(pi, Codex, opencode, Claude Code, naive) at each window, counted as the harness's provider counted (fitted to the recorded usage), and print cost, cache misses, " +
+        "compactions, prunes, peak ÷ window, requests over the window and the memory measures (needed recall, recall after compaction, intent recall), the harness's own run first. Model-free by default.",
     )
-    .argument('<transcript...>', 'transcript files (JSONL), recognised by their records')
-    .option('--window <sizes>', 'context windows to replay at, comma-separated (k = 1,024 tokens)', '32k,128k')
+    .argument('<transcript...>', 'transcript files, recognised by their records')
+    .option(
+      '--window <sizes>',
+      'context windows to replay at, comma-separated (k = 1,024 tokens; default 32k,128k, leaving out a default too small for a transcript)',
+    )
+    .option(
+      '--unrecorded <tokens>',
+      'tokens the harness sent on every request that its transcript does not hold (system prompt, tools); default: fitted to the recorded usage',
+    )
     .option('--config <file>', "xcompact configuration JSON for xcompact's run")
     .option('--prices <list>', 'dollars per million tokens: input,cacheRead,cacheWrite,output (e.g. 3,0.3,3.75,15) or named (input=1.25,output=10)')
     .option('--report <file.html>', 'also write one self-contained HTML page: the tables, a cost × recall chart and the request size per step')

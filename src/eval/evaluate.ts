@@ -14,7 +14,8 @@ import { MemoryMeter, transcriptOf, type MemoryFigures, type RequestMemory, type
 import { PEERS } from './peers';
 import { PRICES, Pricer, type Ledger } from './pricing';
 import { simulate, type PeerPolicy, type RunCounts, type SimOptions } from './simulate';
-import { replayXcompact } from './xcompact';
+import { replayUserWords, replayXcompact } from './xcompact';
+import { checkWindow } from './window';
 
 export const DEFAULT_WINDOWS: readonly number[] = [32_768, 131_072];
 
@@ -35,6 +36,13 @@ export interface EvalOptions {
   keepMessages?: boolean;
   /** Dollars per million tokens to bill at (default PRICES). */
   prices?: Readonly<typeof PRICES>;
+  /**
+   * The count every policy is billed and judged by (default: our own o200k_base count). For a
+   * recorded session, `calibratedPricer(session, fitReplayCalibration(recorded).calibration)`
+   * counts as the harness's provider did (calibration.ts). One pricer for every window of a
+   * session tokenizes each message once.
+   */
+  pricer?: Pricer;
   /** Hears of each request a policy sends: for a progress display. */
   onRequest?: (progress: { window: number; policy: string; request: number; requests: number }) => void;
 }
@@ -155,7 +163,8 @@ export function unpaired(messages: readonly ChatMessage[]): number {
 
 /** One session at one window: xcompact, then every peer. */
 export async function evaluateWindow(source: Session, window: number, options: EvalOptions = {}): Promise<WindowEval> {
-  const pricer = new Pricer('o200k_base');
+  const pricer = options.pricer ?? new Pricer('o200k_base');
+  checkWindow(window, pricer.unrecorded, source.id);
   // A small window (4k) cannot reserve 4,096 output tokens: the defaults shrink to a quarter of it.
   const cap = Math.min(4_096, Math.floor(window / 4));
   const sim: SimOptions = {
@@ -164,6 +173,9 @@ export async function evaluateWindow(source: Session, window: number, options: E
     summaryCap: options.summaryCap ?? cap,
     ...(options.prices ? { prices: options.prices } : {}),
   };
+  // Every peer's summaries give the user's own words the budget xcompact's checkpoints get by
+  // default at this window: a yardstick of the window, unchanged by xcompact's own config.
+  sim.userWordsTokens = replayUserWords(sim);
   const requests = transcriptOfRequests(source);
   const tick = (policy: string, rec: Recorder) => options.onRequest?.({ window, policy, request: rec.records.length, requests });
   const events = source.events();

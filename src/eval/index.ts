@@ -20,8 +20,22 @@ export {
 } from './memory';
 export { PEERS, pi, codex, opencode, claudeCode, claudeCodeThreshold, naive } from './peers';
 export { simulate, SimState, type PeerPolicy, type Entry, type SimOptions, type SimResult, type RunCounts } from './simulate';
-export { Pricer, Ledger, PRICES, PRICE_TABLE, CACHE_MODEL, type PricedRequest } from './pricing';
+export { Pricer, Ledger, PRICES, PRICE_TABLE, CACHE_MODEL, type PricedRequest, type CountCalibration, type PricerCalibration } from './pricing';
 export { replayXcompact, type XcompactRun } from './xcompact';
 export { replayThroughEngine, type ReplayHooks } from './replay';
 export { partOf, stitched } from './sessions';
 export { withoutCompactions } from './lived';
+export {
+  fitReplayCalibration,
+  calibratedPricer,
+  reasoningIndex,
+  IDENTITY_CALIBRATION,
+  type ReplayCalibration,
+  type CalibrationFit,
+  type CalibrationSegment,
+  type Fidelity,
+  type FittedRequest,
+} from './calibration';
+export { asRecorded, recordedMemory, usageCost, type AsRecorded } from './recorded';
+export { compareHarnessSummaries, type SummaryComparison, type SummaryScore } from './harness-summaries';
+export { smallestWindow, checkWindow, WindowTooSmallError } from './window';

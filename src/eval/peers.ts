@@ -21,8 +21,7 @@ const PI_TOOL_RESULT_CHARS = 2_000;
 /** Codex: auto-compact limit 0.9 × window; the new history keeps recent real user messages up to 20,000 tokens. */
 const CODEX_LIMIT = 0.9;
 const CODEX_USER_TOKENS = 20_000;
-/** opencode: usable = window − min(20k, max output); compaction keeps ~15k recent tokens; prune rules. */
-const OPENCODE_KEEP_RECENT = 15_000;
+/** opencode: usable = window − min(20k, max output); prune rules; compaction summarizes the whole history. */
 const OPENCODE_PRUNE_PROTECT = 40_000;
 const OPENCODE_PRUNE_MINIMUM = 20_000;
 const OPENCODE_PRUNED_TEXT = '[Old tool result content cleared]';
@@ -33,8 +32,10 @@ const CODEX_OUTPUT_LINES = 256;
 /** opencode tool/truncation.ts and pi core/tools/truncate.ts: 2,000 lines or 50 KB. */
 const LINES_2000 = 2_000;
 const BYTES_50K = 50 * 1024;
-/** Claude Code: a Bash result over BASH_MAX_OUTPUT_LENGTH (30,000 characters) is cut. */
+/** Claude Code: a Bash result over BASH_MAX_OUTPUT_LENGTH (30,000 characters) is cut (its other tools bound their own output). */
 const CLAUDE_OUTPUT_CHARS = 30_000;
+/** A shell tool's name, in any harness's wording (Bash, bash, shell, exec_command, run_shell_command, local_shell). */
+const SHELL_TOOL = /bash|shell|exec|command/i;
 /**
  * Claude Code autoCompact.ts: threshold = window − min(max output, COMPACT_MAX_OUTPUT_TOKENS
  * 20,000) − AUTOCOMPACT_BUFFER_TOKENS 13,000 (167,000 of a 200k window). Versions before 2.1.20
@@ -69,6 +70,8 @@ interface SummaryRequestShape {
   messages: ChatMessage[];
   /** False when the request cannot share the agent's cache key. */
   cacheable: boolean;
+  /** False when the request sends a system prompt of its own, not the agent's (nor what the agent sent unrecorded). */
+  agentPrompt?: boolean;
 }
 
 /**
@@ -80,10 +83,10 @@ async function compactHead(s: SimState, cut: number, requestOf: (span: Entry[]) 
   if (cut <= head) return false;
   const span = s.entries.slice(head, cut);
   if (span.every((e) => e.summary)) return false;
-  s.compactedAt.push(s.tokens());
+  s.compactedAt.push(s.level(s.counts));
   const request = requestOf(span);
   const summary = await s.summarize(span);
-  s.ledger.summary({ tools: request.tools, messages: request.messages }, summary.tokens, request.cacheable);
+  s.ledger.summary({ tools: request.tools, messages: request.messages, unrecorded: request.agentPrompt !== false }, summary.tokens, request.cacheable);
   s.entries = [...s.entries.slice(0, head), s.checkpoint(summary.text), ...s.entries.slice(cut)];
   s.compactions++;
   return true;
@@ -106,7 +109,8 @@ function piSerialize(span: readonly Entry[]): string {
 }
 
 async function piCompact(s: SimState): Promise<void> {
-  await compactHead(s, s.cutKeeping(PI_KEEP_RECENT), (span) => ({
+  // pi's findCutPoint: the first valid cut point at or after where the newest entries reach keepRecentTokens.
+  await compactHead(s, s.cutKeeping(PI_KEEP_RECENT, 'newer'), (span) => ({
     tools: '',
     // Its own system prompt and the span as one text: nothing in common with the agent's requests.
     messages: [
@@ -114,16 +118,19 @@ async function piCompact(s: SimState): Promise<void> {
       { role: 'user', content: `<conversation>\n${piSerialize(span)}\n</conversation>\n\n${s.instruction().content as string}` },
     ],
     cacheable: false,
+    agentPrompt: false,
   }));
 }
 
 export const pi: PeerPolicy = {
   name: 'pi (sim)',
+  // pi's compaction check: the last usage plus characters ÷ 4 of what came since.
+  counts: 'estimate',
   summaryLedger: 'files',
-  description: `pi: compact when context > window − ${PI_RESERVE}, checked between turns; keep ${PI_KEEP_RECENT} recent tokens (cut never at a tool result); span serialized to text (tool results ≤ ${PI_TOOL_RESULT_CHARS} chars), previous summary merged, cumulative read/modified file lists; overflow → compact and retry once`,
+  description: `pi: compact when context > window − ${PI_RESERVE}, checked between turns; keep up to ${PI_KEEP_RECENT} recent tokens (cut at the first user or assistant message from where they reach it, a turn split if need be); span serialized to text (tool results ≤ ${PI_TOOL_RESULT_CHARS} chars), previous summary merged, cumulative read/modified file lists; overflow → compact and retry once`,
   toolOutput: (text) => capOutput(text, BYTES_50K, LINES_2000, (n, total) => `[Output truncated: ${n} of ${total} lines omitted]`),
   async beforeRequest(s, firstOfTurn) {
-    if (firstOfTurn && s.tokens() > s.window - PI_RESERVE) await piCompact(s);
+    if (firstOfTurn && s.level(s.counts) > s.window - PI_RESERVE) await piCompact(s);
   },
   async onOverflow(s) {
     await piCompact(s);
@@ -136,7 +143,7 @@ async function codexCompact(s: SimState): Promise<void> {
   const head = s.head();
   const all = s.entries.slice(head);
   if (all.length === 0 || all.every((e) => e.summary)) return;
-  s.compactedAt.push(s.tokens());
+  s.compactedAt.push(s.level(s.counts));
   const summary = await s.summarize(all);
   // The summary request is the whole history plus the prompt: a prefix of the agent's request.
   s.ledger.summary({ tools: s.tools, messages: [...s.messages(), s.instruction()] }, summary.tokens);
@@ -155,11 +162,19 @@ async function codexCompact(s: SimState): Promise<void> {
 
 export const codex: PeerPolicy = {
   name: 'Codex (sim)',
+  // Codex's: the last response's total plus bytes ÷ 4 of the items since.
+  counts: 'estimate',
   summaryLedger: 'none',
+  // Its new history keeps the user's messages verbatim; its summary is not given them again.
+  userWords: false,
   description: `Codex CLI: tool output to the model ≤ 10 KiB / ${CODEX_OUTPUT_LINES} lines (head + tail); compact before any request (also mid-turn) at ${CODEX_LIMIT} × window; new history = recent real user messages ≤ ${CODEX_USER_TOKENS} tokens + the summary; tool calls dropped; summary request = whole history + prompt`,
   toolOutput: (text) => capOutput(text, CODEX_OUTPUT_BYTES, CODEX_OUTPUT_LINES, (n, total) => `[... omitted ${n} of ${total} lines ...]`),
   async beforeRequest(s) {
-    if (s.tokens() >= CODEX_LIMIT * s.window) await codexCompact(s);
+    if (s.level(s.counts) >= CODEX_LIMIT * s.window) await codexCompact(s);
+  },
+  // A request the provider refuses as too long: compact and retry.
+  async onOverflow(s) {
+    await codexCompact(s);
   },
 };
 
@@ -169,23 +184,34 @@ function opencodeUsable(s: SimState): number {
   return s.window - Math.min(20_000, s.options.maxOutputTokens);
 }
 
+/** What opencode sends after an automatic compaction (SessionCompaction.process: a synthetic user message). */
+const OPENCODE_CONTINUE = 'Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed.';
+
+/**
+ * SessionCompaction.process: the compaction agent summarizes every message so far (the history
+ * before the summary is hidden from then on), then a synthetic user message says to continue.
+ */
 async function opencodeCompact(s: SimState): Promise<void> {
-  await compactHead(s, s.cutKeeping(OPENCODE_KEEP_RECENT), (span) => ({
+  const compacted = await compactHead(s, s.entries.length, (span) => ({
     tools: '[]',
     // The compaction agent's own system prompt and no tools: a cache miss from byte 0 (opencode#43249).
     messages: [{ role: 'system', content: 'You are a helpful AI assistant tasked with summarizing conversations.' }, ...s.messages(span), s.instruction()],
     cacheable: false,
+    agentPrompt: false,
   }));
+  if (compacted) s.entries.push(s.synthetic(OPENCODE_CONTINUE));
 }
 
 export const opencode: PeerPolicy = {
   name: 'opencode (sim)',
+  // opencode's isOverflow: the last response's tokens.
+  counts: 'usage',
   // Its template's "Relevant files / directories" section: the files read, edited or created.
   summaryLedger: 'files',
-  description: `opencode: tool output ≤ ${LINES_2000} lines / 50 KB; compact when context ≥ window − min(20k, max output), after pruning tool outputs older than the last 2 user turns beyond ${OPENCODE_PRUNE_PROTECT} protected tokens (only if ≥ ${OPENCODE_PRUNE_MINIMUM} reclaimable; also after each turn); keep ~${OPENCODE_KEEP_RECENT} recent tokens, update the previous summary; summary request by a separate agent (cache miss)`,
+  description: `opencode: tool output ≤ ${LINES_2000} lines / 50 KB; its overflow check before a request: at context ≥ window − min(20k, max output), prune tool outputs older than the last 2 user turns beyond ${OPENCODE_PRUNE_PROTECT} protected tokens (only if ≥ ${OPENCODE_PRUNE_MINIMUM} reclaimable; also after each turn), then if still over compact: the whole history summarized (the previous summary updated), a "continue" message after it; summary request by a separate agent (cache miss)`,
   toolOutput: (text) => capOutput(text, BYTES_50K, LINES_2000, (n) => `... ${n} lines truncated ...`),
   async beforeRequest(s) {
-    if (s.tokens() < opencodeUsable(s)) return;
+    if (s.level(s.counts) < opencodeUsable(s)) return;
     opencodePrune(s);
     if (s.tokens() >= opencodeUsable(s)) await opencodeCompact(s);
   },
@@ -255,8 +281,8 @@ export function claudeCodeThreshold(window: number, maxOutputTokens: number, res
   return window - Math.min(maxOutputTokens, reserve) - CLAUDE_BUFFER;
 }
 
-/** The newest distinct file-reading tool results, ≤ 5 files of ≤ 5,000 tokens, ≤ 50,000 in all. */
-function recentlyRead(s: SimState, span: readonly Entry[]): Entry[] {
+/** The newest distinct file-reading tool results, ≤ 5 files of ≤ 5,000 tokens, ≤ 50,000 in all (and ≤ `room`). */
+function recentlyRead(s: SimState, span: readonly Entry[], room: number): Entry[] {
   const calls = new Map<string, string>();
   for (const e of span)
     for (const c of e.msg.role === 'assistant' ? (e.msg.tool_calls ?? []) : []) if (c.type === 'function') calls.set(c.id, c.function.arguments);
@@ -269,7 +295,7 @@ function recentlyRead(s: SimState, span: readonly Entry[]): Entry[] {
     const data = e.event.data as { callId: string; toolName?: string; isError?: boolean };
     if (data.isError || !/read|view|cat|open/i.test(data.toolName ?? '')) continue;
     const path = /"(?:file_?path|path|file)"\s*:\s*"([^"]+)"/.exec(calls.get(data.callId) ?? '')?.[1];
-    if (!path || seen.has(path) || e.tokens > CLAUDE_RESTORE_FILE_TOKENS || total + e.tokens > CLAUDE_RESTORE_TOKENS) continue;
+    if (!path || seen.has(path) || e.tokens > CLAUDE_RESTORE_FILE_TOKENS || total + e.tokens > Math.min(CLAUDE_RESTORE_TOKENS, room)) continue;
     seen.add(path);
     total += e.tokens;
     const text = typeof e.msg.content === 'string' ? e.msg.content : '';
@@ -292,25 +318,31 @@ async function claudeCodeCompact(s: SimState): Promise<void> {
   const head = s.head();
   const all = s.entries.slice(head);
   if (all.length === 0 || all.every((e) => e.summary)) return;
-  s.compactedAt.push(s.tokens());
+  s.compactedAt.push(s.level(s.counts));
   const summary = await s.summarize(all);
   // The summary request is the conversation so far plus the compact prompt, same system and tools: a cache hit.
   s.ledger.summary({ tools: s.tools, messages: [...s.messages(), s.instruction()] }, summary.tokens);
-  s.entries = [...s.entries.slice(0, head), s.checkpoint(summary.text), ...recentlyRead(s, all)];
+  s.entries = [...s.entries.slice(0, head), s.checkpoint(summary.text)];
+  // Re-attached only as far as they leave the request under its threshold: Claude Code checks it again before sending.
+  s.entries.push(...recentlyRead(s, all, claudeCodeThreshold(s.window, s.options.maxOutputTokens) - s.tokens()));
   s.compactions++;
 }
 
 export const claudeCode: PeerPolicy = {
   name: 'Claude Code (sim)',
+  // tokenCountWithEstimation: the last response's usage plus a rough count of the messages since.
+  counts: 'estimate',
   // Its compact prompt asks for all user messages, the files and code sections, errors and fixes, pending tasks.
   summaryLedger: 'full',
-  description: `Claude Code: tool output ≤ ${CLAUDE_OUTPUT_CHARS} characters; auto-compact before a request at window − min(max output, ${CLAUDE_OUTPUT_RESERVE}) − ${CLAUDE_BUFFER} tokens; the whole conversation summarized (all user messages, files, errors, pending tasks), then up to ${CLAUDE_RESTORE_FILES} recently read files (≤ ${CLAUDE_RESTORE_FILE_TOKENS} tokens each) re-attached; summary request = the conversation + the compact prompt (cache shared); overflow → compact and retry`,
-  toolOutput: (text) =>
-    text.length > CLAUDE_OUTPUT_CHARS
-      ? `${text.slice(0, CLAUDE_OUTPUT_CHARS)}\n\n... [${text.split('\n').length - text.slice(0, CLAUDE_OUTPUT_CHARS).split('\n').length} lines truncated] ...`
-      : text,
+  description: `Claude Code: shell output ≤ ${CLAUDE_OUTPUT_CHARS} characters; auto-compact before a request at window − min(max output, ${CLAUDE_OUTPUT_RESERVE}) − ${CLAUDE_BUFFER} tokens; the whole conversation summarized (all user messages, files, errors, pending tasks), then up to ${CLAUDE_RESTORE_FILES} recently read files (≤ ${CLAUDE_RESTORE_FILE_TOKENS} tokens each) re-attached; summary request = the conversation + the compact prompt (cache shared); overflow → compact and retry`,
+  toolOutput: (text, toolName) =>
+    toolName !== undefined && !SHELL_TOOL.test(toolName)
+      ? text
+      : text.length > CLAUDE_OUTPUT_CHARS
+        ? `${text.slice(0, CLAUDE_OUTPUT_CHARS)}\n\n... [${text.split('\n').length - text.slice(0, CLAUDE_OUTPUT_CHARS).split('\n').length} lines truncated] ...`
+        : text,
   async beforeRequest(s) {
-    if (s.tokens() >= claudeCodeThreshold(s.window, s.options.maxOutputTokens)) await claudeCodeCompact(s);
+    if (s.level(s.counts) >= claudeCodeThreshold(s.window, s.options.maxOutputTokens)) await claudeCodeCompact(s);
   },
   async onOverflow(s) {
     await claudeCodeCompact(s);

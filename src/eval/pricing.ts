@@ -37,6 +37,32 @@ export interface PricedRequest {
   /** Tool list as sent (JSON): part of the cached prefix, before the messages. */
   tools: string;
   messages: readonly ChatMessage[];
+  /**
+   * False for a request that does not carry the agent's own system prompt and tools (a peer's
+   * summary request with a prompt of its own): the calibration's unrecorded part is not in it.
+   */
+  unrecorded?: boolean;
+}
+
+/** The figures of a calibrated count (calibration.ts fits them to a recorded session's usage). */
+export interface CountCalibration {
+  /** Provider tokens per token of ours. */
+  ratio: number;
+  /** Provider tokens per message of each role beyond ratio × its price (a system message counts as a user one). */
+  perMessage: Record<'user' | 'assistant' | 'tool', number>;
+  /** Provider tokens per token of reasoning a reply carried. */
+  reasoning: number;
+  /** Tokens every request carries unrecorded. */
+  unrecorded: number;
+}
+
+/** A calibrated count: the provider's tokens for what we price. */
+export interface PricerCalibration {
+  calibration: CountCalibration;
+  /** Reasoning each reply carried, by the reply's chat message (JSON). */
+  reasoning: ReadonlyMap<string, number>;
+  /** The uncalibrated pricer whose prices (cached) this one calibrates: each message is tokenized once for both. */
+  raw?: Pricer;
 }
 
 export class Pricer {
@@ -44,11 +70,24 @@ export class Pricer {
   private readonly byJson = new Map<string, number>();
   // Requests share their message objects from one to the next: each is serialized and priced
   // once by identity (JSON.stringify of every message of every request was most of an eval run).
-  private readonly jsonOf = new WeakMap<ChatMessage, string>();
+  private readonly jsonByMessage = new WeakMap<ChatMessage, string>();
   private readonly priceOf = new WeakMap<ChatMessage, number>();
 
-  constructor(tokenizerName: Parameters<typeof getTokenizer>[0] = 'o200k_base') {
+  constructor(
+    readonly tokenizerName: Parameters<typeof getTokenizer>[0] = 'o200k_base',
+    private readonly calibrated?: PricerCalibration,
+  ) {
     this.tokenizer = getTokenizer(tokenizerName);
+  }
+
+  /** The tokens every request carries unrecorded (0 uncalibrated). */
+  get unrecorded(): number {
+    return this.calibrated?.calibration.unrecorded ?? 0;
+  }
+
+  /** The calibration the count follows, if any. */
+  get calibration(): PricerCalibration['calibration'] | undefined {
+    return this.calibrated?.calibration;
   }
 
   count(text: string): number {
@@ -62,29 +101,37 @@ export class Pricer {
     const key = this.json(m);
     let p = this.byJson.get(key);
     if (p === undefined) {
-      p = this.price(m);
+      p = this.calibrate(m, key, this.calibrated?.raw ? this.calibrated.raw.message(m) : this.price(m));
       this.byJson.set(key, p);
     }
     this.priceOf.set(m, p);
     return p;
   }
 
+  /** A message as JSON, serialized once per message object. */
+  jsonOf(m: ChatMessage): string {
+    return this.json(m);
+  }
+
   private json(m: ChatMessage): string {
-    let s = this.jsonOf.get(m);
+    let s = this.jsonByMessage.get(m);
     if (s === undefined) {
       s = JSON.stringify(m);
-      this.jsonOf.set(m, s);
+      this.jsonByMessage.set(m, s);
     }
     return s;
   }
 
-  envelope(tools: string): number {
+  /** What a request costs beyond its messages: the tool list, and with a calibration the unrecorded part (unless `unrecorded` is false). */
+  envelope(tools: string, unrecorded = true): number {
     const t = this.tokenizer;
-    return t.overhead.perRequest + (tools === '' || tools === '[]' ? 0 : t.count(tools) + (t.overhead.perBlock ?? 0));
+    const own = t.overhead.perRequest + (tools === '' || tools === '[]' ? 0 : t.count(tools) + (t.overhead.perBlock ?? 0));
+    const c = this.calibrated?.calibration;
+    return c ? Math.round(c.ratio * own) + (unrecorded ? c.unrecorded : 0) : own;
   }
 
   tokens(r: PricedRequest): number {
-    let sum = this.envelope(r.tools);
+    let sum = this.envelope(r.tools, r.unrecorded !== false);
     for (const m of r.messages) sum += this.message(m);
     return sum;
   }
@@ -92,7 +139,7 @@ export class Pricer {
   /** Tokens of `r` a prompt cache holding `previous` serves. */
   cachedPrefix(r: PricedRequest, previous: PricedRequest | undefined): number {
     if (previous === undefined || previous.tools !== r.tools) return 0;
-    let sum = this.envelope(r.tools);
+    let sum = this.envelope(r.tools, r.unrecorded !== false && previous.unrecorded !== false);
     const n = Math.min(r.messages.length, previous.messages.length);
     for (let i = 0; i < n; i++) {
       const a = r.messages[i]!;
@@ -101,6 +148,16 @@ export class Pricer {
       sum += this.message(a);
     }
     return sum;
+  }
+
+  /** Our price of a message as the calibrated provider counts it: ratio × price, its role's framing, the reasoning it carries. */
+  private calibrate(m: ChatMessage, json: string, own: number): number {
+    const c = this.calibrated;
+    if (!c) return own;
+    const k = c.calibration;
+    const role = m.role === 'assistant' ? 'assistant' : m.role === 'tool' ? 'tool' : 'user';
+    const reasoning = m.role === 'assistant' ? (c.reasoning.get(json) ?? 0) : 0;
+    return Math.max(0, Math.round(k.ratio * own + k.perMessage[role] + k.reasoning * reasoning));
   }
 
   private price(m: ChatMessage): number {

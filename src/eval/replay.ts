@@ -5,7 +5,9 @@
  *
  * Recorded provider usage is dropped: it counts the prompts of the original, never-compacted
  * run, so anchoring the replayed meter to it would measure a conversation the replay no
- * longer has.
+ * longer has. `hooks.usage` gives each reply the usage the replayed provider reports instead
+ * (what the replay bills for the request it sent): the engine anchors and calibrates on it as
+ * it does live.
  *
  * A background summary under way is let land before the next event: a replay runs its steps in
  * microseconds, a live agent in seconds, and a summary over HTTP would otherwise still be on its
@@ -15,12 +17,14 @@
  */
 import type { AnyActorRef } from 'xstate';
 import type { AfterStepResult, CompactionEngine } from '../engine/facade';
-import type { AppendInput, SessionEvent } from '../session/events';
+import type { AppendInput, SessionEvent, Usage } from '../session/events';
 import type { Session } from '../session/session';
 
 export interface ReplayHooks {
   /** Called before each recorded assistant message is appended: the request that produced it is on the surface now. */
   beforeReply?: (event: SessionEvent<'assistant/message'>) => void;
+  /** The usage the replayed reply reports (called after beforeReply); none when undefined. */
+  usage?: (event: SessionEvent<'assistant/message'>) => Usage | undefined;
 }
 
 export async function replayThroughEngine(source: Session, target: Session, engine: CompactionEngine, hooks: ReplayHooks = {}): Promise<AfterStepResult[]> {
@@ -31,8 +35,12 @@ export async function replayThroughEngine(source: Session, target: Session, engi
       results.push(r);
       if (r.status === 'preparing') await backgroundLanded(engine);
     }
-    if (e.type === 'assistant/message') hooks.beforeReply?.(e);
-    const data = e.type === 'assistant/message' ? withoutUsage(e.data) : e.data;
+    let data: unknown = e.data;
+    if (e.type === 'assistant/message') {
+      hooks.beforeReply?.(e);
+      const usage = hooks.usage?.(e);
+      data = usage ? { ...withoutUsage(e.data), usage } : withoutUsage(e.data);
+    }
     const input = { type: e.type, data } as AppendInput;
     if (e.surfaceOp !== undefined) input.surfaceOp = e.surfaceOp;
     if (e.sourceEventSeqs !== undefined) input.sourceEventSeqs = e.sourceEventSeqs;

@@ -4,9 +4,19 @@
  * yardsticks are shared with the xcompact replay (pricing, cache model, summarizer, cap); the
  * decisions are each policy's own (peers.ts).
  */
-import { COMPACTION_INSTRUCTION, ExtractiveSummarizer, frameCheckpoint } from '../services/summarizing';
+import {
+  COMPACTION_INSTRUCTION,
+  ExtractiveSummarizer,
+  deriveLedger,
+  emptyLedger,
+  fitLedger,
+  frameCheckpoint,
+  renderLedger,
+  withLedger,
+} from '../services/summarizing';
 import { toChatMessage, type ChatMessage } from '../session/derive';
 import { isSurfaceType, type SessionEvent, type SurfaceEvent } from '../session/events';
+import { messageText } from './memory';
 import { Ledger, Pricer, summaryOutputTokens, type PRICES, type PricedRequest } from './pricing';
 
 export interface Entry {
@@ -25,6 +35,11 @@ export interface SimOptions {
   maxOutputTokens: number;
   /** Summary cap, the same for every policy. */
   summaryCap: number;
+  /**
+   * Tokens a summary may give the user's own messages beyond the cap, the same for every policy
+   * (xcompact's engine gives its checkpoints the same budget at this window); default 0.
+   */
+  userWordsTokens?: number;
   /** Dollars per million tokens the ledgers bill at (default PRICES). */
   prices?: Readonly<typeof PRICES>;
 }
@@ -42,7 +57,10 @@ export class SimState {
   constructor(
     readonly pricer: Pricer,
     readonly options: SimOptions,
-    summaryLedger: PeerPolicy['summaryLedger'] = 'none',
+    private readonly summaryLedger: PeerPolicy['summaryLedger'] = 'none',
+    private readonly userWords = true,
+    /** How the policy counts the request it decides on (level). */
+    readonly counts: PeerPolicy['counts'] = 'exact',
   ) {
     this.ledger = new Ledger(pricer, options.window, options.prices);
     this.summarizer = new ExtractiveSummarizer({ ledger: summaryLedger });
@@ -60,8 +78,38 @@ export class SimState {
     return { tools: this.tools, messages: this.messages() };
   }
 
+  /** The request as the provider counts it (the replay's calibrated count). */
   tokens(): number {
     return this.pricer.tokens(this.request());
+  }
+
+  /** The last request sent and its reply, as the provider reported them: where a harness's own count starts. */
+  private reported: { tokens: number; at: number; compactions: number; prunes: number } | undefined;
+
+  /** The provider reported `tokens` for the request just sent and its reply, the newest entry. */
+  report(tokens: number): void {
+    this.reported = { tokens, at: this.entries.length, compactions: this.compactions, prunes: this.prunes };
+  }
+
+  /**
+   * The request's size as the policy counts it (PeerPolicy.counts): `exact` the provider's own
+   * count; `usage` the last reported usage (the prompt and the reply: opencode's isOverflow);
+   * `estimate` that plus a rough count (characters ÷ 4) of what came since (Claude Code's
+   * tokenCountWithEstimation, Codex's, pi's). Without a report since the policy's last change
+   * to the history, the rough count of the whole request.
+   */
+  level(counts: PeerPolicy['counts'] = 'exact'): number {
+    if (counts === 'exact' || counts === undefined) return this.tokens();
+    const r = this.reported;
+    if (r && r.compactions === this.compactions && r.prunes === this.prunes && r.at <= this.entries.length) {
+      if (counts === 'usage') return r.tokens;
+      let sum = r.tokens;
+      for (let i = r.at; i < this.entries.length; i++) sum += rough(this.entries[i]!.msg);
+      return sum;
+    }
+    let sum = this.pricer.envelope(this.tools);
+    for (const e of this.entries) sum += rough(e.msg);
+    return sum;
   }
 
   entry(event: SurfaceEvent, flags: Partial<Pick<Entry, 'summary' | 'pruned'>> = {}): Entry {
@@ -77,34 +125,62 @@ export class SimState {
   }
 
   /**
-   * The cut that keeps at least `keepTokens` of the newest entries, moved to the nearest entry
-   * that is not a tool result (so no call loses its result), never before `head()`.
+   * The cut that keeps about `keepTokens` of the newest entries: where they add up to it, moved
+   * to the nearest entry that is not a tool result (so no call loses its result) — toward the
+   * older entries (keeping at least `keepTokens`), or with `newer` toward the newer ones (pi's
+   * findCutPoint: at most about that much kept, a large result left to the summary) — never
+   * before `head()`.
    */
-  cutKeeping(keepTokens: number): number {
+  cutKeeping(keepTokens: number, toward: 'older' | 'newer' = 'older'): number {
     const head = this.head();
     let kept = 0;
     let i = this.entries.length;
     while (i > head && kept < keepTokens) kept += this.entries[--i]!.tokens;
+    if (toward === 'newer') {
+      while (i < this.entries.length && this.entries[i]!.event.type === 'tool/result') i++;
+      return Math.max(i, head);
+    }
     while (i > head && this.entries[i]?.event.type === 'tool/result') i--;
     return i;
   }
 
-  /** The extractive summary of `span` (earlier checkpoints in it are merged), within the shared cap. */
+  /**
+   * The extractive summary of `span` (earlier checkpoints in it are merged), within the shared
+   * cap, and the user's own messages within the shared user-words budget (`userWordsTokens`),
+   * as every policy whose summary prompt asks for the user's requests gets them: the same
+   * summarizer gives them the same way to every policy, so intent recall measures the policy.
+   */
   async summarize(span: readonly Entry[]): Promise<{ text: string; tokens: number }> {
+    const count = (t: string) => this.pricer.count(t);
+    const events = span.map((e) => e.event);
+    const userWords = this.userWords ? (this.options.userWordsTokens ?? 0) : 0;
     const result = await this.summarizer.summarize(
       {
         system: undefined,
         tools: [],
         context: [],
         messages: this.messages(span),
-        events: span.map((e) => e.event),
+        events,
         target: { provider: 'bench', model: 'extractive' },
         maxTokens: this.options.summaryCap,
-        countTokens: (t) => this.pricer.count(t),
+        countTokens: count,
+        ...(this.summaryLedger === 'full' && userWords > 0 ? { userWordsTokens: userWords } : {}),
       },
       new AbortController().signal,
     );
-    return { text: result.text, tokens: summaryOutputTokens(result.text, this.pricer) };
+    let text = result.text;
+    // A summary without the full ledger has no user-messages list of its own: they are added in the same budget.
+    if (this.summaryLedger !== 'full' && userWords > 0) {
+      const words = fitLedger({ ...emptyLedger(), requests: deriveLedger(events).requests }, userWords, count);
+      if (words.requests.length > 0) text = withLedger(text, renderLedger(words));
+    }
+    return { text, tokens: summaryOutputTokens(text, this.pricer) };
+  }
+
+  /** A user message the harness itself sends (not the user's words: no intent of theirs). */
+  synthetic(text: string): Entry {
+    const event = { seq: -1, type: 'user/message', time: '', data: { content: [{ type: 'text', text }] } } as unknown as SurfaceEvent;
+    return this.entry(event, { summary: true });
   }
 
   checkpoint(summary: string): Entry {
@@ -129,11 +205,19 @@ export interface PeerPolicy {
    */
   summaryLedger: 'full' | 'files' | 'none';
   /**
+   * False for a peer that keeps the user's messages verbatim in the history itself (Codex): its
+   * summary is not given them again. Every other peer's summary prompt asks for the user's
+   * requests, and gets them as every policy does (SimState.summarize). Default true.
+   */
+  userWords?: boolean;
+  /** How the harness counts the request it decides on (SimState.level); default `exact`. */
+  counts?: 'exact' | 'usage' | 'estimate';
+  /**
    * What the harness itself does to a tool's output before the model ever sees it (every harness
    * caps what a tool returns: Codex 10 KiB, opencode and pi 2,000 lines / 50 KB, Claude Code
    * 30,000 characters). Applied when the result is appended, as the harness writes it.
    */
-  toolOutput?(text: string): string;
+  toolOutput?(text: string, toolName: string | undefined): string;
   beforeRequest(s: SimState, firstOfTurn: boolean): Promise<void>;
   /** The request is over the window: the provider would reject it. */
   onOverflow?(s: SimState): Promise<void>;
@@ -162,9 +246,10 @@ export async function simulate(
   options: SimOptions,
   onRequest?: (messages: readonly ChatMessage[], counts: RunCounts) => void,
 ): Promise<SimResult> {
-  const s = new SimState(pricer, options, policy.summaryLedger);
+  const s = new SimState(pricer, options, policy.summaryLedger, policy.userWords !== false, policy.counts);
   let firstOfTurn = false;
   let lastRequest: ChatMessage[] = [];
+  let pendingReport: number | undefined;
   for (const e of events) {
     if (e.type === 'request/header') {
       const tools = e.data.tools;
@@ -178,24 +263,36 @@ export async function simulate(
       firstOfTurn = false;
       if (s.tokens() > s.window) await policy.onOverflow?.(s);
       const request = s.request();
-      s.ledger.agent(request);
+      const sent = s.ledger.agent(request);
+      pendingReport = sent;
       lastRequest = [...request.messages];
       onRequest?.(lastRequest, { compactions: s.compactions, prunes: s.prunes, ledger: s.ledger });
     }
-    if (isSurfaceType(e.type) && e.surfaceOp === 'append')
-      s.entries.push(s.entry(policy.toolOutput ? withToolOutput(e as SurfaceEvent, policy.toolOutput) : (e as SurfaceEvent)));
+    if (isSurfaceType(e.type) && e.surfaceOp === 'append') {
+      const cap = policy.toolOutput?.bind(policy);
+      const entry = s.entry(cap ? withToolOutput(e as SurfaceEvent, cap) : (e as SurfaceEvent));
+      s.entries.push(entry);
+      // The reply just appended: the provider's usage counts the request and the reply.
+      if (e.type === 'assistant/message' && pendingReport !== undefined) s.report(pendingReport + entry.tokens);
+      pendingReport = undefined;
+    }
   }
   return { state: s, lastRequest };
 }
 
+/** A harness's rough token count of a message: its characters ÷ 4. */
+function rough(m: ChatMessage): number {
+  return Math.ceil(messageText(m).length / 4);
+}
+
 /** A tool result with its text parts passed through the harness's own output cap. */
-function withToolOutput(e: SurfaceEvent, cap: (text: string) => string): SurfaceEvent {
+function withToolOutput(e: SurfaceEvent, cap: (text: string, toolName: string | undefined) => string): SurfaceEvent {
   if (e.type !== 'tool/result') return e;
-  const data = e.data as { content: Array<{ type: string; text?: string }> };
+  const data = e.data as { content: Array<{ type: string; text?: string }>; toolName?: string };
   let changed = false;
   const content = data.content.map((part) => {
     if (part.type !== 'text' || typeof part.text !== 'string') return part;
-    const text = cap(part.text);
+    const text = cap(part.text, data.toolName);
     if (text === part.text) return part;
     changed = true;
     return { ...part, text };

@@ -6,9 +6,9 @@
  */
 import { runRecall } from '../services/recall';
 import { createCompactionEngine, type CompactionEngineOptions } from '../engine/facade';
+import { BudgetError, ConfigError, parseConfig, resolveBudget } from '../services/config';
 import { buildInstruction, ExtractiveSummarizer, type Summarizer, type SummaryRequest, type SummaryResult } from '../services/summarizing';
-import type { ChatMessage } from '../session/derive';
-import type { SessionEvent } from '../session/events';
+import { toChatMessage, type ChatMessage } from '../session/derive';
 import { Session } from '../session/session';
 import { replayThroughEngine } from './replay';
 import { Ledger, PRICES, summaryOutputTokens, type Pricer } from './pricing';
@@ -51,6 +51,27 @@ class BilledSummarizer implements Summarizer {
   }
 }
 
+/** xcompact's config in a replay: the default headroom (65,536) is larger than a 32k window, so it is scaled to the summary cap. */
+function replayConfig(options: SimOptions, config: CompactionEngineOptions['config'] = {}): NonNullable<CompactionEngineOptions['config']> {
+  return { headroomTokens: options.summaryCap, maxTokens: options.summaryCap, ...config };
+}
+
+/**
+ * The tokens xcompact's checkpoints give the user's own messages beyond the summary cap at this
+ * window (the budget's `userWords`): the replay gives every policy's summaries the same.
+ */
+export function replayUserWords(options: SimOptions, config: CompactionEngineOptions['config'] = {}): number {
+  try {
+    const parsed = parseConfig(replayConfig(options, config));
+    return resolveBudget({ config: parsed, provider: 'replay', model: 'replay', contextWindow: options.window, modelMaxOutputTokens: options.maxOutputTokens })
+      .userWords;
+  } catch (err) {
+    // A config the engine itself would refuse: the replay reports that; no budget to share.
+    if (err instanceof ConfigError || err instanceof BudgetError) return 0;
+    throw err;
+  }
+}
+
 export async function replayXcompact(
   source: Session,
   pricer: Pricer,
@@ -75,8 +96,7 @@ export async function replayXcompact(
     session,
     models,
     summarizer: new BilledSummarizer(ledger, pricer, summarizer),
-    // The default headroom (65,536) is larger than a 32k window: scale it to the summary cap.
-    config: { headroomTokens: options.summaryCap, maxTokens: options.summaryCap, ...config },
+    config: replayConfig(options, config),
   });
   let compactions = 0;
   let backgroundCompactions = 0;
@@ -88,8 +108,12 @@ export async function replayXcompact(
   });
   let tools = '';
   let lastRequest: ChatMessage[] = [];
+  let billed = 0;
   const recover = engine.config.recall ? recallProbe(session) : undefined;
   const results = await replayThroughEngine(source, session, engine, {
+    // The replayed provider reports what it was sent, as the replay counts it: the engine
+    // anchors and calibrates on it as on a live provider's usage (the reply re-sent counted in).
+    usage: (reply) => ({ promptTokens: billed, completionTokens: pricer.message(toChatMessage(reply)) }),
     beforeReply: () => {
       for (let i = session.length - 1; i >= 0; i--) {
         const e = session.event(i);
@@ -100,7 +124,7 @@ export async function replayXcompact(
         }
       }
       lastRequest = [...session.deriveMessages()];
-      ledger.agent({ tools, messages: lastRequest });
+      billed = ledger.agent({ tools, messages: lastRequest });
       onRequest?.(lastRequest, { compactions, prunes, ledger, ...(recover ? { recover } : {}) });
     },
   });

@@ -19,6 +19,8 @@ export interface ClaudeBranch {
   /** Conversation records of the file that are not on the branch (other branches, sidechains). */
   offBranch: number;
   sidechain: number;
+  /** Every conversation record is a sidechain: the file is a subagent's own transcript, imported as its conversation. */
+  subagent: boolean;
   /** Set when the walk met a parent that is not in the file: the line of the record naming it. */
   brokenAt: number | undefined;
   /** Records repeating the uuid of an earlier one (left out: the first stands). */
@@ -73,7 +75,10 @@ export function claudeActiveBranch(lines: JsonLine[]): ClaudeBranch {
     byUuid.set(id, l);
   }
   const conversation = lines.filter((l) => isClaudeConversationRecord(l.record) && byUuid.get(l.record.uuid as string) === l);
-  const main = conversation.filter((l) => l.record.isSidechain !== true);
+  // A subagent's own file (`<session>/subagents/agent-*.jsonl`: a task agent, the compaction
+  // call) holds only sidechain records: that sidechain is its conversation.
+  const subagent = conversation.length > 0 && conversation.every((l) => l.record.isSidechain === true);
+  const main = subagent ? conversation : conversation.filter((l) => l.record.isSidechain !== true);
   const parentOf = new Map<JsonLine, string>();
   const hasChildren = new Set<string>();
   for (const l of byUuid.values()) {
@@ -187,7 +192,8 @@ export function claudeActiveBranch(lines: JsonLine[]): ClaudeBranch {
   const sidechain = conversation.length - main.length;
   return {
     records,
-    offBranch: main.length - records.filter((l) => l.record.isSidechain !== true).length,
+    subagent,
+    offBranch: main.length - records.filter((l) => subagent || l.record.isSidechain !== true).length,
     sidechain,
     brokenAt,
     repeated,
@@ -225,7 +231,7 @@ function tipBefore(
   let any: JsonLine | undefined;
   for (const l of byUuid.values()) {
     const id = l.record.uuid as string;
-    if (l === boundary || onPath.has(id) || l.record.isSidechain === true || !later(boundary, l, index)) continue;
+    if (l === boundary || onPath.has(id) || (l.record.isSidechain === true) !== (boundary.record.isSidechain === true) || !later(boundary, l, index)) continue;
     if (any === undefined || later(l, any, index)) any = l;
     if (!hasChildren.has(id) && (tip === undefined || later(l, tip, index))) tip = l;
   }

@@ -57,6 +57,7 @@ export function importClaudeCodeTranscript(target: Session, jsonl: string, optio
   const branch = claudeActiveBranch(lines);
   if (branch.offBranch > 0) count(report.notSent, 'records on other branches', branch.offBranch);
   if (branch.sidechain > 0) count(report.notSent, 'subagent (sidechain) records', branch.sidechain);
+  if (branch.subagent) report.warnings.push("a subagent's transcript (every record is a sidechain): its own conversation was imported");
   if (branch.repeated > 0) count(report.notSent, 'records repeating an earlier uuid', branch.repeated);
   if (branch.brokenAt !== undefined) count(report.notSent, `history before line ${branch.brokenAt} (its parent is not in the file)`);
   if (branch.outOfOrder)

@@ -78,6 +78,7 @@ interface Response {
   calls: ImportedCall[];
   usage: Usage | undefined;
   model: string;
+  contextWindow: number | undefined;
 }
 
 export function importCodexTranscript(target: Session, jsonl: string, options: TranscriptImportOptions = {}): TranscriptImportReport {
@@ -89,6 +90,8 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
   if (options.systemPrompt !== undefined) b.system(options.systemPrompt);
   let provider = 'openai';
   let model = 'unknown';
+  /** The window Codex recorded for the model (`model_context_window`), the latest before each response. */
+  let contextWindow: number | undefined;
   let response: Response | undefined;
   /** Usage that came before the items of its response. */
   let pendingUsage: Usage | undefined;
@@ -121,7 +124,7 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
     if (!response) {
       releaseDeferred();
       awaiting.clear();
-      response = { line, text: [], reasoning: [], calls: [], usage: pendingUsage, model };
+      response = { line, text: [], reasoning: [], calls: [], usage: pendingUsage, model, contextWindow };
       pendingUsage = undefined;
       awaitingUsage = undefined;
     }
@@ -144,6 +147,7 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
             ...(r.usage ? { usage: r.usage } : {}),
             provider,
             model: r.model,
+            ...(r.contextWindow ? { contextWindow: r.contextWindow } : {}),
           }),
       });
     }
@@ -178,6 +182,11 @@ export function importCodexTranscript(target: Session, jsonl: string, options: T
         model = str(p.model) || model;
         count(report.notSent, 'turn_context');
       } else if (type === 'event_msg') {
+        const recordedWindow = num(p.model_context_window) || num(obj(p.info)?.model_context_window);
+        if (recordedWindow > 0) {
+          contextWindow = recordedWindow;
+          if (response) response.contextWindow ??= recordedWindow;
+        }
         if (promptsFromEvents && p.type === 'user_message' && typeof p.message === 'string') {
           flush();
           releaseDeferred();

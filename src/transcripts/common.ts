@@ -13,13 +13,14 @@ import { Session } from '../session/session';
 import { SessionWriter } from '../session/writer';
 import { walkRecords, type RecordWalk } from './records';
 
-export type TranscriptHarness = 'pi' | 'claude-code' | 'codex';
+export type TranscriptHarness = 'pi' | 'claude-code' | 'codex' | 'gemini-cli';
 
 const HARNESS_LABEL: Record<TranscriptHarness | 'unknown', string> = {
   unknown: 'transcript',
   pi: 'pi transcript',
   'claude-code': 'Claude Code session',
   codex: 'Codex rollout',
+  'gemini-cli': 'Gemini CLI session',
 };
 
 /** A transcript that cannot be imported: names the harness, the line (1-based) and what was expected. */
@@ -164,6 +165,8 @@ export interface ImportedReply {
   provider: string;
   model: string;
   finishReason?: string;
+  /** The model's window as the harness recorded it (Codex's `model_context_window`): kept in the request header. */
+  contextWindow?: number;
 }
 
 const MISSING_RESULT = 'No result was recorded for this tool call (the run was interrupted before it finished).';
@@ -178,6 +181,8 @@ export class TranscriptBuilder {
   readonly session = Session.inMemory('transcript-import');
   private readonly w = new SessionWriter(this.session);
   private repliesInTurn = 0;
+  /** Each call's tool name, for its result (a harness records the name on the call only). */
+  private readonly toolNames = new Map<string, string>();
 
   constructor(
     readonly report: TranscriptImportReport,
@@ -204,7 +209,7 @@ export class TranscriptBuilder {
     if (this.session.openTurn === null) this.openTurn();
     this.closeStep();
     this.w.startStep();
-    this.w.request({ provider: r.provider, model: r.model, tools: this.tools });
+    this.w.request({ provider: r.provider, model: r.model, tools: this.tools, ...(r.contextWindow ? { contextWindow: r.contextWindow } : {}) });
     this.w.assistant({
       ...(r.text ? { text: r.text } : {}),
       ...(r.reasoning ? { reasoning: r.reasoning } : {}),
@@ -217,6 +222,7 @@ export class TranscriptBuilder {
     this.repliesInTurn++;
     this.report.assistantMessages++;
     this.report.toolCalls += r.calls.length;
+    for (const c of r.calls) this.toolNames.set(c.id, c.name);
   }
 
   /** A call's result; one for a call that is not waiting (unknown, or answered already) is counted and left out. */
@@ -225,7 +231,8 @@ export class TranscriptBuilder {
       count(this.report.ignored, 'tool result for a call that is not waiting for one');
       return false;
     }
-    this.w.toolResult(callId, content, options);
+    const toolName = options.toolName ?? this.toolNames.get(callId);
+    this.w.toolResult(callId, content, { ...options, ...(toolName !== undefined ? { toolName } : {}) });
     this.report.toolResults++;
     return true;
   }

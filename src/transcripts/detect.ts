@@ -1,21 +1,28 @@
 /**
- * Which transcript a JSONL file is, each format recognised by its own records: an xcompact
- * session log, a pi transcript, a Claude Code session or a Codex rollout. A file is of a
- * format when its records are that format's (a line of another shape, or one the format
- * does not know, counts against it); a file none of them claims is refused by the caller,
- * naming the formats tried, never read as an empty conversation.
+ * Which transcript a file is, each format recognised by its own content: an xcompact session
+ * log, a pi transcript, a Claude Code session, a Codex rollout (JSONL, by their records) or a
+ * Gemini CLI session (one JSON document, or its JSONL layout). A file is of a format when its
+ * records are that format's (a line of another shape, or one the format does not know, counts
+ * against it); a file none of them claims is refused by the caller with what it is
+ * (`describeUnread`: a JSON document that is not JSONL, chat messages, Gemini CLI's prompt log,
+ * records of no format read), never read as an empty conversation.
  */
 import { EVENT_TYPES } from '../session/events';
+import { GEMINI_MESSAGE_TYPES, isGeminiDocument } from './gemini-cli';
 import { walkRecords } from './records';
 
-export type TranscriptFormat = 'xcompact' | 'pi' | 'claude-code' | 'codex';
+export type TranscriptFormat = 'xcompact' | 'pi' | 'claude-code' | 'codex' | 'gemini-cli';
 
 export const FORMAT_LABELS: Record<TranscriptFormat, string> = {
   xcompact: 'xcompact session ({"seq":0,"type":"turn/start",…})',
   pi: 'pi transcript ({"type":"session"|"message","message":{"role":…}})',
   'claude-code': 'Claude Code session ({"type":"user"|"assistant","uuid":…,"message":{…}})',
   codex: 'Codex rollout ({"timestamp":…,"type":"session_meta"|"response_item"|…,"payload":{…}})',
+  'gemini-cli': 'Gemini CLI session ({"sessionId":…,"messages":[{"type":"user"|"gemini"|"info",…}]}, or its JSONL layout)',
 };
+
+/** What a file that is one JSON document (not JSONL) holds, when it is no transcript read. */
+export type DocumentKind = 'chat-messages' | 'gemini-logs' | 'json';
 
 const XCOMPACT_TYPES = new Set<string>(EVENT_TYPES);
 const PI_ROLES = new Set(['user', 'assistant', 'toolResult', 'bashExecution', 'custom', 'hookMessage', 'branchSummary', 'compactionSummary']);
@@ -36,6 +43,7 @@ const CODEX_TYPES = new Set(['session_meta', 'turn_context', 'response_item', 'e
 const LEGACY_CODEX_ITEMS = new Set(['reasoning', 'function_call', 'function_call_output', 'custom_tool_call', 'custom_tool_call_output', 'local_shell_call']);
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isChatMessage = (v: unknown): boolean => isObj(v) && typeof v.role === 'string' && 'content' in v;
 
 /** For one record: does it belong to the format, and is it one of its messages (what makes a conversation)? */
 const RECOGNISERS: Record<TranscriptFormat, (r: Record<string, unknown>) => { own: boolean; message: boolean }> = {
@@ -77,15 +85,73 @@ const RECOGNISERS: Record<TranscriptFormat, (r: Record<string, unknown>) => { ow
     const item = typeof r.type === 'string' && LEGACY_CODEX_ITEMS.has(r.type) && (typeof r.call_id === 'string' || r.type === 'reasoning');
     return { own: item, message: item };
   },
+  // The JSONL layout (the document is recognised whole, below): metadata, messages, $set and $rewindTo lines.
+  'gemini-cli': (r) => {
+    if (typeof r.$rewindTo === 'string' || isObj(r.$set)) return { own: true, message: isObj(r.$set) && Array.isArray(r.$set.messages) };
+    if (typeof r.sessionId === 'string' && typeof r.projectHash === 'string' && !('uuid' in r)) return { own: true, message: false };
+    const own =
+      typeof r.id === 'string' &&
+      typeof r.timestamp === 'string' &&
+      typeof r.type === 'string' &&
+      GEMINI_MESSAGE_TYPES.has(r.type) &&
+      'content' in r &&
+      !('uuid' in r);
+    return { own, message: own && (r.type === 'user' || r.type === 'gemini') };
+  },
 };
 
 export interface Detection {
   /** The format, when one claims the file. */
   format: TranscriptFormat | undefined;
-  /** Lines read (non-empty, JSON objects). */
+  /** Lines read (non-empty, JSON objects); for a JSON document, its messages. */
   lines: number;
   /** The first line that is not a JSON object, if any (1-based) and why. */
   badLine: { line: number; reason: string } | undefined;
+  /** Set when the file is one JSON document (not JSONL) that no format claims: what it holds. */
+  document?: DocumentKind;
+}
+
+/** A file that is one JSON document: a Gemini CLI session, or what else it holds; undefined for JSONL (a line per record). */
+function detectDocument(text: string): Detection | undefined {
+  const t = text.trim();
+  if (!t.startsWith('{') && !t.startsWith('[')) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(t);
+  } catch {
+    return undefined;
+  }
+  if (isGeminiDocument(value)) return { format: 'gemini-cli', lines: ((value as { messages: unknown[] }).messages ?? []).length, badLine: undefined };
+  // One object on one line is a JSONL file of one record: the record detection decides.
+  if (isObj(value) && !t.includes('\n')) return undefined;
+  const list = Array.isArray(value) ? value : isObj(value) && Array.isArray(value.messages) ? value.messages : undefined;
+  let document: DocumentKind = 'json';
+  if (list && list.length > 0 && list.every(isChatMessage)) document = 'chat-messages';
+  else if (
+    Array.isArray(value) &&
+    value.length > 0 &&
+    value.every((e) => isObj(e) && typeof e.sessionId === 'string' && 'messageId' in e && typeof e.message === 'string')
+  )
+    document = 'gemini-logs';
+  return { format: undefined, lines: list?.length ?? 0, badLine: undefined, document };
+}
+
+/**
+ * What a file no format claims is, in words for a refusal: a JSON document that is not JSONL
+ * (chat messages, Gemini CLI's prompt log, another JSON), or records of no format read.
+ */
+export function describeUnread(d: Detection): string {
+  const read = Object.values(FORMAT_LABELS).join('; ');
+  switch (d.document) {
+    case 'chat-messages':
+      return `this is a JSON document of chat messages (role and content), not a session transcript: \`xcompact compact\` reads it; the formats read as transcripts are ${read}`;
+    case 'gemini-logs':
+      return "this is Gemini CLI's logs.json (the prompts typed, without the model's replies), not a session: pass a session file from ~/.gemini/tmp/<project>/chats/";
+    case 'json':
+      return `this is a JSON document, not JSONL (one record per line), and not a Gemini CLI session; the formats read are ${read}`;
+    default:
+      return `not a transcript xcompact reads; tried ${read}, and none describes its ${d.lines} records`;
+  }
 }
 
 /**
@@ -94,6 +160,8 @@ export interface Detection {
  * FORMAT_LABELS order (they cannot happen for real files: the formats share no record shape).
  */
 export function detectTranscriptFormat(text: string): Detection {
+  const document = detectDocument(text);
+  if (document) return document;
   // The importers' own walker: merged lines split, a torn last line skipped.
   const walk = walkRecords(text);
   const records = walk.records.map((r) => r.record);

@@ -1,17 +1,19 @@
 /**
- * One entry point for every harness's transcript: import a pi, Claude Code or Codex file into
- * a Session by the format's own importer, with one report shape for all three.
+ * One entry point for every harness's transcript: import a pi, Claude Code, Codex or Gemini CLI
+ * file into a Session by the format's own importer, with one report shape for all.
  */
 import { importClaudeCodeTranscript, type TranscriptImportOptions } from './claude-code';
 import { TranscriptImportError, readTranscriptText, type TranscriptHarness, type TranscriptImportReport } from './common';
 import { importCodexTranscript } from './codex';
-import { detectTranscriptFormat, FORMAT_LABELS } from './detect';
+import { importGeminiTranscript } from './gemini-cli';
+import { describeUnread, detectTranscriptFormat } from './detect';
 import { importPiTranscript, PiImportError } from './pi';
 import type { Session } from '../session/session';
 
 export function importTranscript(target: Session, text: string, harness: TranscriptHarness, options: TranscriptImportOptions = {}): TranscriptImportReport {
   if (harness === 'claude-code') return importClaudeCodeTranscript(target, text, options);
   if (harness === 'codex') return importCodexTranscript(target, text, options);
+  if (harness === 'gemini-cli') return importGeminiTranscript(target, text, options);
   let pi;
   try {
     pi = importPiTranscript(target, text, options);
@@ -33,14 +35,14 @@ export function importTranscript(target: Session, text: string, harness: Transcr
  */
 export async function importTranscriptFile(target: Session, path: string, options: TranscriptImportOptions = {}): Promise<TranscriptImportReport> {
   const text = await readTranscriptText('unknown', path);
-  const { format } = detectTranscriptFormat(text);
+  const found = detectTranscriptFormat(text);
+  const format = found.format;
   if (format === undefined || format === 'xcompact') {
-    const tried = (['pi', 'claude-code', 'codex'] as const).map((f) => FORMAT_LABELS[f]).join('; ');
     throw new TranscriptImportError(
       'unknown',
       format === 'xcompact'
         ? 'this is an xcompact session log, not a harness transcript: open it with Session.open(new JsonlStore(dir), id).'
-        : `the file is none of the transcript formats tried: ${tried}.`,
+        : `${describeUnread(found)}.`,
       { file: path },
     );
   }

@@ -195,15 +195,17 @@ describe('xcompact inspect', { timeout: SPAWN_TIMEOUT }, () => {
     expect(r.stdout).toContain('session.recover()');
   });
 
-  it.concurrent('imports a pi transcript in memory and says the window is unknown', async () => {
+  it.concurrent("imports a pi transcript in memory and knows its model's window, or takes --context-window's", async () => {
     const r = await xcompact(['inspect', piPath]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('pi transcript, imported in memory');
     expect(r.stdout).toMatch(/88 turns, 453 steps/);
     expect(r.stdout).toMatch(/18 calls without a recorded result/);
-    expect(r.stdout).toMatch(/window unknown: anthropic\/claude-sonnet-4-5 .* pass --context-window/);
-    const withWindow = await xcompact(['inspect', piPath, '--context-window', '200000']);
-    expect(withWindow.stdout).toMatch(/window\s+200,000 tokens/);
+    // claude-sonnet-4-5 is built in (200K): no "window unknown".
+    expect(r.stdout).toMatch(/window\s+200,000 tokens \(\d+% used\) · from the model entry \(config or built-in\)/);
+    expect(r.stdout).not.toMatch(/window unknown/);
+    const withWindow = await xcompact(['inspect', piPath, '--context-window', '150000']);
+    expect(withWindow.stdout).toMatch(/window\s+150,000 tokens \(\d+% used\) · from --context-window/);
     expect(withWindow.stdout).toMatch(/at or above/);
   });
 });

@@ -71,7 +71,7 @@ describe('transcript format detection', () => {
     const err = await importTranscriptFile(target, fixture('foreign/chat-log.jsonl')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TranscriptImportError);
     expect((err as Error).message).toMatch(
-      /chat-log\.jsonl: the file is none of the transcript formats tried: pi transcript .*Claude Code session .*Codex rollout/,
+      /chat-log\.jsonl: not a transcript xcompact reads; tried .*pi transcript .*Claude Code session .*Codex rollout .*Gemini CLI session .*none describes its 3 records/,
     );
     expect(target.length).toBe(0);
   });

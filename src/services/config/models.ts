@@ -124,6 +124,20 @@ export const BUILTIN_MODELS: Readonly<Record<string, ModelInfo>> = freezeTable({
   },
   'openai/gpt-4-turbo': { contextWindow: 128_000, maxOutputTokens: 4_096, tokenizer: 'cl100k_base' },
   'openai/gpt-3.5-turbo': { contextWindow: 16_385, maxOutputTokens: 4_096, tokenizer: 'cl100k_base' },
+  // The models the harnesses' shipped transcripts name (Codex, Claude Code, pi, Gemini CLI), so
+  // `inspect` knows their windows. Codex models: gpt-5's 400K window and 128K output; Spark's
+  // 128K is Codex's recorded `model_context_window` 121,600 over its 95% effective share.
+  'openai/gpt-5.1-codex': { contextWindow: 400_000, maxOutputTokens: 128_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens' },
+  'openai/gpt-5.3-codex-spark': { contextWindow: 128_000, tokenizer: 'o200k_base', outputCapField: 'max_completion_tokens' },
+  // Anthropic: platform.claude.com model overviews (context window, max output), checked
+  // 2026-12-02. Claude's tokenizer is not public: o200k_base prices, the meter calibrates.
+  'anthropic/claude-opus-4-5': { contextWindow: 200_000, maxOutputTokens: 64_000, tokenizer: 'o200k_base' },
+  'anthropic/claude-opus-4-5-20251101': { contextWindow: 200_000, maxOutputTokens: 64_000, tokenizer: 'o200k_base' },
+  'anthropic/claude-opus-4-6': { contextWindow: 1_000_000, maxOutputTokens: 128_000, tokenizer: 'o200k_base' },
+  'anthropic/claude-sonnet-4-5': { contextWindow: 200_000, maxOutputTokens: 64_000, tokenizer: 'o200k_base' },
+  'anthropic/claude-sonnet-4-5-20250929': { contextWindow: 200_000, maxOutputTokens: 64_000, tokenizer: 'o200k_base' },
+  // Google: ai.google.dev Gemini 2.5 Flash (input limit 1,048,576, output 65,536).
+  'google/gemini-2.5-flash': { contextWindow: 1_048_576, maxOutputTokens: 65_536, tokenizer: 'o200k_base' },
 });
 
 /** The registry key of a route. */

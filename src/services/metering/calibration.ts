@@ -291,7 +291,7 @@ function solve(rows: Rows, ratio: number | undefined): Model {
 }
 
 /** Gaussian elimination with partial pivoting (the system is small and, with the ridge, regular); `a` is row-major n × n. */
-function gauss(a: Float64Array, b: Float64Array, n: number): number[] {
+export function gauss(a: Float64Array, b: Float64Array, n: number): number[] {
   for (let col = 0; col < n; col++) {
     let pivot = col;
     for (let r = col + 1; r < n; r++) if (Math.abs(a[r * n + col]!) > Math.abs(a[pivot * n + col]!)) pivot = r;

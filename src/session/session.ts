@@ -16,7 +16,7 @@ import { Brackets, type LockState } from './brackets';
 import { Structure } from './structure';
 import { recoverSession, type RecoveryReport } from './recover';
 import { Surface, type SurfaceChange, type SurfacePlan, type SurfaceView } from './surface';
-import { checkInput, parseEvent, parseStoredLine, type EventOrigin, type ParsedEvent } from './validate';
+import { checkInput, inEventOrder, parseEvent, parseStoredLine, type EventOrigin, type ParsedEvent } from './validate';
 import type { LoadReport, LogWriter, SessionStore, StoredSnapshot } from './store';
 
 import { Observers, type SessionListener } from './observers';
@@ -320,7 +320,10 @@ export class Session {
 
   private replay(value: unknown, checked: boolean): void {
     const e = parseStoredLine(value, this.log.length);
-    this.commit(e.seq, e.time, this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs, { stored: true, checked }));
+    const planned = this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs, { stored: true, checked });
+    // The common envelope is the parsed line itself (parseStoredLine checked its every key): it
+    // becomes the event as it is, instead of a copy of it (a reopen commits 80k of them).
+    this.commit(e.seq, e.time, planned, e === value && inEventOrder(value as object) ? (value as Record<string, unknown>) : undefined);
   }
 
   private plan(seq: number, type: EventType, rawData: unknown, rawSurfaceOp: unknown, rawSourceEventSeqs: unknown, origin: EventOrigin = {}): Planned {
@@ -331,7 +334,8 @@ export class Session {
       const surfacePlan = surfaceOp === 'append' ? this.surfaceState.planAppend(ev) : this.surfaceState.planReplace(surfaceOp, ev, sourceEventSeqs);
       this.brackets.checkSurface(type, data, surfaceOp, sourceEventSeqs);
       // parseEvent's result is this call's own object: completed in place, not copied (a reopen plans every event).
-      return Object.assign(parsed, { surfacePlan });
+      (parsed as Planned).surfacePlan = surfacePlan;
+      return parsed as Planned;
     }
     this.structure.check(type, data);
     this.brackets.check(type, data, this.structure.openTurn);
@@ -339,14 +343,23 @@ export class Session {
       const d = data as EventData<'compaction/prune'>;
       this.surfaceState.checkPruneTarget(d.targetSeq, d.callId);
     }
-    return Object.assign(parsed, { surfacePlan: undefined });
+    (parsed as Planned).surfacePlan = undefined;
+    return parsed as Planned;
   }
 
-  private commit(seq: number, time: string, planned: Planned): SessionEvent {
+  /** `stored`: a replayed line whose envelope is exactly an event's (seq, type, time, data, surfaceOp 'append'), committed as it is. */
+  private commit(seq: number, time: string, planned: Planned, stored?: Record<string, unknown>): SessionEvent {
     const { surfaceOp, sourceEventSeqs } = planned;
-    const raw: Record<string, unknown> = { seq, type: planned.type, time, data: planned.data };
-    if (surfaceOp !== undefined) raw.surfaceOp = typeof surfaceOp === 'string' ? surfaceOp : { ...surfaceOp };
-    if (sourceEventSeqs !== undefined) raw.sourceEventSeqs = [...sourceEventSeqs];
+    let raw: Record<string, unknown>;
+    if (stored) {
+      raw = stored;
+      // The data schema's own output when the line's data was checked (the same value when the store vouched for it).
+      if (raw.data !== planned.data) raw.data = planned.data;
+    } else {
+      raw = { seq, type: planned.type, time, data: planned.data };
+      if (surfaceOp !== undefined) raw.surfaceOp = typeof surfaceOp === 'string' ? surfaceOp : { ...surfaceOp };
+      if (sourceEventSeqs !== undefined) raw.sourceEventSeqs = [...sourceEventSeqs];
+    }
     // Queued before it is frozen and held: a writer that cannot take it (closed, too large)
     // changes nothing, not even the caller's objects.
     if (!this.replaying) this.writer?.append(raw as unknown as SessionEvent);

@@ -20,6 +20,7 @@ import { checkInput, inEventOrder, parseEvent, parseStoredLine, type EventOrigin
 import type { LoadReport, LogWriter, SessionStore, StoredSnapshot } from './store';
 
 import { Observers, type SessionListener } from './observers';
+import { WRITER_SNAPSHOT_MIN_EVENTS, writerSnapshot, type SnapshotClaimOptions } from './writer-snapshot';
 
 export type { SessionListener } from './observers';
 
@@ -45,6 +46,8 @@ export class Session {
   private opened = 0;
   private storedSnapshot: StoredSnapshot | undefined;
   private snapshotter: (() => string | undefined) | undefined;
+  /** Set while the claim is a weak one (the writer-side meter): what a later claim takes over. */
+  private handover: (() => StoredSnapshot | undefined) | undefined;
   private readonly snapshotEvery: number;
   /** Log length of the last snapshot taken (or the log's length when opened): `flush` counts from it. */
   private snapshotAt = 0;
@@ -261,12 +264,16 @@ export class Session {
    * against the stored bytes it was taken on; its reader validates it again and may still
    * ignore it) and `produce` becomes what is saved at close (undefined: nothing new to save).
    * Later callers get `undefined`: one reader-writer per log (the engine's meter, which folds
-   * first), so another meter on the session never overwrites it with a fold of its own.
+   * first), so another meter on the session never overwrites it with a fold of its own. The one
+   * exception is a weak claim (`options.handover`: the writer-side meter a session attaches when
+   * it saves a snapshot nobody claimed, writer-snapshot.ts): the next claim takes it over.
    */
-  claimSnapshot(produce: () => string | undefined): { stored: StoredSnapshot | undefined } | undefined {
-    if (this.snapshotter) return undefined;
+  claimSnapshot(produce: () => string | undefined, options: SnapshotClaimOptions = {}): { stored: StoredSnapshot | undefined } | undefined {
+    if (this.snapshotter && !this.handover) return undefined;
+    // A weak claim (the writer-side meter, writer-snapshot.ts) gives way: its fold so far is what the new claimant starts from.
+    const stored = this.handover ? this.handover() : this.storedSnapshot;
     this.snapshotter = produce;
-    const stored = this.storedSnapshot;
+    this.handover = options.handover;
     this.storedSnapshot = undefined;
     return { stored };
   }
@@ -282,11 +289,14 @@ export class Session {
   }
 
   private async saveSnapshot(w = this.writer): Promise<void> {
-    if (!w?.saveSnapshot || !this.snapshotter || w.failure) return;
+    if (!w?.saveSnapshot || w.failure) return;
     const events = this.log.length;
     if (this.savedAt === events) return;
-    this.snapshotAt = events;
     try {
+      // Nobody claimed it: the log was written with no engine. Its writer prices what it appended.
+      if (!this.snapshotter && this.log.length > this.opened && this.log.length >= WRITER_SNAPSHOT_MIN_EVENTS) writerSnapshot()?.(this);
+      if (!this.snapshotter) return;
+      this.snapshotAt = events;
       const payload = this.snapshotter();
       if (payload === undefined) return;
       await w.saveSnapshot(events, payload);

@@ -20,7 +20,7 @@ const probeOf = (fragment: string): LoopScenario => {
 };
 
 describe('the checker catches every broken loop (mutation score)', () => {
-  it('each broken loop is caught on its probe scenario, by the invariant that names its bug; the score is 100 %', { timeout: 120_000 }, async () => {
+  it('each broken loop is caught on its probe scenario, by the invariant that names its bug; the score is 100 %', async () => {
     const names: Record<string, string[]> = {};
     const result = await scoreLoops({ reference: {}, broken: Object.fromEntries(Object.entries(BROKEN_LOOPS).map(([name, b]) => [name, b.loop])) }, [], {
       // The loop ignoring its signal is caught by what it did with it, at once: no run needs a short limit.
@@ -34,7 +34,7 @@ describe('the checker catches every broken loop (mutation score)', () => {
     expect(result.ok).toBe(true);
   });
 
-  it('the score fails when a broken loop passes or a reference loop is caught', { timeout: 60_000 }, async () => {
+  it('the score fails when a broken loop passes or a reference loop is caught', async () => {
     const scenario = probeOf('model answers');
     const result = await scoreLoops(
       { reference: { 'answers twice': controlLoop({ assistantTwice: true }) }, broken: { 'a right loop, filed as broken': controlLoop() } },

@@ -85,10 +85,9 @@ describe('checkLoop under node:test', () => {
       spawnSync(process.execPath, ['--import', 'tsx', '--test', 'test/fixtures/loop-check/node-test.mts'], {
         encoding: 'utf8',
         env: { ...process.env, XCOMPACT_LOOP_ONLY: only },
-        timeout: 60_000,
       });
     const ok = run('pressure prunes|openai overflow → engine retries');
     expect(ok.stdout).toMatch(/# pass 2/);
     expect(ok.status).toBe(0);
-  }, 90_000);
+  });
 });

@@ -25,7 +25,7 @@ const declarations = Object.fromEntries(
 );
 
 /**
- * The root entry, lazy (issue 54): dist/index.(c)js is generated from src/index.ts's re-exports
+ * The root entry, lazy: dist/index.(c)js is generated from src/index.ts's re-exports
  * (scripts/lazy-root.ts), so `import('xcompact')` loads no zod, xstate or library code; the first
  * use of an export requires dist/index-full.(c)js, the whole entry (src/lazy-entry.ts).
  */

@@ -28,7 +28,7 @@
  *    writer-side snapshot). For reference, the same with no sidecar at all (a log from elsewhere:
  *    every node tokenized, no goal).
  *
- * The end prints issue 54's table: the four ratios of this run, medians.
+ * The end prints the four ratios of parts 2–4 as one table: this run's medians.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -67,7 +67,7 @@ function ratioLine(label: string, ratios: number[], goal: number): { line: strin
   return { line: `${label}: min ${fmt(min(ratios))}×, median ${fmt(median(ratios))}× (goal ≤ ${goal}×) ${verdict(met)}`, met, median: median(ratios) };
 }
 
-/** Issue 54's table: each measure's median ratio of this run, printed at the end. */
+/** The four ratios' table: each measure's median ratio of this run, printed at the end. */
 const table: Array<{ measure: string; goal: number; median: number }> = [];
 const tabled = (measure: string, goal: number, r: { median: number }): void => {
   table.push({ measure, goal, median: r.median });
@@ -181,7 +181,7 @@ h.enable();
 const c0 = process.cpuUsage();
 const client = withCompaction(new OpenAI({ baseURL: server.baseURL, apiKey: 'bench', maxRetries: 0 }), { session: Session.inMemory('first-call'), models: { huge: { contextWindow: 50000000, maxOutputTokens: 8000 } }, config: { economics: false } });
 if (process.argv[4] === 'history-unchecked') {
-  // The adapter change issue 54 leaves to src/adapters, simulated: the history a call records
+  // The adapter change left to src/adapters, simulated: the history a call records
   // before its request header is not checked step by step (nothing is routed yet), only before the request.
   const { engine, session } = client.compaction;
   const afterStep = engine.afterStep.bind(engine);
@@ -261,7 +261,7 @@ export function firstCall(print: Print, messages = 5_000): void {
     2,
   );
   print(
-    `   with the history recorded before the request header not checked step by step (the adapter change this issue leaves to src/adapters, simulated; ${median(simulated.map((c) => c.cpu!)).toFixed(0)} ms CPU): ${unchecked.line}`,
+    `   with the history recorded before the request header not checked step by step (the adapter change left to src/adapters, simulated; ${median(simulated.map((c) => c.cpu!)).toFixed(0)} ms CPU): ${unchecked.line}`,
   );
   print(`   longest event-loop block during the call: ${block.toFixed(0)} ms (median of ${REPEATS}; goal ≤ 50 ms) ${verdict(block <= 50)}`);
 }
@@ -393,7 +393,7 @@ export async function open(print: Print): Promise<void> {
 function printTable(print: Print): void {
   if (table.length === 0) return;
   print('');
-  print('Issue 54, this run (medians of the alternated repeats):');
+  print('At the physical limit, this run (medians of the alternated repeats):');
   print('| measure | goal | this run |');
   print('|---|---|---|');
   for (const row of table) print(`| ${row.measure} | ≤ ${row.goal}× | ${fmt(row.median)}× ${verdict(row.median <= row.goal)} |`);

@@ -1,5 +1,5 @@
 /**
- * An outside-shaped session log (issue 54): what an agent that records its own work with the
+ * An outside-shaped session log (docs/measured.md): what an agent that records its own work with the
  * public API writes — `Session.open` on a `JsonlStore` and a `SessionWriter`, no engine — over a
  * long coding session whose tool results are code. Generated deterministically (a seeded PRNG,
  * the code from the pinned `typescript` devDependency's lib/typescript.js), so every run and

@@ -6,7 +6,7 @@
 /**
  * How long anything in `npm test` may take before it is taken for hung (vitest.config.ts's test
  * and hook timeout). A guard against a hang, never a verdict on speed: no test in the suite sets
- * a time limit of its own (a loaded machine would fail it; issue 54), and what a test waits on
+ * a time limit of its own (a loaded machine would fail it), and what a test waits on
  * with a deadline (a checkLoop run, a spawned process) is given `HANG_GUARD_MS`-based limits.
  */
 export const HANG_GUARD_MS = 15 * 60_000;

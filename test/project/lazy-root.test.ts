@@ -1,5 +1,5 @@
 /**
- * The lazy root entry (issue 54): dist/index.(c)js is generated from src/index.ts's re-exports
+ * The lazy root entry: dist/index.(c)js is generated from src/index.ts's re-exports
  * (scripts/lazy-root.ts) and its values stand in for the real ones until first use
  * (src/lazy-entry.ts). What the package build does with them is checked on the packed tarball
  * (test/consumer/tarball.test.ts); here: the generator reads every export of src/index.ts, and a

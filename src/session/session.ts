@@ -20,7 +20,7 @@ import { checkInput, inEventOrder, parseEvent, parseStoredLine, type EventOrigin
 import type { LoadReport, LogWriter, SessionStore, StoredSnapshot } from './store';
 
 import { Observers, type SessionListener } from './observers';
-import { WRITER_SNAPSHOT_MIN_EVENTS, writerSnapshot, type SnapshotClaimOptions } from './writer-snapshot';
+import { WRITER_SNAPSHOT_MIN_EVENTS, writerSnapshot } from './writer-snapshot';
 
 export type { SessionListener } from './observers';
 
@@ -266,9 +266,13 @@ export class Session {
    * Later callers get `undefined`: one reader-writer per log (the engine's meter, which folds
    * first), so another meter on the session never overwrites it with a fold of its own. The one
    * exception is a weak claim (`options.handover`: the writer-side meter a session attaches when
-   * it saves a snapshot nobody claimed, writer-snapshot.ts): the next claim takes it over.
+   * it saves a snapshot nobody claimed, writer-snapshot.ts): the next claim takes it over and is
+   * given what `handover` returns (that claimant's fold so far) as the stored snapshot.
    */
-  claimSnapshot(produce: () => string | undefined, options: SnapshotClaimOptions = {}): { stored: StoredSnapshot | undefined } | undefined {
+  claimSnapshot(
+    produce: () => string | undefined,
+    options: { handover?: () => StoredSnapshot | undefined } = {},
+  ): { stored: StoredSnapshot | undefined } | undefined {
     if (this.snapshotter && !this.handover) return undefined;
     // A weak claim (the writer-side meter, writer-snapshot.ts) gives way: its fold so far is what the new claimant starts from.
     const stored = this.handover ? this.handover() : this.storedSnapshot;

@@ -6,18 +6,7 @@
  * calls it when it saves a snapshot nobody claimed. Nothing registered (a program that never
  * loads the engine's services): no snapshot, as before.
  */
-import type { StoredSnapshot } from './store';
-
-/** What a claim on the session's snapshot hands back, and what a weak claimant gives up. */
-export interface SnapshotClaimOptions {
-  /**
-   * A weak claim (the writer-side meter): a later claim takes the snapshot over, and gets this
-   * claimant's fold as of now (events folded and its payload) as the stored snapshot to start from.
-   */
-  handover?: () => StoredSnapshot | undefined;
-}
-
-/** Attaches a writer-side meter to the session: it claims the snapshot weakly (see SnapshotClaimOptions). */
+/** Attaches a writer-side meter to the session: it claims the snapshot weakly (Session.claimSnapshot's `handover`). */
 export type WriterSnapshot = (session: { claimSnapshot: unknown }) => void;
 
 /** The fewest events a log must hold for its writer to price it: below, a reopen prices it in a few tens of ms. */

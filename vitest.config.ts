@@ -1,13 +1,14 @@
 import { availableParallelism } from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
 import { SuiteSequencer } from './test/helpers/sequencer.js';
-import { ISOLATED_FILES } from './test/helpers/suite-plan.js';
+import { HANG_GUARD_MS, ISOLATED_FILES } from './test/helpers/suite-plan.js';
 
 const include = ['test/**/*.test.ts'];
 // The packed-tarball test needs a build first: `npm run test:consumer` (test/consumer/vitest.config.ts).
 // The real llama-server suite takes minutes: `npm run test:real-server` (test/real-server/vitest.config.ts).
 const exclude = [...configDefaults.exclude, 'test/consumer/**', 'test/real-server/**'];
-const timeouts = { testTimeout: 30_000, hookTimeout: 30_000 };
+// A hang guard, not a speed limit: no test sets a time limit of its own (test/helpers/suite-plan.ts).
+const timeouts = { testTimeout: HANG_GUARD_MS, hookTimeout: HANG_GUARD_MS };
 
 export default defineConfig({
   test: {

@@ -16,10 +16,11 @@ import { Brackets, type LockState } from './brackets';
 import { Structure } from './structure';
 import { recoverSession, type RecoveryReport } from './recover';
 import { Surface, type SurfaceChange, type SurfacePlan, type SurfaceView } from './surface';
-import { checkInput, parseEvent, parseStoredLine, type EventOrigin, type ParsedEvent } from './validate';
+import { checkInput, inEventOrder, parseEvent, parseStoredLine, type EventOrigin, type ParsedEvent } from './validate';
 import type { LoadReport, LogWriter, SessionStore, StoredSnapshot } from './store';
 
 import { Observers, type SessionListener } from './observers';
+import { WRITER_SNAPSHOT_MIN_EVENTS, writerSnapshot } from './writer-snapshot';
 
 export type { SessionListener } from './observers';
 
@@ -45,6 +46,8 @@ export class Session {
   private opened = 0;
   private storedSnapshot: StoredSnapshot | undefined;
   private snapshotter: (() => string | undefined) | undefined;
+  /** Set while the claim is a weak one (the writer-side meter): what a later claim takes over. */
+  private handover: (() => StoredSnapshot | undefined) | undefined;
   private readonly snapshotEvery: number;
   /** Log length of the last snapshot taken (or the log's length when opened): `flush` counts from it. */
   private snapshotAt = 0;
@@ -278,12 +281,20 @@ export class Session {
    * against the stored bytes it was taken on; its reader validates it again and may still
    * ignore it) and `produce` becomes what is saved at close (undefined: nothing new to save).
    * Later callers get `undefined`: one reader-writer per log (the engine's meter, which folds
-   * first), so another meter on the session never overwrites it with a fold of its own.
+   * first), so another meter on the session never overwrites it with a fold of its own. The one
+   * exception is a weak claim (`options.handover`: the writer-side meter a session attaches when
+   * it saves a snapshot nobody claimed, writer-snapshot.ts): the next claim takes it over and is
+   * given what `handover` returns (that claimant's fold so far) as the stored snapshot.
    */
-  claimSnapshot(produce: () => string | undefined): { stored: StoredSnapshot | undefined } | undefined {
-    if (this.snapshotter) return undefined;
+  claimSnapshot(
+    produce: () => string | undefined,
+    options: { handover?: () => StoredSnapshot | undefined } = {},
+  ): { stored: StoredSnapshot | undefined } | undefined {
+    if (this.snapshotter && !this.handover) return undefined;
+    // A weak claim (the writer-side meter, writer-snapshot.ts) gives way: its fold so far is what the new claimant starts from.
+    const stored = this.handover ? this.handover() : this.storedSnapshot;
     this.snapshotter = produce;
-    const stored = this.storedSnapshot;
+    this.handover = options.handover;
     this.storedSnapshot = undefined;
     return { stored };
   }
@@ -299,11 +310,14 @@ export class Session {
   }
 
   private async saveSnapshot(w = this.writer): Promise<void> {
-    if (!w?.saveSnapshot || !this.snapshotter || w.failure) return;
+    if (!w?.saveSnapshot || w.failure) return;
     const events = this.log.length;
     if (this.savedAt === events) return;
-    this.snapshotAt = events;
     try {
+      // Nobody claimed it: the log was written with no engine. Its writer prices what it appended.
+      if (!this.snapshotter && this.log.length > this.opened && this.log.length >= WRITER_SNAPSHOT_MIN_EVENTS) writerSnapshot()?.(this);
+      if (!this.snapshotter) return;
+      this.snapshotAt = events;
       const payload = this.snapshotter();
       if (payload === undefined) return;
       await w.saveSnapshot(events, payload);
@@ -337,7 +351,10 @@ export class Session {
 
   private replay(value: unknown, checked: boolean): void {
     const e = parseStoredLine(value, this.log.length);
-    this.commit(e.seq, e.time, this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs, { stored: true, checked }));
+    const planned = this.plan(e.seq, e.type, e.data, e.surfaceOp, e.sourceEventSeqs, { stored: true, checked });
+    // The common envelope is the parsed line itself (parseStoredLine checked its every key): it
+    // becomes the event as it is, instead of a copy of it (a reopen commits 80k of them).
+    this.commit(e.seq, e.time, planned, e === value && inEventOrder(value as object) ? (value as Record<string, unknown>) : undefined);
   }
 
   private plan(seq: number, type: EventType, rawData: unknown, rawSurfaceOp: unknown, rawSourceEventSeqs: unknown, origin: EventOrigin = {}): Planned {
@@ -348,7 +365,8 @@ export class Session {
       const surfacePlan = surfaceOp === 'append' ? this.surfaceState.planAppend(ev) : this.surfaceState.planReplace(surfaceOp, ev, sourceEventSeqs);
       this.brackets.checkSurface(type, data, surfaceOp, sourceEventSeqs);
       // parseEvent's result is this call's own object: completed in place, not copied (a reopen plans every event).
-      return Object.assign(parsed, { surfacePlan });
+      (parsed as Planned).surfacePlan = surfacePlan;
+      return parsed as Planned;
     }
     this.structure.check(type, data);
     this.brackets.check(type, data, this.structure.openTurn);
@@ -356,14 +374,23 @@ export class Session {
       const d = data as EventData<'compaction/prune'>;
       this.surfaceState.checkPruneTarget(d.targetSeq, d.callId);
     }
-    return Object.assign(parsed, { surfacePlan: undefined });
+    (parsed as Planned).surfacePlan = undefined;
+    return parsed as Planned;
   }
 
-  private commit(seq: number, time: string, planned: Planned): SessionEvent {
+  /** `stored`: a replayed line whose envelope is exactly an event's (seq, type, time, data, surfaceOp 'append'), committed as it is. */
+  private commit(seq: number, time: string, planned: Planned, stored?: Record<string, unknown>): SessionEvent {
     const { surfaceOp, sourceEventSeqs } = planned;
-    const raw: Record<string, unknown> = { seq, type: planned.type, time, data: planned.data };
-    if (surfaceOp !== undefined) raw.surfaceOp = typeof surfaceOp === 'string' ? surfaceOp : { ...surfaceOp };
-    if (sourceEventSeqs !== undefined) raw.sourceEventSeqs = [...sourceEventSeqs];
+    let raw: Record<string, unknown>;
+    if (stored) {
+      raw = stored;
+      // The data schema's own output when the line's data was checked (the same value when the store vouched for it).
+      if (raw.data !== planned.data) raw.data = planned.data;
+    } else {
+      raw = { seq, type: planned.type, time, data: planned.data };
+      if (surfaceOp !== undefined) raw.surfaceOp = typeof surfaceOp === 'string' ? surfaceOp : { ...surfaceOp };
+      if (sourceEventSeqs !== undefined) raw.sourceEventSeqs = [...sourceEventSeqs];
+    }
     // Queued before it is frozen and held: a writer that cannot take it (closed, too large)
     // changes nothing, not even the caller's objects.
     if (!this.replaying) this.writer?.append(raw as unknown as SessionEvent);

@@ -29,6 +29,9 @@ export type SurfacePlan =
       contentOnly: boolean;
     };
 
+/** Every append's plan (it carries nothing of its own): one object, not one per event. */
+const APPEND: SurfacePlan = Object.freeze({ kind: 'append' });
+
 /**
  * Cached messages are shared by every deriveMessages() array: frozen, so a caller that edits
  * one (to truncate it for a request, say) gets a TypeError instead of corrupting the cache.
@@ -63,7 +66,8 @@ export interface SurfaceView {
 
 export class Surface implements SurfaceView {
   private readonly nodes: number[] = [];
-  private readonly pos = new Map<number, number>();
+  /** Surface position by seq, -1 for a seq that is not a current node: seqs are dense, so an array (a reopen indexes 80k). */
+  private readonly pos: number[] = [];
   private messages: (ChatMessage | undefined)[] = [];
   /** cuts[p]: is the cut before node p balanced. Length is nodes.length + 1. */
   private readonly cuts: boolean[] = [true];
@@ -97,11 +101,12 @@ export class Surface implements SurfaceView {
   }
 
   positionOf(seq: number): number | undefined {
-    return this.pos.get(seq);
+    const p = this.pos[seq];
+    return p === undefined || p < 0 ? undefined : p;
   }
 
   has(seq: number): boolean {
-    return this.pos.has(seq);
+    return this.positionOf(seq) !== undefined;
   }
 
   seqs(): IterableIterator<number> {
@@ -168,7 +173,7 @@ export class Surface implements SurfaceView {
           `tool/result for call "${callId}" cannot be appended: ${why}. A tool result must answer a pending call of an earlier assistant/message.`,
         );
       }
-      return { kind: 'append' };
+      return APPEND;
     }
     if (this.pending.size > 0) {
       throw new SessionRuleError(
@@ -189,12 +194,12 @@ export class Surface implements SurfaceView {
         seen.add(b.id);
       }
     }
-    return { kind: 'append' };
+    return APPEND;
   }
 
   planReplace(op: ReplaceOp, event: { type: SurfaceEvent['type']; data: SurfaceEvent['data'] }, sourceEventSeqs: readonly number[] | undefined): SurfacePlan {
-    const startPos = this.pos.get(op.start);
-    const endPos = this.pos.get(op.end);
+    const startPos = this.positionOf(op.start);
+    const endPos = this.positionOf(op.end);
     if (startPos === undefined || endPos === undefined) {
       const missing = startPos === undefined ? op.start : op.end;
       throw new SessionRuleError(
@@ -285,7 +290,7 @@ export class Surface implements SurfaceView {
    * content), or a current assistant/message that made the call (its arguments, docs/spec.md#15-pruning-what-the-agent-wrote).
    */
   checkPruneTarget(targetSeq: number, callId: string): void {
-    const target = this.pos.has(targetSeq) ? this.eventAt(targetSeq) : undefined;
+    const target = this.has(targetSeq) ? this.eventAt(targetSeq) : undefined;
     const fits =
       target !== undefined &&
       ((target.type === 'tool/result' && target.data.callId === callId) ||
@@ -306,7 +311,7 @@ export class Surface implements SurfaceView {
     if (plan.kind === 'append') {
       const position = this.nodes.length;
       this.nodes.push(event.seq);
-      this.pos.set(event.seq, position);
+      this.setPosition(event.seq, position);
       this.messages.push(undefined);
       this.fold(event);
       this.cuts.push(this.pending.size === 0);
@@ -323,13 +328,13 @@ export class Surface implements SurfaceView {
     }
     this.messages.splice(startPos, count, undefined);
     this.converted = Math.min(this.converted, startPos);
-    for (const s of shadowed) this.pos.delete(s);
+    for (const s of shadowed) this.pos[s] = -1;
     // A one-node replace (prune, prompt update) moves nothing: only the new node needs an index.
-    if (count === 1) this.pos.set(event.seq, startPos);
+    if (count === 1) this.setPosition(event.seq, startPos);
     if (plan.contentOnly && event.type === 'assistant/message') {
       // An argument prune keeps its calls: a call still waiting for its result now belongs to the new node.
       for (const call of toolCallsOf(event)) if (this.pending.has(call.id)) this.pending.set(call.id, event.seq);
-    } else for (let p = startPos; p < this.nodes.length; p++) this.pos.set(this.nodes[p]!, p);
+    } else for (let p = startPos; p < this.nodes.length; p++) this.setPosition(this.nodes[p]!, p);
     if (!plan.contentOnly) {
       // The span was balanced on both sides and the new node has no calls: its interior cuts vanish.
       this.cuts.splice(startPos + 1, count, true);
@@ -338,6 +343,12 @@ export class Surface implements SurfaceView {
     this.shadowMap.set(event.seq, Object.freeze(shadowed));
     this.generation++;
     return { kind: 'replace', position: startPos, seq: event.seq, shadowed: shadowed, generation: this.generation };
+  }
+
+  private setPosition(seq: number, position: number): void {
+    // Filled up to `seq` (log-only events leave gaps): a packed array, never a sparse one.
+    while (this.pos.length < seq) this.pos.push(-1);
+    this.pos[seq] = position;
   }
 
   private fold(event: SurfaceEvent): void {

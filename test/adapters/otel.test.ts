@@ -126,7 +126,7 @@ describe('xcompact/otel', () => {
     await compaction.engine.compactNow();
     expect(t.spans.getFinishedSpans().length).toBe(before);
     await compaction.close();
-  }, 60_000);
+  });
 
   it('a failed compaction: error status, the compaction error code and its cause', async () => {
     const script = await startScript(undefined, { kind: 'status', status: 500, body: { error: { message: 'summarizer down', type: 'server_error' } } });
@@ -143,7 +143,7 @@ describe('xcompact/otel', () => {
     const m = await t.metrics();
     expect(sum(m.get('xcompact.compactions'), (a) => a['xcompact.outcome'] === 'failed')).toBe(failed.length);
     await compaction.close();
-  }, 60_000);
+  });
 
   it('no telemetry unless asked: a registered global provider sees nothing from an engine not instrumented', async () => {
     const script = await startScript(OVERFLOW_AT);
@@ -164,5 +164,5 @@ describe('xcompact/otel', () => {
     expect(compactions).toBeGreaterThanOrEqual(1);
     expect(t.spans.getFinishedSpans().filter((s) => s.name.startsWith('xcompact.'))).toEqual([]);
     await compaction.close();
-  }, 60_000);
+  });
 });

@@ -65,5 +65,5 @@ describe('xcompact compact, small ones (docs/cli.md)', () => {
     const r = await spawnXcompact(['compact', input, '--summarizer', 'extractive', '--no-color']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('compacted');
-  }, 60_000);
+  });
 });

@@ -36,7 +36,7 @@ describe('demo schedule', () => {
   });
 });
 
-describe('demo with few steps', { timeout: 60_000 }, () => {
+describe('demo with few steps', () => {
   it.each([1, 2, 3, 4, 5, 8, 9, 10, 12])('%i steps: runs them all, and the overflow is either recovered or reported as not staged', async (steps) => {
     for (const seed of [0, 7]) {
       const out = sink();
@@ -72,7 +72,7 @@ describe('demo with few steps', { timeout: 60_000 }, () => {
   });
 });
 
-describe('demo output', { timeout: 60_000 }, () => {
+describe('demo output', () => {
   it('labels the per-step figures: the context in tokens and the threshold, with a legend', async () => {
     const out = sink();
     await runDemo({ steps: 3, window: 16384, out: tempDir(), seed: 0, quiet: false, color: false }, out);

@@ -49,14 +49,14 @@ describe('eval options', () => {
   });
 });
 
-describe('xcompact eval on the real transcripts', { timeout: 400_000 }, () => {
+describe('xcompact eval on the real transcripts', () => {
   const report = join(dir, 'report.html');
   let run: { code: number | null; stdout: string; stderr: string };
   let browser: Browser | undefined;
 
   beforeAll(async () => {
     [run, { browser }] = await Promise.all([spawnXcompact(['eval', CLAUDE_REAL, CODEX_REAL, '--report', report]), launchChromium()]);
-  }, 400_000);
+  });
   afterAll(async () => {
     await browser?.close();
   });
@@ -146,7 +146,7 @@ async function countRows(html: string): Promise<number> {
   return (html.match(/<tr( class="invalid")?><th scope="row">/g) ?? []).length;
 }
 
-describe('other harnesses in inspect and compact; foreign files refused', { timeout: 120_000 }, () => {
+describe('other harnesses in inspect and compact; foreign files refused', () => {
   it.concurrent('inspect reads a Claude Code session and a Codex rollout, naming what was not sent', async () => {
     const claude = await xcompact(['inspect', fixture('claude-code/compaction.jsonl'), '--context-window', '200000']);
     expect(claude.code, claude.stderr).toBe(0);

@@ -21,7 +21,7 @@ afterAll(async () => {
   removeTempDirs();
 });
 
-describe('xcompact inspect, papercuts', { timeout: 60_000 }, () => {
+describe('xcompact inspect, papercuts', () => {
   it('measures a drop-in session against the window of its `models` entry, read from the request header', async () => {
     const dir = tempDir();
     const session = await Session.open(new JsonlStore(dir), 'dropin');

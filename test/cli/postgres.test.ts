@@ -140,7 +140,7 @@ describe('CLI with a PostgreSQL session', () => {
     await next.close();
   });
 
-  it('--help says the PostgreSQL form for inspect, compact and demo', { timeout: 60_000 }, async () => {
+  it('--help says the PostgreSQL form for inspect, compact and demo', async () => {
     for (const name of ['inspect', 'compact', 'demo']) {
       const { stdout, code } = await xcompact([name, '--help']);
       expect(code).toBe(0);

@@ -5,8 +5,8 @@
  * `require`, their types compiled, and the `xcompact` bin run. Catches files missing from the
  * tarball, broken `exports`, and runtime imports of packages that are only devDependencies.
  *
- * Needs `npm run build` first (`npm run test:consumer` does both). Not part of `npm test`: it
- * packs and installs, ~30–60 s.
+ * `npm pack` builds the package first (package.json `prepack`), so this needs nothing built
+ * beforehand, as on a fresh clone. Not part of `npm test`: it builds, packs and installs, ~1–2 min.
  */
 import { execFile, type ExecFileOptions } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -64,12 +64,13 @@ let pgInstalledByDefault = false;
 const peersInstalled: string[] = [];
 
 beforeAll(async () => {
-  const missing = ['dist/index.js', 'dist/index.cjs', ...Object.values(pkg.bin ?? {})].filter((f) => !existsSync(join(ROOT, f)));
-  if (missing.length) throw new Error(`${missing.join(', ')} not built: run \`npm run build\` first (or \`npm run test:consumer\`, which builds).`);
   work = mkdtempSync(join(tmpdir(), 'xcompact-consumer-'));
-  const packed = await run('npm', ['pack', '--json', '--pack-destination', work], ROOT);
+  const packed = await run('npm', ['pack', '--json', '--pack-destination', work], ROOT, 600_000);
   expect(packed.code, packed.stderr).toBe(0);
-  const report = (JSON.parse(packed.stdout) as Array<{ filename: string; size: number; files: Array<{ path: string }> }>)[0]!;
+  // The build's own output comes first on stdout (prepack); npm's report is the JSON array after it.
+  const report = (
+    JSON.parse(packed.stdout.slice(packed.stdout.lastIndexOf('\n[\n') + 1)) as Array<{ filename: string; size: number; files: Array<{ path: string }> }>
+  )[0]!;
   tarball = join(work, report.filename);
   packedSize = report.size;
   packedFiles = report.files.map((f) => f.path);
@@ -118,6 +119,13 @@ const outcome = (e) => (missingOf(e) ? { missing: missingOf(e) } : { error: Stri
 }
 
 describe(`${pkg.name} installed from its packed tarball`, { timeout: 300_000 }, () => {
+  it('packs the whole package: npm pack builds it first (prepack)', () => {
+    for (const f of ['dist/index.js', 'dist/index.cjs', 'dist/index-full.js', 'dist/index-full.cjs', 'dist/index.d.ts', 'dist/index.d.cts'])
+      expect(packedFiles, f).toContain(f);
+    for (const bin of Object.values(pkg.bin ?? {})) expect(packedFiles).toContain(bin.replace(/^\.\//, ''));
+    for (const spec of entries.filter((e) => e !== pkg.name)) expect(packedFiles).toContain(`dist/${spec.slice(pkg.name.length + 1)}.js`);
+  });
+
   it('finds the entries to check in package.json exports', () => {
     expect(entries).toContain(pkg.name);
     expect(entries).toContain(`${pkg.name}/testing`);
@@ -253,6 +261,23 @@ import('xcompact').then((esm) => {
       renameSync(aside, openai);
       if (hadPg) renameSync(pgAside, pgDir);
     }
+  });
+
+  it('requiring xcompact loads none of the library (no zod, no xstate) until an export is first used', async () => {
+    const script = `
+const loaded = () => Object.keys(require.cache).filter((f) => /[\\\\/]node_modules[\\\\/](zod|xstate)[\\\\/]/.test(f)).length;
+const x = require('xcompact');
+const before = loaded();
+const session = x.Session.inMemory('s');
+process.stdout.write(JSON.stringify({ before, after: loaded(), isSession: session instanceof x.Session }));
+`;
+    writeFileSync(join(project, 'lazy-root.cjs'), script);
+    const r = await run(process.execPath, ['lazy-root.cjs'], project, 60_000);
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as { before: number; after: number; isSession: boolean };
+    expect(out.before).toBe(0);
+    expect(out.after).toBeGreaterThan(0);
+    expect(out.isSession).toBe(true);
   });
 
   it('PostgresStore without pg fails with a typed error naming `npm i pg`', async () => {

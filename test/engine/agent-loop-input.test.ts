@@ -41,7 +41,7 @@ function outputOf(): { stream: PassThrough; text: () => string } {
   return { stream, text: () => text };
 }
 
-describe("promptedLines: the lines at the example loop's prompt", { timeout: 10_000 }, () => {
+describe("promptedLines: the lines at the example loop's prompt", () => {
   it('keeps lines that were piped and closed before the loop first asked', async () => {
     const input = new PassThrough();
     input.end('first request\nsecond request\n/compact the retry logic\nthird request\n/exit\nnever read\n');
@@ -111,7 +111,7 @@ function pipeInto(env: Record<string, string>, stdin: string): Promise<{ code: n
   });
 }
 
-describe('examples/agent-loop.ts with piped input', { timeout: 90_000 }, () => {
+describe('examples/agent-loop.ts with piped input', () => {
   it('sends every piped request and exits 0, in each of several runs', async () => {
     const server = await startOpenAIServer({
       scenarios: ({ body }) => {

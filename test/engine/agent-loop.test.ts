@@ -56,7 +56,7 @@ describe('the example agent loop against the local server', () => {
       onRequest: (info) => measured.push(info),
     });
     await session.close();
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await server?.close();
@@ -228,5 +228,5 @@ describe('the example agent loop, reopened over a session that no longer fits', 
       await server.close();
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 60_000);
+  });
 });

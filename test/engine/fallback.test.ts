@@ -136,5 +136,5 @@ describe('a summarizer that always fails (docs/reliability.md)', () => {
         `${truncations.length} truncation checkpoints, ${summaries.length} summary requests (all 500)`,
     );
     await ai.compaction.close();
-  }, 120_000);
+  });
 });

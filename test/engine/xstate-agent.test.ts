@@ -57,7 +57,7 @@ describe('examples/xstate-agent.ts against the local server', () => {
       task: 'Find the build order in the notes.',
       maxSteps: STEPS + 5,
     });
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await session?.close();

@@ -42,7 +42,7 @@ describe('xcompact eval, in-process', () => {
     } finally {
       await server.close();
     }
-  }, 120_000);
+  });
 
   it("--config is xcompact's: a lower threshold makes it compact more; the peers are unchanged; a bad config is refused", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'xcompact-eval-config-'));
@@ -67,7 +67,7 @@ describe('xcompact eval, in-process', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 120_000);
+  });
 
   it('--summarizer openai without an endpoint is refused before anything runs', async () => {
     const saved = process.env.OPENAI_BASE_URL;

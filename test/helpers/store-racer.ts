@@ -24,7 +24,8 @@ function send(message: Record<string, unknown>): void {
 async function race(cmd: Extract<Command, { kind: 'arm' }>): Promise<void> {
   const store = new JsonlStore(cmd.dir, { sync: false });
   send({ kind: 'armed' });
-  const deadline = Date.now() + 30_000;
+  // A hang guard only (the parent may be slow to arm every racer on a loaded machine).
+  const deadline = Date.now() + 5 * 60_000;
   // Busy-wait, not a timer: both racers leave the barrier within microseconds of each other.
   while (!existsSync(cmd.go)) {
     if (Date.now() > deadline) throw new Error(`${name}: no start signal for trial ${cmd.trial}`);

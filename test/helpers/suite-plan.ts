@@ -4,6 +4,17 @@
  */
 
 /**
+ * How long anything in `npm test` may take before it is taken for hung (vitest.config.ts's test
+ * and hook timeout). A guard against a hang, never a verdict on speed: no test in the suite sets
+ * a time limit of its own (a loaded machine would fail it), and what a test waits on
+ * with a deadline (a checkLoop run, a spawned process) is given `HANG_GUARD_MS`-based limits.
+ */
+export const HANG_GUARD_MS = 15 * 60_000;
+
+/** What a test gives a checkLoop run (its `timeoutMs`): below the hang guard, so its own report says it ran out of time. */
+export const LOOP_RUN_MS = 10 * 60_000;
+
+/**
  * Files that need a module state of their own (the other files share their worker's loaded
  * modules, see vitest.config.ts): they mock a module (`vi.mock` applies only to a module not
  * yet loaded), check what has been loaded so far, record output that depends on a library's

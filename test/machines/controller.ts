@@ -181,7 +181,9 @@ export class Controller {
 }
 
 /** How long a script waits for the engine's next service call (the mutation run shortens it). */
-export const timing = { takeMs: 5000 };
+// A right chart calls the service at once; this only bounds how long a broken one is waited for, so
+// it is generous (a loaded machine must not fail a path). mutate.run.ts lowers it for mutants.
+export const timing = { takeMs: 60_000 };
 
 /** `promise`, or a failure naming `what` when it has not settled within `timing.takeMs`. */
 export function within<T>(promise: Promise<T>, what: string): Promise<T> {

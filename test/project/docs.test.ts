@@ -173,5 +173,5 @@ describe('docs: code', () => {
       (_m, p: string, l: string, r: string) => `${p.replace(/_md$/, '.md').replace(/^docs_/, 'docs/')} (block at line ${l}, its line ${r})`,
     );
     expect(located).toBe('');
-  }, 120_000);
+  });
 });

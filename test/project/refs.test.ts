@@ -11,7 +11,7 @@ import { anchors, brokenPointers, files, issuePage, rewriteFile, root, specPoint
 describe('references in the sources', () => {
   const all = files().map((file) => ({ file, text: readFileSync(join(root, file), 'utf8') }));
 
-  it('no SPEC § or issue reference is left to rewrite, and every docs pointer names an existing heading', { timeout: 120_000 }, () => {
+  it('no SPEC § or issue reference is left to rewrite, and every docs pointer names an existing heading', () => {
     const left: string[] = [];
     const broken: string[] = [];
     for (const { file, text } of all) {

@@ -213,5 +213,5 @@ describe.each(backends)('append fuzz on %s', (_name, backend) => {
     // The generators reach both outcomes.
     expect(committed).toBeGreaterThan(0);
     expect(refused).toBeGreaterThan(0);
-  }, 240_000);
+  });
 });

@@ -68,5 +68,5 @@ describe('one server slot (docs/local-models.md#one-server-slot-background-summa
     const unbounded = await session(undefined);
     expect(unbounded.committed).toBeGreaterThan(0);
     expect(unbounded.queued).toBeGreaterThan(100);
-  }, 120_000);
+  });
 });

@@ -92,5 +92,5 @@ describe('usage of a request answered after a background commit (docs/local-mode
     // No follow-up compaction of a span far smaller than the first: over-high figures start none.
     const first = compactions[0]!.spanTokens;
     expect(compactions.filter((c) => c.spanTokens < first / 4)).toEqual([]);
-  }, 30_000);
+  });
 });

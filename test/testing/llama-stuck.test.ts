@@ -84,6 +84,6 @@ describe('a parallel batch straddling the cut (docs/spec.md#4-pressure-compactio
       expect(events.filter((e) => e.type === 'compaction.skipped')).toEqual([]);
       // No request the server refused as over its window.
       expect(server.requests.filter((r) => r.scenario === 'reply' && r.json && (r.json as { stream?: boolean }).stream !== true).length).toBeGreaterThan(0);
-    }, 30_000);
+    });
   }
 });

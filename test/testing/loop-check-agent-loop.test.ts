@@ -10,6 +10,7 @@ import { runAgent } from '../../examples/agent-loop';
 import { Session } from '../../src/session/session';
 import { withErrorBodyRecovery } from '../../src/index';
 import { assertLoop, checkLoop, loopCoverage, loopScenarios, type LoopContext, type LoopReport } from '../../src/testing';
+import { LOOP_RUN_MS } from '../helpers/suite-plan';
 
 /** examples/agent-loop.ts, as a user would wire it for the checker. */
 async function exampleLoop(ctx: LoopContext): Promise<void> {
@@ -46,7 +47,7 @@ describe('examples/agent-loop.ts passes every generated scenario', () => {
       expect(coverage.find((c) => c.chart === chart)!.taken).toBeGreaterThan(0);
   });
   it.each(scenarios.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
-    const report = await checkLoop(exampleLoop, scenario);
+    const report = await checkLoop(exampleLoop, scenario, { timeoutMs: LOOP_RUN_MS });
     reports.push(report);
     assertLoop(report);
   });

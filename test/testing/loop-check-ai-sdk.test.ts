@@ -7,6 +7,7 @@
 import { describe, it } from 'vitest';
 import { assertLoop, checkLoop, loopScenarios } from '../../src/testing';
 import { aiSdkLoop as aiSdk } from '../helpers/reference-loops';
+import { LOOP_RUN_MS } from '../helpers/suite-plan';
 
 /**
  * The AI SDK (examples/ai-sdk-drop-in.ts's shape, test/helpers/reference-loops.ts): generateText on the compaction's model,
@@ -18,6 +19,6 @@ const scenarios = loopScenarios();
 
 describe('the AI SDK adapter passes every generated scenario', () => {
   it.each(scenarios.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
-    assertLoop(await checkLoop(aiSdkLoop, scenario));
+    assertLoop(await checkLoop(aiSdkLoop, scenario, { timeoutMs: LOOP_RUN_MS }));
   });
 });

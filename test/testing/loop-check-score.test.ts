@@ -11,6 +11,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatScore, loopScenarios, scoreLoops, type LoopScenario } from '../../src/testing';
 import { BROKEN_LOOPS, controlLoop } from '../helpers/reference-loops';
+import { LOOP_RUN_MS } from '../helpers/suite-plan';
 
 const probeOf = (fragment: string): LoopScenario => {
   const found = loopScenarios({ only: [fragment] })[0];
@@ -19,11 +20,11 @@ const probeOf = (fragment: string): LoopScenario => {
 };
 
 describe('the checker catches every broken loop (mutation score)', () => {
-  it('each broken loop is caught on its probe scenario, by the invariant that names its bug; the score is 100 %', { timeout: 120_000 }, async () => {
+  it('each broken loop is caught on its probe scenario, by the invariant that names its bug; the score is 100 %', async () => {
     const names: Record<string, string[]> = {};
     const result = await scoreLoops({ reference: {}, broken: Object.fromEntries(Object.entries(BROKEN_LOOPS).map(([name, b]) => [name, b.loop])) }, [], {
-      // A loop ignoring its signal waits on a hung summary: it must be caught well before the default 20 s.
-      brokenTimeoutMs: 8_000,
+      // The loop ignoring its signal is caught by what it did with it, at once: no run needs a short limit.
+      timeoutMs: LOOP_RUN_MS,
       scenariosFor: (name) => [probeOf(BROKEN_LOOPS[name]!.probe)],
       onRow: (row) => (names[row.loop] = Object.keys(row.invariants)),
     });
@@ -33,11 +34,12 @@ describe('the checker catches every broken loop (mutation score)', () => {
     expect(result.ok).toBe(true);
   });
 
-  it('the score fails when a broken loop passes or a reference loop is caught', { timeout: 60_000 }, async () => {
+  it('the score fails when a broken loop passes or a reference loop is caught', async () => {
     const scenario = probeOf('model answers');
     const result = await scoreLoops(
       { reference: { 'answers twice': controlLoop({ assistantTwice: true }) }, broken: { 'a right loop, filed as broken': controlLoop() } },
       [scenario],
+      { timeoutMs: LOOP_RUN_MS },
     );
     expect(result.falseAlarms).toBe(1);
     expect(result.score).toBe(0);

@@ -10,6 +10,7 @@ import { runXStateAgent } from '../../examples/xstate-agent';
 import { Session } from '../../src/session/session';
 import { withErrorBodyRecovery } from '../../src/index';
 import { assertLoop, checkLoop, loopScenarios, type LoopContext } from '../../src/testing';
+import { LOOP_RUN_MS } from '../helpers/suite-plan';
 
 /** examples/xstate-agent.ts (an agent loop that is itself an XState machine), one run per turn. */
 async function xstateLoop(ctx: LoopContext): Promise<void> {
@@ -41,6 +42,6 @@ const scenarios = loopScenarios();
 
 describe('examples/xstate-agent.ts passes every generated scenario', () => {
   it.each(scenarios.map((s) => [s.name, s] as const))('%s', async (_name, scenario) => {
-    assertLoop(await checkLoop(xstateLoop, scenario));
+    assertLoop(await checkLoop(xstateLoop, scenario, { timeoutMs: LOOP_RUN_MS }));
   });
 });

@@ -43,11 +43,7 @@ export const machine = createMachine({
       invoke: {
         src: 'cut',
         onDone: [
-          {
-            guard: 'the cut freed nothing',
-            target: 'over',
-            actions: 'remember cut',
-          },
+          { guard: 'the cut freed nothing', target: 'over' },
           {
             guard: 'the cut freed something',
             target: 'remeasuring',

@@ -2967,9 +2967,7 @@ window.XCOMPACT_CHARTS = [
      "target": "fit.over",
      "event": "xstate.done.actor.0.fit.cutting",
      "guard": "the cut freed nothing",
-     "actions": [
-      "remember cut"
-     ],
+     "actions": [],
      "label": "done: cut [the cut freed nothing]",
      "internal": false,
      "fromAny": false
@@ -3098,7 +3096,7 @@ window.XCOMPACT_CHARTS = [
      },
      {
       "name": "remember cut",
-      "uses": 2
+      "uses": 1
      },
      {
       "name": "remember error",

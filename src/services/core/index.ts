@@ -3,3 +3,4 @@ export * from './contracts';
 export * from './deps';
 export * from './route';
 export * from './tokenizers';
+export * from './writer-prices';

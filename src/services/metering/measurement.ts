@@ -91,6 +91,11 @@ export interface TokenMeterOptions {
   tokenizerFor: (header: SessionEvent<'request/header'> | undefined) => Tokenizer;
   /** Where the meter keeps its provisional nodes: shared with a CountPrefetch (prefetch.ts), which asks for their counts. */
   provisional?: ProvisionalPrices;
+  /**
+   * The writer-side meter of a session written with no engine (session/writer-snapshot.ts): its
+   * claim on the session's snapshot gives way to the next meter's, which starts from its fold.
+   */
+  weak?: boolean;
 }
 
 /** The surface a request/header's request had, and what replaces did to it since (provider tokens). */

@@ -78,6 +78,14 @@ export class TokenMeter implements NodePrices {
   private requested: RequestSurface | undefined;
   /** Nodes priced with a stand-in count (provisional.ts; the options may share it with a prefetch). */
   private readonly provisional: ProvisionalPrices;
+  /**
+   * Appends folded but not yet priced: priced together before anything reads a price (a report,
+   * a replace, a header that keeps the tokenizer, the end of the fold), or by a header that
+   * changes the tokenizer, which prices the whole surface anyway. So the history a first call
+   * records before its first request header is priced once, with that header's tokenizer, not
+   * once with the default and again with the route's.
+   */
+  private unpriced: SurfaceEvent[] = [];
 
   constructor(
     private readonly session: Session,
@@ -202,6 +210,20 @@ export class TokenMeter implements NodePrices {
       // tokenizer) is retried by the next measurement instead of being skipped for good.
       this.folded++;
     }
+    this.priceUnpriced();
+  }
+
+  private priceUnpriced(): void {
+    if (this.unpriced.length === 0) return;
+    const appends = this.unpriced;
+    this.unpriced = [];
+    for (const e of appends) {
+      const counts: number[] = [];
+      const price = this.provisional.price(this.tokenizer, e.seq, e, counts);
+      this.textCounts.set(e.seq, counts);
+      this.prices.set(e.seq, price);
+      this.surfaceTotal += price;
+    }
   }
 
   /** The meter holds the session: serialising a measurement must not dump the whole log. */
@@ -219,8 +241,10 @@ export class TokenMeter implements NodePrices {
     const retokenized = tokenizerId(next) !== tokenizerId(this.tokenizer);
     if (retokenized) {
       this.tokenizer = next;
+      // The unpriced appends are on the surface: reprice() prices them with the new tokenizer.
+      this.unpriced = [];
       this.reprice();
-    }
+    } else this.priceUnpriced();
     const json = e.data.tools.length === 0 ? '' : JSON.stringify(e.data.tools);
     const changed = json !== this.toolsJson;
     if (changed) {
@@ -238,6 +262,14 @@ export class TokenMeter implements NodePrices {
   }
 
   private foldSurface(e: SurfaceEvent): void {
+    const reports = e.type === 'assistant/message' && e.data.usage !== undefined && e.data.usage.promptTokens > 0;
+    if (e.surfaceOp === 'append' && !reports && !this.anchor) {
+      // With no anchor, an append only adds its price: priced later, once (see `unpriced`).
+      this.unpriced.push(e);
+      this.ledger.appended(e.seq);
+      return;
+    }
+    this.priceUnpriced();
     const counts: number[] = [];
     const price = this.provisional.price(this.tokenizer, e.seq, e, counts);
     this.textCounts.set(e.seq, counts);
@@ -364,6 +396,11 @@ export class TokenMeter implements NodePrices {
     if (!this.producer) return undefined;
     this.fold();
     if (this.restoredAt === this.folded) return undefined;
+    return this.state();
+  }
+
+  /** The fold so far, as a snapshot payload (meter-snapshot.ts). */
+  private state(): string {
     const seqs = [...this.prices.keys()];
     const a = this.anchor;
     const state: MeterState = {
@@ -399,7 +436,17 @@ export class TokenMeter implements NodePrices {
    * from the first event.
    */
   private restore(): void {
-    const claim = this.session.claimSnapshot(() => this.snapshot());
+    const claim = this.session.claimSnapshot(
+      () => this.snapshot(),
+      this.options.weak
+        ? {
+            handover: () => {
+              this.fold();
+              return { events: this.folded, payload: this.state() };
+            },
+          }
+        : {},
+    );
     if (!claim) return;
     this.producer = true;
     const stored = claim.stored;

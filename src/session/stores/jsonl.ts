@@ -140,7 +140,9 @@ export function parseLogBytes(buf: Buffer, file: string, options: { stopAtRepeat
   const text = buf.subarray(0, validLength).toString('utf8');
   const lines = text.length === 0 ? [] : text.slice(0, -1).split('\n');
   const records: { line: number; value: unknown }[] = [];
-  const lineOfSeq = new Map<number, number>();
+  // A log whose every line so far holds its own position as seq (line i+1, seq i) cannot repeat
+  // one: the map of seqs to lines is built only once a line breaks that (a reopen reads 80k lines).
+  let lineOfSeq: Map<number, number> | undefined;
   for (let i = 0; i < lines.length; i++) {
     let value: unknown;
     try {
@@ -154,6 +156,14 @@ export function parseLogBytes(buf: Buffer, file: string, options: { stopAtRepeat
     }
     // Two writers that each believed they owned the file leave the same seq twice.
     const seq = (value as { seq?: unknown } | null)?.seq;
+    if (seq === i && lineOfSeq === undefined) {
+      records.push({ line: i + 1, value });
+      continue;
+    }
+    if (lineOfSeq === undefined) {
+      lineOfSeq = new Map<number, number>();
+      for (let j = 0; j < i; j++) lineOfSeq.set(j, j + 1);
+    }
     if (typeof seq === 'number') {
       const first = lineOfSeq.get(seq);
       if (first !== undefined) {

@@ -60,9 +60,18 @@ export interface LoopContext {
 export type UserLoop = (ctx: LoopContext) => Promise<unknown>;
 
 export interface CheckLoopOptions {
-  /** A run that takes longer fails with `finishes` (default 20 s). */
+  /**
+   * A run that takes longer fails with `finishes` alone (default 20 s): a run the clock cut short
+   * leaves its session open and its log unfinished, so nothing else is judged. Raise it on a
+   * loaded machine; the report says so.
+   */
   timeoutMs?: number;
-  /** A loop still running this long after the scenario aborted `ctx.signal` fails with `stops-on-abort` (default 5 s). */
+  /**
+   * No longer used: whether a loop stops on abort is judged by what it did with `ctx.signal`
+   * (an engine call given no aborted signal, or the cancelled summary request left running),
+   * never by how long it took.
+   * @deprecated
+   */
   abortGraceMs?: number;
   /** Keep the temporary folder (its path is in the violation messages) instead of removing it. */
   keepFiles?: boolean;
@@ -96,7 +105,6 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<{ kind: 'resol
 /** Runs `loop` on `scenario` and checks every invariant; never throws for a broken loop (see {@link assertLoop}). */
 export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options: CheckLoopOptions = {}): Promise<LoopReport> {
   const timeoutMs = options.timeoutMs ?? 20_000;
-  const abortGraceMs = Math.min(options.abortGraceMs ?? 5_000, timeoutMs);
   const dir = mkdtempSync(join(tmpdir(), 'xcompact-loop-check-'));
   const workdir = join(dir, 'work');
   mkdirSync(workdir);
@@ -116,18 +124,32 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
   const crashPoint = new Promise<void>((resolve) => (crashRequested = resolve));
   let crashedAt: number | undefined;
 
-  // The scenario's cancel: the loop must settle within abortGraceMs of it (a loop that never
-  // hands ctx.signal on waits for the hung summary until timeoutMs, and is named for it).
+  // The scenario's cancel, at a summary request that hangs until the client lets it go. A loop
+  // that hands ctx.signal on stops it; one that does not is told by what it did, not by the
+  // clock: an engine call waiting (on that summary) was given no signal the abort reached, or,
+  // where no engine call was seen, the summary request was still running when time ran out.
   let abortIgnored: (() => void) | undefined;
-  const abortDeadline = new Promise<'abort-ignored'>((resolve) => (abortIgnored = () => resolve('abort-ignored')));
-  let abortTimer: NodeJS.Timeout | undefined;
+  const signalIgnored = new Promise<'abort-ignored'>((resolve) => (abortIgnored = () => resolve('abort-ignored')));
+  /** Engine calls running now (afterStep, beforeRequest, onRequestError), with the signal each was given. */
+  const engineCalls = new Set<{ signal: AbortSignal | undefined }>();
+  let cancelledRequest: number | undefined;
   const script = scenarioScript(scenario, {
     onCrashPoint: () => crashRequested?.(),
-    onCancelPoint: () => {
+    onCancelPoint: (index) => {
+      cancelledRequest = index;
       controller.abort(new Error('cancelled by the scenario'));
-      abortTimer = setTimeout(() => abortIgnored?.(), abortGraceMs);
+      if (engineCalls.size > 0 && ![...engineCalls].some((c) => c.signal?.aborted === true)) abortIgnored?.();
     },
   });
+  const tracked = async <T>(signal: AbortSignal | undefined, call: () => Promise<T>): Promise<T> => {
+    const entry = { signal };
+    engineCalls.add(entry);
+    try {
+      return await call();
+    } finally {
+      engineCalls.delete(entry);
+    }
+  };
   const server = await startOpenAIServer({ scenarios: script.handler, defaultModel: scenario.model });
   // Every event the loop writes, with how many requests the server had by then: which request came after a commit.
   const marks: StoreMark[] = [];
@@ -151,11 +173,14 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
     const afterStep = engine.afterStep.bind(engine);
     engine.afterStep = (opts) => {
       if (engineOptions.session.openStep === null) afterStepOutside.push(`afterStep() was called with no step open (after step/end, or before step/start)`);
-      return afterStep(opts);
+      return tracked(opts?.signal, () => afterStep(opts));
     };
+    const beforeRequest = engine.beforeRequest.bind(engine);
+    // (Its own afterStep goes through the wrapper above too: one more entry with the same signal.)
+    engine.beforeRequest = (opts) => tracked(opts?.signal, () => beforeRequest(opts));
     const onRequestError = engine.onRequestError.bind(engine);
     engine.onRequestError = async (error, opts) => {
-      const action = await onRequestError(error, opts);
+      const action = await tracked(opts?.signal, () => onRequestError(error, opts));
       const last = [...server.requests].reverse().find((r) => !isSummaryRequest((r.json ?? {}) as ChatRequestBody));
       if (last) retried.set(last.index, action.kind);
       return action;
@@ -211,14 +236,16 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
   };
 
   let ended: LoopReport['ended'] = { kind: 'timeout' };
-  let abortIgnoredMs: number | undefined;
+  let abortIgnoredBy: 'engine-call' | 'request' | undefined;
+  /** The clock ended the run: a slow loop (or one waiting forever), not judged on a log it never finished. */
+  let outOfTime = false;
   let acknowledgedAtCrash: SessionEvent[] | undefined;
   let resume: { requests: number; logLength: number; keys: string[] } | undefined;
   try {
     const first = loop(contextFor(scenario.turns, false));
-    const raced = await Promise.race([withTimeout(first, timeoutMs), crashPoint.then(() => 'crash' as const), abortDeadline]);
+    const raced = await Promise.race([withTimeout(first, timeoutMs), crashPoint.then(() => 'crash' as const), signalIgnored]);
     if (raced === 'abort-ignored') {
-      abortIgnoredMs = abortGraceMs;
+      abortIgnoredBy = 'engine-call';
       ended = { kind: 'timeout' };
     } else if (raced === 'crash') {
       crashedAt = server.requests.length;
@@ -236,17 +263,47 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
       const remaining = scenario.turns.slice(turnsAnswered(survived));
       const second = await withTimeout(loop(contextFor(remaining, true)), timeoutMs);
       ended = second.kind === 'resolved' ? { kind: 'resolved' } : second;
-      if (second.kind !== 'resolved' && scenario.expect.outcome === 'done') {
+      if (second.kind === 'timeout') outOfTime = true;
+      else if (second.kind !== 'resolved' && scenario.expect.outcome === 'done') {
         violations.push({ invariant: 'resumes-after-crash', message: `after the crash the loop did not finish the remaining turns: ${describeEnd(second)}` });
       }
     } else {
       ended = raced.kind === 'resolved' ? { kind: 'resolved' } : raced;
+      if (raced.kind === 'timeout') {
+        // Cancelled, and the summary it cancelled never let go by the client: the signal was not handed on.
+        if (cancelledRequest !== undefined && server.requests[cancelledRequest]?.aborted !== true) abortIgnoredBy = 'request';
+        else outOfTime = true;
+      }
     }
   } finally {
-    clearTimeout(abortTimer);
+    // A run still going is stopped (its signal aborted) before its server and folder go.
+    if (ended.kind === 'timeout') controller.abort(new Error('checkLoop: the run is over'));
     stopObserving();
     stopWatching();
     await server.close();
+  }
+
+  if (outOfTime) {
+    if (!options.keepFiles) rmSync(dir, { recursive: true, force: true });
+    const seconds = timeoutMs / 1000;
+    return {
+      scenario: scenario.name,
+      path: scenario.path,
+      charts: scenario.charts,
+      ok: false,
+      violations: [
+        {
+          invariant: 'finishes',
+          message:
+            `the loop did not finish within ${seconds} s — raise timeoutMs on a loaded machine (checkLoop(loop, scenario, { timeoutMs })); ` +
+            'a loop waiting on something that never answers ends here too. Nothing else was judged: a run cut short leaves its session open and its log unfinished',
+        },
+      ],
+      ended,
+      requests: server.requests.filter((r) => r.path === '/v1/chat/completions' && !isSummaryRequest((r.json ?? {}) as ChatRequestBody)).length,
+      transitions,
+      events: readLog(sessionsDir, sessionId),
+    };
   }
 
   // ---- the invariants -------------------------------------------------------------------------
@@ -319,7 +376,7 @@ export async function checkLoop(loop: UserLoop, scenario: LoopScenario, options:
       breakerOpened,
       breakerClosed,
       observed: observedAnyEngine(transitions),
-      ...(abortIgnoredMs !== undefined ? { abortIgnoredMs } : {}),
+      ...(abortIgnoredBy !== undefined ? { abortIgnoredBy } : {}),
     }),
   );
 

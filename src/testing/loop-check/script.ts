@@ -25,8 +25,8 @@ export function isSummaryRequest(body: ChatRequestBody): boolean {
 export interface ScriptEvents {
   /** The request at which the scenario crashes the process (the handler then leaves it hanging). */
   onCrashPoint(): void;
-  /** The summary request at which the scenario cancels the loop. */
-  onCancelPoint(): void;
+  /** The summary request at which the scenario cancels the loop (its index in the server's requests); it hangs until the client lets it go. */
+  onCancelPoint(index: number): void;
 }
 
 export interface ScenarioServerScript {
@@ -82,11 +82,11 @@ export function scenarioScript(scenario: LoopScenario, events: ScriptEvents): Sc
   let followUpSent = false;
   let inScenarioTurn = false;
 
-  const summaryReply = (): Scenario => {
+  const summaryReply = (index: number): Scenario => {
     summaries++;
     if (s.cancelAtSummary && !cancelled) {
       cancelled = true;
-      events.onCancelPoint();
+      events.onCancelPoint(index);
       return { kind: 'hang', sendHeaders: true };
     }
     const outcome = s.summary;
@@ -158,7 +158,7 @@ export function scenarioScript(scenario: LoopScenario, events: ScriptEvents): Sc
           events.onCrashPoint();
           return { kind: 'hang', sendHeaders: false };
         }
-        return summaryReply();
+        return summaryReply(req.index);
       }
       return agentReply(req);
     },

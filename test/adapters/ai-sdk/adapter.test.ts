@@ -83,7 +83,7 @@ describe('xcompact/ai-sdk with @ai-sdk/openai-compatible over HTTP', () => {
       expect(turns).toHaveLength(2);
       checkRequests(script);
       await compaction.close();
-    }, 60_000);
+    });
   }
 
   it('ToolLoopAgent: the same one option, a compaction mid loop, every request valid', async () => {
@@ -97,5 +97,5 @@ describe('xcompact/ai-sdk with @ai-sdk/openai-compatible over HTTP', () => {
     expect(midLoopCompactions(compaction.session.events())).toBeGreaterThanOrEqual(1);
     checkRequests(script);
     await compaction.close();
-  }, 60_000);
+  });
 });

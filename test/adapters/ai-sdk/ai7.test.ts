@@ -142,7 +142,7 @@ describe.skipIf(!SUPPORTED)(`xcompact/ai-sdk with ai 7 (skipped below Node 22, w
       expect(events).toContain('compaction.committed:pressure');
       expect(events).toContain('compaction.committed:overflow');
       await compaction.close();
-    }, 60_000);
+    });
   }
 
   it('a spec v3 model (@ai-sdk/openai-compatible 2) under ai 7: the same loop', async () => {
@@ -152,7 +152,7 @@ describe.skipIf(!SUPPORTED)(`xcompact/ai-sdk with ai 7 (skipped below Node 22, w
     expect(compaction.model.specificationVersion).toBe('v3');
     await toolLoop(script, compaction.model, 'generateText', compaction.session);
     await compaction.close();
-  }, 60_000);
+  });
 
   it("the middleware in ai 7's wrapLanguageModel over a v3 model (ai 7 hands it v4 calls): the same loop", async () => {
     const script = await startScript(OVERFLOW_AT);
@@ -163,7 +163,7 @@ describe.skipIf(!SUPPORTED)(`xcompact/ai-sdk with ai 7 (skipped below Node 22, w
     expect(wrapped.specificationVersion).toBe('v4');
     await toolLoop(script, wrapped, 'streamText', compaction.session);
     await compaction.close();
-  }, 60_000);
+  });
 
   it('ToolLoopAgent of ai 7: the same one option, a compaction mid loop, every request valid', async () => {
     const script = await startScript(undefined);
@@ -181,7 +181,7 @@ describe.skipIf(!SUPPORTED)(`xcompact/ai-sdk with ai 7 (skipped below Node 22, w
     expect(midLoopCompactions(compaction.session.events())).toBeGreaterThanOrEqual(1);
     checkRequests(script);
     await compaction.close();
-  }, 60_000);
+  });
 
   describe('images and refusals in spec v4 form (files wrapped as { type, data | url })', () => {
     // 1×1 PNG.

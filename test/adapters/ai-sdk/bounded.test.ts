@@ -112,5 +112,5 @@ describe('xcompact/ai-sdk: the default summarizer is bounded by the window', () 
     // No agent request was refused: the one that would have overflowed was compacted before it left.
     const agent = requests.filter((r) => !isSummaryRequest(r.body));
     expect(agent.map((r) => r.refused)).toEqual([false]);
-  }, 60_000);
+  });
 });

@@ -74,7 +74,7 @@ describe('xcompact/ai-sdk: the recall tool', () => {
         expect(openAIMessageProblems((r.json as ChatRequestBody).messages ?? [])).toEqual([]);
       }
       await compaction.close();
-    }, 60_000);
+    });
   }
 
   it('bad arguments: an error result the model reads, the loop goes on, the log keeps only that result', async () => {

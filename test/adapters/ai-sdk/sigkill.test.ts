@@ -81,7 +81,7 @@ async function log() {
 }
 
 describe('xcompact/ai-sdk: a process SIGKILLed mid tool step is continued by the documented loop', () => {
-  it('killed after the tool-call reply was recorded: the restart answers the interrupted call and goes on', { timeout: 120_000 }, async () => {
+  it('killed after the tool-call reply was recorded: the restart answers the interrupted call and goes on', async () => {
     calls = ['room'];
     const killed = await run('Look at the room.', 'room');
     expect(killed.signal).toBe('SIGKILL');
@@ -106,7 +106,7 @@ describe('xcompact/ai-sdk: a process SIGKILLed mid tool step is continued by the
     expect(new Set(users).size).toBe(users.length);
   });
 
-  it('killed with one result of a parallel batch in and one still running: the restart closes the batch and goes on', { timeout: 120_000 }, async () => {
+  it('killed with one result of a parallel batch in and one still running: the restart closes the batch and goes on', async () => {
     calls = ['room', 'desk'];
     const killed = await run('Look at the room and the desk.', 'desk');
     expect(killed.signal).toBe('SIGKILL');

@@ -17,7 +17,7 @@ function run(example: string, args: string[] = []): Promise<{ code: number; stdo
   const env = { ...process.env, SESSION_DIR: dir, OPENAI_BASE_URL: '', NODE_OPTIONS: '' };
   delete (env as Record<string, string | undefined>).OPENAI_BASE_URL;
   return new Promise((done) => {
-    execFile(process.execPath, ['node_modules/tsx/dist/cli.mjs', `examples/${example}`, ...args], { env, timeout: 120_000 }, (err, stdout, stderr) =>
+    execFile(process.execPath, ['node_modules/tsx/dist/cli.mjs', `examples/${example}`, ...args], { env }, (err, stdout, stderr) =>
       done({ code: err ? 1 : 0, stdout: String(stdout), stderr: String(stderr) }),
     );
   });
@@ -29,7 +29,7 @@ const recordedTypes = (id: string) =>
     .split('\n')
     .map((l) => (JSON.parse(l) as { type: string }).type);
 
-describe('the drop-in examples, run as a user runs them', { timeout: 240_000 }, () => {
+describe('the drop-in examples, run as a user runs them', () => {
   for (const [example, id] of [
     ['openai-drop-in.ts', 'drop-in'],
     ['ai-sdk-drop-in.ts', 'ai-sdk-drop-in'],

@@ -145,7 +145,7 @@ describe('meter snapshot (<log>.prices)', () => {
     expect(types).toContain('"other"');
     rmSync(sidecar);
     cold = await figuresAfterReopen(dir);
-  }, 60_000);
+  });
 
   const withSidecar = (bytes: Buffer | undefined) => {
     if (bytes === undefined) rmSync(sidecar, { force: true });

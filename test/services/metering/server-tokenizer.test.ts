@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, createCompactionEngine, getTokenizer, JsonlStore, Session, SessionWriter, type CompactionEngine } from '../../../src/index';
-import { ServerTokenizer, serverTokenizeUrl } from '../../../src/advanced';
+import { ServerTokenizer, serverTokenizeUrl, TokenMeter } from '../../../src/advanced';
 import {
   chatPromptTokens,
   digitTokens,
@@ -46,13 +46,22 @@ async function serve(tokenize: TokenizeOptions | undefined): Promise<LocalOpenAI
   return server;
 }
 
-function engineFor(session: Session, server: LocalOpenAIServer, tokenizer: 'server' | 'o200k_base' = 'server') {
+/**
+ * A server that answers does so within `deadlineMs` however loaded the machine (its answers are
+ * in time by the order of events, not by their speed); the tests of a late or missing answer
+ * make the server slower than the deadline by far.
+ */
+const IN_TIME_MS = 60_000;
+const SHORT_MS = 2_000;
+
+function engineFor(session: Session, server: LocalOpenAIServer, tokenizer: 'server' | 'o200k_base' = 'server', deadlineMs = IN_TIME_MS) {
   const client = new OpenAI({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0 });
   const engine = createCompactionEngine({
     session,
     client,
     models: { [`local/${MODEL}`]: { contextWindow: WINDOW, maxOutputTokens: 512, tokenizer } },
     config: { economics: false, background: false },
+    tokenizerDeadlineMs: deadlineMs,
   });
   engines.push(engine);
   return { engine, client };
@@ -116,10 +125,10 @@ describe("tokenizer 'server' (docs/local-models.md#the-server-tokenizer-the-mode
     const tokenize: TokenizeOptions = { count: digitTokens };
     const server = await serve(tokenize);
     const session = Session.inMemory();
-    const { engine, client } = engineFor(session, server);
+    const { engine, client } = engineFor(session, server, 'server', SHORT_MS);
     await turn(session, client, engine, digits(1));
     expect(engine.measure().fallbackNodes).toBe(0);
-    tokenize.delayMs = 60_000; // /tokenize hangs; chat still answers
+    tokenize.delayMs = 10 * 60_000; // /tokenize hangs (past the late-answer limit too); chat still answers
     await turn(session, client, engine, digits(2));
     expect(engine.measure().fallbackNodes).toBe(1); // the user's new text; the reply is cached
     expect(engine.measure().estimatedTokens).toBeLessThan(serverCount(session) - 500);
@@ -133,13 +142,15 @@ describe("tokenizer 'server' (docs/local-models.md#the-server-tokenizer-the-mode
     const tokenize: TokenizeOptions = { count: digitTokens };
     const server = await serve(tokenize);
     const session = Session.inMemory();
-    const { engine, client } = engineFor(session, server);
+    const { engine, client } = engineFor(session, server, 'server', SHORT_MS);
     await turn(session, client, engine, digits(1));
-    tokenize.delayMs = 700; // past the 300 ms deadline, well within the late-answer limit
+    tokenize.delayMs = 3 * SHORT_MS; // past the deadline, well within the late-answer limit (30 s)
     await turn(session, client, engine, digits(2));
     expect(engine.measure().fallbackNodes).toBe(1); // the step did not wait for it
     const asked = tokenizeRequests(server);
-    await new Promise((r) => setTimeout(r, 1200));
+    // Until the late answer is in (no step asks for it meanwhile).
+    const counter = (engine.measure().prices as TokenMeter).currentTokenizer as ServerTokenizer;
+    while (!counter.has(digits(2))) await new Promise((r) => setTimeout(r, 20));
     await engine.afterStep();
     expect(engine.measure().fallbackNodes).toBe(0);
     expect(tokenizeRequests(server)).toBe(asked);
@@ -249,7 +260,7 @@ describe('ServerTokenizer over HTTP', () => {
 
   it.each(['llama.cpp', 'vllm'] as const)('speaks %s: one probe finds the dialect, then one request per text', async (dialect) => {
     const server = await serve({ count: digitTokens, dialect });
-    const t = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback });
+    const t = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback, deadlineMs: IN_TIME_MS });
     expect(t.count(text)).toBe(fallback.count(text));
     expect(t.fallbacks()).toBe(1);
     const report = await t.prefetch([text, text, 'another 42']);
@@ -280,21 +291,21 @@ describe('ServerTokenizer over HTTP', () => {
       calls++;
       return fetch(input, init);
     };
-    const t = new ServerTokenizer({ url, model: MODEL, fallback, fetch: counting });
+    const t = new ServerTokenizer({ url, model: MODEL, fallback, fetch: counting, deadlineMs: IN_TIME_MS });
     const report = await t.prefetch(['a1', 'b22', 'c333', 'd4444', 'e55555']);
     expect(report).toMatchObject({ asked: 5, counted: 0, unreachable: true });
     expect(calls).toBe(1);
     const server = await serve({ count: digitTokens });
-    const small = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback, batchTexts: 2 });
+    const small = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback, batchTexts: 2, deadlineMs: IN_TIME_MS });
     expect(await small.prefetch(['a1', 'b22', 'c333'])).toMatchObject({ asked: 2, counted: 2, unreachable: false });
     expect([small.has('a1'), small.has('b22'), small.has('c333')]).toEqual([true, true, false]);
   });
 
   it('a server that keeps failing is asked less and less often (skips doubling), and asked every step again once it answers', async () => {
-    const tokenize: TokenizeOptions = { count: digitTokens, delayMs: 60_000 }; // /tokenize hangs
+    const tokenize: TokenizeOptions = { count: digitTokens, delayMs: 10 * 60_000 }; // /tokenize hangs
     const server = await serve(tokenize);
     // A deadline a loaded machine's local server answers well within, once it answers at all.
-    const t = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback, deadlineMs: 250 });
+    const t = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback, deadlineMs: SHORT_MS });
     let n = 0;
     const step = async () => {
       const r = await t.prefetch([`text ${n++}`]);
@@ -318,7 +329,7 @@ describe('ServerTokenizer over HTTP', () => {
 
   it('keeps a bounded number of counts, the least recently used dropped first', async () => {
     const server = await serve({ count: digitTokens });
-    const t = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback, cacheEntries: 2, concurrency: 1 });
+    const t = new ServerTokenizer({ url: `${server.url}/tokenize`, model: MODEL, fallback, cacheEntries: 2, concurrency: 1, deadlineMs: IN_TIME_MS });
     await t.prefetch(['a1', 'b22']);
     t.count('a1'); // a1 is now the most recent
     await t.prefetch(['c333']);

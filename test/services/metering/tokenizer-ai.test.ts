@@ -115,14 +115,14 @@ describe.each(['o200k_base', 'cl100k_base'] as GptEncodingName[])('%s: ai-tokeni
   });
 
   // Minutes of counting on a loaded machine: a generous timeout per corpus.
-  it.each(CORPORA)('on %s: the same count for every text', { timeout: 180_000 }, (_, texts) => {
+  it.each(CORPORA)('on %s: the same count for every text', (_, texts) => {
     const list = texts();
     expect(list.length).toBeGreaterThan(0);
     const differ = list.filter((t) => ai(t) !== gpt.count(t));
     expect(differ.map((t) => t.slice(0, 120))).toEqual([]);
   });
 
-  it('on special-token literals (ordinary text for both) and random Unicode', { timeout: 120_000 }, () => {
+  it('on special-token literals (ordinary text for both) and random Unicode', () => {
     for (const t of ['<|endoftext|>', 'a <|endoftext|> b <|im_start|>user<|im_sep|> c <|fim_prefix|>', '<|endofprompt|>']) expect(ai(t)).toBe(gpt.count(t));
     // Object.prototype's keys as pieces: ai-tokenizer's own table would find the functions.
     for (const t of ['valueOf', 'constructor', 'toString', '__proto__', 'hasOwnProperty', 'x.valueOf()\nconstructor(a)']) expect(ai(t)).toBe(gpt.count(t));

@@ -56,7 +56,7 @@ describe('recall through the example agent loop, against the local server', () =
     });
     log = [...session.events()];
     await session.close();
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await server?.close();

@@ -39,5 +39,5 @@ describe('examples/xstate-agent.ts with recall on', () => {
     const recalled = session.events().find((e): e is SessionEvent<'tool/result'> => e.type === 'tool/result' && e.data.toolName === 'recall')!;
     expect((recalled.data.content[0] as { text: string }).text).toBe(script.recalled[0]);
     await session.close();
-  }, 60_000);
+  });
 });

@@ -21,59 +21,68 @@ async function shadowed(text: string): Promise<Session> {
   return session;
 }
 
-const BUDGET_MS = 60;
-/** Time past the budget a call may take: one clock read's worth of steps, the answer's render, a loaded machine. */
-const SLACK_MS = 400;
+/**
+ * The budget's clock as a count of its reads: the engine reads it every few thousand steps, so
+ * a deadline of N reads is N slices of work, whatever the machine's speed. "Within the budget"
+ * is then exact (no slack for a loaded machine: no verdict here depends on the wall clock), and
+ * "linear" is the reads a search takes growing with the text, not faster.
+ */
+function stepClock(): { now: () => number; reads: () => number } {
+  let n = 0;
+  return { now: () => ++n, reads: () => n };
+}
+
+/** Budgets in clock reads. */
+const BUDGET = 40;
+const FOREVER = 1_000_000;
 
 describe('recall regex: linear time on a shadowed run of 20,000 a', () => {
   const RUN = 'a'.repeat(20_000);
 
-  it('the patterns that froze the backtracking engine answer within the budget', async () => {
+  it('the patterns that froze the backtracking engine stop at the budget: one slice of work past it at most', async () => {
     const session = await shadowed(RUN);
-    const recall = recallTool(session, { scanBudgetMs: BUDGET_MS });
     for (const query of FROZE) {
-      const started = performance.now();
-      const out = recall.run({ query, regex: true });
-      const took = performance.now() - started;
+      const clock = stepClock();
+      const out = recallTool(session, { scanBudgetMs: BUDGET, now: clock.now }).run({ query, regex: true });
       expect(out.isError, `${query}: ${out.text}`).toBe(false);
-      expect(took, query).toBeLessThan(BUDGET_MS + SLACK_MS);
+      // The read that set the deadline, the budget's reads, and the one that found it passed.
+      expect(clock.reads(), query).toBeLessThanOrEqual(BUDGET + 2);
     }
   });
 
   it('and they finish: the whole history searched (no match, not cut off), in linear time', async () => {
-    const session = await shadowed(RUN);
-    const recall = recallTool(session, { scanBudgetMs: 5_000 });
+    const small = await shadowed(RUN);
+    const large = await shadowed(RUN + RUN);
     for (const query of FROZE) {
-      const started = performance.now();
-      const out = recall.run({ query, regex: true });
-      expect(performance.now() - started, query).toBeLessThan(2_000);
+      const once = stepClock();
+      const out = recallTool(small, { scanBudgetMs: FOREVER, now: once.now }).run({ query, regex: true });
       expect(out.isError, query).toBe(false);
       expect(out.text, query).not.toContain('time budget');
+      // Twice the text, at most about twice the work (a backtracking engine's grows without bound).
+      const twice = stepClock();
+      recallTool(large, { scanBudgetMs: FOREVER, now: twice.now }).run({ query, regex: true });
+      expect(twice.reads(), query).toBeLessThanOrEqual(2.5 * once.reads() + 4);
     }
     // The run is followed by a line end: no `a…aX` anywhere (the "x" of "exit code" has no a before it).
-    expect(recall.run({ query: '(a|aa)+X', regex: true }).matches).toBe(0);
+    expect(recallTool(small, { scanBudgetMs: FOREVER, now: stepClock().now }).run({ query: '(a|aa)+X', regex: true }).matches).toBe(0);
   });
 
   it('(a+)+ runs (no longer refused) and finds the run', async () => {
     const session = await shadowed(RUN);
-    const out = recallTool(session, { scanBudgetMs: 5_000 }).run({ query: '\\n(a+)+\\n', regex: true });
+    const out = recallTool(session, { scanBudgetMs: FOREVER, now: stepClock().now }).run({ query: '\\n(a+)+\\n', regex: true });
     expect(out.isError).toBe(false);
     expect(out.matches).toBe(1);
     expect(out.text).toContain('result of bash {"command":"cat big.log"}');
   });
 
-  it('1,000 generated patterns each answer within the budget', async () => {
+  it('1,000 generated patterns each stop at the budget', async () => {
     const session = await shadowed(RUN);
-    const recall = recallTool(session, { scanBudgetMs: BUDGET_MS });
     const next = rng(44);
-    let slowest = 0;
     let ran = 0;
     for (let k = 0; k < 1_000; k++) {
       const query = hostilePattern(next);
-      const started = performance.now();
-      const out = recall.run({ query, regex: true });
-      const took = performance.now() - started;
-      slowest = Math.max(slowest, took);
+      const clock = stepClock();
+      const out = recallTool(session, { scanBudgetMs: BUDGET, now: clock.now }).run({ query, regex: true });
       // Every pattern JavaScript accepts runs (none is refused for its shape); the rest are answered as errors.
       let valid = true;
       try {
@@ -83,10 +92,9 @@ describe('recall regex: linear time on a shadowed run of 20,000 a', () => {
       }
       expect(out.isError, `${query}: ${out.text}`).toBe(!valid);
       if (!out.isError) ran++;
-      expect(took, query).toBeLessThan(BUDGET_MS + SLACK_MS);
+      expect(clock.reads(), query).toBeLessThanOrEqual(BUDGET + 2);
     }
     expect(ran).toBeGreaterThan(700);
-    expect(slowest).toBeLessThan(BUDGET_MS + SLACK_MS);
   });
 });
 
@@ -94,12 +102,10 @@ describe('recall regex: the budget holds inside one text', () => {
   it('a 1 MB shadowed text is cut off mid-match at the budget, and the answer says so', async () => {
     const big = `${'a'.repeat(500_000)}\n${'ab '.repeat(170_000)}`;
     const session = await shadowed(big);
-    const recall = recallTool(session, { scanBudgetMs: 20 });
-    const started = performance.now();
-    const out = recall.run({ query: '(\\w|a|ab|b)*(X|Y|Z){2}', regex: true });
-    const took = performance.now() - started;
+    const clock = stepClock();
+    const out = recallTool(session, { scanBudgetMs: 3, now: clock.now }).run({ query: '(\\w|a|ab|b)*(X|Y|Z){2}', regex: true });
     expect(out.isError).toBe(false);
-    expect(took).toBeLessThan(20 + SLACK_MS);
+    expect(clock.reads()).toBeLessThanOrEqual(3 + 2);
     expect(out.text).toMatch(/before the time budget ran out/);
   });
 

@@ -59,6 +59,6 @@ for (const [name, makeStore] of STORES) {
       } finally {
         await again.close();
       }
-    }, 60_000);
+    });
   });
 }

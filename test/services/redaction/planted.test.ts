@@ -120,7 +120,7 @@ describe('a secret of each kind, planted in a run, leaves the log nowhere', () =
     });
     log = [...session.events()];
     await session.flush();
-  }, 120_000);
+  });
 
   afterAll(async () => {
     await session?.close();

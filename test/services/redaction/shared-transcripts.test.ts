@@ -32,5 +32,5 @@ describe.skipIf(files.length === 0)(`redaction on the shared transcripts (${SHAR
     expect(chars).toBeGreaterThan(10_000_000);
     const falsePositives = hits.filter((h) => !REVIEWED.includes(h));
     expect(falsePositives).toEqual([]);
-  }, 120_000);
+  });
 });

@@ -610,7 +610,7 @@ describe('OpenAISummarizer: bounded input', () => {
     }
   });
 
-  it('summarizes a transcript larger than the window in chunks, each request within the budget, merging as it goes', { timeout: 60_000 }, async () => {
+  it('summarizes a transcript larger than the window in chunks, each request within the budget, merging as it goes', async () => {
     const session = Session.inMemory();
     await importPiFile(session, PI_FIXTURE, { systemPrompt: 'You are pi, a coding agent.', tools: TOOLS as unknown as Record<string, unknown>[] });
     const messages = session.deriveMessages();

@@ -7,7 +7,7 @@
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AiSdkSummarizer } from '../../../src/adapters/ai-sdk/index';
 import {
   CompactionError,
@@ -23,11 +23,12 @@ import { startOpenAIServer, type LocalOpenAIServer, type Scenario } from '../../
 import { harness, openTurn, stepUntilPressure, SYSTEM_PROMPT } from '../../helpers/engine';
 import { spanRequest } from '../../helpers/summary-request';
 
+// A server per test: a request a test gave up on (or a client's retry of it) never reaches the next test's scripted queue.
 let server: LocalOpenAIServer;
-beforeAll(async () => {
+beforeEach(async () => {
   server = await startOpenAIServer({ defaultModel: 'small' });
 });
-afterAll(() => server.close());
+afterEach(() => server.close());
 
 const client = () => new OpenAI({ baseURL: server.baseURL, apiKey: 'test', maxRetries: 0 });
 const summarizers: Array<[string, () => Summarizer]> = [
@@ -79,8 +80,7 @@ describe.each(summarizers)('%s: a stalled provider', (_name, make) => {
       expect((err as SummarizerError).code).toBe('summary-timeout');
       expect((err as Error).message).toContain('300 ms');
       expect(took).toBeGreaterThanOrEqual(290);
-      expect(took).toBeLessThan(3_000);
-      // The stalled request was given up, not left open.
+      // The stalled request was given up, not left open (a stall never ends: no upper bound on the time is needed).
       const rec = await server.waitForClose(first);
       expect(rec.aborted).toBe(true);
     });
@@ -88,8 +88,9 @@ describe.each(summarizers)('%s: a stalled provider', (_name, make) => {
 
   it('a stream that keeps sending within the idle limit is not cut off', async () => {
     const session = conversation();
-    const request = { ...spanRequest(session, session.surface.length - 1, 400, { provider: 'test', model: 'small' }), idleTimeoutMs: 400 };
-    server.enqueue({ kind: 'reply', content: 'The user asked why the build fails; the linker cannot find libfoo.', chunks: 6, chunkDelayMs: 150 });
+    // Gaps far inside the limit: only a process stalled for the whole limit could cut it (a loaded machine is not that).
+    const request = { ...spanRequest(session, session.surface.length - 1, 400, { provider: 'test', model: 'small' }), idleTimeoutMs: 10_000 };
+    server.enqueue({ kind: 'reply', content: 'The user asked why the build fails; the linker cannot find libfoo.', chunks: 6, chunkDelayMs: 10 });
     const r = await make().summarize(request, new AbortController().signal);
     expect(r.text).toContain('libfoo');
   });
@@ -114,9 +115,7 @@ describe('the engine and a stalled summary', () => {
     const before = JSON.stringify(session.deriveMessages());
     const from = session.length;
     server.enqueue({ kind: 'hang', afterChunks: 2 });
-    const started = Date.now();
     const err = await failure(engine.compactNow());
-    expect(Date.now() - started).toBeLessThan(3_000);
     expect(err).toBeInstanceOf(CompactionError);
     expect((err as CompactionError).code).toBe('summary');
     expect((err as CompactionError).causeCode).toBe('summary-timeout');
@@ -145,7 +144,7 @@ describe('the engine and a stalled summary', () => {
     expect((err as CompactionError).causeCode).toBe('summary-timeout');
     expect((err as Error).message).toContain('summaryTimeoutMs');
     expect(took).toBeGreaterThanOrEqual(590);
-    expect(took).toBeLessThan(3_000);
+    // Abandoned mid-stream (the client went away before the 40 chunks' 6 s were sent), not when it ended.
     expect((await server.waitForClose(first)).aborted).toBe(true);
     expect(session.lock.held).toBe(false);
     engine.stop();
@@ -159,11 +158,12 @@ describe('the engine and a stalled summary', () => {
       models,
       config: { summaryTimeoutMs: 60_000, background: false, modelPolicies: [{ provider: 'test', model: 'small', summaryTimeoutMs: 400 }] },
     });
+    const first = server.requests.length;
     server.enqueue({ kind: 'reply', content: 'slow', chunks: 40, chunkDelayMs: 150 });
-    const started = Date.now();
     const err = await failure(engine.compactNow());
     expect((err as CompactionError).causeCode).toBe('summary-timeout');
-    expect(Date.now() - started).toBeLessThan(3_000);
+    // The route's 400 ms, not the top level's minute: given up while the 6 s stream was still sending.
+    expect((await server.waitForClose(first)).aborted).toBe(true);
     engine.stop();
   });
 
@@ -220,10 +220,9 @@ describe('the engine and a stalled summary', () => {
       const { result, index } = await stepUntilPressure(h);
       expect(result.status).toBe('preparing');
       // Keep stepping: the threshold comes while the background summary hangs.
+      // The summary hangs for ever: a step that returns at all was released by the deadline.
       let last = result;
-      const started = Date.now();
       for (let i = index + 1; i < index + 40 && last.status === 'preparing'; i++) last = await h.step(i);
-      expect(Date.now() - started).toBeLessThan(5_000);
       expect(last.status).toBe('failed');
       expect(last.error?.causeCode).toBe('summary-timeout');
       expect(h.session.lock.held).toBe(false);
@@ -252,7 +251,8 @@ describe('the engine and a stalled summary', () => {
       openTurn(h, 'Please list every directory.');
       const { result } = await stepUntilPressure(h);
       expect(result.status).toBe('preparing');
-      await new Promise((r) => setTimeout(r, 1_000));
+      // Until it is reported (the 6 s stream is still sending when the 400 ms deadline ends it).
+      while (!h.events.some((e) => e.type === 'compaction.failed')) await new Promise((r) => setTimeout(r, 20));
       const failed = h.events.find((e) => e.type === 'compaction.failed') as Extract<EngineNotification, { type: 'compaction.failed' }> | undefined;
       expect(failed?.error.causeCode).toBe('summary-timeout');
       expect(failed?.background).toBe(true);

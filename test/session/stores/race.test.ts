@@ -70,7 +70,7 @@ beforeAll(async () => {
     racers.push(new Racer(child));
   }
   await Promise.all(racers.map((r) => r.next('ready')));
-}, 120_000);
+});
 
 afterAll(() => {
   for (const r of racers) if (r.child.exitCode === null) r.child.kill('SIGKILL');
@@ -156,5 +156,5 @@ describe('JsonlStore: processes racing to take over a stale lock', () => {
     console.info(`store race: ${JSON.stringify(tally)} in ${seconds} s`);
     expect(problems.slice(0, 10)).toEqual([]);
     expect(tally).toEqual({ trials: TRIALS, doubleWriters: 0, noWriter: 0, lost: 0, acked: TRIALS * 5, reopenFailures: 0, writerErrors: 0 });
-  }, 600_000);
+  });
 });

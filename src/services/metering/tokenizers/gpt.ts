@@ -68,18 +68,28 @@ export function loadAiCounter(name: GptEncodingName, load: RequireLike = nodeReq
 
 /**
  * An exact OpenAI BPE counter: ai-tokenizer's when it is installed, gpt-tokenizer's otherwise
- * (the same counts). The rank table (o200k: ~0.4–0.7 s, ~100 MB) loads here, on first
- * request, not at module load.
+ * (the same counts). Which package counts is settled here (neither installed: this call's
+ * TokenizerUnavailableError); its rank table (o200k: ~0.4–1.3 s of CPU, ~100 MB) loads on the
+ * first count, so a tokenizer that is only named (the meter's one before any request header,
+ * a route the log never uses) costs nothing.
  */
 export function createGptTokenizer(name: GptEncodingName, load: RequireLike = nodeRequire()): Tokenizer {
-  const fast = loadAiCounter(name, load);
-  const encoding = fast ? undefined : loadEncoding(name, load);
-  const countWith = fast ?? ((text: string) => encoding!.countTokens(text, SPECIAL_TOKENS_AS_TEXT));
+  const ai = resolves(load, 'ai-tokenizer') && resolves(load, AI_ENTRY_POINTS[name]);
+  if (!ai && !resolves(load, ENTRY_POINTS[name])) loadEncoding(name, load);
+  let countWith: ((text: string) => number) | undefined;
+  const counter = (): ((text: string) => number) => {
+    if (countWith) return countWith;
+    const fast = ai ? loadAiCounter(name, load) : undefined;
+    if (fast) return (countWith = fast);
+    const encoding = loadEncoding(name, load);
+    return (countWith = (text: string) => encoding.countTokens(text, SPECIAL_TOKENS_AS_TEXT));
+  };
   const count = (text: string): number => {
     if (text.length === 0) return 0;
+    const countText = counter();
     try {
       // Either counter counts without building anything the caller keeps.
-      return countWith(text);
+      return countText(text);
     } catch {
       // count() must never throw (it runs inside an agent step); a byte estimate is the
       // least-wrong answer for input the encoder rejects.
@@ -87,6 +97,15 @@ export function createGptTokenizer(name: GptEncodingName, load: RequireLike = no
     }
   };
   return Object.freeze({ name, exact: true, overhead: OPENAI_CHAT_OVERHEAD, count });
+}
+
+function resolves(load: RequireLike, id: string): boolean {
+  try {
+    load.resolve(id);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function loadEncoding(name: GptEncodingName, load: RequireLike): GptEncodingModule {

@@ -50,7 +50,7 @@ export interface FitOutput {
   error: ErrorInfo | undefined;
 }
 
-interface FitContext extends FitInput {
+export interface FitContext extends FitInput {
   before: FitReading | undefined;
   last: FitReading | undefined;
   cuts: number;

@@ -218,7 +218,10 @@ export function createConversation(options: ConversationOptions): Conversation {
    */
   const endStep = async (signal: AbortSignal | undefined) => {
     if (!session.openStep || session.surface.pendingCalls().length > 0) return;
-    await engine.afterStep(signal ? { signal } : {});
+    // Before the first request header nothing is routed: the pressure check has no window to
+    // judge by, and the request's own check (step 4) prices the whole history once. A first call
+    // bringing 5,000 messages skips 2,500 passes that could decide nothing.
+    if (session.latestHeader) await engine.afterStep(signal ? { signal } : {});
     w.endStep();
   };
   const abandonStep = (reason: 'error' | 'aborted' = 'error') => {
@@ -406,7 +409,12 @@ export function createConversation(options: ConversationOptions): Conversation {
       call.messages.forEach((m, i) => {
         if (!isEmptyReply(m)) kept.push(i);
       });
-      const given = kept.map((i) => printOf(call.messages[i]!));
+      const pause = slicer();
+      const given: string[] = [];
+      for (const i of kept) {
+        given.push(printOf(call.messages[i]!));
+        await pause();
+      }
       const from = firstNewMessage(
         list.map((k) => k.print),
         given,
@@ -415,7 +423,10 @@ export function createConversation(options: ConversationOptions): Conversation {
       const fresh = kept.slice(from).map((i) => call.messages[i]!);
       // 2. Plan: nothing is written unless all of it can be.
       checkPairing(fresh, face);
-      fresh.forEach((m, k) => checkMessage(m, kept[from + k]!, face));
+      for (const [k, m] of fresh.entries()) {
+        checkMessage(m, kept[from + k]!, face);
+        await pause();
+      }
       checkSystem(call.system);
       requireWindow(call.model, face);
       const newest = [...fresh].reverse().find((m): m is Extract<ConversationMessage, { role: 'user' }> => m.role === 'user');
@@ -439,6 +450,7 @@ export function createConversation(options: ConversationOptions): Conversation {
         seqs[kept[from + k]!] = seq;
         known.push({ seq, print: given[from + k]!, message: m });
         scanned = session.length;
+        await pause();
       }
       await endStep(signal);
       ensureTurn();
@@ -533,4 +545,18 @@ function isJson(text: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Lets the event loop turn after every `sliceMs` of work: a first call that brings thousands of
+ * messages reads, checks and records them without keeping the process's timers and sockets
+ * waiting (the other agents of a server, a stream being read).
+ */
+function slicer(sliceMs = 10): () => Promise<void> {
+  let since = performance.now();
+  return async () => {
+    if (performance.now() - since < sliceMs) return;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    since = performance.now();
+  };
 }
